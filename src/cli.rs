@@ -1,0 +1,197 @@
+//! Command-line surface (clap derive). Flags that override configuration are
+//! turned into a [`RawConfig`] layer here, so precedence (file < env < flags)
+//! is decided in one place: `crate::config`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{Guarantee, LogFormat, RawConfig};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "groundgate",
+    version,
+    about = "Validates LLM answers and their [^N] citations between Kafka topics"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a JSON Lines file offline and write the outputs to a directory.
+    Check(CheckArgs),
+    /// Run the stream worker against Kafka (or the embedded broker if no --brokers).
+    Run(RunArgs),
+    /// Run the embedded in-memory broker as a long-lived process (development only).
+    DevBroker(DevBrokerArgs),
+    /// One-command tour: embedded broker, sample stream, one worker, a summary.
+    Demo(DemoArgs),
+    /// Stream answers (a JSON Lines file or synthetic ones) to the input topic.
+    Produce(ProduceArgs),
+    /// Measure raw consume→produce passthrough against the worker on one broker.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Rejected,
+    Retry,
+    DeadLetter,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// JSON Lines input, one answer per line; `-` reads standard input.
+    pub input: String,
+    /// Directory for final.jsonl, retry.jsonl, audit.jsonl, dead_letter.jsonl (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// TOML configuration file (policy, providers, limits).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Exit 1 if any record had this outcome (repeatable).
+    #[arg(long = "fail-on", value_enum)]
+    pub fail_on: Vec<FailOn>,
+}
+
+/// Settings shared by every subcommand that talks to Kafka.
+#[derive(Debug, Args, Clone, Default)]
+pub struct KafkaFlags {
+    /// Bootstrap servers, host:port[,host:port...]. Absent → embedded in-memory broker.
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// TOML configuration file.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Consumer group id.
+    #[arg(long)]
+    pub group_id: Option<String>,
+    /// Client id reported to the brokers.
+    #[arg(long)]
+    pub client_id: Option<String>,
+    /// Input topic.
+    #[arg(long)]
+    pub input_topic: Option<String>,
+    /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X security.protocol=SSL.
+    #[arg(short = 'X', long = "kafka-property", value_name = "KEY=VALUE")]
+    pub kafka_property: Vec<String>,
+    /// Log format.
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormatArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GuaranteeArg {
+    AtLeastOnce,
+    ExactlyOnce,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub kafka: KafkaFlags,
+    /// Delivery guarantee.
+    #[arg(long, value_enum)]
+    pub guarantee: Option<GuaranteeArg>,
+    /// Address of /metrics, /healthz, /readyz.
+    #[arg(long)]
+    pub metrics_addr: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DevBrokerArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 9092)]
+    pub port: u16,
+    /// Partitions per topic.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+    /// TOML configuration file (for topic names).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Sample stream to play (defaults to the shipped examples/answers.jsonl).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// Address of /metrics during the demo.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub metrics_addr: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ProduceArgs {
+    #[command(flatten)]
+    pub kafka: KafkaFlags,
+    /// JSON Lines file to stream; absent → synthetic answers.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Records per second (0 = as fast as possible).
+    #[arg(long, default_value_t = 100)]
+    pub rate: u64,
+    /// Stop after this many records (0 = forever for synthetic, once through a file).
+    #[arg(long, default_value_t = 0)]
+    pub count: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Broker to measure on; absent → embedded broker.
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// Records per run.
+    #[arg(long, default_value_t = 50_000)]
+    pub records: u64,
+    /// Partitions of the bench topics.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+}
+
+impl KafkaFlags {
+    /// The flag layer of the configuration (highest precedence).
+    pub fn raw_layer(&self) -> Result<RawConfig, String> {
+        let mut raw = RawConfig::default();
+        raw.kafka.brokers = self.brokers.clone();
+        raw.kafka.group_id = self.group_id.clone();
+        raw.kafka.client_id = self.client_id.clone();
+        raw.kafka.topics.input = self.input_topic.clone();
+        for kv in &self.kafka_property {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(format!(
+                    "-X {kv:?}: expected KEY=VALUE, e.g. -X security.protocol=SSL"
+                ));
+            };
+            raw.kafka
+                .properties
+                .insert(k.trim().to_string(), v.to_string());
+        }
+        raw.log.format = self.log_format.map(|f| match f {
+            LogFormatArg::Human => LogFormat::Human,
+            LogFormatArg::Json => LogFormat::Json,
+        });
+        Ok(raw)
+    }
+}
+
+impl RunArgs {
+    pub fn raw_layer(&self) -> Result<RawConfig, String> {
+        let mut raw = self.kafka.raw_layer()?;
+        raw.kafka.guarantee = self.guarantee.map(|g| match g {
+            GuaranteeArg::AtLeastOnce => Guarantee::AtLeastOnce,
+            GuaranteeArg::ExactlyOnce => Guarantee::ExactlyOnce,
+        });
+        raw.metrics.addr = self.metrics_addr.clone();
+        Ok(raw)
+    }
+}

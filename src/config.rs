@@ -1,0 +1,833 @@
+//! Two-phase configuration: raw layers (TOML file, `GROUNDGATE_*` environment,
+//! command-line flags; later layers win) are merged into a [`RawConfig`] whose
+//! every key is optional, then [`RawConfig::validate`] turns it into a
+//! [`Config`] or fails with *every* problem listed at once.
+//!
+//! This module reads files and the environment; the pure core never does. It
+//! must not open network connections: brokers are only checked for shape.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+use crate::core::{Action, CoreSettings, PolicySettings};
+
+/// librdkafka properties groundgate sets itself; passing them through would
+/// silently break the delivery guarantee, so they are refused.
+pub const MANAGED_KAFKA_PROPERTIES: &[&str] = &[
+    "bootstrap.servers",
+    "metadata.broker.list",
+    "group.id",
+    "client.id",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "transactional.id",
+    "isolation.level",
+    "partition.assignment.strategy",
+];
+
+/// Delivery guarantee of the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guarantee {
+    #[default]
+    AtLeastOnce,
+    ExactlyOnce,
+}
+
+impl Guarantee {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Guarantee::AtLeastOnce => "at-least-once",
+            Guarantee::ExactlyOnce => "exactly-once",
+        }
+    }
+}
+
+impl fmt::Display for Guarantee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+// ---------------------------------------------------------------------------
+// Raw layer: every key optional, unknown keys rejected by name.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include_answer: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_record_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub non_citing_providers: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "RawPolicy::is_empty")]
+    pub policy: RawPolicy,
+    #[serde(default, skip_serializing_if = "RawKafka::is_empty")]
+    pub kafka: RawKafka,
+    #[serde(default, skip_serializing_if = "RawMetrics::is_empty")]
+    pub metrics: RawMetrics,
+    #[serde(default, skip_serializing_if = "RawLog::is_empty")]
+    pub log: RawLog,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_confidence: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_answer_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_provenance: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forbidden_terms: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "RawActions::is_empty")]
+    pub actions: RawActions,
+}
+
+impl RawPolicy {
+    fn is_empty(&self) -> bool {
+        *self == RawPolicy::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawActions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low_confidence: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_long: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub empty_answer: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_provenance: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forbidden_term: Option<Action>,
+}
+
+impl RawActions {
+    fn is_empty(&self) -> bool {
+        *self == RawActions::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKafka {
+    /// Comma-separated `host:port` list. Absent → embedded in-memory broker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub brokers: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guarantee: Option<Guarantee>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_interval_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_max_records: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_deadline_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "RawTopics::is_empty")]
+    pub topics: RawTopics,
+    /// librdkafka passthrough (`security.protocol`, `sasl.*`, `ssl.*`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub properties: BTreeMap<String, String>,
+}
+
+impl RawKafka {
+    fn is_empty(&self) -> bool {
+        *self == RawKafka::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopics {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    #[serde(rename = "final", skip_serializing_if = "Option::is_none")]
+    pub final_: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<String>,
+}
+
+impl RawTopics {
+    fn is_empty(&self) -> bool {
+        *self == RawTopics::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+    /// Providers allowed as a metric label value; others are reported as `other`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub providers: Option<Vec<String>>,
+    /// Models allowed as a metric label value; others are reported as `other`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<String>>,
+    /// Export per-partition consumer lag from librdkafka statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer_lag: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statistics_interval_ms: Option<u64>,
+}
+
+impl RawMetrics {
+    fn is_empty(&self) -> bool {
+        *self == RawMetrics::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLog {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<LogFormat>,
+    /// A `tracing` filter directive, e.g. `info` or `groundgate=debug`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+}
+
+impl RawLog {
+    fn is_empty(&self) -> bool {
+        *self == RawLog::default()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Validated layer.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topics {
+    pub input: String,
+    pub final_: String,
+    pub retry: String,
+    pub audit: String,
+    pub dead_letter: String,
+}
+
+impl Default for Topics {
+    fn default() -> Self {
+        Topics {
+            input: "answers".into(),
+            final_: "answers.final".into(),
+            retry: "answers.retry".into(),
+            audit: "answers.audit".into(),
+            dead_letter: "answers.dlq".into(),
+        }
+    }
+}
+
+impl Topics {
+    /// All four output topics plus the input, for creating them up front.
+    pub fn all(&self) -> [&str; 5] {
+        [
+            &self.input,
+            &self.final_,
+            &self.retry,
+            &self.audit,
+            &self.dead_letter,
+        ]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KafkaConfig {
+    /// `None` → start the embedded in-memory broker.
+    pub brokers: Option<String>,
+    pub group_id: String,
+    pub client_id: String,
+    pub guarantee: Guarantee,
+    pub transactional_id: String,
+    pub max_in_flight: usize,
+    pub commit_interval: Duration,
+    pub commit_max_records: usize,
+    pub drain_deadline: Duration,
+    pub max_message_bytes: usize,
+    pub topics: Topics,
+    pub properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsConfig {
+    pub addr: SocketAddr,
+    pub providers: Vec<String>,
+    pub models: Vec<String>,
+    pub consumer_lag: bool,
+    pub statistics_interval: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+/// The validated configuration every subcommand runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub core: CoreSettings,
+    pub kafka: KafkaConfig,
+    pub metrics: MetricsConfig,
+    pub log: LogConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        // The empty raw layer always validates; a failure here is a bug in the defaults.
+        match RawConfig::default().validate() {
+            Ok(c) => c,
+            Err(e) => panic!("built-in defaults are invalid: {e}"),
+        }
+    }
+}
+
+/// Every problem found in a configuration, reported together.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration: {0}")]
+    Load(String),
+    #[error("invalid configuration:\n{}", .0.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<String>),
+}
+
+impl RawConfig {
+    /// Merges the layers: the optional TOML file, then `GROUNDGATE_*`
+    /// environment variables, then `flags` (highest precedence).
+    ///
+    /// Environment: `GROUNDGATE_BROKERS`, `GROUNDGATE_GROUP_ID`,
+    /// `GROUNDGATE_CLIENT_ID`, `GROUNDGATE_GUARANTEE`,
+    /// `GROUNDGATE_METRICS_ADDR`, `GROUNDGATE_LOG_FORMAT`,
+    /// `GROUNDGATE_LOG_LEVEL`, `GROUNDGATE_POLICY_VERSION`, and any nested key
+    /// spelled with `__` (`GROUNDGATE_KAFKA__TOPICS__INPUT`).
+    pub fn load(
+        file: Option<&Path>,
+        env: &[(String, String)],
+        flags: RawConfig,
+    ) -> Result<RawConfig, ConfigError> {
+        let mut fig = Figment::new();
+        if let Some(path) = file {
+            if !path.is_file() {
+                return Err(ConfigError::Load(format!(
+                    "config file {} does not exist or is not a file",
+                    path.display()
+                )));
+            }
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        fig = fig.merge(Serialized::defaults(env_layer(env)?));
+        fig = fig.merge(Serialized::defaults(flags));
+        fig.extract::<RawConfig>()
+            .map_err(|e| ConfigError::Load(describe_figment_error(e)))
+    }
+
+    /// Reads the process environment and delegates to [`RawConfig::load`].
+    pub fn load_from_process(file: Option<&Path>, flags: RawConfig) -> Result<Config, ConfigError> {
+        let env: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+            .collect();
+        RawConfig::load(file, &env, flags)?.validate()
+    }
+
+    /// Checks every value and fills defaults; lists every problem found.
+    pub fn validate(self) -> Result<Config, ConfigError> {
+        let mut problems = Vec::new();
+        let d = PolicySettings::default();
+        let p = &self.policy;
+        let min_confidence = p.min_confidence.unwrap_or(d.min_confidence);
+        if !(0.0..=1.0).contains(&min_confidence) {
+            problems.push(format!(
+                "policy.min_confidence = {min_confidence}: must be between 0 and 1"
+            ));
+        }
+        let max_answer_bytes = p.max_answer_bytes.unwrap_or(d.max_answer_bytes as u64);
+        if max_answer_bytes == 0 {
+            problems.push("policy.max_answer_bytes = 0: must be at least 1".to_string());
+        }
+        let forbidden_terms = p.forbidden_terms.clone().unwrap_or_default();
+        for (i, t) in forbidden_terms.iter().enumerate() {
+            if t.trim().is_empty() {
+                problems.push(format!(
+                    "policy.forbidden_terms[{i}] is blank: every term must contain a non-space character"
+                ));
+            }
+        }
+        let a = &p.actions;
+        let policy = PolicySettings {
+            min_confidence,
+            low_confidence: a.low_confidence.unwrap_or(d.low_confidence),
+            max_answer_bytes: max_answer_bytes as usize,
+            too_long: a.too_long.unwrap_or(d.too_long),
+            empty_answer: a.empty_answer.unwrap_or(d.empty_answer),
+            require_provenance: p.require_provenance.unwrap_or(d.require_provenance),
+            missing_provenance: a.missing_provenance.unwrap_or(d.missing_provenance),
+            forbidden_terms,
+            forbidden_term: a.forbidden_term.unwrap_or(d.forbidden_term),
+        };
+
+        let dc = CoreSettings::default();
+        let max_record_bytes = self.max_record_bytes.unwrap_or(dc.max_record_bytes as u64);
+        if !(1024..=(64 << 20)).contains(&max_record_bytes) {
+            problems.push(format!(
+                "max_record_bytes = {max_record_bytes}: must be between 1024 and 67108864 (64 MiB)"
+            ));
+        }
+        let policy_version = self.policy_version.unwrap_or(dc.policy_version);
+        if policy_version.trim().is_empty() {
+            problems
+                .push("policy_version is blank: give the rules a name, e.g. \"2026-11-01\"".into());
+        }
+        let core = CoreSettings {
+            policy,
+            non_citing_providers: self.non_citing_providers.unwrap_or_default(),
+            include_answer: self.include_answer.unwrap_or(false),
+            policy_version,
+            max_record_bytes: max_record_bytes as usize,
+        };
+
+        let kafka = validate_kafka(self.kafka, max_record_bytes as usize, &mut problems);
+        let metrics = validate_metrics(self.metrics, &mut problems);
+        let log = LogConfig {
+            format: self.log.format.unwrap_or_default(),
+            level: self.log.level.unwrap_or_else(|| "info".to_string()),
+        };
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log.level) {
+            problems.push(format!("log.level = {:?}: {e}", log.level));
+        }
+
+        if problems.is_empty() {
+            Ok(Config {
+                core,
+                kafka,
+                metrics,
+                log,
+            })
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+}
+
+const ENV_PREFIX: &str = "GROUNDGATE_";
+
+/// Flat aliases for the settings operators set most often.
+const ENV_ALIASES: &[(&str, &str)] = &[
+    ("BROKERS", "kafka.brokers"),
+    ("GROUP_ID", "kafka.group_id"),
+    ("CLIENT_ID", "kafka.client_id"),
+    ("GUARANTEE", "kafka.guarantee"),
+    ("TRANSACTIONAL_ID", "kafka.transactional_id"),
+    ("METRICS_ADDR", "metrics.addr"),
+    ("LOG_FORMAT", "log.format"),
+    ("LOG_LEVEL", "log.level"),
+    ("POLICY_VERSION", "policy_version"),
+];
+
+fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
+    let mut fig = Figment::new();
+    let mut unknown = Vec::new();
+    for (k, v) in env {
+        let Some(rest) = k.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        let path = match ENV_ALIASES.iter().find(|(alias, _)| *alias == rest) {
+            Some((_, path)) => path.to_string(),
+            None if rest.contains("__") => rest.to_ascii_lowercase().replace("__", "."),
+            None => {
+                unknown.push(k.clone());
+                continue;
+            }
+        };
+        let value: figment::value::Value = v.parse().unwrap_or_else(|_| v.clone().into());
+        // Strings that look like numbers must stay strings where a string is wanted.
+        let value = if path.ends_with("brokers")
+            || path.ends_with("_id")
+            || path.ends_with("policy_version")
+            || path.contains("topics.")
+        {
+            figment::value::Value::from(v.clone())
+        } else {
+            value
+        };
+        fig = fig.merge(Serialized::global(&path, value));
+    }
+    if !unknown.is_empty() {
+        let known: Vec<String> = ENV_ALIASES
+            .iter()
+            .map(|(a, _)| format!("{ENV_PREFIX}{a}"))
+            .collect();
+        return Err(ConfigError::Load(format!(
+            "unknown environment variable(s) {}; known: {} (or a nested key spelled with __, e.g. GROUNDGATE_KAFKA__TOPICS__INPUT)",
+            unknown.join(", "),
+            known.join(", ")
+        )));
+    }
+    fig.extract::<RawConfig>().map_err(|e| {
+        ConfigError::Load(format!(
+            "in GROUNDGATE_* environment: {}",
+            describe_figment_error(e)
+        ))
+    })
+}
+
+fn describe_figment_error(e: figment::Error) -> String {
+    e.into_iter()
+        .map(|e| {
+            let path = e.path.join(".");
+            let origin = e
+                .metadata
+                .as_ref()
+                .and_then(|m| m.source.as_ref().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let mut s = e.kind.to_string();
+            if !path.is_empty() {
+                s = format!("{path}: {s}");
+            }
+            if !origin.is_empty() {
+                s = format!("{s} (in {origin})");
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn validate_kafka(
+    raw: RawKafka,
+    max_record_bytes: usize,
+    problems: &mut Vec<String>,
+) -> KafkaConfig {
+    let brokers = raw.brokers.filter(|b| !b.trim().is_empty());
+    if let Some(b) = &brokers {
+        for part in b.split(',') {
+            let part = part.trim();
+            let ok = part
+                .rsplit_once(':')
+                .map(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+                .unwrap_or(false);
+            if !ok {
+                problems.push(format!(
+                    "kafka.brokers: {part:?} is not host:port (example: kafka-1:9092,kafka-2:9092)"
+                ));
+            }
+        }
+    }
+    let group_id = raw.group_id.unwrap_or_else(|| "groundgate".into());
+    if group_id.trim().is_empty() {
+        problems.push("kafka.group_id is blank".into());
+    }
+    let client_id = raw.client_id.unwrap_or_else(|| "groundgate".into());
+    if client_id.trim().is_empty() {
+        problems.push("kafka.client_id is blank".into());
+    }
+    let transactional_id = raw.transactional_id.unwrap_or_else(|| {
+        // Stable across restarts of the same pod/host so a restarted worker
+        // fences its zombie predecessor.
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "local".into());
+        format!("{group_id}-{host}")
+    });
+    let max_in_flight = raw.max_in_flight.unwrap_or(1000);
+    if !(1..=100_000).contains(&max_in_flight) {
+        problems.push(format!(
+            "kafka.max_in_flight = {max_in_flight}: must be between 1 and 100000"
+        ));
+    }
+    let commit_interval_ms = raw.commit_interval_ms.unwrap_or(1000);
+    if !(10..=600_000).contains(&commit_interval_ms) {
+        problems.push(format!(
+            "kafka.commit_interval_ms = {commit_interval_ms}: must be between 10 and 600000"
+        ));
+    }
+    let commit_max_records = raw.commit_max_records.unwrap_or(5000);
+    if !(1..=1_000_000).contains(&commit_max_records) {
+        problems.push(format!(
+            "kafka.commit_max_records = {commit_max_records}: must be between 1 and 1000000"
+        ));
+    }
+    let drain_deadline_ms = raw.drain_deadline_ms.unwrap_or(10_000);
+    if !(100..=600_000).contains(&drain_deadline_ms) {
+        problems.push(format!(
+            "kafka.drain_deadline_ms = {drain_deadline_ms}: must be between 100 and 600000"
+        ));
+    }
+    // Outputs may be larger than the input (envelope + headers), hence the headroom.
+    let max_message_bytes = raw
+        .max_message_bytes
+        .unwrap_or((max_record_bytes as u64 * 2).max(1 << 20));
+    if max_message_bytes < max_record_bytes as u64 {
+        problems.push(format!(
+            "kafka.max_message_bytes = {max_message_bytes} is smaller than max_record_bytes = {max_record_bytes}: dead letters carry the whole input and would not fit"
+        ));
+    }
+    let d = Topics::default();
+    let t = raw.topics;
+    let topics = Topics {
+        input: t.input.unwrap_or(d.input),
+        final_: t.final_.unwrap_or(d.final_),
+        retry: t.retry.unwrap_or(d.retry),
+        audit: t.audit.unwrap_or(d.audit),
+        dead_letter: t.dead_letter.unwrap_or(d.dead_letter),
+    };
+    let names = [
+        ("input", &topics.input),
+        ("final", &topics.final_),
+        ("retry", &topics.retry),
+        ("audit", &topics.audit),
+        ("dead_letter", &topics.dead_letter),
+    ];
+    for (role, name) in names {
+        if name.is_empty()
+            || name.len() > 249
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
+            problems.push(format!(
+                "kafka.topics.{role} = {name:?}: a topic name is 1-249 characters of [a-zA-Z0-9._-]"
+            ));
+        }
+    }
+    for (i, (ra, a)) in names.iter().enumerate() {
+        for (rb, b) in &names[i + 1..] {
+            if a == b {
+                problems.push(format!(
+                    "kafka.topics.{ra} and kafka.topics.{rb} are both {a:?}: every role needs its own topic"
+                ));
+            }
+        }
+    }
+    for key in raw.properties.keys() {
+        if MANAGED_KAFKA_PROPERTIES.contains(&key.as_str()) {
+            problems.push(format!(
+                "kafka.properties.{key:?} is managed by groundgate; use the dedicated setting instead"
+            ));
+        }
+    }
+    KafkaConfig {
+        brokers,
+        group_id,
+        client_id,
+        guarantee: raw.guarantee.unwrap_or_default(),
+        transactional_id,
+        max_in_flight: max_in_flight as usize,
+        commit_interval: Duration::from_millis(commit_interval_ms),
+        commit_max_records: commit_max_records as usize,
+        drain_deadline: Duration::from_millis(drain_deadline_ms),
+        max_message_bytes: max_message_bytes as usize,
+        topics,
+        properties: raw.properties,
+    }
+}
+
+fn validate_metrics(raw: RawMetrics, problems: &mut Vec<String>) -> MetricsConfig {
+    let addr_s = raw.addr.unwrap_or_else(|| "0.0.0.0:9464".into());
+    let addr = match addr_s.parse::<SocketAddr>() {
+        Ok(a) => a,
+        Err(_) => {
+            problems.push(format!(
+                "metrics.addr = {addr_s:?}: not an ip:port socket address (example: 0.0.0.0:9464)"
+            ));
+            SocketAddr::from(([0, 0, 0, 0], 9464))
+        }
+    };
+    let interval_ms = raw.statistics_interval_ms.unwrap_or(5000);
+    if !(100..=600_000).contains(&interval_ms) {
+        problems.push(format!(
+            "metrics.statistics_interval_ms = {interval_ms}: must be between 100 and 600000"
+        ));
+    }
+    let providers = raw.providers.unwrap_or_default();
+    let models = raw.models.unwrap_or_default();
+    for (what, list) in [("providers", &providers), ("models", &models)] {
+        if list.len() > 200 {
+            problems.push(format!(
+                "metrics.{what} lists {} values: at most 200, to keep label cardinality bounded",
+                list.len()
+            ));
+        }
+        if list.iter().any(|v| v == "other") {
+            problems.push(format!(
+                "metrics.{what} contains \"other\", which is reserved for values outside the list"
+            ));
+        }
+    }
+    MetricsConfig {
+        addr,
+        providers,
+        models,
+        consumer_lag: raw.consumer_lag.unwrap_or(false),
+        statistics_interval: Duration::from_millis(interval_ms),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn write(toml: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), toml).unwrap();
+        f
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let c = Config::default();
+        assert_eq!(c.core.policy.min_confidence, 0.5);
+        assert_eq!(c.core.policy.max_answer_bytes, 10_000);
+        assert!(c.core.policy.require_provenance);
+        assert!(!c.core.include_answer);
+        assert_eq!(c.core.max_record_bytes, 1 << 20);
+        assert_eq!(c.kafka.topics, Topics::default());
+        assert_eq!(c.kafka.brokers, None);
+        assert_eq!(c.kafka.guarantee, Guarantee::AtLeastOnce);
+        assert_eq!(c.metrics.addr.to_string(), "0.0.0.0:9464");
+    }
+
+    #[test]
+    fn layers_apply_in_order_file_env_flags() {
+        let f = write(
+            "policy_version = \"file\"\n[kafka]\nbrokers = \"file:9092\"\ngroup_id = \"g-file\"\n[policy]\nforbidden_terms = [\"Secret\"]\n[policy.actions]\nlow_confidence = \"reject\"\n",
+        );
+        let e = env(&[
+            ("GROUNDGATE_BROKERS", "env:9092"),
+            ("GROUNDGATE_KAFKA__TOPICS__INPUT", "in-env"),
+        ]);
+        let flags = RawConfig {
+            kafka: RawKafka {
+                group_id: Some("g-flag".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let c = RawConfig::load(Some(f.path()), &e, flags)
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(c.core.policy_version, "file");
+        assert_eq!(c.kafka.brokers.as_deref(), Some("env:9092"));
+        assert_eq!(c.kafka.group_id, "g-flag");
+        assert_eq!(c.kafka.topics.input, "in-env");
+        assert_eq!(c.core.policy.forbidden_terms, vec!["Secret".to_string()]);
+        assert_eq!(c.core.policy.low_confidence, Action::Reject);
+    }
+
+    #[test]
+    fn unknown_file_key_is_named() {
+        let f = write("[policy]\nmin_confidance = 0.3\n");
+        let err = RawConfig::load(Some(f.path()), &[], RawConfig::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("min_confidance"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_env_var_is_named() {
+        let err = RawConfig::load(
+            None,
+            &env(&[("GROUNDGATE_BROKRES", "x:1")]),
+            RawConfig::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("GROUNDGATE_BROKRES"), "{err}");
+    }
+
+    #[test]
+    fn every_problem_is_listed_at_once() {
+        let f = write(
+            "max_record_bytes = 10\n[policy]\nmin_confidence = 2.0\n[kafka]\nbrokers = \"nohost\"\nmax_in_flight = 0\n[kafka.topics]\nretry = \"answers.final\"\n[kafka.properties]\n\"group.id\" = \"x\"\n[metrics]\naddr = \"not-an-addr\"\n",
+        );
+        let err = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        let ConfigError::Invalid(problems) = &err else {
+            panic!("expected Invalid, got {err}");
+        };
+        let all = problems.join("\n");
+        for needle in [
+            "max_record_bytes",
+            "policy.min_confidence",
+            "kafka.brokers",
+            "kafka.max_in_flight",
+            "kafka.topics.final and kafka.topics.retry",
+            "group.id",
+            "metrics.addr",
+        ] {
+            assert!(all.contains(needle), "missing {needle} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn missing_file_is_a_clear_error() {
+        let err = RawConfig::load(
+            Some(Path::new("/nonexistent/groundgate.toml")),
+            &[],
+            RawConfig::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/groundgate.toml"));
+    }
+
+    #[test]
+    fn passthrough_properties_are_kept() {
+        let f = write(
+            "[kafka.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"PLAIN\"\n",
+        );
+        let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(
+            c.kafka
+                .properties
+                .get("security.protocol")
+                .map(String::as_str),
+            Some("SASL_SSL")
+        );
+        assert_eq!(c.kafka.properties.len(), 2);
+    }
+}

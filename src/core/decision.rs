@@ -1,0 +1,1 @@
+//! Strict/lenient decision (SPEC §2). Filled in below.

@@ -1,0 +1,1 @@
+//! Policy checks (SPEC §3).

@@ -1,0 +1,63 @@
+//! The validated settings the pure core runs with.
+//!
+//! Built by `crate::config` from the file/env/flag layers; the core only ever
+//! sees this already-validated form, so nothing here parses or defaults.
+
+use super::types::Action;
+
+/// Thresholds and actions of the policy checks (SPEC §3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySettings {
+    pub min_confidence: f64,
+    pub low_confidence: Action,
+    pub max_answer_bytes: usize,
+    pub too_long: Action,
+    pub empty_answer: Action,
+    pub require_provenance: bool,
+    pub missing_provenance: Action,
+    /// Terms as configured (reported verbatim in findings).
+    pub forbidden_terms: Vec<String>,
+    pub forbidden_term: Action,
+}
+
+impl Default for PolicySettings {
+    fn default() -> Self {
+        PolicySettings {
+            min_confidence: 0.5,
+            low_confidence: Action::Warn,
+            max_answer_bytes: 10_000,
+            too_long: Action::Retry,
+            empty_answer: Action::Retry,
+            require_provenance: true,
+            missing_provenance: Action::Warn,
+            forbidden_terms: Vec::new(),
+            forbidden_term: Action::Reject,
+        }
+    }
+}
+
+/// Everything `process` needs besides the record itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreSettings {
+    pub policy: PolicySettings,
+    /// Providers that cannot cite: validated leniently even when strict is requested.
+    pub non_citing_providers: Vec<String>,
+    /// Copy the answer text into audit rows (off by default: audit keeps the hash).
+    pub include_answer: bool,
+    /// Stamped on every audit row so a verdict can be tied to the rules that made it.
+    pub policy_version: String,
+    /// Records larger than this are dead-lettered as `too_large` without decoding.
+    pub max_record_bytes: usize,
+}
+
+impl Default for CoreSettings {
+    fn default() -> Self {
+        CoreSettings {
+            policy: PolicySettings::default(),
+            non_citing_providers: Vec::new(),
+            include_answer: false,
+            policy_version: "default".to_string(),
+            max_record_bytes: 1 << 20,
+        }
+    }
+}

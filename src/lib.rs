@@ -1,0 +1,23 @@
+//! groundgate: validates LLM answers (inline `[^N]` citations, policy rules)
+//! between a Kafka input topic and the consumers that trust them.
+//!
+//! Layout:
+//! - [`core`]: the pure validation core. Citation parser, strict/lenient
+//!   decision, policy checks, canonical envelope / retry / audit builders and
+//!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
+//! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
+//! - [`check`]: `groundgate check`, the offline batch runner over JSON Lines.
+//! - [`kafka`]: the worker shell (`groundgate run`), embedded broker, demo,
+//!   sample producer and the passthrough benchmark. Moves bytes, offsets and
+//!   metrics; never decides a verdict itself.
+//! - [`metrics`]: the closed Prometheus vocabulary.
+//! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`cli`]: clap definitions shared by `main.rs`.
+
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod core;
+pub mod http;
+pub mod kafka;
+pub mod metrics;
