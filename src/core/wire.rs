@@ -1,1 +1,649 @@
-//! Wire types.
+//! Wire formats: decoding an input record, and the canonical encodings of the
+//! final envelope, the retry request and the audit row (SPEC §4, §5, issue 2).
+//!
+//! Canonical means: keys in alphabetical order (struct fields are declared in
+//! that order and serialized by position), compact encoding, and nothing
+//! derived from the clock or randomness, so identical input gives identical
+//! bytes. This module must not decide verdicts; it only shapes data.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::types::{DeadLetter, DeadLetterKind, Finding, Mode};
+
+/// Maximum `request_id` length in bytes.
+pub const MAX_REQUEST_ID_BYTES: usize = 256;
+
+/// Token usage and cost of one LLM call.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    // Alphabetical: this is also the wire shape of `prior`.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub prompt_tokens: u64,
+}
+
+impl Usage {
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            completion_tokens: self
+                .completion_tokens
+                .saturating_add(other.completion_tokens),
+            cost_usd: self.cost_usd + other.cost_usd,
+            prompt_tokens: self.prompt_tokens.saturating_add(other.prompt_tokens),
+        }
+    }
+}
+
+/// One retrieved source as received.
+#[derive(Debug, Deserialize)]
+pub struct SourceIn<'a> {
+    #[serde(borrow)]
+    pub urn: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub payload: Option<&'a RawValue>,
+}
+
+/// An input record, borrowed from the record bytes where no unescaping is needed.
+#[derive(Debug, Deserialize)]
+pub struct InputRecord<'a> {
+    #[serde(borrow)]
+    pub request_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub answer: Cow<'a, str>,
+    #[serde(default)]
+    pub attempt: u64,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(borrow, default)]
+    pub question: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub sources: Vec<SourceIn<'a>>,
+    #[serde(borrow, default)]
+    pub provider: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub model: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub tenant: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub user: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub role: Cow<'a, str>,
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub cache_hit: bool,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(borrow, default)]
+    pub provenance: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub prior: Option<Usage>,
+}
+
+impl InputRecord<'_> {
+    /// This call's own usage.
+    pub fn usage(&self) -> Usage {
+        Usage {
+            completion_tokens: self.completion_tokens,
+            cost_usd: self.cost_usd,
+            prompt_tokens: self.prompt_tokens,
+        }
+    }
+}
+
+/// A decoded source payload: the string itself, or compact JSON text of a
+/// structured payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload<'a> {
+    pub text: Cow<'a, str>,
+    /// Whether the payload was a JSON string (echoed as a string on retry).
+    pub is_string: bool,
+}
+
+/// Decodes a source payload. Absent or `null` payloads become the empty string.
+pub fn payload_text<'a>(raw: Option<&'a RawValue>) -> Payload<'a> {
+    let Some(raw) = raw else {
+        return Payload {
+            text: Cow::Borrowed(""),
+            is_string: true,
+        };
+    };
+    let s = raw.get();
+    if s.starts_with('"') {
+        // A RawValue starting with a quote is a valid JSON string; decoding it cannot fail.
+        let text = serde_json::from_str::<Cow<'a, str>>(s).unwrap_or(Cow::Borrowed(""));
+        return Payload {
+            text,
+            is_string: true,
+        };
+    }
+    if s == "null" {
+        return Payload {
+            text: Cow::Borrowed(""),
+            is_string: true,
+        };
+    }
+    Payload {
+        text: compact_json(s),
+        is_string: false,
+    }
+}
+
+/// Removes insignificant whitespace from valid JSON text without re-parsing,
+/// so key order and number spelling are kept exactly as sent.
+fn compact_json(s: &str) -> Cow<'_, str> {
+    let needs = {
+        let mut in_str = false;
+        let mut esc = false;
+        s.bytes().any(|b| {
+            if in_str {
+                if esc {
+                    esc = false;
+                } else if b == b'\\' {
+                    esc = true;
+                } else if b == b'"' {
+                    in_str = false;
+                }
+                false
+            } else if b == b'"' {
+                in_str = true;
+                false
+            } else {
+                matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+            }
+        })
+    };
+    if !needs {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut in_str = false;
+    let mut esc = false;
+    for c in s.chars() {
+        if in_str {
+            out.push(c);
+            if esc {
+                esc = false;
+            } else if c == '\\' {
+                esc = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+        } else if c == '"' {
+            in_str = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\n' | '\r' | '\t') {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Why decoding failed, plus the request id if it could be recovered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeFailure {
+    pub dead_letter: DeadLetter,
+    pub request_id: Option<String>,
+}
+
+fn fail(kind: DeadLetterKind, detail: String, request_id: Option<String>) -> DecodeFailure {
+    DecodeFailure {
+        dead_letter: DeadLetter { kind, detail },
+        request_id,
+    }
+}
+
+/// Decodes and schema-checks one record value.
+///
+/// Order of checks: absent/empty value, size, UTF-8, JSON syntax, schema
+/// (types and the value rules of issue 2). Each failure names the field or
+/// byte position so an operator can fix the producer.
+pub fn decode(
+    value: Option<&[u8]>,
+    max_record_bytes: usize,
+) -> Result<InputRecord<'_>, DecodeFailure> {
+    let bytes = match value {
+        None => {
+            return Err(fail(
+                DeadLetterKind::InvalidJson,
+                "record has no value (tombstone)".into(),
+                None,
+            ));
+        }
+        Some(b) => b,
+    };
+    if bytes.len() > max_record_bytes {
+        return Err(fail(
+            DeadLetterKind::TooLarge,
+            format!(
+                "record is {} bytes, larger than the maximum of {} bytes (max_record_bytes)",
+                bytes.len(),
+                max_record_bytes
+            ),
+            None,
+        ));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        fail(
+            DeadLetterKind::InvalidUtf8,
+            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+            None,
+        )
+    })?;
+    if text.trim().is_empty() {
+        return Err(fail(
+            DeadLetterKind::InvalidJson,
+            "record value is empty".into(),
+            None,
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let rec: InputRecord<'_> = match serde_path_to_error::deserialize(&mut de) {
+        Ok(r) => r,
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            return Err(match inner.classify() {
+                serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                    syntax_failure(text, &inner)
+                }
+                _ => {
+                    let detail = if path.is_empty() || path == "." {
+                        inner.to_string()
+                    } else {
+                        format!("{path}: {inner}")
+                    };
+                    fail(DeadLetterKind::Schema, detail, recover_request_id(text))
+                }
+            });
+        }
+    };
+    if let Err(e) = de.end() {
+        return Err(syntax_failure(text, &e));
+    }
+    let rid = || Some(rec.request_id.to_string());
+    if rec.request_id.is_empty() || rec.request_id.len() > MAX_REQUEST_ID_BYTES {
+        return Err(fail(
+            DeadLetterKind::Schema,
+            format!(
+                "request_id: must be 1 to {MAX_REQUEST_ID_BYTES} bytes, got {}",
+                rec.request_id.len()
+            ),
+            (!rec.request_id.is_empty() && rec.request_id.len() <= 4 * MAX_REQUEST_ID_BYTES)
+                .then(|| rec.request_id.to_string()),
+        ));
+    }
+    if rec.attempt > 1 {
+        return Err(fail(
+            DeadLetterKind::Schema,
+            format!(
+                "attempt: must be 0 (first answer) or 1 (the one retry), got {}",
+                rec.attempt
+            ),
+            rid(),
+        ));
+    }
+    if !(rec.cost_usd >= 0.0 && rec.cost_usd.is_finite()) {
+        return Err(fail(
+            DeadLetterKind::Schema,
+            format!("cost_usd: must be a number >= 0, got {}", rec.cost_usd),
+            rid(),
+        ));
+    }
+    if let Some(p) = &rec.prior {
+        if !(p.cost_usd >= 0.0 && p.cost_usd.is_finite()) {
+            return Err(fail(
+                DeadLetterKind::Schema,
+                format!("prior.cost_usd: must be a number >= 0, got {}", p.cost_usd),
+                rid(),
+            ));
+        }
+    }
+    if let Some(c) = rec.confidence {
+        if !(0.0..=1.0).contains(&c) {
+            return Err(fail(
+                DeadLetterKind::Schema,
+                format!("confidence: must be between 0 and 1, got {c}"),
+                rid(),
+            ));
+        }
+    }
+    Ok(rec)
+}
+
+fn syntax_failure(text: &str, e: &serde_json::Error) -> DecodeFailure {
+    fail(
+        DeadLetterKind::InvalidJson,
+        format!("{e} (byte {})", byte_offset(text, e.line(), e.column())),
+        None,
+    )
+}
+
+/// serde_json reports 1-based line/column; dead letters name a 0-based byte offset.
+fn byte_offset(text: &str, line: usize, column: usize) -> usize {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    (line_start + column.saturating_sub(1)).min(text.len())
+}
+
+/// Best effort: the record is JSON but has a schema problem; the request id
+/// still ties the dead letter to its request when it is a proper string.
+fn recover_request_id(text: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Rid<'a> {
+        #[serde(borrow)]
+        request_id: Option<Cow<'a, str>>,
+    }
+    let r: Rid<'_> = serde_json::from_str(text).ok()?;
+    r.request_id
+        .filter(|s| !s.is_empty() && s.len() <= MAX_REQUEST_ID_BYTES)
+        .map(Cow::into_owned)
+}
+
+// ---------------------------------------------------------------------------
+// Outputs. Field declaration order == alphabetical wire order.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Serialize)]
+pub struct CitationOut<'a> {
+    pub marker: u32,
+    pub urn: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SourceFlat<'a> {
+    pub payload: &'a str,
+    pub urn: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Validation<'a> {
+    pub errors: &'a [Finding],
+    pub ok: bool,
+    pub warnings: &'a [Finding],
+}
+
+/// The final envelope (SPEC §4).
+#[derive(Debug, Serialize)]
+pub struct Envelope<'a> {
+    pub answer: &'a str,
+    pub cache_hit: bool,
+    pub citations: Vec<CitationOut<'a>>,
+    pub completion_tokens: u64,
+    pub cost_usd: f64,
+    pub mode: Mode,
+    pub model: &'a str,
+    pub prompt_tokens: u64,
+    pub provider: &'a str,
+    pub request_id: &'a str,
+    pub retry_count: u8,
+    pub sources_flat: Vec<SourceFlat<'a>>,
+    pub validation: Validation<'a>,
+}
+
+/// A source echoed in a retry request in its original shape.
+#[derive(Debug)]
+pub struct SourceEcho<'a> {
+    pub payload: &'a Payload<'a>,
+    pub urn: &'a str,
+}
+
+impl Serialize for SourceEcho<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Source", 2)?;
+        if self.payload.is_string {
+            st.serialize_field("payload", self.payload.text.as_ref())?;
+        } else {
+            // Compact JSON text produced by `compact_json` from a valid RawValue.
+            let raw = RawValue::from_string(self.payload.text.to_string())
+                .map_err(serde::ser::Error::custom)?;
+            st.serialize_field("payload", &raw)?;
+        }
+        st.serialize_field("urn", self.urn)?;
+        st.end()
+    }
+}
+
+/// The retry request published to the retry topic.
+#[derive(Debug, Serialize)]
+pub struct RetryRequest<'a> {
+    pub attempt: u8,
+    pub mode: Mode,
+    pub model: &'a str,
+    pub prior: Usage,
+    pub problems: &'a [Finding],
+    pub prompt: &'a str,
+    pub provider: &'a str,
+    pub question: &'a str,
+    pub request_id: &'a str,
+    pub role: &'a str,
+    pub sources: Vec<SourceEcho<'a>>,
+    pub tenant: &'a str,
+    pub user: &'a str,
+}
+
+/// `{detail, kind}` for audit errors, which may also carry a dead-letter kind.
+#[derive(Debug, Serialize)]
+pub struct KindDetail<'a> {
+    pub detail: &'a str,
+    pub kind: &'a str,
+}
+
+impl<'a> From<&'a Finding> for KindDetail<'a> {
+    fn from(f: &'a Finding) -> Self {
+        KindDetail {
+            detail: &f.detail,
+            kind: f.kind.as_str(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct InputCoordinates<'a> {
+    pub offset: i64,
+    pub partition: i32,
+    pub topic: &'a str,
+}
+
+/// The audit row (SPEC §5 plus the stream additions).
+#[derive(Debug, Serialize)]
+pub struct AuditRow<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<&'a str>,
+    pub answer_hash: &'a str,
+    pub cache_hit: bool,
+    pub citations: Vec<u32>,
+    pub completion_tokens: u64,
+    pub cost_usd: f64,
+    pub errors: Vec<KindDetail<'a>>,
+    pub input: InputCoordinates<'a>,
+    /// Effective mode; empty for a dead letter (never decoded).
+    pub mode: &'a str,
+    pub model: &'a str,
+    pub outcome: &'a str,
+    pub policy_version: &'a str,
+    pub prompt_tokens: u64,
+    pub provider: &'a str,
+    pub question: &'a str,
+    pub request_id: &'a str,
+    pub retry_count: u8,
+    pub role: &'a str,
+    pub seed: Option<u64>,
+    pub sources_urns: Vec<&'a str>,
+    pub temperature: Option<f64>,
+    pub tenant: &'a str,
+    pub ts: i64,
+    pub user: &'a str,
+    pub validation_ok: bool,
+}
+
+/// Serializes an output. Our output types hold only strings, integers,
+/// finite floats and bools, for which serde_json cannot fail.
+pub fn to_bytes<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dl(value: &[u8]) -> DecodeFailure {
+        decode(Some(value), 1 << 20).unwrap_err()
+    }
+
+    #[test]
+    fn minimal_record_decodes_with_defaults() {
+        let r = decode(Some(br#"{"request_id":"r1","answer":"hi"}"#), 1024).unwrap();
+        assert_eq!(r.request_id, "r1");
+        assert_eq!(r.attempt, 0);
+        assert_eq!(r.mode, Mode::Strict);
+        assert!(r.sources.is_empty());
+        assert_eq!(r.seed, None);
+        assert_eq!(r.prior, None);
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        assert!(
+            decode(
+                Some(br#"{"request_id":"r","answer":"a","extra":{"x":[1]}}"#),
+                1024
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn dead_letter_kinds_and_details() {
+        let e = decode(None, 10).unwrap_err();
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidJson);
+        assert!(e.dead_letter.detail.contains("tombstone"));
+
+        let e = dl(b"");
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidJson);
+
+        let e = decode(Some(&[b'x'; 2000]), 1024).unwrap_err();
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::TooLarge);
+        assert!(e.dead_letter.detail.contains("2000") && e.dead_letter.detail.contains("1024"));
+
+        let e = dl(b"{\"request_id\":\"a\xff\"}");
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidUtf8);
+        assert!(
+            e.dead_letter.detail.contains("byte 16"),
+            "{}",
+            e.dead_letter.detail
+        );
+
+        let e = dl(br#"{"request_id":"r", "answer": }"#);
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidJson);
+        assert!(
+            e.dead_letter.detail.contains("byte 30"),
+            "{}",
+            e.dead_letter.detail
+        );
+
+        let e = dl(br#"{"request_id":"r1"}"#);
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::Schema);
+        assert!(
+            e.dead_letter.detail.contains("answer"),
+            "{}",
+            e.dead_letter.detail
+        );
+        assert_eq!(e.request_id.as_deref(), Some("r1"));
+
+        let e = dl(
+            br#"{"request_id":"r1","answer":"a","sources":[{"urn":"u","payload":1},{"urn":7}]}"#,
+        );
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::Schema);
+        assert!(
+            e.dead_letter.detail.starts_with("sources[1].urn"),
+            "{}",
+            e.dead_letter.detail
+        );
+
+        let e = dl(br#"{"request_id":"r1","answer":"a","attempt":2}"#);
+        assert!(
+            e.dead_letter.detail.starts_with("attempt"),
+            "{}",
+            e.dead_letter.detail
+        );
+        assert_eq!(e.request_id.as_deref(), Some("r1"));
+
+        for (rec, field) in [
+            (&br#"{"request_id":"","answer":"a"}"#[..], "request_id"),
+            (
+                br#"{"request_id":"r","answer":"a","cost_usd":-1}"#,
+                "cost_usd",
+            ),
+            (
+                br#"{"request_id":"r","answer":"a","confidence":1.5}"#,
+                "confidence",
+            ),
+            (
+                br#"{"request_id":"r","answer":"a","prompt_tokens":-3}"#,
+                "prompt_tokens",
+            ),
+            (br#"{"request_id":"r","answer":"a","mode":"loose"}"#, "mode"),
+            (br#"{"request_id":"r","answer":"a","seed":1.5}"#, "seed"),
+            (
+                br#"{"request_id":"r","answer":"a","prior":{"cost_usd":-2}}"#,
+                "prior.cost_usd",
+            ),
+            (br#"["not","an","object"]"#, "sequence"),
+        ] {
+            let e = dl(rec);
+            assert_eq!(e.dead_letter.kind, DeadLetterKind::Schema, "{rec:?}");
+            assert!(
+                e.dead_letter.detail.contains(field),
+                "{field}: {}",
+                e.dead_letter.detail
+            );
+        }
+
+        let long = format!(r#"{{"request_id":"{}","answer":"a"}}"#, "x".repeat(257));
+        assert_eq!(dl(long.as_bytes()).dead_letter.kind, DeadLetterKind::Schema);
+        let ok = format!(r#"{{"request_id":"{}","answer":"a"}}"#, "x".repeat(256));
+        assert!(decode(Some(ok.as_bytes()), 4096).is_ok());
+    }
+
+    #[test]
+    fn trailing_garbage_is_invalid_json() {
+        let e = dl(br#"{"request_id":"r","answer":"a"} x"#);
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidJson);
+    }
+
+    #[test]
+    fn payloads_become_text() {
+        let r = decode(
+            Some(br#"{"request_id":"r","answer":"a","sources":[{"urn":"u1","payload":"plain \"q\""},{"urn":"u2","payload":{ "b" : [1, 2.50], "a":"x y" }},{"urn":"u3"},{"urn":"u4","payload":null}]}"#),
+            4096,
+        )
+        .unwrap();
+        let p: Vec<Payload<'_>> = r.sources.iter().map(|s| payload_text(s.payload)).collect();
+        assert_eq!(p[0].text, "plain \"q\"");
+        assert!(p[0].is_string);
+        assert_eq!(p[1].text, r#"{"b":[1,2.50],"a":"x y"}"#);
+        assert!(!p[1].is_string);
+        assert_eq!(p[2].text, "");
+        assert_eq!(p[3].text, "");
+    }
+}
