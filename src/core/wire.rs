@@ -556,7 +556,7 @@ mod tests {
         let e = dl(br#"{"request_id":"r", "answer": }"#);
         assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidJson);
         assert!(
-            e.dead_letter.detail.contains("byte 30"),
+            e.dead_letter.detail.contains("byte 29"),
             "{}",
             e.dead_letter.detail
         );
