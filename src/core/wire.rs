@@ -252,6 +252,18 @@ pub fn decode(
             None,
         ));
     }
+    // serde's derive would also accept an array as a positional struct; an
+    // input record is an object, full stop.
+    if !text.trim_start().starts_with('{') {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Err(syntax_failure(text, &e));
+        }
+        return Err(fail(
+            DeadLetterKind::Schema,
+            "record must be a JSON object".into(),
+            None,
+        ));
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let rec: InputRecord<'_> = match serde_path_to_error::deserialize(&mut de) {
         Ok(r) => r,
@@ -608,7 +620,7 @@ mod tests {
                 br#"{"request_id":"r","answer":"a","prior":{"cost_usd":-2}}"#,
                 "prior.cost_usd",
             ),
-            (br#"["not","an","object"]"#, "sequence"),
+            (br#"["not","an","object"]"#, "JSON object"),
         ] {
             let e = dl(rec);
             assert_eq!(e.dead_letter.kind, DeadLetterKind::Schema, "{rec:?}");
