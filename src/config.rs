@@ -831,3 +831,20 @@ mod tests {
         assert_eq!(c.kafka.properties.len(), 2);
     }
 }
+
+#[cfg(test)]
+mod reference_file {
+    use super::*;
+
+    /// The shipped reference file documents every key with its default, so
+    /// loading it must give exactly the built-in defaults.
+    #[test]
+    fn shipped_reference_config_is_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/groundgate.toml");
+        let c = RawConfig::load(Some(&path), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(c, Config::default());
+    }
+}
