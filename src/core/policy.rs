@@ -21,16 +21,16 @@ pub struct PolicyInput<'a> {
 /// (terms in configured order).
 pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Action)> {
     let mut out = Vec::new();
-    if let Some(c) = input.confidence {
-        if c < p.min_confidence {
-            out.push((
-                Finding::new(
-                    FindingKind::LowConfidence,
-                    format!("confidence {c} is below the minimum {}", p.min_confidence),
-                ),
-                p.low_confidence,
-            ));
-        }
+    if let Some(c) = input.confidence
+        && c < p.min_confidence
+    {
+        out.push((
+            Finding::new(
+                FindingKind::LowConfidence,
+                format!("confidence {c} is below the minimum {}", p.min_confidence),
+            ),
+            p.low_confidence,
+        ));
     }
     let len = input.answer.len();
     if len > p.max_answer_bytes {

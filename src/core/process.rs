@@ -404,7 +404,7 @@ mod tests {
             v["sources_flat"],
             json!([
                 {"payload": "Pricing changed in Q3.", "urn": "urn:doc:pricing"},
-                {"payload": "{\"table\":\"churn\",\"rows\":[1,2]}", "urn": "urn:doc:churn"}
+                {"payload": "{\"rows\":[1,2],\"table\":\"churn\"}", "urn": "urn:doc:churn"}
             ])
         );
         assert_eq!(

@@ -317,23 +317,23 @@ pub fn decode(
             rid(),
         ));
     }
-    if let Some(p) = &rec.prior {
-        if !(p.cost_usd >= 0.0 && p.cost_usd.is_finite()) {
-            return Err(fail(
-                DeadLetterKind::Schema,
-                format!("prior.cost_usd: must be a number >= 0, got {}", p.cost_usd),
-                rid(),
-            ));
-        }
+    if let Some(p) = &rec.prior
+        && !(p.cost_usd >= 0.0 && p.cost_usd.is_finite())
+    {
+        return Err(fail(
+            DeadLetterKind::Schema,
+            format!("prior.cost_usd: must be a number >= 0, got {}", p.cost_usd),
+            rid(),
+        ));
     }
-    if let Some(c) = rec.confidence {
-        if !(0.0..=1.0).contains(&c) {
-            return Err(fail(
-                DeadLetterKind::Schema,
-                format!("confidence: must be between 0 and 1, got {c}"),
-                rid(),
-            ));
-        }
+    if let Some(c) = rec.confidence
+        && !(0.0..=1.0).contains(&c)
+    {
+        return Err(fail(
+            DeadLetterKind::Schema,
+            format!("confidence: must be between 0 and 1, got {c}"),
+            rid(),
+        ));
     }
     Ok(rec)
 }
