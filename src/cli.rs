@@ -39,6 +39,7 @@ pub enum Command {
 pub enum FailOn {
     Rejected,
     Retry,
+    #[value(name = "dead_letter", alias = "dead-letter")]
     DeadLetter,
 }
 
@@ -46,7 +47,8 @@ pub enum FailOn {
 pub struct CheckArgs {
     /// JSON Lines input, one answer per line; `-` reads standard input.
     pub input: String,
-    /// Directory for final.jsonl, retry.jsonl, audit.jsonl, dead_letter.jsonl (created if missing).
+    /// Directory for final.jsonl, retry.jsonl, audit.jsonl, dead_letter.jsonl (created if missing;
+    /// dead-letter lines carry the 1-based input line number).
     #[arg(long)]
     pub out: PathBuf,
     /// TOML configuration file (policy, providers, limits).
