@@ -71,35 +71,46 @@ fn parse_counting(text: &str, num_sources: usize, steps: &mut usize) -> Parsed {
             if bytes[j..].starts_with(b"```") {
                 // The fence line (with its info string) is skipped whole.
                 in_fence = !in_fence;
-                i = skip_line(bytes, j);
+                i = skip_line(bytes, j, steps);
                 line_start = true;
                 continue;
             }
         }
         if in_fence {
-            i = skip_line(bytes, i);
+            i = skip_line(bytes, i, steps);
             line_start = true;
             continue;
         }
-        match bytes[i] {
-            b'\n' => {
-                line_start = true;
-                i += 1;
-            }
-            b'[' if bytes.get(i + 1) == Some(&b'^') && !escaped(bytes, i) => {
-                i = scan_marker(text, i, num_sources, &mut out, steps);
-            }
-            _ => i += 1,
+        // Jump to the next byte that can matter; everything between is text.
+        let Some(p) = memchr::memchr2(b'[', b'\n', &bytes[i..]) else {
+            *steps += bytes.len() - i;
+            break;
+        };
+        *steps += p;
+        i += p;
+        if bytes[i] == b'\n' {
+            line_start = true;
+            i += 1;
+        } else if bytes.get(i + 1) == Some(&b'^') && !escaped(bytes, i) {
+            i = scan_marker(text, i, num_sources, &mut out, steps);
+        } else {
+            i += 1;
         }
     }
     out
 }
 
 /// Index just past the next newline (or the end).
-fn skip_line(bytes: &[u8], from: usize) -> usize {
-    match bytes[from..].iter().position(|&b| b == b'\n') {
-        Some(p) => from + p + 1,
-        None => bytes.len(),
+fn skip_line(bytes: &[u8], from: usize, steps: &mut usize) -> usize {
+    match memchr::memchr(b'\n', &bytes[from..]) {
+        Some(p) => {
+            *steps += p + 1;
+            from + p + 1
+        }
+        None => {
+            *steps += bytes.len() - from;
+            bytes.len()
+        }
     }
 }
 

@@ -68,9 +68,17 @@ pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Actio
         }
     }
     if !p.forbidden_terms.is_empty() {
-        let hay = input.answer.to_lowercase();
+        // ASCII answers (the common case) take the cheap lowercase; anything
+        // else gets full Unicode case folding so `ÉTÉ` matches `été`.
+        let hay = if input.answer.is_ascii() {
+            input.answer.to_ascii_lowercase()
+        } else {
+            input.answer.to_lowercase()
+        };
+        let finder =
+            |needle: &str| memchr::memmem::find(hay.as_bytes(), needle.as_bytes()).is_some();
         for term in &p.forbidden_terms {
-            if hay.contains(&term.to_lowercase()) {
+            if finder(&term.to_lowercase()) {
                 out.push((
                     Finding::new(
                         FindingKind::ForbiddenTerm,

@@ -264,30 +264,12 @@ pub fn decode(
             None,
         ));
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let rec: InputRecord<'_> = match serde_path_to_error::deserialize(&mut de) {
+    // Fast path without path tracking; only a failing record pays for a
+    // second, path-tracking pass to name the offending field.
+    let rec: InputRecord<'_> = match serde_json::from_str(text) {
         Ok(r) => r,
-        Err(e) => {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            return Err(match inner.classify() {
-                serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                    syntax_failure(text, &inner)
-                }
-                _ => {
-                    let detail = if path.is_empty() || path == "." {
-                        inner.to_string()
-                    } else {
-                        format!("{path}: {inner}")
-                    };
-                    fail(DeadLetterKind::Schema, detail, recover_request_id(text))
-                }
-            });
-        }
+        Err(_) => return Err(diagnose(text)),
     };
-    if let Err(e) = de.end() {
-        return Err(syntax_failure(text, &e));
-    }
     let rid = || Some(rec.request_id.to_string());
     if rec.request_id.is_empty() || rec.request_id.len() > MAX_REQUEST_ID_BYTES {
         return Err(fail(
@@ -336,6 +318,41 @@ pub fn decode(
         ));
     }
     Ok(rec)
+}
+
+/// Second pass over a record that failed to decode: names the field (with
+/// its path) or the byte position of the problem.
+fn diagnose(text: &str) -> DecodeFailure {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed: Result<InputRecord<'_>, _> = serde_path_to_error::deserialize(&mut de);
+    match parsed {
+        Ok(_) => match de.end() {
+            Err(e) => syntax_failure(text, &e),
+            // Unreachable in practice: the fast path failed on the same text.
+            Ok(()) => fail(
+                DeadLetterKind::InvalidJson,
+                "record could not be decoded".into(),
+                None,
+            ),
+        },
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            match inner.classify() {
+                serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                    syntax_failure(text, &inner)
+                }
+                _ => {
+                    let detail = if path.is_empty() || path == "." {
+                        inner.to_string()
+                    } else {
+                        format!("{path}: {inner}")
+                    };
+                    fail(DeadLetterKind::Schema, detail, recover_request_id(text))
+                }
+            }
+        }
+    }
 }
 
 fn syntax_failure(text: &str, e: &serde_json::Error) -> DecodeFailure {
