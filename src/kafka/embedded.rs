@@ -1,13 +1,130 @@
-//! (skeleton)
+//! The embedded broker: librdkafka's in-process mock cluster, a real
+//! wire-protocol Kafka broker that keeps everything in memory. Used by `run`
+//! when no brokers are configured, by `dev-broker`, `demo`, `bench` and the
+//! tests. It is NOT durable and NOT a production broker: it keeps roughly
+//! 5 MB / 100k messages per partition, does not enforce `read_committed`
+//! and does not store offsets committed inside a transaction.
+//!
+//! The mock listens on a random port. To offer a stable address (so a worker
+//! can be killed and restarted against a long-lived `dev-broker`), a TCP
+//! forwarder listens on the requested port and relays to the mock; clients
+//! bootstrap through it and then follow the broker's advertised address.
+
 use std::process::ExitCode;
 
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
+use tokio::net::{TcpListener, TcpStream};
+use tracing::{info, warn};
+
 use crate::cli::DevBrokerArgs;
+use crate::config::RawConfig;
 
 #[derive(Debug, thiserror::Error)]
-#[error("not implemented yet")]
-pub struct SkeletonError;
+pub enum EmbeddedError {
+    #[error("cannot start the embedded broker: {0}")]
+    Start(rdkafka::error::KafkaError),
+    #[error("cannot create topic {topic} on the embedded broker: {source}")]
+    Topic {
+        topic: String,
+        source: rdkafka::error::KafkaError,
+    },
+    #[error("cannot listen on 127.0.0.1:{port} for the embedded broker: {source}")]
+    Listen { port: u16, source: std::io::Error },
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot install the signal handler: {0}")]
+    Signal(std::io::Error),
+}
 
-pub async fn main(args: DevBrokerArgs) -> Result<ExitCode, SkeletonError> {
-    let _ = args;
-    Err(SkeletonError)
+/// An in-memory broker living as long as this value.
+pub struct EmbeddedBroker {
+    cluster: MockCluster<'static, DefaultProducerContext>,
+}
+
+impl EmbeddedBroker {
+    /// Starts a one-broker mock cluster with `topics` created, each with
+    /// `partitions` partitions.
+    pub fn start(partitions: i32, topics: &[&str]) -> Result<EmbeddedBroker, EmbeddedError> {
+        let cluster = MockCluster::new(1).map_err(EmbeddedError::Start)?;
+        for t in topics {
+            cluster
+                .create_topic(t, partitions.max(1), 1)
+                .map_err(|source| EmbeddedError::Topic {
+                    topic: t.to_string(),
+                    source,
+                })?;
+        }
+        Ok(EmbeddedBroker { cluster })
+    }
+
+    /// The bootstrap address of the mock broker itself (random port).
+    pub fn bootstrap(&self) -> String {
+        self.cluster.bootstrap_servers()
+    }
+
+    /// For fault injection in tests: broker down/up, request errors, coordinator moves.
+    pub fn cluster(&self) -> &MockCluster<'static, DefaultProducerContext> {
+        &self.cluster
+    }
+
+    /// Listens on `127.0.0.1:port` (0 = any) and relays every connection to
+    /// the mock broker; returns the bound address. Runs until the runtime stops.
+    pub async fn forward_from(&self, port: u16) -> Result<String, EmbeddedError> {
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|source| EmbeddedError::Listen { port, source })?;
+        let bound = listener
+            .local_addr()
+            .map_err(|source| EmbeddedError::Listen { port, source })?;
+        let target = self.bootstrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                let target = target.clone();
+                tokio::spawn(async move {
+                    match TcpStream::connect(&target).await {
+                        Ok(mut outbound) => {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "embedded broker forwarder cannot reach the mock broker")
+                        }
+                    }
+                });
+            }
+        });
+        Ok(bound.to_string())
+    }
+}
+
+/// `groundgate dev-broker`: the embedded broker as a long-lived process.
+pub async fn main(args: DevBrokerArgs) -> Result<ExitCode, EmbeddedError> {
+    crate::kafka::init_logging(crate::config::LogFormat::Human, "info");
+    let config = RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
+    let topics = config.kafka.topics.all();
+    let broker = EmbeddedBroker::start(args.partitions, &topics)?;
+    let bootstrap = if args.port == 0 {
+        broker.bootstrap()
+    } else {
+        broker.forward_from(args.port).await?
+    };
+    info!(
+        %bootstrap,
+        partitions = args.partitions,
+        topics = ?topics,
+        "embedded in-memory broker running: development only, NOT durable, everything is lost on exit"
+    );
+    // One parseable line on stdout, for scripts and tests.
+    println!("bootstrap={bootstrap}");
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    crate::kafka::shutdown_signal()
+        .await
+        .map_err(EmbeddedError::Signal)?;
+    info!("dev-broker stopping");
+    Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,44 @@
 //! metrics; it must never decide a verdict (that is `crate::core::process`).
 
 pub mod bench;
+pub mod client;
 pub mod demo;
 pub mod embedded;
+pub mod error;
+pub mod offsets;
 pub mod produce;
 pub mod run;
+pub mod worker;
+
+use std::sync::Once;
+
+use crate::config::LogFormat;
+
+/// Installs the global tracing subscriber once (later calls are no-ops, so
+/// in-process demos and tests can call it freely).
+pub fn init_logging(format: LogFormat, level: &str) {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_new(level)
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr);
+        let _ = match format {
+            LogFormat::Json => builder.json().flatten_event(true).try_init(),
+            LogFormat::Human => builder.try_init(),
+        };
+    });
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+pub async fn shutdown_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
+    }
+    Ok(())
+}

@@ -1,13 +1,98 @@
-//! `groundgate run` entry point. (skeleton, owned by the worker work)
-use std::process::ExitCode;
+//! `groundgate run`: configuration, logging, the metrics endpoint, signals,
+//! and one worker. Without configured brokers it starts the embedded
+//! in-memory broker and says loudly that nothing is durable.
 
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use super::embedded::{EmbeddedBroker, EmbeddedError};
+use super::worker::{WorkerError, run_worker};
 use crate::cli::RunArgs;
+use crate::config::{ConfigError, RawConfig};
+use crate::http::{self, Health, HttpError};
+use crate::metrics::Metrics;
 
 #[derive(Debug, thiserror::Error)]
-#[error("not implemented yet")]
-pub struct RunError;
+pub enum RunError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot set up metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error(transparent)]
+    Embedded(#[from] EmbeddedError),
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+    #[error("cannot install signal handlers: {0}")]
+    Signal(std::io::Error),
+}
+
+/// Exit code for configuration and usage errors (clap uses 2 as well).
+const EXIT_USAGE: u8 = 2;
+/// Exit code after a second signal: stop now, drain nothing.
+const EXIT_INTERRUPTED: i32 = 130;
 
 pub async fn main(args: RunArgs) -> Result<ExitCode, RunError> {
-    let _ = args;
-    Err(RunError)
+    let flags = args.raw_layer().map_err(RunError::Usage)?;
+    let config = match RawConfig::load_from_process(args.kafka.config.as_deref(), flags) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!("groundgate run: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    super::init_logging(config.log.format, &config.log.level);
+
+    let metrics = Arc::new(Metrics::new(&config.metrics)?);
+    let health = Arc::new(Health::default());
+    let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone()).await?;
+    info!(%addr, "serving /metrics, /healthz and /readyz");
+
+    let mut _embedded = None;
+    let bootstrap = match &config.kafka.brokers {
+        Some(b) => b.clone(),
+        None => {
+            let broker = EmbeddedBroker::start(4, &config.kafka.topics.all())?;
+            let b = broker.bootstrap();
+            warn!(
+                bootstrap = %b,
+                "no brokers configured (--brokers, GROUNDGATE_BROKERS or kafka.brokers): started an EMBEDDED IN-MEMORY broker; it is not durable and everything is lost on exit"
+            );
+            _embedded = Some(broker);
+            b
+        }
+    };
+
+    let shutdown = CancellationToken::new();
+    let signals = shutdown.clone();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(RunError::Signal)?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(RunError::Signal)?;
+    let drain = config.kafka.drain_deadline;
+    tokio::spawn(async move {
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        info!(deadline = ?drain, "signal received: stopping intake, draining in-flight records");
+        signals.cancel();
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        error!("second signal: exiting immediately without draining");
+        std::process::exit(EXIT_INTERRUPTED);
+    });
+
+    match run_worker(config, bootstrap, metrics, health, shutdown).await {
+        Ok(report) => {
+            info!(?report, "stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            error!(error = %e, retriable = e.is_retriable(), "worker stopped with an error");
+            Err(e.into())
+        }
+    }
 }

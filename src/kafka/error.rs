@@ -1,0 +1,81 @@
+//! Explicit classification of Kafka errors into the closed [`ErrorClass`]
+//! set: what the worker may retry and what must stop it. Kept separate and
+//! table-tested because a wrong answer here either loses data (treating a
+//! fatal error as skippable) or spins forever (retrying a fatal one).
+
+use rdkafka::error::{KafkaError, RDKafkaErrorCode as C};
+
+use crate::metrics::ErrorClass;
+
+/// Classifies an error code.
+pub fn classify_code(code: C) -> ErrorClass {
+    match code {
+        C::MessageSizeTooLarge | C::InvalidRecord => ErrorClass::TooLarge,
+        C::MessageTimedOut | C::RequestTimedOut | C::OperationTimedOut => ErrorClass::Timeout,
+        C::NotEnoughReplicas
+        | C::NotEnoughReplicasAfterAppend
+        | C::LeaderNotAvailable
+        | C::NotLeaderForPartition
+        | C::NetworkException
+        | C::BrokerNotAvailable
+        | C::AllBrokersDown
+        | C::BrokerTransportFailure
+        | C::QueueFull
+        | C::CoordinatorNotAvailable
+        | C::NotCoordinator
+        | C::CoordinatorLoadInProgress
+        | C::KafkaStorageError
+        | C::Retry
+        | C::ConcurrentTransactions
+        | C::RebalanceInProgress
+        | C::PreferredLeaderNotAvailable
+        | C::FetchSessionIdNotFound
+        | C::InvalidFetchSessionEpoch
+        | C::Resolve
+        | C::OffsetNotAvailable
+        | C::ThrottlingQuotaExceeded => ErrorClass::Retriable,
+        _ => ErrorClass::Fatal,
+    }
+}
+
+/// Classifies a client error; errors without a broker code (configuration,
+/// client creation) are fatal.
+pub fn classify(e: &KafkaError) -> ErrorClass {
+    match e.rdkafka_error_code() {
+        Some(code) => classify_code(code),
+        None => ErrorClass::Fatal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_table() {
+        for (code, class) in [
+            (C::NotEnoughReplicas, ErrorClass::Retriable),
+            (C::LeaderNotAvailable, ErrorClass::Retriable),
+            (C::AllBrokersDown, ErrorClass::Retriable),
+            (C::BrokerTransportFailure, ErrorClass::Retriable),
+            (C::QueueFull, ErrorClass::Retriable),
+            (C::NotCoordinator, ErrorClass::Retriable),
+            (C::RequestTimedOut, ErrorClass::Timeout),
+            (C::MessageTimedOut, ErrorClass::Timeout),
+            (C::MessageSizeTooLarge, ErrorClass::TooLarge),
+            (C::TopicAuthorizationFailed, ErrorClass::Fatal),
+            (C::ClusterAuthorizationFailed, ErrorClass::Fatal),
+            (C::SaslAuthenticationFailed, ErrorClass::Fatal),
+            (C::UnknownTopicOrPartition, ErrorClass::Fatal),
+            (C::InvalidProducerEpoch, ErrorClass::Fatal),
+            (C::Fenced, ErrorClass::Fatal),
+            (C::TransactionalIdAuthorizationFailed, ErrorClass::Fatal),
+        ] {
+            assert_eq!(classify_code(code), class, "{code:?}");
+        }
+        assert_eq!(
+            classify(&KafkaError::ClientCreation("bad".into())),
+            ErrorClass::Fatal
+        );
+    }
+}
