@@ -1,12 +1,18 @@
-//! HTTP endpoints: `/metrics` (Prometheus text), `/healthz` (process alive),
-//! `/readyz` (connected and partitions assigned or group settled).
+//! HTTP endpoints: `/metrics` (Prometheus text), `/healthz` (the process is
+//! alive and serving), `/readyz` (the worker has joined its group and been
+//! given its share, possibly none, of the partitions).
 //!
-//! SKELETON: the observability work fills in the bodies; the signatures are the
-//! contract the worker codes against. Binds only the configured address.
+//! Binds only the configured address. Serves state; changes nothing.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
 
 use crate::metrics::Metrics;
 
@@ -35,19 +41,99 @@ pub enum HttpError {
     },
 }
 
+#[derive(Clone)]
+struct AppState {
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+}
+
+async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        s.metrics.encode(),
+    )
+}
+
+async fn healthz() -> impl IntoResponse {
+    (StatusCode::OK, "ok\n")
+}
+
+async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
+    if s.health.is_ready() {
+        (StatusCode::OK, "ready\n")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: waiting for the consumer group to assign partitions\n",
+        )
+    }
+}
+
 /// Binds `addr` and serves the endpoints on the current tokio runtime until
 /// the returned task is aborted. Returns the bound address (port 0 → a free port).
 pub async fn serve(
     addr: SocketAddr,
-    metrics: Arc<Metrics>,
+    metrics_handle: Arc<Metrics>,
     health: Arc<Health>,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), HttpError> {
-    let _ = (metrics, health);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| HttpError::Bind { addr, source })?;
     let bound = listener
         .local_addr()
         .map_err(|source| HttpError::Bind { addr, source })?;
-    Ok((bound, tokio::spawn(async move { drop(listener) })))
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(AppState {
+            metrics: metrics_handle,
+            health,
+        });
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "metrics endpoint stopped");
+        }
+    });
+    Ok((bound, task))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get_path(addr: SocketAddr, path: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn endpoints_answer_with_meaningful_status() {
+        let m = Arc::new(Metrics::new(&crate::config::Config::default().metrics).unwrap());
+        let h = Arc::new(Health::default());
+        let (addr, task) = serve("127.0.0.1:0".parse().unwrap(), m, h.clone())
+            .await
+            .unwrap();
+        assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        assert!(get_path(addr, "/readyz").await.starts_with("HTTP/1.1 503"));
+        h.set_ready(true);
+        assert!(get_path(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
+        let metrics = get_path(addr, "/metrics").await;
+        assert!(metrics.starts_with("HTTP/1.1 200"));
+        assert!(metrics.contains("text/plain; version=0.0.4"));
+        assert!(metrics.contains("groundgate_records_total"));
+        assert!(get_path(addr, "/nope").await.starts_with("HTTP/1.1 404"));
+        task.abort();
+    }
 }

@@ -1,14 +1,26 @@
-//! The closed Prometheus vocabulary of groundgate (`groundgate_<name>_<unit>`,
-//! counters end in `_total`). Labels only take values from the enums below or
-//! from the configured provider/model allow-lists (everything else is `other`).
+//! The closed Prometheus vocabulary of groundgate. Names follow
+//! `groundgate_<name>_<unit>` and counters end in `_total`. Every label takes
+//! its values from an enum of this crate, or (provider, model) from the
+//! configured allow-lists with everything else reported as `other`, so label
+//! cardinality is bounded by construction: no request ids, tenants, raw
+//! error text or free-form strings ever become label values.
 //!
-//! SKELETON: the observability work fills in the bodies; the signatures are the
-//! contract the worker codes against.
+//! Every enum label combination is created at start-up with value 0, so
+//! dashboards and `rate()` work from the first scrape.
+//!
+//! This module only counts; it never decides anything and does no I/O.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Duration;
 
+use prometheus::{
+    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
+};
+
 use crate::config::MetricsConfig;
-use crate::core::{OutcomeKind, Summary};
+use crate::core::{DeadLetterKind, FindingKind, Mode, OutcomeKind, Summary};
 
 /// Role of an output topic, used as the `role` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,6 +32,13 @@ pub enum TopicRole {
 }
 
 impl TopicRole {
+    pub const ALL: [TopicRole; 4] = [
+        TopicRole::Final,
+        TopicRole::Retry,
+        TopicRole::Audit,
+        TopicRole::DeadLetter,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             TopicRole::Final => "final",
@@ -44,6 +63,13 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    pub const ALL: [ErrorClass; 4] = [
+        ErrorClass::Retriable,
+        ErrorClass::TooLarge,
+        ErrorClass::Timeout,
+        ErrorClass::Fatal,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Retriable => "retriable",
@@ -61,58 +87,415 @@ pub enum RebalanceKind {
     Revoke,
 }
 
+impl RebalanceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RebalanceKind::Assign => "assign",
+            RebalanceKind::Revoke => "revoke",
+        }
+    }
+}
+
+/// Label value used for a provider or model outside the allow-list.
+pub const OTHER: &str = "other";
+/// `mode` label of a dead letter, which has no effective mode.
+pub const NO_MODE: &str = "none";
+
 /// Handle to every groundgate metric, registered in its own registry.
 pub struct Metrics {
-    registry: prometheus::Registry,
+    registry: Registry,
+    providers: HashSet<String>,
+    models: HashSet<String>,
+    records: IntCounterVec,
+    findings: IntCounterVec,
+    dead_letters: IntCounterVec,
+    citations: IntCounter,
+    uncited: IntCounter,
+    process_seconds: Histogram,
+    end_to_end_seconds: Histogram,
+    published: IntCounterVec,
+    publish_errors: IntCounterVec,
+    transactions: IntCounterVec,
+    rebalances: IntCounterVec,
+    assigned: IntGauge,
+    lag: IntGaugeVec,
+    lag_series: Mutex<Vec<(String, String)>>,
+    tokens: IntCounterVec,
+    cost: prometheus::CounterVec,
+    _build: Gauge,
+}
+
+fn counter_vec(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntCounterVec, prometheus::Error> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+fn histogram(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    buckets: Vec<f64>,
+) -> Result<Histogram, prometheus::Error> {
+    let h = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets))?;
+    r.register(Box::new(h.clone()))?;
+    Ok(h)
 }
 
 impl Metrics {
     pub fn new(cfg: &MetricsConfig) -> Result<Metrics, prometheus::Error> {
-        let _ = cfg;
+        let r = Registry::new();
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))?;
+
+        let records = counter_vec(
+            &r,
+            "groundgate_records_total",
+            "Input records processed, by outcome and effective mode.",
+            &["outcome", "mode"],
+        )?;
+        let findings = counter_vec(
+            &r,
+            "groundgate_findings_total",
+            "Validation findings reported (warnings and errors), by kind.",
+            &["kind"],
+        )?;
+        let dead_letters = counter_vec(
+            &r,
+            "groundgate_dead_letters_total",
+            "Records that could not be decoded, by kind.",
+            &["kind"],
+        )?;
+        let citations = IntCounter::new(
+            "groundgate_citations_total",
+            "Citation markers parsed (in range or not).",
+        )?;
+        r.register(Box::new(citations.clone()))?;
+        let uncited = IntCounter::new(
+            "groundgate_answers_without_citations_total",
+            "Decoded answers with zero citation markers.",
+        )?;
+        r.register(Box::new(uncited.clone()))?;
+        let process_seconds = histogram(
+            &r,
+            "groundgate_process_duration_seconds",
+            "Time of the pure validation step per record.",
+            prometheus::exponential_buckets(1e-6, 2.5, 14)?,
+        )?;
+        let end_to_end_seconds = histogram(
+            &r,
+            "groundgate_end_to_end_latency_seconds",
+            "Input record timestamp to both outputs acknowledged (or the transaction committed).",
+            prometheus::exponential_buckets(0.001, 2.0, 18)?,
+        )?;
+        let published = counter_vec(
+            &r,
+            "groundgate_published_total",
+            "Output records acknowledged by the brokers, by topic role.",
+            &["role"],
+        )?;
+        let publish_errors = counter_vec(
+            &r,
+            "groundgate_publish_errors_total",
+            "Failed output deliveries, by error class.",
+            &["class"],
+        )?;
+        let transactions = counter_vec(
+            &r,
+            "groundgate_transactions_total",
+            "Transactions finished (exactly-once), by result.",
+            &["result"],
+        )?;
+        let rebalances = counter_vec(
+            &r,
+            "groundgate_rebalances_total",
+            "Consumer-group rebalance events, by kind.",
+            &["kind"],
+        )?;
+        let assigned = IntGauge::new(
+            "groundgate_assigned_partitions",
+            "Input partitions currently assigned to this worker.",
+        )?;
+        r.register(Box::new(assigned.clone()))?;
+        let lag = IntGaugeVec::new(
+            Opts::new(
+                "groundgate_consumer_lag_records",
+                "Consumer lag per assigned input partition (librdkafka statistics; opt-in).",
+            ),
+            &["topic", "partition"],
+        )?;
+        r.register(Box::new(lag.clone()))?;
+        let tokens = counter_vec(
+            &r,
+            "groundgate_llm_tokens_total",
+            "LLM tokens reported by the answers, by provider, model and type (prompt/completion).",
+            &["provider", "model", "type"],
+        )?;
+        let cost = prometheus::CounterVec::new(
+            Opts::new(
+                "groundgate_llm_cost_usd_total",
+                "LLM cost in USD reported by the answers, by provider and model.",
+            ),
+            &["provider", "model"],
+        )?;
+        r.register(Box::new(cost.clone()))?;
+        let build = Gauge::with_opts(
+            Opts::new("groundgate_build_info", "Build information; always 1.")
+                .const_label("version", env!("CARGO_PKG_VERSION"))
+                .const_label(
+                    "git_sha",
+                    option_env!("GROUNDGATE_GIT_SHA").unwrap_or("unknown"),
+                ),
+        )?;
+        build.set(1.0);
+        r.register(Box::new(build.clone()))?;
+
+        // Pre-create every closed label combination at 0.
+        for o in OutcomeKind::ALL {
+            let modes: &[&str] = if o == OutcomeKind::DeadLetter {
+                &[NO_MODE]
+            } else {
+                &["strict", "lenient"]
+            };
+            for m in modes {
+                records.with_label_values(&[o.as_str(), m]);
+            }
+        }
+        for k in FindingKind::ALL {
+            findings.with_label_values(&[k.as_str()]);
+        }
+        for k in DeadLetterKind::ALL {
+            dead_letters.with_label_values(&[k.as_str()]);
+        }
+        for role in TopicRole::ALL {
+            published.with_label_values(&[role.as_str()]);
+        }
+        for c in ErrorClass::ALL {
+            publish_errors.with_label_values(&[c.as_str()]);
+        }
+        for res in ["committed", "aborted"] {
+            transactions.with_label_values(&[res]);
+        }
+        for k in [RebalanceKind::Assign, RebalanceKind::Revoke] {
+            rebalances.with_label_values(&[k.as_str()]);
+        }
+
         Ok(Metrics {
-            registry: prometheus::Registry::new(),
+            registry: r,
+            providers: cfg.providers.iter().cloned().collect(),
+            models: cfg.models.iter().cloned().collect(),
+            records,
+            findings,
+            dead_letters,
+            citations,
+            uncited,
+            process_seconds,
+            end_to_end_seconds,
+            published,
+            publish_errors,
+            transactions,
+            rebalances,
+            assigned,
+            lag,
+            lag_series: Mutex::new(Vec::new()),
+            tokens,
+            cost,
+            _build: build,
         })
+    }
+
+    fn allowed<'a>(set: &HashSet<String>, value: &'a str) -> &'a str {
+        if set.contains(value) { value } else { OTHER }
     }
 
     /// One processed input record: outcome/mode, findings, citations, usage, pure-step time.
     pub fn record_outcome(&self, kind: OutcomeKind, summary: &Summary, processing: Duration) {
-        let _ = (kind, summary, processing);
+        let mode = summary.mode.map(Mode::as_str).unwrap_or(NO_MODE);
+        self.records.with_label_values(&[kind.as_str(), mode]).inc();
+        for f in &summary.findings {
+            self.findings.with_label_values(&[f.as_str()]).inc();
+        }
+        if let Some(d) = summary.dead_letter {
+            self.dead_letters.with_label_values(&[d.as_str()]).inc();
+        }
+        self.process_seconds.observe(processing.as_secs_f64());
+        if summary.mode.is_none() {
+            return;
+        }
+        self.citations.inc_by(summary.citations as u64);
+        if summary.citations == 0 {
+            self.uncited.inc();
+        }
+        let provider = Self::allowed(&self.providers, &summary.provider);
+        let model = Self::allowed(&self.models, &summary.model);
+        self.tokens
+            .with_label_values(&[provider, model, "prompt"])
+            .inc_by(summary.prompt_tokens);
+        self.tokens
+            .with_label_values(&[provider, model, "completion"])
+            .inc_by(summary.completion_tokens);
+        self.cost
+            .with_label_values(&[provider, model])
+            .inc_by(summary.cost_usd);
     }
 
     /// Input record timestamp → both outputs acknowledged.
     pub fn observe_end_to_end(&self, latency: Duration) {
-        let _ = latency;
+        self.end_to_end_seconds.observe(latency.as_secs_f64());
     }
 
     pub fn record_published(&self, role: TopicRole) {
-        let _ = role;
+        self.published.with_label_values(&[role.as_str()]).inc();
     }
 
     pub fn record_publish_error(&self, class: ErrorClass) {
-        let _ = class;
+        self.publish_errors
+            .with_label_values(&[class.as_str()])
+            .inc();
     }
 
-    pub fn record_transaction_committed(&self) {}
+    pub fn record_transaction_committed(&self) {
+        self.transactions.with_label_values(&["committed"]).inc();
+    }
 
-    pub fn record_transaction_aborted(&self) {}
+    pub fn record_transaction_aborted(&self) {
+        self.transactions.with_label_values(&["aborted"]).inc();
+    }
 
     pub fn record_rebalance(&self, kind: RebalanceKind) {
-        let _ = kind;
+        self.rebalances.with_label_values(&[kind.as_str()]).inc();
     }
 
     pub fn set_assigned_partitions(&self, n: usize) {
-        let _ = n;
+        self.assigned.set(n as i64);
     }
 
     /// Replaces the per-partition lag gauges with `lags` (topic, partition, lag);
     /// partitions no longer present are removed so cardinality stays bounded.
     pub fn set_consumer_lag(&self, lags: &[(String, i32, i64)]) {
-        let _ = lags;
+        let mut series = self.lag_series.lock().unwrap_or_else(|p| p.into_inner());
+        let new: Vec<(String, String)> = lags
+            .iter()
+            .map(|(t, p, _)| (t.clone(), p.to_string()))
+            .collect();
+        for old in series.iter() {
+            if !new.contains(old) {
+                let _ = self.lag.remove_label_values(&[&old.0, &old.1]);
+            }
+        }
+        for ((t, p), (_, _, lag)) in new.iter().zip(lags) {
+            self.lag.with_label_values(&[t, p]).set(*lag);
+        }
+        *series = new;
     }
 
     /// Prometheus text exposition of every registered metric.
     pub fn encode(&self) -> String {
-        let _ = &self.registry;
-        String::new()
+        let mut buf = Vec::new();
+        // Encoding our own well-formed families into a Vec cannot fail.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn metrics(providers: &[&str], models: &[&str]) -> Metrics {
+        let mut cfg = Config::default().metrics;
+        cfg.providers = providers.iter().map(|s| s.to_string()).collect();
+        cfg.models = models.iter().map(|s| s.to_string()).collect();
+        Metrics::new(&cfg).unwrap()
+    }
+
+    #[test]
+    fn every_metric_is_exposed_from_the_start() {
+        let text = metrics(&[], &[]).encode();
+        for name in [
+            "groundgate_records_total{mode=\"strict\",outcome=\"accepted\"} 0",
+            "groundgate_records_total{mode=\"none\",outcome=\"dead_letter\"} 0",
+            "groundgate_findings_total{kind=\"out_of_range\"} 0",
+            "groundgate_findings_total{kind=\"forbidden_term\"} 0",
+            "groundgate_dead_letters_total{kind=\"invalid_utf8\"} 0",
+            "groundgate_citations_total 0",
+            "groundgate_answers_without_citations_total 0",
+            "groundgate_process_duration_seconds_bucket",
+            "groundgate_end_to_end_latency_seconds_bucket",
+            "groundgate_published_total{role=\"audit\"} 0",
+            "groundgate_publish_errors_total{class=\"fatal\"} 0",
+            "groundgate_transactions_total{result=\"aborted\"} 0",
+            "groundgate_rebalances_total{kind=\"assign\"} 0",
+            "groundgate_assigned_partitions 0",
+            "groundgate_build_info{git_sha=",
+        ] {
+            assert!(text.contains(name), "missing {name}");
+        }
+    }
+
+    #[test]
+    fn usage_labels_come_from_the_allow_list_only() {
+        let m = metrics(&["openai"], &["gpt-4o"]);
+        let s = Summary {
+            mode: Some(Mode::Strict),
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            prompt_tokens: 10,
+            completion_tokens: 3,
+            cost_usd: 0.5,
+            citations: 2,
+            ..Default::default()
+        };
+        m.record_outcome(OutcomeKind::Accepted, &s, Duration::from_micros(5));
+        let rogue = Summary {
+            provider: "tenant-acme-secret-model".into(),
+            model: "ft:gpt-4o:acme:2026".into(),
+            ..s.clone()
+        };
+        m.record_outcome(OutcomeKind::Accepted, &rogue, Duration::from_micros(5));
+        let text = m.encode();
+        assert!(text.contains(
+            "groundgate_llm_tokens_total{model=\"gpt-4o\",provider=\"openai\",type=\"prompt\"} 10"
+        ));
+        assert!(text.contains(
+            "groundgate_llm_tokens_total{model=\"other\",provider=\"other\",type=\"prompt\"} 10"
+        ));
+        assert!(!text.contains("acme"));
+        assert!(text.contains("groundgate_records_total{mode=\"strict\",outcome=\"accepted\"} 2"));
+        assert!(text.contains("groundgate_citations_total 4"));
+    }
+
+    #[test]
+    fn dead_letters_and_lag_series_are_bounded() {
+        let m = metrics(&[], &[]);
+        let s = Summary {
+            dead_letter: Some(DeadLetterKind::Schema),
+            ..Default::default()
+        };
+        m.record_outcome(OutcomeKind::DeadLetter, &s, Duration::from_micros(1));
+        m.set_consumer_lag(&[("answers".into(), 0, 5), ("answers".into(), 1, 7)]);
+        m.set_consumer_lag(&[("answers".into(), 1, 2)]);
+        let text = m.encode();
+        assert!(text.contains("groundgate_dead_letters_total{kind=\"schema\"} 1"));
+        assert!(text.contains("groundgate_records_total{mode=\"none\",outcome=\"dead_letter\"} 1"));
+        assert!(
+            text.contains("groundgate_consumer_lag_records{partition=\"1\",topic=\"answers\"} 2")
+        );
+        assert!(
+            !text.contains("partition=\"0\""),
+            "revoked partition removed"
+        );
+        assert!(
+            !text.contains("groundgate_llm_tokens_total{"),
+            "dead letters carry no usage"
+        );
     }
 }

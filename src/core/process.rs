@@ -212,6 +212,7 @@ fn validate(
             mode: Some(mode),
             attempt: attempt.retry_count(),
             findings: d.warnings.iter().chain(&d.errors).map(|f| f.kind).collect(),
+            dead_letter: None,
             citations: parsed.citations.len(),
             provider: rec.provider.to_string(),
             model: rec.model.to_string(),
@@ -280,7 +281,10 @@ fn dead_letter(
         request_id,
         terminal: Terminal::DeadLetter(DeadLetter { kind, detail }),
         audit,
-        summary: Summary::default(),
+        summary: Summary {
+            dead_letter: Some(kind),
+            ..Summary::default()
+        },
     }
 }
 

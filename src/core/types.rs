@@ -219,6 +219,8 @@ pub struct Summary {
     pub attempt: u8,
     /// Kind of every finding reported (warnings and errors), in report order.
     pub findings: Vec<FindingKind>,
+    /// Why the record was dead-lettered, for a dead letter.
+    pub dead_letter: Option<DeadLetterKind>,
     /// Number of citation markers parsed (valid or out of range).
     pub citations: usize,
     pub provider: String,
