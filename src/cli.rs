@@ -130,6 +130,9 @@ pub struct DemoArgs {
     /// Address of /metrics during the demo.
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub metrics_addr: String,
+    /// After the summary, keep the broker, worker and /metrics up until Ctrl-C.
+    #[arg(long)]
+    pub serve: bool,
 }
 
 #[derive(Debug, Args)]

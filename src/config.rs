@@ -358,6 +358,14 @@ impl RawConfig {
             .map_err(|e| ConfigError::Load(describe_figment_error(e)))
     }
 
+    /// Parses one TOML document (no environment, no flags): for configuration
+    /// shipped inside the binary, such as the demo's.
+    pub fn from_toml_str(text: &str) -> Result<RawConfig, ConfigError> {
+        Figment::from(Toml::string(text))
+            .extract::<RawConfig>()
+            .map_err(|e| ConfigError::Load(describe_figment_error(e)))
+    }
+
     /// Reads the process environment and delegates to [`RawConfig::load`].
     pub fn load_from_process(file: Option<&Path>, flags: RawConfig) -> Result<Config, ConfigError> {
         let env: Vec<(String, String)> = std::env::vars()

@@ -12,6 +12,7 @@
 //!   metrics; never decides a verdict itself.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`sample`]: deterministic realistic sample answers (demo, produce, bench).
 //! - [`cli`]: clap definitions shared by `main.rs`.
 
 pub mod check;
@@ -21,3 +22,4 @@ pub mod core;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
+pub mod sample;

@@ -1,13 +1,224 @@
-//! (skeleton)
-use std::process::ExitCode;
+//! `groundgate demo`: the one command for a newcomer. Embedded broker, the
+//! five topics, the shipped sample stream, one worker in-process with
+//! `/metrics`, then a summary read back from the output topics themselves.
+//! The sample stream and its configuration are compiled into the binary so
+//! the demo runs from any directory.
 
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use rdkafka::Message;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::embedded::{EmbeddedBroker, EmbeddedError};
+use super::inspect;
+use super::produce::{self, ProduceError};
+use super::worker::{WorkerError, run_worker};
 use crate::cli::DemoArgs;
+use crate::config::{ConfigError, RawConfig};
+use crate::http::{self, Health, HttpError};
+use crate::metrics::Metrics;
+
+const SAMPLE: &str = include_str!("../../examples/answers.jsonl");
+const DEMO_CONFIG: &str = include_str!("../../examples/demo.toml");
+/// Generous: the demo normally completes in a few seconds.
+const DEADLINE: Duration = Duration::from_secs(120);
 
 #[derive(Debug, thiserror::Error)]
-#[error("not implemented yet")]
-pub struct SkeletonError;
+pub enum DemoError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Embedded(#[from] EmbeddedError),
+    #[error(transparent)]
+    Produce(#[from] ProduceError),
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    #[error("--metrics-addr {0:?} is not ip:port")]
+    Addr(String),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("reading the output topics failed: {0}")]
+    Inspect(rdkafka::error::KafkaError),
+    #[error(
+        "only {got} of {want} audit rows arrived within {DEADLINE:?}; the worker is not keeping up"
+    )]
+    Incomplete { got: usize, want: usize },
+    #[error("background task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
 
-pub async fn main(args: DemoArgs) -> Result<ExitCode, SkeletonError> {
-    let _ = args;
-    Err(SkeletonError)
+pub async fn main(args: DemoArgs) -> Result<ExitCode, DemoError> {
+    let mut raw = RawConfig::from_toml_str(DEMO_CONFIG)?;
+    raw.metrics.addr = Some(args.metrics_addr.clone());
+    let config = Arc::new(raw.validate()?);
+    super::init_logging(config.log.format, "warn");
+
+    let text = match &args.input {
+        Some(p) => std::fs::read_to_string(p).map_err(|source| DemoError::Read {
+            path: p.display().to_string(),
+            source,
+        })?,
+        None => SAMPLE.to_string(),
+    };
+    let lines: Vec<Vec<u8>> = text.lines().map(|l| l.as_bytes().to_vec()).collect();
+    let want = lines.len();
+
+    let started = Instant::now();
+    let topics = config.kafka.topics.clone();
+    let broker = EmbeddedBroker::start(4, &topics.all())?;
+    let bootstrap = broker.bootstrap();
+    println!(
+        "groundgate demo: embedded in-memory broker at {bootstrap} (not durable), topics: {}",
+        topics.all().join(", ")
+    );
+
+    let metrics = Arc::new(Metrics::new(&config.metrics)?);
+    let health = Arc::new(Health::default());
+    let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone()).await?;
+
+    let producer = produce::producer(&config.kafka, &bootstrap)?;
+    let sent = produce::send_all(&producer, &topics.input, lines.into_iter().map(Ok), 0).await?;
+    println!("produced {sent} sample answers to {}", topics.input);
+
+    let shutdown = CancellationToken::new();
+    let worker = tokio::spawn(run_worker(
+        config.clone(),
+        bootstrap.clone(),
+        metrics.clone(),
+        health,
+        shutdown.clone(),
+    ));
+    println!("worker running; metrics at http://{addr}/metrics");
+
+    let b = bootstrap.clone();
+    let names = [
+        topics.final_.clone(),
+        topics.retry.clone(),
+        topics.audit.clone(),
+        topics.dead_letter.clone(),
+    ];
+    let read_names = names.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = read_names.iter().map(String::as_str).collect();
+        inspect::read_until(&b, &refs, DEADLINE, |got| got[2].len() >= want)
+    })
+    .await?
+    .map_err(DemoError::Inspect)?;
+    if read[2].len() < want {
+        shutdown.cancel();
+        return Err(DemoError::Incomplete {
+            got: read[2].len(),
+            want,
+        });
+    }
+    if !args.serve {
+        shutdown.cancel();
+    }
+
+    print_summary(&names, &read, started.elapsed());
+    println!("\nmetrics: http://{addr}/metrics   (health: /healthz, readiness: /readyz)");
+    println!("look at the records yourself while a broker runs, e.g.:");
+    println!("  groundgate dev-broker --port 9092 &");
+    println!(
+        "  groundgate produce --brokers 127.0.0.1:9092 --file examples/answers.jsonl --rate 0"
+    );
+    println!("  groundgate run --brokers 127.0.0.1:9092 &");
+    println!(
+        "  kcat -b 127.0.0.1:9092 -C -t {} -e -f '%k %h\\n%s\\n\\n'",
+        topics.retry
+    );
+    if args.serve {
+        println!("\n--serve: broker, worker and /metrics stay up; Ctrl-C to stop");
+        let _ = super::shutdown_signal().await;
+        shutdown.cancel();
+    }
+    let report = worker.await??;
+    // Clients go before the broker, or librdkafka reports the broker "down".
+    drop(producer);
+    drop(broker);
+    tracing::info!(?report, "demo worker stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(
+    names: &[String; 4],
+    read: &[Vec<rdkafka::message::OwnedMessage>],
+    took: Duration,
+) {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["output topic", "records"]);
+    for (name, msgs) in names.iter().zip(read) {
+        t.add_row(vec![name.clone(), msgs.len().to_string()]);
+    }
+    println!("\nwhat went where ({:.1} s):\n{t}", took.as_secs_f64());
+
+    let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut findings: BTreeMap<String, u64> = BTreeMap::new();
+    for m in &read[2] {
+        if let Some(v) = m
+            .payload()
+            .and_then(|p| serde_json::from_slice::<Value>(p).ok())
+        {
+            let o = v["outcome"].as_str().unwrap_or("?").to_string();
+            *outcomes.entry(o).or_default() += 1;
+        }
+    }
+    // Findings as the consumers of the outputs see them.
+    for m in read[0].iter().chain(&read[1]) {
+        let Some(v) = m
+            .payload()
+            .and_then(|p| serde_json::from_slice::<Value>(p).ok())
+        else {
+            continue;
+        };
+        let lists = [
+            &v["validation"]["warnings"],
+            &v["validation"]["errors"],
+            &v["problems"],
+        ];
+        for f in lists.into_iter().filter_map(Value::as_array).flatten() {
+            let k = f["kind"].as_str().unwrap_or("?").to_string();
+            *findings.entry(k).or_default() += 1;
+        }
+    }
+    for m in &read[3] {
+        let kind = m
+            .headers()
+            .and_then(|h| {
+                use rdkafka::message::Headers;
+                h.iter()
+                    .find(|h| h.key == super::worker::H_ERROR_KIND)
+                    .and_then(|h| h.value)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+            })
+            .unwrap_or_else(|| "?".into());
+        *findings.entry(format!("dead letter: {kind}")).or_default() += 1;
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["outcome (audit)", "records"]);
+    for (k, v) in &outcomes {
+        t.add_row(vec![k.clone(), v.to_string()]);
+    }
+    println!("{t}");
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["finding", "count"]);
+    for (k, v) in &findings {
+        t.add_row(vec![k.clone(), v.to_string()]);
+    }
+    println!("{t}");
 }

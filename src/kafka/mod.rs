@@ -8,6 +8,7 @@ pub mod client;
 pub mod demo;
 pub mod embedded;
 pub mod error;
+pub mod inspect;
 pub mod offsets;
 pub mod produce;
 pub mod run;

@@ -1,13 +1,183 @@
-//! (skeleton)
+//! `groundgate produce`: streams answers to the input topic, from a JSON
+//! Lines file or from the deterministic synthetic generator, at a given
+//! rate. It is the sample producer of docker-compose and a load source; it
+//! never validates anything itself.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use serde::Deserialize;
+use tracing::info;
 
 use crate::cli::ProduceArgs;
+use crate::config::{KafkaConfig, RawConfig};
 
 #[derive(Debug, thiserror::Error)]
-#[error("not implemented yet")]
-pub struct SkeletonError;
+pub enum ProduceError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("{0}")]
+    Usage(String),
+    #[error(
+        "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one"
+    )]
+    NoBrokers,
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot create the producer: {0}")]
+    Client(KafkaError),
+    #[error("delivery failed after {sent} records: {source}")]
+    Delivery { sent: u64, source: KafkaError },
+}
 
-pub async fn main(args: ProduceArgs) -> Result<ExitCode, SkeletonError> {
-    let _ = args;
-    Err(SkeletonError)
+/// Deliveries awaited at once; bounds memory when producing forever.
+const MAX_PENDING: usize = 10_000;
+
+/// A producer with the same client settings as the worker's outputs.
+pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, ProduceError> {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("client.id", format!("{}-producer", k.client_id))
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("compression.type", "lz4")
+        .set("message.max.bytes", k.max_message_bytes.to_string());
+    for (key, value) in &k.properties {
+        c.set(key, value);
+    }
+    c.create().map_err(ProduceError::Client)
+}
+
+#[derive(Deserialize)]
+struct Rid<'a> {
+    #[serde(borrow)]
+    request_id: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Sends every record to `topic` at `rate` records/s (0 = unthrottled),
+/// keyed by request_id when it can be read, and waits for every delivery.
+pub async fn send_all(
+    producer: &FutureProducer,
+    topic: &str,
+    records: impl Iterator<Item = Result<Vec<u8>, ProduceError>>,
+    rate: u64,
+) -> Result<u64, ProduceError> {
+    let started = Instant::now();
+    let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
+    let mut sent = 0u64;
+    for rec in records {
+        let rec = rec?;
+        if rate > 0 {
+            let due = started + Duration::from_secs_f64(sent as f64 / rate as f64);
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let key = serde_json::from_slice::<Rid<'_>>(&rec)
+            .ok()
+            .and_then(|r| r.request_id)
+            .map(|k| k.into_owned());
+        let mut fr = FutureRecord::to(topic).payload(rec.as_slice());
+        if let Some(k) = &key {
+            fr = fr.key(k.as_str());
+        }
+        let fut = loop {
+            match producer.send_result(fr) {
+                Ok(f) => break f,
+                Err((
+                    KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull),
+                    back,
+                )) => {
+                    fr = back;
+                    if let Some(f) = pending.pop_front() {
+                        settle(f, sent).await?;
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+                Err((e, _)) => return Err(ProduceError::Delivery { sent, source: e }),
+            }
+        };
+        pending.push_back(fut);
+        sent += 1;
+        while pending.len() > MAX_PENDING {
+            if let Some(f) = pending.pop_front() {
+                settle(f, sent).await?;
+            }
+        }
+    }
+    for f in pending {
+        settle(f, sent).await?;
+    }
+    Ok(sent)
+}
+
+async fn settle(f: DeliveryFuture, sent: u64) -> Result<(), ProduceError> {
+    match f.await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err((e, _))) => Err(ProduceError::Delivery { sent, source: e }),
+        Err(_) => Err(ProduceError::Delivery {
+            sent,
+            source: KafkaError::Canceled,
+        }),
+    }
+}
+
+pub async fn main(args: ProduceArgs) -> Result<ExitCode, ProduceError> {
+    let flags = args.kafka.raw_layer().map_err(ProduceError::Usage)?;
+    let config = RawConfig::load_from_process(args.kafka.config.as_deref(), flags)?;
+    super::init_logging(config.log.format, &config.log.level);
+    let bootstrap = config
+        .kafka
+        .brokers
+        .clone()
+        .ok_or(ProduceError::NoBrokers)?;
+    let producer = producer(&config.kafka, &bootstrap)?;
+    let topic = config.kafka.topics.input.clone();
+    let limit = if args.count == 0 {
+        u64::MAX
+    } else {
+        args.count
+    };
+    let sent = match &args.file {
+        Some(path) => {
+            let f = File::open(path).map_err(|source| ProduceError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            let p = path.display().to_string();
+            let lines = BufReader::new(f)
+                .split(b'\n')
+                .map(move |l| {
+                    l.map(|mut l| {
+                        if l.last() == Some(&b'\r') {
+                            l.pop();
+                        }
+                        l
+                    })
+                    .map_err(|source| ProduceError::Read {
+                        path: p.clone(),
+                        source,
+                    })
+                })
+                .take(limit as usize);
+            send_all(&producer, &topic, lines, args.rate).await?
+        }
+        None => {
+            info!(topic = %topic, rate = args.rate, "producing synthetic answers");
+            let records =
+                (0..limit).map(|i| Ok(crate::sample::mixed(i, 600 + (i as usize * 131) % 3000)));
+            send_all(&producer, &topic, records, args.rate).await?
+        }
+    };
+    println!("sent {sent} records to {topic}");
+    Ok(ExitCode::SUCCESS)
 }

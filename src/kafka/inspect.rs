@@ -1,0 +1,51 @@
+//! Reading output topics back: used by `demo` to report what went where, by
+//! `bench` to know when a run is complete, and by the integration tests.
+//! Blocking (librdkafka poll): call it from a blocking thread.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::OwnedMessage;
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+/// Reads `topics` from the beginning (no consumer group offsets are touched)
+/// until `done(messages so far)` says so or `deadline` passes; returns what
+/// was read, per topic in the order given.
+pub fn read_until(
+    bootstrap: &str,
+    topics: &[&str],
+    deadline: Duration,
+    mut done: impl FnMut(&[Vec<OwnedMessage>]) -> bool,
+) -> Result<Vec<Vec<OwnedMessage>>, KafkaError> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "groundgate-inspect")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "false")
+        .create()?;
+    let metadata = consumer.fetch_metadata(None, Duration::from_secs(10))?;
+    let mut tpl = TopicPartitionList::new();
+    for t in topics {
+        if let Some(m) = metadata.topics().iter().find(|m| m.name() == *t) {
+            for p in m.partitions() {
+                tpl.add_partition_offset(t, p.id(), Offset::Beginning)?;
+            }
+        }
+    }
+    consumer.assign(&tpl)?;
+    let mut out: Vec<Vec<OwnedMessage>> = vec![Vec::new(); topics.len()];
+    let end = Instant::now() + deadline;
+    while !done(&out) && Instant::now() < end {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                if let Some(i) = topics.iter().position(|t| *t == m.topic()) {
+                    out[i].push(m.detach());
+                }
+            }
+            Some(Err(e)) => tracing::debug!(error = %e, "inspect poll"),
+            None => {}
+        }
+    }
+    Ok(out)
+}
