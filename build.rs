@@ -9,7 +9,7 @@ fn main() {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".to_string());
-    println!("cargo:rustc-env=GROUNDGATE_GIT_SHA={sha}");
+    println!("cargo:rustc-env=GG_BUILD_GIT_SHA={sha}");
     println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-env-changed=GROUNDGATE_GIT_SHA");
+    println!("cargo:rerun-if-env-changed=GG_BUILD_GIT_SHA");
 }

@@ -251,7 +251,7 @@ impl Metrics {
                 .const_label("version", env!("CARGO_PKG_VERSION"))
                 .const_label(
                     "git_sha",
-                    option_env!("GROUNDGATE_GIT_SHA").unwrap_or("unknown"),
+                    option_env!("GG_BUILD_GIT_SHA").unwrap_or("unknown"),
                 ),
         )?;
         build.set(1.0);

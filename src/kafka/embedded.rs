@@ -46,10 +46,20 @@ impl EmbeddedBroker {
     /// Starts a one-broker mock cluster with `topics` created, each with
     /// `partitions` partitions.
     pub fn start(partitions: i32, topics: &[&str]) -> Result<EmbeddedBroker, EmbeddedError> {
-        let cluster = MockCluster::new(1).map_err(EmbeddedError::Start)?;
+        Self::start_with_brokers(1, partitions, topics)
+    }
+
+    /// Like [`EmbeddedBroker::start`] with `brokers` brokers (ids 1..=brokers),
+    /// so tests can move coordinators and leaders between them.
+    pub fn start_with_brokers(
+        brokers: i32,
+        partitions: i32,
+        topics: &[&str],
+    ) -> Result<EmbeddedBroker, EmbeddedError> {
+        let cluster = MockCluster::new(brokers.max(1)).map_err(EmbeddedError::Start)?;
         for t in topics {
             cluster
-                .create_topic(t, partitions.max(1), 1)
+                .create_topic(t, partitions.max(1), brokers.clamp(1, 3))
                 .map_err(|source| EmbeddedError::Topic {
                     topic: t.to_string(),
                     source,

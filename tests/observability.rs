@@ -1,0 +1,39 @@
+//! Validates the shipped deploy artefacts with the real tools (promtool).
+//! It must not need a container engine or a broker.
+
+use std::process::Command;
+
+fn promtool(args: &[&str]) -> std::process::Output {
+    Command::new("promtool")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("promtool is installed (apt: prometheus)")
+}
+
+#[test]
+fn prometheus_config_is_valid() {
+    let out = promtool(&["check", "config", "deploy/prometheus/prometheus.yml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn alert_rules_are_valid_and_each_has_a_runbook() {
+    let out = promtool(&["check", "rules", "deploy/prometheus/alerts.yml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rules = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/alerts.yml"),
+    )
+    .unwrap();
+    let alerts = rules.matches("- alert:").count();
+    assert!(alerts >= 6);
+    assert_eq!(rules.matches("runbook:").count(), alerts);
+}
