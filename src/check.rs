@@ -11,7 +11,6 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
@@ -149,13 +148,6 @@ struct DeadLetterLine<'a> {
     raw: &'a str,
 }
 
-fn now_nanos() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
-
 /// Runs the whole file; returns the counts. Public for tests and benches.
 pub fn run(args: &CheckArgs) -> Result<CheckSummary, CheckError> {
     let config: Config =
@@ -217,7 +209,7 @@ fn run_lines(
             partition: 0,
             offset: offset as i64,
         };
-        let outcome = process(Some(line), &meta, now_nanos(), &config.core);
+        let outcome = process(Some(line), &meta, crate::clock::now_nanos(), &config.core);
         summary.records += 1;
         *summary.by_outcome.entry(outcome.kind.as_str()).or_default() += 1;
         for f in &outcome.summary.findings {

@@ -31,8 +31,6 @@ pub enum Command {
     Demo(DemoArgs),
     /// Stream answers (a JSON Lines file or synthetic ones) to the input topic.
     Produce(ProduceArgs),
-    /// Measure raw consume→produce passthrough against the worker on one broker.
-    Bench(BenchArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -148,19 +146,6 @@ pub struct ProduceArgs {
     /// Stop after this many records (0 = forever for synthetic, once through a file).
     #[arg(long, default_value_t = 0)]
     pub count: u64,
-}
-
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Broker to measure on; absent → embedded broker.
-    #[arg(long)]
-    pub brokers: Option<String>,
-    /// Records per run.
-    #[arg(long, default_value_t = 50_000)]
-    pub records: u64,
-    /// Partitions of the bench topics.
-    #[arg(long, default_value_t = 4)]
-    pub partitions: i32,
 }
 
 impl KafkaFlags {

@@ -5,18 +5,20 @@
 //! - [`core`]: the pure validation core. Citation parser, strict/lenient
 //!   decision, policy checks, canonical envelope / retry / audit builders and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
+//! - [`clock`]: the shell's clock (the core takes time as an argument).
 //! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
 //! - [`check`]: `groundgate check`, the offline batch runner over JSON Lines.
 //! - [`kafka`]: the worker shell (`groundgate run`), embedded broker, demo,
-//!   sample producer and the passthrough benchmark. Moves bytes, offsets and
+//!   sample producer. Moves bytes, offsets and
 //!   metrics; never decides a verdict itself.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
-//! - [`sample`]: deterministic realistic sample answers (demo, produce, bench).
+//! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 //! - [`cli`]: clap definitions shared by `main.rs`.
 
 pub mod check;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod core;
 pub mod http;

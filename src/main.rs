@@ -16,7 +16,6 @@ fn main() -> ExitCode {
         Command::DevBroker(args) => block_on(async { Ok(kafka::embedded::main(args).await?) }),
         Command::Demo(args) => block_on(async { Ok(kafka::demo::main(args).await?) }),
         Command::Produce(args) => block_on(async { Ok(kafka::produce::main(args).await?) }),
-        Command::Bench(args) => block_on(async { Ok(kafka::bench::main(args).await?) }),
     };
     match result {
         Ok(code) => code,

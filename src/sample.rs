@@ -1,7 +1,7 @@
 //! Deterministic, realistic sample answers: the shipped sample stream
 //! (`examples/answers.jsonl`, regenerated with
 //! `cargo run --example gen_answers > examples/answers.jsonl`), the synthetic
-//! source of `groundgate produce`, and the records of `groundgate bench`.
+//! source of `groundgate produce`, and the criterion bench records.
 //!
 //! No randomness source: record `i` is always the same bytes, so demos and
 //! benchmarks are reproducible.

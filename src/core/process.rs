@@ -88,6 +88,9 @@ fn validate(
         Verdict::Reject => OutcomeKind::Rejected,
     };
     let own_usage = rec.usage();
+    // Both attempts together: what the envelope reports, and what a retry
+    // request hands back as `prior`.
+    let total_usage = rec.prior.map_or(own_usage, |prior| own_usage.plus(prior));
     let payloads: Vec<Payload<'_>> = rec
         .sources
         .iter()
@@ -96,10 +99,6 @@ fn validate(
 
     let terminal = match d.verdict {
         Verdict::Accept | Verdict::Reject => {
-            let usage = match rec.prior {
-                Some(prior) => own_usage.plus(prior),
-                None => own_usage,
-            };
             let mut citations: Vec<CitationOut<'_>> = parsed
                 .citations
                 .iter()
@@ -116,11 +115,11 @@ fn validate(
                 answer,
                 cache_hit: rec.cache_hit,
                 citations,
-                completion_tokens: usage.completion_tokens,
-                cost_usd: usage.cost_usd,
+                completion_tokens: total_usage.completion_tokens,
+                cost_usd: total_usage.cost_usd,
                 mode,
                 model: &rec.model,
-                prompt_tokens: usage.prompt_tokens,
+                prompt_tokens: total_usage.prompt_tokens,
                 provider: &rec.provider,
                 request_id: &rec.request_id,
                 retry_count: attempt.retry_count(),
@@ -143,15 +142,11 @@ fn validate(
         }
         Verdict::Retry => {
             let prompt = decision::corrective_prompt(rec.sources.len(), &d.errors);
-            let prior = match rec.prior {
-                Some(prior) => own_usage.plus(prior),
-                None => own_usage,
-            };
             let req = RetryRequest {
                 attempt: 1,
                 mode,
                 model: &rec.model,
-                prior,
+                prior: total_usage,
                 problems: &d.errors,
                 prompt: &prompt,
                 provider: &rec.provider,

@@ -147,27 +147,8 @@ pub fn payload_text<'a>(raw: Option<&'a RawValue>) -> Payload<'a> {
 /// Removes insignificant whitespace from valid JSON text without re-parsing,
 /// so key order and number spelling are kept exactly as sent.
 fn compact_json(s: &str) -> Cow<'_, str> {
-    let needs = {
-        let mut in_str = false;
-        let mut esc = false;
-        s.bytes().any(|b| {
-            if in_str {
-                if esc {
-                    esc = false;
-                } else if b == b'\\' {
-                    esc = true;
-                } else if b == b'"' {
-                    in_str = false;
-                }
-                false
-            } else if b == b'"' {
-                in_str = true;
-                false
-            } else {
-                matches!(b, b' ' | b'\n' | b'\r' | b'\t')
-            }
-        })
-    };
+    // Any whitespace byte may be insignificant; only then pay for a copy.
+    let needs = s.bytes().any(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'));
     if !needs {
         return Cow::Borrowed(s);
     }

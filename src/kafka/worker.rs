@@ -35,7 +35,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -150,15 +150,8 @@ impl WorkerError {
     }
 }
 
-fn now_nanos() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
-
 fn now_millis() -> i64 {
-    now_nanos() / 1_000_000
+    crate::clock::now_nanos() / 1_000_000
 }
 
 /// One output message, owned so it can be re-sent.
@@ -829,7 +822,12 @@ fn outputs_for(
         offset: msg.offset(),
     };
     let started = Instant::now();
-    let outcome = process(msg.payload(), &meta, now_nanos(), &config.core);
+    let outcome = process(
+        msg.payload(),
+        &meta,
+        crate::clock::now_nanos(),
+        &config.core,
+    );
     metrics.record_outcome(outcome.kind, &outcome.summary, started.elapsed());
     report.count(outcome.kind);
 
