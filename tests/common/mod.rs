@@ -1,0 +1,196 @@
+//! Helpers shared by the integration tests that drive the built binary as
+//! child processes (dev-broker, run, produce, demo) and talk to it over TCP.
+//! Every wait polls a condition against a deadline; nothing asserts timing.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const WAIT: Duration = Duration::from_secs(120);
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_groundgate"));
+    // A stray GROUNDGATE_* variable in the developer's shell must not change the test.
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GROUNDGATE_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// A child process killed on drop, so a failing test leaves nothing running.
+pub struct Proc {
+    pub child: Child,
+    pub name: &'static str,
+}
+
+impl Proc {
+    pub fn spawn(name: &'static str, mut cmd: Command) -> Proc {
+        let child = cmd
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc { child, name }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.pid().to_string()])
+            .status()
+            .expect("kill(1) exists")
+            .success();
+        assert!(ok, "kill -{sig} {}", self.name);
+    }
+
+    /// Waits for exit; None if it is still running at the deadline.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + deadline;
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                return Some(s);
+            }
+            if Instant::now() > end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `groundgate dev-broker` on a free port and returns it with its bootstrap address.
+pub fn dev_broker(partitions: u32) -> (Proc, String) {
+    let mut cmd = bin();
+    cmd.args([
+        "dev-broker",
+        "--port",
+        "0",
+        "--partitions",
+        &partitions.to_string(),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut p = Proc::spawn("dev-broker", cmd);
+    let stdout = p.child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("dev-broker prints its address");
+    let bootstrap = line
+        .trim()
+        .strip_prefix("bootstrap=")
+        .unwrap_or_else(|| panic!("unexpected dev-broker output: {line:?}"))
+        .to_string();
+    (p, bootstrap)
+}
+
+/// A port that was free a moment ago (the OS does not hand it out again at once).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Minimal HTTP/1.1 GET; returns (status, body). Errors (connection refused
+/// while a server starts) come back as `None`.
+pub fn http_get(addr: SocketAddr, path_and_query: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    write!(
+        s,
+        "GET {path_and_query} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Some((status, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Polls `f` until it returns Some, or panics with `what` at the deadline.
+pub fn wait_for<T>(what: &str, deadline: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Samples of one metric family from Prometheus text: label string → value.
+pub fn samples(metrics: &str, name: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in metrics.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some(rest) = line.strip_prefix(name) else {
+            continue;
+        };
+        let (labels, value) = if let Some(r) = rest.strip_prefix('{') {
+            match r.split_once("} ") {
+                Some((l, v)) => (l.to_string(), v),
+                None => continue,
+            }
+        } else if let Some(v) = rest.strip_prefix(' ') {
+            (String::new(), v)
+        } else {
+            continue;
+        };
+        if let Ok(v) = value.trim().parse() {
+            out.insert(labels, v);
+        }
+    }
+    out
+}
+
+/// Sum of the samples of `name` whose labels contain `label_filter` (e.g. `outcome="accepted"`).
+pub fn sum_where(metrics: &str, name: &str, label_filter: &str) -> f64 {
+    samples(metrics, name)
+        .iter()
+        .filter(|(l, _)| l.contains(label_filter))
+        .map(|(_, v)| v)
+        .sum()
+}

@@ -1,0 +1,263 @@
+//! The binary as operators run it: `dev-broker`, `produce`, `run` and `demo`
+//! as separate processes. The crash test kills a worker with SIGKILL
+//! mid-stream and restarts it against the same long-lived dev-broker.
+//! `kcat` (an independent Kafka client) counts what `produce` wrote.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use groundgate::kafka::{inspect, worker};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, OwnedMessage};
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+const PARTITIONS: u32 = 4;
+
+/// Records on `topic` according to kcat, reading every partition to its end.
+fn kcat_count(bootstrap: &str, topic: &str) -> usize {
+    let out = Command::new("kcat")
+        .args([
+            "-b", bootstrap, "-C", "-t", topic, "-e", "-q", "-f", "%p:%o\\n",
+        ])
+        .output()
+        .expect("kcat is installed (apt: kcat)");
+    assert!(
+        out.status.success(),
+        "kcat: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn produce_writes_what_it_says_and_kcat_reads_it_back() {
+    let (_broker, bs) = dev_broker(PARTITIONS);
+    let status = bin()
+        .args(["produce", "--brokers", &bs, "--count", "250", "--rate", "0"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(kcat_count(&bs, "answers"), 250);
+
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let lines: Vec<String> = (0..40)
+        .map(|i| String::from_utf8(groundgate::sample::mixed(i, 300)).unwrap_or_default())
+        .collect();
+    std::fs::write(file.path(), lines.join("\n") + "\n").unwrap();
+    let status = bin()
+        .args(["produce", "--brokers", &bs, "--rate", "0", "--file"])
+        .arg(file.path())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(kcat_count(&bs, "answers"), 290);
+}
+
+#[test]
+fn produce_without_brokers_says_how_to_get_one() {
+    let out = bin().args(["produce", "--count", "1"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--brokers") && err.contains("dev-broker"),
+        "{err}"
+    );
+}
+
+#[test]
+fn demo_finishes_on_its_own_and_reports_what_went_where() {
+    let port = free_port();
+    let out = bin()
+        .args(["demo", "--metrics-addr", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("what went where"), "{stdout}");
+    // The shipped sample has every outcome and dead-letter kinds in it.
+    for word in [
+        "accepted",
+        "rejected",
+        "retry",
+        "dead_letter",
+        "dead letter: invalid_json",
+    ] {
+        assert!(stdout.contains(word), "demo summary lacks {word}: {stdout}");
+    }
+    assert!(stdout.contains(&format!("http://127.0.0.1:{port}/metrics")));
+}
+
+fn header(m: &OwnedMessage, key: &str) -> Option<String> {
+    m.headers()?
+        .iter()
+        .find(|h| h.key == key)
+        .and_then(|h| h.value)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+fn coords(m: &OwnedMessage) -> (i32, i64) {
+    let p = header(m, worker::H_INPUT_PARTITION).expect("partition header");
+    let o = header(m, worker::H_INPUT_OFFSET).expect("offset header");
+    (p.parse().unwrap(), o.parse().unwrap())
+}
+
+fn committed(bootstrap: &str, group: &str) -> BTreeMap<i32, i64> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS as i32 {
+        tpl.add_partition("answers", p);
+    }
+    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    got.elements()
+        .iter()
+        .map(|e| {
+            let o = match e.offset() {
+                Offset::Offset(o) => o,
+                _ => 0,
+            };
+            (e.partition(), o)
+        })
+        .collect()
+}
+
+fn start_worker(
+    bs: &str,
+    config: &std::path::Path,
+    metrics: SocketAddr,
+    log: &std::path::Path,
+) -> Proc {
+    let mut cmd = bin();
+    cmd.args(["run", "--brokers", bs, "--config"])
+        .arg(config)
+        .args(["--metrics-addr", &metrics.to_string()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    Proc::spawn("run", cmd)
+}
+
+fn audits_published(metrics: SocketAddr) -> Option<f64> {
+    let (status, body) = http_get(metrics, "/metrics")?;
+    (status == 200).then(|| sum_where(&body, "groundgate_published_total", "role=\"audit\""))
+}
+
+#[test]
+fn sigkill_mid_stream_then_restart_loses_nothing() {
+    let (_broker, bs) = dev_broker(PARTITIONS);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("groundgate.toml");
+    // Small commit batches, so a kill lands between commits with work after
+    // the last one; a short session so the group notices the dead member
+    // without waiting the default 45 s.
+    std::fs::write(
+        &config,
+        "[kafka]\ngroup_id = \"crash\"\ncommit_interval_ms = 200\ncommit_max_records = 100\nmax_in_flight = 200\n[kafka.properties]\n\"session.timeout.ms\" = \"6000\"\n",
+    )
+    .unwrap();
+    let first = 1500u64;
+    let input = dir.path().join("first.jsonl");
+    let lines: Vec<String> = (0..first)
+        .map(|i| String::from_utf8_lossy(&groundgate::sample::mixed(i, 500)).into_owned())
+        .collect();
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let produce = |file: &std::path::Path| {
+        let ok = bin()
+            .args(["produce", "--brokers", &bs, "--rate", "0", "--file"])
+            .arg(file)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "produce {}", file.display());
+    };
+    produce(&input);
+
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut w = start_worker(&bs, &config, metrics, &dir.path().join("run-1.log"));
+    wait_for("the first worker to publish some audit rows", WAIT, || {
+        audits_published(metrics).filter(|n| *n >= 200.0)
+    });
+    w.signal("KILL");
+    assert!(w.wait_exit(WAIT).is_some());
+    let at_kill = committed(&bs, "crash");
+
+    // More input arrives while no worker runs.
+    let second = dir.path().join("second.jsonl");
+    let lines: Vec<String> = (first..first + 300)
+        .map(|i| String::from_utf8_lossy(&groundgate::sample::mixed(i, 500)).into_owned())
+        .collect();
+    std::fs::write(&second, lines.join("\n") + "\n").unwrap();
+    produce(&second);
+    let total = kcat_count(&bs, "answers");
+    assert_eq!(total as u64, first + 300);
+
+    let metrics2: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut w2 = start_worker(&bs, &config, metrics2, &dir.path().join("run-2.log"));
+    let b = bs.clone();
+    let out = inspect::read_until(
+        &b,
+        &[
+            "answers.final",
+            "answers.retry",
+            "answers.audit",
+            "answers.dlq",
+        ],
+        WAIT,
+        |got| {
+            let audited: BTreeSet<_> = got[2].iter().map(coords).collect();
+            let terminal: BTreeSet<_> = got[0]
+                .iter()
+                .chain(&got[1])
+                .chain(&got[3])
+                .map(coords)
+                .collect();
+            audited.len() >= total && terminal.len() >= total
+        },
+    )
+    .unwrap();
+    w2.signal("TERM");
+    let status = w2.wait_exit(WAIT).expect("worker exits after SIGTERM");
+    let log = std::fs::read_to_string(dir.path().join("run-2.log")).unwrap_or_default();
+    assert!(status.success(), "graceful stop exits 0: {status:?}\n{log}");
+
+    let mut audits: BTreeMap<(i32, i64), usize> = BTreeMap::new();
+    for m in &out[2] {
+        *audits.entry(coords(m)).or_default() += 1;
+    }
+    let mut terminals: BTreeMap<(i32, i64), usize> = BTreeMap::new();
+    for m in out[0].iter().chain(&out[1]).chain(&out[3]) {
+        *terminals.entry(coords(m)).or_default() += 1;
+    }
+    assert_eq!(audits.len(), total, "every input has an audit row");
+    assert_eq!(terminals.len(), total, "every input has a terminal record");
+    assert_eq!(
+        audits.keys().collect::<Vec<_>>(),
+        terminals.keys().collect::<Vec<_>>()
+    );
+    let dups = audits.values().filter(|n| **n > 1).count();
+    eprintln!("committed at kill: {at_kill:?}; inputs redelivered after the crash: {dups}");
+    // Redelivery is only allowed past the last commit before the kill.
+    for ((p, o), n) in audits.iter().chain(terminals.iter()) {
+        if *n > 1 {
+            let c = at_kill.get(p).copied().unwrap_or(0);
+            assert!(
+                *o >= c,
+                "input {p}:{o} duplicated but was committed (committed {c})"
+            );
+        }
+    }
+    // After the graceful stop everything is committed.
+    let after = committed(&bs, "crash");
+    assert_eq!(after.values().sum::<i64>() as usize, total, "{after:?}");
+}
