@@ -31,6 +31,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Stream answers (a JSON Lines file or synthetic ones) to the input topic.
     Produce(ProduceArgs),
+    /// Measure the worker against a passthrough on the embedded broker (prints rates and ratios).
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -146,6 +148,22 @@ pub struct ProduceArgs {
     /// Stop after this many records (0 = forever for synthetic, once through a file).
     #[arg(long, default_value_t = 0)]
     pub count: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Records produced once and drained by each run.
+    #[arg(long, default_value_t = 20_000)]
+    pub records: u64,
+    /// Approximate answer size in bytes.
+    #[arg(long, default_value_t = 1000)]
+    pub answer_bytes: usize,
+    /// Partitions of the input and output topics.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+    /// Each run is repeated this many times (interleaved); medians are reported.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
 }
 
 impl KafkaFlags {

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Command::DevBroker(args) => block_on(async { Ok(kafka::embedded::main(args).await?) }),
         Command::Demo(args) => block_on(async { Ok(kafka::demo::main(args).await?) }),
         Command::Produce(args) => block_on(async { Ok(kafka::produce::main(args).await?) }),
+        Command::Bench(args) => block_on(async { Ok(kafka::bench::main(args).await?) }),
     };
     match result {
         Ok(code) => code,
@@ -35,3 +36,9 @@ fn block_on(
         .context("cannot start the async runtime")?
         .block_on(fut)
 }
+
+// glibc malloc's arena locks showed up as the top cost under load (the
+// consume thread, librdkafka's threads and tokio allocate concurrently);
+// mimalloc's thread-local heaps removed that contention (see README numbers).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

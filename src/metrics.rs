@@ -355,6 +355,12 @@ impl Metrics {
         self.published.with_label_values(&[role.as_str()]).inc();
     }
 
+    /// Records acknowledged on the topic of `role` so far (used by `bench`
+    /// to know when a run is complete).
+    pub fn published(&self, role: TopicRole) -> u64 {
+        self.published.with_label_values(&[role.as_str()]).get()
+    }
+
     pub fn record_publish_error(&self, class: ErrorClass) {
         self.publish_errors
             .with_label_values(&[class.as_str()])

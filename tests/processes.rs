@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
@@ -17,22 +17,6 @@ use rdkafka::message::{Headers, OwnedMessage};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 const PARTITIONS: u32 = 4;
-
-/// Records on `topic` according to kcat, reading every partition to its end.
-fn kcat_count(bootstrap: &str, topic: &str) -> usize {
-    let out = Command::new("kcat")
-        .args([
-            "-b", bootstrap, "-C", "-t", topic, "-e", "-q", "-f", "%p:%o\\n",
-        ])
-        .output()
-        .expect("kcat is installed (apt: kcat)");
-    assert!(
-        out.status.success(),
-        "kcat: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
 
 #[test]
 fn produce_writes_what_it_says_and_kcat_reads_it_back() {

@@ -2,6 +2,7 @@
 //! broker (`dev-broker`), `demo`, the sample producer (`produce`). This layer moves bytes, offsets and
 //! metrics; it must never decide a verdict (that is `crate::core::process`).
 
+pub mod bench;
 pub mod client;
 pub mod demo;
 pub mod embedded;

@@ -216,6 +216,7 @@ struct GateContext {
     guarantee: Guarantee,
     drain_deadline: Duration,
     lag: bool,
+    step: Step,
     producer: FutureProducer,
     state: Mutex<LoopState>,
     last_error_log: Mutex<Option<Instant>>,
@@ -502,6 +503,17 @@ async fn settle(
     });
 }
 
+/// What the worker does with each record between consuming and publishing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Validate with [`crate::core::process`]: the only mode `run` uses.
+    Validate,
+    /// Copy the input value to the final and audit topics unvalidated. Exists
+    /// only so `groundgate bench` can measure the Kafka plumbing alone, with
+    /// the very same clients, offsets handling and transactions.
+    Passthrough,
+}
+
 /// Runs a worker until `shutdown` is cancelled or a fatal error occurs.
 pub async fn run_worker(
     config: Arc<Config>,
@@ -509,6 +521,18 @@ pub async fn run_worker(
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     shutdown: CancellationToken,
+) -> Result<WorkerReport, WorkerError> {
+    run_worker_with(config, bootstrap, metrics, health, shutdown, Step::Validate).await
+}
+
+/// [`run_worker`] with the per-record [`Step`] chosen (benchmarks only).
+pub async fn run_worker_with(
+    config: Arc<Config>,
+    bootstrap: String,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    shutdown: CancellationToken,
+    step: Step,
 ) -> Result<WorkerReport, WorkerError> {
     let k = &config.kafka;
     let producer: FutureProducer =
@@ -537,6 +561,7 @@ pub async fn run_worker(
         guarantee: k.guarantee,
         drain_deadline: k.drain_deadline,
         lag: config.metrics.consumer_lag,
+        step,
         producer: producer.clone(),
         state: Mutex::new(LoopState {
             tracker: OffsetTracker::default(),
@@ -627,7 +652,10 @@ fn consume_loop(
             }
             Some(Ok(m)) => m,
         };
-        let outputs = outputs_for(&msg, config, metrics, &mut ctx.state().report);
+        let outputs = match ctx.step {
+            Step::Validate => outputs_for(&msg, config, metrics, &mut ctx.state().report),
+            Step::Passthrough => passthrough_outputs(&msg, config),
+        };
         let tp: TopicPartition = (msg.topic().to_string(), msg.partition());
         let offset = msg.offset();
         let input_ts_ms = msg.timestamp().to_millis();
@@ -806,6 +834,26 @@ fn input_headers(msg: &BorrowedMessage<'_>) -> OwnedHeaders {
             key: H_INPUT_OFFSET,
             value: Some(&offset),
         })
+}
+
+/// The input value, unvalidated, to the final and the audit topic: the same
+/// number of outputs per record as validation produces.
+fn passthrough_outputs(msg: &BorrowedMessage<'_>, config: &Config) -> Vec<Output> {
+    let topics = &config.kafka.topics;
+    let headers = input_headers(msg);
+    [TopicRole::Final, TopicRole::Audit]
+        .into_iter()
+        .map(|role| Output {
+            role,
+            topic: match role {
+                TopicRole::Final => topics.final_.clone(),
+                _ => topics.audit.clone(),
+            },
+            key: msg.key().map(<[u8]>::to_vec),
+            payload: msg.payload().map(<[u8]>::to_vec),
+            headers: headers.clone(),
+        })
+        .collect()
 }
 
 /// Runs the pure core on one record and shapes its two outputs.

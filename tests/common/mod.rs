@@ -194,3 +194,33 @@ pub fn sum_where(metrics: &str, name: &str, label_filter: &str) -> f64 {
         .map(|(_, v)| v)
         .sum()
 }
+
+/// Records on `topic` according to kcat, reading every partition to its end.
+pub fn kcat_count(bootstrap: &str, topic: &str) -> usize {
+    let out = Command::new("kcat")
+        .args([
+            "-b", bootstrap, "-C", "-t", topic, "-e", "-q", "-f", "%p:%o\\n",
+        ])
+        .output()
+        .expect("kcat is installed (apt: kcat)");
+    assert!(
+        out.status.success(),
+        "kcat: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// Percent-encodes a query-string value.
+pub fn url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}

@@ -1,0 +1,214 @@
+//! `groundgate bench`: how much the validation costs on the wire. In one
+//! process and one run it produces the same records once, then drains them
+//! three times through the very same worker code on the same broker:
+//! a passthrough (no validation, same two outputs per record), the worker
+//! in at-least-once, and the worker in exactly-once. Each run has its own
+//! consumer group and output topics. The clock starts when the run's
+//! partitions are assigned (so group joins are not measured) and stops
+//! when the last audit row is acknowledged.
+//!
+//! It measures; it asserts nothing (tests never depend on speed).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use tokio_util::sync::CancellationToken;
+
+use super::embedded::{EmbeddedBroker, EmbeddedError};
+use super::produce::{self, ProduceError};
+use super::worker::{Step, WorkerError, run_worker_with};
+use crate::cli::BenchArgs;
+use crate::config::{ConfigError, Guarantee, RawConfig, RawTopics};
+use crate::http::Health;
+use crate::metrics::{Metrics, TopicRole};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Embedded(#[from] EmbeddedError),
+    #[error(transparent)]
+    Produce(#[from] ProduceError),
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    #[error("{run}: only {got} of {want} records done within {deadline:?}")]
+    Incomplete {
+        run: &'static str,
+        got: u64,
+        want: u64,
+        deadline: Duration,
+    },
+    #[error("{run}: partitions were never assigned within {deadline:?}")]
+    NeverAssigned {
+        run: &'static str,
+        deadline: Duration,
+    },
+    #[error("background task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+const INPUT: &str = "bench.answers";
+const DEADLINE: Duration = Duration::from_secs(600);
+
+struct Run {
+    name: &'static str,
+    step: Step,
+    guarantee: Guarantee,
+}
+
+const RUNS: [Run; 3] = [
+    Run {
+        name: "passthrough",
+        step: Step::Passthrough,
+        guarantee: Guarantee::AtLeastOnce,
+    },
+    Run {
+        name: "at-least-once",
+        step: Step::Validate,
+        guarantee: Guarantee::AtLeastOnce,
+    },
+    Run {
+        name: "exactly-once",
+        step: Step::Validate,
+        guarantee: Guarantee::ExactlyOnce,
+    },
+];
+
+fn topics(run: &str) -> [String; 4] {
+    ["final", "retry", "audit", "dlq"].map(|t| format!("bench.{run}.{t}"))
+}
+
+pub async fn main(args: BenchArgs) -> Result<ExitCode, BenchError> {
+    super::init_logging(crate::config::LogFormat::Human, "warn");
+    let mut all_topics = vec![INPUT.to_string()];
+    for r in &RUNS {
+        all_topics.extend(topics(r.name));
+    }
+    let names: Vec<&str> = all_topics.iter().map(String::as_str).collect();
+    let broker = EmbeddedBroker::start(args.partitions, &names)?;
+    let bootstrap = broker.bootstrap();
+
+    let base = RawConfig::default().validate()?;
+    let producer = produce::producer(&base.kafka, &bootstrap)?;
+    let bytes = args.answer_bytes;
+    let records = (0..args.records).map(|i| Ok(crate::sample::mixed(i, bytes)));
+    println!(
+        "producing {} records (~{bytes} B answers, {} partitions) to the embedded broker (librdkafka mock cluster)",
+        args.records, args.partitions
+    );
+    produce::send_all(&producer, INPUT, records, 0).await?;
+    drop(producer);
+
+    // Rounds interleave the runs so drift (other load, allocator warm-up)
+    // hits all three alike; the median of each is reported.
+    let mut secs: [Vec<f64>; 3] = Default::default();
+    for round in 0..args.rounds.max(1) {
+        for (i, run) in RUNS.iter().enumerate() {
+            let s = one_run(run, round, &bootstrap, args.records).await?;
+            println!("round {}: {:>14} {:.2} s", round + 1, run.name, s);
+            secs[i].push(s);
+        }
+    }
+    drop(broker);
+    let [pass, alo, eos] = secs.map(median);
+
+    let rate = |secs: f64| args.records as f64 / secs;
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["run (median)", "records/s", "ratio", "goal"]);
+    t.add_row(vec![
+        "passthrough".into(),
+        format!("{:.0}", rate(pass)),
+        "1.00".into(),
+        String::new(),
+    ]);
+    t.add_row(vec![
+        "at-least-once".into(),
+        format!("{:.0}", rate(alo)),
+        format!("{:.2} × passthrough", pass / alo),
+        "≥ 0.90".into(),
+    ]);
+    t.add_row(vec![
+        "exactly-once".into(),
+        format!("{:.0}", rate(eos)),
+        format!("{:.2} × at-least-once", alo / eos),
+        "≥ 0.80".into(),
+    ]);
+    println!("{t}");
+    println!(
+        "broker: librdkafka mock cluster, in this process (it shares the CPU with the worker); measure against real Kafka before drawing conclusions"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Drains the input once with `run`'s settings; returns seconds from
+/// assignment to the last acknowledged audit row of this round.
+async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> Result<f64, BenchError> {
+    let [final_, retry, audit, dead_letter] = topics(run.name);
+    let mut raw = RawConfig::default();
+    raw.kafka.brokers = Some(bootstrap.to_string());
+    raw.kafka.group_id = Some(format!("bench-{}-{round}", run.name));
+    raw.kafka.transactional_id = Some(format!("bench-{}-{round}", run.name));
+    raw.kafka.guarantee = Some(run.guarantee);
+    raw.kafka.topics = RawTopics {
+        input: Some(INPUT.into()),
+        final_: Some(final_),
+        retry: Some(retry),
+        audit: Some(audit),
+        dead_letter: Some(dead_letter),
+    };
+    let config = Arc::new(raw.validate()?);
+    let metrics = Arc::new(Metrics::new(&config.metrics)?);
+    let health = Arc::new(Health::default());
+    let token = CancellationToken::new();
+    let worker = tokio::spawn(run_worker_with(
+        config,
+        bootstrap.to_string(),
+        metrics.clone(),
+        health.clone(),
+        token.clone(),
+        run.step,
+    ));
+    let outcome = async {
+        let deadline = Instant::now() + DEADLINE;
+        while !health.is_ready() {
+            if Instant::now() > deadline || worker.is_finished() {
+                return Err(BenchError::NeverAssigned {
+                    run: run.name,
+                    deadline: DEADLINE,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let started = Instant::now();
+        loop {
+            let got = metrics.published(TopicRole::Audit);
+            if got >= want {
+                return Ok(started.elapsed().as_secs_f64());
+            }
+            if Instant::now() > deadline || worker.is_finished() {
+                return Err(BenchError::Incomplete {
+                    run: run.name,
+                    got,
+                    want,
+                    deadline: DEADLINE,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    .await;
+    token.cancel();
+    worker.await??;
+    outcome
+}
