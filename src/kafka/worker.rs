@@ -33,10 +33,12 @@
 //! Nothing is logged per record at info level.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
@@ -51,7 +53,7 @@ use super::client;
 use super::error::classify;
 use super::offsets::{OffsetTracker, TopicPartition};
 use crate::config::{Config, Guarantee};
-use crate::core::{OutcomeKind, RecordMeta, Terminal, process};
+use crate::core::{Outcome, OutcomeKind, RecordMeta, Terminal, process};
 use crate::http::Health;
 use crate::metrics::{ErrorClass, Metrics, RebalanceKind, TopicRole};
 
@@ -70,6 +72,12 @@ const MAX_RESENDS: u32 = 5;
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one poll waits for a record.
 const POLL: Duration = Duration::from_millis(100);
+/// Records taken from one poll round; bounds the work between offset and
+/// transaction checks.
+const BATCH_MAX: usize = 256;
+/// Below this many records a batch is validated on the consume thread alone
+/// (waking the validation pool would cost more than it saves).
+const PARALLEL_MIN: usize = 8;
 /// Minimum spacing of repeated client-error logs.
 const ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
 
@@ -217,6 +225,9 @@ struct GateContext {
     drain_deadline: Duration,
     lag: bool,
     step: Step,
+    /// Bumped on every revocation, so a batch polled across one can drop
+    /// records of partitions it no longer owns.
+    revocations: AtomicU64,
     producer: FutureProducer,
     state: Mutex<LoopState>,
     last_error_log: Mutex<Option<Instant>>,
@@ -267,6 +278,7 @@ impl ConsumerContext for GateContext {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;
         };
+        self.revocations.fetch_add(1, Ordering::AcqRel);
         self.metrics.record_rebalance(RebalanceKind::Revoke);
         let revoked: Vec<TopicPartition> = tpl
             .elements()
@@ -562,6 +574,7 @@ pub async fn run_worker_with(
         drain_deadline: k.drain_deadline,
         lag: config.metrics.consumer_lag,
         step,
+        revocations: AtomicU64::new(0),
         producer: producer.clone(),
         state: Mutex::new(LoopState {
             tracker: OffsetTracker::default(),
@@ -614,8 +627,8 @@ fn consume_loop(
     let k = &config.kafka;
     let ctx = consumer.context();
     let eos = k.guarantee == Guarantee::ExactlyOnce;
-    loop {
-        {
+    'fetch: loop {
+        let room = {
             let mut st = ctx.state();
             while let Ok(ack) = st.acks.try_recv() {
                 apply_ack(consumer, &mut st, metrics, ack);
@@ -634,6 +647,7 @@ fn consume_loop(
                     st.fatal.get_or_insert(e);
                     break;
                 }
+                BATCH_MAX.min(k.commit_max_records.saturating_sub(st.txn.records).max(1))
             } else if st.tracker.in_flight() >= k.max_in_flight {
                 // Backpressure: wait for deliveries instead of fetching more.
                 match st.acks.recv_timeout(POLL) {
@@ -642,96 +656,168 @@ fn consume_loop(
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
                 continue;
+            } else {
+                BATCH_MAX.min(k.max_in_flight - st.tracker.in_flight())
             }
-        }
-        let msg = match consumer.poll(POLL) {
-            None => continue,
-            Some(Err(e)) => {
-                ctx.error(e, "consumer poll");
-                continue;
-            }
-            Some(Ok(m)) => m,
         };
-        let outputs = match ctx.step {
-            Step::Validate => outputs_for(&msg, config, metrics, &mut ctx.state().report),
-            Step::Passthrough => passthrough_outputs(&msg, config),
-        };
-        let tp: TopicPartition = (msg.topic().to_string(), msg.partition());
-        let offset = msg.offset();
-        let input_ts_ms = msg.timestamp().to_millis();
-        if eos {
-            let mut st = ctx.state();
-            if !st.txn.open {
-                if let Err(e) = producer.begin_transaction() {
-                    st.fatal.get_or_insert(WorkerError::Transaction(e));
-                    break;
-                }
-                st.txn.open = true;
-                st.txn.started = Some(Instant::now());
-            }
-            let mut failed = None;
-            for out in &outputs {
-                if let Err(e) = enqueue(producer, out) {
-                    failed = Some(e);
-                    break;
-                }
-                st.txn.published[role_index(out.role)] += 1;
-            }
-            st.txn.first.entry(tp.clone()).or_insert(offset);
-            st.txn.next.insert(tp, offset + 1);
-            st.txn.records += 1;
-            if let Some(ts) = input_ts_ms {
-                st.txn.input_ts_ms.push(ts);
-            }
-            if let Some(e) = failed {
-                metrics.record_publish_error(classify(&e));
-                let first = std::mem::take(&mut st.txn).first;
-                if let Err(e) = abort_and_rewind(consumer, producer, &mut st, metrics, first) {
-                    st.fatal.get_or_insert(e);
-                    break;
-                }
-            }
+        let batch = poll_batch(consumer, room);
+        if batch.is_empty() {
             continue;
         }
-        let mut futures = Vec::with_capacity(outputs.len());
-        let mut enqueue_error = None;
-        for out in outputs {
-            match enqueue(producer, &out) {
-                Ok(f) => futures.push((out, f)),
-                Err(e) => {
-                    enqueue_error = Some((out, e));
-                    break;
+        let outcomes = validate(&batch, config, ctx.step);
+        for (msg, outcome) in batch.iter().zip(outcomes) {
+            let outputs = match outcome {
+                Some((outcome, took)) => {
+                    metrics.record_outcome(outcome.kind, &outcome.summary, took);
+                    ctx.state().report.count(outcome.kind);
+                    outputs_for(msg, outcome, config)
+                }
+                None => passthrough_outputs(msg, config),
+            };
+            let tp: TopicPartition = (msg.topic().to_string(), msg.partition());
+            let offset = msg.offset();
+            let input_ts_ms = msg.timestamp().to_millis();
+            if eos {
+                let mut st = ctx.state();
+                if !st.txn.open {
+                    if let Err(e) = producer.begin_transaction() {
+                        st.fatal.get_or_insert(WorkerError::Transaction(e));
+                        break 'fetch;
+                    }
+                    st.txn.open = true;
+                    st.txn.started = Some(Instant::now());
+                }
+                let mut failed = None;
+                for out in &outputs {
+                    if let Err(e) = enqueue(producer, out) {
+                        failed = Some(e);
+                        break;
+                    }
+                    st.txn.published[role_index(out.role)] += 1;
+                }
+                st.txn.first.entry(tp.clone()).or_insert(offset);
+                st.txn.next.insert(tp, offset + 1);
+                st.txn.records += 1;
+                if let Some(ts) = input_ts_ms {
+                    st.txn.input_ts_ms.push(ts);
+                }
+                if let Some(e) = failed {
+                    metrics.record_publish_error(classify(&e));
+                    let first = std::mem::take(&mut st.txn).first;
+                    if let Err(e) = abort_and_rewind(consumer, producer, &mut st, metrics, first) {
+                        st.fatal.get_or_insert(e);
+                        break 'fetch;
+                    }
+                    // The rest of the batch is fetched again from the rewound positions.
+                    continue 'fetch;
+                }
+                continue;
+            }
+            let mut futures = Vec::with_capacity(outputs.len());
+            let mut enqueue_error = None;
+            for out in outputs {
+                match enqueue(producer, &out) {
+                    Ok(f) => futures.push((out, f)),
+                    Err(e) => {
+                        enqueue_error = Some((out, e));
+                        break;
+                    }
                 }
             }
+            let mut st = ctx.state();
+            if let Some((out, e)) = enqueue_error {
+                let class = classify(&e);
+                metrics.record_publish_error(class);
+                st.fatal
+                    .get_or_insert(WorkerError::Publish(Box::new(PublishFailure {
+                        role: out.role.as_str(),
+                        topic: out.topic.clone(),
+                        input: format!("{}/{}@{}", tp.0, tp.1, offset),
+                        class: class.as_str(),
+                        source: e,
+                    })));
+                break 'fetch;
+            }
+            st.tracker.start(&tp, offset);
+            drop(st);
+            runtime.spawn(settle(
+                producer.clone(),
+                metrics.clone(),
+                ack_tx.clone(),
+                tp,
+                offset,
+                input_ts_ms,
+                futures,
+            ));
         }
-        let mut st = ctx.state();
-        if let Some((out, e)) = enqueue_error {
-            let class = classify(&e);
-            metrics.record_publish_error(class);
-            st.fatal
-                .get_or_insert(WorkerError::Publish(Box::new(PublishFailure {
-                    role: out.role.as_str(),
-                    topic: out.topic.clone(),
-                    input: format!("{}/{}@{}", tp.0, tp.1, offset),
-                    class: class.as_str(),
-                    source: e,
-                })));
-            break;
-        }
-        st.tracker.start(&tp, offset);
-        drop(st);
-        runtime.spawn(settle(
-            producer.clone(),
-            metrics.clone(),
-            ack_tx.clone(),
-            tp,
-            offset,
-            input_ts_ms,
-            futures,
-        ));
     }
     drop(ack_tx);
     finish(consumer, producer, config, metrics)
+}
+
+/// Polls up to `max` records: waits for the first, then takes only what is
+/// already fetched. If partitions were revoked meanwhile, records of
+/// partitions no longer assigned are dropped: their offsets were never
+/// stored, so their new owner reads them again.
+fn poll_batch(consumer: &BaseConsumer<GateContext>, max: usize) -> Vec<BorrowedMessage<'_>> {
+    let ctx = consumer.context();
+    let mut batch = Vec::new();
+    let mut timeout = POLL;
+    let mut revocations = 0;
+    while batch.len() < max.max(1) {
+        match consumer.poll(timeout) {
+            None => break,
+            Some(Err(e)) => {
+                ctx.error(e, "consumer poll");
+                break;
+            }
+            Some(Ok(m)) => {
+                if batch.is_empty() {
+                    revocations = ctx.revocations.load(Ordering::Acquire);
+                }
+                batch.push(m);
+                timeout = Duration::ZERO;
+            }
+        }
+    }
+    if !batch.is_empty() && ctx.revocations.load(Ordering::Acquire) != revocations {
+        let assigned = consumer.assignment().unwrap_or_default();
+        batch.retain(|m| assigned.find_partition(m.topic(), m.partition()).is_some());
+    }
+    batch
+}
+
+/// Runs the pure core over a batch, in parallel when it is worth it; output
+/// order follows input order. `None` per record in passthrough (bench) mode.
+fn validate(
+    batch: &[BorrowedMessage<'_>],
+    config: &Config,
+    step: Step,
+) -> Vec<Option<(Outcome, Duration)>> {
+    if step == Step::Passthrough {
+        return batch.iter().map(|_| None).collect();
+    }
+    // Borrowed message handles are not Send; their bytes are.
+    let inputs: Vec<(Option<&[u8]>, &str, i32, i64)> = batch
+        .iter()
+        .map(|m| (m.payload(), m.topic(), m.partition(), m.offset()))
+        .collect();
+    let now = crate::clock::now_nanos();
+    let one = |&(payload, topic, partition, offset): &(Option<&[u8]>, &str, i32, i64)| {
+        let started = Instant::now();
+        let meta = RecordMeta {
+            topic,
+            partition,
+            offset,
+        };
+        let outcome = process(payload, &meta, now, &config.core);
+        Some((outcome, started.elapsed()))
+    };
+    if inputs.len() >= PARALLEL_MIN {
+        inputs.par_iter().map(one).collect()
+    } else {
+        inputs.iter().map(one).collect()
+    }
 }
 
 fn role_index(role: TopicRole) -> usize {
@@ -856,29 +942,9 @@ fn passthrough_outputs(msg: &BorrowedMessage<'_>, config: &Config) -> Vec<Output
         .collect()
 }
 
-/// Runs the pure core on one record and shapes its two outputs.
-fn outputs_for(
-    msg: &BorrowedMessage<'_>,
-    config: &Config,
-    metrics: &Metrics,
-    report: &mut WorkerReport,
-) -> Vec<Output> {
+/// Shapes the two outputs of one validated record.
+fn outputs_for(msg: &BorrowedMessage<'_>, outcome: Outcome, config: &Config) -> Vec<Output> {
     let topics = &config.kafka.topics;
-    let meta = RecordMeta {
-        topic: msg.topic(),
-        partition: msg.partition(),
-        offset: msg.offset(),
-    };
-    let started = Instant::now();
-    let outcome = process(
-        msg.payload(),
-        &meta,
-        crate::clock::now_nanos(),
-        &config.core,
-    );
-    metrics.record_outcome(outcome.kind, &outcome.summary, started.elapsed());
-    report.count(outcome.kind);
-
     let original_key = msg.key().map(<[u8]>::to_vec);
     let key = outcome
         .request_id
