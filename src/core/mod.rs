@@ -8,6 +8,7 @@
 
 pub mod citation;
 pub mod decision;
+pub mod encode;
 pub mod policy;
 pub mod process;
 pub mod settings;

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::citation::{self, WarningKind};
 use super::decision::{self, Attempt, Verdict};
+use super::encode;
 use super::policy::{self, PolicyInput};
 use super::settings::CoreSettings;
 use super::types::{
@@ -138,7 +139,7 @@ fn validate(
                     warnings: &d.warnings,
                 },
             };
-            Terminal::Final(wire::to_bytes(&env))
+            Terminal::Final(encode::envelope(&env))
         }
         Verdict::Retry => {
             let prompt = decision::corrective_prompt(rec.sources.len(), &d.errors);
@@ -165,7 +166,7 @@ fn validate(
                 tenant: &rec.tenant,
                 user: &rec.user,
             };
-            Terminal::Retry(wire::to_bytes(&req))
+            Terminal::Retry(encode::retry_request(&req))
         }
     };
 
@@ -202,7 +203,7 @@ fn validate(
         kind,
         request_id: Some(rec.request_id.to_string()),
         terminal,
-        audit: wire::to_bytes(&audit),
+        audit: encode::audit_row(&audit),
         summary: Summary {
             mode: Some(mode),
             attempt: attempt.retry_count(),
@@ -270,7 +271,7 @@ fn dead_letter(
         user: "",
         validation_ok: false,
     };
-    let audit = wire::to_bytes(&audit);
+    let audit = encode::audit_row(&audit);
     Outcome {
         kind: OutcomeKind::DeadLetter,
         request_id,
