@@ -597,3 +597,62 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     );
     assert_eq!(report.records, n);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 60;
+    produce_values(
+        &bs,
+        "answers",
+        (0..n).map(|i| groundgate::sample::mixed(i, 300)).collect(),
+    )
+    .await;
+    // The first transaction cannot add its output partitions: librdkafka
+    // makes that an abortable transaction error, as Kafka prescribes.
+    broker.cluster().request_errors(
+        RDKafkaApiKey::AddPartitionsToTxn,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED],
+    );
+    let cfg = config(&bs, "g-eos-abort", Guarantee::ExactlyOnce);
+    let w = start(&cfg, &bs);
+    let out = read_outputs(&bs, n as usize).await;
+    let audited: BTreeSet<(i32, i64)> = out[2].iter().map(coords).collect();
+    assert_eq!(
+        audited.len(),
+        n as usize,
+        "every input is covered after the abort"
+    );
+    let report = w.stop().await.unwrap();
+    assert!(report.transactions_aborted >= 1, "{report:?}");
+    assert!(report.transactions_committed >= 1, "{report:?}");
+    // The aborted batch was processed again from the rewound offsets.
+    assert!(report.records > n, "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_fails_at_start_when_transactions_cannot_be_initialised() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    broker.cluster().request_errors(
+        RDKafkaApiKey::InitProducerId,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED; 5],
+    );
+    let w = start(&config(&bs, "g-eos-init", Guarantee::ExactlyOnce), &bs);
+    let err = tokio::time::timeout(WAIT, w.handle)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(err, WorkerError::TransactionsUnsupported(_)),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("support transactions") && text.contains("at-least-once"),
+        "{text}"
+    );
+    assert!(!err.is_retriable(), "{text}");
+}
