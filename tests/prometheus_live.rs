@@ -1,0 +1,300 @@
+//! A real Prometheus (the Debian `prometheus` package) scrapes a real worker
+//! process working through the shipped sample stream on a dev-broker
+//! process. Every PromQL expression of the Grafana dashboard and of the
+//! alert rules is then run through Prometheus's HTTP API: each must parse
+//! and evaluate, and the core panels must return data. The worker's own
+//! counters are checked against what `kcat` finds on the output topics.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+use serde_json::Value;
+
+const RECORDS: usize = 300;
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// Every `expr` string anywhere in the dashboard (rows may nest panels).
+fn dashboard_exprs(v: &Value, out: &mut Vec<(String, String)>, title: &str) {
+    match v {
+        Value::Object(m) => {
+            let title = m.get("title").and_then(Value::as_str).unwrap_or(title);
+            for (k, child) in m {
+                match (k.as_str(), child) {
+                    ("expr", Value::String(e)) if !e.trim().is_empty() => {
+                        out.push((title.to_string(), e.clone()))
+                    }
+                    _ => dashboard_exprs(child, out, title),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|c| dashboard_exprs(c, out, title)),
+        _ => {}
+    }
+}
+
+/// The `expr:` of every alert rule (one-line expressions, as the file is written).
+fn alert_exprs() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo("deploy/prometheus/alerts.yml")).unwrap();
+    let mut out = Vec::new();
+    let mut name = String::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(n) = line.strip_prefix("- alert:") {
+            name = n.trim().to_string();
+        } else if let Some(e) = line.strip_prefix("expr:") {
+            out.push((name.clone(), e.trim().to_string()));
+        }
+    }
+    assert_eq!(
+        out.len(),
+        text.matches("- alert:").count(),
+        "one-line exprs"
+    );
+    out
+}
+
+/// Grafana's template variables, as the dashboard would send them for "All".
+fn substitute(expr: &str) -> String {
+    expr.replace("$__rate_interval", "1m")
+        .replace("$__interval", "15s")
+        .replace("$__range", "5m")
+        .replace("$job", "groundgate")
+        .replace("$instance", ".*")
+}
+
+fn metric_names(expr: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let bytes = expr.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &expr[i..];
+        if (rest.starts_with("groundgate_") || rest.starts_with("process_"))
+            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'))
+        {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..end];
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            out.insert(base.to_string());
+            i += end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+struct Prom {
+    addr: SocketAddr,
+}
+
+impl Prom {
+    /// Runs an instant query; Err(text) if Prometheus refuses or fails it.
+    fn query(&self, q: &str) -> Result<Vec<Value>, String> {
+        let (status, body) = http_get(self.addr, &format!("/api/v1/query?query={}", url_encode(q)))
+            .ok_or_else(|| "no answer from prometheus".to_string())?;
+        let v: Value = serde_json::from_str(&body).map_err(|e| format!("{e}: {body}"))?;
+        if status != 200 || v["status"] != "success" {
+            return Err(format!("HTTP {status}: {body}"));
+        }
+        Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
+    }
+
+    fn scalar(&self, q: &str) -> Option<f64> {
+        let r = self.query(q).ok()?;
+        r.first()?["value"][1].as_str()?.parse().ok()
+    }
+}
+
+fn finite_values(result: &[Value]) -> usize {
+    result
+        .iter()
+        .filter_map(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .count()
+}
+
+#[test]
+fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo("deploy/grafana/dashboards/groundgate.json")).unwrap(),
+    )
+    .expect("the dashboard is JSON");
+    let mut panel_exprs = Vec::new();
+    dashboard_exprs(&dashboard["panels"], &mut panel_exprs, "");
+    assert!(panel_exprs.len() >= 15, "dashboard has its panels");
+    let alerts = alert_exprs();
+
+    let (_broker, bs) = dev_broker(4);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("groundgate.toml");
+    std::fs::write(
+        &config,
+        "[kafka]\ngroup_id = \"live\"\ncommit_interval_ms = 200\n[metrics]\nconsumer_lag = true\nstatistics_interval_ms = 1000\nproviders = [\"openai\", \"anthropic\"]\nmodels = [\"gpt-4o-2024-08-06\", \"claude-sonnet-4\"]\n",
+    )
+    .unwrap();
+    let worker_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut worker_cmd = bin();
+    worker_cmd
+        .args(["run", "--brokers", &bs, "--config"])
+        .arg(&config)
+        .args(["--metrics-addr", &worker_addr.to_string()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("run.log")).unwrap());
+    let mut worker = Proc::spawn("run", worker_cmd);
+    wait_for("the worker to be ready (partitions assigned)", WAIT, || {
+        http_get(worker_addr, "/readyz").filter(|(s, _)| *s == 200)
+    });
+
+    let prom_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let prom_config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {rules}\nscrape_configs:\n  - job_name: groundgate\n    static_configs:\n      - targets: [\"{worker_addr}\"]\n",
+            rules = repo("deploy/prometheus/alerts.yml").display()
+        ),
+    )
+    .unwrap();
+    let mut prom_cmd = std::process::Command::new("prometheus");
+    prom_cmd
+        .arg(format!("--config.file={}", prom_config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address={prom_addr}"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap());
+    let _prom_proc = Proc::spawn("prometheus", prom_cmd);
+    let prom = Prom { addr: prom_addr };
+    wait_for("prometheus to scrape the worker", WAIT, || {
+        prom.scalar("up{job=\"groundgate\"}").filter(|v| *v == 1.0)
+    });
+
+    // Stream the sample at a modest rate, so rates and quantiles have data
+    // inside the query window while the worker is being scraped.
+    let produced = bin()
+        .args(["produce", "--brokers", &bs, "--rate", "150", "--file"])
+        .arg(repo("examples/answers.jsonl"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(produced.success());
+
+    let metrics = wait_for("the worker to finish the sample", WAIT, || {
+        let (_, body) = http_get(worker_addr, "/metrics")?;
+        let audits = sum_where(&body, "groundgate_published_total", "role=\"audit\"");
+        (audits as usize >= RECORDS).then_some(body)
+    });
+
+    // Counters agree with the topics, as an independent client reads them.
+    let on = |topic: &str| kcat_count(&bs, topic) as f64;
+    let outcome = |o: &str| {
+        sum_where(
+            &metrics,
+            "groundgate_records_total",
+            &format!("outcome=\"{o}\""),
+        )
+    };
+    let role = |r: &str| {
+        sum_where(
+            &metrics,
+            "groundgate_published_total",
+            &format!("role=\"{r}\""),
+        )
+    };
+    let (final_n, retry_n, audit_n, dlq_n) = (
+        on("answers.final"),
+        on("answers.retry"),
+        on("answers.audit"),
+        on("answers.dlq"),
+    );
+    assert_eq!(audit_n, RECORDS as f64);
+    assert_eq!(outcome("accepted") + outcome("rejected"), final_n);
+    assert_eq!(outcome("retry"), retry_n);
+    assert_eq!(outcome("dead_letter"), dlq_n);
+    assert_eq!(role("final"), final_n);
+    assert_eq!(role("retry"), retry_n);
+    assert_eq!(role("audit"), audit_n);
+    assert_eq!(role("dead_letter"), dlq_n);
+    assert_eq!(
+        sum_where(&metrics, "groundgate_dead_letters_total", ""),
+        dlq_n,
+        "dead letters by kind add up"
+    );
+
+    // Every metric the dashboard names is one the worker exports.
+    for (title, expr) in &panel_exprs {
+        for name in metric_names(expr) {
+            assert!(
+                metrics.contains(&format!("# TYPE {name} ")),
+                "panel {title:?} uses {name}, which the worker does not export"
+            );
+        }
+    }
+
+    wait_for("prometheus to scrape the finished counters", WAIT, || {
+        prom.scalar("sum(groundgate_published_total{job=\"groundgate\",role=\"audit\"})")
+            .filter(|v| *v as usize >= RECORDS)
+    });
+
+    let mut failures = Vec::new();
+    for (title, expr) in panel_exprs.iter().chain(&alerts) {
+        let q = substitute(expr);
+        match prom.query(&q) {
+            Ok(result) => {
+                let core = [
+                    "groundgate_records_total",
+                    "groundgate_findings_total",
+                    "_seconds_bucket",
+                ]
+                .iter()
+                .any(|m| q.contains(m));
+                if core && finite_values(&result) == 0 && !alerts.iter().any(|(_, e)| e == expr) {
+                    failures.push(format!("{title}: no data for core panel query {q}"));
+                }
+            }
+            Err(e) => failures.push(format!("{title}: {q}: {e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "failing queries:\n{}",
+        failures.join("\n")
+    );
+
+    // The rules loaded and are evaluated without errors.
+    let (_, rules) = http_get(prom_addr, "/api/v1/rules").unwrap();
+    let rules: Value = serde_json::from_str(&rules).unwrap();
+    let loaded: Vec<&Value> = rules["data"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .collect();
+    assert_eq!(loaded.len(), alerts.len());
+    for r in loaded {
+        assert_ne!(
+            r["health"], "err",
+            "rule {} fails: {}",
+            r["name"], r["lastError"]
+        );
+    }
+
+    worker.signal("TERM");
+    let status = worker.wait_exit(WAIT).expect("worker stops on SIGTERM");
+    assert!(status.success());
+}
