@@ -1,0 +1,265 @@
+//! The deployment artefacts agree with the binary: the compose file
+//! validates with `docker-compose config`, the Kubernetes manifests parse and
+//! point at what groundgate really serves (probe paths, port, config path,
+//! drain deadline vs grace period, topic and group for autoscaling), and the
+//! shared configuration file loads with groundgate's own loader. No
+//! container engine or cluster is needed (none exists in CI).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use groundgate::config::{Config, RawConfig};
+use serde_json::Value;
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn yaml_docs(path: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(repo(path)).unwrap();
+    let mut docs = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let v: Value = serde::Deserialize::deserialize(doc)
+            .unwrap_or_else(|e| panic!("{path} is not valid YAML: {e}"));
+        if !v.is_null() {
+            docs.push(v);
+        }
+    }
+    docs
+}
+
+fn one(path: &str) -> Value {
+    let mut d = yaml_docs(path);
+    assert_eq!(d.len(), 1, "{path} holds one document");
+    d.remove(0)
+}
+
+fn shared_config() -> Config {
+    let text = std::fs::read_to_string(repo("deploy/k8s/groundgate.toml")).unwrap();
+    RawConfig::from_toml_str(&text)
+        .and_then(RawConfig::validate)
+        .unwrap_or_else(|e| panic!("deploy/k8s/groundgate.toml: {e}"))
+}
+
+/// `labels` carries every key/value of `selector`.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    selector
+        .as_object()
+        .is_some_and(|s| !s.is_empty() && s.iter().all(|(k, v)| labels.get(k) == Some(v)))
+}
+
+#[test]
+fn compose_file_validates_and_wires_the_stack() {
+    let out = Command::new("docker-compose")
+        .args(["-f", "docker-compose.yml", "config"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("docker-compose is installed (apt: docker-compose)");
+    assert!(
+        out.status.success(),
+        "docker-compose config: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let compose: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    let services = compose["services"].as_object().unwrap();
+    for s in [
+        "kafka",
+        "kafka-init",
+        "worker-1",
+        "worker-2",
+        "producer",
+        "prometheus",
+        "grafana",
+    ] {
+        assert!(services.contains_key(s), "service {s}");
+    }
+    assert!(
+        services["kafka"]["image"]
+            .as_str()
+            .unwrap()
+            .starts_with("apache/kafka:")
+    );
+    let kafka_env = services["kafka"]["environment"].to_string();
+    assert!(kafka_env.contains("broker,controller"), "KRaft mode");
+
+    for w in ["worker-1", "worker-2"] {
+        let cmd: Vec<&str> = services[w]["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(cmd.first(), Some(&"run"), "{w} runs the worker");
+        assert!(
+            services[w].get("build").is_some(),
+            "{w} is built from the Dockerfile"
+        );
+    }
+    let producer = services["producer"]["command"].to_string();
+    assert!(
+        producer.contains("produce") && producer.contains("--rate"),
+        "{producer}"
+    );
+
+    // Every bind mount exists in the repository.
+    for (name, svc) in services {
+        for vol in svc["volumes"].as_array().into_iter().flatten() {
+            let source = vol["source"]
+                .as_str()
+                .or_else(|| vol.as_str().and_then(|s| s.split(':').next()))
+                .unwrap();
+            if source.starts_with('/') || source.starts_with('.') {
+                assert!(
+                    Path::new(source).exists() || repo(source).exists(),
+                    "{name}: {source}"
+                );
+            }
+        }
+    }
+
+    // Prometheus scrapes exactly the compose workers on the metrics port.
+    let prom = one("deploy/prometheus/prometheus.yml");
+    let targets: Vec<&str> = prom["scrape_configs"][0]["static_configs"][0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(targets, ["worker-1:9464", "worker-2:9464"]);
+}
+
+#[test]
+fn shared_config_file_is_valid_and_matches_the_topology() {
+    let c = shared_config();
+    assert!(
+        c.metrics.consumer_lag,
+        "lag metrics feed the dashboard, alerts and the HPA"
+    );
+    assert_eq!(c.metrics.addr.port(), 9464);
+    assert!(
+        c.kafka.brokers.is_none(),
+        "brokers come from the environment"
+    );
+}
+
+#[test]
+fn kubernetes_manifests_point_at_what_the_worker_serves() {
+    let config = shared_config();
+    let deploy = one("deploy/k8s/deployment.yaml");
+    assert_eq!(deploy["kind"], "Deployment");
+    let pod = &deploy["spec"]["template"];
+    let labels = &pod["metadata"]["labels"];
+    assert!(selects(&deploy["spec"]["selector"]["matchLabels"], labels));
+    let spec = &pod["spec"];
+    let c = &spec["containers"][0];
+
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(
+        c["ports"][0]["containerPort"].as_u64(),
+        Some(u64::from(config.metrics.addr.port()))
+    );
+    for probe in ["livenessProbe", "readinessProbe"] {
+        assert_eq!(
+            c[probe]["httpGet"]["port"], c["ports"][0]["name"],
+            "{probe} uses the metrics port"
+        );
+    }
+
+    // The grace period covers the drain deadline plus flush and commit.
+    let grace = spec["terminationGracePeriodSeconds"].as_f64().unwrap();
+    assert!(
+        grace >= config.kafka.drain_deadline.as_secs_f64() + 10.0,
+        "terminationGracePeriodSeconds {grace} vs drain deadline {:?}",
+        config.kafka.drain_deadline
+    );
+
+    // The config path the worker is given is where the ConfigMap is mounted.
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(args[0], "run");
+    let config_path = args[args.iter().position(|a| *a == "--config").unwrap() + 1];
+    let mount = c["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    assert_eq!(config_path, format!("{mount}/groundgate.toml"));
+    let volume = &spec["volumes"][0];
+    assert_eq!(volume["name"], c["volumeMounts"][0]["name"]);
+    let kustomization = one("deploy/k8s/kustomization.yaml");
+    assert_eq!(
+        volume["configMap"]["name"],
+        kustomization["configMapGenerator"][0]["name"]
+    );
+    assert_eq!(
+        kustomization["configMapGenerator"][0]["files"][0],
+        "groundgate.toml"
+    );
+    for r in kustomization["resources"].as_array().unwrap() {
+        assert!(
+            repo(&format!("deploy/k8s/{}", r.as_str().unwrap())).exists(),
+            "{r}"
+        );
+    }
+
+    // Only the broker list comes from the environment (unknown GROUNDGATE_* vars are fatal).
+    for e in c["env"].as_array().unwrap() {
+        assert_eq!(e["name"], "GROUNDGATE_BROKERS");
+    }
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    for kind in ["requests", "limits"] {
+        assert!(
+            c["resources"][kind]["memory"].is_string(),
+            "resources.{kind}"
+        );
+    }
+
+    let svc = one("deploy/k8s/service.yaml");
+    assert!(
+        selects(&svc["spec"]["selector"], labels),
+        "service selects the workers"
+    );
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], "metrics");
+    let pdb = one("deploy/k8s/pdb.yaml");
+    assert!(
+        selects(&pdb["spec"]["selector"]["matchLabels"], labels),
+        "pdb selects the workers"
+    );
+
+    // Autoscaling examples watch the right group, topic and metric.
+    let keda = one("deploy/k8s/scaling-keda.yaml");
+    let trigger = &keda["spec"]["triggers"][0]["metadata"];
+    assert_eq!(trigger["consumerGroup"], config.kafka.group_id.as_str());
+    assert_eq!(trigger["topic"], config.kafka.topics.input.as_str());
+    assert_eq!(
+        keda["spec"]["scaleTargetRef"]["name"],
+        deploy["metadata"]["name"]
+    );
+    let hpa = one("deploy/k8s/scaling-hpa.yaml");
+    let metric = hpa["spec"]["metrics"][0]["external"]["metric"]["name"]
+        .as_str()
+        .unwrap();
+    let m = groundgate::metrics::Metrics::new(&config.metrics).unwrap();
+    // Lag series exist once librdkafka statistics report an assigned partition.
+    m.set_consumer_lag(&[(config.kafka.topics.input.clone(), 0, 7)]);
+    let exported = m.encode();
+    assert!(
+        exported.contains(&format!("# TYPE {metric} ")),
+        "{metric} is exported"
+    );
+
+    // With kubectl at hand, kustomize must render the directory too.
+    if let Ok(out) = Command::new("kubectl")
+        .args(["kustomize", "deploy/k8s"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+    {
+        assert!(
+            out.status.success(),
+            "kubectl kustomize: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
