@@ -9,7 +9,10 @@ fn main() -> std::io::Result<()> {
     let count: u64 = match std::env::args().nth(1) {
         None => 300,
         Some(n) => n.parse().map_err(|e| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("count {n:?}: {e}"))
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("count {n:?}: {e}"),
+            )
         })?,
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
