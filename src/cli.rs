@@ -153,7 +153,7 @@ pub struct ProduceArgs {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Records produced once and drained by each run.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 50_000)]
     pub records: u64,
     /// Approximate answer size in bytes.
     #[arg(long, default_value_t = 1000)]
@@ -162,7 +162,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 4)]
     pub partitions: i32,
     /// Each run is repeated this many times (interleaved); medians are reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     pub rounds: u32,
 }
 

@@ -70,6 +70,9 @@ pub const H_ERROR_DETAIL: &str = "groundgate.error.detail";
 const MAX_RESENDS: u32 = 5;
 /// Timeout of the blocking transaction and commit calls.
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Exactly-once: outputs of a transaction that stop being delivered for this
+/// long make the commit fail (abort and rewind).
+const DELIVERY_STALL: Duration = Duration::from_secs(5);
 /// How long one poll waits for a record.
 const POLL: Duration = Duration::from_millis(100);
 /// Records taken from one poll round; bounds the work between offset and
@@ -388,8 +391,10 @@ fn commit_txn(
         }
     }
     let result = match consumer.group_metadata() {
+        // Offsets first: in an abortable state this fails at once.
         Some(cgm) => producer
             .send_offsets_to_transaction(&tpl, &cgm, TXN_TIMEOUT)
+            .and_then(|()| wait_for_deliveries(producer))
             .and_then(|()| producer.commit_transaction(TXN_TIMEOUT)),
         // Only before the first assignment; there is nothing to commit then.
         None => Err(KafkaError::MessageProduction(RDKafkaErrorCode::State)),
@@ -426,6 +431,29 @@ fn commit_txn(
     }
 }
 
+/// Waits until the producer has no undelivered message, so that
+/// `commit_transaction`'s own flush finds nothing to do: rust-rdkafka's flush
+/// polls the event queue in 100 ms steps while the FutureProducer's thread
+/// serves the same queue, and measured, that made every commit take ~100 ms.
+/// Deliveries that make no progress for [`DELIVERY_STALL`] (a partition the
+/// transaction could not add, a broker gone) fail the commit, which aborts
+/// and rewinds rather than waiting out the transaction timeout.
+fn wait_for_deliveries(producer: &FutureProducer) -> Result<(), KafkaError> {
+    let mut last = producer.in_flight_count();
+    let mut progress = Instant::now();
+    while last > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+        let now = producer.in_flight_count();
+        if now < last {
+            progress = Instant::now();
+        } else if progress.elapsed() >= DELIVERY_STALL {
+            return Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut));
+        }
+        last = now;
+    }
+    Ok(())
+}
+
 fn txn_is_fatal(e: &KafkaError) -> bool {
     match e {
         KafkaError::Transaction(t) => t.is_fatal() || !t.txn_requires_abort() && !t.is_retriable(),
@@ -445,6 +473,7 @@ fn abort_and_rewind(
         .map_err(WorkerError::Transaction)?;
     metrics.record_transaction_aborted();
     st.report.transactions_aborted += 1;
+    debug!(partitions = first.len(), "transaction aborted; rewinding");
     for ((topic, p), offset) in first {
         if let Err(e) = consumer.seek(&topic, p, Offset::Offset(offset), TXN_TIMEOUT) {
             // The partition may have been revoked meanwhile: its new owner
@@ -665,7 +694,7 @@ fn consume_loop(
             continue;
         }
         let outcomes = validate(&batch, config, ctx.step);
-        for (msg, outcome) in batch.iter().zip(outcomes) {
+        for (i, (msg, outcome)) in batch.iter().zip(outcomes).enumerate() {
             let outputs = match outcome {
                 Some((outcome, took)) => {
                     metrics.record_outcome(outcome.kind, &outcome.summary, took);
@@ -702,13 +731,20 @@ fn consume_loop(
                     st.txn.input_ts_ms.push(ts);
                 }
                 if let Some(e) = failed {
+                    warn!(error = %e, records = st.txn.records, "publishing inside the transaction failed; aborting and rewinding to the transaction's first offsets");
                     metrics.record_publish_error(classify(&e));
-                    let first = std::mem::take(&mut st.txn).first;
+                    let mut first = std::mem::take(&mut st.txn).first;
+                    // The rest of the batch was fetched but never sent: its
+                    // partitions rewind too, or those records would be skipped.
+                    for m in &batch[i + 1..] {
+                        first
+                            .entry((m.topic().to_string(), m.partition()))
+                            .or_insert(m.offset());
+                    }
                     if let Err(e) = abort_and_rewind(consumer, producer, &mut st, metrics, first) {
                         st.fatal.get_or_insert(e);
                         break 'fetch;
                     }
-                    // The rest of the batch is fetched again from the rewound positions.
                     continue 'fetch;
                 }
                 continue;
