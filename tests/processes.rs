@@ -8,13 +8,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::process::Stdio;
-use std::time::Duration;
 
 use common::*;
-use groundgate::kafka::{inspect, worker};
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, OwnedMessage};
-use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use groundgate::kafka::inspect;
 
 const PARTITIONS: u32 = 4;
 
@@ -79,58 +75,6 @@ fn demo_finishes_on_its_own_and_reports_what_went_where() {
     assert!(stdout.contains(&format!("http://127.0.0.1:{port}/metrics")));
 }
 
-fn header(m: &OwnedMessage, key: &str) -> Option<String> {
-    m.headers()?
-        .iter()
-        .find(|h| h.key == key)
-        .and_then(|h| h.value)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-}
-
-fn coords(m: &OwnedMessage) -> (i32, i64) {
-    let p = header(m, worker::H_INPUT_PARTITION).expect("partition header");
-    let o = header(m, worker::H_INPUT_OFFSET).expect("offset header");
-    (p.parse().unwrap(), o.parse().unwrap())
-}
-
-fn committed(bootstrap: &str, group: &str) -> BTreeMap<i32, i64> {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS as i32 {
-        tpl.add_partition("answers", p);
-    }
-    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
-    got.elements()
-        .iter()
-        .map(|e| {
-            let o = match e.offset() {
-                Offset::Offset(o) => o,
-                _ => 0,
-            };
-            (e.partition(), o)
-        })
-        .collect()
-}
-
-fn start_worker(
-    bs: &str,
-    config: &std::path::Path,
-    metrics: SocketAddr,
-    log: &std::path::Path,
-) -> Proc {
-    let mut cmd = bin();
-    cmd.args(["run", "--brokers", bs, "--config"])
-        .arg(config)
-        .args(["--metrics-addr", &metrics.to_string()])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap());
-    Proc::spawn("run", cmd)
-}
-
 fn audits_published(metrics: SocketAddr) -> Option<f64> {
     let (status, body) = http_get(metrics, "/metrics")?;
     (status == 200).then(|| sum_where(&body, "groundgate_published_total", "role=\"audit\""))
@@ -174,7 +118,7 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     });
     w.signal("KILL");
     assert!(w.wait_exit(WAIT).is_some());
-    let at_kill = committed(&bs, "crash");
+    let at_kill = committed(&bs, "crash", PARTITIONS as i32);
 
     // More input arrives while no worker runs.
     let second = dir.path().join("second.jsonl");
@@ -242,6 +186,6 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
         }
     }
     // After the graceful stop everything is committed.
-    let after = committed(&bs, "crash");
+    let after = committed(&bs, "crash", PARTITIONS as i32);
     assert_eq!(after.values().sum::<i64>() as usize, total, "{after:?}");
 }

@@ -145,14 +145,7 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
     )
     .unwrap();
     let worker_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let mut worker_cmd = bin();
-    worker_cmd
-        .args(["run", "--brokers", &bs, "--config"])
-        .arg(&config)
-        .args(["--metrics-addr", &worker_addr.to_string()])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("run.log")).unwrap());
-    let mut worker = Proc::spawn("run", worker_cmd);
+    let mut worker = start_worker(&bs, &config, worker_addr, &dir.path().join("run.log"));
     wait_for("the worker to be ready (partitions assigned)", WAIT, || {
         http_get(worker_addr, "/readyz").filter(|(s, _)| *s == 200)
     });

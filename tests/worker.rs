@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
+use common::{committed, coords, header};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
@@ -14,12 +17,11 @@ use groundgate::kafka::inspect;
 use groundgate::kafka::produce;
 use groundgate::kafka::worker::{self, WorkerError, WorkerReport};
 use groundgate::metrics::Metrics;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, OwnedMessage};
+use rdkafka::message::OwnedMessage;
 use rdkafka::mocking::MockCoordinator;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
-use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use rdkafka::{ClientConfig, Message};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -87,30 +89,20 @@ fn produce_raw(bootstrap: &str, topic: &str, records: &[RawRecord]) {
     p.flush(Duration::from_secs(30)).unwrap();
 }
 
+/// `n` records of the deterministic mixed sample stream to the input topic.
+async fn produce_mixed(bootstrap: &str, n: u64, answer_bytes: usize) {
+    let values = (0..n)
+        .map(|i| groundgate::sample::mixed(i, answer_bytes))
+        .collect();
+    produce_values(bootstrap, "answers", values).await;
+}
+
 async fn produce_values(bootstrap: &str, topic: &str, values: Vec<Vec<u8>>) {
     let cfg = Config::default();
     let p = produce::producer(&cfg.kafka, bootstrap).unwrap();
     produce::send_all(&p, topic, values.into_iter().map(Ok), 0)
         .await
         .unwrap();
-}
-
-fn header(m: &OwnedMessage, key: &str) -> Option<String> {
-    m.headers()?
-        .iter()
-        .find(|h| h.key == key)
-        .and_then(|h| h.value)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-}
-
-fn coords(m: &OwnedMessage) -> (i32, i64) {
-    (
-        header(m, worker::H_INPUT_PARTITION)
-            .unwrap()
-            .parse()
-            .unwrap(),
-        header(m, worker::H_INPUT_OFFSET).unwrap().parse().unwrap(),
-    )
 }
 
 /// final, retry, audit, dlq — read until `audit_distinct` distinct inputs have an audit row.
@@ -166,32 +158,12 @@ fn assert_pairs(out: &[Vec<OwnedMessage>; 4]) -> BTreeSet<(i32, i64)> {
     audits.keys().copied().collect()
 }
 
-fn committed(bootstrap: &str, group: &str) -> i64 {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition("answers", p);
-    }
-    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
-    got.elements()
-        .iter()
-        .map(|e| match e.offset() {
-            Offset::Offset(o) => o,
-            _ => 0,
-        })
-        .sum()
-}
-
 async fn wait_committed(bootstrap: &str, group: &str, want: i64) -> i64 {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let b = bootstrap.to_string();
         let g = group.to_string();
-        let got = tokio::task::spawn_blocking(move || committed(&b, &g))
+        let got = tokio::task::spawn_blocking(move || committed(&b, &g, PARTITIONS).values().sum())
             .await
             .unwrap();
         if got >= want || tokio::time::Instant::now() > deadline {
@@ -433,12 +405,7 @@ async fn retriable_produce_errors_lose_nothing() {
     let broker = broker();
     let bs = broker.bootstrap();
     let n = 40;
-    produce_values(
-        &bs,
-        "answers",
-        (0..n).map(|i| groundgate::sample::mixed(i, 300)).collect(),
-    )
-    .await;
+    produce_mixed(&bs, n, 300).await;
     // The next produce requests fail with retriable errors; librdkafka and
     // the worker retry them.
     broker.cluster().request_errors(
@@ -461,12 +428,7 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
     let broker = broker();
     let bs = broker.bootstrap();
     let n = 20;
-    produce_values(
-        &bs,
-        "answers",
-        (0..n).map(|i| groundgate::sample::mixed(i, 300)).collect(),
-    )
-    .await;
+    produce_mixed(&bs, n, 300).await;
     broker.cluster().request_errors(
         RDKafkaApiKey::Produce,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 50],
@@ -480,7 +442,7 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
         .unwrap_err();
     assert!(!err.is_retriable(), "{err}");
     assert!(err.to_string().contains("not committed"), "{err}");
-    let committed_after_failure = committed(&bs, "g-fatal");
+    let committed_after_failure = committed(&bs, "g-fatal", PARTITIONS).values().sum::<i64>();
     assert!(
         committed_after_failure < n as i64,
         "the failing records were not committed"
@@ -516,12 +478,7 @@ async fn broker_down_and_coordinator_moves_lose_nothing() {
     .unwrap();
     let bs = broker.bootstrap();
     let n = 60;
-    produce_values(
-        &bs,
-        "answers",
-        (0..n).map(|i| groundgate::sample::mixed(i, 300)).collect(),
-    )
-    .await;
+    produce_mixed(&bs, n, 300).await;
     let w = start(&config(&bs, "g-down", Guarantee::AtLeastOnce), &bs);
     let first = read_outputs(&bs, 10).await;
     assert!(first[2].len() >= 10);
@@ -548,12 +505,7 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     let broker = broker();
     let bs = broker.bootstrap();
     let n = 200;
-    produce_values(
-        &bs,
-        "answers",
-        (0..n).map(|i| groundgate::sample::mixed(i, 300)).collect(),
-    )
-    .await;
+    produce_mixed(&bs, n, 300).await;
     let cfg = config(&bs, "g-rebalance", Guarantee::AtLeastOnce);
     let a = start(&cfg, &bs);
     let b = start(&cfg, &bs);
@@ -575,12 +527,7 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     let broker = broker();
     let bs = broker.bootstrap();
     let n = 120;
-    produce_values(
-        &bs,
-        "answers",
-        (0..n).map(|i| groundgate::sample::mixed(i, 300)).collect(),
-    )
-    .await;
+    produce_mixed(&bs, n, 300).await;
     let cfg = config(&bs, "g-eos", Guarantee::ExactlyOnce);
     let w = start(&cfg, &bs);
     let out = read_outputs(&bs, n as usize).await;
@@ -603,12 +550,7 @@ async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
     let broker = broker();
     let bs = broker.bootstrap();
     let n = 60;
-    produce_values(
-        &bs,
-        "answers",
-        (0..n).map(|i| groundgate::sample::mixed(i, 300)).collect(),
-    )
-    .await;
+    produce_mixed(&bs, n, 300).await;
     // The first transaction cannot add its output partitions: librdkafka
     // makes that an abortable transaction error, as Kafka prescribes.
     broker.cluster().request_errors(

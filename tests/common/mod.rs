@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -223,4 +224,57 @@ pub fn url_encode(s: &str) -> String {
         }
     }
     out
+}
+
+/// A header of an output record as text.
+pub fn header(m: &rdkafka::message::OwnedMessage, key: &str) -> Option<String> {
+    use rdkafka::message::{Headers, Message};
+    m.headers()?
+        .iter()
+        .find(|h| h.key == key)
+        .and_then(|h| h.value)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// The input (partition, offset) an output record was made from, by its headers.
+pub fn coords(m: &rdkafka::message::OwnedMessage) -> (i32, i64) {
+    use groundgate::kafka::worker::{H_INPUT_OFFSET, H_INPUT_PARTITION};
+    let p = header(m, H_INPUT_PARTITION).expect("partition header");
+    let o = header(m, H_INPUT_OFFSET).expect("offset header");
+    (p.parse().unwrap(), o.parse().unwrap())
+}
+
+/// Committed offsets of `group` on the input topic `answers`, per partition
+/// (0 where nothing is committed).
+pub fn committed(bootstrap: &str, group: &str, partitions: i32) -> BTreeMap<i32, i64> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition("answers", p);
+    }
+    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    got.elements()
+        .iter()
+        .map(|e| match e.offset() {
+            Offset::Offset(o) => (e.partition(), o),
+            _ => (e.partition(), 0),
+        })
+        .collect()
+}
+
+/// Starts `groundgate run` as a process; its log goes to `log`.
+pub fn start_worker(bootstrap: &str, config: &Path, metrics: SocketAddr, log: &Path) -> Proc {
+    let mut cmd = bin();
+    cmd.args(["run", "--brokers", bootstrap, "--config"])
+        .arg(config)
+        .args(["--metrics-addr", &metrics.to_string()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    Proc::spawn("run", cmd)
 }
