@@ -133,26 +133,16 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     let metrics2: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let mut w2 = start_worker(&bs, &config, metrics2, &dir.path().join("run-2.log"));
     let b = bs.clone();
-    let out = inspect::read_until(
-        &b,
-        &[
-            "answers.final",
-            "answers.retry",
-            "answers.audit",
-            "answers.dlq",
-        ],
-        WAIT,
-        |got| {
-            let audited: BTreeSet<_> = got[2].iter().map(coords).collect();
-            let terminal: BTreeSet<_> = got[0]
-                .iter()
-                .chain(&got[1])
-                .chain(&got[3])
-                .map(coords)
-                .collect();
-            audited.len() >= total && terminal.len() >= total
-        },
-    )
+    let out = inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
+        let audited: BTreeSet<_> = got[2].iter().map(coords).collect();
+        let terminal: BTreeSet<_> = got[0]
+            .iter()
+            .chain(&got[1])
+            .chain(&got[3])
+            .map(coords)
+            .collect();
+        audited.len() >= total && terminal.len() >= total
+    })
     .unwrap();
     w2.signal("TERM");
     let status = w2.wait_exit(WAIT).expect("worker exits after SIGTERM");

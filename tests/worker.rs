@@ -9,7 +9,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{committed, coords, header};
+use common::{OUTPUTS, committed, coords, header};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
@@ -109,22 +109,12 @@ async fn produce_values(bootstrap: &str, topic: &str, values: Vec<Vec<u8>>) {
 async fn read_outputs(bootstrap: &str, audit_distinct: usize) -> [Vec<OwnedMessage>; 4] {
     let b = bootstrap.to_string();
     let got = tokio::task::spawn_blocking(move || {
-        inspect::read_until(
-            &b,
-            &[
-                "answers.final",
-                "answers.retry",
-                "answers.audit",
-                "answers.dlq",
-            ],
-            WAIT,
-            |got| {
-                // Terminal records live on other topics and partitions and may
-                // be fetched later than their audit rows: wait for both.
-                got[2].iter().map(coords).collect::<BTreeSet<_>>().len() >= audit_distinct
-                    && got[0].len() + got[1].len() + got[3].len() >= got[2].len()
-            },
-        )
+        inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
+            // Terminal records live on other topics and partitions and may
+            // be fetched later than their audit rows: wait for both.
+            got[2].iter().map(coords).collect::<BTreeSet<_>>().len() >= audit_distinct
+                && got[0].len() + got[1].len() + got[3].len() >= got[2].len()
+        })
     })
     .await
     .unwrap()

@@ -13,6 +13,14 @@ use std::time::{Duration, Instant};
 
 pub const WAIT: Duration = Duration::from_secs(120);
 
+/// The output topics in the order tests index them: final, retry, audit, dead letter.
+pub const OUTPUTS: [&str; 4] = [
+    "answers.final",
+    "answers.retry",
+    "answers.audit",
+    "answers.dlq",
+];
+
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_groundgate"));
     // A stray GROUNDGATE_* variable in the developer's shell must not change the test.
