@@ -179,3 +179,62 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     let after = committed(&bs, "crash", PARTITIONS as i32);
     assert_eq!(after.values().sum::<i64>() as usize, total, "{after:?}");
 }
+
+#[test]
+fn worker_started_before_its_broker_waits_says_why_and_then_works() {
+    let port = free_port();
+    let bs = format!("127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("groundgate.toml");
+    std::fs::write(&config, "[kafka]\ngroup_id = \"late-broker\"\n").unwrap();
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let log = dir.path().join("run.log");
+    let mut w = start_worker(&bs, &config, metrics, &log);
+
+    // Alive, not ready, and the log names the problem.
+    wait_for("the worker to serve /healthz", WAIT, || {
+        http_get(metrics, "/healthz").filter(|(s, _)| *s == 200)
+    });
+    assert_eq!(http_get(metrics, "/readyz").map(|(s, _)| s), Some(503));
+    wait_for(
+        "a log line saying the brokers are unreachable",
+        WAIT,
+        || {
+            let text = std::fs::read_to_string(&log).ok()?;
+            text.contains("check that the brokers are reachable")
+                .then_some(())
+        },
+    );
+    assert!(w.child.try_wait().unwrap().is_none(), "still running");
+
+    // The broker appears on that address; the worker carries on by itself.
+    let mut cmd = bin();
+    cmd.args([
+        "dev-broker",
+        "--port",
+        &port.to_string(),
+        "--partitions",
+        "2",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let _broker = Proc::spawn("dev-broker", cmd);
+    wait_for("the dev-broker to accept connections", WAIT, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    let ok = bin()
+        .args(["produce", "--brokers", &bs, "--count", "30", "--rate", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    wait_for("all 30 records to be audited", WAIT, || {
+        audits_published(metrics).filter(|n| *n >= 30.0)
+    });
+    assert_eq!(http_get(metrics, "/readyz").map(|(s, _)| s), Some(200));
+    w.signal("TERM");
+    let status = w.wait_exit(WAIT).expect("exits after SIGTERM");
+    assert!(status.success());
+}
