@@ -3,14 +3,15 @@
 //!
 //! Layout:
 //! - [`core`]: the pure validation core. Citation parser, strict/lenient
-//!   decision, policy checks, canonical envelope / retry / audit builders and
+//!   decision, policy checks, wire types and canonical encoders for the
+//!   envelope / retry request / audit row, and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
 //! - [`clock`]: the shell's clock (the core takes time as an argument).
 //! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
 //! - [`check`]: `groundgate check`, the offline batch runner over JSON Lines.
 //! - [`kafka`]: the worker shell (`groundgate run`), embedded broker, demo,
-//!   sample producer. Moves bytes, offsets and
-//!   metrics; never decides a verdict itself.
+//!   sample producer, `bench`. Moves bytes, offsets and metrics; never
+//!   decides a verdict itself.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).

@@ -1,5 +1,5 @@
-//! Reading output topics back: used by `demo` to report what went where, by
-//! `bench` to know when a run is complete, and by the integration tests.
+//! Reading output topics back: used by `demo` to report what went where and
+//! by the integration tests.
 //! Blocking (librdkafka poll): call it from a blocking thread.
 
 use std::time::{Duration, Instant};

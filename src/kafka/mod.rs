@@ -1,6 +1,7 @@
 //! The Kafka shell around the pure core: the worker (`run`), the embedded
-//! broker (`dev-broker`), `demo`, the sample producer (`produce`). This layer moves bytes, offsets and
-//! metrics; it must never decide a verdict (that is `crate::core::process`).
+//! broker (`dev-broker`), `demo`, the sample producer (`produce`) and
+//! `bench`. This layer moves bytes, offsets and metrics; it must never decide
+//! a verdict (that is `crate::core::process`).
 
 pub mod bench;
 pub mod client;
