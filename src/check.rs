@@ -1,5 +1,5 @@
 //! `groundgate check`: the offline batch runner. Reads JSON Lines, runs the
-//! same [`crate::core::process`] as the stream worker on every line, writes
+//! same [`crate::core::process()`] as the stream worker on every line, writes
 //! the four output files and prints a summary.
 //!
 //! This is an I/O shell: it reads the clock (once per record) and the file

@@ -1,5 +1,5 @@
 //! The pure validation core: citation parsing, the strict/lenient decision,
-//! policy checks, canonical output builders and [`process`].
+//! policy checks, canonical output builders and [`process()`].
 //!
 //! Nothing under `core` may do I/O, read the clock or the environment, spawn
 //! tasks, or touch Kafka or Prometheus. Time comes in as an argument; outputs

@@ -1,4 +1,4 @@
-//! The stream worker: consume an answer, run [`crate::core::process`], publish
+//! The stream worker: consume an answer, run [`crate::core::process()`], publish
 //! the terminal record and the audit row, and only then let the input offset
 //! be committed.
 //!
@@ -547,7 +547,7 @@ async fn settle(
 /// What the worker does with each record between consuming and publishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// Validate with [`crate::core::process`]: the only mode `run` uses.
+    /// Validate with [`crate::core::process()`]: the only mode `run` uses.
     Validate,
     /// Copy the input value to the final and audit topics unvalidated. Exists
     /// only so `groundgate bench` can measure the Kafka plumbing alone, with
