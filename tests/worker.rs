@@ -44,6 +44,10 @@ fn config(bootstrap: &str, group: &str, guarantee: Guarantee) -> Arc<Config> {
 struct Running {
     token: CancellationToken,
     handle: JoinHandle<Result<WorkerReport, WorkerError>>,
+    /// A failing assertion unwinds past `stop`; the worker must still stop,
+    /// or the runtime waits forever for its blocking thread and the test
+    /// hangs instead of failing.
+    _stop_on_drop: tokio_util::sync::DropGuard,
 }
 
 impl Running {
@@ -63,7 +67,11 @@ fn start(cfg: &Arc<Config>, bootstrap: &str) -> Running {
         Arc::new(Health::default()),
         token.clone(),
     ));
-    Running { token, handle }
+    Running {
+        _stop_on_drop: token.clone().drop_guard(),
+        token,
+        handle,
+    }
 }
 
 /// Produces raw records (value None = tombstone) with optional keys.
