@@ -238,3 +238,37 @@ fn worker_started_before_its_broker_waits_says_why_and_then_works() {
     let status = w.wait_exit(WAIT).expect("exits after SIGTERM");
     assert!(status.success());
 }
+
+#[test]
+fn bench_runs_all_three_and_reports_ratios() {
+    // Works end to end on a tiny input; the numbers themselves are not
+    // asserted (speed is measured, never tested).
+    let out = bin()
+        .args([
+            "bench",
+            "--records",
+            "300",
+            "--rounds",
+            "1",
+            "--partitions",
+            "2",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for row in [
+        "passthrough",
+        "at-least-once",
+        "exactly-once",
+        "× passthrough",
+        "× at-least-once",
+        "mock cluster",
+    ] {
+        assert!(
+            stdout.contains(row),
+            "bench output lacks {row:?}:\n{stdout}"
+        );
+    }
+}
