@@ -19,15 +19,21 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    let mut chunks = bytes.chunks_exact(CHUNK);
-    for chunk in &mut chunks {
+    // `clean` is where the pending run of bytes needing no escape starts; a
+    // run is copied in one go when a dirty chunk (or the end) is reached.
+    let mut clean = 0;
+    let mut at = 0;
+    while at + CHUNK <= bytes.len() {
+        let chunk = &bytes[at..at + CHUNK];
         if needs_escape(chunk) {
+            out.extend_from_slice(&bytes[clean..at]);
             escape_slow(out, chunk);
-        } else {
-            out.extend_from_slice(chunk);
+            clean = at + CHUNK;
         }
+        at += CHUNK;
     }
-    let rest = chunks.remainder();
+    out.extend_from_slice(&bytes[clean..at]);
+    let rest = &bytes[at..];
     if needs_escape(rest) {
         escape_slow(out, rest);
     } else {
