@@ -73,6 +73,24 @@ fn demo_finishes_on_its_own_and_reports_what_went_where() {
         assert!(stdout.contains(word), "demo summary lacks {word}: {stdout}");
     }
     assert!(stdout.contains(&format!("http://127.0.0.1:{port}/metrics")));
+    // The summary counts every record on both sides: one terminal, one audit row.
+    let count = |topic: &str| -> usize {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with('│') && l.split_whitespace().any(|w| w == topic))
+            .unwrap_or_else(|| panic!("no row for {topic}: {stdout}"));
+        row.split(|c: char| !c.is_ascii_digit())
+            .rfind(|w| !w.is_empty())
+            .and_then(|n| n.parse().ok())
+            .unwrap()
+    };
+    let sample = include_str!("../examples/answers.jsonl").lines().count();
+    assert_eq!(count("answers.audit"), sample, "{stdout}");
+    assert_eq!(
+        count("answers.final") + count("answers.retry") + count("answers.dlq"),
+        sample,
+        "{stdout}"
+    );
 }
 
 fn audits_published(metrics: SocketAddr) -> Option<f64> {

@@ -52,7 +52,7 @@ pub enum DemoError {
     #[error("reading the output topics failed: {0}")]
     Inspect(rdkafka::error::KafkaError),
     #[error(
-        "only {got} of {want} audit rows arrived within {DEADLINE:?}; the worker is not keeping up"
+        "only {got} of {want} records had both outputs within {DEADLINE:?}; the worker is not keeping up"
     )]
     Incomplete { got: usize, want: usize },
     #[error("background task failed: {0}")]
@@ -112,14 +112,20 @@ pub async fn main(args: DemoArgs) -> Result<ExitCode, DemoError> {
     let read_names = names.clone();
     let read = tokio::task::spawn_blocking(move || {
         let refs: Vec<&str> = read_names.iter().map(String::as_str).collect();
-        inspect::read_until(&b, &refs, DEADLINE, |got| got[2].len() >= want)
+        // Every input has one terminal record and one audit row, on different
+        // topics that are fetched independently: wait for both halves, or the
+        // summary would undercount whichever topic arrives last.
+        inspect::read_until(&b, &refs, DEADLINE, |got| {
+            got[2].len() >= want && got[0].len() + got[1].len() + got[3].len() >= want
+        })
     })
     .await?
     .map_err(DemoError::Inspect)?;
-    if read[2].len() < want {
+    let terminals = read[0].len() + read[1].len() + read[3].len();
+    if read[2].len() < want || terminals < want {
         shutdown.cancel();
         return Err(DemoError::Incomplete {
-            got: read[2].len(),
+            got: read[2].len().min(terminals),
             want,
         });
     }
