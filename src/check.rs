@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 
+use crate::audit::{ChainHead, ChainId, Sealer};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::{DeadLetterKind, FindingKind, OutcomeKind, RecordMeta, Terminal, process};
@@ -39,6 +40,8 @@ pub enum CheckError {
     CreateDir { path: PathBuf, source: io::Error },
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
+    #[error("audit signing key: {0}")]
+    Key(#[from] crate::audit::keys::KeyError),
 }
 
 /// Counts gathered over a run.
@@ -170,8 +173,30 @@ pub fn run(args: &CheckArgs) -> Result<CheckSummary, CheckError> {
             .unwrap_or_else(|| args.input.clone());
         (Box::new(BufReader::with_capacity(1 << 16, f)), name)
     };
+    let key = config
+        .audit
+        .signing_key_file
+        .as_deref()
+        .map(crate::audit::keys::load_signing_key)
+        .transpose()?;
+    // One chain per input file: the audit rows of this run, sealed every
+    // `seal_every` rows and once at the end, so `audit verify` can prove the
+    // file complete and untouched.
+    let mut sealer = Sealer::new(
+        ChainId {
+            topic: topic.clone(),
+            partition: 0,
+        },
+        "check",
+        config.audit.seal_every,
+        ChainHead::START,
+        key,
+    );
     let mut out = Outputs::create(&args.out)?;
-    let summary = run_lines(reader, &topic, &config, &mut out)?;
+    let summary = run_lines(reader, &topic, &config, &mut out, &mut sealer)?;
+    if let Some(seal) = sealer.seal(crate::clock::now_nanos()) {
+        out.line("audit.jsonl", &seal)?;
+    }
     out.finish()?;
     Ok(summary)
 }
@@ -220,6 +245,7 @@ fn run_lines(
     topic: &str,
     config: &Config,
     out: &mut Outputs,
+    sealer: &mut Sealer,
 ) -> Result<CheckSummary, CheckError> {
     use rayon::prelude::*;
     let mut summary = CheckSummary::default();
@@ -267,6 +293,11 @@ fn run_lines(
                 }
             }
             out.line("audit.jsonl", &outcome.audit)?;
+            if sealer.push(offset as i64, &outcome.audit)
+                && let Some(seal) = sealer.seal(crate::clock::now_nanos())
+            {
+                out.line("audit.jsonl", &seal)?;
+            }
             offset += 1;
         }
     }

@@ -33,6 +33,55 @@ pub enum Command {
     Produce(ProduceArgs),
     /// Measure the worker against a passthrough on the embedded broker (prints rates and ratios).
     Bench(BenchArgs),
+    /// The sealed audit trail: verify a trail, or make a signing key pair.
+    Audit(AuditArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check an audit trail (JSON Lines files, or the audit topic with --brokers) for altered,
+    /// missing, reordered or forged rows, broken or unsigned seals, and input offsets without a row.
+    /// Exit 0 clean (redeliveries allowed), 1 problem found, 2 usage error.
+    Verify(AuditVerifyArgs),
+    /// Write an Ed25519 key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub (SPKI PEM).
+    Keygen(KeygenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AuditVerifyArgs {
+    /// Audit files (e.g. `check`'s audit.jsonl); omit with --brokers.
+    pub files: Vec<PathBuf>,
+    /// Read the audit topic from these brokers instead of files.
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// The audit topic.
+    #[arg(long, default_value = "answers.audit")]
+    pub topic: String,
+    /// Check input offsets from this one (inclusive).
+    #[arg(long)]
+    pub from: Option<i64>,
+    /// Check input offsets up to this one (inclusive).
+    #[arg(long)]
+    pub to: Option<i64>,
+    /// Require every seal to be signed by this key (SPKI PEM, from `audit keygen`).
+    #[arg(long)]
+    pub public_key: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Path prefix of the key files.
+    #[arg(long, default_value = "groundgate-audit")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use figment::Figment;
@@ -88,6 +88,29 @@ pub struct RawConfig {
     pub metrics: RawMetrics,
     #[serde(default, skip_serializing_if = "RawLog::is_empty")]
     pub log: RawLog,
+    #[serde(default, skip_serializing_if = "RawAudit::is_empty")]
+    pub audit: RawAudit,
+}
+
+/// `[audit]`: the sealed audit trail.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    /// Emit a seal after this many audit rows of one input partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seal_every: Option<u64>,
+    /// The worker also seals a partition's pending rows this often (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seal_interval_ms: Option<u64>,
+    /// Ed25519 private key (PKCS#8 PEM, from `groundgate audit keygen`) to sign seals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_key_file: Option<PathBuf>,
+}
+
+impl RawAudit {
+    fn is_empty(&self) -> bool {
+        *self == RawAudit::default()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -294,6 +317,25 @@ pub struct MetricsConfig {
     pub statistics_interval: Duration,
 }
 
+/// The validated `[audit]` section. The key file is only named here; the
+/// shells load it at start (a missing or unreadable key stops them there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditConfig {
+    pub seal_every: usize,
+    pub seal_interval: Duration,
+    pub signing_key_file: Option<PathBuf>,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            seal_every: 1000,
+            seal_interval: Duration::from_secs(5),
+            signing_key_file: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     pub format: LogFormat,
@@ -307,6 +349,7 @@ pub struct Config {
     pub kafka: KafkaConfig,
     pub metrics: MetricsConfig,
     pub log: LogConfig,
+    pub audit: AuditConfig,
 }
 
 impl Default for Config {
@@ -440,16 +483,43 @@ impl RawConfig {
             problems.push(format!("log.level = {:?}: {e}", log.level));
         }
 
+        let audit = validate_audit(self.audit, &mut problems);
+
         if problems.is_empty() {
             Ok(Config {
                 core,
                 kafka,
                 metrics,
                 log,
+                audit,
             })
         } else {
             Err(ConfigError::Invalid(problems))
         }
+    }
+}
+
+fn validate_audit(raw: RawAudit, problems: &mut Vec<String>) -> AuditConfig {
+    let d = AuditConfig::default();
+    let max = crate::audit::seal::MAX_SEAL_EVERY as u64;
+    let seal_every = raw.seal_every.unwrap_or(d.seal_every as u64);
+    if !(1..=max).contains(&seal_every) {
+        problems.push(format!(
+            "audit.seal_every = {seal_every}: must be between 1 and {max} (a seal lists every row it covers)"
+        ));
+    }
+    let interval_ms = raw
+        .seal_interval_ms
+        .unwrap_or(d.seal_interval.as_millis() as u64);
+    if !(100..=3_600_000).contains(&interval_ms) {
+        problems.push(format!(
+            "audit.seal_interval_ms = {interval_ms}: must be between 100 and 3600000"
+        ));
+    }
+    AuditConfig {
+        seal_every: seal_every.clamp(1, max) as usize,
+        seal_interval: Duration::from_millis(interval_ms),
+        signing_key_file: raw.signing_key_file,
     }
 }
 

@@ -6,6 +6,8 @@
 //!   decision, policy checks, wire types and canonical encoders for the
 //!   envelope / retry request / audit row, and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
+//! - [`audit`]: the sealed audit trail: seals over audit rows (pure),
+//!   the verifier (pure), key files, and the `audit` subcommands.
 //! - [`clock`]: the shell's clock (the core takes time as an argument).
 //! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
 //! - [`check`]: `groundgate check`, the offline batch runner over JSON Lines.
@@ -17,6 +19,7 @@
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 //! - [`cli`]: clap definitions shared by `main.rs`.
 
+pub mod audit;
 pub mod check;
 pub mod cli;
 pub mod clock;

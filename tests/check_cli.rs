@@ -18,6 +18,14 @@ fn read_jsonl(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// audit.jsonl without its seal records (`type` = "groundgate.seal/v1").
+fn read_audit_rows(path: &Path) -> Vec<Value> {
+    read_jsonl(path)
+        .into_iter()
+        .filter(|v| v.get("type").is_none())
+        .collect()
+}
+
 fn rec(id: &str, answer: &str, extra: Value) -> Vec<u8> {
     let mut v = json!({
         "request_id": id,
@@ -129,7 +137,7 @@ fn every_line_gets_one_terminal_record_and_one_audit_row() {
     let finals = read_jsonl(&out.join("final.jsonl"));
     let retries = read_jsonl(&out.join("retry.jsonl"));
     let dead = read_jsonl(&out.join("dead_letter.jsonl"));
-    let audit = read_jsonl(&out.join("audit.jsonl"));
+    let audit = read_audit_rows(&out.join("audit.jsonl"));
     assert_eq!(
         finals.len() + retries.len() + dead.len(),
         lines.len(),
@@ -267,7 +275,7 @@ fn stdin_input_and_no_trailing_newline() {
     stdin.write_all(&rec("b", "y[^2]", json!({}))).unwrap();
     drop(stdin);
     assert_eq!(child.wait().unwrap().code(), Some(0));
-    let audit = read_jsonl(&out.join("audit.jsonl"));
+    let audit = read_audit_rows(&out.join("audit.jsonl"));
     assert_eq!(audit.len(), 2, "CRLF handled, no phantom record at EOF");
     assert!(
         audit

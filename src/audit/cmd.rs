@@ -1,0 +1,259 @@
+//! `groundgate audit verify` and `groundgate audit keygen`: the shell around
+//! [`super::verify`]. Reads JSON Lines exports or an audit topic, prints a
+//! summary table (or `--json`), and maps the verdict to an exit code:
+//! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+use super::keys;
+use super::verify::{AuditVerifier, Location, Options, Report};
+use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
+
+const EXIT_CLEAN: u8 = 0;
+const EXIT_PROBLEM: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, thiserror::Error)]
+enum CmdError {
+    #[error("{0}")]
+    Key(#[from] keys::KeyError),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("give one or more audit files, or --brokers to read the audit topic (not both)")]
+    Source,
+    #[error("kafka: {0}")]
+    Kafka(#[from] rdkafka::error::KafkaError),
+    #[error("topic {0} not found")]
+    NoTopic(String),
+}
+
+pub fn main(args: AuditArgs) -> ExitCode {
+    let result = match args.command {
+        AuditCommand::Verify(v) => verify(&v),
+        AuditCommand::Keygen(k) => keygen(&k),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("groundgate audit: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {
+    let (private, public) = keys::generate(&args.out)?;
+    println!(
+        "wrote {} (private, keep it secret; [audit] signing_key_file) and {} (public, for audit verify --public-key)",
+        private.display(),
+        public.display()
+    );
+    Ok(EXIT_CLEAN)
+}
+
+fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
+    let public_key = args
+        .public_key
+        .as_deref()
+        .map(keys::load_public_key)
+        .transpose()?;
+    let mut v = AuditVerifier::new(Options {
+        public_key,
+        from: args.from,
+        to: args.to,
+    });
+    match (&args.brokers, args.files.is_empty()) {
+        (None, false) => {
+            for path in &args.files {
+                read_file(&mut v, path)?;
+            }
+        }
+        (Some(brokers), true) => read_topic(&mut v, brokers, &args.topic)?,
+        _ => return Err(CmdError::Source),
+    }
+    let report = v.finish();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print_report(&report);
+    }
+    Ok(if report.ok() {
+        EXIT_CLEAN
+    } else {
+        EXIT_PROBLEM
+    })
+}
+
+fn read_file(v: &mut AuditVerifier, path: &PathBuf) -> Result<(), CmdError> {
+    let err = |source| CmdError::Read {
+        path: path.clone(),
+        source,
+    };
+    let stream = v.stream(path.display().to_string());
+    let mut reader = BufReader::new(File::open(path).map_err(err)?);
+    let mut line = Vec::new();
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(err)? == 0 {
+            return Ok(());
+        }
+        n += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.is_empty() {
+            continue;
+        }
+        v.record(Location { stream, pos: n }, &line);
+    }
+}
+
+/// Reads every partition of the audit topic from its low to its high
+/// watermark (as of the start of the read), so the run ends.
+fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), CmdError> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "groundgate-audit-verify")
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .create()?;
+    let timeout = Duration::from_secs(10);
+    let md = consumer.fetch_metadata(Some(topic), timeout)?;
+    let t = md
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic && !t.partitions().is_empty())
+        .ok_or_else(|| CmdError::NoTopic(topic.to_string()))?;
+    let mut tpl = TopicPartitionList::new();
+    let mut ends = Vec::new();
+    for p in t.partitions() {
+        let (lo, hi) = consumer.fetch_watermarks(topic, p.id(), timeout)?;
+        if hi > lo {
+            tpl.add_partition_offset(topic, p.id(), Offset::Offset(lo))?;
+            ends.push((p.id(), hi));
+        }
+    }
+    consumer.assign(&tpl)?;
+    let streams: std::collections::HashMap<i32, u32> = ends
+        .iter()
+        .map(|(p, _)| (*p, v.stream(format!("{topic}/{p}"))))
+        .collect();
+    let mut remaining: std::collections::HashMap<i32, i64> = ends.into_iter().collect();
+    while !remaining.is_empty() {
+        let Some(msg) = consumer.poll(timeout) else {
+            continue;
+        };
+        let msg = msg?;
+        let p = msg.partition();
+        if let Some(&stream) = streams.get(&p) {
+            v.record(
+                Location {
+                    stream,
+                    pos: msg.offset() as u64,
+                },
+                msg.payload().unwrap_or_default(),
+            );
+        }
+        if remaining.get(&p).is_some_and(|hi| msg.offset() + 1 >= *hi) {
+            remaining.remove(&p);
+        }
+    }
+    Ok(())
+}
+
+fn print_report(r: &Report) {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "topic",
+        "partition",
+        "offsets",
+        "rows",
+        "sealed",
+        "seals",
+        "redelivered",
+        "unsealed tail",
+        "gaps",
+    ]);
+    for c in &r.chains {
+        let range = match (c.first_offset, c.last_offset) {
+            (Some(a), Some(b)) => format!("{a}..={b}"),
+            _ => "-".into(),
+        };
+        t.add_row(vec![
+            c.topic.clone(),
+            c.partition.to_string(),
+            range,
+            c.rows.to_string(),
+            c.sealed_rows.to_string(),
+            c.seals.to_string(),
+            c.redeliveries.to_string(),
+            c.unsealed_tail.to_string(),
+            c.gaps.len().to_string(),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "{} records read; signatures {}",
+        r.records,
+        if r.signatures_checked {
+            "checked"
+        } else {
+            "not checked (no --public-key)"
+        }
+    );
+    if r.ok() {
+        println!("verified: no integrity, completeness or authenticity problem");
+        return;
+    }
+    let mut p = Table::new();
+    p.load_style(UTF8_FULL_CONDENSED);
+    p.set_header(vec![
+        "problem",
+        "topic/partition",
+        "input offsets",
+        "seal",
+        "at",
+        "detail",
+    ]);
+    for x in &r.problems {
+        p.add_row(vec![
+            x.kind.to_string(),
+            match (&x.topic, x.partition) {
+                (Some(t), Some(n)) => format!("{t}/{n}"),
+                _ => "-".into(),
+            },
+            x.offsets
+                .map(|(a, b)| {
+                    if a == b {
+                        a.to_string()
+                    } else {
+                        format!("{a}..={b}")
+                    }
+                })
+                .unwrap_or_else(|| "-".into()),
+            x.seal_seq
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
+            x.at.map(|a| r.location(a)).unwrap_or_else(|| "-".into()),
+            x.detail.clone(),
+        ]);
+    }
+    println!("{p}");
+    println!("{} problem(s) found", r.problems.len());
+}

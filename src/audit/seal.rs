@@ -1,0 +1,225 @@
+//! Seals: the records that make an audit chain tamper-evident.
+//!
+//! One chain per input partition (for `check`, per input file). The shell
+//! hands every audit row it writes to the chain's [`Sealer`], in write order;
+//! every `seal_every` rows (or when the shell's timer says so) the sealer
+//! emits a seal record listing, in order, the input offset and SHA-256 of
+//! each row written since the previous seal, the hash of that previous seal
+//! and, when a key is configured, an Ed25519 signature. Deleting, altering,
+//! reordering or inserting a row, or dropping a seal, then breaks a hash that
+//! `audit verify` recomputes.
+//!
+//! Pure: no clock (time comes in), no I/O (the key comes in loaded), no
+//! Kafka. The seal's bytes are canonical JSON (keys in alphabetical order,
+//! compact), so the verifier can rebuild exactly the bytes that were hashed
+//! and signed from the parsed record.
+
+use ed25519_dalek::{Signer, SigningKey};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// The `type` of a seal record, versioned so the format can evolve.
+pub const SEAL_TYPE: &str = "groundgate.seal/v1";
+
+/// `prev` of a chain's first seal.
+pub const GENESIS: [u8; 32] = [0; 32];
+
+/// Most rows one seal may list: keeps a seal well under a Kafka message
+/// (each entry is ~80 bytes of JSON, so 8,192 rows ≈ 660 KB).
+pub const MAX_SEAL_EVERY: usize = 8192;
+
+/// SHA-256 of an audit row's bytes exactly as written (without the newline
+/// of a JSON Lines file).
+pub fn row_hash(row: &[u8]) -> [u8; 32] {
+    Sha256::digest(row).into()
+}
+
+/// Which input partition a chain covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChainId {
+    pub topic: String,
+    pub partition: i32,
+}
+
+/// Builds the seals of one chain.
+pub struct Sealer {
+    chain: ChainId,
+    worker: String,
+    seal_every: usize,
+    seq: u64,
+    prev: [u8; 32],
+    pending: Vec<(i64, [u8; 32])>,
+    key: Option<SigningKey>,
+}
+
+/// Where a chain resumes: the last seal's sequence number and hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainHead {
+    pub next_seq: u64,
+    pub prev: [u8; 32],
+}
+
+impl ChainHead {
+    pub const START: ChainHead = ChainHead {
+        next_seq: 0,
+        prev: GENESIS,
+    };
+}
+
+impl Sealer {
+    /// `seal_every` is clamped to `1..=MAX_SEAL_EVERY` (config validation
+    /// reports out-of-range values before this is reached).
+    pub fn new(
+        chain: ChainId,
+        worker: impl Into<String>,
+        seal_every: usize,
+        head: ChainHead,
+        key: Option<SigningKey>,
+    ) -> Sealer {
+        let seal_every = seal_every.clamp(1, MAX_SEAL_EVERY);
+        Sealer {
+            chain,
+            worker: worker.into(),
+            seal_every,
+            seq: head.next_seq,
+            prev: head.prev,
+            pending: Vec::with_capacity(seal_every),
+            key,
+        }
+    }
+
+    /// Records one written audit row. Returns true when a seal is due.
+    pub fn push(&mut self, input_offset: i64, row: &[u8]) -> bool {
+        self.pending.push((input_offset, row_hash(row)));
+        self.pending.len() >= self.seal_every
+    }
+
+    /// Rows written since the last seal.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The head the chain would resume from after the last emitted seal.
+    pub fn head(&self) -> ChainHead {
+        ChainHead {
+            next_seq: self.seq,
+            prev: self.prev,
+        }
+    }
+
+    /// Emits the seal over the pending rows, or `None` when there are none.
+    pub fn seal(&mut self, now_nanos: i64) -> Option<Vec<u8>> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let first = self.pending.iter().map(|r| r.0).min().unwrap_or_default();
+        let last = self.pending.iter().map(|r| r.0).max().unwrap_or_default();
+        let rows: Vec<Value> = self
+            .pending
+            .iter()
+            .map(|(off, h)| json!([off, hex::encode(h)]))
+            .collect();
+        let mut seal = Map::new();
+        seal.insert(
+            "chain".into(),
+            json!({"partition": self.chain.partition, "topic": self.chain.topic}),
+        );
+        seal.insert("first_offset".into(), json!(first));
+        seal.insert("last_offset".into(), json!(last));
+        seal.insert("prev".into(), json!(hex::encode(self.prev)));
+        seal.insert("rows".into(), Value::Array(rows));
+        seal.insert("seq".into(), json!(self.seq));
+        seal.insert("ts".into(), json!(now_nanos));
+        seal.insert("type".into(), json!(SEAL_TYPE));
+        seal.insert("worker".into(), json!(self.worker));
+        let unsigned = canonical(&seal);
+        let hash: [u8; 32] = Sha256::digest(&unsigned).into();
+        let sig = match &self.key {
+            Some(k) => json!(hex::encode(k.sign(&unsigned).to_bytes())),
+            None => Value::Null,
+        };
+        seal.insert("sig".into(), sig);
+        self.prev = hash;
+        self.seq += 1;
+        self.pending.clear();
+        Some(canonical(&seal))
+    }
+}
+
+/// Canonical bytes of a JSON object: serde_json's map is ordered by key
+/// (the `preserve_order` feature is off), and its compact writer adds no
+/// whitespace.
+pub fn canonical(map: &Map<String, Value>) -> Vec<u8> {
+    serde_json::to_vec(map).unwrap_or_default()
+}
+
+/// The bytes a seal's hash and signature cover: the seal without `sig`.
+pub fn unsigned_bytes(seal: &Map<String, Value>) -> Vec<u8> {
+    let mut m = seal.clone();
+    m.remove("sig");
+    canonical(&m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain() -> ChainId {
+        ChainId {
+            topic: "answers".into(),
+            partition: 3,
+        }
+    }
+
+    #[test]
+    fn seals_every_n_rows_and_links_to_the_previous_seal() {
+        let mut s = Sealer::new(chain(), "w1", 2, ChainHead::START, None);
+        assert!(s.seal(1).is_none(), "no rows, no seal");
+        assert!(!s.push(10, b"{\"a\":1}"));
+        assert!(s.push(11, b"{\"a\":2}"));
+        let first = s.seal(5).unwrap();
+        let v: Map<String, Value> = serde_json::from_slice(&first).unwrap();
+        assert_eq!(v["seq"], 0);
+        assert_eq!(v["prev"], hex::encode(GENESIS));
+        assert_eq!(v["first_offset"], 10);
+        assert_eq!(v["last_offset"], 11);
+        assert_eq!(v["rows"][1][1], hex::encode(row_hash(b"{\"a\":2}")));
+        assert_eq!(v["sig"], Value::Null);
+        // The record is canonical: re-encoding the parsed value is identical.
+        assert_eq!(canonical(&v), first);
+
+        s.push(12, b"{\"a\":3}");
+        let second: Map<String, Value> = serde_json::from_slice(&s.seal(6).unwrap()).unwrap();
+        assert_eq!(second["seq"], 1);
+        let first_hash = hex::encode(Sha256::digest(unsigned_bytes(&v)));
+        assert_eq!(second["prev"], first_hash);
+        assert_eq!(s.head().next_seq, 2);
+    }
+
+    #[test]
+    fn signed_seals_verify_with_the_public_key_only() {
+        use ed25519_dalek::{Signature, Verifier};
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let mut s = Sealer::new(chain(), "w1", 10, ChainHead::START, Some(key.clone()));
+        s.push(0, b"row");
+        let seal: Map<String, Value> = serde_json::from_slice(&s.seal(1).unwrap()).unwrap();
+        let sig: [u8; 64] = hex::decode(seal["sig"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let sig = Signature::from_bytes(&sig);
+        let msg = unsigned_bytes(&seal);
+        assert!(key.verifying_key().verify(&msg, &sig).is_ok());
+        let other = SigningKey::from_bytes(&[8; 32]).verifying_key();
+        assert!(other.verify(&msg, &sig).is_err());
+    }
+
+    #[test]
+    fn seal_every_is_bounded() {
+        let mut s = Sealer::new(chain(), "w", usize::MAX, ChainHead::START, None);
+        for i in 0..MAX_SEAL_EVERY as i64 - 1 {
+            assert!(!s.push(i, b"r"));
+        }
+        assert!(s.push(0, b"r"));
+    }
+}

@@ -1,0 +1,792 @@
+//! `audit verify`'s judgement: given the records of an audit trail (rows and
+//! seals, in the order they were read), say whether the trail is intact and
+//! complete, and where it is not.
+//!
+//! Pure: the caller reads the records (a JSON Lines file, or an audit topic)
+//! and hands over bytes with their location; nothing here does I/O.
+//!
+//! What is checked, per chain (one input partition):
+//! - seals link: each seal names the hash of the previous one and its
+//!   sequence number is the previous plus one (a dropped or altered seal
+//!   breaks the link);
+//! - with a public key, each seal carries a valid Ed25519 signature;
+//! - every row a seal lists is present byte for byte (altered, deleted);
+//! - rows of one seal appear in the listed order within one stream
+//!   (reordered);
+//! - every row is covered by a seal, unless it re-processes a sealed offset
+//!   with the same answer (a redelivery), or lies after the last seal (an
+//!   unsealed tail, normal while a worker runs or after a crash);
+//! - every input offset in the range has at least one row (gaps).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::seal::{ChainId, SEAL_TYPE, row_hash, unsigned_bytes};
+
+/// Where a record was read: a stream (a file, an audit partition) and the
+/// position in it (line number, offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Location {
+    pub stream: u32,
+    pub pos: u64,
+}
+
+/// What is wrong. The names are part of `--json` output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// Not JSON, or neither an audit row nor a seal.
+    Unreadable,
+    /// A sealed row is present with different bytes.
+    RowAltered,
+    /// A sealed row is absent.
+    RowMissing,
+    /// A row inside the sealed history that no seal covers.
+    RowForged,
+    /// Rows of one seal appear out of the sealed order.
+    RowOutOfOrder,
+    /// Two rows for one input offset with different answers.
+    Conflict,
+    /// A seal does not name the previous seal's hash.
+    SealBroken,
+    /// Seal sequence numbers skip.
+    SealMissing,
+    /// A seal is malformed (missing fields, rows outside its range).
+    SealMalformed,
+    /// A seal's signature does not verify with the given key, or is absent.
+    SealSignature,
+    /// Input offsets with no audit row.
+    Gap,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub topic: Option<String>,
+    pub partition: Option<i32>,
+    /// Input offsets concerned (first, last).
+    pub offsets: Option<(i64, i64)>,
+    pub seal_seq: Option<u64>,
+    pub at: Option<Location>,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ChainReport {
+    pub topic: String,
+    pub partition: i32,
+    pub rows: u64,
+    pub sealed_rows: u64,
+    pub seals: u64,
+    pub redeliveries: u64,
+    pub unsealed_tail: u64,
+    pub first_offset: Option<i64>,
+    pub last_offset: Option<i64>,
+    pub gaps: Vec<(i64, i64)>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub records: u64,
+    pub streams: Vec<String>,
+    pub signatures_checked: bool,
+    pub chains: Vec<ChainReport>,
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    pub fn location(&self, at: Location) -> String {
+        let stream = self
+            .streams
+            .get(at.stream as usize)
+            .map(String::as_str)
+            .unwrap_or("?");
+        format!("{stream}:{}", at.pos)
+    }
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = serde_json::to_value(self).unwrap_or(Value::Null);
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
+}
+
+/// Options of a verification.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Require every seal to be signed by this key.
+    pub public_key: Option<VerifyingKey>,
+    /// Only input offsets in this inclusive range are checked for
+    /// completeness and coverage.
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+}
+
+impl Options {
+    fn in_range(&self, offset: i64) -> bool {
+        self.from.is_none_or(|f| offset >= f) && self.to.is_none_or(|t| offset <= t)
+    }
+}
+
+struct Row {
+    offset: i64,
+    answer_hash: String,
+    hash: [u8; 32],
+    at: Location,
+    sealed: bool,
+    /// Matched to a sealed entry whose bytes differ (already reported).
+    accounted: bool,
+}
+
+struct SealRec {
+    seq: u64,
+    prev: [u8; 32],
+    hash: [u8; 32],
+    first: i64,
+    last: i64,
+    rows: Vec<(i64, [u8; 32])>,
+    at: Location,
+}
+
+#[derive(Default)]
+struct Chain {
+    rows: Vec<Row>,
+    by_hash: HashMap<[u8; 32], Vec<usize>>,
+    seals: Vec<SealRec>,
+}
+
+/// Incremental verifier: feed records with [`Verifier::record`], then
+/// [`Verifier::finish`].
+pub struct AuditVerifier {
+    opts: Options,
+    report: Report,
+    chains: BTreeMap<ChainId, Chain>,
+}
+
+impl AuditVerifier {
+    pub fn new(opts: Options) -> AuditVerifier {
+        let signatures_checked = opts.public_key.is_some();
+        AuditVerifier {
+            opts,
+            report: Report {
+                signatures_checked,
+                ..Report::default()
+            },
+            chains: BTreeMap::new(),
+        }
+    }
+
+    /// Registers a stream name; records from it carry the returned index.
+    pub fn stream(&mut self, name: impl Into<String>) -> u32 {
+        self.report.streams.push(name.into());
+        (self.report.streams.len() - 1) as u32
+    }
+
+    fn problem(
+        &mut self,
+        kind: ProblemKind,
+        chain: Option<&ChainId>,
+        detail: String,
+    ) -> &mut Problem {
+        self.report.problems.push(Problem {
+            kind,
+            topic: chain.map(|c| c.topic.clone()),
+            partition: chain.map(|c| c.partition),
+            offsets: None,
+            seal_seq: None,
+            at: None,
+            detail,
+        });
+        let last = self.report.problems.len() - 1;
+        &mut self.report.problems[last]
+    }
+
+    /// One record as read (a file line without its newline, or a message value).
+    pub fn record(&mut self, at: Location, bytes: &[u8]) {
+        self.report.records += 1;
+        let map: Map<String, Value> = match serde_json::from_slice(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                self.problem(
+                    ProblemKind::Unreadable,
+                    None,
+                    format!("not a JSON object: {e}"),
+                )
+                .at = Some(at);
+                return;
+            }
+        };
+        if map.get("type").and_then(Value::as_str) == Some(SEAL_TYPE) {
+            self.seal(at, &map);
+        } else if let Some((chain, offset, answer_hash)) = row_fields(&map) {
+            let c = self.chains.entry(chain).or_default();
+            let hash = row_hash(bytes);
+            c.by_hash.entry(hash).or_default().push(c.rows.len());
+            c.rows.push(Row {
+                offset,
+                answer_hash,
+                hash,
+                at,
+                sealed: false,
+                accounted: false,
+            });
+        } else {
+            self.problem(
+                ProblemKind::Unreadable,
+                None,
+                "neither an audit row (answer_hash, input) nor a seal".into(),
+            )
+            .at = Some(at);
+        }
+    }
+
+    fn seal(&mut self, at: Location, map: &Map<String, Value>) {
+        let parsed = seal_fields(map);
+        let Some((chain, seq, prev, first, last, rows)) = parsed else {
+            self.problem(
+                ProblemKind::SealMalformed,
+                None,
+                "seal lacks chain, seq, prev, first_offset, last_offset or rows".into(),
+            )
+            .at = Some(at);
+            return;
+        };
+        let unsigned = unsigned_bytes(map);
+        if let Some(key) = self.opts.public_key {
+            let sig = map
+                .get("sig")
+                .and_then(Value::as_str)
+                .and_then(|s| hex::decode(s).ok())
+                .and_then(|b| <[u8; 64]>::try_from(b).ok());
+            let verdict = match sig {
+                None => Some("seal is not signed"),
+                Some(s) if key.verify(&unsigned, &Signature::from_bytes(&s)).is_err() => {
+                    Some("signature does not verify with the given public key")
+                }
+                Some(_) => None,
+            };
+            if let Some(why) = verdict {
+                let p = self.problem(ProblemKind::SealSignature, Some(&chain), why.into());
+                p.seal_seq = Some(seq);
+                p.offsets = Some((first, last));
+                p.at = Some(at);
+            }
+        }
+        if rows.iter().any(|(o, _)| *o < first || *o > last) {
+            let p = self.problem(
+                ProblemKind::SealMalformed,
+                Some(&chain),
+                "seal lists a row outside its offset range".into(),
+            );
+            p.seal_seq = Some(seq);
+            p.at = Some(at);
+        }
+        let hash: [u8; 32] = Sha256::digest(&unsigned).into();
+        self.chains.entry(chain).or_default().seals.push(SealRec {
+            seq,
+            prev,
+            hash,
+            first,
+            last,
+            rows,
+            at,
+        });
+    }
+
+    /// Judges everything fed so far.
+    pub fn finish(mut self) -> Report {
+        let chains = std::mem::take(&mut self.chains);
+        for (id, mut chain) in chains {
+            let cr = self.judge_chain(&id, &mut chain);
+            self.report.chains.push(cr);
+        }
+        self.report
+    }
+
+    fn judge_chain(&mut self, id: &ChainId, c: &mut Chain) -> ChainReport {
+        let mut cr = ChainReport {
+            topic: id.topic.clone(),
+            partition: id.partition,
+            rows: c.rows.len() as u64,
+            seals: c.seals.len() as u64,
+            ..ChainReport::default()
+        };
+        self.link_seals(id, c);
+        let mut max_sealed: Option<i64> = None;
+        let seals = std::mem::take(&mut c.seals);
+        for s in &seals {
+            max_sealed = Some(max_sealed.map_or(s.last, |m: i64| m.max(s.last)));
+            let mut last_at: HashMap<u32, Location> = HashMap::new();
+            for (off, h) in &s.rows {
+                let found = c
+                    .by_hash
+                    .get(h)
+                    .and_then(|ix| ix.iter().copied().find(|&i| !c.rows[i].sealed));
+                match found {
+                    Some(i) => {
+                        let r = &mut c.rows[i];
+                        r.sealed = true;
+                        if let Some(prev) = last_at.get(&r.at.stream)
+                            && r.at < *prev
+                        {
+                            let (roff, rat) = (r.offset, r.at);
+                            let p = self.problem(
+                                ProblemKind::RowOutOfOrder,
+                                Some(id),
+                                format!(
+                                    "row appears before a row sealed ahead of it (seal {})",
+                                    s.seq
+                                ),
+                            );
+                            p.offsets = Some((roff, roff));
+                            p.seal_seq = Some(s.seq);
+                            p.at = Some(rat);
+                        }
+                        last_at.insert(c.rows[i].at.stream, c.rows[i].at);
+                    }
+                    None if !self.opts.in_range(*off) => {}
+                    None => {
+                        // A row at this offset that no seal lists is this
+                        // entry with its bytes changed.
+                        let altered = c.rows.iter().position(|r| {
+                            r.offset == *off
+                                && !r.sealed
+                                && !r.accounted
+                                && !sealed_anywhere(&seals, &r.hash)
+                        });
+                        let (kind, at, detail) = match altered {
+                            Some(i) => {
+                                c.rows[i].accounted = true;
+                                (
+                                    ProblemKind::RowAltered,
+                                    Some(c.rows[i].at),
+                                    format!(
+                                        "row bytes differ from what seal {} recorded (sha256 {})",
+                                        s.seq,
+                                        hex::encode(h)
+                                    ),
+                                )
+                            }
+                            None => (
+                                ProblemKind::RowMissing,
+                                Some(s.at),
+                                format!(
+                                    "row sealed by seal {} is absent (sha256 {})",
+                                    s.seq,
+                                    hex::encode(h)
+                                ),
+                            ),
+                        };
+                        let p = self.problem(kind, Some(id), detail);
+                        p.offsets = Some((*off, *off));
+                        p.seal_seq = Some(s.seq);
+                        p.at = at;
+                    }
+                }
+            }
+        }
+
+        // Rows no seal covers.
+        let mut sealed_answers: HashMap<i64, Vec<&str>> = HashMap::new();
+        for r in c.rows.iter().filter(|r| r.sealed) {
+            sealed_answers
+                .entry(r.offset)
+                .or_default()
+                .push(&r.answer_hash);
+        }
+        let mut problems = Vec::new();
+        for r in c.rows.iter().filter(|r| !r.sealed && !r.accounted) {
+            if !self.opts.in_range(r.offset) {
+                continue;
+            }
+            match sealed_answers.get(&r.offset) {
+                Some(answers) if answers.contains(&r.answer_hash.as_str()) => cr.redeliveries += 1,
+                Some(_) => problems.push((
+                    ProblemKind::Conflict,
+                    r,
+                    "unsealed row disagrees with the sealed answer for its offset",
+                )),
+                None if max_sealed.is_none_or(|m| r.offset > m) => cr.unsealed_tail += 1,
+                None => problems.push((
+                    ProblemKind::RowForged,
+                    r,
+                    "row inside the sealed history that no seal covers",
+                )),
+            }
+        }
+        for (kind, r, why) in problems {
+            let (off, at) = (r.offset, r.at);
+            let p = self.problem(kind, Some(id), why.into());
+            p.offsets = Some((off, off));
+            p.at = Some(at);
+        }
+        for (off, answers) in &sealed_answers {
+            if answers.len() > 1 {
+                if answers.iter().all(|a| *a == answers[0]) {
+                    cr.redeliveries += answers.len() as u64 - 1;
+                } else {
+                    let p = self.problem(
+                        ProblemKind::Conflict,
+                        Some(id),
+                        "sealed rows for one input offset carry different answers".into(),
+                    );
+                    p.offsets = Some((*off, *off));
+                }
+            }
+        }
+        cr.sealed_rows = c.rows.iter().filter(|r| r.sealed).count() as u64;
+
+        // Completeness over the offsets seen (or the requested range).
+        let mut offsets: Vec<i64> = c.rows.iter().map(|r| r.offset).collect();
+        offsets.extend(seals.iter().flat_map(|s| [s.first, s.last]));
+        offsets.sort_unstable();
+        offsets.dedup();
+        let lo = self.opts.from.or(offsets.first().copied());
+        let hi = self.opts.to.or(offsets.last().copied());
+        cr.first_offset = lo;
+        cr.last_offset = hi;
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            let mut have: Vec<i64> = c
+                .rows
+                .iter()
+                .map(|r| r.offset)
+                .filter(|o| (lo..=hi).contains(o))
+                .collect();
+            have.sort_unstable();
+            have.dedup();
+            let mut next = lo;
+            for o in have
+                .into_iter()
+                .chain(std::iter::once(hi.saturating_add(1)))
+            {
+                if o > next {
+                    cr.gaps.push((next, o - 1));
+                }
+                next = next.max(o.saturating_add(1));
+            }
+        }
+        for &(a, b) in &cr.gaps {
+            let n = b - a + 1;
+            let p = self.problem(
+                ProblemKind::Gap,
+                Some(id),
+                format!("{n} input offset(s) without an audit row"),
+            );
+            p.offsets = Some((a, b));
+        }
+        cr
+    }
+
+    fn link_seals(&mut self, id: &ChainId, c: &Chain) {
+        let mut prev: Option<&SealRec> = None;
+        for s in &c.seals {
+            match prev {
+                None if s.seq != 0 && self.opts.from.is_none() => {
+                    let p = self.problem(
+                        ProblemKind::SealMissing,
+                        Some(id),
+                        format!(
+                            "first seal found is seq {}: seals 0..{} are missing",
+                            s.seq, s.seq
+                        ),
+                    );
+                    p.seal_seq = Some(s.seq);
+                    p.at = Some(s.at);
+                }
+                None => {}
+                Some(before) => {
+                    if s.seq != before.seq + 1 {
+                        let p = self.problem(
+                            ProblemKind::SealMissing,
+                            Some(id),
+                            format!("seal seq {} follows seq {}", s.seq, before.seq),
+                        );
+                        p.seal_seq = Some(s.seq);
+                        p.offsets = Some((before.last, s.first));
+                        p.at = Some(s.at);
+                    } else if s.prev != before.hash {
+                        let p = self.problem(
+                            ProblemKind::SealBroken,
+                            Some(id),
+                            format!(
+                                "seal {} does not name the hash of seal {} (altered or replaced)",
+                                s.seq, before.seq
+                            ),
+                        );
+                        p.seal_seq = Some(s.seq);
+                        p.offsets = Some((before.first, s.last));
+                        p.at = Some(s.at);
+                    }
+                }
+            }
+            prev = Some(s);
+        }
+    }
+}
+
+fn sealed_anywhere(seals: &[SealRec], hash: &[u8; 32]) -> bool {
+    seals.iter().any(|s| s.rows.iter().any(|(_, h)| h == hash))
+}
+
+fn row_fields(m: &Map<String, Value>) -> Option<(ChainId, i64, String)> {
+    let answer_hash = m.get("answer_hash")?.as_str()?.to_string();
+    let input = m.get("input")?.as_object()?;
+    let chain = ChainId {
+        topic: input.get("topic")?.as_str()?.to_string(),
+        partition: i32::try_from(input.get("partition")?.as_i64()?).ok()?,
+    };
+    Some((chain, input.get("offset")?.as_i64()?, answer_hash))
+}
+
+type SealFields = (ChainId, u64, [u8; 32], i64, i64, Vec<(i64, [u8; 32])>);
+
+fn seal_fields(m: &Map<String, Value>) -> Option<SealFields> {
+    let c = m.get("chain")?.as_object()?;
+    let chain = ChainId {
+        topic: c.get("topic")?.as_str()?.to_string(),
+        partition: i32::try_from(c.get("partition")?.as_i64()?).ok()?,
+    };
+    let seq = m.get("seq")?.as_u64()?;
+    let prev = hash32(m.get("prev")?)?;
+    let first = m.get("first_offset")?.as_i64()?;
+    let last = m.get("last_offset")?.as_i64()?;
+    let rows = m
+        .get("rows")?
+        .as_array()?
+        .iter()
+        .map(|e| {
+            let pair = e.as_array()?;
+            Some((pair.first()?.as_i64()?, hash32(pair.get(1)?)?))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((chain, seq, prev, first, last, rows))
+}
+
+fn hash32(v: &Value) -> Option<[u8; 32]> {
+    hex::decode(v.as_str()?).ok()?.try_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use ed25519_dalek::SigningKey;
+
+    use super::super::seal::{ChainHead, Sealer};
+    use super::*;
+
+    fn row(offset: i64, answer: &str, ts: i64) -> Vec<u8> {
+        format!(
+            r#"{{"answer_hash":"{answer}","input":{{"offset":{offset},"partition":0,"topic":"answers"}},"ts":{ts}}}"#
+        )
+        .into_bytes()
+    }
+
+    /// A clean trail of `n` rows sealed every `every` rows, plus a final seal.
+    fn trail(n: i64, every: usize, key: Option<SigningKey>) -> Vec<Vec<u8>> {
+        let chain = ChainId {
+            topic: "answers".into(),
+            partition: 0,
+        };
+        let mut s = Sealer::new(chain, "w1", every, ChainHead::START, key);
+        let mut out = Vec::new();
+        for o in 0..n {
+            let r = row(o, &format!("h{o}"), 100 + o);
+            let due = s.push(o, &r);
+            out.push(r);
+            if due {
+                out.extend(s.seal(1_000 + o));
+            }
+        }
+        out.extend(s.seal(9_999));
+        out
+    }
+
+    fn check(records: &[Vec<u8>], opts: Options) -> Report {
+        let mut v = AuditVerifier::new(opts);
+        let s = v.stream("audit.jsonl");
+        for (i, r) in records.iter().enumerate() {
+            v.record(
+                Location {
+                    stream: s,
+                    pos: i as u64 + 1,
+                },
+                r,
+            );
+        }
+        v.finish()
+    }
+
+    fn kinds(r: &Report) -> Vec<ProblemKind> {
+        r.problems.iter().map(|p| p.kind).collect()
+    }
+
+    fn is_seal(r: &[u8]) -> bool {
+        std::str::from_utf8(r).unwrap().contains(SEAL_TYPE)
+    }
+
+    #[test]
+    fn a_clean_trail_verifies() {
+        let r = check(&trail(10, 4, None), Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        let c = &r.chains[0];
+        assert_eq!((c.rows, c.sealed_rows, c.seals), (10, 10, 3));
+        assert_eq!((c.first_offset, c.last_offset), (Some(0), Some(9)));
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_row_is_reported_at_its_offset() {
+        let mut t = trail(10, 4, None);
+        // Row for offset 5 is the 7th record (a seal follows offset 3).
+        assert!(!is_seal(&t[6]));
+        let key = b"\"answer_hash\":\"";
+        let pos = t[6].windows(key.len()).position(|w| w == key).unwrap();
+        t[6][pos + key.len()] = b'X';
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowAltered]);
+        assert_eq!(r.problems[0].offsets, Some((5, 5)));
+        assert_eq!(r.problems[0].seal_seq, Some(1));
+        assert_eq!(r.location(r.problems[0].at.unwrap()), "audit.jsonl:7");
+    }
+
+    #[test]
+    fn a_deleted_row_is_missing_and_a_gap() {
+        let mut t = trail(10, 4, None);
+        t.remove(6);
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowMissing, ProblemKind::Gap]);
+        assert!(r.problems.iter().all(|p| p.offsets == Some((5, 5))));
+    }
+
+    #[test]
+    fn reordered_rows_are_reported() {
+        let mut t = trail(10, 4, None);
+        t.swap(5, 6);
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
+        // Offset 5 now stands before offset 4, which the seal lists first.
+        assert_eq!(r.problems[0].offsets, Some((5, 5)));
+    }
+
+    #[test]
+    fn a_forged_row_inside_sealed_history_is_reported() {
+        let mut t = trail(10, 4, None);
+        t.insert(3, row(2, "forged", 5));
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::Conflict]);
+        // A forged row for an offset never sealed (here: a new offset in the middle).
+        let mut t = trail(10, 4, None);
+        let mut extra = row(2, "h2", 5);
+        extra.extend_from_slice(b" ");
+        t.insert(3, extra);
+        let r = check(&t, Options::default());
+        assert!(
+            r.ok(),
+            "same answer, new bytes: a redelivery, {:?}",
+            r.problems
+        );
+        assert_eq!(r.chains[0].redeliveries, 1);
+    }
+
+    #[test]
+    fn a_dropped_seal_breaks_the_link() {
+        let mut t = trail(10, 4, None);
+        let seal_ix = t.iter().position(|r| is_seal(r)).unwrap();
+        t.remove(seal_ix);
+        let r = check(&t, Options::default());
+        let k = kinds(&r);
+        assert!(k.contains(&ProblemKind::SealMissing), "{k:?}");
+        assert!(
+            k.contains(&ProblemKind::RowForged),
+            "rows of the dropped seal are unsealed: {k:?}"
+        );
+    }
+
+    #[test]
+    fn an_altered_seal_breaks_the_next_link() {
+        let mut t = trail(10, 4, None);
+        let seal_ix = t.iter().position(|r| is_seal(r)).unwrap();
+        let s = String::from_utf8(t[seal_ix].clone()).unwrap();
+        t[seal_ix] = s
+            .replace("\"worker\":\"w1\"", "\"worker\":\"w2\"")
+            .into_bytes();
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
+        assert_eq!(r.problems[0].seal_seq, Some(1));
+    }
+
+    #[test]
+    fn signatures_are_checked_against_the_given_key() {
+        let key = SigningKey::from_bytes(&[1; 32]);
+        let opts = Options {
+            public_key: Some(key.verifying_key()),
+            ..Options::default()
+        };
+        assert!(check(&trail(6, 4, Some(key.clone())), opts.clone()).ok());
+        let other = trail(6, 4, Some(SigningKey::from_bytes(&[2; 32])));
+        let r = check(&other, opts.clone());
+        assert_eq!(kinds(&r), vec![ProblemKind::SealSignature; 2]);
+        let unsigned = check(&trail(6, 4, None), opts);
+        assert_eq!(kinds(&unsigned), vec![ProblemKind::SealSignature; 2]);
+    }
+
+    #[test]
+    fn a_crash_and_replay_is_redelivery_and_unsealed_tail_only() {
+        // Worker 1 seals offsets 0..=3, writes 4..=5 and dies; worker 2
+        // resumes the chain at the last seal and re-processes 4..=7.
+        let chain = ChainId {
+            topic: "answers".into(),
+            partition: 0,
+        };
+        let mut t = Vec::new();
+        let mut w1 = Sealer::new(chain.clone(), "w1", 4, ChainHead::START, None);
+        for o in 0..6 {
+            let r = row(o, &format!("h{o}"), o);
+            if w1.push(o, &r) {
+                t.push(r);
+                t.extend(w1.seal(10));
+            } else {
+                t.push(r);
+            }
+        }
+        let mut w2 = Sealer::new(chain, "w2", 4, w1.head(), None);
+        for o in 4..8 {
+            let r = row(o, &format!("h{o}"), 50 + o);
+            w2.push(o, &r);
+            t.push(r);
+        }
+        t.extend(w2.seal(99));
+        let r = check(&t, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].redeliveries, 2);
+        // Before worker 2 seals, the crashed worker's rows are an unsealed tail.
+        let r = check(&t[..t.len() - 5], Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].unsealed_tail, 2);
+    }
+
+    #[test]
+    fn garbage_lines_are_unreadable_not_a_panic() {
+        let mut t = trail(3, 4, None);
+        t.push(b"{not json".to_vec());
+        t.push(b"[1,2]".to_vec());
+        t.push(b"{\"type\":\"groundgate.seal/v1\"}".to_vec());
+        let r = check(&t, Options::default());
+        assert_eq!(
+            kinds(&r),
+            vec![
+                ProblemKind::Unreadable,
+                ProblemKind::Unreadable,
+                ProblemKind::SealMalformed
+            ]
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! `groundgate audit`: `check` writes a sealed audit trail that `audit
+//! verify` accepts, and each kind of tampering makes it exit 1 naming the
+//! place; signatures are checked against `audit keygen`'s public key.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run groundgate")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs `check` over the shipped sample with `config` and returns audit.jsonl.
+fn checked_trail(dir: &Path, config: &str) -> PathBuf {
+    let cfg = dir.join("gg.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = dir.join("out");
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let o = run(&[
+        "check",
+        sample,
+        "--out",
+        out.to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    out.join("audit.jsonl")
+}
+
+fn verify(file: &Path, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["audit", "verify", file.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    let report: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("--json output: {e}: {}", text(&o)));
+    (o.status.code().unwrap_or(-1), report)
+}
+
+fn lines(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn write_lines(file: &Path, lines: &[String]) {
+    std::fs::write(file, lines.join("\n") + "\n").unwrap();
+}
+
+fn problem_kinds(report: &Value) -> Vec<String> {
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn check_output_verifies_and_every_tampering_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
+    let all = lines(&trail);
+    let seals = all
+        .iter()
+        .filter(|l| l.contains("groundgate.seal/v1"))
+        .count();
+    assert_eq!(seals, 6, "300 rows sealed every 50");
+
+    let (code, report) = verify(&trail, &[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["chains"][0]["sealed_rows"], 300);
+    assert_eq!(report["chains"][0]["gaps"], serde_json::json!([]));
+
+    // The human report names the outcome too.
+    let o = run(&["audit", "verify", trail.to_str().unwrap()]);
+    assert!(text(&o).contains("verified"), "{}", text(&o));
+
+    let row_ix = |offset: i64| {
+        all.iter()
+            .position(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["input"]["offset"] == offset
+            })
+            .unwrap()
+    };
+    let tampered = dir.path().join("tampered.jsonl");
+
+    // Flip one byte of a row's answer hash.
+    let mut t = all.clone();
+    let i = row_ix(120);
+    t[i] = t[i].replacen("\"answer_hash\":\"", "\"answer_hash\":\"0", 1);
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(problem_kinds(&r), ["row_altered"]);
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([120, 120]));
+
+    // Delete a row.
+    let mut t = all.clone();
+    t.remove(row_ix(7));
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(problem_kinds(&r), ["row_missing", "gap"]);
+    assert_eq!(r["problems"][1]["offsets"], serde_json::json!([7, 7]));
+
+    // Swap two rows.
+    let mut t = all.clone();
+    t.swap(row_ix(30), row_ix(31));
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(problem_kinds(&r), ["row_out_of_order"]);
+
+    // Insert a forged row for an offset that was already audited.
+    let mut t = all.clone();
+    let forged = t[row_ix(40)].replacen("\"answer_hash\":\"", "\"answer_hash\":\"f", 1);
+    t.insert(row_ix(41), forged);
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(problem_kinds(&r), ["conflict"]);
+
+    // Drop a seal.
+    let mut t = all.clone();
+    let s = t
+        .iter()
+        .position(|l| l.contains("groundgate.seal/v1"))
+        .unwrap();
+    t.remove(s);
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1);
+    let kinds = problem_kinds(&r);
+    assert!(kinds.contains(&"seal_missing".to_string()), "{kinds:?}");
+}
+
+#[test]
+fn signed_trails_verify_only_with_their_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("gg");
+    let o = run(&["audit", "keygen", "--out", prefix.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let other = dir.path().join("other");
+    assert!(
+        run(&["audit", "keygen", "--out", other.to_str().unwrap()])
+            .status
+            .success()
+    );
+    // Refuses to overwrite a key.
+    let again = run(&["audit", "keygen", "--out", prefix.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+
+    let config = format!(
+        "[audit]\nseal_every = 100\nsigning_key_file = {:?}\n",
+        prefix.with_extension("key")
+    );
+    let trail = checked_trail(dir.path(), &config);
+    let good = prefix.with_extension("pub");
+    let bad = other.with_extension("pub");
+    let (code, r) = verify(&trail, &["--public-key", good.to_str().unwrap()]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["signatures_checked"], true);
+    let (code, r) = verify(&trail, &["--public-key", bad.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        problem_kinds(&r).iter().all(|k| k == "seal_signature"),
+        "{r}"
+    );
+
+    // An unsigned trail fails when a key is required.
+    let unsigned_dir = dir.path().join("unsigned");
+    std::fs::create_dir(&unsigned_dir).unwrap();
+    let unsigned = checked_trail(&unsigned_dir, "");
+    let (code, _) = verify(&unsigned, &["--public-key", good.to_str().unwrap()]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = run(&["audit", "verify"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = run(&["audit", "verify", "/nonexistent/audit.jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
