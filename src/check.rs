@@ -20,6 +20,7 @@ use crate::audit::{ChainHead, ChainId, Sealer};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::{DeadLetterKind, FindingKind, OutcomeKind, RecordMeta, Terminal, process};
+use crate::report::{Aggregator, ReportData};
 
 /// Exit code for a completed run with no `--fail-on` outcome.
 const EXIT_OK: u8 = 0;
@@ -40,6 +41,8 @@ pub enum CheckError {
     CreateDir { path: PathBuf, source: io::Error },
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
+    #[error("cannot render the report: {0}")]
+    Report(String),
     #[error("audit signing key: {0}")]
     Key(#[from] crate::audit::keys::KeyError),
 }
@@ -61,8 +64,14 @@ impl CheckSummary {
 
 pub fn main(args: CheckArgs) -> ExitCode {
     match run(&args) {
-        Ok(summary) => {
+        Ok((summary, data)) => {
             print_summary(&summary, &args.out);
+            if let Some(c) = &data.comparison {
+                print_comparison(c);
+            }
+            if let Some(r) = &args.report {
+                println!("report: {}", r.display());
+            }
             let failed = args.fail_on.iter().any(|f| {
                 let kind = match f {
                     FailOn::Rejected => OutcomeKind::Rejected,
@@ -153,7 +162,7 @@ struct DeadLetterLine<'a> {
 }
 
 /// Runs the whole file; returns the counts. Public for tests and benches.
-pub fn run(args: &CheckArgs) -> Result<CheckSummary, CheckError> {
+pub fn run(args: &CheckArgs) -> Result<(CheckSummary, ReportData), CheckError> {
     let config: Config =
         RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
     let (reader, topic): (Box<dyn BufRead>, String) = if args.input == "-" {
@@ -192,13 +201,65 @@ pub fn run(args: &CheckArgs) -> Result<CheckSummary, CheckError> {
         ChainHead::START,
         key,
     );
+    let baseline: Option<Config> = args
+        .compare_config
+        .as_deref()
+        .map(|p| RawConfig::load_from_process(Some(p), RawConfig::default()))
+        .transpose()?;
+    let mut report = Aggregator::new(&topic, &config.core.policy_version, MIN_SUPPORT, args.worst);
     let mut out = Outputs::create(&args.out)?;
-    let summary = run_lines(reader, &topic, &config, &mut out, &mut sealer)?;
+    let summary = run_lines(
+        reader,
+        &topic,
+        &config,
+        &mut out,
+        &mut Extras {
+            sealer: &mut sealer,
+            report: &mut report,
+            baseline: baseline.as_ref(),
+        },
+    )?;
     if let Some(seal) = sealer.seal(crate::clock::now_nanos()) {
         out.line("audit.jsonl", &seal)?;
     }
     out.finish()?;
-    Ok(summary)
+    let names = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string())
+    };
+    let data = report.finish(
+        args.compare_config
+            .as_ref()
+            .map(|_| (names(&args.compare_config), names(&args.config))),
+    );
+    write_file(
+        &args.out.join("summary.json"),
+        &serde_json::to_vec_pretty(&data).unwrap_or_default(),
+    )?;
+    if let Some(path) = &args.report {
+        let html =
+            crate::report::html::render(&data).map_err(|e| CheckError::Report(e.to_string()))?;
+        write_file(path, html.as_bytes())?;
+    }
+    Ok((summary, data))
+}
+
+/// Grounding support below which a claim is shown as unsupported in the report.
+const MIN_SUPPORT: f64 = 0.5;
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CheckError> {
+    fs::write(path, bytes).map_err(|source| CheckError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// What a run does besides writing the four outputs.
+struct Extras<'a> {
+    sealer: &'a mut Sealer,
+    report: &'a mut Aggregator,
+    /// The policy of `--compare-config`: every record is also judged under it.
+    baseline: Option<&'a Config>,
 }
 
 /// Lines validated together (in parallel); output order is input order.
@@ -245,7 +306,7 @@ fn run_lines(
     topic: &str,
     config: &Config,
     out: &mut Outputs,
-    sealer: &mut Sealer,
+    extras: &mut Extras<'_>,
 ) -> Result<CheckSummary, CheckError> {
     use rayon::prelude::*;
     let mut summary = CheckSummary::default();
@@ -265,10 +326,26 @@ fn run_lines(
                     partition: 0,
                     offset: (offset + i as u64) as i64,
                 };
-                process(Some(line), &meta, crate::clock::now_nanos(), &config.core)
+                let now = crate::clock::now_nanos();
+                let baseline = extras
+                    .baseline
+                    .map(|b| process(Some(line), &meta, now, &b.core).kind);
+                (process(Some(line), &meta, now, &config.core), baseline)
             })
             .collect();
-        for (line, outcome) in batch.iter().zip(outcomes) {
+        for (line, (outcome, baseline)) in batch.iter().zip(outcomes) {
+            let envelope = match &outcome.terminal {
+                Terminal::Final(b) => Some(b.as_slice()),
+                _ => None,
+            };
+            extras
+                .report
+                .add(outcome.kind, &outcome.summary, None, envelope);
+            if let Some(b) = baseline {
+                extras
+                    .report
+                    .compare(outcome.request_id.as_deref(), b, outcome.kind);
+            }
             summary.records += 1;
             *summary.by_outcome.entry(outcome.kind.as_str()).or_default() += 1;
             for f in &outcome.summary.findings {
@@ -293,8 +370,8 @@ fn run_lines(
                 }
             }
             out.line("audit.jsonl", &outcome.audit)?;
-            if sealer.push(offset as i64, &outcome.audit)
-                && let Some(seal) = sealer.seal(crate::clock::now_nanos())
+            if extras.sealer.push(offset as i64, &outcome.audit)
+                && let Some(seal) = extras.sealer.seal(crate::clock::now_nanos())
             {
                 out.line("audit.jsonl", &seal)?;
             }
@@ -302,6 +379,28 @@ fn run_lines(
         }
     }
     Ok(summary)
+}
+
+fn print_comparison(c: &crate::report::Comparison) {
+    println!(
+        "what-if: {} -> {}: {} record(s) change outcome",
+        c.baseline, c.candidate, c.changed
+    );
+    if c.transitions.is_empty() {
+        return;
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["from", "to", "records", "examples"]);
+    for tr in &c.transitions {
+        t.add_row(vec![
+            tr.from.clone(),
+            tr.to.clone(),
+            tr.count.to_string(),
+            tr.examples.join(", "),
+        ]);
+    }
+    println!("{t}");
 }
 
 fn print_summary(s: &CheckSummary, out: &Path) {

@@ -106,6 +106,16 @@ pub struct CheckArgs {
     /// Exit 1 if any record had this outcome (repeatable).
     #[arg(long = "fail-on", value_enum)]
     pub fail_on: Vec<FailOn>,
+    /// Also write a self-contained HTML report here (summary.json is always written to --out).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// What-if: also judge every record under this (baseline) configuration and report which
+    /// records change outcome under --config.
+    #[arg(long)]
+    pub compare_config: Option<PathBuf>,
+    /// How many of the worst-grounded answers the report shows.
+    #[arg(long, default_value_t = 10)]
+    pub worst: usize,
 }
 
 /// Settings shared by every subcommand that talks to Kafka.

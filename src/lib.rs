@@ -28,4 +28,5 @@ pub mod core;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
+pub mod report;
 pub mod sample;

@@ -1,0 +1,564 @@
+//! The batch report of `groundgate check`: what a compliance reviewer reads
+//! the morning after. [`Aggregator`] folds every record's outcome into
+//! bounded counters (per provider/model, findings, a grounding-score
+//! histogram, the worst answers); [`ReportData`] is `summary.json`;
+//! [`html::render`] turns it into one self-contained HTML file.
+//!
+//! Pure: it is handed what `process` produced and never reads files, the
+//! clock or the environment. Memory is bounded whatever the input size:
+//! per-model score quantiles come from fixed histograms, the list of models
+//! is capped, and only the worst `N` answers are kept.
+
+pub mod html;
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::{DeadLetterKind, FindingKind, OutcomeKind, Summary};
+
+/// Distinct (provider, model) rows kept; the rest are pooled as `other`.
+pub const MAX_MODELS: usize = 200;
+/// Resolution of the per-model score quantiles.
+const QUANTILE_BINS: usize = 1000;
+/// Bins of the report's grounding-score histogram (width 0.1).
+pub const HISTOGRAM_BINS: usize = 10;
+/// Longest source or answer text shown for one worst answer.
+const MAX_SHOWN_BYTES: usize = 4000;
+
+/// One (provider, model) row of the report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ModelRow {
+    pub provider: String,
+    pub model: String,
+    pub records: u64,
+    pub accepted: u64,
+    pub retry: u64,
+    pub rejected: u64,
+    pub dead_letter: u64,
+    /// Records with at least one finding of the kind.
+    pub malformed: u64,
+    pub out_of_range: u64,
+    pub unsupported_claim: u64,
+    pub scored: u64,
+    pub mean_score: Option<f64>,
+    pub p10_score: Option<f64>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Every attempt's cost, retries included.
+    pub cost_usd: f64,
+    #[serde(skip)]
+    score_sum: f64,
+    #[serde(skip)]
+    score_bins: Vec<u32>,
+}
+
+impl ModelRow {
+    pub fn rate(&self, n: u64) -> f64 {
+        if self.records == 0 {
+            0.0
+        } else {
+            n as f64 / self.records as f64
+        }
+    }
+}
+
+/// Part of an answer, flagged when it is a claim the sources do not support.
+#[derive(Debug, Clone, Serialize)]
+pub struct Segment {
+    pub text: String,
+    pub flagged: bool,
+    pub support: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownSource {
+    pub n: usize,
+    pub urn: String,
+    pub payload: String,
+}
+
+/// One of the worst-grounded answers, ready to show.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorstAnswer {
+    pub request_id: String,
+    pub provider: String,
+    pub model: String,
+    pub outcome: String,
+    pub score: f64,
+    pub segments: Vec<Segment>,
+    pub sources: Vec<ShownSource>,
+}
+
+/// Records whose outcome differs between two policies.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    pub changed: u64,
+    pub transitions: Vec<Transition>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Transition {
+    pub from: String,
+    pub to: String,
+    pub count: u64,
+    /// The first few request ids (input order).
+    pub examples: Vec<String>,
+}
+
+/// `summary.json`: everything the HTML report shows, as data.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReportData {
+    pub input: String,
+    pub policy_version: String,
+    pub min_support: f64,
+    pub records: u64,
+    pub outcomes: BTreeMap<String, u64>,
+    pub findings: BTreeMap<String, u64>,
+    pub dead_letters: BTreeMap<String, u64>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_usd: f64,
+    /// Records with a grounding score, and their score histogram
+    /// (`HISTOGRAM_BINS` bins of width 0.1; 1.0 falls in the last).
+    pub scored: u64,
+    pub score_histogram: Vec<u64>,
+    pub models: Vec<ModelRow>,
+    pub worst: Vec<WorstAnswer>,
+    pub comparison: Option<Comparison>,
+}
+
+/// A kept candidate for the worst answers: lowest score first, then input
+/// order, so the list is deterministic.
+struct Candidate {
+    score: f64,
+    seq: u64,
+    outcome: OutcomeKind,
+    provider: String,
+    model: String,
+    envelope: Vec<u8>,
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Candidate {
+    // Max-heap on "worse is smaller": the heap's top is the best kept
+    // candidate, the one to evict.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then(self.seq.cmp(&other.seq))
+    }
+}
+
+/// Folds outcomes into a [`ReportData`].
+pub struct Aggregator {
+    data: ReportData,
+    models: BTreeMap<(String, String), ModelRow>,
+    worst_n: usize,
+    worst: BinaryHeap<Candidate>,
+    seq: u64,
+    transitions: BTreeMap<(&'static str, &'static str), Transition>,
+}
+
+/// Examples kept per what-if transition.
+const EXAMPLES: usize = 5;
+
+impl Aggregator {
+    pub fn new(input: &str, policy_version: &str, min_support: f64, worst_n: usize) -> Aggregator {
+        let zeroes = |names: &mut dyn Iterator<Item = &'static str>| {
+            names
+                .map(|n| (n.to_string(), 0))
+                .collect::<BTreeMap<_, _>>()
+        };
+        Aggregator {
+            data: ReportData {
+                input: input.to_string(),
+                policy_version: policy_version.to_string(),
+                min_support,
+                outcomes: zeroes(&mut OutcomeKind::ALL.iter().map(|k| k.as_str())),
+                findings: zeroes(&mut FindingKind::ALL.iter().map(|k| k.as_str())),
+                dead_letters: zeroes(&mut DeadLetterKind::ALL.iter().map(|k| k.as_str())),
+                score_histogram: vec![0; HISTOGRAM_BINS],
+                ..ReportData::default()
+            },
+            models: BTreeMap::new(),
+            worst_n,
+            worst: BinaryHeap::new(),
+            seq: 0,
+            transitions: BTreeMap::new(),
+        }
+    }
+
+    /// One record's outcome. `score` is its grounding score (None when no
+    /// claim cites a source); `envelope` its final envelope, when it has one.
+    pub fn add(
+        &mut self,
+        kind: OutcomeKind,
+        summary: &Summary,
+        score: Option<f64>,
+        envelope: Option<&[u8]>,
+    ) {
+        let d = &mut self.data;
+        d.records += 1;
+        *d.outcomes.entry(kind.as_str().to_string()).or_default() += 1;
+        for f in &summary.findings {
+            *d.findings.entry(f.as_str().to_string()).or_default() += 1;
+        }
+        if let Some(dl) = summary.dead_letter {
+            *d.dead_letters.entry(dl.as_str().to_string()).or_default() += 1;
+        }
+        d.prompt_tokens += summary.prompt_tokens;
+        d.completion_tokens += summary.completion_tokens;
+        d.cost_usd += summary.cost_usd;
+        let score = score.filter(|s| s.is_finite()).map(|s| s.clamp(0.0, 1.0));
+        if let Some(s) = score {
+            d.scored += 1;
+            let bin = ((s * HISTOGRAM_BINS as f64) as usize).min(HISTOGRAM_BINS - 1);
+            d.score_histogram[bin] += 1;
+        }
+
+        // Dead letters and records without provenance fields have no names.
+        let name = |s: &str| {
+            if s.is_empty() {
+                "(none)".to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        let own = (name(&summary.provider), name(&summary.model));
+        let key = if self.models.len() < MAX_MODELS || self.models.contains_key(&own) {
+            own
+        } else {
+            ("other".to_string(), "other".to_string())
+        };
+        let row = self.models.entry(key.clone()).or_insert_with(|| ModelRow {
+            provider: key.0.clone(),
+            model: key.1.clone(),
+            score_bins: vec![0; QUANTILE_BINS + 1],
+            ..ModelRow::default()
+        });
+        row.records += 1;
+        match kind {
+            OutcomeKind::Accepted => row.accepted += 1,
+            OutcomeKind::Retry => row.retry += 1,
+            OutcomeKind::Rejected => row.rejected += 1,
+            OutcomeKind::DeadLetter => row.dead_letter += 1,
+        }
+        let has = |k: FindingKind| summary.findings.contains(&k);
+        row.malformed += u64::from(has(FindingKind::Malformed));
+        row.out_of_range += u64::from(has(FindingKind::OutOfRange));
+        row.unsupported_claim += u64::from(
+            summary
+                .findings
+                .iter()
+                .any(|f| f.as_str() == "unsupported_claim"),
+        );
+        row.prompt_tokens += summary.prompt_tokens;
+        row.completion_tokens += summary.completion_tokens;
+        row.cost_usd += summary.cost_usd;
+        if let Some(s) = score {
+            row.scored += 1;
+            row.score_sum += s;
+            row.score_bins[(s * QUANTILE_BINS as f64).round() as usize] += 1;
+        }
+
+        self.seq += 1;
+        if let (Some(s), Some(env), true) = (score, envelope, self.worst_n > 0) {
+            let worse_than_kept = self.worst.len() < self.worst_n
+                || self.worst.peek().is_some_and(|top| s < top.score);
+            if worse_than_kept {
+                self.worst.push(Candidate {
+                    score: s,
+                    seq: self.seq,
+                    outcome: kind,
+                    provider: summary.provider.clone(),
+                    model: summary.model.clone(),
+                    envelope: env.to_vec(),
+                });
+                if self.worst.len() > self.worst_n {
+                    self.worst.pop();
+                }
+            }
+        }
+    }
+
+    /// One record judged under two policies (the what-if of `--compare-config`).
+    pub fn compare(
+        &mut self,
+        request_id: Option<&str>,
+        baseline: OutcomeKind,
+        candidate: OutcomeKind,
+    ) {
+        if baseline == candidate {
+            return;
+        }
+        let t = self
+            .transitions
+            .entry((baseline.as_str(), candidate.as_str()))
+            .or_insert_with(|| Transition {
+                from: baseline.as_str().to_string(),
+                to: candidate.as_str().to_string(),
+                count: 0,
+                examples: Vec::new(),
+            });
+        t.count += 1;
+        if t.examples.len() < EXAMPLES {
+            t.examples
+                .push(request_id.unwrap_or("(no request_id)").to_string());
+        }
+    }
+
+    pub fn finish(mut self, comparison: Option<(String, String)>) -> ReportData {
+        let mut rows: Vec<ModelRow> = self.models.into_values().collect();
+        for r in &mut rows {
+            if r.scored > 0 {
+                r.mean_score = Some(r.score_sum / r.scored as f64);
+                r.p10_score = Some(quantile(&r.score_bins, r.scored, 0.10));
+            }
+        }
+        // Busiest first, then by name for a stable order.
+        rows.sort_by(|a, b| {
+            b.records
+                .cmp(&a.records)
+                .then_with(|| (&a.provider, &a.model).cmp(&(&b.provider, &b.model)))
+        });
+        self.data.models = rows;
+        let min_support = self.data.min_support;
+        self.data.worst = self
+            .worst
+            .into_sorted_vec()
+            .into_iter()
+            .map(|c| worst_answer(c, min_support))
+            .collect();
+        self.data.comparison = comparison.map(|(baseline, candidate)| {
+            let transitions: Vec<Transition> = self.transitions.into_values().collect();
+            Comparison {
+                baseline,
+                candidate,
+                changed: transitions.iter().map(|t| t.count).sum(),
+                transitions,
+            }
+        });
+        self.data
+    }
+}
+
+/// The `q` quantile from a histogram of `QUANTILE_BINS + 1` bins over [0, 1].
+fn quantile(bins: &[u32], n: u64, q: f64) -> f64 {
+    let rank = ((n as f64 * q).ceil() as u64).max(1);
+    let mut seen = 0u64;
+    for (i, &c) in bins.iter().enumerate() {
+        seen += u64::from(c);
+        if seen >= rank {
+            return i as f64 / QUANTILE_BINS as f64;
+        }
+    }
+    1.0
+}
+
+fn clip(s: &str) -> String {
+    if s.len() <= MAX_SHOWN_BYTES {
+        return s.to_string();
+    }
+    let mut end = MAX_SHOWN_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// Splits the answer into plain and claim segments using the envelope's
+/// `grounding.claims` spans; a claim is flagged when its support is below
+/// `min_support`.
+fn worst_answer(c: Candidate, min_support: f64) -> WorstAnswer {
+    let env: Value = serde_json::from_slice(&c.envelope).unwrap_or(Value::Null);
+    let answer = env["answer"].as_str().unwrap_or_default();
+    let mut segments = Vec::new();
+    let mut at = 0usize;
+    if let Some(claims) = env["grounding"]["claims"].as_array() {
+        for claim in claims {
+            let span = (
+                claim["span"][0].as_u64().map(|v| v as usize),
+                claim["span"][1].as_u64().map(|v| v as usize),
+            );
+            let (Some(a), Some(b)) = span else { continue };
+            if a < at || b < a || answer.get(a..b).is_none() || answer.get(at..a).is_none() {
+                continue;
+            }
+            if a > at {
+                segments.push(Segment {
+                    text: answer[at..a].to_string(),
+                    flagged: false,
+                    support: None,
+                });
+            }
+            let support = claim["support"].as_f64();
+            segments.push(Segment {
+                text: answer[a..b].to_string(),
+                flagged: support.is_some_and(|s| s < min_support),
+                support,
+            });
+            at = b;
+        }
+    }
+    if at < answer.len() {
+        segments.push(Segment {
+            text: clip(&answer[at..]),
+            flagged: false,
+            support: None,
+        });
+    }
+    let sources = env["sources_flat"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .enumerate()
+                .map(|(i, s)| ShownSource {
+                    n: i + 1,
+                    urn: s["urn"].as_str().unwrap_or_default().to_string(),
+                    payload: clip(s["payload"].as_str().unwrap_or_default()),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    WorstAnswer {
+        request_id: env["request_id"].as_str().unwrap_or_default().to_string(),
+        provider: c.provider,
+        model: c.model,
+        outcome: c.outcome.as_str().to_string(),
+        score: c.score,
+        segments,
+        sources,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(provider: &str, model: &str, findings: Vec<FindingKind>, cost: f64) -> Summary {
+        Summary {
+            mode: None,
+            attempt: 0,
+            findings,
+            dead_letter: None,
+            citations: 0,
+            provider: provider.into(),
+            model: model.into(),
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            cost_usd: cost,
+        }
+    }
+
+    #[test]
+    fn per_model_rates_costs_and_quantiles() {
+        let mut a = Aggregator::new("in.jsonl", "v1", 0.5, 3);
+        for i in 0..10 {
+            let kind = if i < 7 {
+                OutcomeKind::Accepted
+            } else {
+                OutcomeKind::Retry
+            };
+            let f = if i == 9 {
+                vec![FindingKind::Malformed]
+            } else {
+                vec![]
+            };
+            a.add(
+                kind,
+                &summary("openai", "gpt", f, 0.5),
+                Some(i as f64 / 10.0),
+                None,
+            );
+        }
+        a.add(
+            OutcomeKind::Rejected,
+            &summary("anthropic", "claude", vec![], 1.0),
+            None,
+            None,
+        );
+        let d = a.finish(None);
+        assert_eq!(d.records, 11);
+        assert_eq!(d.outcomes["accepted"], 7);
+        assert_eq!(d.outcomes["dead_letter"], 0, "zero-filled");
+        assert_eq!(d.findings["malformed"], 1);
+        assert_eq!(d.models[0].model, "gpt");
+        let gpt = &d.models[0];
+        assert_eq!((gpt.accepted, gpt.retry, gpt.malformed), (7, 3, 1));
+        assert!((gpt.cost_usd - 5.0).abs() < 1e-9);
+        assert!((gpt.mean_score.unwrap() - 0.45).abs() < 1e-9);
+        assert_eq!(gpt.p10_score, Some(0.0));
+        assert_eq!(d.models[1].mean_score, None);
+        assert_eq!(d.scored, 10);
+        assert_eq!(d.score_histogram.iter().sum::<u64>(), 10);
+        assert!((d.cost_usd - 6.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn keeps_the_worst_answers_lowest_first_with_flagged_claims() {
+        let mut a = Aggregator::new("in", "v", 0.5, 2);
+        let env = |id: &str, support: f64| {
+            serde_json::json!({
+                "answer": "Good claim[^1]. Bad claim[^1].",
+                "request_id": id,
+                "sources_flat": [{"payload": "good claim", "urn": "u1"}],
+                "grounding": {"claims": [
+                    {"markers": [1], "span": [0, 15], "support": 1.0, "unsupported_terms": []},
+                    {"markers": [1], "span": [16, 30], "support": support, "unsupported_terms": ["bad"]}
+                ], "score": support}
+            })
+            .to_string()
+        };
+        for (id, s) in [("a", 0.4), ("b", 0.1), ("c", 0.9), ("d", 0.2)] {
+            let e = env(id, s);
+            a.add(
+                OutcomeKind::Accepted,
+                &summary("p", "m", vec![], 0.0),
+                Some(s),
+                Some(e.as_bytes()),
+            );
+        }
+        let d = a.finish(None);
+        let ids: Vec<_> = d.worst.iter().map(|w| w.request_id.as_str()).collect();
+        assert_eq!(ids, ["b", "d"]);
+        let segs = &d.worst[0].segments;
+        assert_eq!(segs.len(), 3);
+        assert!(!segs[0].flagged && segs[2].flagged);
+        assert_eq!(segs[2].text, "Bad claim[^1].");
+        assert_eq!(d.worst[0].sources[0].urn, "u1");
+    }
+
+    #[test]
+    fn comparison_counts_transitions_with_examples() {
+        let mut a = Aggregator::new("in", "v", 0.5, 0);
+        for i in 0..7 {
+            let id = format!("r{i}");
+            a.compare(Some(&id), OutcomeKind::Accepted, OutcomeKind::Rejected);
+        }
+        a.compare(Some("same"), OutcomeKind::Retry, OutcomeKind::Retry);
+        a.compare(None, OutcomeKind::Accepted, OutcomeKind::Retry);
+        let c = a
+            .finish(Some(("old.toml".into(), "new.toml".into())))
+            .comparison
+            .unwrap();
+        assert_eq!(c.changed, 8);
+        assert_eq!(c.transitions[0].count, 7);
+        assert_eq!(c.transitions[0].examples.len(), EXAMPLES);
+        assert_eq!(c.transitions[1].examples, ["(no request_id)"]);
+    }
+}
