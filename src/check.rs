@@ -1,26 +1,38 @@
 //! `groundgate check`: the offline batch runner. Reads JSON Lines, runs the
 //! same [`crate::core::process()`] as the stream worker on every line, writes
-//! the four output files and prints a summary.
+//! the four output files, a sealed audit trail, `summary.json` and, on
+//! request, an HTML report, then prints a summary.
 //!
 //! This is an I/O shell: it reads the clock (once per record) and the file
-//! system, and must never make a verdict of its own. Memory stays bounded:
-//! the input is streamed in batches of lines, each validated in parallel and
-//! written in input order.
+//! system, and must never make a verdict of its own. The work is spread by
+//! [`crate::pipeline`]: lines are validated on `--threads` workers and
+//! written in input order; memory is bounded whatever the file or line size
+//! (a line over `max_record_bytes` is streamed through SHA-256, never held).
+//!
+//! Numbering: a record's `input.offset` in the audit row and its `line` in
+//! `dead_letter.jsonl` are the same number, the 1-based line number (as
+//! editors and `sed -n Np` count).
 
-use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
+use base64::Engine;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
+use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, ChainId, Sealer};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
-use crate::core::{DeadLetterKind, FindingKind, OutcomeKind, RecordMeta, Terminal, process};
-use crate::report::{Aggregator, ReportData};
+use crate::core::{Outcome, OutcomeKind, RecordMeta, Terminal, process};
+use crate::metrics::TopicRole;
+use crate::pipeline::{self, Line, Progress, Shape};
+use crate::report::{Aggregator, Comparison, ReportData};
 
 /// Exit code for a completed run with no `--fail-on` outcome.
 const EXIT_OK: u8 = 0;
@@ -45,57 +57,53 @@ pub enum CheckError {
     Report(String),
     #[error("audit signing key: {0}")]
     Key(#[from] crate::audit::keys::KeyError),
-}
-
-/// Counts gathered over a run.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct CheckSummary {
-    pub records: u64,
-    pub by_outcome: BTreeMap<&'static str, u64>,
-    pub findings: BTreeMap<&'static str, u64>,
-    pub dead_letters: BTreeMap<&'static str, u64>,
-}
-
-impl CheckSummary {
-    pub fn count(&self, kind: OutcomeKind) -> u64 {
-        self.by_outcome.get(kind.as_str()).copied().unwrap_or(0)
-    }
+    #[error("--threads must be at least 1")]
+    Threads,
 }
 
 pub fn main(args: CheckArgs) -> ExitCode {
-    match run(&args) {
-        Ok((summary, data)) => {
-            print_summary(&summary, &args.out);
-            if let Some(c) = &data.comparison {
-                print_comparison(c);
-            }
-            if let Some(r) = &args.report {
-                println!("report: {}", r.display());
-            }
-            let failed = args.fail_on.iter().any(|f| {
-                let kind = match f {
-                    FailOn::Rejected => OutcomeKind::Rejected,
-                    FailOn::Retry => OutcomeKind::Retry,
-                    FailOn::DeadLetter => OutcomeKind::DeadLetter,
-                };
-                summary.count(kind) > 0
-            });
-            ExitCode::from(if failed { EXIT_FAILED_ON } else { EXIT_OK })
-        }
+    let data = match run(&args) {
+        Ok(data) => data,
         Err(e) => {
             eprintln!("groundgate check: {e}");
-            ExitCode::from(EXIT_USAGE)
+            return ExitCode::from(EXIT_USAGE);
         }
+    };
+    // stdout may be a closed pipe (`| head`) or a full disk: say so once on
+    // stderr and exit 2, instead of panicking in `println!`.
+    if let Err(e) = print_summary(&mut io::stdout().lock(), &data, &args) {
+        eprintln!("groundgate check: cannot write the summary to stdout: {e}");
+        return ExitCode::from(EXIT_USAGE);
     }
+    let failed: Vec<&str> = args
+        .fail_on
+        .iter()
+        .map(|f| match f {
+            FailOn::Rejected => OutcomeKind::Rejected,
+            FailOn::Retry => OutcomeKind::Retry,
+            FailOn::DeadLetter => OutcomeKind::DeadLetter,
+        })
+        .filter(|k| data.count(*k) > 0)
+        .map(OutcomeKind::as_str)
+        .collect();
+    if failed.is_empty() {
+        return ExitCode::from(EXIT_OK);
+    }
+    let counts: Vec<String> = failed
+        .iter()
+        .map(|k| format!("{} {k}", data.outcomes.get(*k).copied().unwrap_or(0)))
+        .collect();
+    eprintln!(
+        "groundgate check: exit 1 because of --fail-on: {}",
+        counts.join(", ")
+    );
+    ExitCode::from(EXIT_FAILED_ON)
 }
 
 /// The four output files, written in input order.
 struct Outputs {
     dir: PathBuf,
-    final_: BufWriter<File>,
-    retry: BufWriter<File>,
-    audit: BufWriter<File>,
-    dead_letter: BufWriter<File>,
+    files: [BufWriter<File>; 4],
 }
 
 impl Outputs {
@@ -104,46 +112,41 @@ impl Outputs {
             path: dir.to_path_buf(),
             source,
         })?;
-        let open = |name: &str| -> Result<BufWriter<File>, CheckError> {
-            let path = dir.join(name);
+        let open = |role: TopicRole| -> Result<BufWriter<File>, CheckError> {
+            let path = dir.join(role.file_name());
             File::create(&path)
                 .map(|f| BufWriter::with_capacity(1 << 16, f))
                 .map_err(|source| CheckError::Write { path, source })
         };
         Ok(Outputs {
             dir: dir.to_path_buf(),
-            final_: open("final.jsonl")?,
-            retry: open("retry.jsonl")?,
-            audit: open("audit.jsonl")?,
-            dead_letter: open("dead_letter.jsonl")?,
+            files: [
+                open(TopicRole::ALL[0])?,
+                open(TopicRole::ALL[1])?,
+                open(TopicRole::ALL[2])?,
+                open(TopicRole::ALL[3])?,
+            ],
         })
     }
 
-    fn line(&mut self, which: &str, bytes: &[u8]) -> Result<(), CheckError> {
-        let w = match which {
-            "final.jsonl" => &mut self.final_,
-            "retry.jsonl" => &mut self.retry,
-            "audit.jsonl" => &mut self.audit,
-            _ => &mut self.dead_letter,
-        };
+    fn index(role: TopicRole) -> usize {
+        TopicRole::ALL.iter().position(|r| *r == role).unwrap_or(0)
+    }
+
+    fn line(&mut self, role: TopicRole, bytes: &[u8]) -> Result<(), CheckError> {
+        let w = &mut self.files[Self::index(role)];
         w.write_all(bytes)
             .and_then(|()| w.write_all(b"\n"))
             .map_err(|source| CheckError::Write {
-                path: self.dir.join(which),
+                path: self.dir.join(role.file_name()),
                 source,
             })
     }
 
     fn finish(self) -> Result<(), CheckError> {
-        let dir = self.dir;
-        for (name, mut w) in [
-            ("final.jsonl", self.final_),
-            ("retry.jsonl", self.retry),
-            ("audit.jsonl", self.audit),
-            ("dead_letter.jsonl", self.dead_letter),
-        ] {
+        for (role, mut w) in TopicRole::ALL.into_iter().zip(self.files) {
             w.flush().map_err(|source| CheckError::Write {
-                path: dir.join(name),
+                path: self.dir.join(role.file_name()),
                 source,
             })?;
         }
@@ -151,36 +154,151 @@ impl Outputs {
     }
 }
 
-/// A dead-letter line of `dead_letter.jsonl`.
-#[derive(Serialize)]
+/// A line of `dead_letter.jsonl`. Fields are declared in alphabetical order
+/// so the line is canonical JSON like every other output. The original
+/// bytes are kept exactly: as `raw` when they are UTF-8, as `raw_base64`
+/// otherwise; a line over `max_record_bytes` keeps only its `length`,
+/// `sha256` and a `preview` (`preview_base64`) of its first bytes.
+#[derive(Serialize, Default)]
 struct DeadLetterLine<'a> {
-    /// 1-based line number, as editors and `sed -n Np` count.
-    line: u64,
-    kind: &'a str,
     detail: &'a str,
-    raw: &'a str,
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    length: Option<u64>,
+    /// The 1-based line number, also the audit row's `input.offset`.
+    line: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preview: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preview_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
 }
 
-/// Runs the whole file; returns the counts. Public for tests and benches.
-pub fn run(args: &CheckArgs) -> Result<(CheckSummary, ReportData), CheckError> {
+/// Text when the bytes are UTF-8, base64 otherwise.
+fn text_or_base64(bytes: &[u8]) -> (Option<&str>, Option<String>) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => (Some(s), None),
+        Err(_) => (
+            None,
+            Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        ),
+    }
+}
+
+/// What the workers hand to the writer for one line.
+struct Judged {
+    line: u64,
+    outcome: Outcome,
+    /// The outcome under `--compare-config`.
+    baseline: Option<OutcomeKind>,
+    audit_hash: [u8; 32],
+    dead_letter: Option<Vec<u8>>,
+}
+
+fn judge(
+    line_no: u64,
+    line: Line<'_>,
+    topic: &str,
+    config: &Config,
+    baseline: Option<&Config>,
+) -> Judged {
+    let meta = RecordMeta {
+        topic,
+        partition: 0,
+        offset: line_no as i64,
+    };
+    let now = crate::clock::now_nanos();
+    let (outcome, baseline) = match line {
+        Line::Whole(bytes) => (
+            process(Some(bytes), &meta, now, &config.core),
+            baseline.map(|b| process(Some(bytes), &meta, now, &b.core).kind),
+        ),
+        Line::TooLong { len, sha256, .. } => (
+            crate::core::process::too_large(len, &sha256, &meta, now, &config.core),
+            baseline.map(|_| OutcomeKind::DeadLetter),
+        ),
+    };
+    let dead_letter = match &outcome.terminal {
+        Terminal::DeadLetter(d) => {
+            let mut dl = DeadLetterLine {
+                detail: &d.detail,
+                kind: d.kind.as_str(),
+                line: line_no,
+                ..DeadLetterLine::default()
+            };
+            let bytes = match line {
+                Line::Whole(bytes) => {
+                    (dl.raw, dl.raw_base64) = text_or_base64(bytes);
+                    serde_json::to_vec(&dl)
+                }
+                Line::TooLong {
+                    len,
+                    sha256,
+                    preview,
+                } => {
+                    // A preview cut inside a UTF-8 character is still text
+                    // up to that character.
+                    let valid = match std::str::from_utf8(preview) {
+                        Ok(_) => preview.len(),
+                        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                        Err(_) => 0,
+                    };
+                    (dl.preview, dl.preview_base64) = if valid > 0 || preview.is_empty() {
+                        (std::str::from_utf8(&preview[..valid]).ok(), None)
+                    } else {
+                        text_or_base64(preview)
+                    };
+                    dl.length = Some(len);
+                    dl.sha256 = Some(hex::encode(sha256));
+                    serde_json::to_vec(&dl)
+                }
+            };
+            Some(bytes.unwrap_or_default())
+        }
+        _ => None,
+    };
+    Judged {
+        line: line_no,
+        audit_hash: row_hash(&outcome.audit),
+        outcome,
+        baseline,
+        dead_letter,
+    }
+}
+
+/// Runs the whole file and returns what the report shows. Public for tests.
+pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
     let config: Config =
         RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
-    let (reader, topic): (Box<dyn BufRead>, String) = if args.input == "-" {
-        (
-            Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())),
-            "stdin".into(),
-        )
+    let baseline: Option<Config> = args
+        .compare_config
+        .as_deref()
+        .map(|p| RawConfig::load_from_process(Some(p), RawConfig::default()))
+        .transpose()?;
+    let threads = match args.threads {
+        Some(0) => return Err(CheckError::Threads),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let (input, topic, size): (Box<dyn Read + Send>, String, Option<u64>) = if args.input == "-" {
+        (Box::new(io::stdin()), "stdin".into(), None)
     } else {
         let path = PathBuf::from(&args.input);
         let f = File::open(&path).map_err(|source| CheckError::OpenInput {
             path: path.clone(),
             source,
         })?;
+        let size = f.metadata().ok().map(|m| m.len());
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| args.input.clone());
-        (Box::new(BufReader::with_capacity(1 << 16, f)), name)
+        (Box::new(f), name, size)
     };
     let key = config
         .audit
@@ -201,28 +319,41 @@ pub fn run(args: &CheckArgs) -> Result<(CheckSummary, ReportData), CheckError> {
         ChainHead::START,
         key,
     );
-    let baseline: Option<Config> = args
-        .compare_config
-        .as_deref()
-        .map(|p| RawConfig::load_from_process(Some(p), RawConfig::default()))
-        .transpose()?;
     let mut report = Aggregator::new(&topic, &config.core.policy_version, MIN_SUPPORT, args.worst);
     let mut out = Outputs::create(&args.out)?;
-    let summary = run_lines(
-        reader,
-        &topic,
-        &config,
-        &mut out,
-        &mut Extras {
-            sealer: &mut sealer,
-            report: &mut report,
-            baseline: baseline.as_ref(),
-        },
-    )?;
+
+    let progress = Progress::default();
+    let bar = progress_bar(size);
+    let shape = Shape::new(threads, config.core.max_record_bytes);
+    let result = std::thread::scope(|s| {
+        let ticker = bar.as_ref().map(|bar| {
+            let progress = &progress;
+            s.spawn(move || tick(bar, progress))
+        });
+        let r = pipeline::run(
+            input,
+            shape,
+            &progress,
+            |i, line| judge(i + 1, line, &topic, &config, baseline.as_ref()),
+            |j: Judged| write_one(j, &mut out, &mut sealer, &mut report),
+        );
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        if let Some(t) = ticker {
+            let _ = t.join();
+        }
+        r
+    });
+    result.map_err(|e| match e {
+        pipeline::PipelineError::Read { line, source } => CheckError::ReadInput { line, source },
+        pipeline::PipelineError::Sink(e) => e,
+    })?;
     if let Some(seal) = sealer.seal(crate::clock::now_nanos()) {
-        out.line("audit.jsonl", &seal)?;
+        out.line(TopicRole::Audit, &seal)?;
     }
     out.finish()?;
+
     let names = |p: &Option<PathBuf>| {
         p.as_ref()
             .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string())
@@ -241,7 +372,45 @@ pub fn run(args: &CheckArgs) -> Result<(CheckSummary, ReportData), CheckError> {
             crate::report::html::render(&data).map_err(|e| CheckError::Report(e.to_string()))?;
         write_file(path, html.as_bytes())?;
     }
-    Ok((summary, data))
+    Ok(data)
+}
+
+/// The writer's step for one line, in input order.
+fn write_one(
+    j: Judged,
+    out: &mut Outputs,
+    sealer: &mut Sealer,
+    report: &mut Aggregator,
+) -> Result<(), CheckError> {
+    let o = &j.outcome;
+    let envelope = match &o.terminal {
+        Terminal::Final(b) => {
+            out.line(TopicRole::Final, b)?;
+            Some(b.as_slice())
+        }
+        Terminal::Retry(b) => {
+            out.line(TopicRole::Retry, b)?;
+            None
+        }
+        Terminal::DeadLetter(_) => {
+            out.line(
+                TopicRole::DeadLetter,
+                j.dead_letter.as_deref().unwrap_or_default(),
+            )?;
+            None
+        }
+    };
+    out.line(TopicRole::Audit, &o.audit)?;
+    if sealer.push_hash(j.line as i64, j.audit_hash)
+        && let Some(seal) = sealer.seal(crate::clock::now_nanos())
+    {
+        out.line(TopicRole::Audit, &seal)?;
+    }
+    report.add(o.kind, &o.summary, None, envelope);
+    if let Some(b) = j.baseline {
+        report.compare(o.request_id.as_deref(), b, o.kind);
+    }
+    Ok(())
 }
 
 /// Grounding support below which a claim is shown as unsupported in the report.
@@ -254,140 +423,45 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CheckError> {
     })
 }
 
-/// What a run does besides writing the four outputs.
-struct Extras<'a> {
-    sealer: &'a mut Sealer,
-    report: &'a mut Aggregator,
-    /// The policy of `--compare-config`: every record is also judged under it.
-    baseline: Option<&'a Config>,
-}
-
-/// Lines validated together (in parallel); output order is input order.
-const BATCH_LINES: usize = 1024;
-/// A batch also ends once it holds this many bytes, so memory stays bounded
-/// whatever the line sizes.
-const BATCH_BYTES: usize = 16 << 20;
-
-/// Reads up to one batch of lines, without their `\n` / `\r\n`. Lines are
-/// split as bytes so an invalid UTF-8 line still reaches `process` (and
-/// becomes an `invalid_utf8` dead letter) intact.
-fn read_batch(
-    reader: &mut dyn BufRead,
-    first_line: u64,
-    batch: &mut Vec<Vec<u8>>,
-) -> Result<(), CheckError> {
-    batch.clear();
-    let mut bytes = 0;
-    while batch.len() < BATCH_LINES && bytes < BATCH_BYTES {
-        let mut line = Vec::new();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|source| CheckError::ReadInput {
-                line: first_line + batch.len() as u64 + 1,
-                source,
-            })?;
-        if n == 0 {
-            break;
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-        }
-        bytes += n;
-        batch.push(line);
+/// A progress bar on stderr when it is a terminal; nothing otherwise.
+fn progress_bar(size: Option<u64>) -> Option<ProgressBar> {
+    if !io::stderr().is_terminal() {
+        return None;
     }
-    Ok(())
+    let bar = match size {
+        Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+    };
+    let template = if size.is_some() {
+        "{bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {msg} ETA {eta}"
+    } else {
+        "{spinner} {binary_bytes} {binary_bytes_per_sec} {msg}"
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    Some(bar)
 }
 
-fn run_lines(
-    mut reader: Box<dyn BufRead>,
-    topic: &str,
-    config: &Config,
-    out: &mut Outputs,
-    extras: &mut Extras<'_>,
-) -> Result<CheckSummary, CheckError> {
-    use rayon::prelude::*;
-    let mut summary = CheckSummary::default();
-    let mut batch = Vec::with_capacity(BATCH_LINES);
-    let mut offset: u64 = 0;
-    loop {
-        read_batch(reader.as_mut(), offset, &mut batch)?;
-        if batch.is_empty() {
-            break;
-        }
-        let outcomes: Vec<_> = batch
-            .par_iter()
-            .enumerate()
-            .map(|(i, line)| {
-                let meta = RecordMeta {
-                    topic,
-                    partition: 0,
-                    offset: (offset + i as u64) as i64,
-                };
-                let now = crate::clock::now_nanos();
-                let baseline = extras
-                    .baseline
-                    .map(|b| process(Some(line), &meta, now, &b.core).kind);
-                (process(Some(line), &meta, now, &config.core), baseline)
-            })
-            .collect();
-        for (line, (outcome, baseline)) in batch.iter().zip(outcomes) {
-            let envelope = match &outcome.terminal {
-                Terminal::Final(b) => Some(b.as_slice()),
-                _ => None,
-            };
-            extras
-                .report
-                .add(outcome.kind, &outcome.summary, None, envelope);
-            if let Some(b) = baseline {
-                extras
-                    .report
-                    .compare(outcome.request_id.as_deref(), b, outcome.kind);
-            }
-            summary.records += 1;
-            *summary.by_outcome.entry(outcome.kind.as_str()).or_default() += 1;
-            for f in &outcome.summary.findings {
-                *summary.findings.entry(f.as_str()).or_default() += 1;
-            }
-            match &outcome.terminal {
-                Terminal::Final(b) => out.line("final.jsonl", b)?,
-                Terminal::Retry(b) => out.line("retry.jsonl", b)?,
-                Terminal::DeadLetter(d) => {
-                    *summary.dead_letters.entry(d.kind.as_str()).or_default() += 1;
-                    let raw = String::from_utf8_lossy(line);
-                    let dl = DeadLetterLine {
-                        line: offset + 1,
-                        kind: d.kind.as_str(),
-                        detail: &d.detail,
-                        raw: &raw,
-                    };
-                    out.line(
-                        "dead_letter.jsonl",
-                        &serde_json::to_vec(&dl).unwrap_or_default(),
-                    )?;
-                }
-            }
-            out.line("audit.jsonl", &outcome.audit)?;
-            if extras.sealer.push(offset as i64, &outcome.audit)
-                && let Some(seal) = extras.sealer.seal(crate::clock::now_nanos())
-            {
-                out.line("audit.jsonl", &seal)?;
-            }
-            offset += 1;
-        }
+fn tick(bar: &ProgressBar, p: &Progress) {
+    let start = std::time::Instant::now();
+    while !bar.is_finished() {
+        let lines = p.lines.load(Ordering::Relaxed);
+        bar.set_position(p.bytes.load(Ordering::Relaxed));
+        let secs = start.elapsed().as_secs_f64().max(1e-3);
+        bar.set_message(format!("{lines} records ({:.0}/s)", lines as f64 / secs));
+        std::thread::sleep(Duration::from_millis(200));
     }
-    Ok(summary)
 }
 
-fn print_comparison(c: &crate::report::Comparison) {
-    println!(
+fn print_comparison(w: &mut impl Write, c: &Comparison) -> io::Result<()> {
+    writeln!(
+        w,
         "what-if: {} -> {}: {} record(s) change outcome",
         c.baseline, c.candidate, c.changed
-    );
+    )?;
     if c.transitions.is_empty() {
-        return;
+        return Ok(());
     }
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -400,28 +474,39 @@ fn print_comparison(c: &crate::report::Comparison) {
             tr.examples.join(", "),
         ]);
     }
-    println!("{t}");
+    writeln!(w, "{t}")
 }
 
-fn print_summary(s: &CheckSummary, out: &Path) {
+fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Result<()> {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec!["", "count"]);
-    t.add_row(vec!["records".to_string(), s.records.to_string()]);
+    t.add_row(vec!["records".to_string(), d.records.to_string()]);
     for kind in OutcomeKind::ALL {
-        t.add_row(vec![kind.as_str().to_string(), s.count(kind).to_string()]);
+        t.add_row(vec![kind.as_str().to_string(), d.count(kind).to_string()]);
     }
-    for kind in FindingKind::ALL {
-        let n = s.findings.get(kind.as_str()).copied().unwrap_or(0);
+    for (kind, n) in &d.findings {
         t.add_row(vec![format!("finding: {kind}"), n.to_string()]);
     }
-    for kind in DeadLetterKind::ALL {
-        let n = s.dead_letters.get(kind.as_str()).copied().unwrap_or(0);
+    for (kind, n) in &d.dead_letters {
         t.add_row(vec![format!("dead letter: {kind}"), n.to_string()]);
     }
-    println!("{t}");
-    println!(
-        "outputs: {0}/final.jsonl {0}/retry.jsonl {0}/audit.jsonl {0}/dead_letter.jsonl",
-        out.display()
-    );
+    writeln!(w, "{t}")?;
+    let files: Vec<String> = TopicRole::ALL
+        .iter()
+        .map(|r| args.out.join(r.file_name()).display().to_string())
+        .collect();
+    writeln!(
+        w,
+        "outputs: {} {}",
+        files.join(" "),
+        args.out.join("summary.json").display()
+    )?;
+    if let Some(c) = &d.comparison {
+        print_comparison(w, c)?;
+    }
+    if let Some(r) = &args.report {
+        writeln!(w, "report: {}", r.display())?;
+    }
+    w.flush()
 }

@@ -96,8 +96,9 @@ pub enum FailOn {
 pub struct CheckArgs {
     /// JSON Lines input, one answer per line; `-` reads standard input.
     pub input: String,
-    /// Directory for final.jsonl, retry.jsonl, audit.jsonl, dead_letter.jsonl (created if missing;
-    /// dead-letter lines carry the 1-based input line number).
+    /// Directory for final.jsonl, retry.jsonl, audit.jsonl, dead_letter.jsonl and summary.json
+    /// (created if missing). A record's number, `line` in dead_letter.jsonl and `input.offset` in
+    /// audit.jsonl, is its 1-based line number.
     #[arg(long)]
     pub out: PathBuf,
     /// TOML configuration file (policy, providers, limits).
@@ -116,6 +117,10 @@ pub struct CheckArgs {
     /// How many of the worst-grounded answers the report shows.
     #[arg(long, default_value_t = 10)]
     pub worst: usize,
+    /// Worker threads validating lines (default: one per CPU core). Outputs are the same for
+    /// any value.
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// Settings shared by every subcommand that talks to Kafka.

@@ -28,5 +28,6 @@ pub mod core;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
+pub mod pipeline;
 pub mod report;
 pub mod sample;

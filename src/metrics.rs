@@ -47,6 +47,16 @@ impl TopicRole {
             TopicRole::DeadLetter => "dead_letter",
         }
     }
+
+    /// The file `groundgate check` writes this output to.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            TopicRole::Final => "final.jsonl",
+            TopicRole::Retry => "retry.jsonl",
+            TopicRole::Audit => "audit.jsonl",
+            TopicRole::DeadLetter => "dead_letter.jsonl",
+        }
+    }
 }
 
 /// Class of a publish/commit error, used as the `class` label.

@@ -26,6 +26,11 @@ fn read_audit_rows(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 fn rec(id: &str, answer: &str, extra: Value) -> Vec<u8> {
     let mut v = json!({
         "request_id": id,
@@ -150,7 +155,8 @@ fn every_line_gets_one_terminal_record_and_one_audit_row() {
         .iter()
         .map(|a| a["input"]["offset"].as_i64().unwrap())
         .collect();
-    assert_eq!(offsets, (0..lines.len() as i64).collect::<Vec<_>>());
+    // input.offset is the 1-based line number, like dead_letter.jsonl's `line`.
+    assert_eq!(offsets, (1..=lines.len() as i64).collect::<Vec<_>>());
     for (a, (_, want)) in audit.iter().zip(&lines) {
         assert_eq!(a["outcome"], *want, "audit row {a}");
         assert_eq!(a["input"]["topic"], "answers.jsonl");
@@ -211,10 +217,34 @@ fn every_line_gets_one_terminal_record_and_one_audit_row() {
         ]
     );
     assert_eq!(dead[0]["raw"], "{not json");
-    assert!(
-        dead[1]["raw"].as_str().unwrap().contains('\u{FFFD}'),
-        "lossy raw text"
+    // Bytes that are not UTF-8 are kept exactly, as base64.
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    assert_eq!(dead[1].get("raw"), None);
+    assert_eq!(
+        b64.decode(dead[1]["raw_base64"].as_str().unwrap()).unwrap(),
+        lines[9].0,
+        "original bytes, exactly"
     );
+    // A line over max_record_bytes keeps only its length, digest and a preview.
+    let big = &lines[12].0;
+    assert_eq!(dead[4].get("raw"), None);
+    assert_eq!(dead[4]["length"], big.len());
+    assert_eq!(dead[4]["sha256"], sha256_hex(big));
+    assert_eq!(
+        dead[4]["preview"].as_str().unwrap().as_bytes(),
+        &big[..1024]
+    );
+    // Every dead-letter line is canonical (keys sorted, compact), and its
+    // `line` is the audit row's input.offset.
+    let raw_dead = std::fs::read_to_string(out.join("dead_letter.jsonl")).unwrap();
+    for (text, d) in raw_dead.lines().zip(&dead) {
+        assert_eq!(serde_json::to_string(d).unwrap(), text);
+        let n = d["line"].as_i64().unwrap();
+        let a = &audit[n as usize - 1];
+        assert_eq!(a["input"]["offset"], n);
+        assert_eq!(a["outcome"], "dead_letter");
+    }
     assert!(dead[2]["detail"].as_str().unwrap().contains("request_id"));
     assert!(dead[3]["detail"].as_str().unwrap().starts_with("attempt"));
     assert!(dead[4]["detail"].as_str().unwrap().contains("2048"));
@@ -257,6 +287,197 @@ fn fail_on_sets_the_exit_code() {
         run(&["--fail-on", "dead_letter", "--fail-on", "retry"]),
         Some(1)
     );
+    // Exit 1 says which outcome caused it.
+    let o = Command::new(BIN)
+        .args(["check", input.to_str().unwrap(), "--out"])
+        .arg(dir.path().join("o"))
+        .args([
+            "--fail-on",
+            "dead_letter",
+            "--fail-on",
+            "retry",
+            "--fail-on",
+            "rejected",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("because of --fail-on: 1 retry\n"),
+        "{stderr}"
+    );
+}
+
+/// Writes `n` records, every 7th one broken, to a file.
+fn many_lines(path: &Path, n: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..n {
+        if i % 7 == 3 {
+            f.write_all(b"{broken").unwrap();
+        } else {
+            let answer = if i % 5 == 0 {
+                "Revenue grew[^1] on volume[^3]."
+            } else {
+                "Revenue grew[^1] on volume[^2]."
+            };
+            f.write_all(&rec(&format!("r{i}"), answer, json!({})))
+                .unwrap();
+        }
+        f.write_all(b"\n").unwrap();
+    }
+}
+
+/// A file's lines with the audit timestamp (the one non-deterministic
+/// field) blanked; a seal (whose row hashes cover `ts`) is reduced to the
+/// offsets it covers.
+fn without_ts(path: &Path) -> Vec<String> {
+    read_jsonl(path)
+        .into_iter()
+        .map(|mut v| {
+            if v.get("type").is_some() {
+                return format!(
+                    "seal {} {}..={}",
+                    v["seq"], v["first_offset"], v["last_offset"]
+                );
+            }
+            if v.get("ts").is_some() {
+                v["ts"] = json!(0);
+            }
+            v.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn outputs_do_not_depend_on_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 5000);
+    let outs: Vec<_> = ["1", "4"]
+        .iter()
+        .map(|t| {
+            let out = dir.path().join(format!("t{t}"));
+            let o = Command::new(BIN)
+                .args(["check", input.to_str().unwrap(), "--threads", t, "--out"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            out
+        })
+        .collect();
+    for f in [
+        "final.jsonl",
+        "retry.jsonl",
+        "dead_letter.jsonl",
+        "audit.jsonl",
+    ] {
+        let a = without_ts(&outs[0].join(f));
+        let b = without_ts(&outs[1].join(f));
+        assert!(!a.is_empty(), "{f} has lines");
+        assert_eq!(a.len(), b.len(), "{f}");
+        if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+            panic!("{f} line {}: {} != {}", i + 1, a[i], b[i]);
+        }
+    }
+    let o = Command::new(BIN)
+        .args(["check", input.to_str().unwrap(), "--threads", "0", "--out"])
+        .arg(dir.path().join("t0"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_line_far_over_the_limit_is_dead_lettered_by_digest() {
+    // 40 MB in one line between two good records: streamed past, never
+    // held or copied into dead_letter.jsonl.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let mut f = std::fs::File::create(&input).unwrap();
+    f.write_all(&rec("before", "x[^1]", json!({}))).unwrap();
+    f.write_all(b"\n").unwrap();
+    let chunk = vec![b'z'; 1 << 20];
+    let mut digest = <sha2::Sha256 as sha2::Digest>::new();
+    for _ in 0..40 {
+        f.write_all(&chunk).unwrap();
+        sha2::Digest::update(&mut digest, &chunk);
+    }
+    f.write_all(b"\n").unwrap();
+    f.write_all(&rec("after", "y[^1]", json!({}))).unwrap();
+    drop(f);
+    let out = dir.path().join("o");
+    let o = Command::new(BIN)
+        .args(["check", input.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dead = read_jsonl(&out.join("dead_letter.jsonl"));
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0]["line"], 2);
+    assert_eq!(dead[0]["kind"], "too_large");
+    assert_eq!(dead[0]["length"], 40 << 20);
+    assert_eq!(
+        dead[0]["sha256"],
+        hex::encode(sha2::Digest::finalize(digest))
+    );
+    assert!(
+        std::fs::metadata(out.join("dead_letter.jsonl"))
+            .unwrap()
+            .len()
+            < 4096
+    );
+    let audit = read_audit_rows(&out.join("audit.jsonl"));
+    let ids: Vec<_> = audit
+        .iter()
+        .map(|a| a["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["before", "", "after"]);
+    assert_eq!(audit[1]["answer_hash"], dead[0]["sha256"]);
+}
+
+#[test]
+fn a_closed_or_full_stdout_is_an_error_message_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 20);
+    // stdout is a pipe whose reader is gone (`check ... | head -0`).
+    let mut child = Command::new(BIN)
+        .args(["check", input.to_str().unwrap(), "--out"])
+        .arg(dir.path().join("o1"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot write the summary"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // The outputs were written before the summary.
+    assert_eq!(
+        read_audit_rows(&dir.path().join("o1/audit.jsonl")).len(),
+        20
+    );
+
+    if Path::new("/dev/full").exists() {
+        let o = Command::new(BIN)
+            .args(["check", input.to_str().unwrap(), "--out"])
+            .arg(dir.path().join("o2"))
+            .stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
 }
 
 #[test]

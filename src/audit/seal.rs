@@ -90,7 +90,13 @@ impl Sealer {
 
     /// Records one written audit row. Returns true when a seal is due.
     pub fn push(&mut self, input_offset: i64, row: &[u8]) -> bool {
-        self.pending.push((input_offset, row_hash(row)));
+        self.push_hash(input_offset, row_hash(row))
+    }
+
+    /// As [`Sealer::push`], with the row's [`row_hash`] computed elsewhere
+    /// (on the thread that built the row).
+    pub fn push_hash(&mut self, input_offset: i64, hash: [u8; 32]) -> bool {
+        self.pending.push((input_offset, hash));
         self.pending.len() >= self.seal_every
     }
 

@@ -34,12 +34,31 @@ pub fn process(
         Ok(rec) => validate(&rec, meta, now_nanos, settings),
         Err(failure) => dead_letter(
             failure,
-            value.unwrap_or_default(),
+            sha256_hex(value.unwrap_or_default()),
             meta,
             now_nanos,
             settings,
         ),
     }
+}
+
+/// The outcome of a record too large to be held whole (a `check` input line
+/// streamed past `max_record_bytes`): known by its length and SHA-256 only.
+/// Same dead letter and audit row as `process` gives a too-large record.
+pub fn too_large(
+    len: u64,
+    sha256: &[u8; 32],
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+) -> Outcome {
+    dead_letter(
+        wire::too_large(len, settings.max_record_bytes),
+        hex::encode(sha256),
+        meta,
+        now_nanos,
+        settings,
+    )
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -229,7 +248,7 @@ fn coordinates<'a>(meta: &RecordMeta<'a>) -> InputCoordinates<'a> {
 
 fn dead_letter(
     failure: DecodeFailure,
-    raw: &[u8],
+    hash: String,
     meta: &RecordMeta<'_>,
     now_nanos: i64,
     settings: &CoreSettings,
@@ -238,9 +257,8 @@ fn dead_letter(
         dead_letter: DeadLetter { kind, detail },
         request_id,
     } = failure;
-    // The answer was never read; the audit hash covers the raw record bytes so
-    // the dead letter can still be matched to what was received.
-    let hash = sha256_hex(raw);
+    // The answer was never read; the audit hash covers the raw record bytes
+    // (`hash`) so the dead letter can still be matched to what was received.
     let audit = AuditRow {
         answer: None,
         answer_hash: &hash,
@@ -686,6 +704,20 @@ mod tests {
         let a: Value = serde_json::from_slice(&o.audit).unwrap();
         assert_eq!(a["errors"][0]["kind"], "forbidden_term");
         assert_eq!(a["outcome"], "rejected");
+    }
+
+    #[test]
+    fn too_large_by_digest_matches_too_large_by_bytes() {
+        let settings = CoreSettings {
+            max_record_bytes: 1024,
+            ..CoreSettings::default()
+        };
+        let big = vec![b'x'; 2000];
+        let whole = process(Some(&big), &META, NOW, &settings);
+        let digest: [u8; 32] = Sha256::digest(&big).into();
+        let streamed = too_large(2000, &digest, &META, NOW, &settings);
+        assert_eq!(whole, streamed);
+        assert_eq!(streamed.kind, OutcomeKind::DeadLetter);
     }
 
     #[test]

@@ -194,6 +194,17 @@ fn fail(kind: DeadLetterKind, detail: String, request_id: Option<String>) -> Dec
 /// Order of checks: absent/empty value, size, UTF-8, JSON syntax, schema
 /// (types and the value rules of issue 2). Each failure names the field or
 /// byte position so an operator can fix the producer.
+/// The dead letter of a record above `max_record_bytes`, never decoded.
+pub fn too_large(len: u64, max_record_bytes: usize) -> DecodeFailure {
+    fail(
+        DeadLetterKind::TooLarge,
+        format!(
+            "record is {len} bytes, larger than the maximum of {max_record_bytes} bytes (max_record_bytes)"
+        ),
+        None,
+    )
+}
+
 pub fn decode(
     value: Option<&[u8]>,
     max_record_bytes: usize,
@@ -209,15 +220,7 @@ pub fn decode(
         Some(b) => b,
     };
     if bytes.len() > max_record_bytes {
-        return Err(fail(
-            DeadLetterKind::TooLarge,
-            format!(
-                "record is {} bytes, larger than the maximum of {} bytes (max_record_bytes)",
-                bytes.len(),
-                max_record_bytes
-            ),
-            None,
-        ));
+        return Err(too_large(bytes.len() as u64, max_record_bytes));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
         fail(

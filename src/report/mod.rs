@@ -132,6 +132,12 @@ pub struct ReportData {
     pub comparison: Option<Comparison>,
 }
 
+impl ReportData {
+    pub fn count(&self, kind: OutcomeKind) -> u64 {
+        self.outcomes.get(kind.as_str()).copied().unwrap_or(0)
+    }
+}
+
 /// A kept candidate for the worst answers: lowest score first, then input
 /// order, so the list is deterministic.
 struct Candidate {

@@ -1,0 +1,635 @@
+//! An ordered parallel map over the lines of a byte stream: the engine of
+//! `groundgate check`.
+//!
+//! One reader thread cuts the input into blocks of whole lines (splitting
+//! is a `memchr` for the block's last newline, not a per-line step), a pool
+//! of workers turns each block's lines into results, and the calling thread
+//! receives the results block by block in input order. Nothing serial is
+//! done per line except what the caller's sink does.
+//!
+//! Bounded: at most `in_flight` blocks exist at once (read, being mapped or
+//! waiting to be written), whatever the speed of each stage; a line longer
+//! than `max_line` is never held whole: it is streamed through SHA-256 and
+//! handed over as [`Line::TooLong`] with its length, digest and a preview.
+//!
+//! It knows nothing of answers, Kafka or outputs: it moves bytes.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use sha2::{Digest, Sha256};
+
+/// Bytes read per block (a block holds whole lines, so it may be larger).
+const BLOCK: usize = 1 << 20;
+/// Bytes of a too-long line kept as its preview.
+pub const PREVIEW: usize = 1024;
+
+/// One input line, without its `\n` (and `\r` before it).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    Whole(&'a [u8]),
+    /// Longer than `max_line`: only its length, digest and first bytes.
+    TooLong {
+        len: u64,
+        sha256: [u8; 32],
+        preview: &'a [u8],
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError<E> {
+    #[error("cannot read input at line {line}: {source}")]
+    Read { line: u64, source: io::Error },
+    #[error(transparent)]
+    Sink(E),
+}
+
+/// Settings of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub threads: usize,
+    /// Lines longer than this are [`Line::TooLong`].
+    pub max_line: usize,
+    /// Bytes read at a time (tests make it tiny to hit every boundary).
+    pub block: usize,
+}
+
+impl Shape {
+    pub fn new(threads: usize, max_line: usize) -> Shape {
+        Shape {
+            threads,
+            max_line,
+            block: BLOCK,
+        }
+    }
+}
+
+/// What a block carries from the reader to the workers.
+enum Block {
+    /// Whole lines (each ending in `\n`, except perhaps the input's last).
+    Lines(Vec<u8>),
+    TooLong {
+        len: u64,
+        sha256: [u8; 32],
+        preview: Vec<u8>,
+    },
+}
+
+struct Numbered {
+    seq: u64,
+    first_line: u64,
+    block: Block,
+}
+
+/// Progress counters a caller may watch from another thread.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub bytes: AtomicU64,
+    pub lines: AtomicU64,
+}
+
+/// Runs `map` over every line of `input` on `shape.threads` workers and
+/// hands each result to `sink` in input order. `map` gets the line's
+/// 0-based index. Returns the number of lines.
+pub fn run<R, T, E, M, S>(
+    input: R,
+    shape: Shape,
+    progress: &Progress,
+    map: M,
+    mut sink: S,
+) -> Result<u64, PipelineError<E>>
+where
+    R: Read + Send,
+    T: Send,
+    E: Send,
+    M: Fn(u64, Line<'_>) -> T + Sync,
+    S: FnMut(T) -> Result<(), E>,
+{
+    let threads = shape.threads.max(1);
+    // Blocks in flight: enough to keep every worker busy while one block
+    // waits to be written.
+    let in_flight = threads * 2 + 2;
+    let (tickets_tx, tickets_rx) = bounded::<()>(in_flight);
+    for _ in 0..in_flight {
+        let _ = tickets_tx.send(());
+    }
+    let (blocks_tx, blocks_rx) = bounded::<Numbered>(in_flight);
+    let (done_tx, done_rx) = bounded::<(u64, Vec<T>)>(in_flight);
+
+    std::thread::scope(|scope| {
+        let reader =
+            scope.spawn(move || read_blocks(input, shape, progress, &tickets_rx, &blocks_tx));
+        for _ in 0..threads {
+            let blocks_rx = blocks_rx.clone();
+            let done_tx = done_tx.clone();
+            let map = &map;
+            scope.spawn(move || {
+                for b in blocks_rx {
+                    let out = map_block(&b, map);
+                    if done_tx.send((b.seq, out)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        drop(blocks_rx);
+
+        let written = write_in_order(&done_rx, &tickets_tx, progress, &mut sink);
+        // Unblock the stages if the sink failed early: dropping the
+        // receivers makes their sends fail and the threads end.
+        drop(done_rx);
+        drop(tickets_tx);
+        let read = reader.join().unwrap_or_else(|_| {
+            Err(PipelineError::Read {
+                line: 0,
+                source: io::Error::other("reader thread panicked"),
+            })
+        });
+        let lines = written?;
+        read?;
+        Ok(lines)
+    })
+}
+
+fn write_in_order<T, E>(
+    done: &Receiver<(u64, Vec<T>)>,
+    tickets: &Sender<()>,
+    progress: &Progress,
+    sink: &mut impl FnMut(T) -> Result<(), E>,
+) -> Result<u64, PipelineError<E>> {
+    let mut waiting: BTreeMap<u64, Vec<T>> = BTreeMap::new();
+    let mut next = 0u64;
+    let mut lines = 0u64;
+    for (seq, out) in done {
+        waiting.insert(seq, out);
+        while let Some(out) = waiting.remove(&next) {
+            let n = out.len() as u64;
+            for t in out {
+                sink(t).map_err(PipelineError::Sink)?;
+            }
+            lines += n;
+            progress.lines.fetch_add(n, Ordering::Relaxed);
+            next += 1;
+            let _ = tickets.send(());
+        }
+    }
+    Ok(lines)
+}
+
+fn map_block<T>(b: &Numbered, map: &impl Fn(u64, Line<'_>) -> T) -> Vec<T> {
+    match &b.block {
+        Block::TooLong {
+            len,
+            sha256,
+            preview,
+        } => vec![map(
+            b.first_line,
+            Line::TooLong {
+                len: *len,
+                sha256: *sha256,
+                preview,
+            },
+        )],
+        Block::Lines(bytes) => {
+            let mut out = Vec::new();
+            let mut line = b.first_line;
+            let mut rest: &[u8] = bytes;
+            while !rest.is_empty() {
+                // `\r\n` ends a line; a `\r` at the very end of the input
+                // without `\n` is data.
+                let (l, next) = match memchr::memchr(b'\n', rest) {
+                    Some(i) => (
+                        rest[..i].strip_suffix(b"\r").unwrap_or(&rest[..i]),
+                        &rest[i + 1..],
+                    ),
+                    None => (rest, &rest[rest.len()..]),
+                };
+                out.push(map(line, Line::Whole(l)));
+                line += 1;
+                rest = next;
+            }
+            out
+        }
+    }
+}
+
+/// The input with bytes pushed back in front of it.
+struct Source<'p, R> {
+    input: R,
+    carry: Vec<u8>,
+    progress: &'p Progress,
+}
+
+impl<R: Read> Source<'_, R> {
+    /// Reads until `buf` is full or the input ends.
+    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = self.carry.len().min(buf.len());
+        buf[..n].copy_from_slice(&self.carry[..n]);
+        self.carry.drain(..n);
+        while n < buf.len() {
+            match self.input.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => {
+                    self.progress.bytes.fetch_add(k as u64, Ordering::Relaxed);
+                    n += k;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    fn unread(&mut self, bytes: &[u8]) {
+        self.carry.splice(0..0, bytes.iter().copied());
+    }
+}
+
+/// The reader: fills blocks of whole lines; streams over too-long lines.
+fn read_blocks<R: Read, E>(
+    input: R,
+    shape: Shape,
+    progress: &Progress,
+    tickets: &Receiver<()>,
+    blocks: &Sender<Numbered>,
+) -> Result<(), PipelineError<E>> {
+    let (max_line, block) = (shape.max_line, shape.block.max(1));
+    let mut src = Source {
+        input,
+        carry: Vec::new(),
+        progress,
+    };
+    let mut seq = 0u64;
+    let mut line = 0u64;
+    // Bytes read but not yet sent: the start of an unfinished line.
+    let mut buf: Vec<u8> = Vec::with_capacity(block * 2);
+    let mut send = |block: Block, lines: u64, line: &mut u64| -> bool {
+        if tickets.recv().is_err() {
+            return false;
+        }
+        let ok = blocks
+            .send(Numbered {
+                seq,
+                first_line: *line,
+                block,
+            })
+            .is_ok();
+        seq += 1;
+        *line += lines;
+        ok
+    };
+    let read_err = |line: u64, source| PipelineError::Read {
+        line: line + 1,
+        source,
+    };
+    loop {
+        let start = buf.len();
+        buf.resize(start + block, 0);
+        let n = src
+            .read_full(&mut buf[start..])
+            .map_err(|e| read_err(line, e))?;
+        buf.truncate(start + n);
+        let eof = n == 0;
+
+        // Send every whole line (at the end, the last one without its
+        // newline too); keep the unfinished tail.
+        let cut = if eof {
+            buf.len()
+        } else {
+            memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
+        };
+        if cut > 0 {
+            let lines = memchr::memchr_iter(b'\n', &buf[..cut]).count() as u64
+                + u64::from(buf[cut - 1] != b'\n');
+            let tail = buf.split_off(cut);
+            let whole = std::mem::replace(&mut buf, tail);
+            if !send_lines(whole, lines, max_line, &mut send, &mut line) {
+                return Ok(());
+            }
+        }
+        if eof {
+            return Ok(());
+        }
+        // (+1: a final `\r` may yet turn out to be half of a `\r\n`.)
+        if buf.len() > max_line + 1 {
+            // An unfinished line already past the limit: stream the rest of
+            // it through the digest without keeping it.
+            let (len, sha256, preview) = drain_long_line(&mut src, std::mem::take(&mut buf), block)
+                .map_err(|e| read_err(line, e))?;
+            let block = Block::TooLong {
+                len,
+                sha256,
+                preview,
+            };
+            if !send(block, 1, &mut line) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Sends a buffer of whole lines, splitting out any line over `max_line`
+/// as a [`Block::TooLong`] so workers never see one.
+fn send_lines(
+    whole: Vec<u8>,
+    lines: u64,
+    max_line: usize,
+    send: &mut impl FnMut(Block, u64, &mut u64) -> bool,
+    line: &mut u64,
+) -> bool {
+    // No line is longer than the buffer: the common case costs no scan.
+    if whole.len() <= max_line {
+        return send(Block::Lines(whole), lines, line);
+    }
+    let mut start = 0;
+    let mut pending_from = 0;
+    let mut pending_lines = 0u64;
+    while start < whole.len() {
+        let end = memchr::memchr(b'\n', &whole[start..]).map_or(whole.len(), |i| start + i + 1);
+        let raw = &whole[start..end];
+        let body = match raw.strip_suffix(b"\n") {
+            Some(b) => b.strip_suffix(b"\r").unwrap_or(b),
+            None => raw,
+        };
+        if body.len() > max_line {
+            if pending_lines > 0
+                && !send(
+                    Block::Lines(whole[pending_from..start].to_vec()),
+                    pending_lines,
+                    line,
+                )
+            {
+                return false;
+            }
+            let block = Block::TooLong {
+                len: body.len() as u64,
+                sha256: Sha256::digest(body).into(),
+                preview: body[..PREVIEW.min(body.len())].to_vec(),
+            };
+            if !send(block, 1, line) {
+                return false;
+            }
+            pending_from = end;
+            pending_lines = 0;
+        } else {
+            pending_lines += 1;
+        }
+        start = end;
+    }
+    pending_lines == 0
+        || send(
+            Block::Lines(whole[pending_from..].to_vec()),
+            pending_lines,
+            line,
+        )
+}
+
+/// Consumes a too-long line whose first bytes are `head`, up to and
+/// including its newline (or the end of input). Returns its length and
+/// SHA-256 without the `\n` / `\r\n`, and a preview.
+fn drain_long_line<R: Read>(
+    src: &mut Source<'_, R>,
+    head: Vec<u8>,
+    block: usize,
+) -> io::Result<(u64, [u8; 32], Vec<u8>)> {
+    let mut d = LineDigest::default();
+    d.feed(&head);
+    let mut chunk = vec![0u8; block];
+    loop {
+        let n = src.read_full(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = memchr::memchr(b'\n', &chunk[..n]) {
+            d.feed(&chunk[..i]);
+            // The newline ends the line: a held `\r` was its `\r\n`.
+            d.held_cr = false;
+            src.unread(&chunk[i + 1..n]);
+            break;
+        }
+        d.feed(&chunk[..n]);
+    }
+    Ok(d.finish())
+}
+
+/// SHA-256 and length of a line fed in pieces, without its line ending.
+#[derive(Default)]
+struct LineDigest {
+    hasher: Sha256,
+    len: u64,
+    /// A trailing `\r` is part of the line ending only if `\n` follows it,
+    /// so one is held back until the next byte is known.
+    held_cr: bool,
+    preview: Vec<u8>,
+}
+
+impl LineDigest {
+    fn take(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.len += bytes.len() as u64;
+        let room = PREVIEW - self.preview.len();
+        self.preview
+            .extend_from_slice(&bytes[..room.min(bytes.len())]);
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        if chunk.is_empty() {
+            return;
+        }
+        if self.held_cr {
+            self.take(b"\r");
+        }
+        let (body, cr) = match chunk.strip_suffix(b"\r") {
+            Some(b) => (b, true),
+            None => (chunk, false),
+        };
+        self.take(body);
+        self.held_cr = cr;
+    }
+
+    fn finish(mut self) -> (u64, [u8; 32], Vec<u8>) {
+        if self.held_cr {
+            self.take(b"\r");
+        }
+        (self.len, self.hasher.finalize().into(), self.preview)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, PartialEq, Eq)]
+    enum Got {
+        Whole(u64, Vec<u8>),
+        TooLong(u64, u64, [u8; 32], Vec<u8>),
+    }
+
+    fn collect(input: &[u8], shape: Shape) -> Vec<Got> {
+        let mut out = Vec::new();
+        let progress = Progress::default();
+        let n = run(
+            input,
+            shape,
+            &progress,
+            |i, l| match l {
+                Line::Whole(b) => Got::Whole(i, b.to_vec()),
+                Line::TooLong {
+                    len,
+                    sha256,
+                    preview,
+                } => Got::TooLong(i, len, sha256, preview.to_vec()),
+            },
+            |g| {
+                out.push(g);
+                Ok::<(), ()>(())
+            },
+        )
+        .unwrap();
+        assert_eq!(n as usize, out.len());
+        assert_eq!(progress.bytes.load(Ordering::Relaxed), input.len() as u64);
+        out
+    }
+
+    /// What `check` has always meant by a line: split on `\n`, strip one
+    /// `\r` before it, no phantom line after a final newline.
+    fn oracle(input: &[u8], max_line: usize) -> Vec<Got> {
+        let mut parts: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
+        let last = parts.len() - 1;
+        if parts[last].is_empty() {
+            parts.pop();
+        }
+        parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let p = if i < last {
+                    p.strip_suffix(b"\r").unwrap_or(p)
+                } else {
+                    p
+                };
+                if p.len() > max_line {
+                    Got::TooLong(
+                        i as u64,
+                        p.len() as u64,
+                        Sha256::digest(p).into(),
+                        p[..PREVIEW.min(p.len())].to_vec(),
+                    )
+                } else {
+                    Got::Whole(i as u64, p.to_vec())
+                }
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn lines_match_the_oracle_at_any_block_size(
+            input in proptest::collection::vec(prop_oneof![Just(b'\n'), Just(b'\r'), Just(b'a'), any::<u8>()], 0..400),
+            block in 1usize..40,
+            max_line in 1usize..30,
+            threads in 1usize..4,
+        ) {
+            let shape = Shape { threads, max_line, block };
+            prop_assert_eq!(collect(&input, shape), oracle(&input, max_line));
+        }
+    }
+
+    #[test]
+    fn a_huge_line_is_streamed_not_held() {
+        // 8 MiB line between two normal ones; blocks of 64 KiB, limit 1 KiB:
+        // the reader never holds more than a block plus the limit.
+        let mut input = b"first\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 8 << 20));
+        input.extend_from_slice(b"\r\nlast");
+        let got = collect(
+            &input,
+            Shape {
+                threads: 2,
+                max_line: 1024,
+                block: 64 << 10,
+            },
+        );
+        assert_eq!(got, oracle(&input, 1024));
+        assert!(
+            matches!(&got[1], Got::TooLong(1, len, _, p) if *len == 8 << 20 && p.len() == PREVIEW)
+        );
+    }
+
+    #[test]
+    fn results_come_back_in_input_order_with_many_threads() {
+        let input: Vec<u8> = (0..20_000)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let got = collect(
+            &input,
+            Shape {
+                threads: 8,
+                max_line: 100,
+                block: 97,
+            },
+        );
+        assert_eq!(got.len(), 20_000);
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(g, &Got::Whole(i as u64, i.to_string().into_bytes()));
+        }
+    }
+
+    #[test]
+    fn a_failing_sink_stops_the_run_with_its_error() {
+        let input: Vec<u8> = (0..10_000)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let mut seen = 0;
+        let r = run(
+            &input[..],
+            Shape {
+                threads: 4,
+                max_line: 100,
+                block: 64,
+            },
+            &Progress::default(),
+            |i, _| i,
+            |i| {
+                seen += 1;
+                if i == 500 { Err("disk full") } else { Ok(()) }
+            },
+        );
+        assert!(matches!(r, Err(PipelineError::Sink("disk full"))));
+        assert_eq!(seen, 501);
+    }
+
+    #[test]
+    fn a_read_error_names_the_line() {
+        struct Broken(usize);
+        impl Read for Broken {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::other("device gone"));
+                }
+                self.0 -= 1;
+                buf[0] = b'\n';
+                Ok(1)
+            }
+        }
+        let r = run(
+            Broken(3),
+            Shape {
+                threads: 2,
+                max_line: 10,
+                block: 1,
+            },
+            &Progress::default(),
+            |i, _| i,
+            |_| Ok::<(), ()>(()),
+        );
+        assert!(
+            matches!(r, Err(PipelineError::Read { line: 4, .. })),
+            "{r:?}"
+        );
+    }
+}
