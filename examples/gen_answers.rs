@@ -3,6 +3,8 @@
 //! Regenerate the shipped sample: `cargo run --example gen_answers > examples/answers.jsonl`
 //! A larger file for measuring `check`:
 //! `cargo run --release --example gen_answers -- 40000 > /tmp/answers-100mb.jsonl`
+//! Fixed-size answers (the scaling and grounding speed measurements):
+//! `cargo run --release --example gen_answers -- 200000 4096 > /tmp/answers-4k.jsonl`
 use std::io::Write;
 
 fn main() -> std::io::Result<()> {
@@ -15,10 +17,19 @@ fn main() -> std::io::Result<()> {
             )
         })?,
     };
+    let fixed: Option<usize> = match std::env::args().nth(2) {
+        None => None,
+        Some(n) => Some(n.parse().map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("answer bytes {n:?}: {e}"),
+            )
+        })?),
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for i in 0..count {
-        // Answers between ~300 bytes and ~2 KB.
-        let size = 300 + (i as usize * 173) % 1700;
+        // Answers between ~300 bytes and ~2 KB unless a size is given.
+        let size = fixed.unwrap_or(300 + (i as usize * 173) % 1700);
         out.write_all(&groundgate::sample::mixed(i, size))?;
         out.write_all(b"\n")?;
     }

@@ -173,7 +173,9 @@ impl Ord for Candidate {
 /// Folds outcomes into a [`ReportData`].
 pub struct Aggregator {
     data: ReportData,
-    models: BTreeMap<(String, String), ModelRow>,
+    /// provider → model → row.
+    models: BTreeMap<String, BTreeMap<String, ModelRow>>,
+    model_count: usize,
     worst_n: usize,
     worst: BinaryHeap<Candidate>,
     seq: u64,
@@ -202,6 +204,7 @@ impl Aggregator {
                 ..ReportData::default()
             },
             models: BTreeMap::new(),
+            model_count: 0,
             worst_n,
             worst: BinaryHeap::new(),
             seq: 0,
@@ -220,12 +223,12 @@ impl Aggregator {
     ) {
         let d = &mut self.data;
         d.records += 1;
-        *d.outcomes.entry(kind.as_str().to_string()).or_default() += 1;
+        bump(&mut d.outcomes, kind.as_str());
         for f in &summary.findings {
-            *d.findings.entry(f.as_str().to_string()).or_default() += 1;
+            bump(&mut d.findings, f.as_str());
         }
         if let Some(dl) = summary.dead_letter {
-            *d.dead_letters.entry(dl.as_str().to_string()).or_default() += 1;
+            bump(&mut d.dead_letters, dl.as_str());
         }
         d.prompt_tokens += summary.prompt_tokens;
         d.completion_tokens += summary.completion_tokens;
@@ -237,26 +240,7 @@ impl Aggregator {
             d.score_histogram[bin] += 1;
         }
 
-        // Dead letters and records without provenance fields have no names.
-        let name = |s: &str| {
-            if s.is_empty() {
-                "(none)".to_string()
-            } else {
-                s.to_string()
-            }
-        };
-        let own = (name(&summary.provider), name(&summary.model));
-        let key = if self.models.len() < MAX_MODELS || self.models.contains_key(&own) {
-            own
-        } else {
-            ("other".to_string(), "other".to_string())
-        };
-        let row = self.models.entry(key.clone()).or_insert_with(|| ModelRow {
-            provider: key.0.clone(),
-            model: key.1.clone(),
-            score_bins: vec![0; QUANTILE_BINS + 1],
-            ..ModelRow::default()
-        });
+        let row = self.model_row(&summary.provider, &summary.model);
         row.records += 1;
         match kind {
             OutcomeKind::Accepted => row.accepted += 1,
@@ -302,6 +286,41 @@ impl Aggregator {
         }
     }
 
+    /// The row of (provider, model), created on first sight; past
+    /// `MAX_MODELS` rows, new pairs share one `other` row. Looked up by
+    /// borrowed names: this runs once per record on the writer thread.
+    fn model_row(&mut self, provider: &str, model: &str) -> &mut ModelRow {
+        fn name(s: &str) -> &str {
+            // Dead letters and records without these fields have no names.
+            if s.is_empty() { "(none)" } else { s }
+        }
+        let (mut p, mut m) = (name(provider), name(model));
+        let known = |models: &BTreeMap<String, BTreeMap<String, ModelRow>>, p: &str, m: &str| {
+            models.get(p).is_some_and(|ms| ms.contains_key(m))
+        };
+        if !known(&self.models, p, m) {
+            if self.model_count >= MAX_MODELS {
+                (p, m) = ("other", "other");
+            }
+            if !known(&self.models, p, m) {
+                self.model_count += 1;
+                self.models.entry(p.to_string()).or_default().insert(
+                    m.to_string(),
+                    ModelRow {
+                        provider: p.to_string(),
+                        model: m.to_string(),
+                        score_bins: vec![0; QUANTILE_BINS + 1],
+                        ..ModelRow::default()
+                    },
+                );
+            }
+        }
+        match self.models.get_mut(p).and_then(|ms| ms.get_mut(m)) {
+            Some(row) => row,
+            None => unreachable!("row inserted above"),
+        }
+    }
+
     /// One record judged under two policies (the what-if of `--compare-config`).
     pub fn compare(
         &mut self,
@@ -329,7 +348,11 @@ impl Aggregator {
     }
 
     pub fn finish(mut self, comparison: Option<(String, String)>) -> ReportData {
-        let mut rows: Vec<ModelRow> = self.models.into_values().collect();
+        let mut rows: Vec<ModelRow> = self
+            .models
+            .into_values()
+            .flat_map(|m| m.into_values())
+            .collect();
         for r in &mut rows {
             if r.scored > 0 {
                 r.mean_score = Some(r.score_sum / r.scored as f64);
@@ -360,6 +383,15 @@ impl Aggregator {
             }
         });
         self.data
+    }
+}
+
+fn bump(counts: &mut BTreeMap<String, u64>, key: &str) {
+    match counts.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(key.to_string(), 1);
+        }
     }
 }
 
@@ -513,6 +545,37 @@ mod tests {
         assert_eq!(d.scored, 10);
         assert_eq!(d.score_histogram.iter().sum::<u64>(), 10);
         assert!((d.cost_usd - 6.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn models_past_the_cap_share_one_other_row() {
+        let mut a = Aggregator::new("in", "v", 0.5, 0);
+        for i in 0..MAX_MODELS + 50 {
+            let model = format!("m{i}");
+            a.add(
+                OutcomeKind::Accepted,
+                &summary("p", &model, vec![], 0.0),
+                None,
+                None,
+            );
+            a.add(
+                OutcomeKind::Accepted,
+                &summary("p", &model, vec![], 0.0),
+                None,
+                None,
+            );
+        }
+        a.add(
+            OutcomeKind::Accepted,
+            &summary("", "", vec![], 0.0),
+            None,
+            None,
+        );
+        let d = a.finish(None);
+        assert_eq!(d.models.len(), MAX_MODELS + 1);
+        assert_eq!(d.models[0].model, "other");
+        assert_eq!(d.models[0].records, 101);
+        assert_eq!(d.models.iter().map(|m| m.records).sum::<u64>(), d.records);
     }
 
     #[test]
