@@ -29,9 +29,9 @@ use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, ChainId, Sealer};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
-use crate::core::{Outcome, OutcomeKind, RecordMeta, Terminal, process};
+use crate::core::{OutcomeKind, RecordMeta, Terminal, process};
 use crate::metrics::TopicRole;
-use crate::pipeline::{self, Line, Progress, Shape};
+use crate::pipeline::{self, Fold, Line, Progress, Shape};
 use crate::report::{Aggregator, Comparison, ReportData};
 
 /// Exit code for a completed run with no `--fail-on` outcome.
@@ -120,6 +120,7 @@ impl Outputs {
         };
         Ok(Outputs {
             dir: dir.to_path_buf(),
+            // Indexed by `TopicRole as usize` (ALL is in discriminant order).
             files: [
                 open(TopicRole::ALL[0])?,
                 open(TopicRole::ALL[1])?,
@@ -129,14 +130,15 @@ impl Outputs {
         })
     }
 
-    fn index(role: TopicRole) -> usize {
-        TopicRole::ALL.iter().position(|r| *r == role).unwrap_or(0)
+    fn line(&mut self, role: TopicRole, bytes: &[u8]) -> Result<(), CheckError> {
+        self.write(role, bytes)?;
+        self.write(role, b"\n")
     }
 
-    fn line(&mut self, role: TopicRole, bytes: &[u8]) -> Result<(), CheckError> {
-        let w = &mut self.files[Self::index(role)];
-        w.write_all(bytes)
-            .and_then(|()| w.write_all(b"\n"))
+    /// Bytes that are already whole lines.
+    fn write(&mut self, role: TopicRole, bytes: &[u8]) -> Result<(), CheckError> {
+        self.files[role as usize]
+            .write_all(bytes)
             .map_err(|source| CheckError::Write {
                 path: self.dir.join(role.file_name()),
                 source,
@@ -190,85 +192,130 @@ fn text_or_base64(bytes: &[u8]) -> (Option<&str>, Option<String>) {
     }
 }
 
-/// What the workers hand to the writer for one line.
-struct Judged {
-    line: u64,
-    outcome: Outcome,
-    /// The outcome under `--compare-config`.
-    baseline: Option<OutcomeKind>,
-    audit_hash: [u8; 32],
-    dead_letter: Option<Vec<u8>>,
+/// What a worker makes of one block of lines: the outputs already joined
+/// per file, the audit rows with where each ends (seals go between them),
+/// and the block's counts. The in-order writer only copies and merges.
+struct Block<'a> {
+    ctx: &'a Ctx<'a>,
+    files: [Vec<u8>; 4],
+    /// (line, end of the row in `files[audit]`, SHA-256 of the row).
+    audit_rows: Vec<(u64, usize, [u8; 32])>,
+    report: Aggregator,
 }
 
-fn judge(
-    line_no: u64,
-    line: Line<'_>,
-    topic: &str,
-    config: &Config,
-    baseline: Option<&Config>,
-) -> Judged {
-    let meta = RecordMeta {
-        topic,
-        partition: 0,
-        offset: line_no as i64,
-    };
-    let now = crate::clock::now_nanos();
-    let (outcome, baseline) = match line {
-        Line::Whole(bytes) => (
-            process(Some(bytes), &meta, now, &config.core),
-            baseline.map(|b| process(Some(bytes), &meta, now, &b.core).kind),
-        ),
-        Line::TooLong { len, sha256, .. } => (
-            crate::core::process::too_large(len, &sha256, &meta, now, &config.core),
-            baseline.map(|_| OutcomeKind::DeadLetter),
-        ),
-    };
-    let dead_letter = match &outcome.terminal {
-        Terminal::DeadLetter(d) => {
-            let mut dl = DeadLetterLine {
-                detail: &d.detail,
-                kind: d.kind.as_str(),
-                line: line_no,
-                ..DeadLetterLine::default()
-            };
-            let bytes = match line {
-                Line::Whole(bytes) => {
-                    (dl.raw, dl.raw_base64) = text_or_base64(bytes);
-                    serde_json::to_vec(&dl)
-                }
-                Line::TooLong {
-                    len,
-                    sha256,
-                    preview,
-                } => {
-                    // A preview cut inside a UTF-8 character is still text
-                    // up to that character.
-                    let valid = match std::str::from_utf8(preview) {
-                        Ok(_) => preview.len(),
-                        Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                        Err(_) => 0,
-                    };
-                    (dl.preview, dl.preview_base64) = if valid > 0 || preview.is_empty() {
-                        (std::str::from_utf8(&preview[..valid]).ok(), None)
-                    } else {
-                        text_or_base64(preview)
-                    };
-                    dl.length = Some(len);
-                    dl.sha256 = Some(hex::encode(sha256));
-                    serde_json::to_vec(&dl)
-                }
-            };
-            Some(bytes.unwrap_or_default())
+/// What every worker reads.
+struct Ctx<'a> {
+    topic: &'a str,
+    config: &'a Config,
+    /// The policy of `--compare-config`: every record is also judged under it.
+    baseline: Option<&'a Config>,
+    worst: usize,
+}
+
+const AUDIT: usize = TopicRole::Audit as usize;
+
+impl<'a> Block<'a> {
+    fn new(ctx: &'a Ctx<'a>) -> Block<'a> {
+        Block {
+            ctx,
+            files: Default::default(),
+            audit_rows: Vec::new(),
+            report: Aggregator::new("", "", MIN_SUPPORT, ctx.worst),
         }
-        _ => None,
-    };
-    Judged {
-        line: line_no,
-        audit_hash: row_hash(&outcome.audit),
-        outcome,
-        baseline,
-        dead_letter,
     }
+
+    fn push(&mut self, role: TopicRole, bytes: &[u8]) {
+        let f = &mut self.files[role as usize];
+        f.extend_from_slice(bytes);
+        f.push(b'\n');
+    }
+}
+
+impl Fold for Block<'_> {
+    fn line(&mut self, index: u64, line: Line<'_>) {
+        let line_no = index + 1;
+        let Ctx {
+            topic,
+            config,
+            baseline,
+            ..
+        } = *self.ctx;
+        let meta = RecordMeta {
+            topic,
+            partition: 0,
+            offset: line_no as i64,
+        };
+        let now = crate::clock::now_nanos();
+        let (o, baseline) = match line {
+            Line::Whole(bytes) => (
+                process(Some(bytes), &meta, now, &config.core),
+                baseline.map(|b| process(Some(bytes), &meta, now, &b.core).kind),
+            ),
+            Line::TooLong { len, sha256, .. } => (
+                crate::core::process::too_large(len, &sha256, &meta, now, &config.core),
+                baseline.map(|_| OutcomeKind::DeadLetter),
+            ),
+        };
+        let envelope = match &o.terminal {
+            Terminal::Final(b) => {
+                self.push(TopicRole::Final, b);
+                Some(b.as_slice())
+            }
+            Terminal::Retry(b) => {
+                self.push(TopicRole::Retry, b);
+                None
+            }
+            Terminal::DeadLetter(d) => {
+                let dl = dead_letter_line(line_no, d, &line);
+                self.push(TopicRole::DeadLetter, &dl);
+                None
+            }
+        };
+        self.push(TopicRole::Audit, &o.audit);
+        self.audit_rows
+            .push((line_no, self.files[AUDIT].len(), row_hash(&o.audit)));
+        self.report.add(line_no, o.kind, &o.summary, None, envelope);
+        if let Some(b) = baseline {
+            self.report.compare(o.request_id.as_deref(), b, o.kind);
+        }
+    }
+}
+
+fn dead_letter_line(line_no: u64, d: &crate::core::DeadLetter, line: &Line<'_>) -> Vec<u8> {
+    let mut dl = DeadLetterLine {
+        detail: &d.detail,
+        kind: d.kind.as_str(),
+        line: line_no,
+        ..DeadLetterLine::default()
+    };
+    let bytes = match *line {
+        Line::Whole(bytes) => {
+            (dl.raw, dl.raw_base64) = text_or_base64(bytes);
+            serde_json::to_vec(&dl)
+        }
+        Line::TooLong {
+            len,
+            sha256,
+            preview,
+        } => {
+            // A preview cut inside a UTF-8 character is still text up to
+            // that character.
+            let valid = match std::str::from_utf8(preview) {
+                Ok(_) => preview.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(_) => 0,
+            };
+            (dl.preview, dl.preview_base64) = if valid > 0 || preview.is_empty() {
+                (std::str::from_utf8(&preview[..valid]).ok(), None)
+            } else {
+                text_or_base64(preview)
+            };
+            dl.length = Some(len);
+            dl.sha256 = Some(hex::encode(sha256));
+            serde_json::to_vec(&dl)
+        }
+    };
+    bytes.unwrap_or_default()
 }
 
 /// Runs the whole file and returns what the report shows. Public for tests.
@@ -321,6 +368,12 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
     );
     let mut report = Aggregator::new(&topic, &config.core.policy_version, MIN_SUPPORT, args.worst);
     let mut out = Outputs::create(&args.out)?;
+    let ctx = Ctx {
+        topic: &topic,
+        config: &config,
+        baseline: baseline.as_ref(),
+        worst: args.worst,
+    };
 
     let progress = Progress::default();
     let bar = progress_bar(size);
@@ -334,8 +387,8 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
             input,
             shape,
             &progress,
-            |i, line| judge(i + 1, line, &topic, &config, baseline.as_ref()),
-            |j: Judged| write_one(j, &mut out, &mut sealer, &mut report),
+            || Block::new(&ctx),
+            |b: Block<'_>| write_block(b, &mut out, &mut sealer, &mut report),
         );
         if let Some(bar) = &bar {
             bar.finish_and_clear();
@@ -375,41 +428,30 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
     Ok(data)
 }
 
-/// The writer's step for one line, in input order.
-fn write_one(
-    j: Judged,
+/// The writer's step for one block, in input order: copy the joined
+/// outputs, put seals between audit rows where they fall due, merge counts.
+fn write_block(
+    b: Block<'_>,
     out: &mut Outputs,
     sealer: &mut Sealer,
     report: &mut Aggregator,
 ) -> Result<(), CheckError> {
-    let o = &j.outcome;
-    let envelope = match &o.terminal {
-        Terminal::Final(b) => {
-            out.line(TopicRole::Final, b)?;
-            Some(b.as_slice())
-        }
-        Terminal::Retry(b) => {
-            out.line(TopicRole::Retry, b)?;
-            None
-        }
-        Terminal::DeadLetter(_) => {
-            out.line(
-                TopicRole::DeadLetter,
-                j.dead_letter.as_deref().unwrap_or_default(),
-            )?;
-            None
-        }
-    };
-    out.line(TopicRole::Audit, &o.audit)?;
-    if sealer.push_hash(j.line as i64, j.audit_hash)
-        && let Some(seal) = sealer.seal(crate::clock::now_nanos())
-    {
-        out.line(TopicRole::Audit, &seal)?;
+    for role in [TopicRole::Final, TopicRole::Retry, TopicRole::DeadLetter] {
+        out.write(role, &b.files[role as usize])?;
     }
-    report.add(o.kind, &o.summary, None, envelope);
-    if let Some(b) = j.baseline {
-        report.compare(o.request_id.as_deref(), b, o.kind);
+    let audit = &b.files[AUDIT];
+    let mut written = 0;
+    for &(line, end, hash) in &b.audit_rows {
+        if sealer.push_hash(line as i64, hash)
+            && let Some(seal) = sealer.seal(crate::clock::now_nanos())
+        {
+            out.write(TopicRole::Audit, &audit[written..end])?;
+            written = end;
+            out.line(TopicRole::Audit, &seal)?;
+        }
     }
+    out.write(TopicRole::Audit, &audit[written..])?;
+    report.merge(b.report);
     Ok(())
 }
 
@@ -509,4 +551,16 @@ fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Re
         writeln!(w, "report: {}", r.display())?;
     }
     w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_files_are_indexed_by_role() {
+        for (i, role) in TopicRole::ALL.into_iter().enumerate() {
+            assert_eq!(role as usize, i, "{role:?}");
+        }
+    }
 }

@@ -1,11 +1,11 @@
-//! An ordered parallel map over the lines of a byte stream: the engine of
+//! An ordered parallel fold over the lines of a byte stream: the engine of
 //! `groundgate check`.
 //!
 //! One reader thread cuts the input into blocks of whole lines (splitting
 //! is a `memchr` for the block's last newline, not a per-line step), a pool
-//! of workers turns each block's lines into results, and the calling thread
-//! receives the results block by block in input order. Nothing serial is
-//! done per line except what the caller's sink does.
+//! of workers folds each block's lines into one result (the caller's
+//! [`Fold`]: outputs pre-joined, counts pre-summed), and the calling thread
+//! receives the folds in input order. Nothing serial is done per line.
 //!
 //! Bounded: at most `in_flight` blocks exist at once (read, being mapped or
 //! waiting to be written), whatever the speed of each stage; a line longer
@@ -90,22 +90,29 @@ pub struct Progress {
     pub lines: AtomicU64,
 }
 
-/// Runs `map` over every line of `input` on `shape.threads` workers and
-/// hands each result to `sink` in input order. `map` gets the line's
-/// 0-based index. Returns the number of lines.
-pub fn run<R, T, E, M, S>(
+/// What a worker builds from one block of lines: the caller's per-line
+/// work, and whatever it wants to pre-combine per block (output buffers,
+/// partial counts) so the in-order writer has little left to do.
+pub trait Fold: Send {
+    fn line(&mut self, index: u64, line: Line<'_>);
+}
+
+/// Feeds every line of `input` (0-based index, line) to a [`Fold`] made by
+/// `new_block`, one per block, on `shape.threads` workers, and hands the
+/// folds to `sink` in input order. Returns the number of lines.
+pub fn run<R, B, E, N, S>(
     input: R,
     shape: Shape,
     progress: &Progress,
-    map: M,
+    new_block: N,
     mut sink: S,
 ) -> Result<u64, PipelineError<E>>
 where
     R: Read + Send,
-    T: Send,
+    B: Fold,
     E: Send,
-    M: Fn(u64, Line<'_>) -> T + Sync,
-    S: FnMut(T) -> Result<(), E>,
+    N: Fn() -> B + Sync,
+    S: FnMut(B) -> Result<(), E>,
 {
     let threads = shape.threads.max(1);
     // Blocks in flight: enough to keep every worker busy while one block
@@ -116,7 +123,7 @@ where
         let _ = tickets_tx.send(());
     }
     let (blocks_tx, blocks_rx) = bounded::<Numbered>(in_flight);
-    let (done_tx, done_rx) = bounded::<(u64, Vec<T>)>(in_flight);
+    let (done_tx, done_rx) = bounded::<(u64, u64, B)>(in_flight);
 
     std::thread::scope(|scope| {
         let reader =
@@ -124,11 +131,12 @@ where
         for _ in 0..threads {
             let blocks_rx = blocks_rx.clone();
             let done_tx = done_tx.clone();
-            let map = &map;
+            let new_block = &new_block;
             scope.spawn(move || {
                 for b in blocks_rx {
-                    let out = map_block(&b, map);
-                    if done_tx.send((b.seq, out)).is_err() {
+                    let mut fold = new_block();
+                    let n = fold_block(&b, &mut fold);
+                    if done_tx.send((b.seq, n, fold)).is_err() {
                         return;
                     }
                 }
@@ -154,22 +162,19 @@ where
     })
 }
 
-fn write_in_order<T, E>(
-    done: &Receiver<(u64, Vec<T>)>,
+fn write_in_order<B, E>(
+    done: &Receiver<(u64, u64, B)>,
     tickets: &Sender<()>,
     progress: &Progress,
-    sink: &mut impl FnMut(T) -> Result<(), E>,
+    sink: &mut impl FnMut(B) -> Result<(), E>,
 ) -> Result<u64, PipelineError<E>> {
-    let mut waiting: BTreeMap<u64, Vec<T>> = BTreeMap::new();
+    let mut waiting: BTreeMap<u64, (u64, B)> = BTreeMap::new();
     let mut next = 0u64;
     let mut lines = 0u64;
-    for (seq, out) in done {
-        waiting.insert(seq, out);
-        while let Some(out) = waiting.remove(&next) {
-            let n = out.len() as u64;
-            for t in out {
-                sink(t).map_err(PipelineError::Sink)?;
-            }
+    for (seq, n, fold) in done {
+        waiting.insert(seq, (n, fold));
+        while let Some((n, fold)) = waiting.remove(&next) {
+            sink(fold).map_err(PipelineError::Sink)?;
             lines += n;
             progress.lines.fetch_add(n, Ordering::Relaxed);
             next += 1;
@@ -179,22 +184,25 @@ fn write_in_order<T, E>(
     Ok(lines)
 }
 
-fn map_block<T>(b: &Numbered, map: &impl Fn(u64, Line<'_>) -> T) -> Vec<T> {
+/// Feeds a block's lines to `fold`; returns how many there were.
+fn fold_block(b: &Numbered, fold: &mut impl Fold) -> u64 {
     match &b.block {
         Block::TooLong {
             len,
             sha256,
             preview,
-        } => vec![map(
-            b.first_line,
-            Line::TooLong {
-                len: *len,
-                sha256: *sha256,
-                preview,
-            },
-        )],
+        } => {
+            fold.line(
+                b.first_line,
+                Line::TooLong {
+                    len: *len,
+                    sha256: *sha256,
+                    preview,
+                },
+            );
+            1
+        }
         Block::Lines(bytes) => {
-            let mut out = Vec::new();
             let mut line = b.first_line;
             let mut rest: &[u8] = bytes;
             while !rest.is_empty() {
@@ -207,11 +215,11 @@ fn map_block<T>(b: &Numbered, map: &impl Fn(u64, Line<'_>) -> T) -> Vec<T> {
                     ),
                     None => (rest, &rest[rest.len()..]),
                 };
-                out.push(map(line, Line::Whole(l)));
+                fold.line(line, Line::Whole(l));
                 line += 1;
                 rest = next;
             }
-            out
+            line - b.first_line
         }
     }
 }
@@ -469,26 +477,39 @@ mod tests {
         TooLong(u64, u64, [u8; 32], Vec<u8>),
     }
 
-    fn collect(input: &[u8], shape: Shape) -> Vec<Got> {
-        let mut out = Vec::new();
-        let progress = Progress::default();
-        let n = run(
-            input,
-            shape,
-            &progress,
-            |i, l| match l {
+    #[derive(Default)]
+    struct Collect(Vec<Got>);
+
+    impl Fold for Collect {
+        fn line(&mut self, i: u64, l: Line<'_>) {
+            self.0.push(match l {
                 Line::Whole(b) => Got::Whole(i, b.to_vec()),
                 Line::TooLong {
                     len,
                     sha256,
                     preview,
                 } => Got::TooLong(i, len, sha256, preview.to_vec()),
-            },
-            |g| {
-                out.push(g);
-                Ok::<(), ()>(())
-            },
-        )
+            });
+        }
+    }
+
+    /// Line indices seen, for tests that only count.
+    #[derive(Default)]
+    struct Indices(Vec<u64>);
+
+    impl Fold for Indices {
+        fn line(&mut self, i: u64, _: Line<'_>) {
+            self.0.push(i);
+        }
+    }
+
+    fn collect(input: &[u8], shape: Shape) -> Vec<Got> {
+        let mut out = Vec::new();
+        let progress = Progress::default();
+        let n = run(input, shape, &progress, Collect::default, |c| {
+            out.extend(c.0);
+            Ok::<(), ()>(())
+        })
         .unwrap();
         assert_eq!(n as usize, out.len());
         assert_eq!(progress.bytes.load(Ordering::Relaxed), input.len() as u64);
@@ -593,10 +614,15 @@ mod tests {
                 block: 64,
             },
             &Progress::default(),
-            |i, _| i,
-            |i| {
-                seen += 1;
-                if i == 500 { Err("disk full") } else { Ok(()) }
+            Indices::default,
+            |b| {
+                for i in b.0 {
+                    seen += 1;
+                    if i == 500 {
+                        return Err("disk full");
+                    }
+                }
+                Ok(())
             },
         );
         assert!(matches!(r, Err(PipelineError::Sink("disk full"))));
@@ -624,7 +650,7 @@ mod tests {
                 block: 1,
             },
             &Progress::default(),
-            |i, _| i,
+            Indices::default,
             |_| Ok::<(), ()>(()),
         );
         assert!(

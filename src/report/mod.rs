@@ -178,7 +178,6 @@ pub struct Aggregator {
     model_count: usize,
     worst_n: usize,
     worst: BinaryHeap<Candidate>,
-    seq: u64,
     transitions: BTreeMap<(&'static str, &'static str), Transition>,
 }
 
@@ -207,15 +206,16 @@ impl Aggregator {
             model_count: 0,
             worst_n,
             worst: BinaryHeap::new(),
-            seq: 0,
             transitions: BTreeMap::new(),
         }
     }
 
     /// One record's outcome. `score` is its grounding score (None when no
     /// claim cites a source); `envelope` its final envelope, when it has one.
+    /// `line` orders the worst answers among equal scores.
     pub fn add(
         &mut self,
+        line: u64,
         kind: OutcomeKind,
         summary: &Summary,
         score: Option<f64>,
@@ -266,23 +266,85 @@ impl Aggregator {
             row.score_bins[(s * QUANTILE_BINS as f64).round() as usize] += 1;
         }
 
-        self.seq += 1;
-        if let (Some(s), Some(env), true) = (score, envelope, self.worst_n > 0) {
-            let worse_than_kept = self.worst.len() < self.worst_n
-                || self.worst.peek().is_some_and(|top| s < top.score);
-            if worse_than_kept {
-                self.worst.push(Candidate {
-                    score: s,
-                    seq: self.seq,
-                    outcome: kind,
-                    provider: summary.provider.clone(),
-                    model: summary.model.clone(),
-                    envelope: env.to_vec(),
-                });
-                if self.worst.len() > self.worst_n {
-                    self.worst.pop();
-                }
+        if let (Some(s), Some(env)) = (score, envelope) {
+            let c = Candidate {
+                score: s,
+                seq: line,
+                outcome: kind,
+                provider: summary.provider.clone(),
+                model: summary.model.clone(),
+                envelope: env.to_vec(),
+            };
+            self.keep_if_worse(c);
+        }
+    }
+
+    fn keep_if_worse(&mut self, c: Candidate) {
+        let worse_than_kept =
+            self.worst.len() < self.worst_n || self.worst.peek().is_some_and(|top| c < *top);
+        if worse_than_kept {
+            self.worst.push(c);
+            if self.worst.len() > self.worst_n {
+                self.worst.pop();
             }
+        }
+    }
+
+    /// Adds a later part of the input, folded separately (one block of
+    /// `check`'s pipeline): counts add up, the worst answers and the
+    /// what-if examples stay the first in input order.
+    pub fn merge(&mut self, other: Aggregator) {
+        let d = &mut self.data;
+        let o = other.data;
+        d.records += o.records;
+        for (mine, theirs) in [
+            (&mut d.outcomes, o.outcomes),
+            (&mut d.findings, o.findings),
+            (&mut d.dead_letters, o.dead_letters),
+        ] {
+            for (k, n) in theirs {
+                *mine.entry(k).or_default() += n;
+            }
+        }
+        d.prompt_tokens += o.prompt_tokens;
+        d.completion_tokens += o.completion_tokens;
+        d.cost_usd += o.cost_usd;
+        d.scored += o.scored;
+        for (mine, theirs) in d.score_histogram.iter_mut().zip(o.score_histogram) {
+            *mine += theirs;
+        }
+        for row in other.models.into_values().flat_map(|m| m.into_values()) {
+            let r = self.model_row(&row.provider, &row.model);
+            r.records += row.records;
+            r.accepted += row.accepted;
+            r.retry += row.retry;
+            r.rejected += row.rejected;
+            r.dead_letter += row.dead_letter;
+            r.malformed += row.malformed;
+            r.out_of_range += row.out_of_range;
+            r.unsupported_claim += row.unsupported_claim;
+            r.scored += row.scored;
+            r.score_sum += row.score_sum;
+            r.prompt_tokens += row.prompt_tokens;
+            r.completion_tokens += row.completion_tokens;
+            r.cost_usd += row.cost_usd;
+            for (mine, theirs) in r.score_bins.iter_mut().zip(row.score_bins) {
+                *mine += theirs;
+            }
+        }
+        for c in other.worst {
+            self.keep_if_worse(c);
+        }
+        for (key, t) in other.transitions {
+            let mine = self.transitions.entry(key).or_insert_with(|| Transition {
+                from: t.from.clone(),
+                to: t.to.clone(),
+                count: 0,
+                examples: Vec::new(),
+            });
+            mine.count += t.count;
+            let room = EXAMPLES.saturating_sub(mine.examples.len());
+            mine.examples.extend(t.examples.into_iter().take(room));
         }
     }
 
@@ -518,6 +580,7 @@ mod tests {
                 vec![]
             };
             a.add(
+                1,
                 kind,
                 &summary("openai", "gpt", f, 0.5),
                 Some(i as f64 / 10.0),
@@ -525,6 +588,7 @@ mod tests {
             );
         }
         a.add(
+            2,
             OutcomeKind::Rejected,
             &summary("anthropic", "claude", vec![], 1.0),
             None,
@@ -548,17 +612,77 @@ mod tests {
     }
 
     #[test]
+    fn merging_block_folds_equals_one_fold() {
+        let rec = |i: u64| {
+            let kind = OutcomeKind::ALL[(i % 4) as usize];
+            let f = if i.is_multiple_of(3) {
+                vec![FindingKind::OutOfRange]
+            } else {
+                vec![]
+            };
+            let model = format!("m{}", i % 5);
+            (
+                kind,
+                summary("p", &model, f, 0.25),
+                Some((i % 10) as f64 / 10.0),
+            )
+        };
+        let env =
+            |i: u64| serde_json::json!({"answer": "a", "request_id": format!("r{i}")}).to_string();
+        let mut whole = Aggregator::new("in", "v", 0.5, 3);
+        let mut merged = Aggregator::new("in", "v", 0.5, 3);
+        let mut part = Aggregator::new("", "", 0.5, 3);
+        for i in 0..100u64 {
+            let (k, s, sc) = rec(i);
+            let e = env(i);
+            whole.add(i, k, &s, sc, Some(e.as_bytes()));
+            whole.compare(Some(&format!("r{i}")), OutcomeKind::Accepted, k);
+            part.add(i, k, &s, sc, Some(e.as_bytes()));
+            part.compare(Some(&format!("r{i}")), OutcomeKind::Accepted, k);
+            if i % 7 == 6 {
+                merged.merge(std::mem::replace(
+                    &mut part,
+                    Aggregator::new("", "", 0.5, 3),
+                ));
+            }
+        }
+        merged.merge(part);
+        let names = Some(("a".to_string(), "b".to_string()));
+        let a = serde_json::to_value(whole.finish(names.clone())).unwrap();
+        let b = serde_json::to_value(merged.finish(names)).unwrap();
+        // Sums of floats are added in another order: equal to 1e-9.
+        fn close(a: &Value, b: &Value) -> bool {
+            match (a, b) {
+                (Value::Number(x), Value::Number(y)) => {
+                    (x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 1e-9
+                }
+                (Value::Array(x), Value::Array(y)) => {
+                    x.len() == y.len() && x.iter().zip(y).all(|(a, b)| close(a, b))
+                }
+                (Value::Object(x), Value::Object(y)) => {
+                    x.len() == y.len()
+                        && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| close(v, w)))
+                }
+                _ => a == b,
+            }
+        }
+        assert!(close(&a, &b), "{a}\n{b}");
+    }
+
+    #[test]
     fn models_past_the_cap_share_one_other_row() {
         let mut a = Aggregator::new("in", "v", 0.5, 0);
         for i in 0..MAX_MODELS + 50 {
             let model = format!("m{i}");
             a.add(
+                3,
                 OutcomeKind::Accepted,
                 &summary("p", &model, vec![], 0.0),
                 None,
                 None,
             );
             a.add(
+                4,
                 OutcomeKind::Accepted,
                 &summary("p", &model, vec![], 0.0),
                 None,
@@ -566,6 +690,7 @@ mod tests {
             );
         }
         a.add(
+            5,
             OutcomeKind::Accepted,
             &summary("", "", vec![], 0.0),
             None,
@@ -596,6 +721,7 @@ mod tests {
         for (id, s) in [("a", 0.4), ("b", 0.1), ("c", 0.9), ("d", 0.2)] {
             let e = env(id, s);
             a.add(
+                6,
                 OutcomeKind::Accepted,
                 &summary("p", "m", vec![], 0.0),
                 Some(s),
