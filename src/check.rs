@@ -14,9 +14,10 @@
 //! editors and `sed -n Np` count).
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -59,6 +60,8 @@ pub enum CheckError {
     Key(#[from] crate::audit::keys::KeyError),
     #[error("--threads must be at least 1")]
     Threads,
+    #[error("writing the outputs stopped")]
+    Flush,
 }
 
 pub fn main(args: CheckArgs) -> ExitCode {
@@ -100,10 +103,15 @@ pub fn main(args: CheckArgs) -> ExitCode {
     ExitCode::from(EXIT_FAILED_ON)
 }
 
-/// The four output files, written in input order.
+/// The four output files. The in-order writer gives every block its byte
+/// offsets in each file ([`Outputs::place`]); flush threads then copy the
+/// blocks in at those offsets in parallel, so writing is not a one-core
+/// step. (No fsync: like the serial writer before, `check` leaves
+/// durability to the file system.)
 struct Outputs {
     dir: PathBuf,
-    files: [BufWriter<File>; 4],
+    /// Indexed by `TopicRole as usize` (ALL is in discriminant order).
+    files: [File; 4],
 }
 
 impl Outputs {
@@ -112,15 +120,12 @@ impl Outputs {
             path: dir.to_path_buf(),
             source,
         })?;
-        let open = |role: TopicRole| -> Result<BufWriter<File>, CheckError> {
+        let open = |role: TopicRole| -> Result<File, CheckError> {
             let path = dir.join(role.file_name());
-            File::create(&path)
-                .map(|f| BufWriter::with_capacity(1 << 16, f))
-                .map_err(|source| CheckError::Write { path, source })
+            File::create(&path).map_err(|source| CheckError::Write { path, source })
         };
         Ok(Outputs {
             dir: dir.to_path_buf(),
-            // Indexed by `TopicRole as usize` (ALL is in discriminant order).
             files: [
                 open(TopicRole::ALL[0])?,
                 open(TopicRole::ALL[1])?,
@@ -130,30 +135,54 @@ impl Outputs {
         })
     }
 
-    fn line(&mut self, role: TopicRole, bytes: &[u8]) -> Result<(), CheckError> {
-        self.write(role, bytes)?;
-        self.write(role, b"\n")
-    }
-
-    /// Bytes that are already whole lines.
-    fn write(&mut self, role: TopicRole, bytes: &[u8]) -> Result<(), CheckError> {
+    fn write_at(&self, role: TopicRole, at: u64, bytes: &[u8]) -> Result<(), CheckError> {
+        use std::os::unix::fs::FileExt;
         self.files[role as usize]
-            .write_all(bytes)
+            .write_all_at(bytes, at)
             .map_err(|source| CheckError::Write {
                 path: self.dir.join(role.file_name()),
                 source,
             })
     }
+}
 
-    fn finish(self) -> Result<(), CheckError> {
-        for (role, mut w) in TopicRole::ALL.into_iter().zip(self.files) {
-            w.flush().map_err(|source| CheckError::Write {
-                path: self.dir.join(role.file_name()),
-                source,
-            })?;
-        }
-        Ok(())
+/// Where the next bytes of each file go.
+#[derive(Default)]
+struct Layout {
+    len: [u64; 4],
+}
+
+impl Layout {
+    fn place(&mut self, role: TopicRole, n: usize) -> u64 {
+        let at = self.len[role as usize];
+        self.len[role as usize] += n as u64;
+        at
     }
+}
+
+/// Bytes of a block to write at an offset: a range of the block's own
+/// buffer for that file, or a seal line made by the writer.
+enum Piece {
+    Range(TopicRole, u64, std::ops::Range<usize>),
+    Seal(u64, Vec<u8>),
+}
+
+/// A block with its pieces placed, on its way to a flush thread.
+struct Placed<'a> {
+    block: Block<'a>,
+    pieces: Vec<Piece>,
+}
+
+fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
+    for piece in &p.pieces {
+        match piece {
+            Piece::Range(role, at, r) => {
+                out.write_at(*role, *at, &p.block.files[*role as usize][r.clone()])?
+            }
+            Piece::Seal(at, bytes) => out.write_at(TopicRole::Audit, *at, bytes)?,
+        }
+    }
+    Ok(())
 }
 
 /// A line of `dead_letter.jsonl`. Fields are declared in alphabetical order
@@ -367,7 +396,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         key,
     );
     let mut report = Aggregator::new(&topic, &config.core.policy_version, MIN_SUPPORT, args.worst);
-    let mut out = Outputs::create(&args.out)?;
+    let out = Outputs::create(&args.out)?;
     let ctx = Ctx {
         topic: &topic,
         config: &config,
@@ -378,18 +407,43 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
     let progress = Progress::default();
     let bar = progress_bar(size);
     let shape = Shape::new(threads, config.core.max_record_bytes);
+    let mut layout = Layout::default();
+    let failed: Mutex<Option<CheckError>> = Mutex::new(None);
     let result = std::thread::scope(|s| {
         let ticker = bar.as_ref().map(|bar| {
             let progress = &progress;
             s.spawn(move || tick(bar, progress))
         });
+        // Flush threads: as many as workers, each block written by one;
+        // the bounded queue keeps the blocks in memory bounded.
+        let (flush_tx, flush_rx) = crossbeam_channel::bounded::<Placed<'_>>(threads);
+        for _ in 0..threads {
+            let (rx, out, failed) = (flush_rx.clone(), &out, &failed);
+            s.spawn(move || {
+                for p in rx {
+                    if let Err(e) = flush(out, p)
+                        && let Ok(mut f) = failed.lock()
+                    {
+                        f.get_or_insert(e);
+                    }
+                }
+            });
+        }
+        drop(flush_rx);
         let r = pipeline::run(
             input,
             shape,
             &progress,
             || Block::new(&ctx),
-            |b: Block<'_>| write_block(b, &mut out, &mut sealer, &mut report),
+            |b: Block<'_>| {
+                if failed.lock().is_ok_and(|f| f.is_some()) {
+                    return Err(CheckError::Flush);
+                }
+                let placed = place_block(b, &mut layout, &mut sealer, &mut report);
+                flush_tx.send(placed).map_err(|_| CheckError::Flush)
+            },
         );
+        drop(flush_tx);
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
@@ -398,15 +452,22 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         }
         r
     });
+    // A write error from a flush thread is the real cause of a stop.
+    if let Some(e) = failed.into_inner().ok().flatten() {
+        return Err(e);
+    }
     result.map_err(|e| match e {
         pipeline::PipelineError::Read { line, source } => CheckError::ReadInput { line, source },
         pipeline::PipelineError::Sink(e) => e,
     })?;
-    if let Some(seal) = sealer.seal(crate::clock::now_nanos()) {
-        out.line(TopicRole::Audit, &seal)?;
+    if let Some(mut seal) = sealer.seal(crate::clock::now_nanos()) {
+        seal.push(b'\n');
+        out.write_at(
+            TopicRole::Audit,
+            layout.place(TopicRole::Audit, seal.len()),
+            &seal,
+        )?;
     }
-    out.finish()?;
-
     let names = |p: &Option<PathBuf>| {
         p.as_ref()
             .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string())
@@ -428,31 +489,48 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
     Ok(data)
 }
 
-/// The writer's step for one block, in input order: copy the joined
-/// outputs, put seals between audit rows where they fall due, merge counts.
-fn write_block(
-    b: Block<'_>,
-    out: &mut Outputs,
+/// The writer's step for one block, in input order: place the joined
+/// outputs in the files, put seals between audit rows where they fall due,
+/// merge the block's counts.
+fn place_block<'a>(
+    b: Block<'a>,
+    layout: &mut Layout,
     sealer: &mut Sealer,
     report: &mut Aggregator,
-) -> Result<(), CheckError> {
+) -> Placed<'a> {
+    let mut pieces = Vec::with_capacity(4);
     for role in [TopicRole::Final, TopicRole::Retry, TopicRole::DeadLetter] {
-        out.write(role, &b.files[role as usize])?;
+        let n = b.files[role as usize].len();
+        if n > 0 {
+            pieces.push(Piece::Range(role, layout.place(role, n), 0..n));
+        }
     }
-    let audit = &b.files[AUDIT];
     let mut written = 0;
     for &(line, end, hash) in &b.audit_rows {
         if sealer.push_hash(line as i64, hash)
-            && let Some(seal) = sealer.seal(crate::clock::now_nanos())
+            && let Some(mut seal) = sealer.seal(crate::clock::now_nanos())
         {
-            out.write(TopicRole::Audit, &audit[written..end])?;
+            let at = layout.place(TopicRole::Audit, end - written);
+            pieces.push(Piece::Range(TopicRole::Audit, at, written..end));
             written = end;
-            out.line(TopicRole::Audit, &seal)?;
+            seal.push(b'\n');
+            pieces.push(Piece::Seal(
+                layout.place(TopicRole::Audit, seal.len()),
+                seal,
+            ));
         }
     }
-    out.write(TopicRole::Audit, &audit[written..])?;
-    report.merge(b.report);
-    Ok(())
+    let end = b.files[AUDIT].len();
+    if end > written {
+        let at = layout.place(TopicRole::Audit, end - written);
+        pieces.push(Piece::Range(TopicRole::Audit, at, written..end));
+    }
+    let mut b = b;
+    report.merge(std::mem::replace(
+        &mut b.report,
+        Aggregator::new("", "", MIN_SUPPORT, 0),
+    ));
+    Placed { block: b, pieces }
 }
 
 /// Grounding support below which a claim is shown as unsupported in the report.
