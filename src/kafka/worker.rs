@@ -27,8 +27,10 @@
 //!
 //! Headers on every output: `groundgate.input.topic`,
 //! `groundgate.input.partition`, `groundgate.input.offset`. Dead letters keep
-//! the original key, value and headers, and add `groundgate.error.kind`,
-//! `groundgate.error.detail` and `groundgate.input.timestamp` (ms, when known).
+//! the original key, value (or, when too large, the core's bounded summary)
+//! and headers, and add `groundgate.error.kind`, `groundgate.error.detail` and
+//! `groundgate.input.timestamp` (ms, when known). An incoming `groundgate.*`
+//! header is renamed `original.groundgate.*`: ours are the only ones.
 //!
 //! Nothing is logged per record at info level.
 
@@ -53,7 +55,7 @@ use super::client;
 use super::error::classify;
 use super::offsets::{OffsetTracker, TopicPartition};
 use crate::config::{Config, Guarantee};
-use crate::core::{Outcome, OutcomeKind, RecordMeta, Terminal, process};
+use crate::core::{DeadLetterValue, Outcome, OutcomeKind, RecordMeta, Terminal, process};
 use crate::http::Health;
 use crate::metrics::{ErrorClass, Metrics, RebalanceKind, TopicRole};
 
@@ -958,6 +960,62 @@ fn input_headers(msg: &BorrowedMessage<'_>) -> OwnedHeaders {
         })
 }
 
+/// Prefix of the headers groundgate writes. Incoming headers with it are
+/// renamed with [`RENAMED_PREFIX`] in front, so every output carries exactly
+/// one, authoritative, value of each `groundgate.*` header.
+pub const OWN_HEADER_PREFIX: &str = "groundgate.";
+pub const RENAMED_PREFIX: &str = "original.";
+
+/// A dead letter's headers: the record's own (any `groundgate.*` one renamed
+/// `original.groundgate.*`, so a producer cannot spoof ours), then the input
+/// coordinates, the error kind and detail, and the input timestamp.
+fn dead_letter_headers(
+    original: Option<&impl Headers>,
+    input: &OwnedHeaders,
+    kind: &str,
+    detail: &str,
+    timestamp_ms: Option<i64>,
+) -> OwnedHeaders {
+    let mut h = OwnedHeaders::new();
+    if let Some(orig) = original {
+        for hd in orig.iter() {
+            if hd.key.starts_with(OWN_HEADER_PREFIX) {
+                h = h.insert(Header {
+                    key: &format!("{RENAMED_PREFIX}{}", hd.key),
+                    value: hd.value,
+                });
+            } else {
+                h = h.insert(Header {
+                    key: hd.key,
+                    value: hd.value,
+                });
+            }
+        }
+    }
+    for hd in input.iter() {
+        h = h.insert(Header {
+            key: hd.key,
+            value: hd.value,
+        });
+    }
+    h = h
+        .insert(Header {
+            key: H_ERROR_KIND,
+            value: Some(kind),
+        })
+        .insert(Header {
+            key: H_ERROR_DETAIL,
+            value: Some(detail),
+        });
+    if let Some(ts) = timestamp_ms {
+        h = h.insert(Header {
+            key: H_INPUT_TIMESTAMP,
+            value: Some(&ts.to_string()),
+        });
+    }
+    h
+}
+
 /// The input value, unvalidated, to the final and the audit topic: the same
 /// number of outputs per record as validation produces.
 fn passthrough_outputs(msg: &BorrowedMessage<'_>, config: &Config) -> Vec<Output> {
@@ -1003,45 +1061,24 @@ fn outputs_for(msg: &BorrowedMessage<'_>, outcome: Outcome, config: &Config) -> 
             payload: Some(b),
             headers: headers.clone(),
         },
-        Terminal::DeadLetter(d) => {
-            let mut h = OwnedHeaders::new();
-            if let Some(orig) = msg.headers() {
-                for hd in orig.iter() {
-                    h = h.insert(Header {
-                        key: hd.key,
-                        value: hd.value,
-                    });
-                }
-            }
-            for hd in headers.iter() {
-                h = h.insert(Header {
-                    key: hd.key,
-                    value: hd.value,
-                });
-            }
-            h = h
-                .insert(Header {
-                    key: H_ERROR_KIND,
-                    value: Some(d.kind.as_str()),
-                })
-                .insert(Header {
-                    key: H_ERROR_DETAIL,
-                    value: Some(&d.detail),
-                });
-            if let Some(ts) = msg.timestamp().to_millis() {
-                h = h.insert(Header {
-                    key: H_INPUT_TIMESTAMP,
-                    value: Some(&ts.to_string()),
-                });
-            }
-            Output {
-                role: TopicRole::DeadLetter,
-                topic: topics.dead_letter.clone(),
-                key: original_key,
-                payload: msg.payload().map(<[u8]>::to_vec),
-                headers: h,
-            }
-        }
+        Terminal::DeadLetter(d) => Output {
+            role: TopicRole::DeadLetter,
+            topic: topics.dead_letter.clone(),
+            key: original_key,
+            // Exactly what the core decided: the input bytes when they fit
+            // the output limit, its bounded summary when not.
+            payload: match d.value {
+                DeadLetterValue::Original => msg.payload().map(<[u8]>::to_vec),
+                DeadLetterValue::Bounded(b) => Some(b),
+            },
+            headers: dead_letter_headers(
+                msg.headers(),
+                &headers,
+                d.kind.as_str(),
+                &d.detail,
+                msg.timestamp().to_millis(),
+            ),
+        },
     };
     let audit = Output {
         role: TopicRole::Audit,
@@ -1051,4 +1088,68 @@ fn outputs_for(msg: &BorrowedMessage<'_>, outcome: Outcome, config: &Config) -> 
         headers,
     };
     vec![terminal, audit]
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    fn pairs(h: &OwnedHeaders) -> Vec<(String, String)> {
+        h.iter()
+            .map(|hd| {
+                (
+                    hd.key.to_string(),
+                    String::from_utf8_lossy(hd.value.unwrap_or_default()).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn incoming_groundgate_headers_cannot_spoof_ours() {
+        let original = OwnedHeaders::new()
+            .insert(Header {
+                key: "trace-id",
+                value: Some("t-1"),
+            })
+            .insert(Header {
+                key: H_ERROR_KIND,
+                value: Some("schema"),
+            })
+            .insert(Header {
+                key: H_INPUT_OFFSET,
+                value: Some("999"),
+            });
+        let input = OwnedHeaders::new()
+            .insert(Header {
+                key: H_INPUT_TOPIC,
+                value: Some("answers"),
+            })
+            .insert(Header {
+                key: H_INPUT_OFFSET,
+                value: Some("7"),
+            });
+        let h = dead_letter_headers(Some(&original), &input, "too_large", "big", Some(5));
+        let got = pairs(&h);
+        let own: Vec<&(String, String)> = got
+            .iter()
+            .filter(|(k, _)| k.starts_with(OWN_HEADER_PREFIX))
+            .collect();
+        let mut keys: Vec<&str> = own.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "one value per groundgate.* header: {got:?}");
+        let get = |k: &str| {
+            got.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get(H_ERROR_KIND), Some("too_large"));
+        assert_eq!(get(H_INPUT_OFFSET), Some("7"));
+        assert_eq!(get(H_INPUT_TIMESTAMP), Some("5"));
+        assert_eq!(get("original.groundgate.error.kind"), Some("schema"));
+        assert_eq!(get("original.groundgate.input.offset"), Some("999"));
+        assert_eq!(get("trace-id"), Some("t-1"));
+    }
 }
