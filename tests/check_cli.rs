@@ -10,6 +10,11 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
 
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -50,7 +55,11 @@ fn mixed_lines() -> Vec<(Vec<u8>, &'static str)> {
             "rejected",
         ),
         (
-            rec("retry-fixed", "Revenue grew[^1].", json!({"attempt": 1})),
+            rec(
+                "retry-fixed",
+                "Revenue grew[^1].",
+                json!({"attempt": 1, "prior": {"prompt_tokens": 1}}),
+            ),
             "accepted",
         ),
         (
@@ -142,7 +151,11 @@ fn every_line_gets_one_terminal_record_and_one_audit_row() {
         .iter()
         .map(|a| a["input"]["offset"].as_i64().unwrap())
         .collect();
-    assert_eq!(offsets, (0..lines.len() as i64).collect::<Vec<_>>());
+    assert_eq!(
+        offsets,
+        (1..=lines.len() as i64).collect::<Vec<_>>(),
+        "input.offset is the 1-based line number, like dead_letter.jsonl's line"
+    );
     for (a, (_, want)) in audit.iter().zip(&lines) {
         assert_eq!(a["outcome"], *want, "audit row {a}");
         assert_eq!(a["input"]["topic"], "answers.jsonl");
@@ -203,9 +216,39 @@ fn every_line_gets_one_terminal_record_and_one_audit_row() {
         ]
     );
     assert_eq!(dead[0]["raw"], "{not json");
+    // Not UTF-8: the exact bytes, base64-encoded.
+    assert!(dead[1].get("raw").is_none());
+    use base64::Engine as _;
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(dead[1]["raw_base64"].as_str().unwrap())
+            .unwrap(),
+        lines[9].0
+    );
+    // Canonical: keys in alphabetical order, as on every output.
+    for line in std::fs::read_to_string(out.join("dead_letter.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            line,
+            "canonical: {line}"
+        );
+    }
+    // Too large: length, SHA-256 and a bounded preview instead of the bytes.
+    assert!(dead[4].get("raw").is_none());
+    assert_eq!(dead[4]["length"], lines[12].0.len());
+    assert_eq!(
+        dead[4]["sha256"],
+        sha256_hex(&lines[12].0),
+        "hash of the line's bytes"
+    );
     assert!(
-        dead[1]["raw"].as_str().unwrap().contains('\u{FFFD}'),
-        "lossy raw text"
+        lines[12]
+            .0
+            .starts_with(dead[4]["preview"].as_str().unwrap().as_bytes())
     );
     assert!(dead[2]["detail"].as_str().unwrap().contains("request_id"));
     assert!(dead[3]["detail"].as_str().unwrap().starts_with("attempt"));
@@ -231,23 +274,159 @@ fn fail_on_sets_the_exit_code() {
     )
     .unwrap();
     let run = |flags: &[&str]| {
-        Command::new(BIN)
+        let out = Command::new(BIN)
             .args(["check", input.to_str().unwrap(), "--out"])
             .arg(dir.path().join("o"))
             .args(flags)
             .output()
-            .unwrap()
-            .status
-            .code()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
-    assert_eq!(run(&[]), Some(0));
-    assert_eq!(
-        run(&["--fail-on", "rejected", "--fail-on", "dead_letter"]),
-        Some(0)
+    assert_eq!(run(&[]).0, Some(0));
+    let (code, err) = run(&["--fail-on", "rejected", "--fail-on", "dead_letter"]);
+    assert_eq!(code, Some(0));
+    assert!(!err.contains("--fail-on"), "{err}");
+    let (code, err) = run(&["--fail-on", "dead_letter", "--fail-on", "retry"]);
+    assert_eq!(code, Some(1));
+    // Says which outcome caused the exit code.
+    assert!(
+        err.contains("exit code 1 because of --fail-on retry: 1 record had outcome retry"),
+        "{err}"
     );
+    assert!(!err.contains("--fail-on dead_letter"), "{err}");
+}
+
+/// Peak resident memory of the largest child this test process has waited for.
+fn children_max_rss_bytes() -> u64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0);
+    usage.ru_maxrss as u64 * 1024
+}
+
+#[test]
+fn a_huge_line_is_streamed_past_with_bounded_memory() {
+    const LINE: usize = 192 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let mut child = Command::new(BIN)
+        .args(["check", "-", "--out", out.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&rec("before", "x[^1]", json!({}))).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    // A 192 MiB line, written in 1 MiB pieces, never held by this test.
+    let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+    let piece = vec![b'"'; 1 << 20];
+    for _ in 0..LINE >> 20 {
+        stdin.write_all(&piece).unwrap();
+        sha2::Digest::update(&mut hasher, &piece);
+    }
+    stdin.write_all(b"\r\n").unwrap();
+    stdin.write_all(&rec("after", "y[^2]", json!({}))).unwrap();
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
     assert_eq!(
-        run(&["--fail-on", "dead_letter", "--fail-on", "retry"]),
-        Some(1)
+        done.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let rss = children_max_rss_bytes();
+    assert!(
+        rss < 96 << 20,
+        "check used {} MiB for a {} MiB line",
+        rss >> 20,
+        LINE >> 20
+    );
+    let dead = read_jsonl(&out.join("dead_letter.jsonl"));
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0]["kind"], "too_large");
+    assert_eq!(dead[0]["line"], 2);
+    assert_eq!(dead[0]["length"], LINE as u64, "without the CRLF");
+    assert_eq!(
+        dead[0]["sha256"],
+        hex::encode(sha2::Digest::finalize(hasher))
+    );
+    assert_eq!(dead[0]["preview"].as_str().unwrap().len(), 512);
+    assert!(
+        std::fs::metadata(out.join("dead_letter.jsonl"))
+            .unwrap()
+            .len()
+            < 4096,
+        "bounded, never the whole line"
+    );
+    let audit = read_jsonl(&out.join("audit.jsonl"));
+    let outcomes: Vec<(&str, i64)> = audit
+        .iter()
+        .map(|a| {
+            (
+                a["outcome"].as_str().unwrap(),
+                a["input"]["offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("accepted", 1), ("dead_letter", 2), ("accepted", 3)]
+    );
+    assert_eq!(audit[1]["answer_hash"], dead[0]["sha256"]);
+}
+
+#[test]
+fn a_closed_or_full_stdout_is_a_message_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    // `check … | head -0`: the reader is gone before the summary is printed.
+    let mut child = Command::new(BIN)
+        .args(["check", "-", "--out", out.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&rec("a", "x[^1]", json!({}))).unwrap();
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert_eq!(read_jsonl(&out.join("final.jsonl")).len(), 1);
+
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        println!("SKIPPED: /dev/full is not available on this system");
+        return;
+    };
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, rec("a", "x[^1]", json!({}))).unwrap();
+    let done = Command::new(BIN)
+        .args([
+            "check",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot write the summary to standard output") && !err.contains("panicked"),
+        "{err}"
     );
 }
 

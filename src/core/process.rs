@@ -375,6 +375,45 @@ pub fn oversize_dead_letter(
     )
 }
 
+/// A record too long to hold in memory (a `check` line past
+/// `max_record_bytes`, read as a stream), known by its length, SHA-256 and
+/// first bytes: the same bounded `too_large` dead letter and audit row as a
+/// too-large record `process` sees whole.
+pub fn too_large_summary(
+    length: u64,
+    sha256_hex: &str,
+    preview: &[u8],
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+) -> Outcome {
+    let detail = wire::too_large_detail(length, settings.max_record_bytes);
+    let summary = ValueSummary {
+        length,
+        sha256: sha256_hex,
+        preview: &preview[..preview.len().min(PREVIEW_BYTES)],
+        original_fits: false,
+    };
+    build_dead_letter(
+        DeadLetterKind::TooLarge,
+        detail,
+        &summary,
+        None,
+        meta,
+        now_nanos,
+        settings,
+    )
+}
+
+/// What a dead letter needs to know about the value it stands for.
+struct ValueSummary<'a> {
+    length: u64,
+    sha256: &'a str,
+    preview: &'a [u8],
+    /// The value may be forwarded as it is.
+    original_fits: bool,
+}
+
 fn dead_letter_outcome(
     kind: DeadLetterKind,
     detail: String,
@@ -387,23 +426,42 @@ fn dead_letter_outcome(
     // The answer was never read; the audit hash covers the raw record bytes so
     // the dead letter can still be matched to what was received.
     let hash = sha256_hex(raw);
-    // A too-large value is never forwarded whole, whatever the limit.
-    let value = if kind == DeadLetterKind::TooLarge || raw.len() > settings.max_output_bytes {
-        let cut = raw.len().min(PREVIEW_BYTES);
-        let preview = String::from_utf8_lossy(&raw[..cut]);
+    let summary = ValueSummary {
+        length: raw.len() as u64,
+        sha256: &hash,
+        preview: &raw[..raw.len().min(PREVIEW_BYTES)],
+        // A too-large value is never forwarded whole, whatever the limit.
+        original_fits: kind != DeadLetterKind::TooLarge && raw.len() <= settings.max_output_bytes,
+    };
+    build_dead_letter(
+        kind, detail, &summary, request_id, meta, now_nanos, settings,
+    )
+}
+
+fn build_dead_letter(
+    kind: DeadLetterKind,
+    detail: String,
+    v: &ValueSummary<'_>,
+    request_id: Option<String>,
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+) -> Outcome {
+    let hash = v.sha256;
+    let value = if v.original_fits {
+        DeadLetterValue::Original
+    } else {
         DeadLetterValue::Bounded(wire::to_bytes(&BoundedDeadLetter {
             detail: &detail,
             kind: kind.as_str(),
-            length: raw.len() as u64,
-            preview: &preview,
-            sha256: &hash,
+            length: v.length,
+            preview: &String::from_utf8_lossy(v.preview),
+            sha256: hash,
         }))
-    } else {
-        DeadLetterValue::Original
     };
     let audit = AuditRow {
         answer: None,
-        answer_hash: &hash,
+        answer_hash: hash,
         cache_hit: false,
         citations: Vec::new(),
         completion_tokens: 0,

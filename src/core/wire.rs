@@ -215,6 +215,13 @@ fn fail(kind: DeadLetterKind, detail: String, request_id: Option<String>) -> Dec
     }
 }
 
+/// The detail of a record dead-lettered for its size.
+pub fn too_large_detail(length: u64, max_record_bytes: usize) -> String {
+    format!(
+        "record is {length} bytes, larger than the maximum of {max_record_bytes} bytes (max_record_bytes)"
+    )
+}
+
 /// Decodes and schema-checks one record value.
 ///
 /// Order of checks: absent/empty value, size, UTF-8, JSON syntax, schema
@@ -237,11 +244,7 @@ pub fn decode(
     if bytes.len() > max_record_bytes {
         return Err(fail(
             DeadLetterKind::TooLarge,
-            format!(
-                "record is {} bytes, larger than the maximum of {} bytes (max_record_bytes)",
-                bytes.len(),
-                max_record_bytes
-            ),
+            too_large_detail(bytes.len() as u64, max_record_bytes),
             None,
         ));
     }
