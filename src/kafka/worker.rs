@@ -496,20 +496,35 @@ async fn settle(
     offset: i64,
     input_ts_ms: Option<i64>,
     first: Vec<(Output, rdkafka::producer::DeliveryFuture)>,
+    oversize: Oversize,
 ) {
     let input = format!("{}/{}@{}", tp.0, tp.1, offset);
     let mut result = Ok(());
-    'outputs: for (out, fut) in first {
+    'outputs: for (mut out, fut) in first {
         let mut outcome = match fut.await {
             Ok(r) => r.map(|_| ()).map_err(|(e, _)| e),
             Err(_) => Err(KafkaError::Canceled),
         };
         let mut resends = 0;
+        let mut replaced = false;
         loop {
             match outcome {
                 Ok(()) => {
                     metrics.record_published(out.role);
                     continue 'outputs;
+                }
+                // Refused as too large: re-sending cannot help. Publish the
+                // core's bounded stand-in once instead (never retried forever).
+                Err(e) if is_too_large(&e) && !replaced => {
+                    metrics.record_publish_error(classify(&e));
+                    warn!(error = %e, topic = %out.topic, input = %input, "output refused as too large; publishing its bounded too_large dead letter instead");
+                    out = oversize.replacement(&out, &tp, offset);
+                    replaced = true;
+                    outcome = producer
+                        .send(out.record(), Timeout::After(Duration::from_secs(30)))
+                        .await
+                        .map(|_| ())
+                        .map_err(|(e, _)| e);
                 }
                 Err(e) => {
                     let class = classify(&e);
@@ -544,6 +559,95 @@ async fn settle(
         input_ts_ms,
         result,
     });
+}
+
+fn is_too_large(e: &KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(RDKafkaErrorCode::MessageSizeTooLarge)
+}
+
+/// What it takes to replace an output the producer or broker refused as too
+/// large by the core's bounded form ([`crate::core::process::oversize_dead_letter`]).
+#[derive(Clone)]
+struct Oversize {
+    config: Arc<Config>,
+    request_id: Option<String>,
+}
+
+impl Oversize {
+    /// A refused audit row becomes a bounded dead-letter audit row; a refused
+    /// terminal record becomes a bounded dead letter. Either way the record
+    /// keeps exactly one terminal record and one audit row. Only the input
+    /// coordinates are kept from the headers (the original ones may be what
+    /// did not fit), and the key is the request id.
+    fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> Output {
+        let meta = RecordMeta {
+            topic: &tp.0,
+            partition: tp.1,
+            offset,
+        };
+        let value_len = out.payload.as_ref().map_or(0, Vec::len);
+        let detail = format!(
+            "the {} output to {} ({value_len} bytes, key {} bytes) was refused as too large (MSG_SIZE_TOO_LARGE); value, length and SHA-256 here are of that output",
+            out.role.as_str(),
+            out.topic,
+            out.key.as_ref().map_or(0, Vec::len),
+        );
+        let o = crate::core::process::oversize_dead_letter(
+            out.payload.as_deref(),
+            &meta,
+            crate::clock::now_nanos(),
+            &self.config.core,
+            self.request_id.as_deref(),
+            detail,
+        );
+        let mut headers = OwnedHeaders::new_with_capacity(6);
+        for hd in out.headers.iter() {
+            if [
+                H_INPUT_TOPIC,
+                H_INPUT_PARTITION,
+                H_INPUT_OFFSET,
+                H_INPUT_TIMESTAMP,
+            ]
+            .contains(&hd.key)
+            {
+                headers = headers.insert(Header {
+                    key: hd.key,
+                    value: hd.value,
+                });
+            }
+        }
+        let key = self.request_id.as_ref().map(|r| r.as_bytes().to_vec());
+        match (out.role, o.terminal) {
+            (TopicRole::Audit, _) => Output {
+                role: TopicRole::Audit,
+                topic: out.topic.clone(),
+                key,
+                payload: Some(o.audit),
+                headers,
+            },
+            (_, Terminal::DeadLetter(d)) => Output {
+                role: TopicRole::DeadLetter,
+                topic: self.config.kafka.topics.dead_letter.clone(),
+                key,
+                payload: match d.value {
+                    DeadLetterValue::Bounded(b) => Some(b),
+                    // oversize_dead_letter always bounds; keep the type total.
+                    DeadLetterValue::Original => None,
+                },
+                headers: headers
+                    .insert(Header {
+                        key: H_ERROR_KIND,
+                        value: Some(d.kind.as_str()),
+                    })
+                    .insert(Header {
+                        key: H_ERROR_DETAIL,
+                        value: Some(&d.detail),
+                    }),
+            },
+            // oversize_dead_letter always returns a dead letter.
+            (_, _) => out.clone(),
+        }
+    }
 }
 
 /// What the worker does with each record between consuming and publishing.
@@ -649,7 +753,7 @@ pub async fn run_worker_with(
 fn consume_loop(
     consumer: &BaseConsumer<GateContext>,
     producer: &FutureProducer,
-    config: &Config,
+    config: &Arc<Config>,
     metrics: &Arc<Metrics>,
     runtime: &tokio::runtime::Handle,
     ack_tx: Sender<Ack>,
@@ -697,10 +801,12 @@ fn consume_loop(
         }
         let outcomes = validate(&batch, config, ctx.step);
         for (i, (msg, outcome)) in batch.iter().zip(outcomes).enumerate() {
+            let mut request_id = None;
             let outputs = match outcome {
                 Some((outcome, took)) => {
                     metrics.record_outcome(outcome.kind, &outcome.summary, took);
                     ctx.state().report.count(outcome.kind);
+                    request_id.clone_from(&outcome.request_id);
                     outputs_for(msg, outcome, config)
                 }
                 None => passthrough_outputs(msg, config),
@@ -708,6 +814,10 @@ fn consume_loop(
             let tp: TopicPartition = (msg.topic().to_string(), msg.partition());
             let offset = msg.offset();
             let input_ts_ms = msg.timestamp().to_millis();
+            let oversize = Oversize {
+                config: config.clone(),
+                request_id,
+            };
             if eos {
                 let mut st = ctx.state();
                 if !st.txn.open {
@@ -720,11 +830,20 @@ fn consume_loop(
                 }
                 let mut failed = None;
                 for out in &outputs {
-                    if let Err(e) = enqueue(producer, out) {
+                    let mut role = out.role;
+                    let mut sent = enqueue(producer, out);
+                    if let Err(e) = &sent
+                        && is_too_large(e)
+                    {
+                        let stand_in = oversize.replacement(out, &tp, offset);
+                        role = stand_in.role;
+                        sent = enqueue(producer, &stand_in);
+                    }
+                    if let Err(e) = sent {
                         failed = Some(e);
                         break;
                     }
-                    st.txn.published[role_index(out.role)] += 1;
+                    st.txn.published[role_index(role)] += 1;
                 }
                 st.txn.first.entry(tp.clone()).or_insert(offset);
                 st.txn.next.insert(tp, offset + 1);
@@ -753,8 +872,17 @@ fn consume_loop(
             }
             let mut futures = Vec::with_capacity(outputs.len());
             let mut enqueue_error = None;
-            for out in outputs {
-                match enqueue(producer, &out) {
+            for mut out in outputs {
+                let mut sent = enqueue(producer, &out);
+                if let Err(e) = &sent
+                    && is_too_large(e)
+                {
+                    // The producer's own size check refused it (key and
+                    // headers beside a bounded value): same stand-in.
+                    out = oversize.replacement(&out, &tp, offset);
+                    sent = enqueue(producer, &out);
+                }
+                match sent {
                     Ok(f) => futures.push((out, f)),
                     Err(e) => {
                         enqueue_error = Some((out, e));
@@ -786,6 +914,7 @@ fn consume_loop(
                 offset,
                 input_ts_ms,
                 futures,
+                oversize,
             ));
         }
     }
