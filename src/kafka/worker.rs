@@ -488,6 +488,8 @@ fn abort_and_rewind(
 
 /// Awaits the delivery of every output of one record (re-sending a bounded
 /// number of times on retriable failures) and reports back.
+// One record's delivery state, passed by value into its own task.
+#[allow(clippy::too_many_arguments)]
 async fn settle(
     producer: FutureProducer,
     metrics: Arc<Metrics>,
