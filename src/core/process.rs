@@ -2,6 +2,12 @@
 //! one audit row out. The Kafka worker and `groundgate check` both call this
 //! function, which is why they agree on every verdict.
 //!
+//! Bounded: no output it builds is larger than `max_output_bytes`. Lists of
+//! findings are capped (the rest counted in one closing entry), and a record
+//! whose outputs still would not fit becomes a `too_large` dead letter whose
+//! value is a bounded summary (preview, length, SHA-256), so no single record
+//! can produce a message the producer refuses forever.
+//!
 //! Pure: the clock arrives as `now_nanos`, settings as an argument; no I/O.
 
 use std::borrow::Cow;
