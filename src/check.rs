@@ -30,7 +30,8 @@ use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, ChainId, Sealer};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
-use crate::core::{OutcomeKind, RecordMeta, Terminal, process};
+use crate::core::process::too_large_summary;
+use crate::core::{DeadLetter, DeadLetterValue, OutcomeKind, RecordMeta, Terminal, process};
 use crate::metrics::TopicRole;
 use crate::pipeline::{self, Fold, Line, Progress, Shape};
 use crate::report::{Aggregator, Comparison, ReportData};
@@ -188,8 +189,9 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
 /// A line of `dead_letter.jsonl`. Fields are declared in alphabetical order
 /// so the line is canonical JSON like every other output. The original
 /// bytes are kept exactly: as `raw` when they are UTF-8, as `raw_base64`
-/// otherwise; a line over `max_record_bytes` keeps only its `length`,
-/// `sha256` and a `preview` (`preview_base64`) of its first bytes.
+/// otherwise; a line over `max_record_bytes` (or any record the core
+/// bounds) keeps only its `length`, `sha256` and a `preview` of its first
+/// bytes (lossy UTF-8).
 #[derive(Serialize, Default)]
 struct DeadLetterLine<'a> {
     detail: &'a str,
@@ -201,13 +203,11 @@ struct DeadLetterLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     preview: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    preview_base64: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     raw: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     raw_base64: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    sha256: Option<String>,
+    sha256: Option<&'a str>,
 }
 
 /// Text when the bytes are UTF-8, base64 otherwise.
@@ -280,8 +280,12 @@ impl Fold for Block<'_> {
                 process(Some(bytes), &meta, now, &config.core),
                 baseline.map(|b| process(Some(bytes), &meta, now, &b.core).kind),
             ),
-            Line::TooLong { len, sha256, .. } => (
-                crate::core::process::too_large(len, &sha256, &meta, now, &config.core),
+            Line::TooLong {
+                len,
+                sha256,
+                preview,
+            } => (
+                too_large_summary(len, &hex::encode(sha256), preview, &meta, now, &config.core),
                 baseline.map(|_| OutcomeKind::DeadLetter),
             ),
         };
@@ -310,41 +314,39 @@ impl Fold for Block<'_> {
     }
 }
 
-fn dead_letter_line(line_no: u64, d: &crate::core::DeadLetter, line: &Line<'_>) -> Vec<u8> {
+fn dead_letter_line(line_no: u64, d: &DeadLetter, line: &Line<'_>) -> Vec<u8> {
     let mut dl = DeadLetterLine {
         detail: &d.detail,
         kind: d.kind.as_str(),
         line: line_no,
         ..DeadLetterLine::default()
     };
-    let bytes = match *line {
-        Line::Whole(bytes) => {
+    let bounded;
+    match (&d.value, line) {
+        (DeadLetterValue::Original, Line::Whole(bytes)) => {
             (dl.raw, dl.raw_base64) = text_or_base64(bytes);
-            serde_json::to_vec(&dl)
         }
-        Line::TooLong {
-            len,
-            sha256,
-            preview,
-        } => {
-            // A preview cut inside a UTF-8 character is still text up to
-            // that character.
-            let valid = match std::str::from_utf8(preview) {
-                Ok(_) => preview.len(),
-                Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                Err(_) => 0,
-            };
-            (dl.preview, dl.preview_base64) = if valid > 0 || preview.is_empty() {
-                (std::str::from_utf8(&preview[..valid]).ok(), None)
-            } else {
-                text_or_base64(preview)
-            };
-            dl.length = Some(len);
-            dl.sha256 = Some(hex::encode(sha256));
-            serde_json::to_vec(&dl)
+        (DeadLetterValue::Bounded(b), _) => {
+            // The core's bounded stand-in: exactly these fields.
+            bounded = serde_json::from_slice::<Bounded>(b).ok();
+            if let Some(b) = &bounded {
+                dl.length = Some(b.length);
+                dl.preview = Some(&b.preview);
+                dl.sha256 = Some(&b.sha256);
+            }
         }
-    };
-    bytes.unwrap_or_default()
+        // A streamed line always gets a bounded value from the core.
+        (DeadLetterValue::Original, Line::TooLong { .. }) => {}
+    }
+    serde_json::to_vec(&dl).unwrap_or_default()
+}
+
+/// The fields of the core's bounded dead-letter value that the file keeps.
+#[derive(serde::Deserialize)]
+struct Bounded {
+    length: u64,
+    preview: String,
+    sha256: String,
 }
 
 /// Runs the whole file and returns what the report shows. Public for tests.

@@ -16,6 +16,7 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+use crate::core::process::MIN_OUTPUT_BYTES;
 use crate::core::{Action, CoreSettings, PolicySettings};
 
 /// librdkafka properties groundgate sets itself; passing them through would
@@ -78,6 +79,8 @@ pub struct RawConfig {
     pub include_answer: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_record_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub non_citing_providers: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "RawPolicy::is_empty")]
@@ -460,10 +463,26 @@ impl RawConfig {
                 "max_record_bytes = {max_record_bytes}: must be between 1024 and 67108864 (64 MiB)"
             ));
         }
+        let max_output_bytes = self.max_output_bytes.unwrap_or(dc.max_output_bytes as u64);
+        if !(MIN_OUTPUT_BYTES as u64..=(64 << 20)).contains(&max_output_bytes) {
+            problems.push(format!(
+                "max_output_bytes = {max_output_bytes}: must be between {MIN_OUTPUT_BYTES} and 67108864 (64 MiB)"
+            ));
+        } else if max_record_bytes > max_output_bytes {
+            problems.push(format!(
+                "max_record_bytes = {max_record_bytes} is larger than max_output_bytes = {max_output_bytes}: a dead letter forwards the original record, so raise max_output_bytes to at least {max_record_bytes} or lower max_record_bytes"
+            ));
+        }
         let policy_version = self.policy_version.unwrap_or(dc.policy_version);
         if policy_version.trim().is_empty() {
             problems
                 .push("policy_version is blank: give the rules a name, e.g. \"2026-11-01\"".into());
+        }
+        if policy_version.len() > 256 {
+            problems.push(format!(
+                "policy_version is {} bytes: at most 256 (it is stamped on every audit row)",
+                policy_version.len()
+            ));
         }
         let core = CoreSettings {
             policy,
@@ -471,9 +490,10 @@ impl RawConfig {
             include_answer: self.include_answer.unwrap_or(false),
             policy_version,
             max_record_bytes: max_record_bytes as usize,
+            max_output_bytes: max_output_bytes as usize,
         };
 
-        let kafka = validate_kafka(self.kafka, max_record_bytes as usize, &mut problems);
+        let kafka = validate_kafka(self.kafka, max_output_bytes as usize, &mut problems);
         let metrics = validate_metrics(self.metrics, &mut problems);
         let log = LogConfig {
             format: self.log.format.unwrap_or_default(),
@@ -607,9 +627,13 @@ fn describe_figment_error(e: figment::Error) -> String {
         .join("; ")
 }
 
+/// Room left in a Kafka message beside an output of `max_output_bytes` for
+/// its key (a request id, or a dead letter's original key) and headers.
+pub const MESSAGE_HEADROOM_BYTES: usize = 64 << 10;
+
 fn validate_kafka(
     raw: RawKafka,
-    max_record_bytes: usize,
+    max_output_bytes: usize,
     problems: &mut Vec<String>,
 ) -> KafkaConfig {
     let brokers = raw.brokers.filter(|b| !b.trim().is_empty());
@@ -665,13 +689,13 @@ fn validate_kafka(
             "kafka.drain_deadline_ms = {drain_deadline_ms}: must be between 100 and 600000"
         ));
     }
-    // Outputs may be larger than the input (envelope + headers), hence the headroom.
-    let max_message_bytes = raw
-        .max_message_bytes
-        .unwrap_or((max_record_bytes as u64 * 2).max(1 << 20));
-    if max_message_bytes < max_record_bytes as u64 {
+    // The core bounds every output value by max_output_bytes; the producer's
+    // message.max.bytes must hold that plus the key and headers.
+    let needed = (max_output_bytes + MESSAGE_HEADROOM_BYTES) as u64;
+    let max_message_bytes = raw.max_message_bytes.unwrap_or(needed.max(2 << 20));
+    if max_message_bytes < needed {
         problems.push(format!(
-            "kafka.max_message_bytes = {max_message_bytes} is smaller than max_record_bytes = {max_record_bytes}: dead letters carry the whole input and would not fit"
+            "kafka.max_message_bytes = {max_message_bytes} is smaller than max_output_bytes = {max_output_bytes} plus {MESSAGE_HEADROOM_BYTES} bytes for key and headers: raise kafka.max_message_bytes to at least {needed} (and the output topics' max.message.bytes on the brokers), or lower max_output_bytes"
         ));
     }
     let d = Topics::default();
@@ -877,6 +901,45 @@ mod tests {
         ] {
             assert!(all.contains(needle), "missing {needle} in:\n{all}");
         }
+    }
+
+    #[test]
+    fn output_limits_must_agree_with_the_producer_limit() {
+        let c = Config::default();
+        assert_eq!(c.core.max_output_bytes, 1 << 20);
+        assert!(c.kafka.max_message_bytes >= c.core.max_output_bytes + MESSAGE_HEADROOM_BYTES);
+        let problems = |toml: &str| -> String {
+            match RawConfig::from_toml_str(toml).unwrap().validate() {
+                Ok(_) => String::new(),
+                Err(ConfigError::Invalid(p)) => p.join("\n"),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let p = problems("max_output_bytes = 1048576\n[kafka]\nmax_message_bytes = 1000000\n");
+        assert!(
+            p.contains("raise kafka.max_message_bytes to at least 1114112"),
+            "{p}"
+        );
+        let p = problems("max_record_bytes = 2097152\nmax_output_bytes = 1048576\n");
+        assert!(
+            p.contains("raise max_output_bytes to at least 2097152"),
+            "{p}"
+        );
+        let p = problems("max_output_bytes = 100\n");
+        assert!(p.contains("max_output_bytes = 100: must be between"), "{p}");
+        // A larger output limit moves the default message limit along.
+        let c = RawConfig::from_toml_str("max_output_bytes = 4194304\n")
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(
+            c.kafka.max_message_bytes,
+            (4 << 20) + MESSAGE_HEADROOM_BYTES
+        );
+        assert!(
+            problems(&format!("policy_version = \"{}\"\n", "v".repeat(300)))
+                .contains("at most 256")
+        );
     }
 
     #[test]

@@ -361,6 +361,14 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
             .find(|(k, _)| k.as_deref() == d.key())
             .expect("dead letter keeps the original key");
         match &original.1 {
+            // Too large: a bounded summary instead of the bytes (issue 9).
+            Some(v) if v.len() > 8192 => {
+                let b = json_of(d);
+                assert_eq!(b["kind"], "too_large");
+                assert_eq!(b["length"], v.len());
+                assert_eq!(b["sha256"].as_str().unwrap().len(), 64);
+                assert!(d.payload().unwrap().len() < 2048);
+            }
             Some(v) if !v.is_empty() => {
                 assert_eq!(
                     d.payload().unwrap(),
@@ -418,6 +426,49 @@ async fn retriable_produce_errors_lose_nothing() {
     let out = read_outputs(&bs, n as usize).await;
     assert_eq!(assert_pairs(&out).len(), n as usize);
     assert_eq!(wait_committed(&bs, "g-retriable", n as i64).await, n as i64);
+    w.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 6;
+    produce_mixed(&bs, n, 300).await;
+    // The broker refuses the next produce requests as too large (a topic
+    // whose max.message.bytes is below what the worker may send).
+    broker.cluster().request_errors(
+        RDKafkaApiKey::Produce,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 2],
+    );
+    let w = start(&config(&bs, "g-too-large", Guarantee::AtLeastOnce), &bs);
+    let out = read_outputs(&bs, n as usize).await;
+    assert_eq!(
+        assert_pairs(&out).len(),
+        n as usize,
+        "one terminal record and one audit row per input"
+    );
+    // The refused outputs were replaced by their bounded stand-ins.
+    let stand_ins: Vec<Value> = out[3]
+        .iter()
+        .filter(|d| header(d, worker::H_ERROR_KIND).as_deref() == Some("too_large"))
+        .map(json_of)
+        .chain(
+            out[2]
+                .iter()
+                .map(json_of)
+                .filter(|a| a["errors"][0]["kind"] == "too_large"),
+        )
+        .collect();
+    assert!(!stand_ins.is_empty(), "no output was refused: {out:?}");
+    for s in &stand_ins {
+        let text = s.to_string();
+        assert!(text.contains("MSG_SIZE_TOO_LARGE"), "{text}");
+        assert!(text.len() < 4096, "bounded: {text}");
+    }
+    // Never retried forever: the worker is still running and commits everything.
+    assert_eq!(wait_committed(&bs, "g-too-large", n as i64).await, n as i64);
+    assert!(!w.handle.is_finished(), "the worker must not stop");
     w.stop().await.unwrap();
 }
 

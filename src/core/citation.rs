@@ -2,7 +2,9 @@
 //!
 //! Pure and total: any `&str` is accepted, nothing panics, and the scan is a
 //! single linear pass. It must not allocate per byte or look further than the
-//! 16-byte marker window when deciding what a `[^` starts.
+//! 16-byte marker window when deciding what a `[^` starts, except along a
+//! digit-only body, which is read to its end (a digit run cannot hide another
+//! `[^`, so the scan stays linear).
 
 use std::ops::Range;
 
@@ -45,6 +47,9 @@ pub struct Parsed {
 /// Longest marker body (between `[^` and `]`) that is still recognised; a
 /// longer run is plain text. Bounds the look-ahead, keeping the scan linear.
 pub const MAX_BODY_BYTES: usize = 16;
+
+/// Digit runs longer than this are quoted abbreviated in findings.
+const LONG_DIGITS: usize = 20;
 
 /// Scans `text` for markers; `num_sources` decides which are out of range.
 pub fn parse(text: &str, num_sources: usize) -> Parsed {
@@ -125,7 +130,8 @@ fn escaped(bytes: &[u8], at: usize) -> bool {
 }
 
 /// Scans a candidate marker starting at `start` (`[^`); returns where to resume.
-/// Looks at most `MAX_BODY_BYTES + 1` bytes past `[^`.
+/// Looks at most `MAX_BODY_BYTES + 1` bytes past `[^`, except along a run of
+/// digits, which is read to its end.
 fn scan_marker(
     text: &str,
     start: usize,
@@ -135,6 +141,23 @@ fn scan_marker(
 ) -> usize {
     let bytes = text.as_bytes();
     let body_start = start + 2;
+    // A digit-only body is read to its `]` with no window: a runaway number
+    // is reported (malformed), not hidden as text. Still linear: a digit run
+    // cannot contain another `[^`, so nothing in it is scanned twice.
+    let digits = bytes[body_start..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    *steps += digits;
+    let digits_end = body_start + digits;
+    if digits > MAX_BODY_BYTES {
+        if bytes.get(digits_end) != Some(&b']') {
+            // A non-digit body past the window: plain text. The run holds no
+            // `[`, so resuming after it skips nothing.
+            return digits_end;
+        }
+        return close_marker(text, start, digits_end, num_sources, out);
+    }
     let window_end = (body_start + MAX_BODY_BYTES + 1).min(bytes.len());
     let mut close = None;
     for (k, &b) in bytes[body_start..window_end].iter().enumerate() {
@@ -153,6 +176,19 @@ fn scan_marker(
         // inside the window is still seen.
         return start + 1;
     };
+    close_marker(text, start, close, num_sources, out)
+}
+
+/// Records the marker `[^` at `start` closed by the `]` at `close`; returns
+/// where to resume (just past the `]`).
+fn close_marker(
+    text: &str,
+    start: usize,
+    close: usize,
+    num_sources: usize,
+    out: &mut Parsed,
+) -> usize {
+    let body_start = start + 2;
     let span = start..close + 1;
     // `]` and `[` are ASCII, so both ends are char boundaries.
     let body = &text[body_start..close];
@@ -174,6 +210,14 @@ fn scan_marker(
         None => {
             let detail = if body.is_empty() {
                 "empty citation marker [^]".to_string()
+            } else if body.len() > LONG_DIGITS {
+                // Only a digit run can be this long; quote its start, so the
+                // finding stays small whatever the run's length.
+                format!(
+                    "malformed citation marker [^{}…]: a {}-digit number is above the 32-bit maximum 4294967295",
+                    &body[..LONG_DIGITS],
+                    body.len()
+                )
             } else {
                 format!(
                     "malformed citation marker [^{body}]: {body:?} is not a positive integer without leading zeros that fits in 32 bits"
@@ -225,6 +269,7 @@ mod tests {
         ("nope[^0]nope", 5, &[], &[M]),
         ("see [^4294967295]", 1, &[4294967295], &[O]),
         ("see [^9999999999999]", 0, &[], &[M]),
+        ("see [^12345678901234567890]", 0, &[], &[M]),
         ("literal \\[^1\\] in text", 1, &[], &[]),
         ("path\\\\[^1] continues", 1, &[1], &[]),
         (
@@ -253,6 +298,38 @@ mod tests {
             assert_eq!(markers(&p), *want_markers, "markers of {text:?}");
             assert_eq!(kinds(&p), *want_kinds, "warnings of {text:?}");
         }
+    }
+
+    #[test]
+    fn digit_bodies_have_no_window() {
+        // Read to the `]` whatever the length; above u32::MAX is malformed.
+        let long = format!("x [^{}] y[^1]", "7".repeat(5000));
+        let p = parse(&long, 1);
+        assert_eq!(kinds(&p), vec![M]);
+        assert_eq!(markers(&p), vec![1]);
+        assert!(p.warnings[0].detail.len() < 200, "{}", p.warnings[0].detail);
+        assert!(p.warnings[0].detail.contains("5000-digit"));
+        assert_eq!(&long[p.warnings[0].span.clone()], &long[2..5005]);
+        // 17 digits closed: malformed (the window applies to non-digit bodies only).
+        assert_eq!(kinds(&parse("[^12345678901234567]", 0)), vec![M]);
+        // A long digit run that does not close is text; so is one cut by a newline.
+        assert!(
+            parse(&format!("[^{}", "1".repeat(40)), 0)
+                .warnings
+                .is_empty()
+        );
+        assert!(
+            parse(&format!("[^{}\n]", "1".repeat(40)), 0)
+                .warnings
+                .is_empty()
+        );
+        assert!(
+            parse(&format!("[^{}a]", "1".repeat(40)), 0)
+                .warnings
+                .is_empty()
+        );
+        // A short digit prefix followed by a non-digit is the usual window rule.
+        assert_eq!(kinds(&parse("[^12a]", 0)), vec![M]);
     }
 
     #[test]
@@ -331,6 +408,19 @@ mod tests {
         let mut offset = 0;
         while let Some(p) = rest.find("[^") {
             let after = &rest[p + 2..];
+            let run = after.bytes().take_while(u8::is_ascii_digit).count();
+            if run > MAX_BODY_BYTES {
+                if after.as_bytes().get(run) == Some(&b']') {
+                    let m = parse_number(&after[..run]);
+                    warns += 1;
+                    cites.extend(m);
+                    offset += p + 2 + run + 1;
+                } else {
+                    offset += p + 1;
+                }
+                rest = &text[offset..];
+                continue;
+            }
             let window = &after.as_bytes()[..after.len().min(MAX_BODY_BYTES + 1)];
             let close = window
                 .iter()
@@ -414,7 +504,15 @@ mod tests {
         /// including adversarial runs of unclosed openers.
         #[test]
         fn scan_work_is_linear(s in marker_soup(), k in 1usize..500) {
-            for text in [s.clone(), "[^".repeat(k), format!("[^{}", "1".repeat(15)).repeat(k), s.repeat(k.min(20))] {
+            for text in [
+                s.clone(),
+                "[^".repeat(k),
+                format!("[^{}", "1".repeat(15)).repeat(k),
+                format!("[^{}", "1".repeat(k)).repeat(k),
+                format!("[^{}]", "9".repeat(k)).repeat(k),
+                format!("[^{}\n", "1".repeat(40)).repeat(k),
+                s.repeat(k.min(20)),
+            ] {
                 let mut steps = 0;
                 let _ = parse_counting(&text, 3, &mut steps);
                 prop_assert!(steps <= (MAX_BODY_BYTES + 3) * text.len() + 1, "{} steps for {} bytes", steps, text.len());

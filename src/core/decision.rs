@@ -115,9 +115,12 @@ pub fn decide(
     }
 }
 
+/// Problems listed one per line in the corrective prompt.
+pub const MAX_PROMPT_PROBLEMS: usize = 20;
+
 /// The prompt sent back to the model with the retry request.
 pub fn corrective_prompt(num_sources: usize, problems: &[Finding]) -> String {
-    let mut p = String::with_capacity(512 + problems.len() * 96);
+    let mut p = String::with_capacity(512 + problems.len().min(MAX_PROMPT_PROBLEMS + 1) * 96);
     p.push_str("Your previous answer could not be accepted.\n");
     p.push_str(
         "Citation markers must refer to real sources by their 1-based position in the provided context: [^N] means the N-th source as listed.\n",
@@ -132,8 +135,17 @@ pub fn corrective_prompt(num_sources: usize, problems: &[Finding]) -> String {
         }
     }
     p.push_str("Problems found:\n");
-    for f in problems {
+    // Bounded: one line per problem would let a marker-stuffed answer grow
+    // the prompt without limit.
+    for f in problems.iter().take(MAX_PROMPT_PROBLEMS) {
         let _ = writeln!(p, "- [{}] {}", f.kind, f.detail);
+    }
+    if problems.len() > MAX_PROMPT_PROBLEMS {
+        let _ = writeln!(
+            p,
+            "- … and {} more problems of the same kinds",
+            problems.len() - MAX_PROMPT_PROBLEMS
+        );
     }
     p.push_str(
         "Do not invent sources, and do not renumber them: cite only what the provided sources support.\n",
@@ -298,5 +310,25 @@ mod tests {
         );
         assert!(corrective_prompt(0, &cite_problems()).contains("no sources"));
         assert!(corrective_prompt(1, &cite_problems()).contains("[^1]"));
+    }
+
+    #[test]
+    fn corrective_prompt_lists_at_most_20_problems() {
+        let many: Vec<Finding> = (0..13_000)
+            .map(|i| {
+                f(
+                    FindingKind::OutOfRange,
+                    &format!("citation [^{i}] is out of range"),
+                )
+            })
+            .collect();
+        let p = corrective_prompt(2, &many);
+        assert_eq!(p.lines().filter(|l| l.starts_with("- [")).count(), 20);
+        assert!(
+            p.contains("- … and 12980 more problems of the same kinds\n"),
+            "{p}"
+        );
+        assert!(p.len() < 4096, "{} bytes", p.len());
+        assert!(p.contains("Do not invent"));
     }
 }

@@ -235,6 +235,14 @@ fn source_echo(out: &mut Vec<u8>, s: &SourceEcho<'_>) {
 pub fn retry_request(r: &RetryRequest<'_>) -> Vec<u8> {
     let text: usize = r.prompt.len()
         + r.question.len()
+        + r.problems
+            .iter()
+            .map(|e| e.detail.len() + 32)
+            .sum::<usize>()
+        + r.warnings
+            .iter()
+            .map(|e| e.detail.len() + 32)
+            .sum::<usize>()
         + r.sources
             .iter()
             .map(|s| s.payload.text.len() + s.urn.len() + 32)
@@ -254,6 +262,7 @@ pub fn retry_request(r: &RetryRequest<'_>) -> Vec<u8> {
     array(o.key("sources"), &r.sources, source_echo);
     o.str("tenant", r.tenant);
     o.str("user", r.user);
+    array(o.key("warnings"), r.warnings, finding);
     o.end();
     out
 }
@@ -262,7 +271,11 @@ pub fn audit_row(a: &AuditRow<'_>) -> Vec<u8> {
     let text: usize = a.answer.map_or(0, str::len)
         + a.question.len()
         + a.sources_urns.iter().map(|u| u.len() + 3).sum::<usize>()
-        + a.errors.iter().map(|e| e.detail.len() + 32).sum::<usize>();
+        + a.errors.iter().map(|e| e.detail.len() + 32).sum::<usize>()
+        + a.warnings
+            .iter()
+            .map(|e| e.detail.len() + 32)
+            .sum::<usize>();
     let mut out = Vec::with_capacity(capacity(text));
     let mut o = Obj::new(&mut out);
     if let Some(answer) = a.answer {
@@ -275,12 +288,7 @@ pub fn audit_row(a: &AuditRow<'_>) -> Vec<u8> {
     });
     o.uint("completion_tokens", a.completion_tokens);
     o.float("cost_usd", a.cost_usd);
-    array(o.key("errors"), &a.errors, |out, e: &KindDetail<'_>| {
-        let mut o = Obj::new(out);
-        o.str("detail", e.detail);
-        o.str("kind", e.kind);
-        o.end();
-    });
+    array(o.key("errors"), &a.errors, kind_detail);
     {
         let mut i = Obj::new(o.key("input"));
         int(i.key("offset"), a.input.offset);
@@ -296,6 +304,7 @@ pub fn audit_row(a: &AuditRow<'_>) -> Vec<u8> {
     o.str("provider", a.provider);
     o.str("question", a.question);
     o.str("request_id", a.request_id);
+    o.str("requested_mode", a.requested_mode);
     o.uint("retry_count", u64::from(a.retry_count));
     o.str("role", a.role);
     match a.seed {
@@ -313,8 +322,16 @@ pub fn audit_row(a: &AuditRow<'_>) -> Vec<u8> {
     int(o.key("ts"), a.ts);
     o.str("user", a.user);
     o.bool("validation_ok", a.validation_ok);
+    array(o.key("warnings"), &a.warnings, kind_detail);
     o.end();
     out
+}
+
+fn kind_detail(out: &mut Vec<u8>, e: &KindDetail<'_>) {
+    let mut o = Obj::new(out);
+    o.str("detail", e.detail);
+    o.str("kind", e.kind);
+    o.end();
 }
 
 #[cfg(test)]
@@ -399,6 +416,7 @@ mod tests {
             names in proptest::collection::vec(any::<String>(), 8),
             prior in (any::<u64>(), any::<f64>(), any::<u64>()),
             problems in proptest::collection::vec(finding_strategy(), 0..3),
+            warnings in proptest::collection::vec(finding_strategy(), 0..3),
             sources in proptest::collection::vec((any::<String>(), any::<bool>(), any::<String>()), 0..4),
         ) {
             // Structured payloads are compact JSON text; use a few valid ones.
@@ -426,6 +444,7 @@ mod tests {
                 sources: payloads.iter().zip(&sources).map(|(p, s)| SourceEcho { payload: p, urn: &s.2 }).collect(),
                 tenant: &names[6],
                 user: &names[7],
+                warnings: &warnings,
             };
             prop_assert_eq!(retry_request(&req), serde_json::to_vec(&req).unwrap());
         }
@@ -433,10 +452,11 @@ mod tests {
         #[test]
         fn audit_row_matches_serde_json(
             answer in proptest::option::of(any::<String>()),
-            names in proptest::collection::vec(any::<String>(), 12),
+            names in proptest::collection::vec(any::<String>(), 13),
             nums in (any::<u64>(), any::<f64>(), any::<u64>(), any::<i64>(), any::<i32>(), any::<i64>()),
             citations in proptest::collection::vec(any::<u32>(), 0..5),
             errors in proptest::collection::vec((any::<String>(), any::<String>()), 0..3),
+            warnings in proptest::collection::vec((any::<String>(), any::<String>()), 0..3),
             seed in proptest::option::of(any::<u64>()),
             temperature in proptest::option::of(any::<f64>()),
             urns in proptest::collection::vec(any::<String>(), 0..4),
@@ -459,6 +479,7 @@ mod tests {
                 provider: &names[6],
                 question: &names[7],
                 request_id: &names[8],
+                requested_mode: &names[12],
                 retry_count: flags.2,
                 role: &names[9],
                 seed,
@@ -468,6 +489,7 @@ mod tests {
                 ts: nums.5,
                 user: &names[11],
                 validation_ok: flags.1,
+                warnings: warnings.iter().map(|(d, k)| KindDetail { detail: d, kind: k }).collect(),
             };
             prop_assert_eq!(audit_row(&row), serde_json::to_vec(&row).unwrap());
         }

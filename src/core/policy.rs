@@ -68,17 +68,14 @@ pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Actio
         }
     }
     if !p.forbidden_terms.is_empty() {
-        // ASCII answers (the common case) take the cheap lowercase; anything
-        // else gets full Unicode case folding so `ÉTÉ` matches `été`.
-        let hay = if input.answer.is_ascii() {
-            input.answer.to_ascii_lowercase()
-        } else {
-            input.answer.to_lowercase()
-        };
+        // Full Unicode case folding (`straße` ~ `STRASSE`, `ﬁle` ~ `file`).
+        // For ASCII text, folding is exactly ASCII lowercasing: the common
+        // case skips the per-char folding iterator.
+        let hay = fold(input.answer);
         let finder =
             |needle: &str| memchr::memmem::find(hay.as_bytes(), needle.as_bytes()).is_some();
         for term in &p.forbidden_terms {
-            if finder(&term.to_lowercase()) {
+            if finder(&fold(term)) {
                 out.push((
                     Finding::new(
                         FindingKind::ForbiddenTerm,
@@ -90,6 +87,15 @@ pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Actio
         }
     }
     out
+}
+
+/// Full case folding (Unicode `CaseFolding.txt`, status C+F) via `caseless`.
+fn fold(s: &str) -> String {
+    if s.is_ascii() {
+        s.to_ascii_lowercase()
+    } else {
+        caseless::default_case_fold_str(s)
+    }
 }
 
 #[cfg(test)]
@@ -177,5 +183,28 @@ mod tests {
         assert!(f[0].0.detail.contains("\"Guaranteed Returns\""));
         assert!(f[1].0.detail.contains("\"ÉTÉ\""));
         assert_eq!(f[0].1, Action::Reject);
+    }
+
+    #[test]
+    fn forbidden_terms_use_full_case_folding() {
+        let p = PolicySettings {
+            forbidden_terms: vec!["STRASSE".into(), "ﬁle".into(), "straße".into()],
+            ..Default::default()
+        };
+        let found = |answer: &str| -> Vec<String> {
+            check(&input(answer, None, Some("p")), &p)
+                .into_iter()
+                .map(|(f, _)| f.detail)
+                .collect()
+        };
+        // `ß` folds to `ss`, the `ﬁ` ligature to `fi`, both ways round.
+        assert_eq!(found("die straße").len(), 2);
+        assert_eq!(found("DIE STRASSE").len(), 2);
+        assert_eq!(
+            found("a FILE here"),
+            vec!["answer contains the forbidden term \"ﬁle\"".to_string()]
+        );
+        assert_eq!(found("a ﬁle here").len(), 1);
+        assert!(found("strase, fle").is_empty());
     }
 }

@@ -2,7 +2,15 @@
 //! one audit row out. The Kafka worker and `groundgate check` both call this
 //! function, which is why they agree on every verdict.
 //!
+//! Bounded: no output it builds is larger than `max_output_bytes`. Lists of
+//! findings are capped (the rest counted in one closing entry), and a record
+//! whose outputs still would not fit becomes a `too_large` dead letter whose
+//! value is a bounded summary (preview, length, SHA-256), so no single record
+//! can produce a message the producer refuses forever.
+//!
 //! Pure: the clock arrives as `now_nanos`, settings as an argument; no I/O.
+
+use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
 
@@ -12,11 +20,12 @@ use super::encode;
 use super::policy::{self, PolicyInput};
 use super::settings::CoreSettings;
 use super::types::{
-    DeadLetter, Finding, FindingKind, Outcome, OutcomeKind, RecordMeta, Summary, Terminal,
+    DeadLetter, DeadLetterKind, DeadLetterValue, Finding, FindingKind, Outcome, OutcomeKind,
+    RecordMeta, Summary, Terminal,
 };
 use super::wire::{
-    self, AuditRow, CitationOut, DecodeFailure, Envelope, InputCoordinates, InputRecord,
-    KindDetail, Payload, RetryRequest, SourceEcho, SourceFlat, Validation,
+    self, AuditRow, BoundedDeadLetter, CitationOut, DecodeFailure, Envelope, InputCoordinates,
+    InputRecord, KindDetail, Payload, RetryRequest, SourceEcho, SourceFlat, Validation,
 };
 
 /// Turns one input record into exactly one terminal output and one audit row.
@@ -31,10 +40,31 @@ pub fn process(
     settings: &CoreSettings,
 ) -> Outcome {
     match wire::decode(value, settings.max_record_bytes) {
-        Ok(rec) => validate(&rec, meta, now_nanos, settings),
+        Ok(rec) => {
+            let outcome = validate(&rec, meta, now_nanos, settings);
+            if fits(&outcome, settings.max_output_bytes) {
+                return outcome;
+            }
+            // Rare: the answer's own outputs outgrow the limit (long
+            // citation lists, structured payloads re-encoded as strings).
+            // Rather than an output the producer would refuse forever, the
+            // record becomes a bounded `too_large` dead letter.
+            let sizes = output_sizes(&outcome);
+            oversize_dead_letter(
+                value,
+                meta,
+                now_nanos,
+                settings,
+                outcome.request_id.as_deref(),
+                format!(
+                    "the {} output would be {} bytes, larger than max_output_bytes = {}",
+                    sizes.0, sizes.1, settings.max_output_bytes
+                ),
+            )
+        }
         Err(failure) => dead_letter(
             failure,
-            sha256_hex(value.unwrap_or_default()),
+            value.unwrap_or_default(),
             meta,
             now_nanos,
             settings,
@@ -42,27 +72,79 @@ pub fn process(
     }
 }
 
-/// The outcome of a record too large to be held whole (a `check` input line
-/// streamed past `max_record_bytes`): known by its length and SHA-256 only.
-/// Same dead letter and audit row as `process` gives a too-large record.
-pub fn too_large(
-    len: u64,
-    sha256: &[u8; 32],
-    meta: &RecordMeta<'_>,
-    now_nanos: i64,
-    settings: &CoreSettings,
-) -> Outcome {
-    dead_letter(
-        wire::too_large(len, settings.max_record_bytes),
-        hex::encode(sha256),
-        meta,
-        now_nanos,
-        settings,
-    )
-}
-
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+/// Problems listed in a retry request (and its corrective prompt); the rest
+/// are counted in one closing entry.
+pub const MAX_LISTED_PROBLEMS: usize = 20;
+/// Findings listed per list in an envelope, audit row or retry request; the
+/// rest are counted in one closing entry.
+pub const MAX_LISTED_FINDINGS: usize = 100;
+/// Bytes of a dead-letter detail kept (serde's messages can quote a whole value).
+pub const MAX_DETAIL_BYTES: usize = 512;
+/// Bytes of a too-large value shown in its bounded dead letter.
+pub const PREVIEW_BYTES: usize = 512;
+/// Smallest `max_output_bytes` the configuration accepts: every bounded
+/// output (dead letter and its audit row) is far below it.
+pub const MIN_OUTPUT_BYTES: usize = 64 << 10;
+
+/// At most `max` findings, then one entry counting the rest (with the kind
+/// of the first one left out, so the list keeps the closed vocabulary).
+fn listed(findings: &[Finding], max: usize) -> Cow<'_, [Finding]> {
+    if findings.len() <= max {
+        return Cow::Borrowed(findings);
+    }
+    let mut v = findings[..max].to_vec();
+    v.push(Finding::new(
+        findings[max].kind,
+        format!("… and {} more not listed", findings.len() - max),
+    ));
+    Cow::Owned(v)
+}
+
+/// Cuts `s` to at most `max` bytes on a char boundary, marking the cut.
+fn bounded(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}… ({} bytes in all)", &s[..end], s.len()))
+}
+
+fn output_sizes(o: &Outcome) -> (&'static str, usize) {
+    let terminal = match &o.terminal {
+        Terminal::Final(b) => ("final", b.len()),
+        Terminal::Retry(b) => ("retry", b.len()),
+        Terminal::DeadLetter(d) => (
+            "dead-letter",
+            match &d.value {
+                DeadLetterValue::Bounded(b) => b.len(),
+                DeadLetterValue::Original => 0,
+            },
+        ),
+    };
+    if terminal.1 >= o.audit.len() {
+        terminal
+    } else {
+        ("audit", o.audit.len())
+    }
+}
+
+fn fits(o: &Outcome, max: usize) -> bool {
+    let terminal = match &o.terminal {
+        Terminal::Final(b) | Terminal::Retry(b) => b.len(),
+        Terminal::DeadLetter(d) => match &d.value {
+            DeadLetterValue::Bounded(b) => b.len(),
+            // Chosen only when the original fits.
+            DeadLetterValue::Original => 0,
+        },
+    };
+    terminal <= max && o.audit.len() <= max
 }
 
 fn validate(
@@ -108,9 +190,18 @@ fn validate(
         Verdict::Reject => OutcomeKind::Rejected,
     };
     let own_usage = rec.usage();
-    // Both attempts together: what the envelope reports, and what a retry
-    // request hands back as `prior`.
+    // Both attempts together: what the envelope reports. `prior` exists only
+    // on the retry (enforced by `wire::decode`), and a retry request is only
+    // built for a first attempt, so its `prior` is that attempt's own usage.
     let total_usage = rec.prior.map_or(own_usage, |prior| own_usage.plus(prior));
+    // The reference meaning: the citation validator accepted the answer, i.e.
+    // no citation finding blocks it (a policy verdict does not count here).
+    let citations_ok = !d
+        .errors
+        .iter()
+        .any(|f| matches!(f.kind, FindingKind::Malformed | FindingKind::OutOfRange));
+    let errors_listed = listed(&d.errors, MAX_LISTED_FINDINGS);
+    let warnings_listed = listed(&d.warnings, MAX_LISTED_FINDINGS);
     let payloads: Vec<Payload<'_>> = rec
         .sources
         .iter()
@@ -153,21 +244,22 @@ fn validate(
                     })
                     .collect(),
                 validation: Validation {
-                    errors: &d.errors,
+                    errors: &errors_listed,
                     ok: d.verdict == Verdict::Accept,
-                    warnings: &d.warnings,
+                    warnings: &warnings_listed,
                 },
             };
             Terminal::Final(encode::envelope(&env))
         }
         Verdict::Retry => {
             let prompt = decision::corrective_prompt(rec.sources.len(), &d.errors);
+            let problems = listed(&d.errors, MAX_LISTED_PROBLEMS);
             let req = RetryRequest {
                 attempt: 1,
                 mode,
                 model: &rec.model,
-                prior: total_usage,
-                problems: &d.errors,
+                prior: own_usage,
+                problems: &problems,
                 prompt: &prompt,
                 provider: &rec.provider,
                 question: &rec.question,
@@ -184,6 +276,7 @@ fn validate(
                     .collect(),
                 tenant: &rec.tenant,
                 user: &rec.user,
+                warnings: &warnings_listed,
             };
             Terminal::Retry(encode::retry_request(&req))
         }
@@ -197,7 +290,7 @@ fn validate(
         citations: parsed.citations.iter().map(|c| c.marker).collect(),
         completion_tokens: own_usage.completion_tokens,
         cost_usd: own_usage.cost_usd,
-        errors: d.errors.iter().map(KindDetail::from).collect(),
+        errors: errors_listed.iter().map(KindDetail::from).collect(),
         input: coordinates(meta),
         mode: mode.as_str(),
         model: &rec.model,
@@ -207,6 +300,7 @@ fn validate(
         provider: &rec.provider,
         question: &rec.question,
         request_id: &rec.request_id,
+        requested_mode: rec.mode.as_str(),
         retry_count: attempt.retry_count(),
         role: &rec.role,
         seed: rec.seed,
@@ -215,7 +309,8 @@ fn validate(
         tenant: &rec.tenant,
         ts: now_nanos,
         user: &rec.user,
-        validation_ok: d.verdict == Verdict::Accept,
+        validation_ok: citations_ok,
+        warnings: warnings_listed.iter().map(KindDetail::from).collect(),
     };
 
     Outcome {
@@ -248,20 +343,131 @@ fn coordinates<'a>(meta: &RecordMeta<'a>) -> InputCoordinates<'a> {
 
 fn dead_letter(
     failure: DecodeFailure,
-    hash: String,
+    raw: &[u8],
     meta: &RecordMeta<'_>,
     now_nanos: i64,
     settings: &CoreSettings,
 ) -> Outcome {
     let DecodeFailure {
-        dead_letter: DeadLetter { kind, detail },
+        dead_letter: DeadLetter { kind, detail, .. },
         request_id,
     } = failure;
-    // The answer was never read; the audit hash covers the raw record bytes
-    // (`hash`) so the dead letter can still be matched to what was received.
+    let detail = bounded(&detail, MAX_DETAIL_BYTES).into_owned();
+    dead_letter_outcome(kind, detail, raw, request_id, meta, now_nanos, settings)
+}
+
+/// A `too_large` dead letter in bounded form: for a record whose outputs
+/// cannot fit `max_output_bytes`, and for the shell when the broker refuses
+/// an output as too large (`value` is then the refused output, `detail` says
+/// so). Its value and its audit row fit the output limit whatever `value` is.
+pub fn oversize_dead_letter(
+    value: Option<&[u8]>,
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+    request_id: Option<&str>,
+    detail: String,
+) -> Outcome {
+    let detail = bounded(&detail, MAX_DETAIL_BYTES).into_owned();
+    let request_id = request_id.map(|r| bounded(r, wire::MAX_REQUEST_ID_BYTES).into_owned());
+    dead_letter_outcome(
+        DeadLetterKind::TooLarge,
+        detail,
+        value.unwrap_or_default(),
+        request_id,
+        meta,
+        now_nanos,
+        settings,
+    )
+}
+
+/// A record too long to hold in memory (a `check` line past
+/// `max_record_bytes`, read as a stream), known by its length, SHA-256 and
+/// first bytes: the same bounded `too_large` dead letter and audit row as a
+/// too-large record `process` sees whole.
+pub fn too_large_summary(
+    length: u64,
+    sha256_hex: &str,
+    preview: &[u8],
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+) -> Outcome {
+    let detail = wire::too_large_detail(length, settings.max_record_bytes);
+    let summary = ValueSummary {
+        length,
+        sha256: sha256_hex,
+        preview: &preview[..preview.len().min(PREVIEW_BYTES)],
+        original_fits: false,
+    };
+    build_dead_letter(
+        DeadLetterKind::TooLarge,
+        detail,
+        &summary,
+        None,
+        meta,
+        now_nanos,
+        settings,
+    )
+}
+
+/// What a dead letter needs to know about the value it stands for.
+struct ValueSummary<'a> {
+    length: u64,
+    sha256: &'a str,
+    preview: &'a [u8],
+    /// The value may be forwarded as it is.
+    original_fits: bool,
+}
+
+fn dead_letter_outcome(
+    kind: DeadLetterKind,
+    detail: String,
+    raw: &[u8],
+    request_id: Option<String>,
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+) -> Outcome {
+    // The answer was never read; the audit hash covers the raw record bytes so
+    // the dead letter can still be matched to what was received.
+    let hash = sha256_hex(raw);
+    let summary = ValueSummary {
+        length: raw.len() as u64,
+        sha256: &hash,
+        preview: &raw[..raw.len().min(PREVIEW_BYTES)],
+        // A too-large value is never forwarded whole, whatever the limit.
+        original_fits: kind != DeadLetterKind::TooLarge && raw.len() <= settings.max_output_bytes,
+    };
+    build_dead_letter(
+        kind, detail, &summary, request_id, meta, now_nanos, settings,
+    )
+}
+
+fn build_dead_letter(
+    kind: DeadLetterKind,
+    detail: String,
+    v: &ValueSummary<'_>,
+    request_id: Option<String>,
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+) -> Outcome {
+    let hash = v.sha256;
+    let value = if v.original_fits {
+        DeadLetterValue::Original
+    } else {
+        DeadLetterValue::Bounded(wire::to_bytes(&BoundedDeadLetter {
+            detail: &detail,
+            kind: kind.as_str(),
+            length: v.length,
+            preview: &String::from_utf8_lossy(v.preview),
+            sha256: hash,
+        }))
+    };
     let audit = AuditRow {
         answer: None,
-        answer_hash: &hash,
+        answer_hash: hash,
         cache_hit: false,
         citations: Vec::new(),
         completion_tokens: 0,
@@ -279,6 +485,7 @@ fn dead_letter(
         provider: "",
         question: "",
         request_id: request_id.as_deref().unwrap_or(""),
+        requested_mode: "",
         retry_count: 0,
         role: "",
         seed: None,
@@ -288,12 +495,17 @@ fn dead_letter(
         ts: now_nanos,
         user: "",
         validation_ok: false,
+        warnings: Vec::new(),
     };
     let audit = encode::audit_row(&audit);
     Outcome {
         kind: OutcomeKind::DeadLetter,
         request_id,
-        terminal: Terminal::DeadLetter(DeadLetter { kind, detail }),
+        terminal: Terminal::DeadLetter(DeadLetter {
+            kind,
+            detail,
+            value,
+        }),
         audit,
         summary: Summary {
             dead_letter: Some(kind),
@@ -505,7 +717,8 @@ mod tests {
                 "role",
                 "sources",
                 "tenant",
-                "user"
+                "user",
+                "warnings"
             ]
         );
         let v: Value = serde_json::from_slice(bytes).unwrap();
@@ -563,6 +776,7 @@ mod tests {
     fn retry_attempt_fixed_is_accepted() {
         let mut r = good();
         r["attempt"] = json!(1);
+        r["prior"] = json!({"prompt_tokens": 1});
         let o = run(&r, &CoreSettings::default());
         assert_eq!(o.kind, OutcomeKind::Accepted);
         assert_eq!(terminal_json(&o)["retry_count"], 1);
@@ -587,6 +801,7 @@ mod tests {
             "provider",
             "question",
             "request_id",
+            "requested_mode",
             "retry_count",
             "role",
             "seed",
@@ -596,6 +811,7 @@ mod tests {
             "ts",
             "user",
             "validation_ok",
+            "warnings",
         ];
         assert_eq!(wire_keys(&o.audit), expected);
         let a: Value = serde_json::from_slice(&o.audit).unwrap();
@@ -684,6 +900,11 @@ mod tests {
         );
         let a: Value = serde_json::from_slice(&o.audit).unwrap();
         assert_eq!(a["mode"], "lenient");
+        assert_eq!(
+            a["requested_mode"], "strict",
+            "the fallback is visible in the audit"
+        );
+        assert_eq!(a["warnings"][0]["kind"], "mode_fallback");
     }
 
     #[test]
@@ -704,20 +925,9 @@ mod tests {
         let a: Value = serde_json::from_slice(&o.audit).unwrap();
         assert_eq!(a["errors"][0]["kind"], "forbidden_term");
         assert_eq!(a["outcome"], "rejected");
-    }
-
-    #[test]
-    fn too_large_by_digest_matches_too_large_by_bytes() {
-        let settings = CoreSettings {
-            max_record_bytes: 1024,
-            ..CoreSettings::default()
-        };
-        let big = vec![b'x'; 2000];
-        let whole = process(Some(&big), &META, NOW, &settings);
-        let digest: [u8; 32] = Sha256::digest(&big).into();
-        let streamed = too_large(2000, &digest, &META, NOW, &settings);
-        assert_eq!(whole, streamed);
-        assert_eq!(streamed.kind, OutcomeKind::DeadLetter);
+        // The reference meaning: the citations were fine, the policy said no.
+        assert_eq!(a["validation_ok"], true);
+        assert_eq!(v["validation"]["ok"], false);
     }
 
     #[test]
@@ -748,6 +958,301 @@ mod tests {
         assert_eq!(o.request_id, None);
         let a: Value = serde_json::from_slice(&o.audit).unwrap();
         assert_eq!(a["request_id"], "");
-        assert_eq!(keys(&a).len(), 24);
+        assert_eq!(keys(&a).len(), 26);
+    }
+
+    #[test]
+    fn warnings_reach_the_audit_row_and_the_retry_request() {
+        let mut r = good();
+        r["answer"] = json!("Claim[^5].");
+        r["confidence"] = json!(0.1);
+        r["provenance"] = json!("");
+        let o = run(&r, &CoreSettings::default());
+        assert_eq!(o.kind, OutcomeKind::Retry);
+        let v = terminal_json(&o);
+        let kinds = |l: &Value| -> Vec<String> {
+            l.as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["kind"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            kinds(&v["warnings"]),
+            ["low_confidence", "missing_provenance"]
+        );
+        assert_eq!(kinds(&v["problems"]), ["out_of_range"]);
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(
+            kinds(&a["warnings"]),
+            ["low_confidence", "missing_provenance"]
+        );
+        assert_eq!(kinds(&a["errors"]), ["out_of_range"]);
+        assert_eq!(a["requested_mode"], "strict");
+        assert_eq!(a["validation_ok"], false);
+        // The retry request's prior is this (first) attempt's own usage.
+        assert_eq!(
+            v["prior"],
+            json!({"completion_tokens": 20, "cost_usd": 0.00123, "prompt_tokens": 100})
+        );
+    }
+
+    #[test]
+    fn prior_rule_is_enforced() {
+        let mut r = good();
+        r["prior"] = json!({"prompt_tokens": 15});
+        let o = run(&r, &CoreSettings::default());
+        assert_eq!(o.kind, OutcomeKind::DeadLetter);
+        assert_eq!(o.request_id.as_deref(), Some("req-1"));
+        let mut r = good();
+        r["attempt"] = json!(1);
+        let o = run(&r, &CoreSettings::default());
+        assert_eq!(o.kind, OutcomeKind::DeadLetter);
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!()
+        };
+        assert!(d.detail.starts_with("prior: required"), "{}", d.detail);
+    }
+
+    fn stuffed(markers: usize) -> Value {
+        let mut r = good();
+        r["answer"] = json!("Claim[^9]. ".repeat(markers));
+        r
+    }
+
+    #[test]
+    fn marker_stuffed_answer_gives_a_bounded_retry_request() {
+        // 13,000 bad markers: one problem line each used to give a 2.2 MB request.
+        let r = stuffed(13_000);
+        let input = r.to_string().len();
+        let o = run(&r, &CoreSettings::default());
+        assert_eq!(o.kind, OutcomeKind::Retry);
+        let Terminal::Retry(bytes) = &o.terminal else {
+            panic!()
+        };
+        assert!(
+            bytes.len() < input + 16_384,
+            "{} bytes for {input}",
+            bytes.len()
+        );
+        let v: Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(
+            v["problems"].as_array().unwrap().len(),
+            MAX_LISTED_PROBLEMS + 1
+        );
+        assert_eq!(
+            v["problems"][20]["detail"], "… and 12981 more not listed",
+            "13,000 markers + too_long"
+        );
+        assert!(
+            v["prompt"]
+                .as_str()
+                .unwrap()
+                .contains("… and 12981 more problems")
+        );
+        assert!(
+            o.audit.len() < input + 16_384,
+            "audit {} bytes",
+            o.audit.len()
+        );
+        // Lenient: the warnings list in the envelope is bounded the same way.
+        let mut r = stuffed(13_000);
+        r["mode"] = json!("lenient");
+        let o = run(&r, &CoreSettings::default());
+        let v = terminal_json(&o);
+        assert_eq!(
+            v["validation"]["warnings"].as_array().unwrap().len(),
+            MAX_LISTED_FINDINGS + 1
+        );
+        assert_eq!(
+            o.summary.findings.len(),
+            13_001,
+            "metrics still count every finding"
+        );
+    }
+
+    #[test]
+    fn outputs_that_cannot_fit_become_a_bounded_too_large_dead_letter() {
+        let settings = CoreSettings {
+            max_output_bytes: MIN_OUTPUT_BYTES,
+            ..Default::default()
+        };
+        // Valid and accepted, but the envelope repeats a long urn per citation.
+        let mut r = good();
+        r["mode"] = json!("lenient");
+        r["sources"] = json!([{"urn": "u".repeat(2000)}]);
+        r["answer"] = json!("x[^1] ".repeat(100));
+        let raw = r.to_string();
+        let o = run(&r, &settings);
+        assert_eq!(o.kind, OutcomeKind::DeadLetter);
+        assert_eq!(o.request_id.as_deref(), Some("req-1"));
+        assert_eq!(o.summary.dead_letter, Some(DeadLetterKind::TooLarge));
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!()
+        };
+        assert_eq!(d.kind, DeadLetterKind::TooLarge);
+        assert!(d.detail.contains("final output would be"), "{}", d.detail);
+        let DeadLetterValue::Bounded(b) = &d.value else {
+            panic!("{:?}", d.value)
+        };
+        let v: Value = serde_json::from_slice(b).unwrap();
+        assert_eq!(v["length"], raw.len());
+        assert_eq!(v["sha256"], sha256_hex(raw.as_bytes()));
+        assert_eq!(v["kind"], "too_large");
+        assert!(raw.starts_with(v["preview"].as_str().unwrap()));
+        assert_eq!(v["preview"].as_str().unwrap().len(), PREVIEW_BYTES);
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["errors"][0]["kind"], "too_large");
+        assert_eq!(a["request_id"], "req-1");
+    }
+
+    #[test]
+    fn dead_letter_values_original_when_they_fit_bounded_when_too_large() {
+        let o = process(Some(b"{nope"), &META, NOW, &CoreSettings::default());
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!()
+        };
+        assert_eq!(d.value, DeadLetterValue::Original);
+        let big = vec![b'x'; 2 << 20];
+        let o = process(Some(&big), &META, NOW, &CoreSettings::default());
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!()
+        };
+        assert_eq!(d.kind, DeadLetterKind::TooLarge);
+        let DeadLetterValue::Bounded(b) = &d.value else {
+            panic!()
+        };
+        assert!(b.len() < 2048, "{}", b.len());
+        let v: Value = serde_json::from_slice(b).unwrap();
+        assert_eq!(v["length"], 2 << 20);
+        // A schema error quoting a huge value keeps a bounded detail.
+        let rec = format!(
+            r#"{{"request_id":"r","answer":"a","seed":"{}"}}"#,
+            "z".repeat(100_000)
+        );
+        let o = process(Some(rec.as_bytes()), &META, NOW, &CoreSettings::default());
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!()
+        };
+        assert_eq!(d.kind, DeadLetterKind::Schema);
+        assert!(d.detail.len() < MAX_DETAIL_BYTES + 64, "{}", d.detail.len());
+        assert!(o.audit.len() < 4096);
+    }
+
+    #[test]
+    fn oversize_dead_letter_is_bounded_whatever_the_value() {
+        let huge = vec![0xffu8; 5 << 20];
+        let o = oversize_dead_letter(
+            Some(&huge),
+            &META,
+            NOW,
+            &CoreSettings::default(),
+            Some("req-9"),
+            "the broker refused the final output (MSG_SIZE_TOO_LARGE)".into(),
+        );
+        assert_eq!(o.kind, OutcomeKind::DeadLetter);
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!()
+        };
+        let DeadLetterValue::Bounded(b) = &d.value else {
+            panic!()
+        };
+        let v: Value = serde_json::from_slice(b).unwrap();
+        assert_eq!(v["length"], 5 << 20);
+        assert!(v["detail"].as_str().unwrap().contains("MSG_SIZE_TOO_LARGE"));
+        assert!(b.len() < 4096 && o.audit.len() < 4096);
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["request_id"], "req-9");
+    }
+
+    mod bounded_outputs {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Records built to amplify: many markers (good and bad), long urns,
+        /// quote-heavy structured payloads, huge digit runs, policy findings.
+        fn hostile() -> impl Strategy<Value = Vec<u8>> {
+            let piece = prop_oneof![
+                Just("[^1]".to_string()),
+                Just("[^2]".to_string()),
+                Just("[^99]".to_string()),
+                Just("[^x]".to_string()),
+                Just("[^]".to_string()),
+                (1usize..3000).prop_map(|n| format!("[^{}]", "9".repeat(n))),
+                "[a-z \"\\\n]{0,40}",
+            ];
+            (
+                prop::collection::vec((piece, 1usize..2000), 0..12),
+                0usize..3000,
+                0usize..8,
+                0usize..3000,
+                any::<bool>(),
+                any::<bool>(),
+            )
+                .prop_map(
+                    |(pieces, urn_len, n_sources, payload_len, lenient, retry)| {
+                        let answer: String = pieces.iter().map(|(p, k)| p.repeat(*k)).collect();
+                        let sources: Vec<Value> = (0..n_sources)
+                            .map(|i| {
+                                json!({
+                                    "urn": "u".repeat(urn_len + i),
+                                    "payload": {"q": "\"".repeat(payload_len)},
+                                })
+                            })
+                            .collect();
+                        let mut r = json!({
+                            "request_id": "r".repeat(200),
+                            "answer": answer,
+                            "question": "q".repeat(payload_len),
+                            "sources": sources,
+                            "mode": if lenient { "lenient" } else { "strict" },
+                            "confidence": 0.1,
+                            "provider": "p",
+                        });
+                        if retry {
+                            r["attempt"] = json!(1);
+                            r["prior"] = json!({"prompt_tokens": 1});
+                        }
+                        r.to_string().into_bytes()
+                    },
+                )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+
+            /// Issue 9: for any input up to max_record_bytes, every output
+            /// `process` builds is at most max_output_bytes.
+            #[test]
+            fn every_output_fits_the_output_limit(
+                rec in hostile(),
+                junk in prop::collection::vec(any::<u8>(), 0..4096),
+                max_record_kb in 64usize..256,
+                extra_kb in 0usize..64,
+                include_answer in any::<bool>(),
+            ) {
+                let settings = CoreSettings {
+                    max_record_bytes: max_record_kb << 10,
+                    max_output_bytes: ((max_record_kb + extra_kb) << 10).max(MIN_OUTPUT_BYTES),
+                    include_answer,
+                    non_citing_providers: vec!["p".into()],
+                    policy: crate::core::PolicySettings {
+                        forbidden_terms: vec!["zz".into(), "q".into()],
+                        forbidden_term: Action::Retry,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                for input in [&rec[..], &junk[..], &rec[..rec.len() / 2]] {
+                    let o = process(Some(input), &META, NOW, &settings);
+                    prop_assert!(fits(&o, settings.max_output_bytes), "{:?}", output_sizes(&o));
+                    if let Terminal::DeadLetter(d) = &o.terminal
+                        && d.value == DeadLetterValue::Original
+                    {
+                        prop_assert!(input.len() <= settings.max_output_bytes);
+                    }
+                }
+            }
+        }
     }
 }

@@ -48,6 +48,9 @@ pub struct CoreSettings {
     pub policy_version: String,
     /// Records larger than this are dead-lettered as `too_large` without decoding.
     pub max_record_bytes: usize,
+    /// No output `process` builds (terminal record or audit row) is larger;
+    /// a record whose outputs would be becomes a bounded `too_large` dead letter.
+    pub max_output_bytes: usize,
 }
 
 impl Default for CoreSettings {
@@ -58,6 +61,7 @@ impl Default for CoreSettings {
             include_answer: false,
             policy_version: "default".to_string(),
             max_record_bytes: 1 << 20,
+            max_output_bytes: 1 << 20,
         }
     }
 }

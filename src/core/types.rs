@@ -148,12 +148,26 @@ impl fmt::Display for DeadLetterKind {
     }
 }
 
-/// A decoding failure: the record goes to the dead-letter output untouched.
+/// A record that could not be processed: the dead-letter output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetter {
     pub kind: DeadLetterKind,
-    /// Human-readable; names the offending field or byte position.
+    /// Human-readable; names the offending field or byte position. Bounded
+    /// in length (it also travels as a header).
     pub detail: String,
+    /// What the dead-letter record's value is: the shell publishes exactly this.
+    pub value: DeadLetterValue,
+}
+
+/// The value of a dead-letter record, as decided by the core.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeadLetterValue {
+    /// The input value, byte for byte (absent for a tombstone). Chosen only
+    /// when it fits the output limit, so the shell need not copy it here.
+    Original,
+    /// A bounded canonical JSON summary of a value too large to forward:
+    /// `{"detail","kind","length","preview","sha256"}`.
+    Bounded(Vec<u8>),
 }
 
 /// The four terminal outcomes of a record.

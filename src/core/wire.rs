@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::types::{DeadLetter, DeadLetterKind, Finding, Mode};
+use super::types::{DeadLetter, DeadLetterKind, DeadLetterValue, Finding, Mode};
 
 /// Maximum `request_id` length in bytes.
 pub const MAX_REQUEST_ID_BYTES: usize = 256;
@@ -59,7 +59,7 @@ pub struct InputRecord<'a> {
     pub answer: Cow<'a, str>,
     #[serde(default)]
     pub attempt: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "mode_from_str")]
     pub mode: Mode,
     #[serde(borrow, default)]
     pub question: Cow<'a, str>,
@@ -93,6 +93,28 @@ pub struct InputRecord<'a> {
     pub provenance: Option<Cow<'a, str>>,
     #[serde(default)]
     pub prior: Option<Usage>,
+}
+
+/// `mode` as a string only. serde_json reports any other type given to a
+/// derived enum as a syntax error ("expected value"), which would make
+/// `"mode": null` an `invalid_json` dead letter without its request id; a
+/// string visitor makes it a `schema` error naming `mode`.
+fn mode_from_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+    struct V;
+    impl serde::de::Visitor<'_> for V {
+        type Value = Mode;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("\"strict\" or \"lenient\"")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Mode, E> {
+            match v {
+                "strict" => Ok(Mode::Strict),
+                "lenient" => Ok(Mode::Lenient),
+                other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+            }
+        }
+    }
+    d.deserialize_str(V)
 }
 
 impl InputRecord<'_> {
@@ -184,9 +206,20 @@ pub struct DecodeFailure {
 
 fn fail(kind: DeadLetterKind, detail: String, request_id: Option<String>) -> DecodeFailure {
     DecodeFailure {
-        dead_letter: DeadLetter { kind, detail },
+        dead_letter: DeadLetter {
+            kind,
+            detail,
+            value: DeadLetterValue::Original,
+        },
         request_id,
     }
+}
+
+/// The detail of a record dead-lettered for its size.
+pub fn too_large_detail(length: u64, max_record_bytes: usize) -> String {
+    format!(
+        "record is {length} bytes, larger than the maximum of {max_record_bytes} bytes (max_record_bytes)"
+    )
 }
 
 /// Decodes and schema-checks one record value.
@@ -194,17 +227,6 @@ fn fail(kind: DeadLetterKind, detail: String, request_id: Option<String>) -> Dec
 /// Order of checks: absent/empty value, size, UTF-8, JSON syntax, schema
 /// (types and the value rules of issue 2). Each failure names the field or
 /// byte position so an operator can fix the producer.
-/// The dead letter of a record above `max_record_bytes`, never decoded.
-pub fn too_large(len: u64, max_record_bytes: usize) -> DecodeFailure {
-    fail(
-        DeadLetterKind::TooLarge,
-        format!(
-            "record is {len} bytes, larger than the maximum of {max_record_bytes} bytes (max_record_bytes)"
-        ),
-        None,
-    )
-}
-
 pub fn decode(
     value: Option<&[u8]>,
     max_record_bytes: usize,
@@ -220,7 +242,11 @@ pub fn decode(
         Some(b) => b,
     };
     if bytes.len() > max_record_bytes {
-        return Err(too_large(bytes.len() as u64, max_record_bytes));
+        return Err(fail(
+            DeadLetterKind::TooLarge,
+            too_large_detail(bytes.len() as u64, max_record_bytes),
+            None,
+        ));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
         fail(
@@ -276,6 +302,26 @@ pub fn decode(
             rid(),
         ));
     }
+    // One rule for `prior`: it is the first attempt's usage, so it belongs
+    // to the retry (attempt 1) and only there; the retry request carries it.
+    match (rec.attempt, &rec.prior) {
+        (0, Some(_)) => {
+            return Err(fail(
+                DeadLetterKind::Schema,
+                "prior: only allowed with attempt 1 (a first answer has no prior usage)".into(),
+                rid(),
+            ));
+        }
+        (1, None) => {
+            return Err(fail(
+                DeadLetterKind::Schema,
+                "prior: required with attempt 1 (send back the `prior` of the retry request)"
+                    .into(),
+                rid(),
+            ));
+        }
+        _ => {}
+    }
     if !(rec.cost_usd >= 0.0 && rec.cost_usd.is_finite()) {
         return Err(fail(
             DeadLetterKind::Schema,
@@ -289,6 +335,19 @@ pub fn decode(
         return Err(fail(
             DeadLetterKind::Schema,
             format!("prior.cost_usd: must be a number >= 0, got {}", p.cost_usd),
+            rid(),
+        ));
+    }
+    if let Some(p) = &rec.prior
+        && !(rec.cost_usd + p.cost_usd).is_finite()
+    {
+        // The envelope reports the sum; an infinite sum has no JSON number.
+        return Err(fail(
+            DeadLetterKind::Schema,
+            format!(
+                "prior.cost_usd: cost_usd + prior.cost_usd overflows ({} + {})",
+                rec.cost_usd, p.cost_usd
+            ),
             rid(),
         ));
     }
@@ -452,6 +511,8 @@ pub struct RetryRequest<'a> {
     pub sources: Vec<SourceEcho<'a>>,
     pub tenant: &'a str,
     pub user: &'a str,
+    /// Non-blocking findings of this attempt, so none is lost on a retry.
+    pub warnings: &'a [Finding],
 }
 
 /// `{detail, kind}` for audit errors, which may also carry a dead-letter kind.
@@ -498,6 +559,9 @@ pub struct AuditRow<'a> {
     pub provider: &'a str,
     pub question: &'a str,
     pub request_id: &'a str,
+    /// The mode the record asked for, before the provider fallback; empty
+    /// for a dead letter.
+    pub requested_mode: &'a str,
     pub retry_count: u8,
     pub role: &'a str,
     pub seed: Option<u64>,
@@ -506,7 +570,27 @@ pub struct AuditRow<'a> {
     pub tenant: &'a str,
     pub ts: i64,
     pub user: &'a str,
+    /// Whether the citation validator accepted the answer (SPEC §5): no
+    /// blocking `malformed`/`out_of_range` finding. A policy rejection does
+    /// not make it false; `outcome` says what happened to the record.
     pub validation_ok: bool,
+    /// Every non-blocking finding, beside the blocking `errors`.
+    pub warnings: Vec<KindDetail<'a>>,
+}
+
+/// The bounded value of a dead letter too large to forward (issue 9): enough
+/// to recognise the record (a preview) and to prove which one it was
+/// (length and SHA-256), never the whole value.
+#[derive(Debug, Serialize)]
+pub struct BoundedDeadLetter<'a> {
+    pub detail: &'a str,
+    pub kind: &'a str,
+    /// Length of the original value in bytes.
+    pub length: u64,
+    /// The first bytes of the value, as UTF-8 (invalid bytes replaced).
+    pub preview: &'a str,
+    /// Lowercase hex SHA-256 of the whole original value.
+    pub sha256: &'a str,
 }
 
 /// Serializes an output. Our output types hold only strings, integers,
@@ -618,13 +702,31 @@ mod tests {
             (br#"{"request_id":"r","answer":"a","mode":"loose"}"#, "mode"),
             (br#"{"request_id":"r","answer":"a","seed":1.5}"#, "seed"),
             (
-                br#"{"request_id":"r","answer":"a","prior":{"cost_usd":-2}}"#,
+                br#"{"request_id":"r","answer":"a","attempt":1,"prior":{"cost_usd":-2}}"#,
                 "prior.cost_usd",
             ),
+            (
+                br#"{"request_id":"r","answer":"a","cost_usd":1e308,"attempt":1,"prior":{"cost_usd":1e308}}"#,
+                "overflows",
+            ),
+            (
+                br#"{"request_id":"r","answer":"a","prior":{"prompt_tokens":5}}"#,
+                "prior: only allowed with attempt 1",
+            ),
+            (
+                br#"{"request_id":"r","answer":"a","attempt":1}"#,
+                "prior: required with attempt 1",
+            ),
+            (br#"{"request_id":"r","answer":"a","mode":null}"#, "mode"),
+            (br#"{"request_id":"r","answer":"a","mode":1}"#, "mode"),
+            (br#"{"request_id":"r","answer":"a","mode":["strict"]}"#, "mode"),
             (br#"["not","an","object"]"#, "JSON object"),
         ] {
             let e = dl(rec);
             assert_eq!(e.dead_letter.kind, DeadLetterKind::Schema, "{rec:?}");
+            if field != "request_id" && field != "JSON object" {
+                assert_eq!(e.request_id.as_deref(), Some("r"), "{rec:?}");
+            }
             assert!(
                 e.dead_letter.detail.contains(field),
                 "{field}: {}",

@@ -27,8 +27,10 @@
 //!
 //! Headers on every output: `groundgate.input.topic`,
 //! `groundgate.input.partition`, `groundgate.input.offset`. Dead letters keep
-//! the original key, value and headers, and add `groundgate.error.kind`,
-//! `groundgate.error.detail` and `groundgate.input.timestamp` (ms, when known).
+//! the original key, value (or, when too large, the core's bounded summary)
+//! and headers, and add `groundgate.error.kind`, `groundgate.error.detail` and
+//! `groundgate.input.timestamp` (ms, when known). An incoming `groundgate.*`
+//! header is renamed `original.groundgate.*`: ours are the only ones.
 //!
 //! Nothing is logged per record at info level.
 
@@ -53,7 +55,7 @@ use super::client;
 use super::error::classify;
 use super::offsets::{OffsetTracker, TopicPartition};
 use crate::config::{Config, Guarantee};
-use crate::core::{Outcome, OutcomeKind, RecordMeta, Terminal, process};
+use crate::core::{DeadLetterValue, Outcome, OutcomeKind, RecordMeta, Terminal, process};
 use crate::http::Health;
 use crate::metrics::{ErrorClass, Metrics, RebalanceKind, TopicRole};
 
@@ -486,6 +488,8 @@ fn abort_and_rewind(
 
 /// Awaits the delivery of every output of one record (re-sending a bounded
 /// number of times on retriable failures) and reports back.
+// One record's delivery state, passed by value into its own task.
+#[allow(clippy::too_many_arguments)]
 async fn settle(
     producer: FutureProducer,
     metrics: Arc<Metrics>,
@@ -494,20 +498,35 @@ async fn settle(
     offset: i64,
     input_ts_ms: Option<i64>,
     first: Vec<(Output, rdkafka::producer::DeliveryFuture)>,
+    oversize: Oversize,
 ) {
     let input = format!("{}/{}@{}", tp.0, tp.1, offset);
     let mut result = Ok(());
-    'outputs: for (out, fut) in first {
+    'outputs: for (mut out, fut) in first {
         let mut outcome = match fut.await {
             Ok(r) => r.map(|_| ()).map_err(|(e, _)| e),
             Err(_) => Err(KafkaError::Canceled),
         };
         let mut resends = 0;
+        let mut replaced = false;
         loop {
             match outcome {
                 Ok(()) => {
                     metrics.record_published(out.role);
                     continue 'outputs;
+                }
+                // Refused as too large: re-sending cannot help. Publish the
+                // core's bounded stand-in once instead (never retried forever).
+                Err(e) if is_too_large(&e) && !replaced => {
+                    metrics.record_publish_error(classify(&e));
+                    warn!(error = %e, topic = %out.topic, input = %input, "output refused as too large; publishing its bounded too_large dead letter instead");
+                    out = oversize.replacement(&out, &tp, offset);
+                    replaced = true;
+                    outcome = producer
+                        .send(out.record(), Timeout::After(Duration::from_secs(30)))
+                        .await
+                        .map(|_| ())
+                        .map_err(|(e, _)| e);
                 }
                 Err(e) => {
                     let class = classify(&e);
@@ -542,6 +561,95 @@ async fn settle(
         input_ts_ms,
         result,
     });
+}
+
+fn is_too_large(e: &KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(RDKafkaErrorCode::MessageSizeTooLarge)
+}
+
+/// What it takes to replace an output the producer or broker refused as too
+/// large by the core's bounded form ([`crate::core::process::oversize_dead_letter`]).
+#[derive(Clone)]
+struct Oversize {
+    config: Arc<Config>,
+    request_id: Option<String>,
+}
+
+impl Oversize {
+    /// A refused audit row becomes a bounded dead-letter audit row; a refused
+    /// terminal record becomes a bounded dead letter. Either way the record
+    /// keeps exactly one terminal record and one audit row. Only the input
+    /// coordinates are kept from the headers (the original ones may be what
+    /// did not fit), and the key is the request id.
+    fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> Output {
+        let meta = RecordMeta {
+            topic: &tp.0,
+            partition: tp.1,
+            offset,
+        };
+        let value_len = out.payload.as_ref().map_or(0, Vec::len);
+        let detail = format!(
+            "the {} output to {} ({value_len} bytes, key {} bytes) was refused as too large (MSG_SIZE_TOO_LARGE); value, length and SHA-256 here are of that output",
+            out.role.as_str(),
+            out.topic,
+            out.key.as_ref().map_or(0, Vec::len),
+        );
+        let o = crate::core::process::oversize_dead_letter(
+            out.payload.as_deref(),
+            &meta,
+            crate::clock::now_nanos(),
+            &self.config.core,
+            self.request_id.as_deref(),
+            detail,
+        );
+        let mut headers = OwnedHeaders::new_with_capacity(6);
+        for hd in out.headers.iter() {
+            if [
+                H_INPUT_TOPIC,
+                H_INPUT_PARTITION,
+                H_INPUT_OFFSET,
+                H_INPUT_TIMESTAMP,
+            ]
+            .contains(&hd.key)
+            {
+                headers = headers.insert(Header {
+                    key: hd.key,
+                    value: hd.value,
+                });
+            }
+        }
+        let key = self.request_id.as_ref().map(|r| r.as_bytes().to_vec());
+        match (out.role, o.terminal) {
+            (TopicRole::Audit, _) => Output {
+                role: TopicRole::Audit,
+                topic: out.topic.clone(),
+                key,
+                payload: Some(o.audit),
+                headers,
+            },
+            (_, Terminal::DeadLetter(d)) => Output {
+                role: TopicRole::DeadLetter,
+                topic: self.config.kafka.topics.dead_letter.clone(),
+                key,
+                payload: match d.value {
+                    DeadLetterValue::Bounded(b) => Some(b),
+                    // oversize_dead_letter always bounds; keep the type total.
+                    DeadLetterValue::Original => None,
+                },
+                headers: headers
+                    .insert(Header {
+                        key: H_ERROR_KIND,
+                        value: Some(d.kind.as_str()),
+                    })
+                    .insert(Header {
+                        key: H_ERROR_DETAIL,
+                        value: Some(&d.detail),
+                    }),
+            },
+            // oversize_dead_letter always returns a dead letter.
+            (_, _) => out.clone(),
+        }
+    }
 }
 
 /// What the worker does with each record between consuming and publishing.
@@ -647,7 +755,7 @@ pub async fn run_worker_with(
 fn consume_loop(
     consumer: &BaseConsumer<GateContext>,
     producer: &FutureProducer,
-    config: &Config,
+    config: &Arc<Config>,
     metrics: &Arc<Metrics>,
     runtime: &tokio::runtime::Handle,
     ack_tx: Sender<Ack>,
@@ -695,10 +803,12 @@ fn consume_loop(
         }
         let outcomes = validate(&batch, config, ctx.step);
         for (i, (msg, outcome)) in batch.iter().zip(outcomes).enumerate() {
+            let mut request_id = None;
             let outputs = match outcome {
                 Some((outcome, took)) => {
                     metrics.record_outcome(outcome.kind, &outcome.summary, took);
                     ctx.state().report.count(outcome.kind);
+                    request_id.clone_from(&outcome.request_id);
                     outputs_for(msg, outcome, config)
                 }
                 None => passthrough_outputs(msg, config),
@@ -706,6 +816,10 @@ fn consume_loop(
             let tp: TopicPartition = (msg.topic().to_string(), msg.partition());
             let offset = msg.offset();
             let input_ts_ms = msg.timestamp().to_millis();
+            let oversize = Oversize {
+                config: config.clone(),
+                request_id,
+            };
             if eos {
                 let mut st = ctx.state();
                 if !st.txn.open {
@@ -718,11 +832,20 @@ fn consume_loop(
                 }
                 let mut failed = None;
                 for out in &outputs {
-                    if let Err(e) = enqueue(producer, out) {
+                    let mut role = out.role;
+                    let mut sent = enqueue(producer, out);
+                    if let Err(e) = &sent
+                        && is_too_large(e)
+                    {
+                        let stand_in = oversize.replacement(out, &tp, offset);
+                        role = stand_in.role;
+                        sent = enqueue(producer, &stand_in);
+                    }
+                    if let Err(e) = sent {
                         failed = Some(e);
                         break;
                     }
-                    st.txn.published[role_index(out.role)] += 1;
+                    st.txn.published[role_index(role)] += 1;
                 }
                 st.txn.first.entry(tp.clone()).or_insert(offset);
                 st.txn.next.insert(tp, offset + 1);
@@ -751,8 +874,17 @@ fn consume_loop(
             }
             let mut futures = Vec::with_capacity(outputs.len());
             let mut enqueue_error = None;
-            for out in outputs {
-                match enqueue(producer, &out) {
+            for mut out in outputs {
+                let mut sent = enqueue(producer, &out);
+                if let Err(e) = &sent
+                    && is_too_large(e)
+                {
+                    // The producer's own size check refused it (key and
+                    // headers beside a bounded value): same stand-in.
+                    out = oversize.replacement(&out, &tp, offset);
+                    sent = enqueue(producer, &out);
+                }
+                match sent {
                     Ok(f) => futures.push((out, f)),
                     Err(e) => {
                         enqueue_error = Some((out, e));
@@ -784,6 +916,7 @@ fn consume_loop(
                 offset,
                 input_ts_ms,
                 futures,
+                oversize,
             ));
         }
     }
@@ -958,6 +1091,62 @@ fn input_headers(msg: &BorrowedMessage<'_>) -> OwnedHeaders {
         })
 }
 
+/// Prefix of the headers groundgate writes. Incoming headers with it are
+/// renamed with [`RENAMED_PREFIX`] in front, so every output carries exactly
+/// one, authoritative, value of each `groundgate.*` header.
+pub const OWN_HEADER_PREFIX: &str = "groundgate.";
+pub const RENAMED_PREFIX: &str = "original.";
+
+/// A dead letter's headers: the record's own (any `groundgate.*` one renamed
+/// `original.groundgate.*`, so a producer cannot spoof ours), then the input
+/// coordinates, the error kind and detail, and the input timestamp.
+fn dead_letter_headers(
+    original: Option<&impl Headers>,
+    input: &OwnedHeaders,
+    kind: &str,
+    detail: &str,
+    timestamp_ms: Option<i64>,
+) -> OwnedHeaders {
+    let mut h = OwnedHeaders::new();
+    if let Some(orig) = original {
+        for hd in orig.iter() {
+            if hd.key.starts_with(OWN_HEADER_PREFIX) {
+                h = h.insert(Header {
+                    key: &format!("{RENAMED_PREFIX}{}", hd.key),
+                    value: hd.value,
+                });
+            } else {
+                h = h.insert(Header {
+                    key: hd.key,
+                    value: hd.value,
+                });
+            }
+        }
+    }
+    for hd in input.iter() {
+        h = h.insert(Header {
+            key: hd.key,
+            value: hd.value,
+        });
+    }
+    h = h
+        .insert(Header {
+            key: H_ERROR_KIND,
+            value: Some(kind),
+        })
+        .insert(Header {
+            key: H_ERROR_DETAIL,
+            value: Some(detail),
+        });
+    if let Some(ts) = timestamp_ms {
+        h = h.insert(Header {
+            key: H_INPUT_TIMESTAMP,
+            value: Some(&ts.to_string()),
+        });
+    }
+    h
+}
+
 /// The input value, unvalidated, to the final and the audit topic: the same
 /// number of outputs per record as validation produces.
 fn passthrough_outputs(msg: &BorrowedMessage<'_>, config: &Config) -> Vec<Output> {
@@ -1003,45 +1192,24 @@ fn outputs_for(msg: &BorrowedMessage<'_>, outcome: Outcome, config: &Config) -> 
             payload: Some(b),
             headers: headers.clone(),
         },
-        Terminal::DeadLetter(d) => {
-            let mut h = OwnedHeaders::new();
-            if let Some(orig) = msg.headers() {
-                for hd in orig.iter() {
-                    h = h.insert(Header {
-                        key: hd.key,
-                        value: hd.value,
-                    });
-                }
-            }
-            for hd in headers.iter() {
-                h = h.insert(Header {
-                    key: hd.key,
-                    value: hd.value,
-                });
-            }
-            h = h
-                .insert(Header {
-                    key: H_ERROR_KIND,
-                    value: Some(d.kind.as_str()),
-                })
-                .insert(Header {
-                    key: H_ERROR_DETAIL,
-                    value: Some(&d.detail),
-                });
-            if let Some(ts) = msg.timestamp().to_millis() {
-                h = h.insert(Header {
-                    key: H_INPUT_TIMESTAMP,
-                    value: Some(&ts.to_string()),
-                });
-            }
-            Output {
-                role: TopicRole::DeadLetter,
-                topic: topics.dead_letter.clone(),
-                key: original_key,
-                payload: msg.payload().map(<[u8]>::to_vec),
-                headers: h,
-            }
-        }
+        Terminal::DeadLetter(d) => Output {
+            role: TopicRole::DeadLetter,
+            topic: topics.dead_letter.clone(),
+            key: original_key,
+            // Exactly what the core decided: the input bytes when they fit
+            // the output limit, its bounded summary when not.
+            payload: match d.value {
+                DeadLetterValue::Original => msg.payload().map(<[u8]>::to_vec),
+                DeadLetterValue::Bounded(b) => Some(b),
+            },
+            headers: dead_letter_headers(
+                msg.headers(),
+                &headers,
+                d.kind.as_str(),
+                &d.detail,
+                msg.timestamp().to_millis(),
+            ),
+        },
     };
     let audit = Output {
         role: TopicRole::Audit,
@@ -1051,4 +1219,68 @@ fn outputs_for(msg: &BorrowedMessage<'_>, outcome: Outcome, config: &Config) -> 
         headers,
     };
     vec![terminal, audit]
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    fn pairs(h: &OwnedHeaders) -> Vec<(String, String)> {
+        h.iter()
+            .map(|hd| {
+                (
+                    hd.key.to_string(),
+                    String::from_utf8_lossy(hd.value.unwrap_or_default()).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn incoming_groundgate_headers_cannot_spoof_ours() {
+        let original = OwnedHeaders::new()
+            .insert(Header {
+                key: "trace-id",
+                value: Some("t-1"),
+            })
+            .insert(Header {
+                key: H_ERROR_KIND,
+                value: Some("schema"),
+            })
+            .insert(Header {
+                key: H_INPUT_OFFSET,
+                value: Some("999"),
+            });
+        let input = OwnedHeaders::new()
+            .insert(Header {
+                key: H_INPUT_TOPIC,
+                value: Some("answers"),
+            })
+            .insert(Header {
+                key: H_INPUT_OFFSET,
+                value: Some("7"),
+            });
+        let h = dead_letter_headers(Some(&original), &input, "too_large", "big", Some(5));
+        let got = pairs(&h);
+        let own: Vec<&(String, String)> = got
+            .iter()
+            .filter(|(k, _)| k.starts_with(OWN_HEADER_PREFIX))
+            .collect();
+        let mut keys: Vec<&str> = own.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "one value per groundgate.* header: {got:?}");
+        let get = |k: &str| {
+            got.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get(H_ERROR_KIND), Some("too_large"));
+        assert_eq!(get(H_INPUT_OFFSET), Some("7"));
+        assert_eq!(get(H_INPUT_TIMESTAMP), Some("5"));
+        assert_eq!(get("original.groundgate.error.kind"), Some("schema"));
+        assert_eq!(get("original.groundgate.input.offset"), Some("999"));
+        assert_eq!(get("trace-id"), Some("t-1"));
+    }
 }
