@@ -141,23 +141,6 @@ fn scan_marker(
 ) -> usize {
     let bytes = text.as_bytes();
     let body_start = start + 2;
-    // A digit-only body is read to its `]` with no window: a runaway number
-    // is reported (malformed), not hidden as text. Still linear: a digit run
-    // cannot contain another `[^`, so nothing in it is scanned twice.
-    let digits = bytes[body_start..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    *steps += digits;
-    let digits_end = body_start + digits;
-    if digits > MAX_BODY_BYTES {
-        if bytes.get(digits_end) != Some(&b']') {
-            // A non-digit body past the window: plain text. The run holds no
-            // `[`, so resuming after it skips nothing.
-            return digits_end;
-        }
-        return close_marker(text, start, digits_end, num_sources, out);
-    }
     let window_end = (body_start + MAX_BODY_BYTES + 1).min(bytes.len());
     let mut close = None;
     for (k, &b) in bytes[body_start..window_end].iter().enumerate() {
@@ -172,6 +155,24 @@ fn scan_marker(
         }
     }
     let Some(close) = close else {
+        // A digit-only body is read to its `]` with no window: a runaway
+        // number is reported (malformed), not hidden as text. Still linear:
+        // a digit run cannot contain another `[^`, so resuming after it
+        // skips nothing. (A run that fits the window closed or failed above.)
+        if window_end - body_start > MAX_BODY_BYTES
+            && bytes[body_start..window_end].iter().all(u8::is_ascii_digit)
+        {
+            let digits = bytes[window_end..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            *steps += digits;
+            let digits_end = window_end + digits;
+            if bytes.get(digits_end) == Some(&b']') {
+                return close_marker(text, start, digits_end, num_sources, out);
+            }
+            return digits_end;
+        }
         // Not a marker: plain text. Resume right after `[` so a later `[^`
         // inside the window is still seen.
         return start + 1;
