@@ -73,35 +73,40 @@ pub fn main(args: CheckArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    // stdout may be a closed pipe (`| head`) or a full disk: say so once on
-    // stderr and exit 2, instead of panicking in `println!`.
+    let mut code = EXIT_OK;
+    // The outputs are complete by now; a closed or full stdout only loses
+    // the summary table, which is said on stderr, never panicked.
     if let Err(e) = print_summary(&mut io::stdout().lock(), &data, &args) {
-        eprintln!("groundgate check: cannot write the summary to stdout: {e}");
-        return ExitCode::from(EXIT_USAGE);
+        let out = args.out.display();
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            eprintln!(
+                "groundgate check: standard output was closed early (broken pipe); the outputs in {out} are complete"
+            );
+        } else {
+            eprintln!(
+                "groundgate check: cannot write the summary to standard output: {e}; the outputs in {out} are complete"
+            );
+            code = EXIT_USAGE;
+        }
     }
-    let failed: Vec<&str> = args
-        .fail_on
-        .iter()
-        .map(|f| match f {
+    for f in &args.fail_on {
+        let kind = match f {
             FailOn::Rejected => OutcomeKind::Rejected,
             FailOn::Retry => OutcomeKind::Retry,
             FailOn::DeadLetter => OutcomeKind::DeadLetter,
-        })
-        .filter(|k| data.count(*k) > 0)
-        .map(OutcomeKind::as_str)
-        .collect();
-    if failed.is_empty() {
-        return ExitCode::from(EXIT_OK);
+        };
+        let n = data.count(kind);
+        if n > 0 {
+            eprintln!(
+                "groundgate check: exit code 1 because of --fail-on {kind}: {n} record{} had outcome {kind}",
+                if n == 1 { "" } else { "s" }
+            );
+            if code == EXIT_OK {
+                code = EXIT_FAILED_ON;
+            }
+        }
     }
-    let counts: Vec<String> = failed
-        .iter()
-        .map(|k| format!("{} {k}", data.outcomes.get(*k).copied().unwrap_or(0)))
-        .collect();
-    eprintln!(
-        "groundgate check: exit 1 because of --fail-on: {}",
-        counts.join(", ")
-    );
-    ExitCode::from(EXIT_FAILED_ON)
+    ExitCode::from(code)
 }
 
 /// The four output files. The in-order writer gives every block its byte
