@@ -438,6 +438,10 @@ fn a_line_far_over_the_limit_is_dead_lettered_by_digest() {
             .len()
             < 4096
     );
+    // Bounded memory: far below the line's size (other tests' children
+    // count too, all small).
+    let rss = children_max_rss_bytes();
+    assert!(rss < 96 << 20, "peak RSS {} MiB", rss >> 20);
     let audit = read_audit_rows(&out.join("audit.jsonl"));
     let ids: Vec<_> = audit
         .iter()
