@@ -60,6 +60,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
     match run(&args) {
         Ok(summary) => {
             print_summary(&summary, &args.out);
+            eprintln!("{}", config_note(args.config.as_deref()));
             let failed = args.fail_on.iter().any(|f| {
                 let kind = match f {
                     FailOn::Rejected => OutcomeKind::Rejected,
@@ -294,4 +295,13 @@ fn print_summary(s: &CheckSummary, out: &Path) {
         "outputs: {0}/final.jsonl {0}/retry.jsonl {0}/audit.jsonl {0}/dead_letter.jsonl",
         out.display()
     );
+}
+
+/// Which configuration made the verdicts: `demo` runs with its own
+/// (examples/demo.toml), so the same file gives different counts there.
+fn config_note(config: Option<&Path>) -> String {
+    match config {
+        Some(p) => format!("configuration: {}", p.display()),
+        None => "configuration: built-in defaults (no --config); `groundgate demo` uses examples/demo.toml, pass --config examples/demo.toml for the same verdicts".to_string(),
+    }
 }
