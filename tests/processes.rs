@@ -80,6 +80,9 @@ fn demo_finishes_on_its_own_and_reports_what_went_where() {
         assert!(stdout.contains(word), "demo summary lacks {word}: {stdout}");
     }
     assert!(stdout.contains(&format!("http://127.0.0.1:{port}/metrics")));
+    // The URL dies with the demo: say how to keep it, and which config it used.
+    assert!(stdout.contains("demo --serve"), "{stdout}");
+    assert!(stdout.contains("examples/demo.toml"), "{stdout}");
     // The summary counts every record on both sides: one terminal, one audit row.
     let count = |topic: &str| -> usize {
         let row = stdout
