@@ -56,6 +56,11 @@ fn sigterm_leaves_the_group_and_the_other_worker_takes_over() {
         "takeover after SIGTERM: {:.1} s (dev-broker; see README)",
         sent.elapsed().as_secs_f64()
     );
+    // Consumer lag is exported with the default configuration.
+    wait_for("B to export consumer lag per partition", WAIT, || {
+        let (_, body) = http_get(mb, "/metrics")?;
+        (samples(&body, "groundgate_consumer_lag_records").len() == 4).then_some(())
+    });
     let log = std::fs::read_to_string(&log_a).unwrap();
     assert!(log.contains("left the consumer group"), "{log}");
     // A log file gets plain text, and the last line is a summary, not a debug dump.

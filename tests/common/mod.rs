@@ -41,7 +41,9 @@ pub fn need_tool(test: &str, tool: &str, package: &str) -> bool {
     }
     let line = format!("SKIPPED: needs {tool} (apt-get install {package}) [{test}]");
     if std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| v == "1") {
-        panic!("{line}, and {REQUIRE_TOOLS_ENV}=1 makes a missing tool a failure");
+        panic!(
+            "missing tool: needs {tool} (apt-get install {package}) [{test}], and {REQUIRE_TOOLS_ENV}=1 makes a missing tool a failure"
+        );
     }
     let _ = writeln!(std::io::stderr(), "{line}");
     false
