@@ -132,6 +132,8 @@ fn broker_killed_and_restarted_the_worker_is_not_ready_and_exits_then_a_restart_
         text.contains("partitions were lost") && text.contains("unassigned_timeout_ms"),
         "{text}"
     );
+    // The fatal path closes the consumer too (leaves the group).
+    assert!(text.contains("left the consumer group"), "{text}");
     // Each librdkafka failure is reported once by groundgate, not echoed by
     // every client and by librdkafka's own log.
     assert!(!text.contains("rdkafka::client"), "{text}");
