@@ -473,6 +473,7 @@ const ENV_ALIASES: &[(&str, &str)] = &[
 fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
     let mut fig = Figment::new();
     let mut unknown = Vec::new();
+    let mut problems = Vec::new();
     for (k, v) in env {
         let Some(rest) = k.strip_prefix(ENV_PREFIX) else {
             continue;
@@ -496,6 +497,15 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
         } else {
             value
         };
+        // Checked one variable at a time, so every bad one is reported.
+        if let Err(e) =
+            Figment::from(Serialized::global(&path, value.clone())).extract::<RawConfig>()
+        {
+            for e in e {
+                problems.push(format!("{k}={v:?}: {}", describe_kind(&e.kind)));
+            }
+            continue;
+        }
         fig = fig.merge(Serialized::global(&path, value));
     }
     if !unknown.is_empty() {
@@ -503,11 +513,14 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
             .iter()
             .map(|(a, _)| format!("{ENV_PREFIX}{a}"))
             .collect();
-        return Err(ConfigError::Load(format!(
+        problems.insert(0, format!(
             "unknown environment variable(s) {}; known: {} (or a nested key spelled with __, e.g. GROUNDGATE_KAFKA__TOPICS__INPUT)",
             unknown.join(", "),
             known.join(", ")
-        )));
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(ConfigError::Invalid(problems));
     }
     fig.extract::<RawConfig>().map_err(|e| {
         ConfigError::Load(format!(
@@ -563,7 +576,9 @@ fn finish_load(fig: &Figment, mut problems: Vec<String>) -> Result<RawConfig, Co
     for (path, value) in all {
         let origin = fig
             .get_metadata(value.tag())
-            .and_then(|m| m.source.as_ref().map(|s| format!(" (in {s})")))
+            .and_then(|m| m.source.as_ref())
+            .and_then(|s| s.file_path())
+            .map(|p| format!(" (in {})", p.display()))
             .unwrap_or_default();
         let one = Figment::from(Serialized::defaults(nest(&path, value.clone())));
         match one.extract::<RawConfig>() {
@@ -571,13 +586,7 @@ fn finish_load(fig: &Figment, mut problems: Vec<String>) -> Result<RawConfig, Co
             Err(e) => {
                 for e in e {
                     let key = path.join(".");
-                    let msg = match &e.kind {
-                        figment::error::Kind::UnknownField(_, expected) => format!(
-                            "{key}: unknown key (known keys here: {})",
-                            expected.join(", ")
-                        ),
-                        kind => format!("{key}: {kind}"),
-                    };
+                    let msg = format!("{key}: {}", describe_kind(&e.kind));
                     if !problems.contains(&format!("{msg}{origin}")) {
                         problems.push(format!("{msg}{origin}"));
                     }
@@ -596,6 +605,18 @@ fn finish_load(fig: &Figment, mut problems: Vec<String>) -> Result<RawConfig, Co
     Err(ConfigError::Invalid(problems))
 }
 
+/// serde's unknown-field message nests backticks (`` expected `one of `a`` ``);
+/// say it plainly.
+fn describe_kind(kind: &figment::error::Kind) -> String {
+    match kind {
+        figment::error::Kind::UnknownField(field, expected) => format!(
+            "unknown key {field:?} (known keys here: {})",
+            expected.join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
 fn describe_figment_error(e: figment::Error) -> String {
     e.into_iter()
         .map(|e| {
@@ -605,7 +626,7 @@ fn describe_figment_error(e: figment::Error) -> String {
                 .as_ref()
                 .and_then(|m| m.source.as_ref().map(|s| s.to_string()))
                 .unwrap_or_default();
-            let mut s = e.kind.to_string();
+            let mut s = describe_kind(&e.kind);
             if !path.is_empty() {
                 s = format!("{path}: {s}");
             }
@@ -1036,6 +1057,37 @@ mod managed_and_every_problem {
         }
         assert!(!all.contains("``"), "doubled backticks:\n{all}");
         assert!(all.contains("min_confidence"), "known keys listed:\n{all}");
+    }
+
+    #[test]
+    fn environment_and_file_problems_are_listed_together() {
+        let f = write("[policy]\nmin_confidance = 0.3\n");
+        let env: Vec<(String, String)> = [
+            ("GROUNDGATE_BROKRES", "x:1"),
+            ("GROUNDGATE_KAFKA__BROKRES", "x:1"),
+            ("GROUNDGATE_POLICY__MIN_CONFIDENCE", "abc"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let err = RawConfig::load(Some(f.path()), &env, RawConfig::default()).unwrap_err();
+        let ConfigError::Invalid(p) = &err else {
+            panic!("expected a list of problems, got {err}");
+        };
+        let all = p.join("\n");
+        for needle in [
+            "GROUNDGATE_BROKRES",
+            "GROUNDGATE_KAFKA__BROKRES",
+            "GROUNDGATE_POLICY__MIN_CONFIDENCE",
+            "min_confidance",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+        assert!(!all.contains("``"), "doubled backticks:\n{all}");
+        assert!(
+            !all.contains("src/config.rs"),
+            "code locations are noise:\n{all}"
+        );
     }
 
     #[test]
