@@ -73,6 +73,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    eprintln!("{}", config_note(args.config.as_deref()));
     let mut code = EXIT_OK;
     // The outputs are complete by now; a closed or full stdout only loses
     // the summary table, which is said on stderr, never panicked.
@@ -107,6 +108,15 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     }
     ExitCode::from(code)
+}
+
+/// Which configuration made the verdicts: `demo` runs with its own
+/// (examples/demo.toml), so the same file gives different counts there.
+fn config_note(config: Option<&Path>) -> String {
+    match config {
+        Some(p) => format!("configuration: {}", p.display()),
+        None => "configuration: built-in defaults (no --config); `groundgate demo` uses examples/demo.toml, pass --config examples/demo.toml for the same verdicts".to_string(),
+    }
 }
 
 /// The four output files. The in-order writer gives every block its byte

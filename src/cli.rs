@@ -199,10 +199,50 @@ pub struct DemoArgs {
     pub serve: bool,
 }
 
+/// The Kafka settings of `produce`: no consumer group, and no embedded broker.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ProducerFlags {
+    /// Bootstrap servers, host:port[,host:port...]. Required: produce never starts a broker
+    /// (`groundgate dev-broker` runs one for development).
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// TOML configuration file.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Client id reported to the brokers (suffixed with -producer).
+    #[arg(long)]
+    pub client_id: Option<String>,
+    /// Topic to write to (the worker's input topic).
+    #[arg(long)]
+    pub input_topic: Option<String>,
+    /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X security.protocol=SSL.
+    #[arg(short = 'X', long = "kafka-property", value_name = "KEY=VALUE")]
+    pub kafka_property: Vec<String>,
+    /// Log format.
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormatArg>,
+}
+
+impl ProducerFlags {
+    /// The flag layer of the configuration (highest precedence).
+    pub fn raw_layer(&self) -> Result<RawConfig, String> {
+        KafkaFlags {
+            brokers: self.brokers.clone(),
+            config: self.config.clone(),
+            group_id: None,
+            client_id: self.client_id.clone(),
+            input_topic: self.input_topic.clone(),
+            kafka_property: self.kafka_property.clone(),
+            log_format: self.log_format,
+        }
+        .raw_layer()
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ProduceArgs {
     #[command(flatten)]
-    pub kafka: KafkaFlags,
+    pub kafka: ProducerFlags,
     /// JSON Lines file to stream; absent → synthetic answers.
     #[arg(long)]
     pub file: Option<PathBuf>,

@@ -19,20 +19,6 @@ use serde::{Deserialize, Serialize};
 use crate::core::process::MIN_OUTPUT_BYTES;
 use crate::core::{Action, CoreSettings, PolicySettings};
 
-/// librdkafka properties groundgate sets itself; passing them through would
-/// silently break the delivery guarantee, so they are refused.
-pub const MANAGED_KAFKA_PROPERTIES: &[&str] = &[
-    "bootstrap.servers",
-    "metadata.broker.list",
-    "group.id",
-    "client.id",
-    "enable.auto.commit",
-    "enable.auto.offset.store",
-    "transactional.id",
-    "isolation.level",
-    "partition.assignment.strategy",
-];
-
 /// Delivery guarantee of the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -182,6 +168,13 @@ pub struct RawKafka {
     pub drain_deadline_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_message_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_timeout_ms: Option<u64>,
+    /// Static group membership (`group.instance.id`), e.g. the pod name of a StatefulSet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_instance_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unassigned_timeout_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "RawTopics::is_empty")]
     pub topics: RawTopics,
     /// librdkafka passthrough (`security.protocol`, `sasl.*`, `ssl.*`, ...).
@@ -307,6 +300,13 @@ pub struct KafkaConfig {
     pub commit_max_records: usize,
     pub drain_deadline: Duration,
     pub max_message_bytes: usize,
+    /// librdkafka `session.timeout.ms`: how long the group waits for a
+    /// member that vanished without leaving (SIGKILL, crash, partition).
+    pub session_timeout: Duration,
+    pub group_instance_id: Option<String>,
+    /// After its partitions were lost, a worker given none back within this
+    /// is not ready, and stops with an error so it is restarted.
+    pub unassigned_timeout: Duration,
     pub topics: Topics,
     pub properties: BTreeMap<String, String>,
 }
@@ -398,18 +398,20 @@ impl RawConfig {
             }
             fig = fig.merge(Toml::file_exact(path));
         }
-        fig = fig.merge(Serialized::defaults(env_layer(env)?));
+        let mut problems = Vec::new();
+        match env_layer(env) {
+            Ok(raw) => fig = fig.merge(Serialized::defaults(raw)),
+            Err(ConfigError::Load(p)) => problems.push(p),
+            Err(ConfigError::Invalid(p)) => problems.extend(p),
+        }
         fig = fig.merge(Serialized::defaults(flags));
-        fig.extract::<RawConfig>()
-            .map_err(|e| ConfigError::Load(describe_figment_error(e)))
+        finish_load(&fig, problems)
     }
 
     /// Parses one TOML document (no environment, no flags): for configuration
     /// shipped inside the binary, such as the demo's.
     pub fn from_toml_str(text: &str) -> Result<RawConfig, ConfigError> {
-        Figment::from(Toml::string(text))
-            .extract::<RawConfig>()
-            .map_err(|e| ConfigError::Load(describe_figment_error(e)))
+        finish_load(&Figment::from(Toml::string(text)), Vec::new())
     }
 
     /// Reads the process environment and delegates to [`RawConfig::load`].
@@ -561,6 +563,7 @@ const ENV_ALIASES: &[(&str, &str)] = &[
 fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
     let mut fig = Figment::new();
     let mut unknown = Vec::new();
+    let mut problems = Vec::new();
     for (k, v) in env {
         let Some(rest) = k.strip_prefix(ENV_PREFIX) else {
             continue;
@@ -584,6 +587,15 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
         } else {
             value
         };
+        // Checked one variable at a time, so every bad one is reported.
+        if let Err(e) =
+            Figment::from(Serialized::global(&path, value.clone())).extract::<RawConfig>()
+        {
+            for e in e {
+                problems.push(format!("{k}={v:?}: {}", describe_kind(&e.kind)));
+            }
+            continue;
+        }
         fig = fig.merge(Serialized::global(&path, value));
     }
     if !unknown.is_empty() {
@@ -591,11 +603,14 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
             .iter()
             .map(|(a, _)| format!("{ENV_PREFIX}{a}"))
             .collect();
-        return Err(ConfigError::Load(format!(
+        problems.insert(0, format!(
             "unknown environment variable(s) {}; known: {} (or a nested key spelled with __, e.g. GROUNDGATE_KAFKA__TOPICS__INPUT)",
             unknown.join(", "),
             known.join(", ")
-        )));
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(ConfigError::Invalid(problems));
     }
     fig.extract::<RawConfig>().map_err(|e| {
         ConfigError::Load(format!(
@@ -603,6 +618,93 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
             describe_figment_error(e)
         ))
     })
+}
+
+/// Extracts the merged layers; on failure lists every unknown key and type
+/// error (serde stops at the first one, so each leaf value is tried on its
+/// own), followed by the validation problems of the keys that did parse.
+fn finish_load(fig: &Figment, mut problems: Vec<String>) -> Result<RawConfig, ConfigError> {
+    use figment::value::{Dict, Tag, Value};
+    let first = match fig.extract::<RawConfig>() {
+        Ok(raw) if problems.is_empty() => return Ok(raw),
+        Ok(raw) => {
+            if let Err(ConfigError::Invalid(p)) = raw.validate() {
+                problems.extend(p);
+            }
+            return Err(ConfigError::Invalid(problems));
+        }
+        Err(e) => e,
+    };
+    // Not even a document (TOML syntax error, unreadable file): say that.
+    let Ok(root) = fig.extract::<Value>() else {
+        problems.push(describe_figment_error(first));
+        return Err(ConfigError::Invalid(problems));
+    };
+    fn leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
+        match v {
+            Value::Dict(_, d) if !d.is_empty() => {
+                for (k, child) in d {
+                    path.push(k.clone());
+                    leaves(child, path, out);
+                    path.pop();
+                }
+            }
+            other => out.push((path.clone(), other.clone())),
+        }
+    }
+    let mut all = Vec::new();
+    leaves(&root, &mut Vec::new(), &mut all);
+    let nest = |path: &[String], v: Value| {
+        path.iter().rev().fold(v, |acc, k| {
+            let mut d = Dict::new();
+            d.insert(k.clone(), acc);
+            Value::Dict(Tag::Default, d)
+        })
+    };
+    let before = problems.len();
+    let mut good = Figment::new();
+    for (path, value) in all {
+        let origin = fig
+            .get_metadata(value.tag())
+            .and_then(|m| m.source.as_ref())
+            .and_then(|s| s.file_path())
+            .map(|p| format!(" (in {})", p.display()))
+            .unwrap_or_default();
+        let one = Figment::from(Serialized::defaults(nest(&path, value.clone())));
+        match one.extract::<RawConfig>() {
+            Ok(_) => good = good.merge(Serialized::defaults(nest(&path, value))),
+            Err(e) => {
+                for e in e {
+                    let key = path.join(".");
+                    let msg = format!("{key}: {}", describe_kind(&e.kind));
+                    if !problems.contains(&format!("{msg}{origin}")) {
+                        problems.push(format!("{msg}{origin}"));
+                    }
+                }
+            }
+        }
+    }
+    if problems.len() == before {
+        problems.push(describe_figment_error(first));
+    }
+    if let Ok(raw) = good.extract::<RawConfig>()
+        && let Err(ConfigError::Invalid(p)) = raw.validate()
+    {
+        problems.extend(p);
+    }
+    Err(ConfigError::Invalid(problems))
+}
+
+/// serde's unknown-field message nests backticks (`` expected `one of `a`` ``);
+/// say it plainly.
+fn describe_kind(kind: &figment::error::Kind) -> String {
+    match kind {
+        figment::error::Kind::UnknownField(field, expected) => format!(
+            "unknown key {field:?} (known keys here: {})",
+            expected.join(", ")
+        ),
+        other => other.to_string(),
+    }
 }
 
 fn describe_figment_error(e: figment::Error) -> String {
@@ -614,7 +716,7 @@ fn describe_figment_error(e: figment::Error) -> String {
                 .as_ref()
                 .and_then(|m| m.source.as_ref().map(|s| s.to_string()))
                 .unwrap_or_default();
-            let mut s = e.kind.to_string();
+            let mut s = describe_kind(&e.kind);
             if !path.is_empty() {
                 s = format!("{path}: {s}");
             }
@@ -736,11 +838,29 @@ fn validate_kafka(
         }
     }
     for key in raw.properties.keys() {
-        if MANAGED_KAFKA_PROPERTIES.contains(&key.as_str()) {
+        if let Some(m) = crate::kafka::client::managed(key) {
+            let instead = match m.instead {
+                Some(s) => format!("; use {s} instead"),
+                None => "; remove it".to_string(),
+            };
             problems.push(format!(
-                "kafka.properties.{key:?} is managed by groundgate; use the dedicated setting instead"
+                "kafka.properties {key:?} (-X {key}=...) is managed by groundgate: {} ({}){instead}",
+                m.key, m.why
             ));
         }
+    }
+    let session_timeout_ms = raw.session_timeout_ms.unwrap_or(10_000);
+    if !(1_000..=3_600_000).contains(&session_timeout_ms) {
+        problems.push(format!(
+            "kafka.session_timeout_ms = {session_timeout_ms}: must be between 1000 and 3600000 (brokers allow 6000..=1800000 by default)"
+        ));
+    }
+    let group_instance_id = raw.group_instance_id.filter(|s| !s.trim().is_empty());
+    let unassigned_timeout_ms = raw.unassigned_timeout_ms.unwrap_or(60_000);
+    if !(1_000..=3_600_000).contains(&unassigned_timeout_ms) {
+        problems.push(format!(
+            "kafka.unassigned_timeout_ms = {unassigned_timeout_ms}: must be between 1000 and 3600000"
+        ));
     }
     KafkaConfig {
         brokers,
@@ -753,6 +873,9 @@ fn validate_kafka(
         commit_max_records: commit_max_records as usize,
         drain_deadline: Duration::from_millis(drain_deadline_ms),
         max_message_bytes: max_message_bytes as usize,
+        session_timeout: Duration::from_millis(session_timeout_ms),
+        group_instance_id,
+        unassigned_timeout: Duration::from_millis(unassigned_timeout_ms),
         topics,
         properties: raw.properties,
     }
@@ -794,7 +917,7 @@ fn validate_metrics(raw: RawMetrics, problems: &mut Vec<String>) -> MetricsConfi
         addr,
         providers,
         models,
-        consumer_lag: raw.consumer_lag.unwrap_or(false),
+        consumer_lag: raw.consumer_lag.unwrap_or(true),
         statistics_interval: Duration::from_millis(interval_ms),
     }
 }
@@ -987,5 +1110,140 @@ mod reference_file {
             .validate()
             .unwrap();
         assert_eq!(c, Config::default());
+    }
+}
+
+#[cfg(test)]
+mod managed_and_every_problem {
+    use super::*;
+
+    fn write(toml: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), toml).unwrap();
+        f
+    }
+
+    fn problems(file: &str, flags: RawConfig) -> String {
+        let f = write(file);
+        let err = RawConfig::load(Some(f.path()), &[], flags)
+            .and_then(RawConfig::validate)
+            .unwrap_err();
+        let ConfigError::Invalid(p) = &err else {
+            panic!("expected a list of problems, got {err}");
+        };
+        p.join("\n")
+    }
+
+    /// `-X acks=1` and friends would silently weaken the guarantee: each is
+    /// refused by name, all of them at once.
+    #[test]
+    fn managed_librdkafka_keys_are_refused_by_name() {
+        let mut flags = RawConfig::default();
+        for (k, v) in [
+            ("acks", "1"),
+            ("enable.idempotence", "false"),
+            ("transactional.id", "x"),
+            ("isolation.level", "read_uncommitted"),
+            ("enable.auto.offset.store", "true"),
+            ("request.required.acks", "0"),
+            ("security.protocol", "SSL"),
+        ] {
+            flags.kafka.properties.insert(k.into(), v.into());
+        }
+        let all = problems("", flags);
+        for key in [
+            "\"acks\"",
+            "\"enable.idempotence\"",
+            "\"transactional.id\"",
+            "\"isolation.level\"",
+            "\"enable.auto.offset.store\"",
+            "\"request.required.acks\"",
+        ] {
+            assert!(all.contains(key), "{key} not refused:\n{all}");
+        }
+        assert!(!all.contains("security.protocol"), "{all}");
+        assert!(
+            all.contains("kafka.transactional_id"),
+            "points at the setting: {all}"
+        );
+    }
+
+    /// serde stops at the first unknown key or type error; the loader must
+    /// still list every one, plus the invalid values of the keys that parsed.
+    #[test]
+    fn every_unknown_key_and_type_error_is_listed() {
+        let all = problems(
+            "max_record_bytes = 10\n[policy]\nmin_confidance = 0.3\nmax_answer_bytes = \"big\"\n[kafka]\nbrokres = \"x:1\"\nmax_in_flight = 0\n[kafka.properties]\nacks = \"1\"\n[metrics]\nconsumer_lag = \"yes\"\n[logg]\nlevel = \"info\"\n",
+            RawConfig::default(),
+        );
+        for needle in [
+            "policy.min_confidance: unknown key",
+            "policy.max_answer_bytes",
+            "kafka.brokres: unknown key",
+            "metrics.consumer_lag",
+            "logg",
+            "max_record_bytes = 10",
+            "kafka.max_in_flight = 0",
+            "\"acks\"",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+        assert!(!all.contains("``"), "doubled backticks:\n{all}");
+        assert!(all.contains("min_confidence"), "known keys listed:\n{all}");
+    }
+
+    #[test]
+    fn environment_and_file_problems_are_listed_together() {
+        let f = write("[policy]\nmin_confidance = 0.3\n");
+        let env: Vec<(String, String)> = [
+            ("GROUNDGATE_BROKRES", "x:1"),
+            ("GROUNDGATE_KAFKA__BROKRES", "x:1"),
+            ("GROUNDGATE_POLICY__MIN_CONFIDENCE", "abc"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let err = RawConfig::load(Some(f.path()), &env, RawConfig::default()).unwrap_err();
+        let ConfigError::Invalid(p) = &err else {
+            panic!("expected a list of problems, got {err}");
+        };
+        let all = p.join("\n");
+        for needle in [
+            "GROUNDGATE_BROKRES",
+            "GROUNDGATE_KAFKA__BROKRES",
+            "GROUNDGATE_POLICY__MIN_CONFIDENCE",
+            "min_confidance",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+        assert!(!all.contains("``"), "doubled backticks:\n{all}");
+        assert!(
+            !all.contains("src/config.rs"),
+            "code locations are noise:\n{all}"
+        );
+    }
+
+    #[test]
+    fn consumer_lag_is_exported_by_default() {
+        let c = Config::default();
+        assert!(c.metrics.consumer_lag);
+        assert!(c.metrics.statistics_interval <= Duration::from_secs(10));
+        let consumer = crate::kafka::client::consumer(&c.kafka, "b:9092", Some(5000));
+        assert_eq!(consumer.get("statistics.interval.ms"), Some("5000"));
+    }
+
+    #[test]
+    fn session_timeout_and_static_membership_are_settings() {
+        let f = write("[kafka]\nsession_timeout_ms = 6000\ngroup_instance_id = \"pod-0\"\n");
+        let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        let consumer = crate::kafka::client::consumer(&c.kafka, "b:9092", None);
+        assert_eq!(consumer.get("session.timeout.ms"), Some("6000"));
+        assert_eq!(consumer.get("group.instance.id"), Some("pod-0"));
+        let d = Config::default();
+        let consumer = crate::kafka::client::consumer(&d.kafka, "b:9092", None);
+        assert_eq!(consumer.get("group.instance.id"), None);
     }
 }

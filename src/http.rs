@@ -1,6 +1,9 @@
 //! HTTP endpoints: `/metrics` (Prometheus text), `/healthz` (the process is
 //! alive and serving), `/readyz` (the worker has joined its group and been
-//! given its share, possibly none, of the partitions).
+//! given its share, possibly none, of the partitions; not ready again from
+//! the moment its partitions are lost, e.g. after a broker restart, until
+//! the group assigns it some, and the worker stops after
+//! `kafka.unassigned_timeout_ms` of that).
 //!
 //! Binds only the configured address. Serves state; changes nothing.
 

@@ -237,7 +237,7 @@ impl Metrics {
         let lag = IntGaugeVec::new(
             Opts::new(
                 "groundgate_consumer_lag_records",
-                "Consumer lag per assigned input partition (librdkafka statistics; opt-in).",
+                "Consumer lag per assigned input partition (librdkafka statistics).",
             ),
             &["topic", "partition"],
         )?;

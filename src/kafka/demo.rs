@@ -135,6 +135,14 @@ pub async fn main(args: DemoArgs) -> Result<ExitCode, DemoError> {
 
     print_summary(&names, &read, started.elapsed());
     println!("\nmetrics: http://{addr}/metrics   (health: /healthz, readiness: /readyz)");
+    if !args.serve {
+        println!(
+            "  (these stop when the demo exits; `groundgate demo --serve` keeps the broker, worker and /metrics up until Ctrl-C)"
+        );
+    }
+    println!(
+        "configuration: examples/demo.toml (built into the binary); `groundgate check` uses the built-in defaults unless given --config examples/demo.toml, so the same file can give different counts there"
+    );
     println!("look at the records yourself while a broker runs, e.g.:");
     println!("  groundgate dev-broker --port 9092 &");
     println!(
@@ -154,7 +162,7 @@ pub async fn main(args: DemoArgs) -> Result<ExitCode, DemoError> {
     // Clients go before the broker, or librdkafka reports the broker "down".
     drop(producer);
     drop(broker);
-    tracing::info!(?report, "demo worker stopped");
+    tracing::info!(records = report.records, "demo worker stopped");
     Ok(ExitCode::SUCCESS)
 }
 

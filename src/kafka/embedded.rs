@@ -126,7 +126,9 @@ pub async fn main(args: DevBrokerArgs) -> Result<ExitCode, EmbeddedError> {
         %bootstrap,
         partitions = args.partitions,
         topics = ?topics,
-        "embedded in-memory broker running: development only, NOT durable, everything is lost on exit"
+        max_messages_per_partition = super::produce::MOCK_MAX_MSGS,
+        max_bytes_per_partition = super::produce::MOCK_MAX_BYTES,
+        "embedded in-memory broker running: development only, NOT durable, everything is lost on exit; each partition keeps only the newest messages within these limits"
     );
     // One parseable line on stdout, for scripts and tests.
     println!("bootstrap={bootstrap}");

@@ -25,8 +25,11 @@ pub fn init_logging(format: LogFormat, level: &str) {
     INIT.call_once(|| {
         let filter = tracing_subscriber::EnvFilter::try_new(level)
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // Colours only for a person at a terminal, never in files or collectors.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(ansi)
             .with_writer(std::io::stderr);
         let _ = match format {
             LogFormat::Json => builder.json().flatten_event(true).try_init(),

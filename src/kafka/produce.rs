@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureRecord, Producer};
 use serde::Deserialize;
 use tracing::info;
 
+use super::client::{FutureProducer, LogContext};
 use crate::cli::ProduceArgs;
 use crate::config::{KafkaConfig, RawConfig};
 
@@ -37,7 +38,16 @@ pub enum ProduceError {
     Client(KafkaError),
     #[error("delivery failed after {sent} records: {source}")]
     Delivery { sent: u64, source: KafkaError },
+    #[error(
+        "{what}; the dev broker (librdkafka's mock cluster) keeps at most {MOCK_MAX_MSGS} messages / {MOCK_MAX_BYTES} bytes (after compression) per partition and silently drops the oldest beyond that. Produce fewer records (--count), or start `groundgate dev-broker` with more --partitions"
+    )]
+    MockRetention { what: String },
 }
+
+/// What librdkafka's mock cluster (`dev-broker`) keeps per partition
+/// (rdkafka_mock.c: `max_cnt`, `max_size`); older messages are deleted.
+pub const MOCK_MAX_MSGS: i64 = 100_000;
+pub const MOCK_MAX_BYTES: i64 = 5 * 1024 * 1024;
 
 /// Deliveries awaited at once; bounds memory when producing forever.
 const MAX_PENDING: usize = 10_000;
@@ -55,7 +65,8 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, Prod
     for (key, value) in &k.properties {
         c.set(key, value);
     }
-    c.create().map_err(ProduceError::Client)
+    c.create_with_context(LogContext::loud())
+        .map_err(ProduceError::Client)
 }
 
 #[derive(Deserialize)]
@@ -147,6 +158,7 @@ pub async fn main(args: ProduceArgs) -> Result<ExitCode, ProduceError> {
     } else {
         args.count
     };
+    let mock = MockCheck::start(&producer, &topic, (args.count > 0).then_some(args.count))?;
     let sent = match &args.file {
         Some(path) => {
             let f = File::open(path).map_err(|source| ProduceError::Read {
@@ -179,5 +191,92 @@ pub async fn main(args: ProduceArgs) -> Result<ExitCode, ProduceError> {
         }
     };
     println!("sent {sent} records to {topic}");
+    if let Some(m) = mock {
+        m.finish(&producer)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Watches a produce run into the dev broker (the mock cluster), which
+/// truncates partitions silently: refuses a `--count` that cannot fit, and
+/// reports any record the broker dropped while producing.
+struct MockCheck {
+    topic: String,
+    /// Log start offset per partition before producing.
+    low: Vec<(i32, i64)>,
+}
+
+const META_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl MockCheck {
+    fn start(
+        producer: &FutureProducer,
+        topic: &str,
+        count: Option<u64>,
+    ) -> Result<Option<MockCheck>, ProduceError> {
+        let client = producer.client();
+        let is_mock = client
+            .fetch_cluster_id(META_TIMEOUT)
+            .is_some_and(|id| id.starts_with("mockCluster"));
+        if !is_mock {
+            return Ok(None);
+        }
+        let partitions: Vec<i32> = client
+            .fetch_metadata(Some(topic), META_TIMEOUT)
+            .map_err(ProduceError::Client)?
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        let mut low = Vec::with_capacity(partitions.len());
+        let mut held = 0i64;
+        for p in &partitions {
+            let (lo, hi) = client
+                .fetch_watermarks(topic, *p, META_TIMEOUT)
+                .map_err(ProduceError::Client)?;
+            held = held.max(hi - lo);
+            low.push((*p, lo));
+        }
+        if let Some(n) = count
+            && !partitions.is_empty()
+        {
+            // Keys spread records about evenly over the partitions.
+            let per = held + n.div_ceil(partitions.len() as u64) as i64;
+            if per > MOCK_MAX_MSGS {
+                return Err(ProduceError::MockRetention {
+                    what: format!(
+                        "--count {n} over {} partitions of {topic} would put about {per} messages in a partition",
+                        partitions.len()
+                    ),
+                });
+            }
+        }
+        Ok(Some(MockCheck {
+            topic: topic.to_string(),
+            low,
+        }))
+    }
+
+    fn finish(self, producer: &FutureProducer) -> Result<(), ProduceError> {
+        let mut dropped = Vec::new();
+        for (p, before) in &self.low {
+            let (lo, _) = producer
+                .client()
+                .fetch_watermarks(&self.topic, *p, META_TIMEOUT)
+                .map_err(ProduceError::Client)?;
+            if lo > *before {
+                dropped.push(format!("partition {p}: {}", lo - before));
+            }
+        }
+        if dropped.is_empty() {
+            return Ok(());
+        }
+        Err(ProduceError::MockRetention {
+            what: format!(
+                "the dev broker DROPPED the oldest records of {} while this run produced ({}); records not yet consumed are lost",
+                self.topic,
+                dropped.join(", ")
+            ),
+        })
+    }
 }

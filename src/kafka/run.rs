@@ -87,7 +87,16 @@ pub async fn main(args: RunArgs) -> Result<ExitCode, RunError> {
 
     match run_worker(config, bootstrap, metrics, health, shutdown).await {
         Ok(report) => {
-            info!(?report, "stopped");
+            info!(
+                records = report.records,
+                accepted = report.accepted,
+                rejected = report.rejected,
+                retry = report.retry,
+                dead_letter = report.dead_letter,
+                transactions_committed = report.transactions_committed,
+                transactions_aborted = report.transactions_aborted,
+                "stopped"
+            );
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

@@ -44,14 +44,14 @@ use rayon::prelude::*;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureRecord, Producer};
 use rdkafka::statistics::Statistics;
 use rdkafka::util::Timeout;
 use rdkafka::{ClientContext, Message, Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use super::client;
+use super::client::{self, FutureProducer};
 use super::error::classify;
 use super::offsets::{OffsetTracker, TopicPartition};
 use crate::config::{Config, Guarantee};
@@ -131,6 +131,10 @@ pub enum WorkerError {
     Transaction(KafkaError),
     #[error("the worker thread stopped unexpectedly: {0}")]
     Thread(String),
+    #[error(
+        "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
+    )]
+    Unassigned(Duration),
 }
 
 /// An output that could not be published; its input offset stays uncommitted.
@@ -157,7 +161,7 @@ impl WorkerError {
                     ErrorClass::Retriable | ErrorClass::Timeout
                 )
             }
-            WorkerError::Thread(_) => true,
+            WorkerError::Thread(_) | WorkerError::Unassigned(_) => true,
             _ => false,
         }
     }
@@ -236,6 +240,10 @@ struct GateContext {
     producer: FutureProducer,
     state: Mutex<LoopState>,
     last_error_log: Mutex<Option<Instant>>,
+    /// When the assignment was lost (not handed over in a rebalance); cleared
+    /// by the next assignment. Bounded by `unassigned_timeout`.
+    lost_at: Mutex<Option<Instant>>,
+    unassigned_timeout: Duration,
 }
 
 impl GateContext {
@@ -262,6 +270,10 @@ impl ClientContext for GateContext {
             })
             .unwrap_or_default();
         self.metrics.set_consumer_lag(&lags);
+    }
+
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, log_message: &str) {
+        client::log(level, fac, log_message);
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
@@ -292,6 +304,12 @@ impl ConsumerContext for GateContext {
             .collect();
         let lost = consumer.assignment_lost();
         info!(partitions = revoked.len(), lost, "partitions revoked");
+        if lost {
+            // Not handed over: the group moved on without this member. Not
+            // ready until partitions come back (see `unassigned_timeout`).
+            self.health.set_ready(false);
+            *self.lost_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        }
         let mut st = self.state();
         match self.guarantee {
             Guarantee::AtLeastOnce => {
@@ -325,6 +343,7 @@ impl ConsumerContext for GateContext {
             Rebalance::Assign(tpl) => {
                 self.metrics.record_rebalance(RebalanceKind::Assign);
                 info!(partitions = tpl.count(), "partitions assigned");
+                *self.lost_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
             }
             Rebalance::Revoke(_) => {}
             Rebalance::Error(e) => warn!(error = %e, "rebalance error"),
@@ -332,8 +351,14 @@ impl ConsumerContext for GateContext {
         let assigned = consumer.assignment().map(|a| a.count()).unwrap_or(0);
         self.metrics.set_assigned_partitions(assigned);
         // The group has settled: with or without partitions, this worker is
-        // doing what the group asked of it.
-        self.health.set_ready(true);
+        // doing what the group asked of it; unless it lost its partitions
+        // and has not been given any back yet.
+        let lost = self
+            .lost_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        self.health.set_ready(!lost);
     }
 }
 
@@ -684,13 +709,12 @@ pub async fn run_worker_with(
     step: Step,
 ) -> Result<WorkerReport, WorkerError> {
     let k = &config.kafka;
-    let producer: FutureProducer =
-        client::producer(k, &bootstrap)
-            .create()
-            .map_err(|source| WorkerError::Client {
-                which: "producer",
-                source,
-            })?;
+    let producer: FutureProducer = client::producer(k, &bootstrap)
+        .create_with_context(client::LogContext::quiet())
+        .map_err(|source| WorkerError::Client {
+            which: "producer",
+            source,
+        })?;
     if k.guarantee == Guarantee::ExactlyOnce {
         let p = producer.clone();
         tokio::task::spawn_blocking(move || p.init_transactions(TXN_TIMEOUT))
@@ -721,6 +745,8 @@ pub async fn run_worker_with(
             report: WorkerReport::default(),
         }),
         last_error_log: Mutex::new(None),
+        lost_at: Mutex::new(None),
+        unassigned_timeout: k.unassigned_timeout,
     };
     let consumer: BaseConsumer<GateContext> = client::consumer(k, &bootstrap, stats_ms)
         .create_with_context(ctx)
@@ -742,9 +768,15 @@ pub async fn run_worker_with(
     );
     let runtime = tokio::runtime::Handle::current();
     let result = tokio::task::spawn_blocking(move || {
-        consume_loop(
+        let result = consume_loop(
             &consumer, &producer, &config, &metrics, &runtime, ack_tx, &shutdown,
-        )
+        );
+        // Dropping the consumer closes it: it leaves the group (unless it is
+        // a static member), so the others get its partitions at the next
+        // rebalance instead of after the session timeout.
+        drop(consumer);
+        info!("left the consumer group");
+        result
     })
     .await
     .map_err(|e| WorkerError::Thread(e.to_string()))?;
@@ -771,6 +803,17 @@ fn consume_loop(
                 apply_ack(consumer, &mut st, metrics, ack);
             }
             if st.fatal.is_some() || shutdown.is_cancelled() {
+                break;
+            }
+            let lost_for = ctx
+                .lost_at
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .map(|t| t.elapsed());
+            if lost_for.is_some_and(|d| d >= ctx.unassigned_timeout) {
+                error!(after = ?ctx.unassigned_timeout, "no partitions assigned since they were lost; stopping");
+                st.fatal
+                    .get_or_insert(WorkerError::Unassigned(ctx.unassigned_timeout));
                 break;
             }
             if eos {

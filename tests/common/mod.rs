@@ -13,6 +13,42 @@ use std::time::{Duration, Instant};
 
 pub const WAIT: Duration = Duration::from_secs(120);
 
+/// Set to `1` (CI does) to make a missing external tool a test failure
+/// instead of a skip.
+pub const REQUIRE_TOOLS_ENV: &str = "GROUNDGATE_REQUIRE_TOOLS";
+
+/// Whether the external `tool` (an executable on PATH, from the Debian
+/// package `package`) is available to `test`. When it is not, prints
+/// `SKIPPED: needs <tool> (apt-get install <package>)` and returns false, so
+/// the test can return early; with `GROUNDGATE_REQUIRE_TOOLS=1` it fails
+/// instead, so CI never skips silently.
+///
+/// The line is written to the process's stderr directly, not with
+/// `eprintln!`, because libtest captures the print macros of passing tests:
+/// a skip must show in a plain `cargo test` run.
+pub fn need_tool(test: &str, tool: &str, package: &str) -> bool {
+    let found = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            let f = dir.join(tool);
+            std::fs::metadata(&f).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    });
+    if found {
+        return true;
+    }
+    let line = format!("SKIPPED: needs {tool} (apt-get install {package}) [{test}]");
+    if std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| v == "1") {
+        panic!(
+            "missing tool: needs {tool} (apt-get install {package}) [{test}], and {REQUIRE_TOOLS_ENV}=1 makes a missing tool a failure"
+        );
+    }
+    let _ = writeln!(std::io::stderr(), "{line}");
+    false
+}
+
 /// The output topics in the order tests index them: final, retry, audit, dead letter.
 pub const OUTPUTS: [&str; 4] = [
     "answers.final",
@@ -211,7 +247,7 @@ pub fn kcat_count(bootstrap: &str, topic: &str) -> usize {
             "-b", bootstrap, "-C", "-t", topic, "-e", "-q", "-f", "%p:%o\\n",
         ])
         .output()
-        .expect("kcat is installed (apt: kcat)");
+        .expect("kcat is installed (check need_tool first)");
     assert!(
         out.status.success(),
         "kcat: {}",
