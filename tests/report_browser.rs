@@ -12,23 +12,10 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
 
+mod common;
+
 fn chromium() -> Option<PathBuf> {
-    let found = ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|d| d.join(name))
-                    .find(|p| p.is_file())
-            })
-        });
-    if found.is_none() {
-        if std::env::var("GROUNDGATE_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!("chromium is required (GROUNDGATE_REQUIRE_TOOLS=1): apt-get install chromium");
-        }
-        eprintln!("SKIPPED: needs chromium (apt-get install chromium)");
-    }
-    found
+    common::need_tool("report_browser", "chromium", "chromium").then(|| PathBuf::from("chromium"))
 }
 
 fn headless(chromium: &Path, profile: &Path) -> Command {
