@@ -1,11 +1,9 @@
 //! Validates the shipped deploy artefacts with the real tools (promtool).
 //! It must not need a container engine or a broker.
 
-mod common;
-
 use std::process::Command;
 
-use common::need_tool;
+use crate::common::need_tool;
 
 fn promtool(args: &[&str]) -> std::process::Output {
     Command::new("promtool")

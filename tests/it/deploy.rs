@@ -5,18 +5,12 @@
 //! shared configuration file loads with groundgate's own loader. No
 //! container engine or cluster is needed (none exists in CI).
 
-mod common;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::need_tool;
+use crate::common::{need_tool, repo};
 use groundgate::config::{Config, RawConfig};
 use serde_json::Value;
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
 
 fn yaml_docs(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(repo(path)).unwrap();

@@ -3,13 +3,11 @@
 //! mid-stream and restarts it against the same long-lived dev-broker.
 //! `kcat` (an independent Kafka client) counts what `produce` wrote.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use groundgate::kafka::inspect;
 
 const PARTITIONS: u32 = 4;
@@ -94,7 +92,7 @@ fn demo_finishes_on_its_own_and_reports_what_went_where() {
             .and_then(|n| n.parse().ok())
             .unwrap()
     };
-    let sample = include_str!("../examples/answers.jsonl").lines().count();
+    let sample = include_str!("../../examples/answers.jsonl").lines().count();
     assert_eq!(count("answers.audit"), sample, "{stdout}");
     assert_eq!(
         count("answers.final") + count("answers.retry") + count("answers.dlq"),

@@ -1,8 +1,7 @@
-//! Helpers shared by the integration tests that drive the built binary as
-//! child processes (dev-broker, run, produce, demo) and talk to it over TCP.
+//! Helpers shared by the integration tests: they drive the built binary as
+//! child processes (dev-broker, run, produce, demo, check, audit) and talk
+//! to it over TCP.
 //! Every wait polls a condition against a deadline; nothing asserts timing.
-
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -12,6 +11,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub const WAIT: Duration = Duration::from_secs(120);
+
+/// A path in the repository.
+pub fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
 
 /// Set to `1` (CI does) to make a missing external tool a test failure
 /// instead of a skip.
@@ -58,7 +65,7 @@ pub const OUTPUTS: [&str; 4] = [
 ];
 
 pub fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_groundgate"));
+    let mut c = Command::new(BIN);
     // A stray GROUNDGATE_* variable in the developer's shell must not change the test.
     for (k, _) in std::env::vars() {
         if k.starts_with("GROUNDGATE_") {

@@ -7,9 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-mod common;
-
-use common::{OUTPUTS, committed, coords, header};
+use crate::common::{OUTPUTS, committed, coords, header};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;

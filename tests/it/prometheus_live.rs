@@ -5,21 +5,14 @@
 //! and evaluate, and the core panels must return data. The worker's own
 //! counters are checked against what `kcat` finds on the output topics.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const RECORDS: usize = 300;
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
 
 /// Every `expr` string anywhere in the dashboard (rows may nest panels).
 fn dashboard_exprs(v: &Value, out: &mut Vec<(String, String)>, title: &str) {

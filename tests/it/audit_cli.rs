@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
+use crate::common::BIN;
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)

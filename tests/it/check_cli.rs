@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
+use crate::common::BIN;
 
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)

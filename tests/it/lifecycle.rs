@@ -4,13 +4,11 @@
 //! logs fit a file; `produce` does not let the dev broker drop records
 //! silently; newcomer-facing outputs say what they do.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Instant;
 
-use common::*;
+use crate::common::*;
 
 fn gauge(addr: SocketAddr, name: &str) -> Option<f64> {
     let (status, body) = http_get(addr, "/metrics")?;

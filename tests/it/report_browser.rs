@@ -10,12 +10,11 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
-
-mod common;
+use crate::common::BIN;
 
 fn chromium() -> Option<PathBuf> {
-    common::need_tool("report_browser", "chromium", "chromium").then(|| PathBuf::from("chromium"))
+    crate::common::need_tool("report_browser", "chromium", "chromium")
+        .then(|| PathBuf::from("chromium"))
 }
 
 fn headless(chromium: &Path, profile: &Path) -> Command {
