@@ -6,23 +6,26 @@
 //!   decision, policy checks, wire types and canonical encoders for the
 //!   envelope / retry request / audit row, and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
-//! - [`audit`]: the sealed audit trail: seals over audit rows (pure),
-//!   the verifier (pure), key files, and the `audit` subcommands.
-//! - [`clock`]: the shell's clock (the core takes time as an argument).
-//! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
-//! - [`check`]: `groundgate check`, the offline batch runner over JSON Lines.
-//! - [`kafka`]: the worker shell (`groundgate run`), embedded broker, demo,
-//!   sample producer, `bench`. Moves bytes, offsets and metrics; never
-//!   decides a verdict itself.
+//! - [`audit`]: the sealed audit trail: seals over audit rows and the
+//!   verifier (both pure), and the signing key files.
+//! - [`report`]: the batch report of `check` (pure aggregation; HTML).
+//! - [`pipeline`]: the ordered parallel fold over lines that drives `check`.
+//! - [`kafka`]: the worker shell, client settings, embedded broker, sample
+//!   producer. Moves bytes, offsets and metrics; never decides a verdict.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
-//! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
+//! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
+//! - [`cmd`]: one file per subcommand (check, run, demo, produce, bench,
+//!   dev-broker, audit); the only place besides `main.rs` using `anyhow`,
+//!   with the one logging setup and the one signal path.
 //! - [`cli`]: clap definitions shared by `main.rs`.
+//! - [`clock`]: the shell's clock (the core takes time as an argument).
+//! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 
 pub mod audit;
-pub mod check;
 pub mod cli;
 pub mod clock;
+pub mod cmd;
 pub mod config;
 pub mod core;
 pub mod http;

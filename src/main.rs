@@ -6,18 +6,18 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use groundgate::cli::{Cli, Command};
-use groundgate::kafka;
+use groundgate::cmd;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check(args) => Ok(groundgate::check::main(args)),
-        Command::Run(args) => block_on(async { Ok(kafka::run::main(args).await?) }),
-        Command::DevBroker(args) => block_on(async { Ok(kafka::embedded::main(args).await?) }),
-        Command::Demo(args) => block_on(async { Ok(kafka::demo::main(args).await?) }),
-        Command::Produce(args) => block_on(async { Ok(kafka::produce::main(args).await?) }),
-        Command::Bench(args) => block_on(async { Ok(kafka::bench::main(args).await?) }),
-        Command::Audit(args) => Ok(groundgate::audit::cmd::main(args)),
+        Command::Check(args) => Ok(cmd::check::main(args)),
+        Command::Run(args) => block_on(cmd::run::main(args)),
+        Command::DevBroker(args) => block_on(cmd::dev_broker::main(args)),
+        Command::Demo(args) => block_on(cmd::demo::main(args)),
+        Command::Produce(args) => block_on(cmd::produce::main(args)),
+        Command::Bench(args) => block_on(cmd::bench::main(args)),
+        Command::Audit(args) => Ok(cmd::audit::main(args)),
     };
     match result {
         Ok(code) => code,

@@ -4,12 +4,11 @@
 //! - [`seal`]: pure. Builds seal records from the rows a shell writes.
 //! - [`verify`]: pure. Judges a trail (rows + seals) read by a shell.
 //! - [`keys`]: the key files (PKCS#8 / SPKI PEM): the only file I/O for keys.
-//! - [`cmd`]: the `audit` subcommands: reads files, prints reports.
 //!
 //! The seal and verify modules must not read files, the clock or the
-//! environment; the shells (check, worker, cmd) do that and pass values in.
+//! environment; the shells (`check`, the worker, `audit verify` in
+//! `crate::cmd`) do that and pass values in.
 
-pub mod cmd;
 pub mod keys;
 pub mod seal;
 pub mod verify;

@@ -10,15 +10,10 @@
 //! forwarder listens on the requested port and relays to the mock; clients
 //! bootstrap through it and then follow the broker's advertised address.
 
-use std::process::ExitCode;
-
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 use tokio::net::{TcpListener, TcpStream};
-use tracing::{info, warn};
-
-use crate::cli::DevBrokerArgs;
-use crate::config::RawConfig;
+use tracing::warn;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbeddedError {
@@ -109,34 +104,4 @@ impl EmbeddedBroker {
         });
         Ok(bound.to_string())
     }
-}
-
-/// `groundgate dev-broker`: the embedded broker as a long-lived process.
-pub async fn main(args: DevBrokerArgs) -> Result<ExitCode, EmbeddedError> {
-    crate::kafka::init_logging(crate::config::LogFormat::Human, "info");
-    let config = RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
-    let topics = config.kafka.topics.all();
-    let broker = EmbeddedBroker::start(args.partitions, &topics)?;
-    let bootstrap = if args.port == 0 {
-        broker.bootstrap()
-    } else {
-        broker.forward_from(args.port).await?
-    };
-    info!(
-        %bootstrap,
-        partitions = args.partitions,
-        topics = ?topics,
-        max_messages_per_partition = super::produce::MOCK_MAX_MSGS,
-        max_bytes_per_partition = super::produce::MOCK_MAX_BYTES,
-        "embedded in-memory broker running: development only, NOT durable, everything is lost on exit; each partition keeps only the newest messages within these limits"
-    );
-    // One parseable line on stdout, for scripts and tests.
-    println!("bootstrap={bootstrap}");
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    crate::kafka::shutdown_signal()
-        .await
-        .map_err(EmbeddedError::Signal)?;
-    info!("dev-broker stopping");
-    Ok(ExitCode::SUCCESS)
 }

@@ -4,31 +4,20 @@
 //! never validates anything itself.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureRecord, Producer};
 use serde::Deserialize;
-use tracing::info;
 
 use super::client::{FutureProducer, LogContext};
-use crate::cli::ProduceArgs;
-use crate::config::{KafkaConfig, RawConfig};
+use crate::config::KafkaConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProduceError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    #[error("{0}")]
-    Usage(String),
-    #[error(
-        "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one"
-    )]
-    NoBrokers,
     #[error("cannot read {path}: {source}")]
     Read {
         path: String,
@@ -142,65 +131,10 @@ async fn settle(f: DeliveryFuture, sent: u64) -> Result<(), ProduceError> {
     }
 }
 
-pub async fn main(args: ProduceArgs) -> Result<ExitCode, ProduceError> {
-    let flags = args.kafka.raw_layer().map_err(ProduceError::Usage)?;
-    let config = RawConfig::load_from_process(args.kafka.config.as_deref(), flags)?;
-    super::init_logging(config.log.format, &config.log.level);
-    let bootstrap = config
-        .kafka
-        .brokers
-        .clone()
-        .ok_or(ProduceError::NoBrokers)?;
-    let producer = producer(&config.kafka, &bootstrap)?;
-    let topic = config.kafka.topics.input.clone();
-    let limit = if args.count == 0 {
-        u64::MAX
-    } else {
-        args.count
-    };
-    let mock = MockCheck::start(&producer, &topic, (args.count > 0).then_some(args.count))?;
-    let sent = match &args.file {
-        Some(path) => {
-            let f = File::open(path).map_err(|source| ProduceError::Read {
-                path: path.display().to_string(),
-                source,
-            })?;
-            let p = path.display().to_string();
-            let lines = BufReader::new(f)
-                .split(b'\n')
-                .map(move |l| {
-                    l.map(|mut l| {
-                        if l.last() == Some(&b'\r') {
-                            l.pop();
-                        }
-                        l
-                    })
-                    .map_err(|source| ProduceError::Read {
-                        path: p.clone(),
-                        source,
-                    })
-                })
-                .take(limit as usize);
-            send_all(&producer, &topic, lines, args.rate).await?
-        }
-        None => {
-            info!(topic = %topic, rate = args.rate, "producing synthetic answers");
-            let records =
-                (0..limit).map(|i| Ok(crate::sample::mixed(i, 600 + (i as usize * 131) % 3000)));
-            send_all(&producer, &topic, records, args.rate).await?
-        }
-    };
-    println!("sent {sent} records to {topic}");
-    if let Some(m) = mock {
-        m.finish(&producer)?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Watches a produce run into the dev broker (the mock cluster), which
 /// truncates partitions silently: refuses a `--count` that cannot fit, and
 /// reports any record the broker dropped while producing.
-struct MockCheck {
+pub struct MockCheck {
     topic: String,
     /// Log start offset per partition before producing.
     low: Vec<(i32, i64)>,
@@ -209,7 +143,7 @@ struct MockCheck {
 const META_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl MockCheck {
-    fn start(
+    pub fn start(
         producer: &FutureProducer,
         topic: &str,
         count: Option<u64>,
@@ -257,7 +191,7 @@ impl MockCheck {
         }))
     }
 
-    fn finish(self, producer: &FutureProducer) -> Result<(), ProduceError> {
+    pub fn finish(self, producer: &FutureProducer) -> Result<(), ProduceError> {
         let mut dropped = Vec::new();
         for (p, before) in &self.low {
             let (lo, _) = producer

@@ -8,38 +8,20 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use super::embedded::{EmbeddedBroker, EmbeddedError};
-use super::worker::{WorkerError, run_worker};
-use crate::cli::RunArgs;
-use crate::config::{ConfigError, RawConfig};
-use crate::http::{self, Health, HttpError};
-use crate::metrics::Metrics;
+use anyhow::Context;
 
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    Usage(String),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error("cannot set up metrics: {0}")]
-    Metrics(#[from] prometheus::Error),
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    Embedded(#[from] EmbeddedError),
-    #[error(transparent)]
-    Worker(#[from] WorkerError),
-    #[error("cannot install signal handlers: {0}")]
-    Signal(std::io::Error),
-}
+use crate::cli::RunArgs;
+use crate::config::RawConfig;
+use crate::http::{self, Health};
+use crate::kafka::embedded::EmbeddedBroker;
+use crate::kafka::worker::run_worker;
+use crate::metrics::Metrics;
 
 /// Exit code for configuration and usage errors (clap uses 2 as well).
 const EXIT_USAGE: u8 = 2;
-/// Exit code after a second signal: stop now, drain nothing.
-const EXIT_INTERRUPTED: i32 = 130;
 
-pub async fn main(args: RunArgs) -> Result<ExitCode, RunError> {
-    let flags = args.raw_layer().map_err(RunError::Usage)?;
+pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let flags = args.raw_layer().map_err(anyhow::Error::msg)?;
     let config = match RawConfig::load_from_process(args.kafka.config.as_deref(), flags) {
         Ok(c) => Arc::new(c),
         Err(e) => {
@@ -70,20 +52,7 @@ pub async fn main(args: RunArgs) -> Result<ExitCode, RunError> {
     };
 
     let shutdown = CancellationToken::new();
-    let signals = shutdown.clone();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(RunError::Signal)?;
-    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(RunError::Signal)?;
-    let drain = config.kafka.drain_deadline;
-    tokio::spawn(async move {
-        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        info!(deadline = ?drain, "signal received: stopping intake, draining in-flight records");
-        signals.cancel();
-        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        error!("second signal: exiting immediately without draining");
-        std::process::exit(EXIT_INTERRUPTED);
-    });
+    super::on_signals(shutdown.clone()).context("cannot install signal handlers")?;
 
     match run_worker(config, bootstrap, metrics, health, shutdown).await {
         Ok(report) => {

@@ -1,5 +1,5 @@
 //! `groundgate audit verify` and `groundgate audit keygen`: the shell around
-//! [`super::verify`]. Reads JSON Lines exports or an audit topic, prints a
+//! [`crate::audit::verify`]. Reads JSON Lines exports or an audit topic, prints a
 //! summary table (or `--json`), and maps the verdict to an exit code:
 //! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
 
@@ -13,8 +13,8 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::keys;
-use super::verify::{AuditVerifier, Location, Options, Report};
+use crate::audit::keys;
+use crate::audit::verify::{AuditVerifier, Location, Options, Report};
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
 
 const EXIT_CLEAN: u8 = 0;

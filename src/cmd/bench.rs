@@ -16,41 +16,15 @@ use std::time::{Duration, Instant};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use tokio_util::sync::CancellationToken;
 
-use super::embedded::{EmbeddedBroker, EmbeddedError};
-use super::produce::{self, ProduceError};
-use super::worker::{Step, WorkerError, run_worker_with};
-use crate::cli::BenchArgs;
-use crate::config::{ConfigError, Guarantee, RawConfig, RawTopics};
-use crate::http::Health;
-use crate::metrics::{Metrics, TopicRole};
+use anyhow::bail;
 
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Embedded(#[from] EmbeddedError),
-    #[error(transparent)]
-    Produce(#[from] ProduceError),
-    #[error(transparent)]
-    Worker(#[from] WorkerError),
-    #[error("metrics: {0}")]
-    Metrics(#[from] prometheus::Error),
-    #[error("{run}: only {got} of {want} records done within {deadline:?}")]
-    Incomplete {
-        run: &'static str,
-        got: u64,
-        want: u64,
-        deadline: Duration,
-    },
-    #[error("{run}: partitions were never assigned within {deadline:?}")]
-    NeverAssigned {
-        run: &'static str,
-        deadline: Duration,
-    },
-    #[error("background task failed: {0}")]
-    Join(#[from] tokio::task::JoinError),
-}
+use crate::cli::BenchArgs;
+use crate::config::{Guarantee, RawConfig, RawTopics};
+use crate::http::Health;
+use crate::kafka::embedded::EmbeddedBroker;
+use crate::kafka::produce;
+use crate::kafka::worker::{Step, run_worker_with};
+use crate::metrics::{Metrics, TopicRole};
 
 const INPUT: &str = "bench.answers";
 const DEADLINE: Duration = Duration::from_secs(600);
@@ -83,7 +57,7 @@ fn topics(run: &str) -> [String; 4] {
     ["final", "retry", "audit", "dlq"].map(|t| format!("bench.{run}.{t}"))
 }
 
-pub async fn main(args: BenchArgs) -> Result<ExitCode, BenchError> {
+pub async fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     super::init_logging(crate::config::LogFormat::Human, "warn");
     let mut all_topics = vec![INPUT.to_string()];
     for r in &RUNS {
@@ -153,7 +127,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Drains the input once with `run`'s settings; returns seconds from
 /// assignment to the last acknowledged audit row of this round.
-async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> Result<f64, BenchError> {
+async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> anyhow::Result<f64> {
     let [final_, retry, audit, dead_letter] = topics(run.name);
     let mut raw = RawConfig::default();
     raw.kafka.brokers = Some(bootstrap.to_string());
@@ -183,10 +157,10 @@ async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> Result<f6
         let deadline = Instant::now() + DEADLINE;
         while !health.is_ready() {
             if Instant::now() > deadline || worker.is_finished() {
-                return Err(BenchError::NeverAssigned {
-                    run: run.name,
-                    deadline: DEADLINE,
-                });
+                bail!(
+                    "{}: partitions were never assigned within {DEADLINE:?}",
+                    run.name
+                );
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
@@ -197,12 +171,10 @@ async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> Result<f6
                 return Ok(started.elapsed().as_secs_f64());
             }
             if Instant::now() > deadline || worker.is_finished() {
-                return Err(BenchError::Incomplete {
-                    run: run.name,
-                    got,
-                    want,
-                    deadline: DEADLINE,
-                });
+                bail!(
+                    "{}: only {got} of {want} records done within {DEADLINE:?}",
+                    run.name
+                );
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }

@@ -14,13 +14,15 @@ use rdkafka::Message;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::embedded::{EmbeddedBroker, EmbeddedError};
-use super::inspect;
-use super::produce::{self, ProduceError};
-use super::worker::{WorkerError, run_worker};
+use anyhow::{Context, bail};
+
 use crate::cli::DemoArgs;
-use crate::config::{ConfigError, RawConfig};
-use crate::http::{self, Health, HttpError};
+use crate::config::RawConfig;
+use crate::http::{self, Health};
+use crate::kafka::embedded::EmbeddedBroker;
+use crate::kafka::inspect;
+use crate::kafka::produce;
+use crate::kafka::worker::run_worker;
 use crate::metrics::Metrics;
 
 const SAMPLE: &str = include_str!("../../examples/answers.jsonl");
@@ -28,48 +30,16 @@ const DEMO_CONFIG: &str = include_str!("../../examples/demo.toml");
 /// Generous: the demo normally completes in a few seconds.
 const DEADLINE: Duration = Duration::from_secs(120);
 
-#[derive(Debug, thiserror::Error)]
-pub enum DemoError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Embedded(#[from] EmbeddedError),
-    #[error(transparent)]
-    Produce(#[from] ProduceError),
-    #[error(transparent)]
-    Worker(#[from] WorkerError),
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error("metrics: {0}")]
-    Metrics(#[from] prometheus::Error),
-    #[error("--metrics-addr {0:?} is not ip:port")]
-    Addr(String),
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("reading the output topics failed: {0}")]
-    Inspect(rdkafka::error::KafkaError),
-    #[error(
-        "only {got} of {want} records had both outputs within {DEADLINE:?}; the worker is not keeping up"
-    )]
-    Incomplete { got: usize, want: usize },
-    #[error("background task failed: {0}")]
-    Join(#[from] tokio::task::JoinError),
-}
-
-pub async fn main(args: DemoArgs) -> Result<ExitCode, DemoError> {
+pub async fn main(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let mut raw = RawConfig::from_toml_str(DEMO_CONFIG)?;
     raw.metrics.addr = Some(args.metrics_addr.clone());
     let config = Arc::new(raw.validate()?);
     super::init_logging(config.log.format, "warn");
 
     let text = match &args.input {
-        Some(p) => std::fs::read_to_string(p).map_err(|source| DemoError::Read {
-            path: p.display().to_string(),
-            source,
-        })?,
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
+        }
         None => SAMPLE.to_string(),
     };
     let lines: Vec<Vec<u8>> = text.lines().map(|l| l.as_bytes().to_vec()).collect();
@@ -120,14 +90,14 @@ pub async fn main(args: DemoArgs) -> Result<ExitCode, DemoError> {
         })
     })
     .await?
-    .map_err(DemoError::Inspect)?;
+    .context("reading the output topics failed")?;
     let terminals = read[0].len() + read[1].len() + read[3].len();
     if read[2].len() < want || terminals < want {
         shutdown.cancel();
-        return Err(DemoError::Incomplete {
-            got: read[2].len().min(terminals),
-            want,
-        });
+        bail!(
+            "only {} of {want} records had both outputs within {DEADLINE:?}; the worker is not keeping up",
+            read[2].len().min(terminals)
+        );
     }
     if !args.serve {
         shutdown.cancel();
@@ -155,8 +125,8 @@ pub async fn main(args: DemoArgs) -> Result<ExitCode, DemoError> {
     );
     if args.serve {
         println!("\n--serve: broker, worker and /metrics stay up; Ctrl-C to stop");
-        let _ = super::shutdown_signal().await;
-        shutdown.cancel();
+        super::on_signals(shutdown.clone())?;
+        shutdown.cancelled().await;
     }
     let report = worker.await??;
     // Clients go before the broker, or librdkafka reports the broker "down".
@@ -214,7 +184,7 @@ fn print_summary(
             .and_then(|h| {
                 use rdkafka::message::Headers;
                 h.iter()
-                    .find(|h| h.key == super::worker::H_ERROR_KIND)
+                    .find(|h| h.key == crate::kafka::worker::H_ERROR_KIND)
                     .and_then(|h| h.value)
                     .map(|v| String::from_utf8_lossy(v).into_owned())
             })
