@@ -12,6 +12,7 @@
 //! - [`kafka`]: the worker shell (`groundgate run`), embedded broker, demo,
 //!   sample producer, `bench`. Moves bytes, offsets and metrics; never
 //!   decides a verdict itself.
+//! - [`eval`]: `groundgate eval`, the grounding check measured on labelled JSON Lines.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod core;
+pub mod eval;
 pub mod http;
 pub mod kafka;
 pub mod metrics;

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => block_on(async { Ok(kafka::demo::main(args).await?) }),
         Command::Produce(args) => block_on(async { Ok(kafka::produce::main(args).await?) }),
         Command::Bench(args) => block_on(async { Ok(kafka::bench::main(args).await?) }),
+        Command::Eval(args) => Ok(groundgate::eval::main(args)),
     };
     match result {
         Ok(code) => code,
