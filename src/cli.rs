@@ -35,6 +35,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// The sealed audit trail: verify a trail, or make a signing key pair.
     Audit(AuditArgs),
+    /// Measure the grounding check on labelled JSON Lines (AUC, accuracy, threshold sweep).
+    Eval(EvalArgs),
 }
 
 #[derive(Debug, Args)]
@@ -306,4 +308,20 @@ impl RunArgs {
         raw.metrics.addr = self.metrics_addr.clone();
         Ok(raw)
     }
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// JSON Lines input in the `check` format plus a label field
+    /// (`supported` | `unsupported`).
+    pub input: PathBuf,
+    /// TOML configuration file (its `[grounding]` section is what is measured).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Name of the label field.
+    #[arg(long = "label-field", default_value = "label")]
+    pub label_field: String,
+    /// How many worst misses to list.
+    #[arg(long, default_value_t = 10)]
+    pub misses: usize,
 }

@@ -17,7 +17,7 @@ use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use crate::core::process::MIN_OUTPUT_BYTES;
-use crate::core::{Action, CoreSettings, PolicySettings};
+use crate::core::{Action, CoreSettings, GroundingSettings, PolicySettings};
 
 /// Delivery guarantee of the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -71,6 +71,8 @@ pub struct RawConfig {
     pub non_citing_providers: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "RawPolicy::is_empty")]
     pub policy: RawPolicy,
+    #[serde(default, skip_serializing_if = "RawGrounding::is_empty")]
+    pub grounding: RawGrounding,
     #[serde(default, skip_serializing_if = "RawKafka::is_empty")]
     pub kafka: RawKafka,
     #[serde(default, skip_serializing_if = "RawMetrics::is_empty")]
@@ -141,6 +143,116 @@ pub struct RawActions {
 impl RawActions {
     fn is_empty(&self) -> bool {
         *self == RawActions::default()
+    }
+}
+
+/// `[grounding]` (issue 8): the support check of cited claims.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGrounding {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_support: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsupported_claim: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncited_claim: Option<OptionalAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strict_numbers: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_entity_cap: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_word_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair_weight: Option<f64>,
+}
+
+impl RawGrounding {
+    fn is_empty(&self) -> bool {
+        *self == RawGrounding::default()
+    }
+}
+
+/// An action that can also be switched off (`"off"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptionalAction {
+    Off,
+    Reject,
+    Retry,
+    Warn,
+}
+
+impl OptionalAction {
+    fn action(self) -> Option<Action> {
+        match self {
+            OptionalAction::Off => None,
+            OptionalAction::Reject => Some(Action::Reject),
+            OptionalAction::Retry => Some(Action::Retry),
+            OptionalAction::Warn => Some(Action::Warn),
+        }
+    }
+}
+
+/// Checks `[grounding]`, listing every problem.
+fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> GroundingSettings {
+    let d = GroundingSettings::default();
+    let mut range = |name: &str, v: Option<f64>, default: f64, max: f64| {
+        let v = v.unwrap_or(default);
+        if !(v.is_finite() && (0.0..=max).contains(&v)) {
+            problems.push(format!(
+                "grounding.{name} = {v}: must be between 0 and {max}"
+            ));
+        }
+        v
+    };
+    let min_support = range("min_support", raw.min_support, d.min_support, 1.0);
+    let missing_entity_cap = range(
+        "missing_entity_cap",
+        raw.missing_entity_cap,
+        d.missing_entity_cap,
+        1.0,
+    );
+    let pair_weight = range("pair_weight", raw.pair_weight, d.pair_weight, 1.0);
+    let entity_weight = range("entity_weight", raw.entity_weight, d.entity_weight, 100.0);
+    let number_weight = range("number_weight", raw.number_weight, d.number_weight, 100.0);
+    let missing_penalty = range(
+        "missing_penalty",
+        raw.missing_penalty,
+        d.missing_penalty,
+        100.0,
+    );
+    let function_word_weight = range(
+        "function_word_weight",
+        raw.function_word_weight,
+        d.function_word_weight,
+        100.0,
+    );
+    let prior_weight = range("prior_weight", raw.prior_weight, d.prior_weight, 100.0);
+    GroundingSettings {
+        enabled: raw.enabled.unwrap_or(d.enabled),
+        min_support,
+        unsupported_claim: raw.unsupported_claim.unwrap_or(d.unsupported_claim),
+        uncited_claim: raw
+            .uncited_claim
+            .map_or(d.uncited_claim, OptionalAction::action),
+        entity_weight,
+        number_weight,
+        strict_numbers: raw.strict_numbers.unwrap_or(d.strict_numbers),
+        missing_entity_cap,
+        missing_penalty,
+        function_word_weight,
+        prior_weight,
+        pair_weight,
     }
 }
 
@@ -493,6 +605,7 @@ impl RawConfig {
             policy_version,
             max_record_bytes: max_record_bytes as usize,
             max_output_bytes: max_output_bytes as usize,
+            grounding: validate_grounding(&self.grounding, &mut problems),
         };
 
         let kafka = validate_kafka(self.kafka, max_output_bytes as usize, &mut problems);
@@ -1245,5 +1358,46 @@ mod managed_and_every_problem {
         let d = Config::default();
         let consumer = crate::kafka::client::consumer(&d.kafka, "b:9092", None);
         assert_eq!(consumer.get("group.instance.id"), None);
+    }
+}
+
+#[cfg(test)]
+mod grounding_section {
+    use super::*;
+
+    #[test]
+    fn grounding_keys_parse_and_every_problem_is_listed() {
+        let raw = RawConfig::from_toml_str(
+            "[grounding]\nenabled = false\nmin_support = 0.4\nunsupported_claim = \"retry\"\nuncited_claim = \"warn\"\n",
+        )
+        .unwrap();
+        let g = raw.validate().unwrap().core.grounding;
+        assert!(!g.enabled);
+        assert_eq!(g.min_support, 0.4);
+        assert_eq!(g.unsupported_claim, Action::Retry);
+        assert_eq!(g.uncited_claim, Some(Action::Warn));
+        let off = RawConfig::from_toml_str("[grounding]\nuncited_claim = \"off\"\n").unwrap();
+        assert_eq!(off.validate().unwrap().core.grounding.uncited_claim, None);
+
+        let bad = RawConfig::from_toml_str(
+            "[grounding]\nmin_support = 1.5\npair_weight = -1\nmissing_penalty = 1000\n",
+        )
+        .unwrap();
+        let Err(ConfigError::Invalid(problems)) = bad.validate() else {
+            panic!("invalid grounding values must fail")
+        };
+        for key in ["min_support", "pair_weight", "missing_penalty"] {
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with(&format!("grounding.{key} ="))),
+                "{key} not listed in {problems:?}"
+            );
+        }
+        let unknown = RawConfig::from_toml_str("[grounding]\nmin_suport = 0.5\n");
+        assert!(
+            unknown.is_err_and(|e| e.to_string().contains("min_suport")),
+            "unknown keys are errors naming the key"
+        );
     }
 }

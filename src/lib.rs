@@ -12,6 +12,7 @@
 //! - [`pipeline`]: the ordered parallel fold over lines that drives `check`.
 //! - [`kafka`]: the worker shell, client settings, embedded broker, sample
 //!   producer. Moves bytes, offsets and metrics; never decides a verdict.
+//! - [`eval`]: `groundgate eval`, the grounding check measured on labelled JSON Lines.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
@@ -28,6 +29,7 @@ pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod core;
+pub mod eval;
 pub mod http;
 pub mod kafka;
 pub mod metrics;

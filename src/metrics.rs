@@ -106,6 +106,10 @@ impl RebalanceKind {
     }
 }
 
+/// Buckets of `groundgate_grounding_score`: tenths, so any `min_support` on
+/// a tenth reads straight off a bucket.
+const GROUNDING_BUCKETS: [f64; 10] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
+
 /// Label value used for a provider or model outside the allow-list.
 pub const OTHER: &str = "other";
 /// `mode` label of a dead letter, which has no effective mode.
@@ -132,6 +136,8 @@ pub struct Metrics {
     lag_series: Mutex<Vec<(String, String)>>,
     tokens: IntCounterVec,
     cost: prometheus::CounterVec,
+    grounding_score: prometheus::HistogramVec,
+    grounding_answers: IntCounterVec,
     _build: Gauge,
 }
 
@@ -256,6 +262,21 @@ impl Metrics {
             &["provider", "model"],
         )?;
         r.register(Box::new(cost.clone()))?;
+        let grounding_score = prometheus::HistogramVec::new(
+            HistogramOpts::new(
+                "groundgate_grounding_score",
+                "Grounding score of answers with at least one cited claim (minimum support over their cited claims), by provider and model.",
+            )
+            .buckets(GROUNDING_BUCKETS.to_vec()),
+            &["provider", "model"],
+        )?;
+        r.register(Box::new(grounding_score.clone()))?;
+        let grounding_answers = counter_vec(
+            &r,
+            "groundgate_grounding_answers_total",
+            "Answers with at least one cited claim, by provider, model and result (unsupported: an unsupported_claim finding).",
+            &["provider", "model", "result"],
+        )?;
         let build = Gauge::with_opts(
             Opts::new("groundgate_build_info", "Build information; always 1.")
                 .const_label("version", env!("CARGO_PKG_VERSION"))
@@ -317,6 +338,8 @@ impl Metrics {
             lag_series: Mutex::new(Vec::new()),
             tokens,
             cost,
+            grounding_score,
+            grounding_answers,
             _build: build,
         })
     }
@@ -354,6 +377,20 @@ impl Metrics {
         self.cost
             .with_label_values(&[provider, model])
             .inc_by(summary.cost_usd);
+        if let Some(score) = summary.grounding_score {
+            self.grounding_score
+                .with_label_values(&[provider, model])
+                .observe(score);
+            let unsupported = summary.findings.contains(&FindingKind::UnsupportedClaim);
+            let result = if unsupported {
+                "unsupported"
+            } else {
+                "supported"
+            };
+            self.grounding_answers
+                .with_label_values(&[provider, model, result])
+                .inc();
+        }
     }
 
     /// Input record timestamp → both outputs acknowledged.
@@ -486,6 +523,10 @@ mod tests {
         ));
         assert!(!text.contains("acme"));
         assert!(text.contains("groundgate_records_total{mode=\"strict\",outcome=\"accepted\"} 2"));
+        assert!(
+            !text.contains("groundgate_grounding_score_count"),
+            "no grounding score, no observation"
+        );
         assert!(text.contains("groundgate_citations_total 4"));
     }
 
@@ -513,5 +554,41 @@ mod tests {
             !text.contains("groundgate_llm_tokens_total{"),
             "dead letters carry no usage"
         );
+    }
+
+    #[test]
+    fn grounding_score_and_unsupported_answers_by_provider_and_model() {
+        let m = metrics(&["openai"], &["gpt-4o"]);
+        let s = Summary {
+            mode: Some(Mode::Lenient),
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            grounding_score: Some(0.25),
+            findings: vec![FindingKind::UnsupportedClaim],
+            ..Default::default()
+        };
+        m.record_outcome(OutcomeKind::Accepted, &s, Duration::from_micros(5));
+        let ok = Summary {
+            grounding_score: Some(0.95),
+            findings: vec![],
+            provider: "someone-else".into(),
+            ..s.clone()
+        };
+        m.record_outcome(OutcomeKind::Accepted, &ok, Duration::from_micros(5));
+        let text = m.encode();
+        assert!(text.contains(
+            "groundgate_grounding_score_bucket{model=\"gpt-4o\",provider=\"openai\",le=\"0.3\"} 1"
+        ), "{text}");
+        assert!(text.contains(
+            "groundgate_grounding_score_bucket{model=\"gpt-4o\",provider=\"openai\",le=\"0.2\"} 0"
+        ));
+        assert!(text.contains(
+            "groundgate_grounding_answers_total{model=\"gpt-4o\",provider=\"openai\",result=\"unsupported\"} 1"
+        ));
+        assert!(text.contains(
+            "groundgate_grounding_answers_total{model=\"gpt-4o\",provider=\"other\",result=\"supported\"} 1"
+        ));
+        assert!(text.contains("groundgate_findings_total{kind=\"unsupported_claim\"} 1"));
+        assert!(text.contains("groundgate_findings_total{kind=\"uncited_claim\"} 0"));
     }
 }

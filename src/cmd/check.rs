@@ -244,7 +244,8 @@ struct Block<'a> {
     files: [Vec<u8>; 4],
     /// (line, end of the row in `files[audit]`, SHA-256 of the row).
     audit_rows: Vec<(u64, usize, [u8; 32])>,
-    report: Aggregator,
+    /// The block's counts; taken by the writer when it merges them.
+    report: Option<Aggregator>,
 }
 
 /// What every worker reads.
@@ -264,7 +265,12 @@ impl<'a> Block<'a> {
             ctx,
             files: Default::default(),
             audit_rows: Vec::new(),
-            report: Aggregator::new("", "", MIN_SUPPORT, ctx.worst),
+            report: Some(Aggregator::new(
+                "",
+                "",
+                ctx.config.core.grounding.min_support,
+                ctx.worst,
+            )),
         }
     }
 
@@ -322,9 +328,17 @@ impl Fold for Block<'_> {
         self.push(TopicRole::Audit, &o.audit);
         self.audit_rows
             .push((line_no, self.files[AUDIT].len(), row_hash(&o.audit)));
-        self.report.add(line_no, o.kind, &o.summary, None, envelope);
-        if let Some(b) = baseline {
-            self.report.compare(o.request_id.as_deref(), b, o.kind);
+        if let Some(r) = &mut self.report {
+            r.add(
+                line_no,
+                o.kind,
+                &o.summary,
+                o.summary.grounding_score,
+                envelope,
+            );
+            if let Some(b) = baseline {
+                r.compare(o.request_id.as_deref(), b, o.kind);
+            }
         }
     }
 }
@@ -412,7 +426,12 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         ChainHead::START,
         key,
     );
-    let mut report = Aggregator::new(&topic, &config.core.policy_version, MIN_SUPPORT, args.worst);
+    let mut report = Aggregator::new(
+        &topic,
+        &config.core.policy_version,
+        config.core.grounding.min_support,
+        args.worst,
+    );
     let out = Outputs::create(&args.out)?;
     let ctx = Ctx {
         topic: &topic,
@@ -543,15 +562,11 @@ fn place_block<'a>(
         pieces.push(Piece::Range(TopicRole::Audit, at, written..end));
     }
     let mut b = b;
-    report.merge(std::mem::replace(
-        &mut b.report,
-        Aggregator::new("", "", MIN_SUPPORT, 0),
-    ));
+    if let Some(part) = b.report.take() {
+        report.merge(part);
+    }
     Placed { block: b, pieces }
 }
-
-/// Grounding support below which a claim is shown as unsupported in the report.
-const MIN_SUPPORT: f64 = 0.5;
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CheckError> {
     fs::write(path, bytes).map_err(|source| CheckError::Write {

@@ -10,7 +10,9 @@
 //! Pure: writes into a `Vec<u8>`, nothing else.
 
 use super::types::Finding;
-use super::wire::{AuditRow, Envelope, KindDetail, RetryRequest, SourceEcho, Usage};
+use super::wire::{
+    AuditRow, Envelope, GroundingAudit, GroundingOut, KindDetail, RetryRequest, SourceEcho, Usage,
+};
 
 /// Appends `s` as a JSON string literal, escaped as serde_json does
 /// (`\"`, `\\`, `\b \f \n \r \t`, other control bytes as `\u00xx`).
@@ -196,6 +198,7 @@ pub fn envelope(e: &Envelope<'_>) -> Vec<u8> {
     });
     o.uint("completion_tokens", e.completion_tokens);
     o.float("cost_usd", e.cost_usd);
+    grounding_out(o.key("grounding"), &e.grounding);
     o.str("mode", e.mode.as_str());
     o.str("model", e.model);
     o.uint("prompt_tokens", e.prompt_tokens);
@@ -217,6 +220,40 @@ pub fn envelope(e: &Envelope<'_>) -> Vec<u8> {
     }
     o.end();
     out
+}
+
+fn opt_float(out: &mut Vec<u8>, v: Option<f64>) {
+    match v {
+        Some(v) => float(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn grounding_out(out: &mut Vec<u8>, g: &GroundingOut<'_>) {
+    let mut o = Obj::new(out);
+    array(o.key("claims"), &g.claims, |out, c| {
+        let mut o = Obj::new(out);
+        array(o.key("markers"), c.markers, |out, m| {
+            uint(out, u64::from(*m))
+        });
+        array(o.key("span"), &c.span, |out, v| uint(out, *v as u64));
+        opt_float(o.key("support"), c.support);
+        array(o.key("unsupported_terms"), c.unsupported_terms, |out, t| {
+            string(out, t)
+        });
+        o.end();
+    });
+    opt_float(o.key("score"), g.score);
+    o.end();
+}
+
+fn grounding_audit(out: &mut Vec<u8>, g: &GroundingAudit) {
+    let mut o = Obj::new(out);
+    o.uint("claims", g.claims);
+    o.uint("cited_claims", g.cited_claims);
+    opt_float(o.key("score"), g.score);
+    o.uint("unsupported_claims", g.unsupported_claims);
+    o.end();
 }
 
 fn source_echo(out: &mut Vec<u8>, s: &SourceEcho<'_>) {
@@ -289,6 +326,7 @@ pub fn audit_row(a: &AuditRow<'_>) -> Vec<u8> {
     o.uint("completion_tokens", a.completion_tokens);
     o.float("cost_usd", a.cost_usd);
     array(o.key("errors"), &a.errors, kind_detail);
+    grounding_audit(o.key("grounding"), &a.grounding);
     {
         let mut i = Obj::new(o.key("input"));
         int(i.key("offset"), a.input.offset);
@@ -338,7 +376,9 @@ fn kind_detail(out: &mut Vec<u8>, e: &KindDetail<'_>) {
 mod tests {
     use super::*;
     use crate::core::types::{FindingKind, Mode};
-    use crate::core::wire::{CitationOut, InputCoordinates, Payload, SourceFlat, Validation};
+    use crate::core::wire::{
+        CitationOut, ClaimOut, InputCoordinates, Payload, SourceFlat, Validation,
+    };
     use proptest::prelude::*;
     use std::borrow::Cow;
 
@@ -369,6 +409,34 @@ mod tests {
             .prop_map(|(d, k)| Finding::new(FindingKind::ALL[k], d))
     }
 
+    /// Claims as `(markers, span, support, unsupported_terms)`; supports
+    /// include non-finite values, which both encoders write as `null`.
+    type ClaimParts = (Vec<u32>, (usize, usize), Option<f64>, Vec<String>);
+
+    fn claims_strategy() -> impl Strategy<Value = Vec<ClaimParts>> {
+        proptest::collection::vec(
+            (
+                proptest::collection::vec(any::<u32>(), 0..3),
+                (any::<usize>(), any::<usize>()),
+                proptest::option::of(prop_oneof![0.0..=1.0f64, any::<f64>()]),
+                proptest::collection::vec(any::<String>(), 0..3),
+            ),
+            0..3,
+        )
+    }
+
+    fn claims_out(parts: &[ClaimParts]) -> Vec<ClaimOut<'_>> {
+        parts
+            .iter()
+            .map(|(m, span, support, terms)| ClaimOut {
+                markers: m,
+                span: [span.0, span.1],
+                support: *support,
+                unsupported_terms: terms,
+            })
+            .collect()
+    }
+
     proptest! {
         #[test]
         fn any_string_escapes_like_serde_json(s in any::<String>(), prefix in "[a-z ]{0,40}") {
@@ -392,6 +460,8 @@ mod tests {
             errors in proptest::collection::vec(finding_strategy(), 0..3),
             warnings in proptest::collection::vec(finding_strategy(), 0..3),
             ok in any::<bool>(),
+            claims in claims_strategy(),
+            score in proptest::option::of(any::<f64>()),
         ) {
             let env = Envelope {
                 answer: &answer,
@@ -399,6 +469,7 @@ mod tests {
                 citations: cites.iter().map(|(m, u)| CitationOut { marker: *m, urn: u }).collect(),
                 completion_tokens: tokens.0,
                 cost_usd: cost,
+                grounding: GroundingOut { claims: claims_out(&claims), score },
                 mode: if strict { Mode::Strict } else { Mode::Lenient },
                 model: &names[0],
                 prompt_tokens: tokens.1,
@@ -461,6 +532,7 @@ mod tests {
             temperature in proptest::option::of(any::<f64>()),
             urns in proptest::collection::vec(any::<String>(), 0..4),
             flags in (any::<bool>(), any::<bool>(), 0u8..2),
+            grounding in (any::<u64>(), any::<u64>(), proptest::option::of(any::<f64>()), any::<u64>()),
         ) {
             let row = AuditRow {
                 answer: answer.as_deref(),
@@ -470,6 +542,12 @@ mod tests {
                 completion_tokens: nums.0,
                 cost_usd: nums.1,
                 errors: errors.iter().map(|(d, k)| KindDetail { detail: d, kind: k }).collect(),
+                grounding: GroundingAudit {
+                    claims: grounding.0,
+                    cited_claims: grounding.1,
+                    score: grounding.2,
+                    unsupported_claims: grounding.3,
+                },
                 input: InputCoordinates { offset: nums.3, partition: nums.4, topic: &names[1] },
                 mode: &names[2],
                 model: &names[3],

@@ -9,6 +9,7 @@
 pub mod citation;
 pub mod decision;
 pub mod encode;
+pub mod grounding;
 pub mod policy;
 pub mod process;
 pub mod settings;
@@ -16,5 +17,5 @@ pub mod types;
 pub mod wire;
 
 pub use process::process;
-pub use settings::{CoreSettings, PolicySettings};
+pub use settings::{CoreSettings, GroundingSettings, PolicySettings};
 pub use types::*;

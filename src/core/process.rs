@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use super::citation::{self, WarningKind};
 use super::decision::{self, Attempt, Verdict};
 use super::encode;
+use super::grounding::{self, Grounding};
 use super::policy::{self, PolicyInput};
 use super::settings::CoreSettings;
 use super::types::{
@@ -27,6 +28,7 @@ use super::wire::{
     self, AuditRow, BoundedDeadLetter, CitationOut, DecodeFailure, Envelope, InputCoordinates,
     InputRecord, KindDetail, Payload, RetryRequest, SourceEcho, SourceFlat, Validation,
 };
+use super::wire::{ClaimOut, GroundingAudit, GroundingOut};
 
 /// Turns one input record into exactly one terminal output and one audit row.
 ///
@@ -89,6 +91,12 @@ pub const PREVIEW_BYTES: usize = 512;
 /// Smallest `max_output_bytes` the configuration accepts: every bounded
 /// output (dead letter and its audit row) is far below it.
 pub const MIN_OUTPUT_BYTES: usize = 64 << 10;
+
+/// Claims listed in the envelope's `grounding.claims` (the first ones, in
+/// answer order); `grounding.score`, the findings and the audit counts cover
+/// every claim. Keeps a many-sentence answer's envelope within
+/// `max_output_bytes` (~100 bytes a claim).
+pub const MAX_ENVELOPE_CLAIMS: usize = 1000;
 
 /// At most `max` findings, then one entry counting the rest (with the kind
 /// of the first one left out, so the list keeps the closed vocabulary).
@@ -174,7 +182,18 @@ fn validate(
             Finding::new(kind, w.detail.clone())
         })
         .collect();
-    let policy_findings = policy::check(
+    let payloads: Vec<Payload<'_>> = rec
+        .sources
+        .iter()
+        .map(|s| wire::payload_text(s.payload))
+        .collect();
+    let grounding = if settings.grounding.enabled {
+        let texts: Vec<&str> = payloads.iter().map(|p| p.text.as_ref()).collect();
+        grounding::analyze(answer, &parsed.citations, &texts, &settings.grounding)
+    } else {
+        Grounding::default()
+    };
+    let mut policy_findings = policy::check(
         &PolicyInput {
             answer,
             confidence: rec.confidence,
@@ -182,6 +201,7 @@ fn validate(
         },
         &settings.policy,
     );
+    policy_findings.extend(grounding::findings(&grounding, &settings.grounding));
     let d = decision::decide(mode, attempt, fallback, citation_findings, policy_findings);
 
     let kind = match d.verdict {
@@ -202,11 +222,6 @@ fn validate(
         .any(|f| matches!(f.kind, FindingKind::Malformed | FindingKind::OutOfRange));
     let errors_listed = listed(&d.errors, MAX_LISTED_FINDINGS);
     let warnings_listed = listed(&d.warnings, MAX_LISTED_FINDINGS);
-    let payloads: Vec<Payload<'_>> = rec
-        .sources
-        .iter()
-        .map(|s| wire::payload_text(s.payload))
-        .collect();
 
     let terminal = match d.verdict {
         Verdict::Accept | Verdict::Reject => {
@@ -228,6 +243,20 @@ fn validate(
                 citations,
                 completion_tokens: total_usage.completion_tokens,
                 cost_usd: total_usage.cost_usd,
+                grounding: GroundingOut {
+                    claims: grounding
+                        .claims
+                        .iter()
+                        .take(MAX_ENVELOPE_CLAIMS)
+                        .map(|c| ClaimOut {
+                            markers: &c.markers,
+                            span: [c.span.start, c.span.end],
+                            support: c.support,
+                            unsupported_terms: &c.unsupported_terms,
+                        })
+                        .collect(),
+                    score: grounding.score,
+                },
                 mode,
                 model: &rec.model,
                 prompt_tokens: total_usage.prompt_tokens,
@@ -252,8 +281,24 @@ fn validate(
             Terminal::Final(encode::envelope(&env))
         }
         Verdict::Retry => {
-            let prompt = decision::corrective_prompt(rec.sources.len(), &d.errors);
             let problems = listed(&d.errors, MAX_LISTED_PROBLEMS);
+            let mut prompt = decision::corrective_prompt(rec.sources.len(), &d.errors);
+            let grounding_problem = d.errors.iter().any(|f| {
+                matches!(
+                    f.kind,
+                    FindingKind::UnsupportedClaim | FindingKind::UncitedClaim
+                )
+            });
+            if grounding_problem
+                && let Some(extra) = grounding::prompt_addendum(
+                    answer,
+                    &grounding,
+                    settings.grounding.min_support,
+                    settings.grounding.uncited_claim.is_some(),
+                )
+            {
+                prompt.push_str(&extra);
+            }
             let req = RetryRequest {
                 attempt: 1,
                 mode,
@@ -291,6 +336,12 @@ fn validate(
         completion_tokens: own_usage.completion_tokens,
         cost_usd: own_usage.cost_usd,
         errors: errors_listed.iter().map(KindDetail::from).collect(),
+        grounding: GroundingAudit {
+            claims: grounding.claims.len() as u64,
+            cited_claims: grounding.cited_claims() as u64,
+            score: grounding.score,
+            unsupported_claims: grounding.unsupported_claims(settings.grounding.min_support) as u64,
+        },
         input: coordinates(meta),
         mode: mode.as_str(),
         model: &rec.model,
@@ -329,6 +380,7 @@ fn validate(
             prompt_tokens: own_usage.prompt_tokens,
             completion_tokens: own_usage.completion_tokens,
             cost_usd: own_usage.cost_usd,
+            grounding_score: grounding.score,
         },
     }
 }
@@ -476,6 +528,7 @@ fn build_dead_letter(
             detail: &detail,
             kind: kind.as_str(),
         }],
+        grounding: GroundingAudit::default(),
         input: coordinates(meta),
         mode: "",
         model: "",
@@ -579,7 +632,7 @@ mod tests {
     fn good() -> Value {
         json!({
             "request_id": "req-1",
-            "answer": "Churn rose[^2] because of pricing[^1]; see also[^1].",
+            "answer": "Churn[^2] followed pricing changes[^1] in Q3[^1].",
             "question": "Why did churn rise?",
             "sources": [
                 {"urn": "urn:doc:pricing", "payload": "Pricing changed in Q3."},
@@ -605,6 +658,7 @@ mod tests {
             "citations",
             "completion_tokens",
             "cost_usd",
+            "grounding",
             "mode",
             "model",
             "prompt_tokens",
@@ -792,6 +846,7 @@ mod tests {
             "completion_tokens",
             "cost_usd",
             "errors",
+            "grounding",
             "input",
             "mode",
             "model",
@@ -958,7 +1013,11 @@ mod tests {
         assert_eq!(o.request_id, None);
         let a: Value = serde_json::from_slice(&o.audit).unwrap();
         assert_eq!(a["request_id"], "");
-        assert_eq!(keys(&a).len(), 26);
+        assert_eq!(keys(&a).len(), 27);
+        assert_eq!(
+            a["grounding"],
+            json!({"claims": 0, "cited_claims": 0, "score": null, "unsupported_claims": 0})
+        );
     }
 
     #[test]

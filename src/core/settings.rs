@@ -51,6 +51,8 @@ pub struct CoreSettings {
     /// No output `process` builds (terminal record or audit row) is larger;
     /// a record whose outputs would be becomes a bounded `too_large` dead letter.
     pub max_output_bytes: usize,
+    /// Grounding support check (issue 8).
+    pub grounding: GroundingSettings,
 }
 
 impl Default for CoreSettings {
@@ -62,6 +64,57 @@ impl Default for CoreSettings {
             policy_version: "default".to_string(),
             max_record_bytes: 1 << 20,
             max_output_bytes: 1 << 20,
+            grounding: GroundingSettings::default(),
+        }
+    }
+}
+
+/// The grounding support check: thresholds, actions and the method's knobs
+/// (see `core::grounding`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroundingSettings {
+    pub enabled: bool,
+    /// A cited claim scoring below this is an `unsupported_claim`.
+    pub min_support: f64,
+    pub unsupported_claim: Action,
+    /// `None`: uncited claims are not reported (opt-in).
+    pub uncited_claim: Option<Action>,
+    /// Weight of a named entity relative to an ordinary word.
+    pub entity_weight: f64,
+    /// Weight of a number relative to an ordinary word.
+    pub number_weight: f64,
+    /// A number found in none of the cited sources makes the claim score 0.
+    pub strict_numbers: bool,
+    /// A claim naming an entity found in none of its sources scores at most this.
+    pub missing_entity_cap: f64,
+    /// How many times a missing term's weight counts against the found ones
+    /// (1: the plain weighted share of terms found).
+    pub missing_penalty: f64,
+    /// Weight of a stop word ("the", "is", ...) relative to an ordinary word; 0 drops them.
+    pub function_word_weight: f64,
+    /// Strength (in units of term weight) of the pull of each claim's score
+    /// toward the whole answer's support; 0 judges every claim alone.
+    pub prior_weight: f64,
+    /// Share of the score given to consecutive term pairs found side by side
+    /// in a source (0: words only).
+    pub pair_weight: f64,
+}
+
+impl Default for GroundingSettings {
+    fn default() -> Self {
+        GroundingSettings {
+            enabled: true,
+            min_support: 0.6,
+            unsupported_claim: Action::Warn,
+            uncited_claim: None,
+            entity_weight: 2.0,
+            number_weight: 2.0,
+            strict_numbers: true,
+            missing_entity_cap: 0.5,
+            missing_penalty: 2.0,
+            function_word_weight: 0.3,
+            prior_weight: 10.0,
+            pair_weight: 0.3,
         }
     }
 }

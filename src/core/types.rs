@@ -58,10 +58,12 @@ pub enum FindingKind {
     EmptyAnswer,
     MissingProvenance,
     ForbiddenTerm,
+    UnsupportedClaim,
+    UncitedClaim,
 }
 
 impl FindingKind {
-    pub const ALL: [FindingKind; 8] = [
+    pub const ALL: [FindingKind; 10] = [
         FindingKind::Malformed,
         FindingKind::OutOfRange,
         FindingKind::ModeFallback,
@@ -70,6 +72,8 @@ impl FindingKind {
         FindingKind::EmptyAnswer,
         FindingKind::MissingProvenance,
         FindingKind::ForbiddenTerm,
+        FindingKind::UnsupportedClaim,
+        FindingKind::UncitedClaim,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -82,6 +86,8 @@ impl FindingKind {
             FindingKind::EmptyAnswer => "empty_answer",
             FindingKind::MissingProvenance => "missing_provenance",
             FindingKind::ForbiddenTerm => "forbidden_term",
+            FindingKind::UnsupportedClaim => "unsupported_claim",
+            FindingKind::UncitedClaim => "uncited_claim",
         }
     }
 }
@@ -242,6 +248,9 @@ pub struct Summary {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub cost_usd: f64,
+    /// Grounding score (minimum support over cited claims), when any claim
+    /// cites a resolvable source and grounding is enabled.
+    pub grounding_score: Option<f64>,
 }
 
 /// Everything `process` produces for one input record: exactly one terminal

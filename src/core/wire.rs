@@ -461,6 +461,7 @@ pub struct Envelope<'a> {
     pub citations: Vec<CitationOut<'a>>,
     pub completion_tokens: u64,
     pub cost_usd: f64,
+    pub grounding: GroundingOut<'a>,
     pub mode: Mode,
     pub model: &'a str,
     pub prompt_tokens: u64,
@@ -549,6 +550,7 @@ pub struct AuditRow<'a> {
     pub completion_tokens: u64,
     pub cost_usd: f64,
     pub errors: Vec<KindDetail<'a>>,
+    pub grounding: GroundingAudit,
     pub input: InputCoordinates<'a>,
     /// Effective mode; empty for a dead letter (never decoded).
     pub mode: &'a str,
@@ -591,6 +593,31 @@ pub struct BoundedDeadLetter<'a> {
     pub preview: &'a str,
     /// Lowercase hex SHA-256 of the whole original value.
     pub sha256: &'a str,
+}
+
+/// One claim in the envelope's `grounding` (byte span into `answer`).
+#[derive(Debug, Serialize)]
+pub struct ClaimOut<'a> {
+    pub markers: &'a [u32],
+    pub span: [usize; 2],
+    pub support: Option<f64>,
+    pub unsupported_terms: &'a [String],
+}
+
+/// The envelope's `grounding` key (issue 8).
+#[derive(Debug, Serialize)]
+pub struct GroundingOut<'a> {
+    pub claims: Vec<ClaimOut<'a>>,
+    pub score: Option<f64>,
+}
+
+/// The audit row's `grounding` key (issue 8).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct GroundingAudit {
+    pub claims: u64,
+    pub cited_claims: u64,
+    pub score: Option<f64>,
+    pub unsupported_claims: u64,
 }
 
 /// Serializes an output. Our output types hold only strings, integers,

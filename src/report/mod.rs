@@ -251,12 +251,7 @@ impl Aggregator {
         let has = |k: FindingKind| summary.findings.contains(&k);
         row.malformed += u64::from(has(FindingKind::Malformed));
         row.out_of_range += u64::from(has(FindingKind::OutOfRange));
-        row.unsupported_claim += u64::from(
-            summary
-                .findings
-                .iter()
-                .any(|f| f.as_str() == "unsupported_claim"),
-        );
+        row.unsupported_claim += u64::from(has(FindingKind::UnsupportedClaim));
         row.prompt_tokens += summary.prompt_tokens;
         row.completion_tokens += summary.completion_tokens;
         row.cost_usd += summary.cost_usd;
@@ -562,6 +557,7 @@ mod tests {
             prompt_tokens: 10,
             completion_tokens: 5,
             cost_usd: cost,
+            grounding_score: None,
         }
     }
 
