@@ -125,6 +125,7 @@ pub struct Metrics {
     end_to_end_seconds: Histogram,
     published: IntCounterVec,
     publish_errors: IntCounterVec,
+    commit_errors: IntCounterVec,
     transactions: IntCounterVec,
     rebalances: IntCounterVec,
     assigned: IntGauge,
@@ -217,6 +218,12 @@ impl Metrics {
             "Failed output deliveries, by error class.",
             &["class"],
         )?;
+        let commit_errors = counter_vec(
+            &r,
+            "groundgate_offset_commit_errors_total",
+            "Failed input offset commits (at-least-once; the outputs are re-published after a restart), by error class.",
+            &["class"],
+        )?;
         let transactions = counter_vec(
             &r,
             "groundgate_transactions_total",
@@ -289,6 +296,7 @@ impl Metrics {
         }
         for c in ErrorClass::ALL {
             publish_errors.with_label_values(&[c.as_str()]);
+            commit_errors.with_label_values(&[c.as_str()]);
         }
         for res in ["committed", "aborted"] {
             transactions.with_label_values(&[res]);
@@ -310,6 +318,7 @@ impl Metrics {
             end_to_end_seconds,
             published,
             publish_errors,
+            commit_errors,
             transactions,
             rebalances,
             assigned,
@@ -373,6 +382,12 @@ impl Metrics {
 
     pub fn record_publish_error(&self, class: ErrorClass) {
         self.publish_errors
+            .with_label_values(&[class.as_str()])
+            .inc();
+    }
+
+    pub fn record_commit_error(&self, class: ErrorClass) {
+        self.commit_errors
             .with_label_values(&[class.as_str()])
             .inc();
     }
@@ -448,6 +463,7 @@ mod tests {
             "groundgate_end_to_end_latency_seconds_bucket",
             "groundgate_published_total{role=\"audit\"} 0",
             "groundgate_publish_errors_total{class=\"fatal\"} 0",
+            "groundgate_offset_commit_errors_total{class=\"retriable\"} 0",
             "groundgate_transactions_total{result=\"aborted\"} 0",
             "groundgate_rebalances_total{kind=\"assign\"} 0",
             "groundgate_assigned_partitions 0",

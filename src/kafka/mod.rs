@@ -3,14 +3,20 @@
 //! `bench`. This layer moves bytes, offsets and metrics; it must never decide
 //! a verdict (that is `crate::core::process`).
 
+pub mod at_least_once;
 pub mod bench;
 pub mod client;
+pub mod delivery;
 pub mod demo;
 pub mod embedded;
 pub mod error;
+pub mod events;
+pub mod exactly_once;
 pub mod inspect;
 pub mod offsets;
+pub mod outputs;
 pub mod produce;
+pub mod rebalance;
 pub mod run;
 pub mod worker;
 
