@@ -13,7 +13,21 @@
 //! - [`check`]: `groundgate check`, the offline batch runner over JSON Lines.
 //! - [`kafka`]: the worker shell (`groundgate run`), embedded broker, demo,
 //!   sample producer, `bench`. Moves bytes, offsets and metrics; never
-//!   decides a verdict itself.
+//!   decides a verdict itself. The worker's rooms:
+//!   - `kafka::worker`: entry points and the consume loop (room → poll →
+//!     process → publish), the one place the guarantee is chosen;
+//!   - `kafka::outputs`: the pure output builder (key, value, headers of
+//!     every output; header names; dead-letter header rule; passthrough);
+//!   - `kafka::delivery`: the `Delivery` operations (room, publish, on
+//!     revoke, finish), implemented by `kafka::at_least_once` (acks, offset
+//!     tracking, stored offsets) and `kafka::exactly_once` (transactions,
+//!     abort and rewind);
+//!   - `kafka::rebalance`: the consumer context (rebalance callbacks, client
+//!     errors, lag statistics) and the `Readiness` trait the HTTP shell
+//!     implements;
+//!   - `kafka::events`: one typed event per thing that happens, logging and
+//!     counting together; `kafka::error`: the Kafka error classification;
+//!     `kafka::offsets`: in-order offset tracking.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).

@@ -300,51 +300,39 @@ async fn settle(
         let mut resends = 0;
         let mut replaced = false;
         loop {
-            let then = match &outcome {
+            let e = match outcome {
                 Ok(()) => {
                     OutputPublished { role: out.role }.emit(&metrics);
                     continue 'outputs;
                 }
+                Err(e) => e,
+            };
+            let then = if is_too_large(&e) && !replaced {
                 // Refused as too large: re-sending cannot help. Publish the
                 // core's bounded stand-in once instead (never retried forever).
-                Err(e) if is_too_large(e) && !replaced => PublishThen::ReplaceBounded,
-                Err(e) if classify(e).is_transient() && resends < MAX_RESENDS => {
-                    PublishThen::Resend(resends + 1)
-                }
-                Err(_) => PublishThen::Stop,
+                PublishThen::ReplaceBounded
+            } else if classify(&e).is_transient() && resends < MAX_RESENDS {
+                PublishThen::Resend(resends + 1)
+            } else {
+                PublishThen::Stop
             };
-            let Err(e) = outcome else { continue 'outputs };
+            PublishFailed {
+                error: &e,
+                topic: &out.topic,
+                input: &input,
+                then,
+            }
+            .emit(&metrics);
             match then {
                 PublishThen::ReplaceBounded => {
-                    PublishFailed {
-                        error: &e,
-                        topic: &out.topic,
-                        input: &input,
-                        then,
-                    }
-                    .emit(&metrics);
                     out = oversize.replacement(&out, &tp, offset);
                     replaced = true;
                 }
                 PublishThen::Resend(n) => {
-                    PublishFailed {
-                        error: &e,
-                        topic: &out.topic,
-                        input: &input,
-                        then,
-                    }
-                    .emit(&metrics);
                     resends = n;
                     tokio::time::sleep(Duration::from_millis(100 * u64::from(resends))).await;
                 }
                 _ => {
-                    PublishFailed {
-                        error: &e,
-                        topic: &out.topic,
-                        input: &input,
-                        then,
-                    }
-                    .emit(&metrics);
                     result = Err(publish_failure(&out, input.clone(), e));
                     break 'outputs;
                 }

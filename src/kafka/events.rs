@@ -2,7 +2,7 @@
 //! event per thing that happens, whose [`emit`](InternalEvent::emit) writes
 //! the log line and updates the counter together, so neither can be added
 //! without the other. Also the one place that maps the Kafka layer's
-//! [`ErrorClass`](super::error::ErrorClass) onto the metrics `class` label.
+//! [`ErrorClass`] onto the metrics `class` label.
 //!
 //! Nothing per record is logged above `trace`. Must not decide anything or
 //! touch Kafka: an event is a fact that already happened.
@@ -75,6 +75,7 @@ impl InternalEvent for RecordDelivered {
 }
 
 /// What the worker does after a failed publish.
+#[derive(Debug, Clone, Copy)]
 pub enum PublishThen {
     /// Refused as too large: the core's bounded stand-in is published instead.
     ReplaceBounded,

@@ -372,6 +372,25 @@ mod tests {
     }
 
     #[test]
+    fn a_clean_answer_goes_to_final_and_audit_keyed_by_request_id() {
+        let bytes = crate::sample::record(0, crate::sample::Kind::Clean, 400);
+        let (i, o) = run(&bytes);
+        assert_eq!(o.kind, OutcomeKind::Accepted);
+        let request_id = o.request_id.clone().unwrap();
+        let outs = outputs_for(&i, o, &topics());
+        let got: Vec<(TopicRole, &str)> = outs.iter().map(|o| (o.role, o.topic.as_str())).collect();
+        assert_eq!(
+            got,
+            [(TopicRole::Final, "final"), (TopicRole::Audit, "audit")]
+        );
+        for out in &outs {
+            assert_eq!(out.key.as_deref(), Some(request_id.as_bytes()));
+            assert!(out.header(H_ERROR_KIND).is_none());
+            assert_eq!(out.headers.len(), 3, "only the input coordinates");
+        }
+    }
+
+    #[test]
     fn passthrough_copies_key_and_value_to_final_and_audit() {
         let i = input(b"raw", &[]);
         let outs = passthrough(&i, &topics());
