@@ -126,6 +126,7 @@ pub struct Metrics {
     published: IntCounterVec,
     publish_errors: IntCounterVec,
     commit_errors: IntCounterVec,
+    client_errors: IntCounterVec,
     transactions: IntCounterVec,
     rebalances: IntCounterVec,
     assigned: IntGauge,
@@ -224,6 +225,12 @@ impl Metrics {
             "Failed input offset commits (at-least-once; the outputs are re-published after a restart), by error class.",
             &["class"],
         )?;
+        let client_errors = counter_vec(
+            &r,
+            "groundgate_kafka_client_errors_total",
+            "Errors reported by the Kafka clients (brokers unreachable, poll errors), by error class; librdkafka retries them.",
+            &["class"],
+        )?;
         let transactions = counter_vec(
             &r,
             "groundgate_transactions_total",
@@ -297,6 +304,7 @@ impl Metrics {
         for c in ErrorClass::ALL {
             publish_errors.with_label_values(&[c.as_str()]);
             commit_errors.with_label_values(&[c.as_str()]);
+            client_errors.with_label_values(&[c.as_str()]);
         }
         for res in ["committed", "aborted"] {
             transactions.with_label_values(&[res]);
@@ -319,6 +327,7 @@ impl Metrics {
             published,
             publish_errors,
             commit_errors,
+            client_errors,
             transactions,
             rebalances,
             assigned,
@@ -388,6 +397,12 @@ impl Metrics {
 
     pub fn record_commit_error(&self, class: ErrorClass) {
         self.commit_errors
+            .with_label_values(&[class.as_str()])
+            .inc();
+    }
+
+    pub fn record_client_error(&self, class: ErrorClass) {
+        self.client_errors
             .with_label_values(&[class.as_str()])
             .inc();
     }
@@ -464,6 +479,7 @@ mod tests {
             "groundgate_published_total{role=\"audit\"} 0",
             "groundgate_publish_errors_total{class=\"fatal\"} 0",
             "groundgate_offset_commit_errors_total{class=\"retriable\"} 0",
+            "groundgate_kafka_client_errors_total{class=\"fatal\"} 0",
             "groundgate_transactions_total{result=\"aborted\"} 0",
             "groundgate_rebalances_total{kind=\"assign\"} 0",
             "groundgate_assigned_partitions 0",

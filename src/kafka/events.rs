@@ -128,6 +128,24 @@ impl InternalEvent for OffsetCommitFailed<'_> {
     }
 }
 
+/// A Kafka client reported an error (librdkafka retries it). Counted every
+/// time; logged at most once per `ERROR_LOG_EVERY` (`log`), because brokers
+/// being away would otherwise log thousands of lines a minute.
+pub struct ClientError<'a> {
+    pub error: &'a KafkaError,
+    pub reason: &'a str,
+    pub log: bool,
+}
+
+impl InternalEvent for ClientError<'_> {
+    fn emit(self, m: &Metrics) {
+        m.record_client_error(class_label(classify(self.error)));
+        if self.log {
+            warn!(error = %self.error, reason = self.reason, "Kafka client error (retrying; check that the brokers are reachable)");
+        }
+    }
+}
+
 /// Partitions taken from this worker (`lost`: not handed over).
 pub struct PartitionsRevoked {
     pub partitions: usize,

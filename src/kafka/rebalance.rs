@@ -20,7 +20,9 @@ use tracing::warn;
 
 use super::client;
 use super::delivery::Delivery;
-use super::events::{InternalEvent, PartitionsAssigned, PartitionsRevoked, RebalanceSettled};
+use super::events::{
+    ClientError, InternalEvent, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
+};
 use super::offsets::TopicPartition;
 use super::worker::{WorkerError, WorkerReport};
 use crate::metrics::Metrics;
@@ -141,10 +143,16 @@ impl ClientContext for GateContext {
         // Brokers being away is retried by librdkafka forever; say so, but not
         // thousands of times a minute.
         let mut last = lock(&self.last_error_log);
-        if last.is_none_or(|t| t.elapsed() >= ERROR_LOG_EVERY) {
+        let log = last.is_none_or(|t| t.elapsed() >= ERROR_LOG_EVERY);
+        if log {
             *last = Some(Instant::now());
-            warn!(error = %error, reason, "Kafka client error (retrying; check that the brokers are reachable)");
         }
+        ClientError {
+            error: &error,
+            reason,
+            log,
+        }
+        .emit(&self.metrics);
     }
 }
 
