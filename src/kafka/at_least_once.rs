@@ -18,7 +18,7 @@ use rdkafka::consumer::{CommitMode, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::DeliveryFuture;
 use rdkafka::util::Timeout;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::client::FutureProducer;
 use super::delivery::{
@@ -26,7 +26,8 @@ use super::delivery::{
 };
 use super::error::classify;
 use super::events::{
-    InternalEvent, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen, RecordDelivered,
+    InternalEvent, Lifecycle, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
+    RecordDelivered,
 };
 use super::offsets::{OffsetTracker, TopicPartition};
 use super::outputs::Output;
@@ -256,10 +257,7 @@ impl Delivery for AtLeastOnce {
         let result = self.drain(consumer, deadline, |b| b.in_flight() == 0);
         let abandoned = self.book.in_flight();
         if abandoned > 0 {
-            warn!(
-                abandoned,
-                "drain deadline reached; unfinished records stay uncommitted and will be processed again"
-            );
+            Lifecycle::DrainAbandoned { abandoned }.emit(&self.metrics);
         }
         self.commit_stored(consumer);
         result

@@ -233,6 +233,56 @@ impl InternalEvent for TransactionAborted<'_> {
     }
 }
 
+/// Start and stop of the worker. Logged only, on purpose: they happen once
+/// per process, a counter of them would rarely be scraped before the exit,
+/// and the exit status and error message already carry the outcome.
+pub enum Lifecycle<'a> {
+    Started {
+        input: &'a str,
+        group: &'a str,
+        guarantee: &'a dyn std::fmt::Display,
+    },
+    /// No partitions came back within `kafka.unassigned_timeout_ms`.
+    Unassigned {
+        after: Duration,
+    },
+    /// Records still unacknowledged at the drain deadline (left uncommitted).
+    DrainAbandoned {
+        abandoned: usize,
+    },
+    FlushIncomplete {
+        error: &'a KafkaError,
+    },
+    LeftGroup,
+    StoppedCleanly {
+        records: u64,
+    },
+}
+
+impl InternalEvent for Lifecycle<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            Lifecycle::Started {
+                input,
+                group,
+                guarantee,
+            } => info!(input, group, guarantee = %guarantee, "worker started"),
+            Lifecycle::Unassigned { after } => {
+                error!(after = ?after, "no partitions assigned since they were lost; stopping")
+            }
+            Lifecycle::DrainAbandoned { abandoned } => warn!(
+                abandoned,
+                "drain deadline reached; unfinished records stay uncommitted and will be processed again"
+            ),
+            Lifecycle::FlushIncomplete { error } => {
+                warn!(error = %error, "producer flush did not complete")
+            }
+            Lifecycle::LeftGroup => info!("left the consumer group"),
+            Lifecycle::StoppedCleanly { records } => info!(records, "worker stopped cleanly"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,12 +16,11 @@ use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError;
 use rdkafka::statistics::Statistics;
-use tracing::warn;
 
 use super::client;
 use super::delivery::Delivery;
 use super::events::{
-    ClientError, InternalEvent, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
+    ClientError, InternalEvent, Lifecycle, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
 };
 use super::offsets::TopicPartition;
 use super::worker::{WorkerError, WorkerReport};
@@ -109,7 +108,10 @@ impl GateContext {
     pub fn check_assigned(&self) -> Result<(), WorkerError> {
         let lost_for = lock(&self.lost_at).map(|t| t.elapsed());
         if lost_for.is_some_and(|d| d >= self.unassigned_timeout) {
-            tracing::error!(after = ?self.unassigned_timeout, "no partitions assigned since they were lost; stopping");
+            Lifecycle::Unassigned {
+                after: self.unassigned_timeout,
+            }
+            .emit(&self.metrics);
             return Err(WorkerError::Unassigned(self.unassigned_timeout));
         }
         Ok(())
@@ -195,8 +197,12 @@ impl ConsumerContext for GateContext {
                 *lock(&self.lost_at) = None;
             }
             Rebalance::Revoke(_) => {}
-            // librdkafka-internal and followed by a new rebalance; no metric.
-            Rebalance::Error(e) => warn!(error = %e, "rebalance error"),
+            Rebalance::Error(e) => ClientError {
+                error: e,
+                reason: "rebalance",
+                log: true,
+            }
+            .emit(&self.metrics),
         }
         RebalanceSettled {
             assigned: consumer.assignment().map(|a| a.count()).unwrap_or(0),

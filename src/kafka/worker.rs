@@ -31,13 +31,12 @@ use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
 
 use super::at_least_once::AtLeastOnce;
 use super::client::{self, FutureProducer};
 use super::delivery::{Delivery, Flow, Oversize, Pending};
 use super::error::classify;
-use super::events::{InternalEvent, RecordProcessed};
+use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
 use super::offsets::TopicPartition;
 use super::outputs::{self, InputRecord};
@@ -230,19 +229,19 @@ pub async fn run_worker_with(
             topic: k.topics.input.clone(),
             source,
         })?;
-    info!(
-        input = %k.topics.input,
-        group = %k.group_id,
-        guarantee = %k.guarantee,
-        "worker started"
-    );
+    Lifecycle::Started {
+        input: &k.topics.input,
+        group: &k.group_id,
+        guarantee: &k.guarantee,
+    }
+    .emit(&metrics);
     let result = tokio::task::spawn_blocking(move || {
         let result = consume_loop(&consumer, &producer, &config, &metrics, step, &shutdown);
         // Dropping the consumer closes it: it leaves the group (unless it is
         // a static member), so the others get its partitions at the next
         // rebalance instead of after the session timeout.
         drop(consumer);
-        info!("left the consumer group");
+        Lifecycle::LeftGroup.emit(&metrics);
         result
     })
     .await
@@ -291,7 +290,7 @@ fn consume_loop(
             break;
         }
     }
-    finish(consumer, producer, config)
+    finish(consumer, producer, config, metrics)
 }
 
 /// Validates a batch and hands each record's outputs to the delivery.
@@ -426,6 +425,7 @@ fn finish(
     consumer: &BaseConsumer<GateContext>,
     producer: &FutureProducer,
     config: &Config,
+    metrics: &Metrics,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
     let deadline = Instant::now() + config.kafka.drain_deadline;
@@ -436,7 +436,7 @@ fn finish(
     }
     let remaining = deadline.saturating_duration_since(Instant::now());
     if let Err(e) = producer.flush(Timeout::After(remaining.max(Duration::from_secs(1)))) {
-        warn!(error = %e, "producer flush did not complete");
+        Lifecycle::FlushIncomplete { error: &e }.emit(metrics);
     }
     let mut report = st.report.clone();
     (report.transactions_committed, report.transactions_aborted) = st.delivery.transactions();
@@ -446,7 +446,10 @@ fn finish(
     match fatal {
         Some(e) => Err(e),
         None => {
-            info!(records = report.records, "worker stopped cleanly");
+            Lifecycle::StoppedCleanly {
+                records: report.records,
+            }
+            .emit(metrics);
             Ok(report)
         }
     }
