@@ -40,6 +40,8 @@ use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
 use super::offsets::TopicPartition;
 use super::outputs::{self, InputRecord};
+// The header names are the output contract (defined in `outputs`); re-exported
+// here because consumers of the worker read them.
 pub use super::outputs::{
     H_ERROR_DETAIL, H_ERROR_KIND, H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TIMESTAMP,
     H_INPUT_TOPIC, OWN_HEADER_PREFIX, RENAMED_PREFIX,
