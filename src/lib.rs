@@ -29,7 +29,8 @@
 //!     counting together; `kafka::error`: the Kafka error classification;
 //!     `kafka::offsets`: in-order offset tracking.
 //! - [`metrics`]: the closed Prometheus vocabulary.
-//! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`http`]: `/metrics`, `/healthz`, `/readyz`; its `Health` implements the
+//!   worker's `Readiness` (the worker does not know the HTTP server).
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 //! - [`cli`]: clap definitions shared by `main.rs`.
 
