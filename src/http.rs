@@ -35,6 +35,13 @@ impl Health {
     }
 }
 
+/// The worker reports readiness through its own trait; this is where it lands.
+impl crate::kafka::worker::Readiness for Health {
+    fn set_ready(&self, ready: bool) {
+        Health::set_ready(self, ready);
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error("cannot bind the metrics endpoint on {addr}: {source}")]

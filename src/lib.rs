@@ -12,9 +12,25 @@
 //! - [`pipeline`]: the ordered parallel fold over lines that drives `check`.
 //! - [`kafka`]: the worker shell, client settings, embedded broker, sample
 //!   producer. Moves bytes, offsets and metrics; never decides a verdict.
+//!   The worker's rooms:
+//!   - `kafka::worker`: entry points and the consume loop (room → poll →
+//!     process → publish), the one place the guarantee is chosen;
+//!   - `kafka::outputs`: the pure output builder (key, value, headers of
+//!     every output; header names; dead-letter header rule; passthrough);
+//!   - `kafka::delivery`: the `Delivery` operations (room, publish, on
+//!     revoke, finish), implemented by `kafka::at_least_once` (acks, offset
+//!     tracking, stored offsets) and `kafka::exactly_once` (transactions,
+//!     abort and rewind);
+//!   - `kafka::rebalance`: the consumer context (rebalance callbacks, client
+//!     errors, lag statistics) and the `Readiness` trait the HTTP shell
+//!     implements;
+//!   - `kafka::events`: one typed event per thing that happens, logging and
+//!     counting together; `kafka::error`: the Kafka error classification;
+//!     `kafka::offsets`: in-order offset tracking.
 //! - [`eval`]: `groundgate eval`, the grounding check measured on labelled JSON Lines.
 //! - [`metrics`]: the closed Prometheus vocabulary.
-//! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`http`]: `/metrics`, `/healthz`, `/readyz`; its `Health` implements the
+//!   worker's `Readiness` (the worker does not know the HTTP server).
 //! - [`config`]: two-phase configuration (file + env + flags → validated `Config`).
 //! - [`cmd`]: one file per subcommand (check, run, demo, produce, bench,
 //!   dev-broker, audit); the only place besides `main.rs` using `anyhow`,

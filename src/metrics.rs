@@ -129,6 +129,8 @@ pub struct Metrics {
     end_to_end_seconds: Histogram,
     published: IntCounterVec,
     publish_errors: IntCounterVec,
+    commit_errors: IntCounterVec,
+    client_errors: IntCounterVec,
     transactions: IntCounterVec,
     rebalances: IntCounterVec,
     assigned: IntGauge,
@@ -223,6 +225,18 @@ impl Metrics {
             "Failed output deliveries, by error class.",
             &["class"],
         )?;
+        let commit_errors = counter_vec(
+            &r,
+            "groundgate_offset_commit_errors_total",
+            "Failed input offset commits (at-least-once; the outputs are re-published after a restart), by error class.",
+            &["class"],
+        )?;
+        let client_errors = counter_vec(
+            &r,
+            "groundgate_kafka_client_errors_total",
+            "Errors reported by the Kafka clients (brokers unreachable, poll errors), by error class; librdkafka retries them.",
+            &["class"],
+        )?;
         let transactions = counter_vec(
             &r,
             "groundgate_transactions_total",
@@ -310,6 +324,8 @@ impl Metrics {
         }
         for c in ErrorClass::ALL {
             publish_errors.with_label_values(&[c.as_str()]);
+            commit_errors.with_label_values(&[c.as_str()]);
+            client_errors.with_label_values(&[c.as_str()]);
         }
         for res in ["committed", "aborted"] {
             transactions.with_label_values(&[res]);
@@ -331,6 +347,8 @@ impl Metrics {
             end_to_end_seconds,
             published,
             publish_errors,
+            commit_errors,
+            client_errors,
             transactions,
             rebalances,
             assigned,
@@ -414,6 +432,18 @@ impl Metrics {
             .inc();
     }
 
+    pub fn record_commit_error(&self, class: ErrorClass) {
+        self.commit_errors
+            .with_label_values(&[class.as_str()])
+            .inc();
+    }
+
+    pub fn record_client_error(&self, class: ErrorClass) {
+        self.client_errors
+            .with_label_values(&[class.as_str()])
+            .inc();
+    }
+
     pub fn record_transaction_committed(&self) {
         self.transactions.with_label_values(&["committed"]).inc();
     }
@@ -485,6 +515,8 @@ mod tests {
             "groundgate_end_to_end_latency_seconds_bucket",
             "groundgate_published_total{role=\"audit\"} 0",
             "groundgate_publish_errors_total{class=\"fatal\"} 0",
+            "groundgate_offset_commit_errors_total{class=\"retriable\"} 0",
+            "groundgate_kafka_client_errors_total{class=\"fatal\"} 0",
             "groundgate_transactions_total{result=\"aborted\"} 0",
             "groundgate_rebalances_total{kind=\"assign\"} 0",
             "groundgate_assigned_partitions 0",

@@ -184,7 +184,7 @@ fn print_summary(
             .and_then(|h| {
                 use rdkafka::message::Headers;
                 h.iter()
-                    .find(|h| h.key == crate::kafka::worker::H_ERROR_KIND)
+                    .find(|h| h.key == crate::kafka::outputs::H_ERROR_KIND)
                     .and_then(|h| h.value)
                     .map(|v| String::from_utf8_lossy(v).into_owned())
             })

@@ -1,11 +1,41 @@
-//! Explicit classification of Kafka errors into the closed [`ErrorClass`]
+//! Explicit classification of Kafka errors into a closed [`ErrorClass`]
 //! set: what the worker may retry and what must stop it. Kept separate and
 //! table-tested because a wrong answer here either loses data (treating a
 //! fatal error as skippable) or spins forever (retrying a fatal one).
+//!
+//! Must not know the metrics registry: the `class` label is mapped from this
+//! classification in [`super::events`].
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode as C};
 
-use crate::metrics::ErrorClass;
+/// Class of a publish/commit error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// Transient: librdkafka or the worker retries it.
+    Retriable,
+    /// Message exceeds the broker/topic size limit.
+    TooLarge,
+    /// Delivery timed out (`message.timeout.ms`).
+    Timeout,
+    /// Authorization, fencing, unknown topic, invalid config...: stops the worker.
+    Fatal,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Retriable => "retriable",
+            ErrorClass::TooLarge => "too_large",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Fatal => "fatal",
+        }
+    }
+
+    /// Whether re-sending (or restarting) may succeed.
+    pub fn is_transient(self) -> bool {
+        matches!(self, ErrorClass::Retriable | ErrorClass::Timeout)
+    }
+}
 
 /// Classifies an error code.
 pub fn classify_code(code: C) -> ErrorClass {

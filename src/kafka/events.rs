@@ -1,0 +1,312 @@
+//! The worker's internal events, after vector's `internal_events`: one typed
+//! event per thing that happens, whose [`emit`](InternalEvent::emit) writes
+//! the log line and updates the counter together, so neither can be added
+//! without the other. Also the one place that maps the Kafka layer's
+//! [`ErrorClass`] onto the metrics `class` label.
+//!
+//! Nothing per record is logged above `trace`. Must not decide anything or
+//! touch Kafka: an event is a fact that already happened.
+
+use std::time::Duration;
+
+use rdkafka::error::KafkaError;
+use tracing::{debug, error, info, trace, warn};
+
+use super::error::{ErrorClass, classify};
+use crate::core::Outcome;
+use crate::metrics::{self, Metrics, RebalanceKind, TopicRole};
+
+/// Something that happened in the worker, logged and counted by `emit`.
+pub trait InternalEvent {
+    fn emit(self, metrics: &Metrics);
+}
+
+/// The metrics `class` label of a Kafka error class.
+pub fn class_label(class: ErrorClass) -> metrics::ErrorClass {
+    match class {
+        ErrorClass::Retriable => metrics::ErrorClass::Retriable,
+        ErrorClass::TooLarge => metrics::ErrorClass::TooLarge,
+        ErrorClass::Timeout => metrics::ErrorClass::Timeout,
+        ErrorClass::Fatal => metrics::ErrorClass::Fatal,
+    }
+}
+
+fn since_ms(now_ms: i64, ts_ms: i64) -> Duration {
+    Duration::from_millis((now_ms - ts_ms).max(0) as u64)
+}
+
+/// The core validated one input record.
+pub struct RecordProcessed<'a> {
+    pub outcome: &'a Outcome,
+    pub took: Duration,
+}
+
+impl InternalEvent for RecordProcessed<'_> {
+    fn emit(self, m: &Metrics) {
+        trace!(outcome = self.outcome.kind.as_str(), "record processed");
+        m.record_outcome(self.outcome.kind, &self.outcome.summary, self.took);
+    }
+}
+
+/// One output acknowledged by the brokers (at-least-once).
+pub struct OutputPublished {
+    pub role: TopicRole,
+}
+
+impl InternalEvent for OutputPublished {
+    fn emit(self, m: &Metrics) {
+        trace!(role = self.role.as_str(), "output published");
+        m.record_published(self.role);
+    }
+}
+
+/// Every output of one input record acknowledged (at-least-once).
+pub struct RecordDelivered {
+    pub input_ts_ms: Option<i64>,
+    pub now_ms: i64,
+}
+
+impl InternalEvent for RecordDelivered {
+    fn emit(self, m: &Metrics) {
+        if let Some(ts) = self.input_ts_ms {
+            m.observe_end_to_end(since_ms(self.now_ms, ts));
+        }
+    }
+}
+
+/// What the worker does after a failed publish.
+#[derive(Debug, Clone, Copy)]
+pub enum PublishThen {
+    /// Refused as too large: the core's bounded stand-in is published instead.
+    ReplaceBounded,
+    /// Transient: re-sent (this many times so far).
+    Resend(u32),
+    /// The worker stops with the input offset uncommitted.
+    Stop,
+    /// Exactly-once: the open transaction is aborted and rewound.
+    AbortTransaction { records: usize },
+}
+
+/// An output failed to publish.
+pub struct PublishFailed<'a> {
+    pub error: &'a KafkaError,
+    pub topic: &'a str,
+    pub input: &'a str,
+    pub then: PublishThen,
+}
+
+impl InternalEvent for PublishFailed<'_> {
+    fn emit(self, m: &Metrics) {
+        let (e, topic, input) = (self.error, self.topic, self.input);
+        m.record_publish_error(class_label(classify(e)));
+        match self.then {
+            PublishThen::ReplaceBounded => {
+                warn!(error = %e, topic, input, "output refused as too large; publishing its bounded too_large dead letter instead")
+            }
+            PublishThen::Resend(resends) => {
+                warn!(error = %e, topic, resends, "retriable publish failure; re-sending")
+            }
+            PublishThen::Stop => {
+                error!(error = %e, topic, input, "publish failed; stopping the worker")
+            }
+            PublishThen::AbortTransaction { records } => {
+                warn!(error = %e, records, "publishing inside the transaction failed; aborting and rewinding to the transaction's first offsets")
+            }
+        }
+    }
+}
+
+/// A synchronous commit of stored offsets failed (at-least-once).
+pub struct OffsetCommitFailed<'a> {
+    pub error: &'a KafkaError,
+}
+
+impl InternalEvent for OffsetCommitFailed<'_> {
+    fn emit(self, m: &Metrics) {
+        m.record_commit_error(class_label(classify(self.error)));
+        warn!(error = %self.error, "offset commit failed; outputs already published will be re-published after a restart (at-least-once)");
+    }
+}
+
+/// A Kafka client reported an error (librdkafka retries it). Counted every
+/// time; logged at most once per `ERROR_LOG_EVERY` (`log`), because brokers
+/// being away would otherwise log thousands of lines a minute.
+pub struct ClientError<'a> {
+    pub error: &'a KafkaError,
+    pub reason: &'a str,
+    pub log: bool,
+}
+
+impl InternalEvent for ClientError<'_> {
+    fn emit(self, m: &Metrics) {
+        m.record_client_error(class_label(classify(self.error)));
+        if self.log {
+            warn!(error = %self.error, reason = self.reason, "Kafka client error (retrying; check that the brokers are reachable)");
+        }
+    }
+}
+
+/// Partitions taken from this worker (`lost`: not handed over).
+pub struct PartitionsRevoked {
+    pub partitions: usize,
+    pub lost: bool,
+}
+
+impl InternalEvent for PartitionsRevoked {
+    fn emit(self, m: &Metrics) {
+        m.record_rebalance(RebalanceKind::Revoke);
+        info!(
+            partitions = self.partitions,
+            lost = self.lost,
+            "partitions revoked"
+        );
+    }
+}
+
+/// Partitions given to this worker.
+pub struct PartitionsAssigned {
+    pub partitions: usize,
+}
+
+impl InternalEvent for PartitionsAssigned {
+    fn emit(self, m: &Metrics) {
+        m.record_rebalance(RebalanceKind::Assign);
+        info!(partitions = self.partitions, "partitions assigned");
+    }
+}
+
+/// A rebalance finished; this worker now holds `assigned` partitions.
+pub struct RebalanceSettled {
+    pub assigned: usize,
+}
+
+impl InternalEvent for RebalanceSettled {
+    fn emit(self, m: &Metrics) {
+        debug!(assigned = self.assigned, "rebalance settled");
+        m.set_assigned_partitions(self.assigned);
+    }
+}
+
+/// A transaction committed with its outputs and input positions.
+pub struct TransactionCommitted<'a> {
+    pub records: usize,
+    /// Outputs per role, in [`TopicRole::ALL`] order.
+    pub published: [u64; 4],
+    pub input_ts_ms: &'a [i64],
+    pub now_ms: i64,
+}
+
+impl InternalEvent for TransactionCommitted<'_> {
+    fn emit(self, m: &Metrics) {
+        m.record_transaction_committed();
+        for (role, n) in TopicRole::ALL.into_iter().zip(self.published) {
+            for _ in 0..n {
+                m.record_published(role);
+            }
+        }
+        for &ts in self.input_ts_ms {
+            m.observe_end_to_end(since_ms(self.now_ms, ts));
+        }
+        debug!(records = self.records, "transaction committed");
+    }
+}
+
+/// A transaction aborted; its partitions rewind to their first offsets.
+pub struct TransactionAborted<'a> {
+    pub partitions: usize,
+    /// The commit error that caused it, when the commit itself failed.
+    pub cause: Option<&'a KafkaError>,
+}
+
+impl InternalEvent for TransactionAborted<'_> {
+    fn emit(self, m: &Metrics) {
+        m.record_transaction_aborted();
+        match self.cause {
+            Some(e) => {
+                warn!(error = %e, partitions = self.partitions, "transaction failed; aborted and rewinding to the last committed offsets")
+            }
+            None => debug!(
+                partitions = self.partitions,
+                "transaction aborted; rewinding"
+            ),
+        }
+    }
+}
+
+/// Start and stop of the worker. Logged only, on purpose: they happen once
+/// per process, a counter of them would rarely be scraped before the exit,
+/// and the exit status and error message already carry the outcome.
+pub enum Lifecycle<'a> {
+    Started {
+        input: &'a str,
+        group: &'a str,
+        guarantee: &'a dyn std::fmt::Display,
+    },
+    /// No partitions came back within `kafka.unassigned_timeout_ms`.
+    Unassigned {
+        after: Duration,
+    },
+    /// Records still unacknowledged at the drain deadline (left uncommitted).
+    DrainAbandoned {
+        abandoned: usize,
+    },
+    FlushIncomplete {
+        error: &'a KafkaError,
+    },
+    LeftGroup,
+    StoppedCleanly {
+        records: u64,
+    },
+}
+
+impl InternalEvent for Lifecycle<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            Lifecycle::Started {
+                input,
+                group,
+                guarantee,
+            } => info!(input, group, guarantee = %guarantee, "worker started"),
+            Lifecycle::Unassigned { after } => {
+                error!(after = ?after, "no partitions assigned since they were lost; stopping")
+            }
+            Lifecycle::DrainAbandoned { abandoned } => warn!(
+                abandoned,
+                "drain deadline reached; unfinished records stay uncommitted and will be processed again"
+            ),
+            Lifecycle::FlushIncomplete { error } => {
+                warn!(error = %error, "producer flush did not complete")
+            }
+            Lifecycle::LeftGroup => info!("left the consumer group"),
+            Lifecycle::StoppedCleanly { records } => info!(records, "worker stopped cleanly"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_classes_map_to_the_same_label_text() {
+        for c in [
+            ErrorClass::Retriable,
+            ErrorClass::TooLarge,
+            ErrorClass::Timeout,
+            ErrorClass::Fatal,
+        ] {
+            assert_eq!(class_label(c).as_str(), c.as_str());
+        }
+    }
+
+    #[test]
+    fn a_failed_offset_commit_is_counted() {
+        let m = Metrics::new(&crate::config::Config::default().metrics).unwrap();
+        let e = KafkaError::ConsumerCommit(rdkafka::error::RDKafkaErrorCode::RequestTimedOut);
+        OffsetCommitFailed { error: &e }.emit(&m);
+        assert!(
+            m.encode()
+                .contains("groundgate_offset_commit_errors_total{class=\"timeout\"} 1")
+        );
+    }
+}

@@ -1,0 +1,356 @@
+//! Exactly-once delivery. A transactional producer: outputs and the
+//! consumer's positions (`send_offsets_to_transaction` with the group
+//! metadata) are committed together every `commit_interval` or
+//! `commit_max_records`. An abortable error aborts the transaction and seeks
+//! back to the first offset of the transaction in each partition; a fatal one
+//! (fencing) stops the worker.
+//!
+//! Must not let a record's outputs and its input position be committed in
+//! different transactions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::Consumer as _;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::Producer;
+use rdkafka::{Offset, TopicPartitionList};
+use tracing::debug;
+
+use super::client::FutureProducer;
+use super::delivery::{Consumer, Delivery, Flow, Pending, enqueue_or_replace, now_millis};
+use super::error::{ErrorClass, classify};
+use super::events::{
+    InternalEvent, PublishFailed, PublishThen, TransactionAborted, TransactionCommitted,
+};
+use super::offsets::TopicPartition;
+use super::worker::WorkerError;
+use crate::metrics::{Metrics, TopicRole};
+
+/// Timeout of the blocking transaction calls.
+pub const TXN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Outputs of a transaction that stop being delivered for this long make the
+/// commit fail (abort and rewind).
+const DELIVERY_STALL: Duration = Duration::from_secs(5);
+
+/// The pure bookkeeping of one open transaction.
+#[derive(Default, Debug)]
+pub struct Txn {
+    open_since: Option<Instant>,
+    records: usize,
+    /// Next offset to consume per partition, sent with the transaction.
+    next: HashMap<TopicPartition, i64>,
+    /// First offset of the transaction per partition: where an abort rewinds to.
+    first: HashMap<TopicPartition, i64>,
+    /// Outputs enqueued per role, in [`TopicRole::ALL`] order.
+    published: [u64; 4],
+    input_ts_ms: Vec<i64>,
+}
+
+impl Txn {
+    pub fn is_open(&self) -> bool {
+        self.open_since.is_some()
+    }
+
+    pub fn opened(&mut self, now: Instant) {
+        self.open_since = Some(now);
+    }
+
+    pub fn output(&mut self, role: TopicRole) {
+        if let Some(i) = TopicRole::ALL.iter().position(|r| *r == role) {
+            self.published[i] += 1;
+        }
+    }
+
+    pub fn record(&mut self, tp: &TopicPartition, offset: i64, input_ts_ms: Option<i64>) {
+        self.first.entry(tp.clone()).or_insert(offset);
+        self.next.insert(tp.clone(), offset + 1);
+        self.records += 1;
+        self.input_ts_ms.extend(input_ts_ms);
+    }
+
+    pub fn due(&self, max_records: usize, interval: Duration) -> bool {
+        self.is_open()
+            && (self.records >= max_records
+                || self.open_since.is_some_and(|t| t.elapsed() >= interval))
+    }
+
+    /// The positions committed with the transaction: the next offset to read
+    /// per partition.
+    pub fn commit_positions(&self) -> Vec<(TopicPartition, i64)> {
+        let mut v: Vec<_> = self.next.iter().map(|(tp, o)| (tp.clone(), *o)).collect();
+        v.sort();
+        v
+    }
+
+    /// Where an abort rewinds to: each partition's first offset in the
+    /// transaction, and for partitions only in `rest` (fetched, never sent)
+    /// their first fetched offset, or those records would be skipped.
+    pub fn rewind_positions(&self, rest: &[(TopicPartition, i64)]) -> HashMap<TopicPartition, i64> {
+        let mut first = self.first.clone();
+        for (tp, o) in rest {
+            first.entry(tp.clone()).or_insert(*o);
+        }
+        first
+    }
+}
+
+pub struct ExactlyOnce {
+    producer: FutureProducer,
+    metrics: Arc<Metrics>,
+    txn: Txn,
+    commit_interval: Duration,
+    commit_max_records: usize,
+    committed: u64,
+    aborted: u64,
+}
+
+impl ExactlyOnce {
+    /// `producer` must have had `init_transactions` called.
+    pub fn new(
+        producer: FutureProducer,
+        metrics: Arc<Metrics>,
+        commit_interval: Duration,
+        commit_max_records: usize,
+    ) -> ExactlyOnce {
+        ExactlyOnce {
+            producer,
+            metrics,
+            txn: Txn::default(),
+            commit_interval,
+            commit_max_records,
+            committed: 0,
+            aborted: 0,
+        }
+    }
+
+    /// Commits the open transaction with the consumer positions; on an
+    /// abortable error aborts it and rewinds to the transaction's first offsets.
+    fn commit(&mut self, consumer: &Consumer) -> Result<(), WorkerError> {
+        if !self.txn.is_open() {
+            return Ok(());
+        }
+        let txn = std::mem::take(&mut self.txn);
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, p), next) in txn.commit_positions() {
+            tpl.add_partition_offset(&topic, p, Offset::Offset(next))
+                .map_err(WorkerError::Transaction)?;
+        }
+        let producer = &self.producer;
+        let result = match consumer.group_metadata() {
+            // Offsets first: in an abortable state this fails at once.
+            Some(cgm) => producer
+                .send_offsets_to_transaction(&tpl, &cgm, TXN_TIMEOUT)
+                .and_then(|()| wait_for_deliveries(producer))
+                .and_then(|()| producer.commit_transaction(TXN_TIMEOUT)),
+            // Only before the first assignment; there is nothing to commit then.
+            None => Err(KafkaError::MessageProduction(RDKafkaErrorCode::State)),
+        };
+        match result {
+            Ok(()) => {
+                self.committed += 1;
+                TransactionCommitted {
+                    records: txn.records,
+                    published: txn.published,
+                    input_ts_ms: &txn.input_ts_ms,
+                    now_ms: now_millis(),
+                }
+                .emit(&self.metrics);
+                Ok(())
+            }
+            Err(e) if txn_is_fatal(&e) => Err(WorkerError::Transaction(e)),
+            Err(e) => self.abort_and_rewind(consumer, txn.rewind_positions(&[]), Some(&e)),
+        }
+    }
+
+    fn abort_and_rewind(
+        &mut self,
+        consumer: &Consumer,
+        first: HashMap<TopicPartition, i64>,
+        cause: Option<&KafkaError>,
+    ) -> Result<(), WorkerError> {
+        self.txn = Txn::default();
+        self.producer
+            .abort_transaction(TXN_TIMEOUT)
+            .map_err(WorkerError::Transaction)?;
+        self.aborted += 1;
+        TransactionAborted {
+            partitions: first.len(),
+            cause,
+        }
+        .emit(&self.metrics);
+        for ((topic, p), offset) in first {
+            if let Err(e) = consumer.seek(&topic, p, Offset::Offset(offset), TXN_TIMEOUT) {
+                // The partition may have been revoked meanwhile: its new owner
+                // starts from the committed offset, which is what we want.
+                debug!(error = %e, partition = p, "rewind skipped");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Delivery for ExactlyOnce {
+    fn room(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
+        if self.txn.due(self.commit_max_records, self.commit_interval) {
+            self.commit(consumer)?;
+        }
+        Ok(batch_max.min(
+            self.commit_max_records
+                .saturating_sub(self.txn.records)
+                .max(1),
+        ))
+    }
+
+    fn publish(
+        &mut self,
+        consumer: &Consumer,
+        mut record: Pending,
+        rest: &[(TopicPartition, i64)],
+    ) -> Result<Flow, WorkerError> {
+        if !self.txn.is_open() {
+            self.producer
+                .begin_transaction()
+                .map_err(WorkerError::Transaction)?;
+            self.txn.opened(Instant::now());
+        }
+        let mut failed = None;
+        for out in std::mem::take(&mut record.outputs) {
+            match enqueue_or_replace(&self.producer, out, &record) {
+                Ok((sent, _)) => self.txn.output(sent.role),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        self.txn
+            .record(&record.tp, record.offset, record.input_ts_ms);
+        let Some((out, e)) = failed else {
+            return Ok(Flow::Next);
+        };
+        PublishFailed {
+            error: &e,
+            topic: &out.topic,
+            input: &record.input(),
+            then: PublishThen::AbortTransaction {
+                records: self.txn.records,
+            },
+        }
+        .emit(&self.metrics);
+        let first = self.txn.rewind_positions(rest);
+        self.abort_and_rewind(consumer, first, None)?;
+        Ok(Flow::Rewound)
+    }
+
+    fn on_revoke(
+        &mut self,
+        consumer: &Consumer,
+        _revoked: &[TopicPartition],
+        _lost: bool,
+    ) -> Result<(), WorkerError> {
+        self.commit(consumer)
+    }
+
+    fn finish(
+        &mut self,
+        consumer: &Consumer,
+        _deadline: Instant,
+        failed: bool,
+    ) -> Result<(), WorkerError> {
+        if !failed {
+            self.commit(consumer)
+        } else {
+            if self.txn.is_open() {
+                let _ = self.producer.abort_transaction(TXN_TIMEOUT);
+            }
+            Ok(())
+        }
+    }
+
+    fn transactions(&self) -> (u64, u64) {
+        (self.committed, self.aborted)
+    }
+}
+
+/// Waits until the producer has no undelivered message, so that
+/// `commit_transaction`'s own flush finds nothing to do: rust-rdkafka's flush
+/// polls the event queue in 100 ms steps while the FutureProducer's thread
+/// serves the same queue, and measured, that made every commit take ~100 ms.
+/// Deliveries that make no progress for [`DELIVERY_STALL`] (a partition the
+/// transaction could not add, a broker gone) fail the commit, which aborts
+/// and rewinds rather than waiting out the transaction timeout.
+fn wait_for_deliveries(producer: &FutureProducer) -> Result<(), KafkaError> {
+    let mut last = producer.in_flight_count();
+    let mut progress = Instant::now();
+    while last > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+        let now = producer.in_flight_count();
+        if now < last {
+            progress = Instant::now();
+        } else if progress.elapsed() >= DELIVERY_STALL {
+            return Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut));
+        }
+        last = now;
+    }
+    Ok(())
+}
+
+fn txn_is_fatal(e: &KafkaError) -> bool {
+    match e {
+        KafkaError::Transaction(t) => t.is_fatal() || !t.txn_requires_abort() && !t.is_retriable(),
+        other => classify(other) == ErrorClass::Fatal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(p: i32) -> TopicPartition {
+        ("answers".to_string(), p)
+    }
+
+    #[test]
+    fn commits_the_next_offset_of_every_partition_in_the_transaction() {
+        let mut t = Txn::default();
+        assert!(!t.is_open());
+        t.opened(Instant::now());
+        for o in 5..8 {
+            t.record(&tp(0), o, Some(1));
+        }
+        t.record(&tp(1), 3, None);
+        assert_eq!(t.commit_positions(), [(tp(0), 8), (tp(1), 4)]);
+        assert!(t.due(4, Duration::from_secs(3600)), "4 records reached");
+        assert!(!t.due(5, Duration::from_secs(3600)));
+        assert_eq!(t.input_ts_ms, [1, 1, 1]);
+    }
+
+    #[test]
+    fn abort_rewinds_to_first_offsets_and_to_the_unsent_rest_of_the_batch() {
+        let mut t = Txn::default();
+        t.opened(Instant::now());
+        t.record(&tp(0), 5, None);
+        t.record(&tp(0), 6, None);
+        let rest = [(tp(0), 7), (tp(2), 10), (tp(2), 11)];
+        let got = t.rewind_positions(&rest);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[&tp(0)], 5, "first offset of the transaction wins");
+        assert_eq!(got[&tp(2)], 10, "fetched but never sent");
+    }
+
+    #[test]
+    fn outputs_are_tallied_by_role_for_the_commit() {
+        let mut t = Txn::default();
+        t.output(TopicRole::Final);
+        t.output(TopicRole::Audit);
+        t.output(TopicRole::DeadLetter);
+        t.output(TopicRole::Audit);
+        assert_eq!(t.published, [1, 0, 2, 1]);
+        assert!(
+            !t.due(1, Duration::ZERO),
+            "a closed transaction is never due"
+        );
+    }
+}

@@ -1,0 +1,483 @@
+//! The output contract: which records one input record becomes, with which
+//! key, value and headers, on which topic. Built from plain fields (an
+//! [`InputRecord`] and the core's [`Outcome`]), so it is unit-tested without a
+//! broker, as vector's Kafka `request_builder` is.
+//!
+//! Two builders: [`outputs_for`] (a validated record: its terminal record and
+//! its audit row) and [`passthrough`] (the bench's plumbing-only mode: the
+//! input value to the final and audit topics), plus [`oversize_replacement`],
+//! the bounded stand-in for an output the producer or broker refused as too
+//! large.
+//!
+//! Headers on every output: `groundgate.input.topic`,
+//! `groundgate.input.partition`, `groundgate.input.offset`. Dead letters keep
+//! the original key, value (or, when too large, the core's bounded summary)
+//! and headers, and add `groundgate.error.kind`, `groundgate.error.detail` and
+//! `groundgate.input.timestamp` (ms, when known). An incoming `groundgate.*`
+//! header is renamed `original.groundgate.*`: ours are the only ones.
+//!
+//! Must not: talk to Kafka, read the clock (time is an argument), decide a
+//! verdict (that is [`crate::core::process()`]), or count anything.
+
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::FutureRecord;
+
+use crate::config::Topics;
+use crate::core::{CoreSettings, DeadLetterValue, Outcome, RecordMeta, Terminal};
+use crate::metrics::TopicRole;
+
+/// Header names, part of the output contract.
+pub const H_INPUT_TOPIC: &str = "groundgate.input.topic";
+pub const H_INPUT_PARTITION: &str = "groundgate.input.partition";
+pub const H_INPUT_OFFSET: &str = "groundgate.input.offset";
+pub const H_INPUT_TIMESTAMP: &str = "groundgate.input.timestamp";
+pub const H_ERROR_KIND: &str = "groundgate.error.kind";
+pub const H_ERROR_DETAIL: &str = "groundgate.error.detail";
+
+/// Prefix of the headers groundgate writes. Incoming headers with it are
+/// renamed with [`RENAMED_PREFIX`] in front, so every output carries exactly
+/// one, authoritative, value of each `groundgate.*` header.
+pub const OWN_HEADER_PREFIX: &str = "groundgate.";
+pub const RENAMED_PREFIX: &str = "original.";
+
+/// One header: name and value (a Kafka header value may be null).
+pub type OutHeader = (String, Option<Vec<u8>>);
+
+/// The fields of a consumed record the outputs are built from.
+#[derive(Debug, Clone, Copy)]
+pub struct InputRecord<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<&'a [u8]>,
+    pub payload: Option<&'a [u8]>,
+    pub timestamp_ms: Option<i64>,
+    /// The record's own headers, in order.
+    pub headers: &'a [(&'a str, Option<&'a [u8]>)],
+}
+
+impl InputRecord<'_> {
+    /// `topic/partition@offset`, as error messages name an input.
+    pub fn coordinates(&self) -> String {
+        format!("{}/{}@{}", self.topic, self.partition, self.offset)
+    }
+
+    fn meta(&self) -> RecordMeta<'_> {
+        RecordMeta {
+            topic: self.topic,
+            partition: self.partition,
+            offset: self.offset,
+        }
+    }
+}
+
+/// One output message, owned so it can be re-sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    pub role: TopicRole,
+    pub topic: String,
+    pub key: Option<Vec<u8>>,
+    pub payload: Option<Vec<u8>>,
+    pub headers: Vec<OutHeader>,
+}
+
+impl Output {
+    /// The record handed to the producer.
+    pub fn record(&self) -> FutureRecord<'_, [u8], [u8]> {
+        let mut headers = OwnedHeaders::new_with_capacity(self.headers.len());
+        for (key, value) in &self.headers {
+            headers = headers.insert(Header {
+                key,
+                value: value.as_deref(),
+            });
+        }
+        let mut r = FutureRecord::to(&self.topic).headers(headers);
+        if let Some(k) = &self.key {
+            r = r.key(k.as_slice());
+        }
+        if let Some(p) = &self.payload {
+            r = r.payload(p.as_slice());
+        }
+        r
+    }
+
+    /// The value of header `key`, if present (the last one wins).
+    pub fn header(&self, key: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.as_deref())
+    }
+}
+
+fn header(key: &str, value: &str) -> OutHeader {
+    (key.to_string(), Some(value.as_bytes().to_vec()))
+}
+
+/// The input coordinates every output carries.
+pub fn input_headers(input: &InputRecord<'_>) -> Vec<OutHeader> {
+    vec![
+        header(H_INPUT_TOPIC, input.topic),
+        header(H_INPUT_PARTITION, &input.partition.to_string()),
+        header(H_INPUT_OFFSET, &input.offset.to_string()),
+    ]
+}
+
+/// A dead letter's headers: the record's own (any `groundgate.*` one renamed
+/// `original.groundgate.*`, so a producer cannot spoof ours), then the input
+/// coordinates, the error kind and detail, and the input timestamp.
+pub fn dead_letter_headers(
+    original: &[(&str, Option<&[u8]>)],
+    input: &[OutHeader],
+    kind: &str,
+    detail: &str,
+    timestamp_ms: Option<i64>,
+) -> Vec<OutHeader> {
+    let mut h: Vec<OutHeader> = Vec::with_capacity(original.len() + input.len() + 3);
+    for (key, value) in original {
+        let key = if key.starts_with(OWN_HEADER_PREFIX) {
+            format!("{RENAMED_PREFIX}{key}")
+        } else {
+            (*key).to_string()
+        };
+        h.push((key, value.map(<[u8]>::to_vec)));
+    }
+    h.extend(input.iter().cloned());
+    h.push(header(H_ERROR_KIND, kind));
+    h.push(header(H_ERROR_DETAIL, detail));
+    if let Some(ts) = timestamp_ms {
+        h.push(header(H_INPUT_TIMESTAMP, &ts.to_string()));
+    }
+    h
+}
+
+/// The input value, unvalidated, to the final and the audit topic: the same
+/// number of outputs per record as validation produces (bench only).
+pub fn passthrough(input: &InputRecord<'_>, topics: &Topics) -> Vec<Output> {
+    let headers = input_headers(input);
+    [
+        (TopicRole::Final, &topics.final_),
+        (TopicRole::Audit, &topics.audit),
+    ]
+    .into_iter()
+    .map(|(role, topic)| Output {
+        role,
+        topic: topic.clone(),
+        key: input.key.map(<[u8]>::to_vec),
+        payload: input.payload.map(<[u8]>::to_vec),
+        headers: headers.clone(),
+    })
+    .collect()
+}
+
+/// Shapes the outputs of one validated record: its terminal record (final,
+/// retry or dead letter) first, then its audit row.
+pub fn outputs_for(input: &InputRecord<'_>, outcome: Outcome, topics: &Topics) -> Vec<Output> {
+    let original_key = input.key.map(<[u8]>::to_vec);
+    let key = outcome
+        .request_id
+        .as_ref()
+        .map(|r| r.as_bytes().to_vec())
+        .or_else(|| original_key.clone());
+    let headers = input_headers(input);
+    let terminal = match outcome.terminal {
+        Terminal::Final(b) => Output {
+            role: TopicRole::Final,
+            topic: topics.final_.clone(),
+            key: key.clone(),
+            payload: Some(b),
+            headers: headers.clone(),
+        },
+        Terminal::Retry(b) => Output {
+            role: TopicRole::Retry,
+            topic: topics.retry.clone(),
+            key: key.clone(),
+            payload: Some(b),
+            headers: headers.clone(),
+        },
+        Terminal::DeadLetter(d) => Output {
+            role: TopicRole::DeadLetter,
+            topic: topics.dead_letter.clone(),
+            key: original_key,
+            // Exactly what the core decided: the input bytes when they fit
+            // the output limit, its bounded summary when not.
+            payload: match d.value {
+                DeadLetterValue::Original => input.payload.map(<[u8]>::to_vec),
+                DeadLetterValue::Bounded(b) => Some(b),
+            },
+            headers: dead_letter_headers(
+                input.headers,
+                &headers,
+                d.kind.as_str(),
+                &d.detail,
+                input.timestamp_ms,
+            ),
+        },
+    };
+    let audit = Output {
+        role: TopicRole::Audit,
+        topic: topics.audit.clone(),
+        key,
+        payload: Some(outcome.audit),
+        headers,
+    };
+    vec![terminal, audit]
+}
+
+/// The bounded stand-in for `out`, refused by the producer or broker as too
+/// large ([`crate::core::process::oversize_dead_letter`]). A refused audit row
+/// becomes a bounded dead-letter audit row; a refused terminal record becomes
+/// a bounded dead letter. Either way the record keeps exactly one terminal
+/// record and one audit row. Only the input coordinates are kept from the
+/// headers (the original ones may be what did not fit), and the key is the
+/// request id.
+pub fn oversize_replacement(
+    out: &Output,
+    input: &InputRecord<'_>,
+    request_id: Option<&str>,
+    settings: &CoreSettings,
+    dead_letter_topic: &str,
+    now_nanos: i64,
+) -> Output {
+    let value_len = out.payload.as_ref().map_or(0, Vec::len);
+    let detail = format!(
+        "the {} output to {} ({value_len} bytes, key {} bytes) was refused as too large (MSG_SIZE_TOO_LARGE); value, length and SHA-256 here are of that output",
+        out.role.as_str(),
+        out.topic,
+        out.key.as_ref().map_or(0, Vec::len),
+    );
+    let o = crate::core::process::oversize_dead_letter(
+        out.payload.as_deref(),
+        &input.meta(),
+        now_nanos,
+        settings,
+        request_id,
+        detail,
+    );
+    let mut headers: Vec<OutHeader> = out
+        .headers
+        .iter()
+        .filter(|(k, _)| {
+            [
+                H_INPUT_TOPIC,
+                H_INPUT_PARTITION,
+                H_INPUT_OFFSET,
+                H_INPUT_TIMESTAMP,
+            ]
+            .contains(&k.as_str())
+        })
+        .cloned()
+        .collect();
+    let key = request_id.map(|r| r.as_bytes().to_vec());
+    match (out.role, o.terminal) {
+        (TopicRole::Audit, _) => Output {
+            role: TopicRole::Audit,
+            topic: out.topic.clone(),
+            key,
+            payload: Some(o.audit),
+            headers,
+        },
+        (_, Terminal::DeadLetter(d)) => {
+            headers.push(header(H_ERROR_KIND, d.kind.as_str()));
+            headers.push(header(H_ERROR_DETAIL, &d.detail));
+            Output {
+                role: TopicRole::DeadLetter,
+                topic: dead_letter_topic.to_string(),
+                key,
+                payload: match d.value {
+                    DeadLetterValue::Bounded(b) => Some(b),
+                    // oversize_dead_letter always bounds; keep the type total.
+                    DeadLetterValue::Original => None,
+                },
+                headers,
+            }
+        }
+        // oversize_dead_letter always returns a dead letter.
+        (_, _) => out.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{OutcomeKind, process};
+
+    fn topics() -> Topics {
+        Topics {
+            input: "answers".into(),
+            final_: "final".into(),
+            retry: "retry".into(),
+            audit: "audit".into(),
+            dead_letter: "dlq".into(),
+        }
+    }
+
+    fn input<'a>(payload: &'a [u8], headers: &'a [(&'a str, Option<&'a [u8]>)]) -> InputRecord<'a> {
+        InputRecord {
+            topic: "answers",
+            partition: 2,
+            offset: 41,
+            key: Some(b"k-orig"),
+            payload: Some(payload),
+            timestamp_ms: Some(1_700_000_000_000),
+            headers,
+        }
+    }
+
+    fn text(v: Option<&[u8]>) -> Option<&str> {
+        v.map(|b| std::str::from_utf8(b).unwrap())
+    }
+
+    fn run(payload: &[u8]) -> (InputRecord<'_>, Outcome) {
+        let i = input(payload, &[]);
+        let o = process(
+            Some(payload),
+            &i.meta(),
+            1_700_000_000_000_000_000,
+            &CoreSettings::default(),
+        );
+        (i, o)
+    }
+
+    #[test]
+    fn every_output_carries_the_input_coordinates() {
+        let (i, o) = run(b"not json");
+        for out in outputs_for(&i, o, &topics())
+            .iter()
+            .chain(&passthrough(&i, &topics()))
+        {
+            assert_eq!(text(out.header(H_INPUT_TOPIC)), Some("answers"));
+            assert_eq!(text(out.header(H_INPUT_PARTITION)), Some("2"));
+            assert_eq!(text(out.header(H_INPUT_OFFSET)), Some("41"));
+        }
+    }
+
+    #[test]
+    fn undecodable_record_becomes_a_dead_letter_with_its_own_key_and_bytes() {
+        let (i, o) = run(b"not json");
+        assert_eq!(o.kind, OutcomeKind::DeadLetter);
+        let outs = outputs_for(&i, o, &topics());
+        let roles: Vec<TopicRole> = outs.iter().map(|o| o.role).collect();
+        assert_eq!(roles, [TopicRole::DeadLetter, TopicRole::Audit]);
+        let dl = &outs[0];
+        assert_eq!(dl.topic, "dlq");
+        assert_eq!(dl.key.as_deref(), Some(&b"k-orig"[..]));
+        assert_eq!(dl.payload.as_deref(), Some(&b"not json"[..]));
+        assert!(dl.header(H_ERROR_KIND).is_some());
+        assert!(dl.header(H_ERROR_DETAIL).is_some_and(|d| !d.is_empty()));
+        assert_eq!(text(dl.header(H_INPUT_TIMESTAMP)), Some("1700000000000"));
+        assert_eq!(outs[1].topic, "audit");
+        assert!(outs[1].header(H_ERROR_KIND).is_none());
+    }
+
+    #[test]
+    fn a_clean_answer_goes_to_final_and_audit_keyed_by_request_id() {
+        let bytes = crate::sample::record(0, crate::sample::Kind::Clean, 400);
+        let (i, o) = run(&bytes);
+        assert_eq!(o.kind, OutcomeKind::Accepted);
+        let request_id = o.request_id.clone().unwrap();
+        let outs = outputs_for(&i, o, &topics());
+        let got: Vec<(TopicRole, &str)> = outs.iter().map(|o| (o.role, o.topic.as_str())).collect();
+        assert_eq!(
+            got,
+            [(TopicRole::Final, "final"), (TopicRole::Audit, "audit")]
+        );
+        for out in &outs {
+            assert_eq!(out.key.as_deref(), Some(request_id.as_bytes()));
+            assert!(out.header(H_ERROR_KIND).is_none());
+            assert_eq!(out.headers.len(), 3, "only the input coordinates");
+        }
+    }
+
+    #[test]
+    fn passthrough_copies_key_and_value_to_final_and_audit() {
+        let i = input(b"raw", &[]);
+        let outs = passthrough(&i, &topics());
+        type Row<'a> = (&'a str, Option<&'a [u8]>, Option<&'a [u8]>);
+        let got: Vec<Row<'_>> = outs
+            .iter()
+            .map(|o| (o.topic.as_str(), o.key.as_deref(), o.payload.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("final", Some(&b"k-orig"[..]), Some(&b"raw"[..])),
+                ("audit", Some(&b"k-orig"[..]), Some(&b"raw"[..])),
+            ]
+        );
+    }
+
+    #[test]
+    fn oversize_terminal_becomes_a_bounded_dead_letter_keyed_by_request_id() {
+        let i = input(b"x", &[("trace-id", Some(b"t"))]);
+        let big = Output {
+            role: TopicRole::Final,
+            topic: "final".into(),
+            key: Some(b"req-1".to_vec()),
+            payload: Some(vec![b'a'; 10_000]),
+            headers: [
+                input_headers(&i),
+                vec![("trace-id".into(), Some(b"t".to_vec()))],
+            ]
+            .concat(),
+        };
+        let r = oversize_replacement(&big, &i, Some("req-1"), &CoreSettings::default(), "dlq", 0);
+        assert_eq!(r.role, TopicRole::DeadLetter);
+        assert_eq!(r.topic, "dlq");
+        assert_eq!(r.key.as_deref(), Some(&b"req-1"[..]));
+        assert_eq!(text(r.header(H_ERROR_KIND)), Some("too_large"));
+        assert!(r.header("trace-id").is_none(), "only coordinates are kept");
+        assert_eq!(text(r.header(H_INPUT_OFFSET)), Some("41"));
+        assert!(r.payload.as_ref().is_some_and(|p| p.len() < 10_000));
+        let audit = Output {
+            role: TopicRole::Audit,
+            topic: "audit".into(),
+            ..big
+        };
+        let r = oversize_replacement(
+            &audit,
+            &i,
+            Some("req-1"),
+            &CoreSettings::default(),
+            "dlq",
+            0,
+        );
+        assert_eq!((r.role, r.topic.as_str()), (TopicRole::Audit, "audit"));
+        assert!(r.header(H_ERROR_KIND).is_none());
+    }
+
+    #[test]
+    fn incoming_groundgate_headers_cannot_spoof_ours() {
+        let original: [(&str, Option<&[u8]>); 3] = [
+            ("trace-id", Some(b"t-1")),
+            (H_ERROR_KIND, Some(b"schema")),
+            (H_INPUT_OFFSET, Some(b"999")),
+        ];
+        let input = vec![
+            header(H_INPUT_TOPIC, "answers"),
+            header(H_INPUT_OFFSET, "7"),
+        ];
+        let h = dead_letter_headers(&original, &input, "too_large", "big", Some(5));
+        let mut keys: Vec<&str> = h
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| k.starts_with(OWN_HEADER_PREFIX))
+            .collect();
+        keys.sort_unstable();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "one value per groundgate.* header: {h:?}");
+        let get = |k: &str| {
+            h.iter()
+                .find(|(key, _)| key == k)
+                .and_then(|(_, v)| text(v.as_deref()))
+        };
+        assert_eq!(get(H_ERROR_KIND), Some("too_large"));
+        assert_eq!(get(H_INPUT_OFFSET), Some("7"));
+        assert_eq!(get(H_INPUT_TIMESTAMP), Some("5"));
+        assert_eq!(get("original.groundgate.error.kind"), Some("schema"));
+        assert_eq!(get("original.groundgate.input.offset"), Some("999"));
+        assert_eq!(get("trace-id"), Some("t-1"));
+    }
+}

@@ -1,0 +1,217 @@
+//! The consumer's context: rebalance callbacks, client errors and
+//! statistics, and the [`LoopState`] they share with the consume loop. On
+//! revocation the delivery settles what it can for the revoked partitions
+//! ([`Delivery::on_revoke`]); losing the assignment (not handed over) makes
+//! the worker not ready until partitions come back.
+//!
+//! Must not know the HTTP server: readiness goes out through [`Readiness`],
+//! which the shell implements. Both callbacks and loop run on the consumer
+//! thread; the mutex is never held across `poll`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance};
+use rdkafka::error::KafkaError;
+use rdkafka::statistics::Statistics;
+
+use super::client;
+use super::delivery::Delivery;
+use super::events::{
+    ClientError, InternalEvent, Lifecycle, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
+};
+use super::offsets::TopicPartition;
+use super::worker::{WorkerError, WorkerReport};
+use crate::metrics::Metrics;
+
+/// Minimum spacing of repeated client-error logs.
+const ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Where the worker says whether it is ready (the HTTP shell's `/readyz`
+/// implements it).
+pub trait Readiness: Send + Sync {
+    fn set_ready(&self, ready: bool);
+}
+
+/// State shared by the consume loop and the rebalance callbacks.
+pub struct LoopState {
+    pub delivery: Box<dyn Delivery>,
+    pub fatal: Option<WorkerError>,
+    pub report: WorkerReport,
+}
+
+impl LoopState {
+    /// Keeps the first fatal error: the one that stopped the worker.
+    pub fn fail(&mut self, e: WorkerError) {
+        self.fatal.get_or_insert(e);
+    }
+}
+
+pub struct GateContext {
+    metrics: Arc<Metrics>,
+    readiness: Arc<dyn Readiness>,
+    input_topic: String,
+    lag: bool,
+    /// Bumped on every revocation, so a batch polled across one can drop
+    /// records of partitions it no longer owns.
+    revocations: AtomicU64,
+    state: Mutex<LoopState>,
+    last_error_log: Mutex<Option<Instant>>,
+    /// When the assignment was lost (not handed over in a rebalance); cleared
+    /// by the next assignment. Bounded by `unassigned_timeout`.
+    lost_at: Mutex<Option<Instant>>,
+    unassigned_timeout: Duration,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock would already have stopped the worker.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl GateContext {
+    pub fn new(
+        metrics: Arc<Metrics>,
+        readiness: Arc<dyn Readiness>,
+        input_topic: String,
+        lag: bool,
+        delivery: Box<dyn Delivery>,
+        unassigned_timeout: Duration,
+    ) -> GateContext {
+        GateContext {
+            metrics,
+            readiness,
+            input_topic,
+            lag,
+            revocations: AtomicU64::new(0),
+            state: Mutex::new(LoopState {
+                delivery,
+                fatal: None,
+                report: WorkerReport::default(),
+            }),
+            last_error_log: Mutex::new(None),
+            lost_at: Mutex::new(None),
+            unassigned_timeout,
+        }
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, LoopState> {
+        lock(&self.state)
+    }
+
+    pub fn revocations(&self) -> u64 {
+        self.revocations.load(Ordering::Acquire)
+    }
+
+    /// Err once the partitions were lost and none came back in time.
+    pub fn check_assigned(&self) -> Result<(), WorkerError> {
+        let lost_for = lock(&self.lost_at).map(|t| t.elapsed());
+        if lost_for.is_some_and(|d| d >= self.unassigned_timeout) {
+            Lifecycle::Unassigned {
+                after: self.unassigned_timeout,
+            }
+            .emit(&self.metrics);
+            return Err(WorkerError::Unassigned(self.unassigned_timeout));
+        }
+        Ok(())
+    }
+}
+
+impl ClientContext for GateContext {
+    fn stats(&self, stats: Statistics) {
+        if !self.lag {
+            return;
+        }
+        let lags: Vec<(String, i32, i64)> = stats
+            .topics
+            .get(&self.input_topic)
+            .map(|t| {
+                t.partitions
+                    .values()
+                    .filter(|p| p.partition >= 0 && p.consumer_lag >= 0)
+                    .map(|p| (self.input_topic.clone(), p.partition, p.consumer_lag))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.metrics.set_consumer_lag(&lags);
+    }
+
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, log_message: &str) {
+        client::log(level, fac, log_message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        // Brokers being away is retried by librdkafka forever; say so, but not
+        // thousands of times a minute.
+        let mut last = lock(&self.last_error_log);
+        let log = last.is_none_or(|t| t.elapsed() >= ERROR_LOG_EVERY);
+        if log {
+            *last = Some(Instant::now());
+        }
+        ClientError {
+            error: &error,
+            reason,
+            log,
+        }
+        .emit(&self.metrics);
+    }
+}
+
+impl ConsumerContext for GateContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(tpl) = rebalance else {
+            return;
+        };
+        self.revocations.fetch_add(1, Ordering::AcqRel);
+        let revoked: Vec<TopicPartition> = tpl
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect();
+        let lost = consumer.assignment_lost();
+        PartitionsRevoked {
+            partitions: revoked.len(),
+            lost,
+        }
+        .emit(&self.metrics);
+        if lost {
+            // Not handed over: the group moved on without this member. Not
+            // ready until partitions come back (see `unassigned_timeout`).
+            self.readiness.set_ready(false);
+            *lock(&self.lost_at) = Some(Instant::now());
+        }
+        let mut st = self.state();
+        if let Err(e) = st.delivery.on_revoke(consumer, &revoked, lost) {
+            st.fail(e);
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(tpl) => {
+                PartitionsAssigned {
+                    partitions: tpl.count(),
+                }
+                .emit(&self.metrics);
+                *lock(&self.lost_at) = None;
+            }
+            Rebalance::Revoke(_) => {}
+            Rebalance::Error(e) => ClientError {
+                error: e,
+                reason: "rebalance",
+                log: true,
+            }
+            .emit(&self.metrics),
+        }
+        RebalanceSettled {
+            assigned: consumer.assignment().map(|a| a.count()).unwrap_or(0),
+        }
+        .emit(&self.metrics);
+        // The group has settled: with or without partitions, this worker is
+        // doing what the group asked of it; unless it lost its partitions
+        // and has not been given any back yet.
+        let lost = lock(&self.lost_at).is_some();
+        self.readiness.set_ready(!lost);
+    }
+}
