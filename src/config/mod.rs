@@ -1,0 +1,563 @@
+//! Two-phase configuration: raw layers (TOML file, `GROUNDGATE_*` environment,
+//! command-line flags; later layers win) are merged into a [`RawConfig`] whose
+//! every key is optional, then [`RawConfig::validate`] turns it into a
+//! [`Config`] or fails with *every* problem listed at once.
+//!
+//! Laid out like ripgrep's `flags/`:
+//! - [`raw`]: the schema of the layers (every key optional, unknown keys
+//!   rejected), with nothing filled in;
+//! - `load`: merging the file, the `GROUNDGATE_*` environment and the flags,
+//!   collecting every unknown key and type error (the only code here that
+//!   reads files or the process environment, in `load_from_process`);
+//! - `validate`: checking every value and filling defaults into the
+//!   validated types below; the environment it needs (the host name for the
+//!   default transactional id) is passed in.
+//!
+//! The pure core never reads configuration; it gets [`crate::core::CoreSettings`].
+//! Nothing here opens network connections: brokers are only checked for shape.
+
+mod load;
+pub mod raw;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::CoreSettings;
+
+pub use raw::*;
+pub use validate::Host;
+
+// What the test modules below use besides this module's own items.
+#[cfg(test)]
+use {crate::core::Action, std::path::Path, validate::MESSAGE_HEADROOM_BYTES};
+
+/// Delivery guarantee of the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guarantee {
+    #[default]
+    AtLeastOnce,
+    ExactlyOnce,
+}
+
+impl Guarantee {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Guarantee::AtLeastOnce => "at-least-once",
+            Guarantee::ExactlyOnce => "exactly-once",
+        }
+    }
+}
+
+impl fmt::Display for Guarantee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+// ---------------------------------------------------------------------------
+// Validated layer.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topics {
+    pub input: String,
+    pub final_: String,
+    pub retry: String,
+    pub audit: String,
+    pub dead_letter: String,
+}
+
+impl Default for Topics {
+    fn default() -> Self {
+        Topics {
+            input: "answers".into(),
+            final_: "answers.final".into(),
+            retry: "answers.retry".into(),
+            audit: "answers.audit".into(),
+            dead_letter: "answers.dlq".into(),
+        }
+    }
+}
+
+impl Topics {
+    /// All four output topics plus the input, for creating them up front.
+    pub fn all(&self) -> [&str; 5] {
+        [
+            &self.input,
+            &self.final_,
+            &self.retry,
+            &self.audit,
+            &self.dead_letter,
+        ]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KafkaConfig {
+    /// `None` → start the embedded in-memory broker.
+    pub brokers: Option<String>,
+    pub group_id: String,
+    pub client_id: String,
+    pub guarantee: Guarantee,
+    pub transactional_id: String,
+    pub max_in_flight: usize,
+    pub commit_interval: Duration,
+    pub commit_max_records: usize,
+    pub drain_deadline: Duration,
+    pub max_message_bytes: usize,
+    /// librdkafka `session.timeout.ms`: how long the group waits for a
+    /// member that vanished without leaving (SIGKILL, crash, partition).
+    pub session_timeout: Duration,
+    pub group_instance_id: Option<String>,
+    /// After its partitions were lost, a worker given none back within this
+    /// is not ready, and stops with an error so it is restarted.
+    pub unassigned_timeout: Duration,
+    pub topics: Topics,
+    pub properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsConfig {
+    pub addr: SocketAddr,
+    pub providers: Vec<String>,
+    pub models: Vec<String>,
+    pub consumer_lag: bool,
+    pub statistics_interval: Duration,
+}
+
+/// The validated `[audit]` section. The key file is only named here; the
+/// shells load it at start (a missing or unreadable key stops them there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditConfig {
+    pub seal_every: usize,
+    pub seal_interval: Duration,
+    pub signing_key_file: Option<PathBuf>,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            seal_every: 1000,
+            seal_interval: Duration::from_secs(5),
+            signing_key_file: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+/// The validated configuration every subcommand runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub core: CoreSettings,
+    pub kafka: KafkaConfig,
+    pub metrics: MetricsConfig,
+    pub log: LogConfig,
+    pub audit: AuditConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        // The empty raw layer always validates; a failure here is a bug in the defaults.
+        match RawConfig::default().validate() {
+            Ok(c) => c,
+            Err(e) => panic!("built-in defaults are invalid: {e}"),
+        }
+    }
+}
+
+/// Every problem found in a configuration, reported together.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration: {0}")]
+    Load(String),
+    #[error("invalid configuration:\n{}", .0.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<String>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn write(toml: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), toml).unwrap();
+        f
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let c = Config::default();
+        assert_eq!(c.core.policy.min_confidence, 0.5);
+        assert_eq!(c.core.policy.max_answer_bytes, 10_000);
+        assert!(c.core.policy.require_provenance);
+        assert!(!c.core.include_answer);
+        assert_eq!(c.core.max_record_bytes, 1 << 20);
+        assert_eq!(c.kafka.topics, Topics::default());
+        assert_eq!(c.kafka.brokers, None);
+        assert_eq!(c.kafka.guarantee, Guarantee::AtLeastOnce);
+        assert_eq!(c.metrics.addr.to_string(), "0.0.0.0:9464");
+    }
+
+    #[test]
+    fn layers_apply_in_order_file_env_flags() {
+        let f = write(
+            "policy_version = \"file\"\n[kafka]\nbrokers = \"file:9092\"\ngroup_id = \"g-file\"\n[policy]\nforbidden_terms = [\"Secret\"]\n[policy.actions]\nlow_confidence = \"reject\"\n",
+        );
+        let e = env(&[
+            ("GROUNDGATE_BROKERS", "env:9092"),
+            ("GROUNDGATE_KAFKA__TOPICS__INPUT", "in-env"),
+        ]);
+        let flags = RawConfig {
+            kafka: RawKafka {
+                group_id: Some("g-flag".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let c = RawConfig::load(Some(f.path()), &e, flags)
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(c.core.policy_version, "file");
+        assert_eq!(c.kafka.brokers.as_deref(), Some("env:9092"));
+        assert_eq!(c.kafka.group_id, "g-flag");
+        assert_eq!(c.kafka.topics.input, "in-env");
+        assert_eq!(c.core.policy.forbidden_terms, vec!["Secret".to_string()]);
+        assert_eq!(c.core.policy.low_confidence, Action::Reject);
+    }
+
+    #[test]
+    fn unknown_file_key_is_named() {
+        let f = write("[policy]\nmin_confidance = 0.3\n");
+        let err = RawConfig::load(Some(f.path()), &[], RawConfig::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("min_confidance"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_env_var_is_named() {
+        let err = RawConfig::load(
+            None,
+            &env(&[("GROUNDGATE_BROKRES", "x:1")]),
+            RawConfig::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("GROUNDGATE_BROKRES"), "{err}");
+    }
+
+    #[test]
+    fn every_problem_is_listed_at_once() {
+        let f = write(
+            "max_record_bytes = 10\n[policy]\nmin_confidence = 2.0\n[kafka]\nbrokers = \"nohost\"\nmax_in_flight = 0\n[kafka.topics]\nretry = \"answers.final\"\n[kafka.properties]\n\"group.id\" = \"x\"\n[metrics]\naddr = \"not-an-addr\"\n",
+        );
+        let err = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        let ConfigError::Invalid(problems) = &err else {
+            panic!("expected Invalid, got {err}");
+        };
+        let all = problems.join("\n");
+        for needle in [
+            "max_record_bytes",
+            "policy.min_confidence",
+            "kafka.brokers",
+            "kafka.max_in_flight",
+            "kafka.topics.final and kafka.topics.retry",
+            "group.id",
+            "metrics.addr",
+        ] {
+            assert!(all.contains(needle), "missing {needle} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn output_limits_must_agree_with_the_producer_limit() {
+        let c = Config::default();
+        assert_eq!(c.core.max_output_bytes, 1 << 20);
+        assert!(c.kafka.max_message_bytes >= c.core.max_output_bytes + MESSAGE_HEADROOM_BYTES);
+        let problems = |toml: &str| -> String {
+            match RawConfig::from_toml_str(toml).unwrap().validate() {
+                Ok(_) => String::new(),
+                Err(ConfigError::Invalid(p)) => p.join("\n"),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let p = problems("max_output_bytes = 1048576\n[kafka]\nmax_message_bytes = 1000000\n");
+        assert!(
+            p.contains("raise kafka.max_message_bytes to at least 1114112"),
+            "{p}"
+        );
+        let p = problems("max_record_bytes = 2097152\nmax_output_bytes = 1048576\n");
+        assert!(
+            p.contains("raise max_output_bytes to at least 2097152"),
+            "{p}"
+        );
+        let p = problems("max_output_bytes = 100\n");
+        assert!(p.contains("max_output_bytes = 100: must be between"), "{p}");
+        // A larger output limit moves the default message limit along.
+        let c = RawConfig::from_toml_str("max_output_bytes = 4194304\n")
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(
+            c.kafka.max_message_bytes,
+            (4 << 20) + MESSAGE_HEADROOM_BYTES
+        );
+        assert!(
+            problems(&format!("policy_version = \"{}\"\n", "v".repeat(300)))
+                .contains("at most 256")
+        );
+    }
+
+    #[test]
+    fn missing_file_is_a_clear_error() {
+        let err = RawConfig::load(
+            Some(Path::new("/nonexistent/groundgate.toml")),
+            &[],
+            RawConfig::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/groundgate.toml"));
+    }
+
+    #[test]
+    fn passthrough_properties_are_kept() {
+        let f = write(
+            "[kafka.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"PLAIN\"\n",
+        );
+        let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(
+            c.kafka
+                .properties
+                .get("security.protocol")
+                .map(String::as_str),
+            Some("SASL_SSL")
+        );
+        assert_eq!(c.kafka.properties.len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod reference_file {
+    use super::*;
+
+    /// The shipped reference file documents every key with its default, so
+    /// loading it must give exactly the built-in defaults.
+    #[test]
+    fn shipped_reference_config_is_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/groundgate.toml");
+        let c = RawConfig::load(Some(&path), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(c, Config::default());
+    }
+}
+
+#[cfg(test)]
+mod managed_and_every_problem {
+    use super::*;
+
+    fn write(toml: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), toml).unwrap();
+        f
+    }
+
+    fn problems(file: &str, flags: RawConfig) -> String {
+        let f = write(file);
+        let err = RawConfig::load(Some(f.path()), &[], flags)
+            .and_then(RawConfig::validate)
+            .unwrap_err();
+        let ConfigError::Invalid(p) = &err else {
+            panic!("expected a list of problems, got {err}");
+        };
+        p.join("\n")
+    }
+
+    /// `-X acks=1` and friends would silently weaken the guarantee: each is
+    /// refused by name, all of them at once.
+    #[test]
+    fn managed_librdkafka_keys_are_refused_by_name() {
+        let mut flags = RawConfig::default();
+        for (k, v) in [
+            ("acks", "1"),
+            ("enable.idempotence", "false"),
+            ("transactional.id", "x"),
+            ("isolation.level", "read_uncommitted"),
+            ("enable.auto.offset.store", "true"),
+            ("request.required.acks", "0"),
+            ("security.protocol", "SSL"),
+        ] {
+            flags.kafka.properties.insert(k.into(), v.into());
+        }
+        let all = problems("", flags);
+        for key in [
+            "\"acks\"",
+            "\"enable.idempotence\"",
+            "\"transactional.id\"",
+            "\"isolation.level\"",
+            "\"enable.auto.offset.store\"",
+            "\"request.required.acks\"",
+        ] {
+            assert!(all.contains(key), "{key} not refused:\n{all}");
+        }
+        assert!(!all.contains("security.protocol"), "{all}");
+        assert!(
+            all.contains("kafka.transactional_id"),
+            "points at the setting: {all}"
+        );
+    }
+
+    /// serde stops at the first unknown key or type error; the loader must
+    /// still list every one, plus the invalid values of the keys that parsed.
+    #[test]
+    fn every_unknown_key_and_type_error_is_listed() {
+        let all = problems(
+            "max_record_bytes = 10\n[policy]\nmin_confidance = 0.3\nmax_answer_bytes = \"big\"\n[kafka]\nbrokres = \"x:1\"\nmax_in_flight = 0\n[kafka.properties]\nacks = \"1\"\n[metrics]\nconsumer_lag = \"yes\"\n[logg]\nlevel = \"info\"\n",
+            RawConfig::default(),
+        );
+        for needle in [
+            "policy.min_confidance: unknown key",
+            "policy.max_answer_bytes",
+            "kafka.brokres: unknown key",
+            "metrics.consumer_lag",
+            "logg",
+            "max_record_bytes = 10",
+            "kafka.max_in_flight = 0",
+            "\"acks\"",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+        assert!(!all.contains("``"), "doubled backticks:\n{all}");
+        assert!(all.contains("min_confidence"), "known keys listed:\n{all}");
+    }
+
+    #[test]
+    fn environment_and_file_problems_are_listed_together() {
+        let f = write("[policy]\nmin_confidance = 0.3\n");
+        let env: Vec<(String, String)> = [
+            ("GROUNDGATE_BROKRES", "x:1"),
+            ("GROUNDGATE_KAFKA__BROKRES", "x:1"),
+            ("GROUNDGATE_POLICY__MIN_CONFIDENCE", "abc"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let err = RawConfig::load(Some(f.path()), &env, RawConfig::default()).unwrap_err();
+        let ConfigError::Invalid(p) = &err else {
+            panic!("expected a list of problems, got {err}");
+        };
+        let all = p.join("\n");
+        for needle in [
+            "GROUNDGATE_BROKRES",
+            "GROUNDGATE_KAFKA__BROKRES",
+            "GROUNDGATE_POLICY__MIN_CONFIDENCE",
+            "min_confidance",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+        assert!(!all.contains("``"), "doubled backticks:\n{all}");
+        assert!(
+            !all.contains("src/config.rs"),
+            "code locations are noise:\n{all}"
+        );
+    }
+
+    #[test]
+    fn consumer_lag_is_exported_by_default() {
+        let c = Config::default();
+        assert!(c.metrics.consumer_lag);
+        assert!(c.metrics.statistics_interval <= Duration::from_secs(10));
+        let consumer = crate::kafka::client::consumer(&c.kafka, "b:9092", Some(5000));
+        assert_eq!(consumer.get("statistics.interval.ms"), Some("5000"));
+    }
+
+    #[test]
+    fn session_timeout_and_static_membership_are_settings() {
+        let f = write("[kafka]\nsession_timeout_ms = 6000\ngroup_instance_id = \"pod-0\"\n");
+        let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        let consumer = crate::kafka::client::consumer(&c.kafka, "b:9092", None);
+        assert_eq!(consumer.get("session.timeout.ms"), Some("6000"));
+        assert_eq!(consumer.get("group.instance.id"), Some("pod-0"));
+        let d = Config::default();
+        let consumer = crate::kafka::client::consumer(&d.kafka, "b:9092", None);
+        assert_eq!(consumer.get("group.instance.id"), None);
+    }
+}
+
+#[cfg(test)]
+mod grounding_section {
+    use super::*;
+
+    #[test]
+    fn grounding_keys_parse_and_every_problem_is_listed() {
+        let raw = RawConfig::from_toml_str(
+            "[grounding]\nenabled = false\nmin_support = 0.4\nunsupported_claim = \"retry\"\nuncited_claim = \"warn\"\n",
+        )
+        .unwrap();
+        let g = raw.validate().unwrap().core.grounding;
+        assert!(!g.enabled);
+        assert_eq!(g.min_support, 0.4);
+        assert_eq!(g.unsupported_claim, Action::Retry);
+        assert_eq!(g.uncited_claim, Some(Action::Warn));
+        let off = RawConfig::from_toml_str("[grounding]\nuncited_claim = \"off\"\n").unwrap();
+        assert_eq!(off.validate().unwrap().core.grounding.uncited_claim, None);
+
+        let bad = RawConfig::from_toml_str(
+            "[grounding]\nmin_support = 1.5\npair_weight = -1\nmissing_penalty = 1000\n",
+        )
+        .unwrap();
+        let Err(ConfigError::Invalid(problems)) = bad.validate() else {
+            panic!("invalid grounding values must fail")
+        };
+        for key in ["min_support", "pair_weight", "missing_penalty"] {
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with(&format!("grounding.{key} ="))),
+                "{key} not listed in {problems:?}"
+            );
+        }
+        let unknown = RawConfig::from_toml_str("[grounding]\nmin_suport = 0.5\n");
+        assert!(
+            unknown.is_err_and(|e| e.to_string().contains("min_suport")),
+            "unknown keys are errors naming the key"
+        );
+    }
+}

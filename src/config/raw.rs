@@ -1,0 +1,269 @@
+//! The raw configuration layers: the schema of the TOML file, the
+//! environment and the flags, every key optional and unknown keys rejected.
+//! Nothing is defaulted or checked here (that is `validate`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Guarantee, LogFormat};
+use crate::core::Action;
+
+// ---------------------------------------------------------------------------
+// Raw layer: every key optional, unknown keys rejected by name.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include_answer: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_record_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub non_citing_providers: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "RawPolicy::is_empty")]
+    pub policy: RawPolicy,
+    #[serde(default, skip_serializing_if = "RawGrounding::is_empty")]
+    pub grounding: RawGrounding,
+    #[serde(default, skip_serializing_if = "RawKafka::is_empty")]
+    pub kafka: RawKafka,
+    #[serde(default, skip_serializing_if = "RawMetrics::is_empty")]
+    pub metrics: RawMetrics,
+    #[serde(default, skip_serializing_if = "RawLog::is_empty")]
+    pub log: RawLog,
+    #[serde(default, skip_serializing_if = "RawAudit::is_empty")]
+    pub audit: RawAudit,
+}
+
+/// `[audit]`: the sealed audit trail.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    /// Emit a seal after this many audit rows of one input partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seal_every: Option<u64>,
+    /// The worker also seals a partition's pending rows this often (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seal_interval_ms: Option<u64>,
+    /// Ed25519 private key (PKCS#8 PEM, from `groundgate audit keygen`) to sign seals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_key_file: Option<PathBuf>,
+}
+
+impl RawAudit {
+    fn is_empty(&self) -> bool {
+        *self == RawAudit::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_confidence: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_answer_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_provenance: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forbidden_terms: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "RawActions::is_empty")]
+    pub actions: RawActions,
+}
+
+impl RawPolicy {
+    fn is_empty(&self) -> bool {
+        *self == RawPolicy::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawActions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low_confidence: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_long: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub empty_answer: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_provenance: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forbidden_term: Option<Action>,
+}
+
+impl RawActions {
+    fn is_empty(&self) -> bool {
+        *self == RawActions::default()
+    }
+}
+
+/// `[grounding]` (issue 8): the support check of cited claims.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGrounding {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_support: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsupported_claim: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncited_claim: Option<OptionalAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strict_numbers: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_entity_cap: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_word_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair_weight: Option<f64>,
+}
+
+impl RawGrounding {
+    fn is_empty(&self) -> bool {
+        *self == RawGrounding::default()
+    }
+}
+
+/// An action that can also be switched off (`"off"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptionalAction {
+    Off,
+    Reject,
+    Retry,
+    Warn,
+}
+
+impl OptionalAction {
+    pub(crate) fn action(self) -> Option<Action> {
+        match self {
+            OptionalAction::Off => None,
+            OptionalAction::Reject => Some(Action::Reject),
+            OptionalAction::Retry => Some(Action::Retry),
+            OptionalAction::Warn => Some(Action::Warn),
+        }
+    }
+}
+
+/// Checks `[grounding]`, listing every problem.
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKafka {
+    /// Comma-separated `host:port` list. Absent → embedded in-memory broker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub brokers: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guarantee: Option<Guarantee>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactional_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_interval_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_max_records: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_deadline_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_timeout_ms: Option<u64>,
+    /// Static group membership (`group.instance.id`), e.g. the pod name of a StatefulSet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_instance_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unassigned_timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "RawTopics::is_empty")]
+    pub topics: RawTopics,
+    /// librdkafka passthrough (`security.protocol`, `sasl.*`, `ssl.*`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub properties: BTreeMap<String, String>,
+}
+
+impl RawKafka {
+    fn is_empty(&self) -> bool {
+        *self == RawKafka::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopics {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    #[serde(rename = "final", skip_serializing_if = "Option::is_none")]
+    pub final_: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<String>,
+}
+
+impl RawTopics {
+    fn is_empty(&self) -> bool {
+        *self == RawTopics::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+    /// Providers allowed as a metric label value; others are reported as `other`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub providers: Option<Vec<String>>,
+    /// Models allowed as a metric label value; others are reported as `other`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<String>>,
+    /// Export per-partition consumer lag from librdkafka statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer_lag: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statistics_interval_ms: Option<u64>,
+}
+
+impl RawMetrics {
+    fn is_empty(&self) -> bool {
+        *self == RawMetrics::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLog {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<LogFormat>,
+    /// A `tracing` filter directive, e.g. `info` or `groundgate=debug`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+}
+
+impl RawLog {
+    fn is_empty(&self) -> bool {
+        *self == RawLog::default()
+    }
+}

@@ -1,0 +1,394 @@
+//! From [`RawConfig`] to [`Config`]: every value checked, defaults filled
+//! in, every problem listed. Reads nothing: what it needs from the
+//! environment arrives as a [`Host`].
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::*;
+use crate::core::process::MIN_OUTPUT_BYTES;
+use crate::core::{CoreSettings, GroundingSettings, PolicySettings};
+
+/// What validation needs to know about the machine it runs on, read by the
+/// shell (`RawConfig::load_from_process`) and passed in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Host {
+    /// The host (pod) name: the default transactional id is `<group>-<host>`,
+    /// stable across restarts of one pod so a restart fences its zombie.
+    pub name: Option<String>,
+}
+
+impl RawConfig {
+    /// Checks every value and fills defaults; lists every problem found.
+    /// Runs as on an anonymous host (transactional id `<group>-local`).
+    pub fn validate(self) -> Result<Config, ConfigError> {
+        self.validate_on(&Host::default())
+    }
+
+    /// [`RawConfig::validate`] with what the shell knows about this host.
+    pub fn validate_on(self, host: &Host) -> Result<Config, ConfigError> {
+        let mut problems = Vec::new();
+        let d = PolicySettings::default();
+        let p = &self.policy;
+        let min_confidence = p.min_confidence.unwrap_or(d.min_confidence);
+        if !(0.0..=1.0).contains(&min_confidence) {
+            problems.push(format!(
+                "policy.min_confidence = {min_confidence}: must be between 0 and 1"
+            ));
+        }
+        let max_answer_bytes = p.max_answer_bytes.unwrap_or(d.max_answer_bytes as u64);
+        if max_answer_bytes == 0 {
+            problems.push("policy.max_answer_bytes = 0: must be at least 1".to_string());
+        }
+        let forbidden_terms = p.forbidden_terms.clone().unwrap_or_default();
+        for (i, t) in forbidden_terms.iter().enumerate() {
+            if t.trim().is_empty() {
+                problems.push(format!(
+                    "policy.forbidden_terms[{i}] is blank: every term must contain a non-space character"
+                ));
+            }
+        }
+        let a = &p.actions;
+        let policy = PolicySettings {
+            min_confidence,
+            low_confidence: a.low_confidence.unwrap_or(d.low_confidence),
+            max_answer_bytes: max_answer_bytes as usize,
+            too_long: a.too_long.unwrap_or(d.too_long),
+            empty_answer: a.empty_answer.unwrap_or(d.empty_answer),
+            require_provenance: p.require_provenance.unwrap_or(d.require_provenance),
+            missing_provenance: a.missing_provenance.unwrap_or(d.missing_provenance),
+            forbidden_terms,
+            forbidden_term: a.forbidden_term.unwrap_or(d.forbidden_term),
+        };
+
+        let dc = CoreSettings::default();
+        let max_record_bytes = self.max_record_bytes.unwrap_or(dc.max_record_bytes as u64);
+        if !(1024..=(64 << 20)).contains(&max_record_bytes) {
+            problems.push(format!(
+                "max_record_bytes = {max_record_bytes}: must be between 1024 and 67108864 (64 MiB)"
+            ));
+        }
+        let max_output_bytes = self.max_output_bytes.unwrap_or(dc.max_output_bytes as u64);
+        if !(MIN_OUTPUT_BYTES as u64..=(64 << 20)).contains(&max_output_bytes) {
+            problems.push(format!(
+                "max_output_bytes = {max_output_bytes}: must be between {MIN_OUTPUT_BYTES} and 67108864 (64 MiB)"
+            ));
+        } else if max_record_bytes > max_output_bytes {
+            problems.push(format!(
+                "max_record_bytes = {max_record_bytes} is larger than max_output_bytes = {max_output_bytes}: a dead letter forwards the original record, so raise max_output_bytes to at least {max_record_bytes} or lower max_record_bytes"
+            ));
+        }
+        let policy_version = self.policy_version.unwrap_or(dc.policy_version);
+        if policy_version.trim().is_empty() {
+            problems
+                .push("policy_version is blank: give the rules a name, e.g. \"2026-11-01\"".into());
+        }
+        if policy_version.len() > 256 {
+            problems.push(format!(
+                "policy_version is {} bytes: at most 256 (it is stamped on every audit row)",
+                policy_version.len()
+            ));
+        }
+        let core = CoreSettings {
+            policy,
+            non_citing_providers: self.non_citing_providers.unwrap_or_default(),
+            include_answer: self.include_answer.unwrap_or(false),
+            policy_version,
+            max_record_bytes: max_record_bytes as usize,
+            max_output_bytes: max_output_bytes as usize,
+            grounding: validate_grounding(&self.grounding, &mut problems),
+        };
+
+        let kafka = validate_kafka(self.kafka, max_output_bytes as usize, host, &mut problems);
+        let metrics = validate_metrics(self.metrics, &mut problems);
+        let log = LogConfig {
+            format: self.log.format.unwrap_or_default(),
+            level: self.log.level.unwrap_or_else(|| "info".to_string()),
+        };
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log.level) {
+            problems.push(format!("log.level = {:?}: {e}", log.level));
+        }
+
+        let audit = validate_audit(self.audit, &mut problems);
+
+        if problems.is_empty() {
+            Ok(Config {
+                core,
+                kafka,
+                metrics,
+                log,
+                audit,
+            })
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+}
+fn validate_audit(raw: RawAudit, problems: &mut Vec<String>) -> AuditConfig {
+    let d = AuditConfig::default();
+    let max = crate::audit::seal::MAX_SEAL_EVERY as u64;
+    let seal_every = raw.seal_every.unwrap_or(d.seal_every as u64);
+    if !(1..=max).contains(&seal_every) {
+        problems.push(format!(
+            "audit.seal_every = {seal_every}: must be between 1 and {max} (a seal lists every row it covers)"
+        ));
+    }
+    let interval_ms = raw
+        .seal_interval_ms
+        .unwrap_or(d.seal_interval.as_millis() as u64);
+    if !(100..=3_600_000).contains(&interval_ms) {
+        problems.push(format!(
+            "audit.seal_interval_ms = {interval_ms}: must be between 100 and 3600000"
+        ));
+    }
+    AuditConfig {
+        seal_every: seal_every.clamp(1, max) as usize,
+        seal_interval: Duration::from_millis(interval_ms),
+        signing_key_file: raw.signing_key_file,
+    }
+}
+
+fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> GroundingSettings {
+    let d = GroundingSettings::default();
+    let mut range = |name: &str, v: Option<f64>, default: f64, max: f64| {
+        let v = v.unwrap_or(default);
+        if !(v.is_finite() && (0.0..=max).contains(&v)) {
+            problems.push(format!(
+                "grounding.{name} = {v}: must be between 0 and {max}"
+            ));
+        }
+        v
+    };
+    let min_support = range("min_support", raw.min_support, d.min_support, 1.0);
+    let missing_entity_cap = range(
+        "missing_entity_cap",
+        raw.missing_entity_cap,
+        d.missing_entity_cap,
+        1.0,
+    );
+    let pair_weight = range("pair_weight", raw.pair_weight, d.pair_weight, 1.0);
+    let entity_weight = range("entity_weight", raw.entity_weight, d.entity_weight, 100.0);
+    let number_weight = range("number_weight", raw.number_weight, d.number_weight, 100.0);
+    let missing_penalty = range(
+        "missing_penalty",
+        raw.missing_penalty,
+        d.missing_penalty,
+        100.0,
+    );
+    let function_word_weight = range(
+        "function_word_weight",
+        raw.function_word_weight,
+        d.function_word_weight,
+        100.0,
+    );
+    let prior_weight = range("prior_weight", raw.prior_weight, d.prior_weight, 100.0);
+    GroundingSettings {
+        enabled: raw.enabled.unwrap_or(d.enabled),
+        min_support,
+        unsupported_claim: raw.unsupported_claim.unwrap_or(d.unsupported_claim),
+        uncited_claim: raw
+            .uncited_claim
+            .map_or(d.uncited_claim, OptionalAction::action),
+        entity_weight,
+        number_weight,
+        strict_numbers: raw.strict_numbers.unwrap_or(d.strict_numbers),
+        missing_entity_cap,
+        missing_penalty,
+        function_word_weight,
+        prior_weight,
+        pair_weight,
+    }
+}
+/// Room left in a Kafka message beside an output of `max_output_bytes` for
+/// its key (a request id, or a dead letter's original key) and headers.
+pub const MESSAGE_HEADROOM_BYTES: usize = 64 << 10;
+
+fn validate_kafka(
+    raw: RawKafka,
+    max_output_bytes: usize,
+    host: &Host,
+    problems: &mut Vec<String>,
+) -> KafkaConfig {
+    let brokers = raw.brokers.filter(|b| !b.trim().is_empty());
+    if let Some(b) = &brokers {
+        for part in b.split(',') {
+            let part = part.trim();
+            let ok = part
+                .rsplit_once(':')
+                .map(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+                .unwrap_or(false);
+            if !ok {
+                problems.push(format!(
+                    "kafka.brokers: {part:?} is not host:port (example: kafka-1:9092,kafka-2:9092)"
+                ));
+            }
+        }
+    }
+    let group_id = raw.group_id.unwrap_or_else(|| "groundgate".into());
+    if group_id.trim().is_empty() {
+        problems.push("kafka.group_id is blank".into());
+    }
+    let client_id = raw.client_id.unwrap_or_else(|| "groundgate".into());
+    if client_id.trim().is_empty() {
+        problems.push("kafka.client_id is blank".into());
+    }
+    let transactional_id = raw.transactional_id.unwrap_or_else(|| {
+        // Stable across restarts of the same pod/host so a restarted worker
+        // fences its zombie predecessor.
+        let host = host.name.as_deref().unwrap_or("local");
+        format!("{group_id}-{host}")
+    });
+    let max_in_flight = raw.max_in_flight.unwrap_or(1000);
+    if !(1..=100_000).contains(&max_in_flight) {
+        problems.push(format!(
+            "kafka.max_in_flight = {max_in_flight}: must be between 1 and 100000"
+        ));
+    }
+    let commit_interval_ms = raw.commit_interval_ms.unwrap_or(1000);
+    if !(10..=600_000).contains(&commit_interval_ms) {
+        problems.push(format!(
+            "kafka.commit_interval_ms = {commit_interval_ms}: must be between 10 and 600000"
+        ));
+    }
+    let commit_max_records = raw.commit_max_records.unwrap_or(5000);
+    if !(1..=1_000_000).contains(&commit_max_records) {
+        problems.push(format!(
+            "kafka.commit_max_records = {commit_max_records}: must be between 1 and 1000000"
+        ));
+    }
+    let drain_deadline_ms = raw.drain_deadline_ms.unwrap_or(10_000);
+    if !(100..=600_000).contains(&drain_deadline_ms) {
+        problems.push(format!(
+            "kafka.drain_deadline_ms = {drain_deadline_ms}: must be between 100 and 600000"
+        ));
+    }
+    // The core bounds every output value by max_output_bytes; the producer's
+    // message.max.bytes must hold that plus the key and headers.
+    let needed = (max_output_bytes + MESSAGE_HEADROOM_BYTES) as u64;
+    let max_message_bytes = raw.max_message_bytes.unwrap_or(needed.max(2 << 20));
+    if max_message_bytes < needed {
+        problems.push(format!(
+            "kafka.max_message_bytes = {max_message_bytes} is smaller than max_output_bytes = {max_output_bytes} plus {MESSAGE_HEADROOM_BYTES} bytes for key and headers: raise kafka.max_message_bytes to at least {needed} (and the output topics' max.message.bytes on the brokers), or lower max_output_bytes"
+        ));
+    }
+    let d = Topics::default();
+    let t = raw.topics;
+    let topics = Topics {
+        input: t.input.unwrap_or(d.input),
+        final_: t.final_.unwrap_or(d.final_),
+        retry: t.retry.unwrap_or(d.retry),
+        audit: t.audit.unwrap_or(d.audit),
+        dead_letter: t.dead_letter.unwrap_or(d.dead_letter),
+    };
+    let names = [
+        ("input", &topics.input),
+        ("final", &topics.final_),
+        ("retry", &topics.retry),
+        ("audit", &topics.audit),
+        ("dead_letter", &topics.dead_letter),
+    ];
+    for (role, name) in names {
+        if name.is_empty()
+            || name.len() > 249
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
+            problems.push(format!(
+                "kafka.topics.{role} = {name:?}: a topic name is 1-249 characters of [a-zA-Z0-9._-]"
+            ));
+        }
+    }
+    for (i, (ra, a)) in names.iter().enumerate() {
+        for (rb, b) in &names[i + 1..] {
+            if a == b {
+                problems.push(format!(
+                    "kafka.topics.{ra} and kafka.topics.{rb} are both {a:?}: every role needs its own topic"
+                ));
+            }
+        }
+    }
+    for key in raw.properties.keys() {
+        if let Some(m) = crate::kafka::client::managed(key) {
+            let instead = match m.instead {
+                Some(s) => format!("; use {s} instead"),
+                None => "; remove it".to_string(),
+            };
+            problems.push(format!(
+                "kafka.properties {key:?} (-X {key}=...) is managed by groundgate: {} ({}){instead}",
+                m.key, m.why
+            ));
+        }
+    }
+    let session_timeout_ms = raw.session_timeout_ms.unwrap_or(10_000);
+    if !(1_000..=3_600_000).contains(&session_timeout_ms) {
+        problems.push(format!(
+            "kafka.session_timeout_ms = {session_timeout_ms}: must be between 1000 and 3600000 (brokers allow 6000..=1800000 by default)"
+        ));
+    }
+    let group_instance_id = raw.group_instance_id.filter(|s| !s.trim().is_empty());
+    let unassigned_timeout_ms = raw.unassigned_timeout_ms.unwrap_or(60_000);
+    if !(1_000..=3_600_000).contains(&unassigned_timeout_ms) {
+        problems.push(format!(
+            "kafka.unassigned_timeout_ms = {unassigned_timeout_ms}: must be between 1000 and 3600000"
+        ));
+    }
+    KafkaConfig {
+        brokers,
+        group_id,
+        client_id,
+        guarantee: raw.guarantee.unwrap_or_default(),
+        transactional_id,
+        max_in_flight: max_in_flight as usize,
+        commit_interval: Duration::from_millis(commit_interval_ms),
+        commit_max_records: commit_max_records as usize,
+        drain_deadline: Duration::from_millis(drain_deadline_ms),
+        max_message_bytes: max_message_bytes as usize,
+        session_timeout: Duration::from_millis(session_timeout_ms),
+        group_instance_id,
+        unassigned_timeout: Duration::from_millis(unassigned_timeout_ms),
+        topics,
+        properties: raw.properties,
+    }
+}
+
+fn validate_metrics(raw: RawMetrics, problems: &mut Vec<String>) -> MetricsConfig {
+    let addr_s = raw.addr.unwrap_or_else(|| "0.0.0.0:9464".into());
+    let addr = match addr_s.parse::<SocketAddr>() {
+        Ok(a) => a,
+        Err(_) => {
+            problems.push(format!(
+                "metrics.addr = {addr_s:?}: not an ip:port socket address (example: 0.0.0.0:9464)"
+            ));
+            SocketAddr::from(([0, 0, 0, 0], 9464))
+        }
+    };
+    let interval_ms = raw.statistics_interval_ms.unwrap_or(5000);
+    if !(100..=600_000).contains(&interval_ms) {
+        problems.push(format!(
+            "metrics.statistics_interval_ms = {interval_ms}: must be between 100 and 600000"
+        ));
+    }
+    let providers = raw.providers.unwrap_or_default();
+    let models = raw.models.unwrap_or_default();
+    for (what, list) in [("providers", &providers), ("models", &models)] {
+        if list.len() > 200 {
+            problems.push(format!(
+                "metrics.{what} lists {} values: at most 200, to keep label cardinality bounded",
+                list.len()
+            ));
+        }
+        if list.iter().any(|v| v == "other") {
+            problems.push(format!(
+                "metrics.{what} contains \"other\", which is reserved for values outside the list"
+            ));
+        }
+    }
+    MetricsConfig {
+        addr,
+        providers,
+        models,
+        consumer_lag: raw.consumer_lag.unwrap_or(true),
+        statistics_interval: Duration::from_millis(interval_ms),
+    }
+}
