@@ -19,6 +19,7 @@
 //! Pure: no I/O, no clock. Words are hashed as they are read, so the hot path
 //! allocates per record and per source, not per token.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
@@ -126,19 +127,23 @@ type TermSet = HashSet<u64, IdBuild>;
 /// `unicode-segmentation`. Whitespace never joins words, so the split at
 /// whitespace is exact.
 fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize)) {
+    // Each byte is visited a bounded number of times; count them once here.
+    *steps += text.len();
+    if text.is_ascii() {
+        ascii_words(text, 0, &mut f);
+        return;
+    }
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         while i < bytes.len() && bytes[i].is_ascii_whitespace() {
             i += 1;
-            *steps += 1;
         }
         let start = i;
         let mut ascii = true;
         while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
             ascii &= bytes[i].is_ascii();
             i += 1;
-            *steps += 1;
         }
         if start == i {
             break;
@@ -146,24 +151,34 @@ fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize)) 
         // Both ends are ASCII whitespace or the text's ends: char boundaries.
         let chunk = &text[start..i];
         if ascii {
-            ascii_words(chunk, start, steps, &mut f);
+            ascii_words(chunk, start, &mut f);
         } else {
             for (off, w) in chunk.unicode_word_indices() {
-                *steps += w.len();
                 f(w, start + off);
             }
         }
     }
 }
 
-fn ascii_words(chunk: &str, base: usize, steps: &mut usize, f: &mut impl FnMut(&str, usize)) {
+/// ASCII letters, digits and `_`: the bytes that make up an ASCII word.
+const WORD_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
+
+fn ascii_words(chunk: &str, base: usize, f: &mut impl FnMut(&str, usize)) {
     let b = chunk.as_bytes();
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let word = |c: u8| WORD_BYTE[c as usize];
     let mut i = 0;
     while i < b.len() {
         while i < b.len() && !word(b[i]) {
             i += 1;
-            *steps += 1;
         }
         if i >= b.len() {
             break;
@@ -172,7 +187,6 @@ fn ascii_words(chunk: &str, base: usize, steps: &mut usize, f: &mut impl FnMut(&
         loop {
             while i < b.len() && word(b[i]) {
                 i += 1;
-                *steps += 1;
             }
             if i + 1 < b.len() {
                 let (p, m, n) = (b[i - 1], b[i], b[i + 1]);
@@ -377,10 +391,9 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
     buf.clear();
     let mut number = false;
     if word.is_ascii() {
-        for &b in word.as_bytes() {
-            number |= b.is_ascii_digit();
-            buf.push(b.to_ascii_lowercase() as char);
-        }
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+        number = word.bytes().any(|b| b.is_ascii_digit());
     } else {
         for c in word.chars() {
             number |= c.is_numeric();
@@ -393,33 +406,56 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
     number
 }
 
-/// Stems through a per-record memo (surface hash → stem hash): prose repeats
-/// its words, and the stemmer is the costliest step per word.
-struct Folder {
-    stemmer: Stemmer,
-    memo: HashMap<u64, u64, IdBuild>,
-    buf: String,
+/// What a case-folded word is, looked up once per distinct word.
+#[derive(Debug, Clone, Copy)]
+struct WordInfo {
+    surface: u64,
+    stem: u64,
+    stop: bool,
+    filler: bool,
+    negation: bool,
 }
 
-impl Folder {
-    fn new() -> Self {
-        Folder {
-            stemmer: Stemmer::create(Algorithm::English),
-            memo: HashMap::default(),
-            buf: String::with_capacity(64),
-        }
-    }
+/// Most words remembered per thread by [`Folder::info`]'s memo; the memo
+/// starts over when full, so memory stays bounded.
+const MEMO_WORDS: usize = 1 << 16;
 
-    /// (surface hash, stem hash) of the case-folded `buf`.
-    fn keys(&mut self) -> (u64, u64) {
+thread_local! {
+    /// Memo of a pure function (case-folded word → [`WordInfo`]), kept
+    /// across records: vocabularies repeat, and the Snowball stemmer is the
+    /// costliest step per word. It changes only speed, never a result.
+    static WORDS: RefCell<HashMap<u64, WordInfo, IdBuild>> =
+        RefCell::new(HashMap::with_capacity_and_hasher(1024, IdBuild::default()));
+}
+
+/// Case folding buffer, stemmer and the thread's word memo, for one
+/// `analyze` call.
+struct Folder<'m> {
+    stemmer: Stemmer,
+    buf: String,
+    memo: &'m mut HashMap<u64, WordInfo, IdBuild>,
+}
+
+impl Folder<'_> {
+    /// Hashes and classes of the case-folded word in `buf`.
+    fn info(&mut self) -> WordInfo {
         let surface = term_hash(&self.buf);
-        let stemmer = &self.stemmer;
+        if let Some(info) = self.memo.get(&surface) {
+            return *info;
+        }
         let buf = &self.buf;
-        let stem = *self
-            .memo
-            .entry(surface)
-            .or_insert_with(|| term_hash(&stemmer.stem(buf)));
-        (surface, stem)
+        let info = WordInfo {
+            surface,
+            stem: term_hash(&self.stemmer.stem(buf)),
+            stop: is_stop(buf),
+            filler: is_filler(buf),
+            negation: is_negation(buf),
+        };
+        if self.memo.len() >= MEMO_WORDS {
+            self.memo.clear();
+        }
+        self.memo.insert(surface, info);
+        info
     }
 }
 
@@ -427,7 +463,9 @@ impl Folder {
 /// Every term of a source, by surface and by stem, and every pair of
 /// consecutive content terms (stop words skipped), by stem.
 fn source_terms(text: &str, folder: &mut Folder, steps: &mut usize) -> TermSet {
-    let mut set = TermSet::default();
+    // Up to three keys per word (surface, stem, pair); a word takes at
+    // least two bytes with its separator. Sized once: no rehash while filling.
+    let mut set = TermSet::with_capacity_and_hasher(text.len() + 8, IdBuild::default());
     let mut prev: Option<u64> = None;
     for_each_word(text, steps, |w, _| {
         let number = fold_into(&mut folder.buf, w);
@@ -436,13 +474,13 @@ fn source_terms(text: &str, folder: &mut Folder, steps: &mut usize) -> TermSet {
             set.insert(h);
             h
         } else {
-            let (surface, stem) = folder.keys();
-            set.insert(surface);
-            set.insert(stem);
-            if is_stop(&folder.buf) || is_filler(&folder.buf) {
+            let info = folder.info();
+            set.insert(info.surface);
+            set.insert(info.stem);
+            if info.stop || info.filler {
                 return;
             }
-            stem
+            info.stem
         };
         if let Some(p) = prev {
             set.insert(pair_hash(p, key));
@@ -480,7 +518,15 @@ fn claim_spans(answer: &str, citations: &[Citation], steps: &mut usize) -> Vec<R
         } else if !in_fence {
             let mut start = line_start;
             let mut i = line_start;
+            let ascii = line.is_ascii();
             while i < line_end {
+                if ascii {
+                    // Only `.`, `!`, `?` can end an ASCII sentence: jump to them.
+                    match memchr::memchr3(b'.', b'!', b'?', &b[i..line_end]) {
+                        Some(p) => i += p,
+                        None => break,
+                    }
+                }
                 let (end_len, is_end) = sentence_end(b, i, line_end);
                 if !is_end {
                     i += 1;
@@ -594,8 +640,37 @@ pub(crate) fn analyze_counting(
     settings: &GroundingSettings,
     steps: &mut usize,
 ) -> Grounding {
+    WORDS.with(|memo| {
+        // `try_borrow_mut` cannot fail (no re-entry), but a fresh memo is
+        // as correct as the shared one, only slower.
+        match memo.try_borrow_mut() {
+            Ok(mut m) => analyze_with(answer, citations, sources, settings, steps, &mut m),
+            Err(_) => analyze_with(
+                answer,
+                citations,
+                sources,
+                settings,
+                steps,
+                &mut HashMap::default(),
+            ),
+        }
+    })
+}
+
+fn analyze_with(
+    answer: &str,
+    citations: &[Citation],
+    sources: &[&str],
+    settings: &GroundingSettings,
+    steps: &mut usize,
+    memo: &mut HashMap<u64, WordInfo, IdBuild>,
+) -> Grounding {
     let spans = claim_spans(answer, citations, steps);
-    let mut folder = Folder::new();
+    let mut folder = Folder {
+        stemmer: Stemmer::create(Algorithm::English),
+        buf: String::with_capacity(64),
+        memo,
+    };
     let mut source_sets: Vec<Option<TermSet>> = vec![None; sources.len()];
     let mut claims = Vec::with_capacity(spans.len());
     let mut terms: Vec<Term> = Vec::new();
@@ -636,31 +711,43 @@ pub(crate) fn analyze_counting(
         // Consecutive content-term pairs of the claim: (found, total).
         let mut pairs = (0u32, 0u32);
         let mut prev_key: Option<u64> = None;
-        let mut segments: Vec<Range<usize>> = Vec::with_capacity(inside.len() + 1);
-        for c in inside {
-            segments.push(cursor..c.span.start);
-            cursor = c.span.end;
-        }
-        segments.push(cursor..span.end);
-        for seg in segments {
+        for k in 0..=inside.len() {
+            let seg = match inside.get(k) {
+                Some(c) => cursor..c.span.start,
+                None => cursor..span.end,
+            };
+            if let Some(c) = inside.get(k) {
+                cursor = c.span.end;
+            }
             let text = &answer[seg.clone()];
             for_each_word(text, steps, |w, off| {
                 let number = fold_into(&mut folder.buf, w);
                 let sentence_start = std::mem::replace(&mut first_word, false);
-                let negation = !number && is_negation(&folder.buf);
+                let mut negation = false;
                 let (class, keys) = if number {
                     (TermClass::Number, (term_hash(&folder.buf), 0))
                 } else {
-                    if is_filler(&folder.buf) {
+                    let info = folder.info();
+                    negation = info.negation;
+                    if info.filler {
                         return;
                     }
-                    let stop = is_stop(&folder.buf);
+                    let stop = info.stop;
                     if stop && settings.function_word_weight <= 0.0 {
                         return;
                     }
-                    let mut chars = w.chars();
-                    let upper_first = chars.next().is_some_and(char::is_uppercase);
-                    let all_caps = w.chars().count() >= 2 && w.chars().all(|c| !c.is_lowercase());
+                    let (upper_first, all_caps) = if w.is_ascii() {
+                        let b = w.as_bytes();
+                        (
+                            b[0].is_ascii_uppercase(),
+                            b.len() >= 2 && !b.iter().any(u8::is_ascii_lowercase),
+                        )
+                    } else {
+                        (
+                            w.chars().next().is_some_and(char::is_uppercase),
+                            w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
+                        )
+                    };
                     let entity = all_caps || (upper_first && !sentence_start) || negation;
                     let class = if entity {
                         TermClass::Entity
@@ -669,7 +756,7 @@ pub(crate) fn analyze_counting(
                     } else {
                         TermClass::Word
                     };
-                    (class, folder.keys())
+                    (class, (info.surface, info.stem))
                 };
                 let found = cited.iter().any(|&m| {
                     source_sets[m as usize - 1]
@@ -839,7 +926,9 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
     for m in &claim.markers {
         let _ = write!(d, "[^{m}]");
     }
-    let _ = write!(d, ": support {:.2}", claim.support.unwrap_or(0.0));
+    // Two decimals by integer arithmetic: float formatting is the slow part.
+    let cents = (claim.support.unwrap_or(0.0) * 100.0).round() as u32;
+    let _ = write!(d, ": support {}.{:02}", cents / 100, cents % 100);
     if !claim.unsupported_terms.is_empty() {
         let plural = if claim.sources.len() == 1 { "" } else { "s" };
         let list: Vec<String> = claim.sources.iter().map(u32::to_string).collect();
@@ -859,7 +948,11 @@ pub fn uncited_detail(index: usize, claim: &Claim) -> String {
 fn quote_terms(d: &mut String, terms: &[String]) {
     for (i, t) in terms.iter().enumerate() {
         d.push_str(if i == 0 { " " } else { ", " });
-        d.push_str(&format!("{t:?}"));
+        // Terms are words (letters, digits and in-word `'` `.` `:` `,`),
+        // so quoting needs no escapes.
+        d.push('"');
+        d.push_str(t);
+        d.push('"');
     }
 }
 
