@@ -20,7 +20,7 @@
 //! allocates per record and per source, not per token.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
@@ -114,7 +114,6 @@ impl Hasher for IdHasher {
 }
 
 type IdBuild = BuildHasherDefault<IdHasher>;
-type TermSet = HashSet<u64, IdBuild>;
 
 // ---------------------------------------------------------------------------
 // Words
@@ -459,35 +458,68 @@ impl Folder<'_> {
     }
 }
 
-/// Every term of a source, by surface and by stem.
-/// Every term of a source, by surface and by stem, and every pair of
-/// consecutive content terms (stop words skipped), by stem.
-fn source_terms(text: &str, folder: &mut Folder, steps: &mut usize) -> TermSet {
-    // Up to three keys per word (surface, stem, pair); a word takes at
-    // least two bytes with its separator. Sized once: no rehash while filling.
-    let mut set = TermSet::with_capacity_and_hasher(text.len() + 8, IdBuild::default());
-    let mut prev: Option<u64> = None;
-    for_each_word(text, steps, |w, _| {
-        let number = fold_into(&mut folder.buf, w);
-        let key = if number {
-            let h = term_hash(&folder.buf);
-            set.insert(h);
-            h
-        } else {
-            let info = folder.info();
-            set.insert(info.surface);
-            set.insert(info.stem);
-            if info.stop || info.filler {
-                return;
-            }
-            info.stem
-        };
-        if let Some(p) = prev {
-            set.insert(pair_hash(p, key));
+/// Which sources hold each key (term surface, stem, number or pair of
+/// consecutive content terms): one lookup per key whatever the number of
+/// sources a claim cites. Sources are bits of a mask, 64 per bank.
+struct SourceIndex {
+    banks: Vec<HashMap<u64, u64, IdBuild>>,
+    built: Vec<bool>,
+}
+
+impl SourceIndex {
+    fn new(sources: usize) -> Self {
+        SourceIndex {
+            banks: Vec::new(),
+            built: vec![false; sources],
         }
-        prev = Some(key);
-    });
-    set
+    }
+
+    /// Adds source `idx` (once): every term by stem (numbers as written), and
+    /// every pair of consecutive content terms (stop words skipped) by stem.
+    fn add(&mut self, idx: usize, text: &str, folder: &mut Folder<'_>, steps: &mut usize) {
+        if self.built[idx] {
+            return;
+        }
+        self.built[idx] = true;
+        let bank = idx / 64;
+        let bit = 1u64 << (idx % 64);
+        while self.banks.len() <= bank {
+            self.banks.push(HashMap::default());
+        }
+        let map = &mut self.banks[bank];
+        // Up to two keys per word; a word takes at least two bytes with its
+        // separator. Reserved once: no rehash while filling.
+        map.reserve(text.len() + 8);
+        let mut put = |k: u64| *map.entry(k).or_insert(0) |= bit;
+        let mut prev: Option<u64> = None;
+        for_each_word(text, steps, |w, _| {
+            let number = fold_into(&mut folder.buf, w);
+            let key = if number {
+                let h = term_hash(&folder.buf);
+                put(h);
+                h
+            } else {
+                // Stems only: equal surfaces have equal stems.
+                let info = folder.info();
+                put(info.stem);
+                if info.stop || info.filler {
+                    return;
+                }
+                info.stem
+            };
+            if let Some(p) = prev {
+                put(pair_hash(p, key));
+            }
+            prev = Some(key);
+        });
+    }
+
+    /// Whether any of the cited sources (`(bank, mask)` pairs) holds `key`.
+    fn holds(&self, key: u64, cited: &[(usize, u64)]) -> bool {
+        cited
+            .iter()
+            .any(|&(bank, mask)| self.banks[bank].get(&key).is_some_and(|m| m & mask != 0))
+    }
 }
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
@@ -671,7 +703,8 @@ fn analyze_with(
         buf: String::with_capacity(64),
         memo,
     };
-    let mut source_sets: Vec<Option<TermSet>> = vec![None; sources.len()];
+    let mut index = SourceIndex::new(sources.len());
+    let mut banks: Vec<(usize, u64)> = Vec::new();
     let mut claims = Vec::with_capacity(spans.len());
     let mut terms: Vec<Term> = Vec::new();
     let mut cite = 0;
@@ -697,10 +730,14 @@ fn analyze_with(
         cited.sort_unstable();
         cited.dedup();
 
+        banks.clear();
         for &m in &cited {
             let idx = m as usize - 1;
-            if source_sets[idx].is_none() {
-                source_sets[idx] = Some(source_terms(sources[idx], &mut folder, steps));
+            index.add(idx, sources[idx], &mut folder, steps);
+            let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
+            match banks.last_mut() {
+                Some((b, mask)) if *b == bank => *mask |= bit,
+                _ => banks.push((bank, bit)),
             }
         }
 
@@ -758,21 +795,13 @@ fn analyze_with(
                     };
                     (class, (info.surface, info.stem))
                 };
-                let found = cited.iter().any(|&m| {
-                    source_sets[m as usize - 1]
-                        .as_ref()
-                        .is_some_and(|s| s.contains(&keys.0) || (!number && s.contains(&keys.1)))
-                });
+                let key = if number { keys.0 } else { keys.1 };
+                let found = index.holds(key, &banks);
                 if class != TermClass::Function {
-                    let key = if number { keys.0 } else { keys.1 };
                     if let Some(p) = prev_key {
                         pairs.1 += 1;
                         let pair = pair_hash(p, key);
-                        if cited.iter().any(|&m| {
-                            source_sets[m as usize - 1]
-                                .as_ref()
-                                .is_some_and(|s| s.contains(&pair))
-                        }) {
+                        if index.holds(pair, &banks) {
                             pairs.0 += 1;
                         }
                     }
