@@ -47,8 +47,8 @@ pub struct Claim {
     pub unsupported_terms: Vec<String>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Vec<u32>,
-    /// Up to [`MAX_TERMS`] numbers or entities in the claim: what makes an
-    /// uncited claim checkable.
+    /// Up to [`MAX_TERMS`] numbers or entities in an uncited claim: what makes
+    /// it checkable. Filled only when `uncited_claim` is switched on.
     pub checkable_terms: Vec<String>,
 }
 
@@ -876,7 +876,8 @@ fn analyze_with(
         } else {
             Vec::new()
         };
-        let checkable_terms = if support.is_none() {
+        // Only `uncited_claim` reads these: no work when it is off.
+        let checkable_terms = if support.is_none() && settings.uncited_claim.is_some() {
             names(&|t: &Term| matches!(t.class, TermClass::Number | TermClass::Entity))
         } else {
             Vec::new()
@@ -1166,7 +1167,17 @@ mod tests {
 
     #[test]
     fn unresolvable_markers_leave_a_claim_uncited() {
-        let g = run("Claim about Paris[^3].", &["a"]);
+        let parsed = citation::parse("Claim about Paris[^3].", 1);
+        let settings = GroundingSettings {
+            uncited_claim: Some(crate::core::Action::Warn),
+            ..Default::default()
+        };
+        let g = analyze(
+            "Claim about Paris[^3].",
+            &parsed.citations,
+            &["a"],
+            &settings,
+        );
         assert_eq!(g.claims[0].markers, [3]);
         assert_eq!(g.claims[0].support, None);
         assert_eq!(g.score, None);
@@ -1181,6 +1192,7 @@ mod tests {
         let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
         assert!(findings(&g, &s).is_empty());
         s.uncited_claim = Some(crate::core::Action::Warn);
+        let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
         let f = findings(&g, &s);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].0.kind, crate::core::FindingKind::UncitedClaim);
