@@ -748,6 +748,7 @@ fn analyze_with(
         // Consecutive content-term pairs of the claim: (found, total).
         let mut pairs = (0u32, 0u32);
         let mut prev_key: Option<u64> = None;
+        let mut prev_found = false;
         for k in 0..=inside.len() {
             let seg = match inside.get(k) {
                 Some(c) => cursor..c.span.start,
@@ -800,12 +801,13 @@ fn analyze_with(
                 if class != TermClass::Function {
                     if let Some(p) = prev_key {
                         pairs.1 += 1;
-                        let pair = pair_hash(p, key);
-                        if index.holds(pair, &banks) {
+                        // A pair can only be in a source whose terms both are.
+                        if found && prev_found && index.holds(pair_hash(p, key), &banks) {
                             pairs.0 += 1;
                         }
                     }
                     prev_key = Some(key);
+                    prev_found = found;
                 }
                 let weight = match class {
                     TermClass::Number => settings.number_weight,
@@ -855,18 +857,24 @@ fn analyze_with(
         tallies.push(tally);
 
         let names = |want: &dyn Fn(&Term) -> bool| {
-            let mut picked: Vec<&Term> = terms.iter().filter(|t| want(t)).collect();
-            // Numbers, then entities, then words; stable keeps appearance order.
-            picked.sort_by_key(|t| t.class);
             let mut out: Vec<String> = Vec::new();
-            for t in picked {
-                if out.len() == MAX_TERMS {
-                    break;
-                }
-                let mut buf = String::new();
-                let _ = fold_into(&mut buf, &answer[t.at..t.at + t.len]);
-                if !out.contains(&buf) {
-                    out.push(buf);
+            let mut buf = String::new();
+            // Numbers, then entities, then words, each in order of appearance;
+            // one buffer, a String only for a term kept.
+            'classes: for class in [
+                TermClass::Number,
+                TermClass::Entity,
+                TermClass::Word,
+                TermClass::Function,
+            ] {
+                for t in terms.iter().filter(|t| t.class == class && want(t)) {
+                    if out.len() == MAX_TERMS {
+                        break 'classes;
+                    }
+                    let _ = fold_into(&mut buf, &answer[t.at..t.at + t.len]);
+                    if !out.contains(&buf) {
+                        out.push(buf.clone());
+                    }
                 }
             }
             out
