@@ -102,6 +102,27 @@ fn term_hash(s: &str) -> u64 {
     h
 }
 
+/// [`term_hash`] of the ASCII-lowercased `s`, without copying it: each
+/// 8-byte chunk is lowercased in a register (`A`..=`Z` get bit 0x20).
+fn lower_ascii_hash(s: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut h: u64 = s.len() as u64;
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let x = u64::from_le_bytes(w);
+        // Bytes are ASCII (< 0x80), so no addition carries into the next byte.
+        let upper = (x.wrapping_add(0x3f * ONES) & !x.wrapping_add(0x25 * ONES)) & (0x80 * ONES);
+        h = (h.rotate_left(5) ^ (x | (upper >> 2))).wrapping_mul(K);
+    }
+    for &b in chunks.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(K);
+    }
+    h
+}
+
 /// The keys are already hashes: pass them through.
 #[derive(Default)]
 struct IdHasher(u64);
@@ -443,6 +464,27 @@ struct Folder<'m> {
 }
 
 impl Folder<'_> {
+    /// Folds `word`: `None` for a number (left folded in `buf`), else the
+    /// word's hashes and classes. An ASCII word is hashed case-folded in
+    /// place and copied only when the memo has not seen it.
+    fn fold(&mut self, word: &str) -> Option<WordInfo> {
+        let b = word.as_bytes();
+        if word.is_ascii() && !b.iter().any(u8::is_ascii_digit) {
+            let surface = lower_ascii_hash(b);
+            if let Some(info) = self.memo.get(&surface) {
+                return Some(*info);
+            }
+            self.buf.clear();
+            self.buf.push_str(word);
+            self.buf.make_ascii_lowercase();
+            return Some(self.info());
+        }
+        if fold_into(&mut self.buf, word) {
+            return None;
+        }
+        Some(self.info())
+    }
+
     /// Hashes and classes of the case-folded word in `buf`.
     fn info(&mut self) -> WordInfo {
         let surface = term_hash(&self.buf);
@@ -500,19 +542,17 @@ impl SourceIndex {
         let mut put = |k: u64| *map.entry(k).or_insert(0) |= bit;
         let mut prev: Option<u64> = None;
         for_each_word(text, steps, |w, _| {
-            let number = fold_into(&mut folder.buf, w);
-            let key = if number {
-                let h = term_hash(&folder.buf);
-                put(h);
-                h
-            } else {
+            let key = if let Some(info) = folder.fold(w) {
                 // Stems only: equal surfaces have equal stems.
-                let info = folder.info();
                 put(info.stem);
                 if info.stop || info.filler {
                     return;
                 }
                 info.stem
+            } else {
+                let h = term_hash(&folder.buf);
+                put(h);
+                h
             };
             if let Some(p) = prev {
                 put(pair_hash(p, key));
@@ -766,13 +806,11 @@ fn analyze_with(
             }
             let text = &answer[seg.clone()];
             for_each_word(text, steps, |w, off| {
-                let number = fold_into(&mut folder.buf, w);
+                let folded = folder.fold(w);
+                let number = folded.is_none();
                 let sentence_start = std::mem::replace(&mut first_word, false);
                 let mut negation = false;
-                let (class, keys) = if number {
-                    (TermClass::Number, (term_hash(&folder.buf), 0))
-                } else {
-                    let info = folder.info();
+                let (class, keys) = if let Some(info) = folded {
                     negation = info.negation;
                     if info.filler {
                         return;
@@ -802,6 +840,8 @@ fn analyze_with(
                         TermClass::Word
                     };
                     (class, (info.surface, info.stem))
+                } else {
+                    (TermClass::Number, (term_hash(&folder.buf), 0))
                 };
                 let key = if number { keys.0 } else { keys.1 };
                 let found = index.holds(key, &banks);
@@ -1266,6 +1306,37 @@ mod tests {
             &mut steps,
         );
         steps
+    }
+
+    #[test]
+    fn in_place_lowercase_hash_matches_the_folded_hash() {
+        for w in [
+            "",
+            "a",
+            "Z",
+            "@[`{",
+            "EMEA",
+            "Expansion",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "it's",
+            "U.S",
+            "mid_market",
+            "AbCdEfGhIj",
+            "zz@@[[``{{",
+        ] {
+            assert_eq!(
+                lower_ascii_hash(w.as_bytes()),
+                term_hash(&w.to_ascii_lowercase()),
+                "{w}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn in_place_lowercase_hash_matches_for_any_ascii(w in "[\\x00-\\x7f]{0,40}") {
+            prop_assert_eq!(lower_ascii_hash(w.as_bytes()), term_hash(&w.to_ascii_lowercase()));
+        }
     }
 
     #[test]
