@@ -3,23 +3,31 @@
 //!
 //! The answer is split into claims (sentences; a marker right after a
 //! sentence's end belongs to it; fenced code is not a claim). Each claim that
-//! cites at least one resolvable source gets a support score in `[0, 1]`: the
-//! weighted share of its content terms found in the union of the cited
-//! sources. Terms are words from Unicode word segmentation, case-folded and
-//! Snowball-stemmed, stop words dropped. Named entities (capitalised words
-//! past the sentence start, all-caps words) weigh more, and numbers are held
-//! to a strict rule: a number found in none of the cited sources makes the
-//! claim unsupported whatever the other words say.
+//! cites at least one resolvable source gets a support score in `[0, 1]`
+//! against the union of the cited sources: the weighted share of its terms
+//! found there (each missing term counting `missing_penalty` times), mixed
+//! with the share of its consecutive term pairs found side by side
+//! (`pair_weight`), and pulled toward the whole answer's support
+//! (`prior_weight`) so a two-word sentence is not judged on two words alone.
+//! Terms are words from Unicode word segmentation, case-folded and
+//! Snowball-stemmed; stop words weigh little, fillers nothing. Named entities
+//! (capitalised words past the sentence start, all-caps words) and negations
+//! weigh more and cap the score when missing; numbers are held to a strict
+//! rule: a number found in none of the cited sources makes the claim score 0.
 //!
 //! Lexical on purpose: deterministic, explainable (the missing terms are the
 //! explanation) and microsecond-scale. It cannot see paraphrase (a claim in
-//! other words scores low) nor negation (a claim that contradicts its source
-//! with the same words scores high).
+//! other words scores low) nor most contradictions (a claim that contradicts
+//! its source with the same words scores high).
 //!
-//! Pure: no I/O, no clock. Words are hashed as they are read, so the hot path
-//! allocates per record and per source, not per token.
+//! Pure: no I/O, no clock, no environment. Terms are compared as 64-bit
+//! hashes, so the hot path allocates per record, per source and per reported
+//! term, not per token. The only state kept between calls is a bounded
+//! per-thread memo of a pure function (word → stem and word classes), which
+//! changes speed, never a result.
 
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
@@ -46,8 +54,8 @@ pub struct Claim {
     pub unsupported_terms: Vec<String>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Vec<u32>,
-    /// Up to [`MAX_TERMS`] numbers or entities in the claim: what makes an
-    /// uncited claim checkable.
+    /// Up to [`MAX_TERMS`] numbers or entities in an uncited claim: what makes
+    /// it checkable. Filled only when `uncited_claim` is switched on.
     pub checkable_terms: Vec<String>,
 }
 
@@ -94,6 +102,27 @@ fn term_hash(s: &str) -> u64 {
     h
 }
 
+/// [`term_hash`] of the ASCII-lowercased `s`, without copying it: each
+/// 8-byte chunk is lowercased in a register (`A`..=`Z` get bit 0x20).
+fn lower_ascii_hash(s: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut h: u64 = s.len() as u64;
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let x = u64::from_le_bytes(w);
+        // Bytes are ASCII (< 0x80), so no addition carries into the next byte.
+        let upper = (x.wrapping_add(0x3f * ONES) & !x.wrapping_add(0x25 * ONES)) & (0x80 * ONES);
+        h = (h.rotate_left(5) ^ (x | (upper >> 2))).wrapping_mul(K);
+    }
+    for &b in chunks.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(K);
+    }
+    h
+}
+
 /// The keys are already hashes: pass them through.
 #[derive(Default)]
 struct IdHasher(u64);
@@ -113,7 +142,6 @@ impl Hasher for IdHasher {
 }
 
 type IdBuild = BuildHasherDefault<IdHasher>;
-type TermSet = HashSet<u64, IdBuild>;
 
 // ---------------------------------------------------------------------------
 // Words
@@ -126,19 +154,23 @@ type TermSet = HashSet<u64, IdBuild>;
 /// `unicode-segmentation`. Whitespace never joins words, so the split at
 /// whitespace is exact.
 fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize)) {
+    // Each byte is visited a bounded number of times; count them once here.
+    *steps += text.len();
+    if text.is_ascii() {
+        ascii_words(text, 0, &mut f);
+        return;
+    }
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         while i < bytes.len() && bytes[i].is_ascii_whitespace() {
             i += 1;
-            *steps += 1;
         }
         let start = i;
         let mut ascii = true;
         while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
             ascii &= bytes[i].is_ascii();
             i += 1;
-            *steps += 1;
         }
         if start == i {
             break;
@@ -146,24 +178,34 @@ fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize)) 
         // Both ends are ASCII whitespace or the text's ends: char boundaries.
         let chunk = &text[start..i];
         if ascii {
-            ascii_words(chunk, start, steps, &mut f);
+            ascii_words(chunk, start, &mut f);
         } else {
             for (off, w) in chunk.unicode_word_indices() {
-                *steps += w.len();
                 f(w, start + off);
             }
         }
     }
 }
 
-fn ascii_words(chunk: &str, base: usize, steps: &mut usize, f: &mut impl FnMut(&str, usize)) {
+/// ASCII letters, digits and `_`: the bytes that make up an ASCII word.
+const WORD_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
+
+fn ascii_words(chunk: &str, base: usize, f: &mut impl FnMut(&str, usize)) {
     let b = chunk.as_bytes();
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let word = |c: u8| WORD_BYTE[c as usize];
     let mut i = 0;
     while i < b.len() {
         while i < b.len() && !word(b[i]) {
             i += 1;
-            *steps += 1;
         }
         if i >= b.len() {
             break;
@@ -172,7 +214,6 @@ fn ascii_words(chunk: &str, base: usize, steps: &mut usize, f: &mut impl FnMut(&
         loop {
             while i < b.len() && word(b[i]) {
                 i += 1;
-                *steps += 1;
             }
             if i + 1 < b.len() {
                 let (p, m, n) = (b[i - 1], b[i], b[i + 1]);
@@ -377,10 +418,9 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
     buf.clear();
     let mut number = false;
     if word.is_ascii() {
-        for &b in word.as_bytes() {
-            number |= b.is_ascii_digit();
-            buf.push(b.to_ascii_lowercase() as char);
-        }
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+        number = word.bytes().any(|b| b.is_ascii_digit());
     } else {
         for c in word.chars() {
             number |= c.is_numeric();
@@ -393,63 +433,140 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
     number
 }
 
-/// Stems through a per-record memo (surface hash → stem hash): prose repeats
-/// its words, and the stemmer is the costliest step per word.
-struct Folder {
+/// What a case-folded word is, looked up once per distinct word.
+#[derive(Debug, Clone, Copy)]
+struct WordInfo {
+    surface: u64,
+    stem: u64,
+    stop: bool,
+    filler: bool,
+    negation: bool,
+}
+
+/// Most words remembered per thread by [`Folder::info`]'s memo; the memo
+/// starts over when full, so memory stays bounded.
+const MEMO_WORDS: usize = 1 << 16;
+
+thread_local! {
+    /// Memo of a pure function (case-folded word → [`WordInfo`]), kept
+    /// across records: vocabularies repeat, and the Snowball stemmer is the
+    /// costliest step per word. It changes only speed, never a result.
+    static WORDS: RefCell<HashMap<u64, WordInfo, IdBuild>> =
+        RefCell::new(HashMap::with_capacity_and_hasher(1024, IdBuild::default()));
+}
+
+/// Case folding buffer, stemmer and the thread's word memo, for one
+/// `analyze` call.
+struct Folder<'m> {
     stemmer: Stemmer,
-    memo: HashMap<u64, u64, IdBuild>,
     buf: String,
+    memo: &'m mut HashMap<u64, WordInfo, IdBuild>,
 }
 
-impl Folder {
-    fn new() -> Self {
-        Folder {
-            stemmer: Stemmer::create(Algorithm::English),
-            memo: HashMap::default(),
-            buf: String::with_capacity(64),
-        }
-    }
-
-    /// (surface hash, stem hash) of the case-folded `buf`.
-    fn keys(&mut self) -> (u64, u64) {
-        let surface = term_hash(&self.buf);
-        let stemmer = &self.stemmer;
-        let buf = &self.buf;
-        let stem = *self
-            .memo
-            .entry(surface)
-            .or_insert_with(|| term_hash(&stemmer.stem(buf)));
-        (surface, stem)
-    }
-}
-
-/// Every term of a source, by surface and by stem.
-/// Every term of a source, by surface and by stem, and every pair of
-/// consecutive content terms (stop words skipped), by stem.
-fn source_terms(text: &str, folder: &mut Folder, steps: &mut usize) -> TermSet {
-    let mut set = TermSet::default();
-    let mut prev: Option<u64> = None;
-    for_each_word(text, steps, |w, _| {
-        let number = fold_into(&mut folder.buf, w);
-        let key = if number {
-            let h = term_hash(&folder.buf);
-            set.insert(h);
-            h
-        } else {
-            let (surface, stem) = folder.keys();
-            set.insert(surface);
-            set.insert(stem);
-            if is_stop(&folder.buf) || is_filler(&folder.buf) {
-                return;
+impl Folder<'_> {
+    /// Folds `word`: `None` for a number (left folded in `buf`), else the
+    /// word's hashes and classes. An ASCII word is hashed case-folded in
+    /// place and copied only when the memo has not seen it.
+    fn fold(&mut self, word: &str) -> Option<WordInfo> {
+        let b = word.as_bytes();
+        if word.is_ascii() && !b.iter().any(u8::is_ascii_digit) {
+            let surface = lower_ascii_hash(b);
+            if let Some(info) = self.memo.get(&surface) {
+                return Some(*info);
             }
-            stem
-        };
-        if let Some(p) = prev {
-            set.insert(pair_hash(p, key));
+            self.buf.clear();
+            self.buf.push_str(word);
+            self.buf.make_ascii_lowercase();
+            return Some(self.info());
         }
-        prev = Some(key);
-    });
-    set
+        if fold_into(&mut self.buf, word) {
+            return None;
+        }
+        Some(self.info())
+    }
+
+    /// Hashes and classes of the case-folded word in `buf`.
+    fn info(&mut self) -> WordInfo {
+        let surface = term_hash(&self.buf);
+        if let Some(info) = self.memo.get(&surface) {
+            return *info;
+        }
+        let buf = &self.buf;
+        let info = WordInfo {
+            surface,
+            stem: term_hash(&self.stemmer.stem(buf)),
+            stop: is_stop(buf),
+            filler: is_filler(buf),
+            negation: is_negation(buf),
+        };
+        if self.memo.len() >= MEMO_WORDS {
+            self.memo.clear();
+        }
+        self.memo.insert(surface, info);
+        info
+    }
+}
+
+/// Which sources hold each key (term surface, stem, number or pair of
+/// consecutive content terms): one lookup per key whatever the number of
+/// sources a claim cites. Sources are bits of a mask, 64 per bank.
+struct SourceIndex {
+    banks: Vec<HashMap<u64, u64, IdBuild>>,
+    built: Vec<bool>,
+}
+
+impl SourceIndex {
+    fn new(sources: usize) -> Self {
+        SourceIndex {
+            banks: Vec::new(),
+            built: vec![false; sources],
+        }
+    }
+
+    /// Adds source `idx` (once): every term by stem (numbers as written), and
+    /// every pair of consecutive content terms (stop words skipped) by stem.
+    fn add(&mut self, idx: usize, text: &str, folder: &mut Folder<'_>, steps: &mut usize) {
+        if self.built[idx] {
+            return;
+        }
+        self.built[idx] = true;
+        let bank = idx / 64;
+        let bit = 1u64 << (idx % 64);
+        while self.banks.len() <= bank {
+            self.banks.push(HashMap::default());
+        }
+        let map = &mut self.banks[bank];
+        // Up to two keys per word; a word takes at least two bytes with its
+        // separator. Reserved once: no rehash while filling.
+        map.reserve(text.len() + 8);
+        let mut put = |k: u64| *map.entry(k).or_insert(0) |= bit;
+        let mut prev: Option<u64> = None;
+        for_each_word(text, steps, |w, _| {
+            let key = if let Some(info) = folder.fold(w) {
+                // Stems only: equal surfaces have equal stems.
+                put(info.stem);
+                if info.stop || info.filler {
+                    return;
+                }
+                info.stem
+            } else {
+                let h = term_hash(&folder.buf);
+                put(h);
+                h
+            };
+            if let Some(p) = prev {
+                put(pair_hash(p, key));
+            }
+            prev = Some(key);
+        });
+    }
+
+    /// Whether any of the cited sources (`(bank, mask)` pairs) holds `key`.
+    fn holds(&self, key: u64, cited: &[(usize, u64)]) -> bool {
+        cited
+            .iter()
+            .any(|&(bank, mask)| self.banks[bank].get(&key).is_some_and(|m| m & mask != 0))
+    }
 }
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
@@ -480,7 +597,15 @@ fn claim_spans(answer: &str, citations: &[Citation], steps: &mut usize) -> Vec<R
         } else if !in_fence {
             let mut start = line_start;
             let mut i = line_start;
+            let ascii = line.is_ascii();
             while i < line_end {
+                if ascii {
+                    // Only `.`, `!`, `?` can end an ASCII sentence: jump to them.
+                    match memchr::memchr3(b'.', b'!', b'?', &b[i..line_end]) {
+                        Some(p) => i += p,
+                        None => break,
+                    }
+                }
                 let (end_len, is_end) = sentence_end(b, i, line_end);
                 if !is_end {
                     i += 1;
@@ -594,9 +719,39 @@ pub(crate) fn analyze_counting(
     settings: &GroundingSettings,
     steps: &mut usize,
 ) -> Grounding {
+    WORDS.with(|memo| {
+        // `try_borrow_mut` cannot fail (no re-entry), but a fresh memo is
+        // as correct as the shared one, only slower.
+        match memo.try_borrow_mut() {
+            Ok(mut m) => analyze_with(answer, citations, sources, settings, steps, &mut m),
+            Err(_) => analyze_with(
+                answer,
+                citations,
+                sources,
+                settings,
+                steps,
+                &mut HashMap::default(),
+            ),
+        }
+    })
+}
+
+fn analyze_with(
+    answer: &str,
+    citations: &[Citation],
+    sources: &[&str],
+    settings: &GroundingSettings,
+    steps: &mut usize,
+    memo: &mut HashMap<u64, WordInfo, IdBuild>,
+) -> Grounding {
     let spans = claim_spans(answer, citations, steps);
-    let mut folder = Folder::new();
-    let mut source_sets: Vec<Option<TermSet>> = vec![None; sources.len()];
+    let mut folder = Folder {
+        stemmer: Stemmer::create(Algorithm::English),
+        buf: String::with_capacity(64),
+        memo,
+    };
+    let mut index = SourceIndex::new(sources.len());
+    let mut banks: Vec<(usize, u64)> = Vec::new();
     let mut claims = Vec::with_capacity(spans.len());
     let mut terms: Vec<Term> = Vec::new();
     let mut cite = 0;
@@ -622,10 +777,14 @@ pub(crate) fn analyze_counting(
         cited.sort_unstable();
         cited.dedup();
 
+        banks.clear();
         for &m in &cited {
             let idx = m as usize - 1;
-            if source_sets[idx].is_none() {
-                source_sets[idx] = Some(source_terms(sources[idx], &mut folder, steps));
+            index.add(idx, sources[idx], &mut folder, steps);
+            let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
+            match banks.last_mut() {
+                Some((b, mask)) if *b == bank => *mask |= bit,
+                _ => banks.push((bank, bit)),
             }
         }
 
@@ -636,31 +795,42 @@ pub(crate) fn analyze_counting(
         // Consecutive content-term pairs of the claim: (found, total).
         let mut pairs = (0u32, 0u32);
         let mut prev_key: Option<u64> = None;
-        let mut segments: Vec<Range<usize>> = Vec::with_capacity(inside.len() + 1);
-        for c in inside {
-            segments.push(cursor..c.span.start);
-            cursor = c.span.end;
-        }
-        segments.push(cursor..span.end);
-        for seg in segments {
+        let mut prev_found = false;
+        for k in 0..=inside.len() {
+            let seg = match inside.get(k) {
+                Some(c) => cursor..c.span.start,
+                None => cursor..span.end,
+            };
+            if let Some(c) = inside.get(k) {
+                cursor = c.span.end;
+            }
             let text = &answer[seg.clone()];
             for_each_word(text, steps, |w, off| {
-                let number = fold_into(&mut folder.buf, w);
+                let folded = folder.fold(w);
+                let number = folded.is_none();
                 let sentence_start = std::mem::replace(&mut first_word, false);
-                let negation = !number && is_negation(&folder.buf);
-                let (class, keys) = if number {
-                    (TermClass::Number, (term_hash(&folder.buf), 0))
-                } else {
-                    if is_filler(&folder.buf) {
+                let mut negation = false;
+                let (class, keys) = if let Some(info) = folded {
+                    negation = info.negation;
+                    if info.filler {
                         return;
                     }
-                    let stop = is_stop(&folder.buf);
+                    let stop = info.stop;
                     if stop && settings.function_word_weight <= 0.0 {
                         return;
                     }
-                    let mut chars = w.chars();
-                    let upper_first = chars.next().is_some_and(char::is_uppercase);
-                    let all_caps = w.chars().count() >= 2 && w.chars().all(|c| !c.is_lowercase());
+                    let (upper_first, all_caps) = if w.is_ascii() {
+                        let b = w.as_bytes();
+                        (
+                            b[0].is_ascii_uppercase(),
+                            b.len() >= 2 && !b.iter().any(u8::is_ascii_lowercase),
+                        )
+                    } else {
+                        (
+                            w.chars().next().is_some_and(char::is_uppercase),
+                            w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
+                        )
+                    };
                     let entity = all_caps || (upper_first && !sentence_start) || negation;
                     let class = if entity {
                         TermClass::Entity
@@ -669,27 +839,22 @@ pub(crate) fn analyze_counting(
                     } else {
                         TermClass::Word
                     };
-                    (class, folder.keys())
+                    (class, (info.surface, info.stem))
+                } else {
+                    (TermClass::Number, (term_hash(&folder.buf), 0))
                 };
-                let found = cited.iter().any(|&m| {
-                    source_sets[m as usize - 1]
-                        .as_ref()
-                        .is_some_and(|s| s.contains(&keys.0) || (!number && s.contains(&keys.1)))
-                });
+                let key = if number { keys.0 } else { keys.1 };
+                let found = index.holds(key, &banks);
                 if class != TermClass::Function {
-                    let key = if number { keys.0 } else { keys.1 };
                     if let Some(p) = prev_key {
                         pairs.1 += 1;
-                        let pair = pair_hash(p, key);
-                        if cited.iter().any(|&m| {
-                            source_sets[m as usize - 1]
-                                .as_ref()
-                                .is_some_and(|s| s.contains(&pair))
-                        }) {
+                        // A pair can only be in a source whose terms both are.
+                        if found && prev_found && index.holds(pair_hash(p, key), &banks) {
                             pairs.0 += 1;
                         }
                     }
                     prev_key = Some(key);
+                    prev_found = found;
                 }
                 let weight = match class {
                     TermClass::Number => settings.number_weight,
@@ -739,18 +904,24 @@ pub(crate) fn analyze_counting(
         tallies.push(tally);
 
         let names = |want: &dyn Fn(&Term) -> bool| {
-            let mut picked: Vec<&Term> = terms.iter().filter(|t| want(t)).collect();
-            // Numbers, then entities, then words; stable keeps appearance order.
-            picked.sort_by_key(|t| t.class);
             let mut out: Vec<String> = Vec::new();
-            for t in picked {
-                if out.len() == MAX_TERMS {
-                    break;
-                }
-                let mut buf = String::new();
-                let _ = fold_into(&mut buf, &answer[t.at..t.at + t.len]);
-                if !out.contains(&buf) {
-                    out.push(buf);
+            let mut buf = String::new();
+            // Numbers, then entities, then words, each in order of appearance;
+            // one buffer, a String only for a term kept.
+            'classes: for class in [
+                TermClass::Number,
+                TermClass::Entity,
+                TermClass::Word,
+                TermClass::Function,
+            ] {
+                for t in terms.iter().filter(|t| t.class == class && want(t)) {
+                    if out.len() == MAX_TERMS {
+                        break 'classes;
+                    }
+                    let _ = fold_into(&mut buf, &answer[t.at..t.at + t.len]);
+                    if !out.contains(&buf) {
+                        out.push(buf.clone());
+                    }
                 }
             }
             out
@@ -760,7 +931,8 @@ pub(crate) fn analyze_counting(
         } else {
             Vec::new()
         };
-        let checkable_terms = if support.is_none() {
+        // Only `uncited_claim` reads these: no work when it is off.
+        let checkable_terms = if support.is_none() && settings.uncited_claim.is_some() {
             names(&|t: &Term| matches!(t.class, TermClass::Number | TermClass::Entity))
         } else {
             Vec::new()
@@ -839,7 +1011,9 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
     for m in &claim.markers {
         let _ = write!(d, "[^{m}]");
     }
-    let _ = write!(d, ": support {:.2}", claim.support.unwrap_or(0.0));
+    // Two decimals by integer arithmetic: float formatting is the slow part.
+    let cents = (claim.support.unwrap_or(0.0) * 100.0).round() as u32;
+    let _ = write!(d, ": support {}.{:02}", cents / 100, cents % 100);
     if !claim.unsupported_terms.is_empty() {
         let plural = if claim.sources.len() == 1 { "" } else { "s" };
         let list: Vec<String> = claim.sources.iter().map(u32::to_string).collect();
@@ -859,7 +1033,11 @@ pub fn uncited_detail(index: usize, claim: &Claim) -> String {
 fn quote_terms(d: &mut String, terms: &[String]) {
     for (i, t) in terms.iter().enumerate() {
         d.push_str(if i == 0 { " " } else { ", " });
-        d.push_str(&format!("{t:?}"));
+        // Terms are words (letters, digits and in-word `'` `.` `:` `,`),
+        // so quoting needs no escapes.
+        d.push('"');
+        d.push_str(t);
+        d.push('"');
     }
 }
 
@@ -1075,7 +1253,17 @@ mod tests {
 
     #[test]
     fn unresolvable_markers_leave_a_claim_uncited() {
-        let g = run("Claim about Paris[^3].", &["a"]);
+        let parsed = citation::parse("Claim about Paris[^3].", 1);
+        let settings = GroundingSettings {
+            uncited_claim: Some(crate::core::Action::Warn),
+            ..Default::default()
+        };
+        let g = analyze(
+            "Claim about Paris[^3].",
+            &parsed.citations,
+            &["a"],
+            &settings,
+        );
         assert_eq!(g.claims[0].markers, [3]);
         assert_eq!(g.claims[0].support, None);
         assert_eq!(g.score, None);
@@ -1090,6 +1278,7 @@ mod tests {
         let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
         assert!(findings(&g, &s).is_empty());
         s.uncited_claim = Some(crate::core::Action::Warn);
+        let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
         let f = findings(&g, &s);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].0.kind, crate::core::FindingKind::UncitedClaim);
@@ -1148,6 +1337,37 @@ mod tests {
             &mut steps,
         );
         steps
+    }
+
+    #[test]
+    fn in_place_lowercase_hash_matches_the_folded_hash() {
+        for w in [
+            "",
+            "a",
+            "Z",
+            "@[`{",
+            "EMEA",
+            "Expansion",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "it's",
+            "U.S",
+            "mid_market",
+            "AbCdEfGhIj",
+            "zz@@[[``{{",
+        ] {
+            assert_eq!(
+                lower_ascii_hash(w.as_bytes()),
+                term_hash(&w.to_ascii_lowercase()),
+                "{w}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn in_place_lowercase_hash_matches_for_any_ascii(w in "[\\x00-\\x7f]{0,40}") {
+            prop_assert_eq!(lower_ascii_hash(w.as_bytes()), term_hash(&w.to_ascii_lowercase()));
+        }
     }
 
     #[test]

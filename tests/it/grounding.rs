@@ -161,3 +161,45 @@ fn labelled_subset_keeps_its_auc() {
         c.balanced_accuracy()
     );
 }
+
+#[test]
+fn eval_command_prints_the_report() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .args(["eval", "--misses", "3"])
+        .arg(repo("tests/data/grounding_subset.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "300 records (212 unsupported, 88 supported); min_support 0.6",
+        "AUC of the grounding score: 0.9",
+        "unsupported_claim finding: balanced accuracy",
+        "labelled unsupported",
+        "threshold sweep",
+        "worst misses",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+
+    // A line without a usable label is an error naming the line.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"request_id\":\"r\",\"answer\":\"a\",\"label\":\"maybe\"}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .arg("eval")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 1") && err.contains("\"maybe\""), "{err}");
+}
