@@ -450,10 +450,12 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
             let progress = &progress;
             s.spawn(move || tick(bar, progress))
         });
-        // Flush threads: as many as workers, each block written by one;
-        // the bounded queue keeps the blocks in memory bounded.
-        let (flush_tx, flush_rx) = crossbeam_channel::bounded::<Placed<'_>>(threads);
-        for _ in 0..threads {
+        // Flush threads: copying into the page cache is cheap next to
+        // validating, so a few suffice; the queue is bounded like the
+        // pipeline, so blocks waiting to be written stay few.
+        let flushers = threads.clamp(1, 4);
+        let (flush_tx, flush_rx) = crossbeam_channel::bounded::<Placed<'_>>(flushers);
+        for _ in 0..flushers {
             let (rx, out, failed) = (flush_rx.clone(), &out, &failed);
             s.spawn(move || {
                 for p in rx {
