@@ -22,12 +22,14 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
 
 /// Set to `1` (CI does) to make a missing external tool a test failure
 /// instead of a skip.
-pub const REQUIRE_TOOLS_ENV: &str = "GROUNDGATE_REQUIRE_TOOLS";
+/// Not `GROUNDGATE_*`: groundgate refuses unknown variables of its own
+/// prefix, and the binaries under test inherit this one.
+pub const REQUIRE_TOOLS_ENV: &str = "GG_REQUIRE_TOOLS";
 
 /// Whether the external `tool` (an executable on PATH, from the Debian
 /// package `package`) is available to `test`. When it is not, prints
 /// `SKIPPED: needs <tool> (apt-get install <package>)` and returns false, so
-/// the test can return early; with `GROUNDGATE_REQUIRE_TOOLS=1` it fails
+/// the test can return early; with `GG_REQUIRE_TOOLS=1` it fails
 /// instead, so CI never skips silently.
 ///
 /// The line is written to the process's stderr directly, not with

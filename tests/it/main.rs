@@ -4,7 +4,7 @@
 //!
 //! Tests that need an external tool (kcat, prometheus, promtool,
 //! docker-compose, kubectl, chromium) print a `SKIPPED: needs X` line when
-//! it is missing, and fail instead under `GROUNDGATE_REQUIRE_TOOLS=1`
+//! it is missing, and fail instead under `GG_REQUIRE_TOOLS=1`
 //! (`.ci/run` sets it).
 
 mod common;

@@ -3,7 +3,7 @@
 //! `summary.json`, and a screenshot is kept as a test artefact.
 //!
 //! Needs Debian's `chromium`; without it the test prints a SKIPPED line,
-//! and fails instead when GROUNDGATE_REQUIRE_TOOLS=1 (as in CI).
+//! and fails instead when GG_REQUIRE_TOOLS=1 (as in CI).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
