@@ -6,10 +6,10 @@
 //!   decision, policy checks, wire types and canonical encoders for the
 //!   envelope / retry request / audit row, and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
-//! - [`audit`]: the sealed audit trail: seals over audit rows and the
+//! - `audit`: the sealed audit trail: seals over audit rows and the
 //!   verifier (both pure), and the signing key files.
-//! - [`report`]: the batch report of `check` (pure aggregation; HTML).
-//! - [`pipeline`]: the ordered parallel fold over lines that drives `check`.
+//! - `report`: the batch report of `check` (pure aggregation; HTML).
+//! - `pipeline`: the ordered parallel fold over lines that drives `check`.
 //! - [`kafka`]: the worker shell, client settings, embedded broker, sample
 //!   producer. Moves bytes, offsets and metrics; never decides a verdict.
 //!   The worker's rooms:
@@ -36,12 +36,12 @@
 //!   dev-broker, audit); the only place besides `main.rs` using `anyhow`,
 //!   with the one logging setup and the one signal path.
 //! - [`cli`]: clap definitions shared by `main.rs`.
-//! - [`clock`]: the shell's clock (the core takes time as an argument).
+//! - `clock`: the shell's clock (the core takes time as an argument).
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 
-pub mod audit;
+mod audit;
 pub mod cli;
-pub mod clock;
+mod clock;
 pub mod cmd;
 pub mod config;
 pub mod core;
@@ -49,6 +49,6 @@ pub mod eval;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
-pub mod pipeline;
-pub mod report;
+mod pipeline;
+mod report;
 pub mod sample;

@@ -18,7 +18,7 @@ fn main() -> ExitCode {
         Command::Produce(args) => block_on(cmd::produce::main(args)),
         Command::Bench(args) => block_on(cmd::bench::main(args)),
         Command::Audit(args) => Ok(cmd::audit::main(args)),
-        Command::Eval(args) => Ok(groundgate::eval::main(args)),
+        Command::Eval(args) => Ok(cmd::eval::main(args)),
     };
     match result {
         Ok(code) => code,

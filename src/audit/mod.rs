@@ -14,4 +14,3 @@ pub mod seal;
 pub mod verify;
 
 pub use seal::{ChainHead, ChainId, Sealer};
-pub use verify::{AuditVerifier, Options, ProblemKind, Report};

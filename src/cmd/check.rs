@@ -5,7 +5,7 @@
 //!
 //! This is an I/O shell: it reads the clock (once per record) and the file
 //! system, and must never make a verdict of its own. The work is spread by
-//! [`crate::pipeline`]: lines are validated on `--threads` workers and
+//! `crate::pipeline`: lines are validated on `--threads` workers and
 //! written in input order; memory is bounded whatever the file or line size
 //! (a line over `max_record_bytes` is streamed through SHA-256, never held).
 //!

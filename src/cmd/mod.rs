@@ -10,6 +10,7 @@ pub mod bench;
 pub mod check;
 pub mod demo;
 pub mod dev_broker;
+pub mod eval;
 pub mod produce;
 pub mod run;
 

@@ -5,7 +5,7 @@
 //!
 //! [`MANAGED`] is the one list of those keys: every key the functions below
 //! set is in it (a unit test checks that), except the pure tuning defaults
-//! in [`TUNABLE`], which a passthrough may override.
+//! in `TUNABLE`, which a passthrough may override.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -210,6 +210,7 @@ pub const MANAGED: &[Managed] = &[
 ];
 
 /// Keys set here as defaults for throughput only; a passthrough may change them.
+#[cfg(test)]
 pub const TUNABLE: &[&str] = &["linger.ms", "compression.type"];
 
 /// The managed entry a passthrough key collides with, by name or alias

@@ -4,16 +4,16 @@
 //! metrics; it must never decide a verdict (that is `crate::core::process`)
 //! nor parse command lines (that is `crate::cmd`).
 
-pub mod at_least_once;
-pub mod client;
-pub mod delivery;
+mod at_least_once;
+pub(crate) mod client;
+mod delivery;
 pub mod embedded;
-pub mod error;
-pub mod events;
-pub mod exactly_once;
+mod error;
+mod events;
+mod exactly_once;
 pub mod inspect;
-pub mod offsets;
-pub mod outputs;
+mod offsets;
+pub(crate) mod outputs;
 pub mod produce;
-pub mod rebalance;
+mod rebalance;
 pub mod worker;

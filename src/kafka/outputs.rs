@@ -57,11 +57,6 @@ pub struct InputRecord<'a> {
 }
 
 impl InputRecord<'_> {
-    /// `topic/partition@offset`, as error messages name an input.
-    pub fn coordinates(&self) -> String {
-        format!("{}/{}@{}", self.topic, self.partition, self.offset)
-    }
-
     fn meta(&self) -> RecordMeta<'_> {
         RecordMeta {
             topic: self.topic,
@@ -102,6 +97,7 @@ impl Output {
     }
 
     /// The value of header `key`, if present (the last one wins).
+    #[cfg(test)]
     pub fn header(&self, key: &str) -> Option<&[u8]> {
         self.headers
             .iter()

@@ -3,11 +3,11 @@
 //! be committed. The loop reads as the algorithm:
 //! room → poll a batch → process → build outputs → publish → (offsets).
 //!
-//! Rooms: [`super::outputs`] (what each record becomes: key, value, headers),
-//! [`super::delivery`] with [`super::at_least_once`] and
-//! [`super::exactly_once`] (how outputs and offsets are settled: the
-//! guarantee is chosen once, in [`run_worker_with`]), [`super::rebalance`]
-//! (the consumer context), [`super::events`] (every log line with its
+//! Rooms: `super::outputs` (what each record becomes: key, value, headers),
+//! `super::delivery` with `super::at_least_once` and
+//! `super::exactly_once` (how outputs and offsets are settled: the
+//! guarantee is chosen once, in `run_worker_with`), `super::rebalance`
+//! (the consumer context), `super::events` (every log line with its
 //! counter).
 //!
 //! Threads. The consumer, the pure processing step and the enqueueing of

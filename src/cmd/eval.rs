@@ -1,0 +1,126 @@
+//! `groundgate eval`: prints how well the grounding check separates labelled
+//! supported and unsupported answers (AUC, accuracy, a threshold sweep, the
+//! worst misses). The scoring is `crate::eval`; this file only prints.
+
+use std::process::ExitCode;
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use crate::cli::EvalArgs;
+use crate::config::Config;
+use crate::eval::{Confusion, Scored, auc, score_file};
+
+pub fn main(args: EvalArgs) -> ExitCode {
+    match score_file(&args) {
+        Ok((config, scored)) => {
+            print_report(&args, &config, &scored);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("groundgate eval: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_report(args: &EvalArgs, config: &Config, scored: &[Scored]) {
+    let min_support = config.core.grounding.min_support;
+    let pos = scored.iter().filter(|s| s.unsupported).count();
+    println!(
+        "{}: {} records ({} unsupported, {} supported); min_support {}",
+        args.input.display(),
+        scored.len(),
+        pos,
+        scored.len() - pos,
+        min_support
+    );
+    match auc(scored) {
+        Some(a) => println!("AUC of the grounding score: {a:.3}"),
+        None => println!("AUC of the grounding score: n/a (needs both labels)"),
+    }
+    let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
+    println!(
+        "unsupported_claim finding: balanced accuracy {:.3}, precision {:.3}, recall {:.3}",
+        c.balanced_accuracy(),
+        c.precision(),
+        c.recall()
+    );
+
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["", "flagged", "not flagged"]);
+    t.add_row(vec![
+        "labelled unsupported".to_string(),
+        c.tp.to_string(),
+        c.fn_.to_string(),
+    ]);
+    t.add_row(vec![
+        "labelled supported".to_string(),
+        c.fp.to_string(),
+        c.tn.to_string(),
+    ]);
+    println!("{t}");
+
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "min_support",
+        "balanced acc",
+        "precision",
+        "recall",
+        "flagged",
+    ]);
+    for step in 1..=19 {
+        let th = step as f64 * 0.05;
+        let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.score < th)));
+        t.add_row(vec![
+            format!("{th:.2}"),
+            format!("{:.3}", c.balanced_accuracy()),
+            format!("{:.3}", c.precision()),
+            format!("{:.3}", c.recall()),
+            (c.tp + c.fp).to_string(),
+        ]);
+    }
+    println!("threshold sweep (a record is flagged when its score < min_support):\n{t}");
+
+    let mut misses: Vec<&Scored> = scored
+        .iter()
+        .filter(|s| s.flagged != s.unsupported)
+        .collect();
+    // Worst first: supported answers scored lowest, unsupported ones highest.
+    misses.sort_by(|a, b| {
+        let wa = if a.unsupported {
+            a.score
+        } else {
+            1.0 - a.score
+        };
+        let wb = if b.unsupported {
+            b.score
+        } else {
+            1.0 - b.score
+        };
+        wb.total_cmp(&wa).then(a.line.cmp(&b.line))
+    });
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["line", "request_id", "label", "score", "answer"]);
+    for s in misses.iter().take(args.misses) {
+        let mut answer: String = s.answer.chars().take(100).collect();
+        if answer.len() < s.answer.len() {
+            answer.push('…');
+        }
+        t.add_row(vec![
+            s.line.to_string(),
+            s.request_id.clone(),
+            if s.unsupported {
+                "unsupported"
+            } else {
+                "supported"
+            }
+            .to_string(),
+            format!("{:.3}", s.score),
+            answer,
+        ]);
+    }
+    println!("worst misses ({} in all):\n{t}", misses.len());
+}
