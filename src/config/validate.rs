@@ -352,15 +352,22 @@ fn validate_kafka(
     }
 }
 
+/// Where `/metrics`, `/healthz` and `/readyz` are served unless configured.
+pub const DEFAULT_METRICS_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::UNSPECIFIED,
+    9464,
+));
+
 fn validate_metrics(raw: RawMetrics, problems: &mut Vec<String>) -> MetricsConfig {
-    let addr_s = raw.addr.unwrap_or_else(|| "0.0.0.0:9464".into());
-    let addr = match addr_s.parse::<SocketAddr>() {
-        Ok(a) => a,
-        Err(_) => {
+    let addr = match raw.addr.as_deref().map(str::parse::<SocketAddr>) {
+        None => DEFAULT_METRICS_ADDR,
+        Some(Ok(a)) => a,
+        Some(Err(_)) => {
             problems.push(format!(
-                "metrics.addr = {addr_s:?}: not an ip:port socket address (example: 0.0.0.0:9464)"
+                "metrics.addr = {:?}: not an ip:port socket address (example: {DEFAULT_METRICS_ADDR})",
+                raw.addr.as_deref().unwrap_or_default()
             ));
-            SocketAddr::from(([0, 0, 0, 0], 9464))
+            DEFAULT_METRICS_ADDR
         }
     };
     let interval_ms = raw.statistics_interval_ms.unwrap_or(5000);
