@@ -168,10 +168,13 @@ fn print_summary(
         else {
             continue;
         };
+        // Envelopes: validation.{warnings,errors}; retry requests: problems
+        // and the non-blocking warnings they carry too.
         let lists = [
             &v["validation"]["warnings"],
             &v["validation"]["errors"],
             &v["problems"],
+            &v["warnings"],
         ];
         for f in lists.into_iter().filter_map(Value::as_array).flatten() {
             let k = f["kind"].as_str().unwrap_or("?").to_string();
