@@ -153,6 +153,46 @@ pub fn dev_broker(partitions: u32) -> (Proc, String) {
     (p, bootstrap)
 }
 
+/// Starts `groundgate dev-broker` on a fixed `port` (a broker that appears,
+/// or comes back, where a worker already expects it) and waits until it
+/// accepts connections.
+pub fn dev_broker_on(port: u16, partitions: u32) -> Proc {
+    let mut cmd = bin();
+    cmd.args([
+        "dev-broker",
+        "--port",
+        &port.to_string(),
+        "--partitions",
+        &partitions.to_string(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let p = Proc::spawn("dev-broker", cmd);
+    wait_for("the dev-broker to accept connections", WAIT, || {
+        TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    p
+}
+
+/// `groundgate produce --count n` synthetic answers, output discarded;
+/// whether it succeeded.
+pub fn produce_synthetic(bootstrap: &str, n: u64) -> bool {
+    bin()
+        .args([
+            "produce",
+            "--brokers",
+            bootstrap,
+            "--count",
+            &n.to_string(),
+            "--rate",
+            "0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// A port that was free a moment ago (the OS does not hand it out again at once).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

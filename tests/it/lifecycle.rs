@@ -5,7 +5,6 @@
 //! silently; newcomer-facing outputs say what they do.
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::Instant;
 
 use crate::common::*;
@@ -31,14 +30,7 @@ fn sigterm_leaves_the_group_and_the_other_worker_takes_over() {
     // Default session timeout: the point is that a clean stop does not wait for it.
     std::fs::write(&config, "[kafka]\ngroup_id = \"takeover\"\n").unwrap();
     // Some input, so offsets get committed and lag can be computed.
-    let ok = bin()
-        .args(["produce", "--brokers", &bs, "--count", "40", "--rate", "0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
+    assert!(produce_synthetic(&bs, 40));
     let (ma, mb) = (metrics_addr(), metrics_addr());
     let log_a = dir.path().join("a.log");
     let mut a = start_worker(&bs, &config, ma, &log_a);
@@ -86,24 +78,7 @@ fn sigterm_leaves_the_group_and_the_other_worker_takes_over() {
 fn broker_killed_and_restarted_the_worker_is_not_ready_and_exits_then_a_restart_works() {
     let port = free_port();
     let bs = format!("127.0.0.1:{port}");
-    let broker = |port: u16| {
-        let mut cmd = bin();
-        cmd.args([
-            "dev-broker",
-            "--port",
-            &port.to_string(),
-            "--partitions",
-            "2",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        let p = Proc::spawn("dev-broker", cmd);
-        wait_for("the dev-broker to accept connections", WAIT, || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-        });
-        p
-    };
-    let first = broker(port);
+    let first = dev_broker_on(port, 2);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("groundgate.toml");
     std::fs::write(
@@ -122,7 +97,7 @@ fn broker_killed_and_restarted_the_worker_is_not_ready_and_exits_then_a_restart_
     // The broker dies and comes back empty on the same port: a new cluster.
     first.signal("KILL");
     drop(first);
-    let _second = broker(port);
+    let _second = dev_broker_on(port, 2);
 
     // Never "ready" with nothing assigned: /readyz turns 503 (or the
     // worker is already gone), and the worker exits non-zero on its own.
@@ -153,14 +128,7 @@ fn broker_killed_and_restarted_the_worker_is_not_ready_and_exits_then_a_restart_
     // What the orchestrator does next: a restart works with the new broker.
     let m2 = metrics_addr();
     let mut w2 = start_worker(&bs, &config, m2, &dir.path().join("run-2.log"));
-    let ok = bin()
-        .args(["produce", "--brokers", &bs, "--count", "100", "--rate", "0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
+    assert!(produce_synthetic(&bs, 100));
     wait_for("100 new records audited after the restart", WAIT, || {
         gauge(m2, "groundgate_published_total{role=\"audit\"}").filter(|n| *n >= 100.0)
     });

@@ -241,28 +241,8 @@ fn worker_started_before_its_broker_waits_says_why_and_then_works() {
     assert!(w.child.try_wait().unwrap().is_none(), "still running");
 
     // The broker appears on that address; the worker carries on by itself.
-    let mut cmd = bin();
-    cmd.args([
-        "dev-broker",
-        "--port",
-        &port.to_string(),
-        "--partitions",
-        "2",
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::null());
-    let _broker = Proc::spawn("dev-broker", cmd);
-    wait_for("the dev-broker to accept connections", WAIT, || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-    });
-    let ok = bin()
-        .args(["produce", "--brokers", &bs, "--count", "30", "--rate", "0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
+    let _broker = dev_broker_on(port, 2);
+    assert!(produce_synthetic(&bs, 30));
     wait_for("all 30 records to be audited", WAIT, || {
         audits_published(metrics).filter(|n| *n >= 30.0)
     });
