@@ -133,14 +133,13 @@ fn validate_audit(raw: RawAudit, problems: &mut Vec<String>) -> AuditConfig {
             "audit.seal_every = {seal_every}: must be between 1 and {max} (a seal lists every row it covers)"
         ));
     }
-    let interval_ms = raw
-        .seal_interval_ms
-        .unwrap_or(d.seal_interval.as_millis() as u64);
-    if !(100..=3_600_000).contains(&interval_ms) {
-        problems.push(format!(
-            "audit.seal_interval_ms = {interval_ms}: must be between 100 and 3600000"
-        ));
-    }
+    let interval_ms = in_range(
+        "audit.seal_interval_ms",
+        raw.seal_interval_ms
+            .unwrap_or(d.seal_interval.as_millis() as u64),
+        100..=3_600_000,
+        problems,
+    );
     AuditConfig {
         seal_every: seal_every.clamp(1, max) as usize,
         seal_interval: Duration::from_millis(interval_ms),
@@ -238,30 +237,30 @@ fn validate_kafka(
         let host = host.name.as_deref().unwrap_or("local");
         format!("{group_id}-{host}")
     });
-    let max_in_flight = raw.max_in_flight.unwrap_or(1000);
-    if !(1..=100_000).contains(&max_in_flight) {
-        problems.push(format!(
-            "kafka.max_in_flight = {max_in_flight}: must be between 1 and 100000"
-        ));
-    }
-    let commit_interval_ms = raw.commit_interval_ms.unwrap_or(1000);
-    if !(10..=600_000).contains(&commit_interval_ms) {
-        problems.push(format!(
-            "kafka.commit_interval_ms = {commit_interval_ms}: must be between 10 and 600000"
-        ));
-    }
-    let commit_max_records = raw.commit_max_records.unwrap_or(5000);
-    if !(1..=1_000_000).contains(&commit_max_records) {
-        problems.push(format!(
-            "kafka.commit_max_records = {commit_max_records}: must be between 1 and 1000000"
-        ));
-    }
-    let drain_deadline_ms = raw.drain_deadline_ms.unwrap_or(10_000);
-    if !(100..=600_000).contains(&drain_deadline_ms) {
-        problems.push(format!(
-            "kafka.drain_deadline_ms = {drain_deadline_ms}: must be between 100 and 600000"
-        ));
-    }
+    let max_in_flight = in_range(
+        "kafka.max_in_flight",
+        raw.max_in_flight.unwrap_or(1000),
+        1..=100_000,
+        problems,
+    );
+    let commit_interval_ms = in_range(
+        "kafka.commit_interval_ms",
+        raw.commit_interval_ms.unwrap_or(1000),
+        10..=600_000,
+        problems,
+    );
+    let commit_max_records = in_range(
+        "kafka.commit_max_records",
+        raw.commit_max_records.unwrap_or(5000),
+        1..=1_000_000,
+        problems,
+    );
+    let drain_deadline_ms = in_range(
+        "kafka.drain_deadline_ms",
+        raw.drain_deadline_ms.unwrap_or(10_000),
+        100..=600_000,
+        problems,
+    );
     // The core bounds every output value by max_output_bytes; the producer's
     // message.max.bytes must hold that plus the key and headers.
     let needed = (max_output_bytes + MESSAGE_HEADROOM_BYTES) as u64;
@@ -327,12 +326,12 @@ fn validate_kafka(
         ));
     }
     let group_instance_id = raw.group_instance_id.filter(|s| !s.trim().is_empty());
-    let unassigned_timeout_ms = raw.unassigned_timeout_ms.unwrap_or(60_000);
-    if !(1_000..=3_600_000).contains(&unassigned_timeout_ms) {
-        problems.push(format!(
-            "kafka.unassigned_timeout_ms = {unassigned_timeout_ms}: must be between 1000 and 3600000"
-        ));
-    }
+    let unassigned_timeout_ms = in_range(
+        "kafka.unassigned_timeout_ms",
+        raw.unassigned_timeout_ms.unwrap_or(60_000),
+        1_000..=3_600_000,
+        problems,
+    );
     KafkaConfig {
         brokers,
         group_id,
@@ -350,6 +349,25 @@ fn validate_kafka(
         topics,
         properties: raw.properties,
     }
+}
+
+/// `value` of `key` when it lies in `range`; otherwise one problem naming
+/// the key and the range (the value is returned as is: the caller's result
+/// is discarded once a problem is listed).
+fn in_range(
+    key: &str,
+    value: u64,
+    range: std::ops::RangeInclusive<u64>,
+    problems: &mut Vec<String>,
+) -> u64 {
+    if !range.contains(&value) {
+        problems.push(format!(
+            "{key} = {value}: must be between {} and {}",
+            range.start(),
+            range.end()
+        ));
+    }
+    value
 }
 
 /// Where `/metrics`, `/healthz` and `/readyz` are served unless configured.
@@ -370,12 +388,12 @@ fn validate_metrics(raw: RawMetrics, problems: &mut Vec<String>) -> MetricsConfi
             DEFAULT_METRICS_ADDR
         }
     };
-    let interval_ms = raw.statistics_interval_ms.unwrap_or(5000);
-    if !(100..=600_000).contains(&interval_ms) {
-        problems.push(format!(
-            "metrics.statistics_interval_ms = {interval_ms}: must be between 100 and 600000"
-        ));
-    }
+    let interval_ms = in_range(
+        "metrics.statistics_interval_ms",
+        raw.statistics_interval_ms.unwrap_or(5000),
+        100..=600_000,
+        problems,
+    );
     let providers = raw.providers.unwrap_or_default();
     let models = raw.models.unwrap_or_default();
     for (what, list) in [("providers", &providers), ("models", &models)] {
