@@ -5,7 +5,6 @@
 //! and evaluate, and the core panels must return data. The worker's own
 //! counters are checked against what `kcat` finds on the output topics.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::process::Stdio;
 
@@ -14,45 +13,6 @@ use serde_json::Value;
 
 const RECORDS: usize = 300;
 
-/// Every `expr` string anywhere in the dashboard (rows may nest panels).
-fn dashboard_exprs(v: &Value, out: &mut Vec<(String, String)>, title: &str) {
-    match v {
-        Value::Object(m) => {
-            let title = m.get("title").and_then(Value::as_str).unwrap_or(title);
-            for (k, child) in m {
-                match (k.as_str(), child) {
-                    ("expr", Value::String(e)) if !e.trim().is_empty() => {
-                        out.push((title.to_string(), e.clone()))
-                    }
-                    _ => dashboard_exprs(child, out, title),
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|c| dashboard_exprs(c, out, title)),
-        _ => {}
-    }
-}
-
-/// The `expr:` of every alert rule (one-line expressions, as the file is written).
-fn alert_exprs() -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(repo("deploy/prometheus/alerts.yml")).unwrap();
-    let mut out = Vec::new();
-    let mut name = String::new();
-    for line in text.lines().map(str::trim) {
-        if let Some(n) = line.strip_prefix("- alert:") {
-            name = n.trim().to_string();
-        } else if let Some(e) = line.strip_prefix("expr:") {
-            out.push((name.clone(), e.trim().to_string()));
-        }
-    }
-    assert_eq!(
-        out.len(),
-        text.matches("- alert:").count(),
-        "one-line exprs"
-    );
-    out
-}
-
 /// Grafana's template variables, as the dashboard would send them for "All".
 fn substitute(expr: &str) -> String {
     expr.replace("$__rate_interval", "1m")
@@ -60,32 +20,6 @@ fn substitute(expr: &str) -> String {
         .replace("$__range", "5m")
         .replace("$job", "groundgate")
         .replace("$instance", ".*")
-}
-
-fn metric_names(expr: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let bytes = expr.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let rest = &expr[i..];
-        if (rest.starts_with("groundgate_") || rest.starts_with("process_"))
-            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'))
-        {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            let name = &rest[..end];
-            let base = ["_bucket", "_sum", "_count"]
-                .iter()
-                .find_map(|s| name.strip_suffix(s))
-                .unwrap_or(name);
-            out.insert(base.to_string());
-            i += end;
-        } else {
-            i += 1;
-        }
-    }
-    out
 }
 
 struct Prom {
@@ -127,12 +61,7 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
     if !(prometheus && kcat) {
         return;
     }
-    let dashboard: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo("deploy/grafana/dashboards/groundgate.json")).unwrap(),
-    )
-    .expect("the dashboard is JSON");
-    let mut panel_exprs = Vec::new();
-    dashboard_exprs(&dashboard["panels"], &mut panel_exprs, "");
+    let panel_exprs = dashboard_exprs();
     assert!(panel_exprs.len() >= 15, "dashboard has its panels");
     let alerts = alert_exprs();
 
