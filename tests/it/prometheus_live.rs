@@ -12,6 +12,7 @@ use crate::common::*;
 use serde_json::Value;
 
 const RECORDS: usize = 300;
+const PARTITIONS: u32 = 4;
 
 /// Grafana's template variables, as the dashboard would send them for "All".
 fn substitute(expr: &str) -> String {
@@ -65,12 +66,12 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
     assert!(panel_exprs.len() >= 15, "dashboard has its panels");
     let alerts = alert_exprs();
 
-    let (_broker, bs) = dev_broker(4);
+    let (_broker, bs) = dev_broker(PARTITIONS);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("groundgate.toml");
     std::fs::write(
         &config,
-        "[kafka]\ngroup_id = \"live\"\ncommit_interval_ms = 200\n[metrics]\nconsumer_lag = true\nstatistics_interval_ms = 1000\nproviders = [\"openai\", \"anthropic\"]\nmodels = [\"gpt-4o-2024-08-06\", \"claude-sonnet-4\"]\n",
+        "[kafka]\ngroup_id = \"live\"\ncommit_interval_ms = 200\n[audit]\nseal_interval_ms = 300\n[metrics]\nconsumer_lag = true\nstatistics_interval_ms = 1000\nproviders = [\"openai\", \"anthropic\"]\nmodels = [\"gpt-4o-2024-08-06\", \"claude-sonnet-4\"]\n",
     )
     .unwrap();
     let worker_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
@@ -116,10 +117,17 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
         .unwrap();
     assert!(produced.success());
 
-    let metrics = wait_for("the worker to finish the sample", WAIT, || {
+    // Finished: every input offset committed, which the worker does only
+    // once its audit row is sealed (so no seal is still to come), and lag
+    // reported (librdkafka reports it once a partition has a commit).
+    let metrics = wait_for("the worker to finish and seal the sample", WAIT, || {
+        let done = committed(&bs, "live", PARTITIONS as i32)
+            .values()
+            .sum::<i64>() as usize
+            >= RECORDS;
         let (_, body) = http_get(worker_addr, "/metrics")?;
-        let audits = sum_where(&body, "groundgate_published_total", "role=\"audit\"");
-        (audits as usize >= RECORDS).then_some(body)
+        let lag = body.contains("# TYPE groundgate_consumer_lag_records ");
+        (done && lag).then_some(body)
     });
 
     // Counters agree with the topics, as an independent client reads them.
@@ -144,13 +152,19 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
         on("answers.audit"),
         on("answers.dlq"),
     );
-    assert_eq!(audit_n, RECORDS as f64);
+    // The audit topic holds one row per record and the seals over them.
+    let seals = sum_where(&metrics, "groundgate_audit_seals_total", "");
+    assert!(
+        seals >= f64::from(PARTITIONS),
+        "each input partition sealed: {seals}"
+    );
+    assert_eq!(audit_n, RECORDS as f64 + seals);
     assert_eq!(outcome("accepted") + outcome("rejected"), final_n);
     assert_eq!(outcome("retry"), retry_n);
     assert_eq!(outcome("dead_letter"), dlq_n);
     assert_eq!(role("final"), final_n);
     assert_eq!(role("retry"), retry_n);
-    assert_eq!(role("audit"), audit_n);
+    assert_eq!(role("audit"), RECORDS as f64, "rows, seals not included");
     assert_eq!(role("dead_letter"), dlq_n);
     assert_eq!(
         sum_where(&metrics, "groundgate_dead_letters_total", ""),
