@@ -804,11 +804,7 @@ mod tests {
 
     #[test]
     fn signatures_are_checked_against_the_given_key() {
-        let key = SigningKey::from_bytes(&[1; 32]);
-        let opts = Options {
-            public_key: Some(key.verifying_key()),
-            ..Options::default()
-        };
+        let (key, opts) = key_and_options();
         assert!(check(&trail(6, 4, Some(key.clone())), opts.clone()).ok());
         let other = trail(6, 4, Some(SigningKey::from_bytes(&[2; 32])));
         let r = check(&other, opts.clone());
@@ -883,17 +879,47 @@ mod tests {
         out
     }
 
-    /// Worker 1 seals 0..=3 (seal 0) and 4..=7 (seal 1) and dies before
-    /// committing past offset 3; worker 2 resumes from the head after seal 0
-    /// and re-processes 4..=9 (seal 1 again, then seal 2).
-    fn resealed(key1: Option<SigningKey>, key2: Option<SigningKey>) -> Vec<Vec<u8>> {
-        let mut w1 = Sealer::new(chain0(), "w1", 4, ChainHead::START, key1);
-        let mut t = work(&mut w1, 0..4, 0, false);
+    /// A signing key and options requiring its signature.
+    fn key_and_options() -> (SigningKey, Options) {
+        let key = SigningKey::from_bytes(&[1; 32]);
+        let opts = Options {
+            public_key: Some(key.verifying_key()),
+            ..Options::default()
+        };
+        (key, opts)
+    }
+
+    /// A sealer of chain 0 (every 4 rows, unsigned) starting at seal
+    /// `next_seq` with `prev` as the previous seal's hash.
+    fn sealer_at(worker: &str, next_seq: u64, prev: [u8; 32]) -> Sealer {
+        Sealer::new(chain0(), worker, 4, ChainHead { next_seq, prev }, None)
+    }
+
+    /// A crash between seals and commit: worker 1 (key `keys[0]`) processes
+    /// offsets `0..crash`, sealing every `every` rows, but only the head after
+    /// its rows `0..committed` was committed; worker 2 (key `keys[1]`)
+    /// resumes from that head and processes `committed..end` again (other
+    /// `ts`, so other row bytes), sealing at the end when `seal_at_end`.
+    fn replaced(
+        every: usize,
+        [committed, crash, end]: [i64; 3],
+        [key1, key2]: [Option<SigningKey>; 2],
+        seal_at_end: bool,
+    ) -> Vec<Vec<u8>> {
+        let mut w1 = Sealer::new(chain0(), "w1", every, ChainHead::START, key1);
+        let mut t = work(&mut w1, 0..committed, 0, false);
         let committed_head = w1.head();
-        t.extend(work(&mut w1, 4..8, 0, false));
-        let mut w2 = Sealer::new(chain0(), "w2", 4, committed_head, key2);
-        t.extend(work(&mut w2, 4..10, 500, true));
+        t.extend(work(&mut w1, committed..crash, 0, false));
+        let mut w2 = Sealer::new(chain0(), "w2", every, committed_head, key2);
+        t.extend(work(&mut w2, committed..end, 500, seal_at_end));
         t
+    }
+
+    /// Worker 1 seals 0..=3 (seal 0) and 4..=7 (seal 1) and dies before
+    /// committing past offset 3; worker 2 seals 4..=7 again (seal 1) and
+    /// 8..=9 (seal 2).
+    fn resealed(key1: Option<SigningKey>, key2: Option<SigningKey>) -> Vec<Vec<u8>> {
+        replaced(4, [4, 8, 10], [key1, key2], true)
     }
 
     fn seals_of(t: &[Vec<u8>]) -> Vec<Map<String, Value>> {
@@ -937,12 +963,7 @@ mod tests {
     fn a_fork_over_several_seals_verifies_and_counts_each_reseal() {
         // Worker 1 seals 0, 1 and 2 but only the head after seal 0 was
         // committed: worker 2 seals 1 and 2 again, then 3.
-        let mut w1 = Sealer::new(chain0(), "w1", 2, ChainHead::START, None);
-        let mut t = work(&mut w1, 0..2, 0, false);
-        let committed_head = w1.head();
-        t.extend(work(&mut w1, 2..6, 0, false));
-        let mut w2 = Sealer::new(chain0(), "w2", 2, committed_head, None);
-        t.extend(work(&mut w2, 2..8, 500, false));
+        let t = replaced(2, [2, 6, 8], [None, None], false);
         let r = check(&t, Options::default());
         assert!(r.ok(), "{:?}", r.problems);
         assert_eq!((r.chains[0].seals, r.chains[0].reseals), (6, 2));
@@ -951,12 +972,7 @@ mod tests {
 
     #[test]
     fn without_a_next_seal_the_head_is_the_reseal_read_last() {
-        let mut w1 = Sealer::new(chain0(), "w1", 4, ChainHead::START, None);
-        let mut t = work(&mut w1, 0..4, 0, false);
-        let head = w1.head();
-        t.extend(work(&mut w1, 4..8, 0, false));
-        let mut w2 = Sealer::new(chain0(), "w2", 4, head, None);
-        t.extend(work(&mut w2, 4..8, 500, false));
+        let t = replaced(4, [4, 8, 8], [None, None], false);
         let r = check(&t, Options::default());
         assert!(r.ok(), "{:?}", r.problems);
         assert_eq!(r.chains[0].reseals, 1);
@@ -970,11 +986,7 @@ mod tests {
 
     #[test]
     fn a_signed_reseal_verifies_and_an_unsigned_one_does_not() {
-        let key = SigningKey::from_bytes(&[1; 32]);
-        let opts = Options {
-            public_key: Some(key.verifying_key()),
-            ..Options::default()
-        };
+        let (key, opts) = key_and_options();
         let r = check(
             &resealed(Some(key.clone()), Some(key.clone())),
             opts.clone(),
@@ -992,16 +1004,7 @@ mod tests {
         let mut t = trail(10, 4, None);
         // Someone without the chain's history re-writes rows 4..=7 and adds
         // a seal 1 over them with a made-up previous hash.
-        let mut forger = Sealer::new(
-            chain0(),
-            "forger",
-            4,
-            ChainHead {
-                next_seq: 1,
-                prev: [9; 32],
-            },
-            None,
-        );
+        let mut forger = sealer_at("forger", 1, [9; 32]);
         t.extend(work(&mut forger, 4..8, 500, false));
         let r = check(&t, Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
@@ -1016,16 +1019,7 @@ mod tests {
         let mut t = work(&mut w1, 0..8, 0, true);
         // A second seal 1 from the right head, over rows nobody wrote.
         let seal0 = seals_of(&t).remove(0);
-        let mut fork = Sealer::new(
-            chain0(),
-            "w2",
-            4,
-            ChainHead {
-                next_seq: 1,
-                prev: Sha256::digest(unsigned_bytes(&seal0)).into(),
-            },
-            None,
-        );
+        let mut fork = sealer_at("w2", 1, Sha256::digest(unsigned_bytes(&seal0)).into());
         fork.push(5, &row(5, "h5", 777));
         t.extend(fork.seal(2));
         let r = check(&t, Options::default());
@@ -1041,16 +1035,7 @@ mod tests {
 
     #[test]
     fn a_seal_0_not_starting_from_genesis_is_broken() {
-        let mut s = Sealer::new(
-            chain0(),
-            "w1",
-            4,
-            ChainHead {
-                next_seq: 0,
-                prev: [3; 32],
-            },
-            None,
-        );
+        let mut s = sealer_at("w1", 0, [3; 32]);
         let r = check(&work(&mut s, 0..4, 0, true), Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
         assert_eq!(r.problems[0].seal_seq, Some(0));
