@@ -1,6 +1,7 @@
 //! `groundgate audit verify` and `groundgate audit keygen`: the shell around
-//! `crate::audit::verify`. Reads JSON Lines exports or an audit topic, prints a
-//! summary table (or `--json`), and maps the verdict to an exit code:
+//! `crate::audit::verify`. Reads JSON Lines exports or an audit topic (with a
+//! progress bar when stderr is a terminal), prints a summary table (or
+//! `--json`), and maps the verdict to an exit code:
 //! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
 
 use std::fs::File;
