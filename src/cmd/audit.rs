@@ -209,7 +209,7 @@ fn topic_progress(messages: i64) -> Option<ProgressBar> {
         ProgressDrawTarget::stderr(),
     );
     let style = ProgressStyle::with_template(
-        "{bar:30} {human_pos}/{human_len} audit records {per_sec} ETA {eta}",
+        "{bar:30} {human_pos}/{human_len} audit records, {elapsed} elapsed, ETA {eta}",
     )
     .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
