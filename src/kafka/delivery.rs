@@ -147,6 +147,10 @@ pub fn enqueue(producer: &FutureProducer, out: &Output) -> Result<DeliveryFuture
     }
 }
 
+/// An output handed to the producer: what was enqueued, its delivery, and
+/// the SHA-256 of the audit row when it is the audit row of a sealed record.
+pub type Enqueued = (Output, DeliveryFuture, Option<[u8; 32]>);
+
 /// Enqueues `out`, or its bounded stand-in when the producer's own size
 /// check refuses it (key and headers beside a bounded value). Returns what
 /// was enqueued (and the audit row's hash when it is the audit row of a
@@ -157,7 +161,7 @@ pub fn enqueue_or_replace(
     producer: &FutureProducer,
     out: Output,
     record: &Pending,
-) -> Result<(Output, DeliveryFuture, Option<[u8; 32]>), (Output, KafkaError)> {
+) -> Result<Enqueued, (Output, KafkaError)> {
     match enqueue(producer, &out) {
         Ok(f) => {
             let h = audit_row_hash(record, &out, false);

@@ -444,15 +444,15 @@ fn poll_batch(consumer: &BaseConsumer<GateContext>, max: usize) -> Vec<BorrowedM
     batch
 }
 
+/// One validated record: its outcome, how long the core took, and the SHA-256
+/// of its audit row when sealing.
+type Validated = (Outcome, Duration, Option<[u8; 32]>);
+
 /// Runs the pure core over a batch, in parallel when it is worth it; output
 /// order follows input order. `None` per record in passthrough (bench) mode.
 /// When sealing, the audit row's SHA-256 is computed here too, off the
 /// consume thread.
-fn validate(
-    batch: &[BorrowedMessage<'_>],
-    config: &Config,
-    step: Step,
-) -> Vec<Option<(Outcome, Duration, Option<[u8; 32]>)>> {
+fn validate(batch: &[BorrowedMessage<'_>], config: &Config, step: Step) -> Vec<Option<Validated>> {
     if step == Step::Passthrough {
         return batch.iter().map(|_| None).collect();
     }
