@@ -333,7 +333,7 @@ impl AuditVerifier {
             seals: c.seals.len() as u64,
             ..ChainReport::default()
         };
-        self.link_seals(id, c, &mut cr);
+        let head_line = self.link_seals(id, c, &mut cr);
         let mut max_sealed: Option<i64> = None;
         let seals = std::mem::take(&mut c.seals);
         let mut matched: HashSet<[u8; 32]> = HashSet::new();
@@ -399,9 +399,14 @@ impl AuditVerifier {
                                 ProblemKind::RowMissing,
                                 Some(s.at),
                                 format!(
-                                    "row sealed by seal {} is absent (sha256 {})",
+                                    "row sealed by seal {} is absent (sha256 {}){}",
                                     s.seq,
-                                    hex::encode(h)
+                                    hex::encode(h),
+                                    if head_line.contains(&s.hash) {
+                                        ""
+                                    } else {
+                                        "; the seal is superseded by a reseal"
+                                    }
                                 ),
                             ),
                         };
@@ -509,13 +514,15 @@ impl AuditVerifier {
     /// sequence (seal 0: the genesis hash) and fills in the chain's reseals
     /// and head. Seals are judged by sequence number, not by where they were
     /// read, so a chain whose seals sit in several streams still links.
-    fn link_seals(&mut self, id: &ChainId, c: &Chain, cr: &mut ChainReport) {
+    /// Returns the hashes of the seals from the head back along the names
+    /// (the line a fork continues on; the others are superseded).
+    fn link_seals(&mut self, id: &ChainId, c: &Chain, cr: &mut ChainReport) -> HashSet<[u8; 32]> {
         let mut by_seq: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
         for (i, s) in c.seals.iter().enumerate() {
             by_seq.entry(s.seq).or_default().push(i);
         }
         let Some((&root_seq, roots)) = by_seq.first_key_value() else {
-            return;
+            return HashSet::new();
         };
         let root_prev = c.seals[roots[0]].prev;
         // Distinct seals that link, per sequence number: more than one is a
@@ -596,10 +603,20 @@ impl AuditVerifier {
             })
             .sum();
         // The head: the highest sequence number, the later one read on a tie.
-        cr.head_seal = by_seq
+        let head = by_seq
             .last_key_value()
-            .and_then(|(_, ix)| ix.last())
-            .map(|&i| hex::encode(c.seals[i].hash));
+            .and_then(|(_, ix)| ix.last().copied());
+        cr.head_seal = head.map(|i| hex::encode(c.seals[i].hash));
+        let by_hash: HashMap<[u8; 32], &SealRec> = c.seals.iter().map(|s| (s.hash, s)).collect();
+        let mut line = HashSet::new();
+        let mut at = head.map(|i| &c.seals[i]);
+        while let Some(s) = at.filter(|s| line.insert(s.hash)) {
+            at = by_hash
+                .get(&s.prev)
+                .copied()
+                .filter(|p| p.seq.checked_add(1) == Some(s.seq));
+        }
+        line
     }
 }
 
@@ -1016,8 +1033,9 @@ mod tests {
     #[test]
     fn a_fork_seal_whose_rows_are_missing_is_a_problem() {
         let mut w1 = Sealer::new(chain0(), "w1", 4, ChainHead::START, None);
-        let mut t = work(&mut w1, 0..8, 0, true);
-        // A second seal 1 from the right head, over rows nobody wrote.
+        let mut t = work(&mut w1, 0..10, 0, true);
+        // A second seal 1 from the right head, over rows nobody wrote; the
+        // real seal 2 names the real seal 1.
         let seal0 = seals_of(&t).remove(0);
         let mut fork = sealer_at("w2", 1, Sha256::digest(unsigned_bytes(&seal0)).into());
         fork.push(5, &row(5, "h5", 777));
@@ -1026,6 +1044,11 @@ mod tests {
         assert_eq!(kinds(&r), vec![ProblemKind::RowMissing]);
         assert_eq!(r.problems[0].offsets, Some((5, 5)));
         assert_eq!(r.problems[0].seal_seq, Some(1));
+        assert!(
+            r.problems[0].detail.contains("superseded"),
+            "seal 2 names the other seal 1: {}",
+            r.problems[0].detail
+        );
         // And with the rows it lists present, the same fork is a reseal.
         t.push(row(5, "h5", 777));
         let r = check(&t, Options::default());
