@@ -270,7 +270,7 @@ impl AuditVerifier {
 
     fn seal(&mut self, at: Location, map: &Map<String, Value>) {
         let parsed = seal_fields(map);
-        let Some((chain, seq, prev, first, last, rows)) = parsed else {
+        let Some((chain, seq, prev, first, last, mut rows)) = parsed else {
             self.problem(
                 ProblemKind::SealMalformed,
                 None,
@@ -310,6 +310,8 @@ impl AuditVerifier {
             p.at = Some(at);
         }
         let hash: [u8; 32] = Sha256::digest(&unsigned).into();
+        // As with rows: entries outside --from/--to are not judged.
+        rows.retain(|(o, _)| self.opts.in_range(*o));
         self.chains.entry(chain).or_default().seals.push(SealRec {
             seq,
             prev,
