@@ -140,6 +140,9 @@ pub struct Metrics {
     cost: prometheus::CounterVec,
     grounding_score: prometheus::HistogramVec,
     grounding_answers: IntCounterVec,
+    seals: IntCounter,
+    seal_failures: IntCounter,
+    last_seal: Gauge,
     _build: Gauge,
 }
 
@@ -291,6 +294,21 @@ impl Metrics {
             "Answers with at least one cited claim, by provider, model and result (unsupported: an unsupported_claim finding).",
             &["provider", "model", "result"],
         )?;
+        let seals = IntCounter::new(
+            "groundgate_audit_seals_total",
+            "Audit seals published (acknowledged, or committed with their transaction).",
+        )?;
+        r.register(Box::new(seals.clone()))?;
+        let seal_failures = IntCounter::new(
+            "groundgate_audit_seal_failures_total",
+            "Audit seals that failed to publish (their input offsets stay uncommitted).",
+        )?;
+        r.register(Box::new(seal_failures.clone()))?;
+        let last_seal = Gauge::new(
+            "groundgate_audit_last_seal_timestamp_seconds",
+            "Unix time of the last published audit seal; 0 until the first.",
+        )?;
+        r.register(Box::new(last_seal.clone()))?;
         let build = Gauge::with_opts(
             Opts::new("groundgate_build_info", "Build information; always 1.")
                 .const_label("version", env!("CARGO_PKG_VERSION"))
@@ -358,6 +376,9 @@ impl Metrics {
             cost,
             grounding_score,
             grounding_answers,
+            seals,
+            seal_failures,
+            last_seal,
             _build: build,
         })
     }
@@ -456,6 +477,21 @@ impl Metrics {
         self.rebalances.with_label_values(&[kind.as_str()]).inc();
     }
 
+    /// One audit seal published at `unix_secs`.
+    pub fn record_seal_published(&self, unix_secs: f64) {
+        self.seals.inc();
+        self.last_seal.set(unix_secs);
+    }
+
+    /// Audit seals published so far (used by `bench`).
+    pub fn seals_published(&self) -> u64 {
+        self.seals.get()
+    }
+
+    pub fn record_seal_failures(&self, n: u64) {
+        self.seal_failures.inc_by(n);
+    }
+
     pub fn set_assigned_partitions(&self, n: usize) {
         self.assigned.set(n as i64);
     }
@@ -520,6 +556,9 @@ mod tests {
             "groundgate_transactions_total{result=\"aborted\"} 0",
             "groundgate_rebalances_total{kind=\"assign\"} 0",
             "groundgate_assigned_partitions 0",
+            "groundgate_audit_seals_total 0",
+            "groundgate_audit_seal_failures_total 0",
+            "groundgate_audit_last_seal_timestamp_seconds 0",
             "groundgate_build_info{git_sha=",
         ] {
             assert!(text.contains(name), "missing {name}");

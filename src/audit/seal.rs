@@ -102,13 +102,26 @@ impl Sealer {
     }
 
     /// The head the chain would resume from after the last emitted seal
-    /// (a worker resuming a partition's chain; the tests' crash and resume).
-    #[cfg(test)]
+    /// (the worker writes it into the committed offset's metadata).
     pub fn head(&self) -> ChainHead {
         ChainHead {
             next_seq: self.seq,
             prev: self.prev,
         }
+    }
+
+    /// Rows recorded since the last seal.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Forgets the pending rows and continues from `head`: an exactly-once
+    /// worker whose transaction aborted (its rows and seals were never
+    /// published) goes back to the head at the transaction's start.
+    pub fn rewind(&mut self, head: ChainHead) {
+        self.seq = head.next_seq;
+        self.prev = head.prev;
+        self.pending.clear();
     }
 
     /// Emits the seal over the pending rows, or `None` when there are none.

@@ -6,19 +6,24 @@
 //! and hands over bytes with their location; nothing here does I/O.
 //!
 //! What is checked, per chain (one input partition):
-//! - seals link: each seal names the hash of the previous one and its
-//!   sequence number is the previous plus one (a dropped or altered seal
-//!   breaks the link);
+//! - seals link: each seal names the hash of a seal one lower in sequence
+//!   (seal 0: the genesis hash), so a dropped or altered seal breaks the
+//!   link. Several seals may share a sequence number: a worker that dies
+//!   after its seal was written but before its input offset was committed
+//!   is replaced by one that re-processes those records and seals them again
+//!   from the same chain head (a *reseal*, counted, not a problem). Every
+//!   seal of such a fork must still link, be signed and have all its rows;
 //! - with a public key, each seal carries a valid Ed25519 signature;
 //! - every row a seal lists is present byte for byte (altered, deleted);
 //! - rows of one seal appear in the listed order within one stream
-//!   (reordered);
+//!   (reordered); rows spread over several streams (audit partitions) are
+//!   not ordered against each other, as Kafka does not order them;
 //! - every row is covered by a seal, unless it re-processes a sealed offset
 //!   with the same answer (a redelivery), or lies after the last seal (an
 //!   unsealed tail, normal while a worker runs or after a crash);
 //! - every input offset in the range has at least one row (gaps).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
@@ -26,7 +31,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::seal::{ChainId, SEAL_TYPE, row_hash, unsigned_bytes};
+use super::seal::{ChainId, GENESIS, SEAL_TYPE, row_hash, unsigned_bytes};
 
 /// Where a record was read: a stream (a file, an audit partition) and the
 /// position in it (line number, offset).
@@ -80,10 +85,18 @@ pub struct Problem {
 pub struct ChainReport {
     pub topic: String,
     pub partition: i32,
+    /// Rows read for input offsets in the verified range.
     pub rows: u64,
     pub sealed_rows: u64,
     pub seals: u64,
     pub redeliveries: u64,
+    /// Seals that repeat a sequence number of the chain (a worker replaced
+    /// after a crash sealed the same rows again); not a problem.
+    pub reseals: u64,
+    /// Hash of the chain's latest seal (highest sequence number, the later
+    /// one read on a tie): keep it outside the trail to detect a truncated
+    /// tail later.
+    pub head_seal: Option<String>,
     pub unsealed_tail: u64,
     pub first_offset: Option<i64>,
     pub last_offset: Option<i64>,
@@ -229,6 +242,11 @@ impl AuditVerifier {
         if map.get("type").and_then(Value::as_str) == Some(SEAL_TYPE) {
             self.seal(at, &map);
         } else if let Some((chain, offset, answer_hash)) = row_fields(&map) {
+            // Rows outside --from/--to are judged by nothing: not kept, so
+            // verifying a slice of a huge topic needs memory for the slice.
+            if !self.opts.in_range(offset) {
+                return;
+            }
             let c = self.chains.entry(chain).or_default();
             let hash = row_hash(bytes);
             c.by_hash.entry(hash).or_default().push(c.rows.len());
@@ -252,7 +270,7 @@ impl AuditVerifier {
 
     fn seal(&mut self, at: Location, map: &Map<String, Value>) {
         let parsed = seal_fields(map);
-        let Some((chain, seq, prev, first, last, rows)) = parsed else {
+        let Some((chain, seq, prev, first, last, mut rows)) = parsed else {
             self.problem(
                 ProblemKind::SealMalformed,
                 None,
@@ -292,6 +310,8 @@ impl AuditVerifier {
             p.at = Some(at);
         }
         let hash: [u8; 32] = Sha256::digest(&unsigned).into();
+        // As with rows: entries outside --from/--to are not judged.
+        rows.retain(|(o, _)| self.opts.in_range(*o));
         self.chains.entry(chain).or_default().seals.push(SealRec {
             seq,
             prev,
@@ -321,11 +341,17 @@ impl AuditVerifier {
             seals: c.seals.len() as u64,
             ..ChainReport::default()
         };
-        self.link_seals(id, c);
+        let head_line = self.link_seals(id, c, &mut cr);
         let mut max_sealed: Option<i64> = None;
         let seals = std::mem::take(&mut c.seals);
+        let mut matched: HashSet<[u8; 32]> = HashSet::new();
         for s in &seals {
             max_sealed = Some(max_sealed.map_or(s.last, |m: i64| m.max(s.last)));
+            // A byte-identical copy of a seal (a producer retry) lists the
+            // same rows; they were matched once.
+            if !matched.insert(s.hash) {
+                continue;
+            }
             let mut last_at: HashMap<u32, Location> = HashMap::new();
             for (off, h) in &s.rows {
                 let found = c
@@ -381,9 +407,14 @@ impl AuditVerifier {
                                 ProblemKind::RowMissing,
                                 Some(s.at),
                                 format!(
-                                    "row sealed by seal {} is absent (sha256 {})",
+                                    "row sealed by seal {} is absent (sha256 {}){}",
                                     s.seq,
-                                    hex::encode(h)
+                                    hex::encode(h),
+                                    if head_line.contains(&s.hash) {
+                                        ""
+                                    } else {
+                                        "; the seal is superseded by a reseal"
+                                    }
                                 ),
                             ),
                         };
@@ -487,51 +518,124 @@ impl AuditVerifier {
         cr
     }
 
-    fn link_seals(&mut self, id: &ChainId, c: &Chain) {
-        let mut prev: Option<&SealRec> = None;
-        for s in &c.seals {
-            match prev {
-                None if s.seq != 0 && self.opts.from.is_none() => {
-                    let p = self.problem(
+    /// Checks that every seal names the hash of a seal one lower in
+    /// sequence (seal 0: the genesis hash) and fills in the chain's reseals
+    /// and head. Seals are judged by sequence number, not by where they were
+    /// read, so a chain whose seals sit in several streams still links.
+    /// Returns the hashes of the seals from the head back along the names
+    /// (the line a fork continues on; the others are superseded).
+    fn link_seals(&mut self, id: &ChainId, c: &Chain, cr: &mut ChainReport) -> HashSet<[u8; 32]> {
+        let mut by_seq: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (i, s) in c.seals.iter().enumerate() {
+            by_seq.entry(s.seq).or_default().push(i);
+        }
+        let Some((&root_seq, roots)) = by_seq.first_key_value() else {
+            return HashSet::new();
+        };
+        let root_prev = c.seals[roots[0]].prev;
+        // Distinct seals that link, per sequence number: more than one is a
+        // reseal (a byte-identical copy of a seal is the same seal).
+        let mut linked: BTreeMap<u64, Vec<[u8; 32]>> = BTreeMap::new();
+        for (i, s) in c.seals.iter().enumerate() {
+            let verdict = if s.seq == root_seq {
+                if s.seq == 0 && s.prev != GENESIS {
+                    Some((
+                        ProblemKind::SealBroken,
+                        "seal 0 does not name the genesis hash (altered or replaced)".into(),
+                    ))
+                } else if s.prev != root_prev {
+                    Some((
+                        ProblemKind::SealBroken,
+                        format!(
+                            "seal {} names another previous seal than the seal {} read first",
+                            s.seq, s.seq
+                        ),
+                    ))
+                } else if s.seq != 0 && self.opts.from.is_none() && i == roots[0] {
+                    Some((
                         ProblemKind::SealMissing,
-                        Some(id),
                         format!(
                             "first seal found is seq {}: seals 0..{} are missing",
                             s.seq, s.seq
                         ),
-                    );
-                    p.seal_seq = Some(s.seq);
-                    p.at = Some(s.at);
+                    ))
+                } else {
+                    None
                 }
-                None => {}
-                Some(before) => {
-                    if s.seq != before.seq + 1 {
-                        let p = self.problem(
+            } else {
+                match by_seq.get(&(s.seq - 1)) {
+                    Some(parents) if parents.iter().any(|&j| c.seals[j].hash == s.prev) => None,
+                    Some(_) => Some((
+                        ProblemKind::SealBroken,
+                        format!(
+                            "seal {} does not name the hash of any seal {} (altered or replaced)",
+                            s.seq,
+                            s.seq - 1
+                        ),
+                    )),
+                    None => {
+                        let before = by_seq.range(..s.seq).next_back().map_or(0, |(q, _)| *q);
+                        Some((
                             ProblemKind::SealMissing,
-                            Some(id),
-                            format!("seal seq {} follows seq {}", s.seq, before.seq),
-                        );
-                        p.seal_seq = Some(s.seq);
-                        p.offsets = Some((before.last, s.first));
-                        p.at = Some(s.at);
-                    } else if s.prev != before.hash {
-                        let p = self.problem(
-                            ProblemKind::SealBroken,
-                            Some(id),
-                            format!(
-                                "seal {} does not name the hash of seal {} (altered or replaced)",
-                                s.seq, before.seq
-                            ),
-                        );
-                        p.seal_seq = Some(s.seq);
-                        p.offsets = Some((before.first, s.last));
-                        p.at = Some(s.at);
+                            format!("seal seq {} follows seq {before}", s.seq),
+                        ))
                     }
                 }
+            };
+            match verdict {
+                Some((kind, detail)) => {
+                    let before = seal_before(&c.seals, &by_seq, s);
+                    let offsets = match kind {
+                        ProblemKind::SealMissing => before.map(|b| (b.last, s.first)),
+                        _ => Some(before.map_or((s.first, s.last), |b| (b.first, s.last))),
+                    };
+                    let p = self.problem(kind, Some(id), detail);
+                    p.seal_seq = Some(s.seq);
+                    p.offsets = offsets;
+                    p.at = Some(s.at);
+                    // A seal 0..n missing before the first one found does
+                    // not make that seal's own link doubtful.
+                    if kind == ProblemKind::SealMissing && s.seq == root_seq {
+                        linked.entry(s.seq).or_default().push(s.hash);
+                    }
+                }
+                None => linked.entry(s.seq).or_default().push(s.hash),
             }
-            prev = Some(s);
         }
+        cr.reseals = linked
+            .values_mut()
+            .map(|hashes| {
+                hashes.sort_unstable();
+                hashes.dedup();
+                hashes.len() as u64 - 1
+            })
+            .sum();
+        // The head: the highest sequence number, the later one read on a tie.
+        let head = by_seq
+            .last_key_value()
+            .and_then(|(_, ix)| ix.last().copied());
+        cr.head_seal = head.map(|i| hex::encode(c.seals[i].hash));
+        let by_hash: HashMap<[u8; 32], &SealRec> = c.seals.iter().map(|s| (s.hash, s)).collect();
+        let mut line = HashSet::new();
+        let mut at = head.map(|i| &c.seals[i]);
+        while let Some(s) = at.filter(|s| line.insert(s.hash)) {
+            at = by_hash
+                .get(&s.prev)
+                .copied()
+                .filter(|p| p.seq.checked_add(1) == Some(s.seq));
+        }
+        line
     }
+}
+
+/// The last seal read with the nearest lower sequence number than `s`.
+fn seal_before<'c>(
+    seals: &'c [SealRec],
+    by_seq: &BTreeMap<u64, Vec<usize>>,
+    s: &SealRec,
+) -> Option<&'c SealRec> {
+    let (_, ix) = by_seq.range(..s.seq).next_back()?;
+    ix.last().map(|&i| &seals[i])
 }
 
 fn sealed_anywhere(seals: &[SealRec], hash: &[u8; 32]) -> bool {
@@ -725,11 +829,7 @@ mod tests {
 
     #[test]
     fn signatures_are_checked_against_the_given_key() {
-        let key = SigningKey::from_bytes(&[1; 32]);
-        let opts = Options {
-            public_key: Some(key.verifying_key()),
-            ..Options::default()
-        };
+        let (key, opts) = key_and_options();
         assert!(check(&trail(6, 4, Some(key.clone())), opts.clone()).ok());
         let other = trail(6, 4, Some(SigningKey::from_bytes(&[2; 32])));
         let r = check(&other, opts.clone());
@@ -771,6 +871,300 @@ mod tests {
         let r = check(&t[..t.len() - 5], Options::default());
         assert!(r.ok(), "{:?}", r.problems);
         assert_eq!(r.chains[0].unsealed_tail, 2);
+    }
+
+    fn chain0() -> ChainId {
+        ChainId {
+            topic: "answers".into(),
+            partition: 0,
+        }
+    }
+
+    /// Feeds rows for `offsets` to `sealer` (row `ts` = `ts0 + offset`), as a
+    /// worker writes them, sealing every time a seal is due and at the end
+    /// when `seal_at_end`.
+    fn work(
+        sealer: &mut Sealer,
+        offsets: std::ops::Range<i64>,
+        ts0: i64,
+        seal_at_end: bool,
+    ) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for o in offsets {
+            let r = row(o, &format!("h{o}"), ts0 + o);
+            let due = sealer.push(o, &r);
+            out.push(r);
+            if due {
+                out.extend(sealer.seal(ts0 + 1_000 + o));
+            }
+        }
+        if seal_at_end {
+            out.extend(sealer.seal(ts0 + 9_999));
+        }
+        out
+    }
+
+    /// A signing key and options requiring its signature.
+    fn key_and_options() -> (SigningKey, Options) {
+        let key = SigningKey::from_bytes(&[1; 32]);
+        let opts = Options {
+            public_key: Some(key.verifying_key()),
+            ..Options::default()
+        };
+        (key, opts)
+    }
+
+    /// A sealer of chain 0 (every 4 rows, unsigned) starting at seal
+    /// `next_seq` with `prev` as the previous seal's hash.
+    fn sealer_at(worker: &str, next_seq: u64, prev: [u8; 32]) -> Sealer {
+        Sealer::new(chain0(), worker, 4, ChainHead { next_seq, prev }, None)
+    }
+
+    /// A crash between seals and commit: worker 1 (key `keys[0]`) processes
+    /// offsets `0..crash`, sealing every `every` rows, but only the head after
+    /// its rows `0..committed` was committed; worker 2 (key `keys[1]`)
+    /// resumes from that head and processes `committed..end` again (other
+    /// `ts`, so other row bytes), sealing at the end when `seal_at_end`.
+    fn replaced(
+        every: usize,
+        [committed, crash, end]: [i64; 3],
+        [key1, key2]: [Option<SigningKey>; 2],
+        seal_at_end: bool,
+    ) -> Vec<Vec<u8>> {
+        let mut w1 = Sealer::new(chain0(), "w1", every, ChainHead::START, key1);
+        let mut t = work(&mut w1, 0..committed, 0, false);
+        let committed_head = w1.head();
+        t.extend(work(&mut w1, committed..crash, 0, false));
+        let mut w2 = Sealer::new(chain0(), "w2", every, committed_head, key2);
+        t.extend(work(&mut w2, committed..end, 500, seal_at_end));
+        t
+    }
+
+    /// Worker 1 seals 0..=3 (seal 0) and 4..=7 (seal 1) and dies before
+    /// committing past offset 3; worker 2 seals 4..=7 again (seal 1) and
+    /// 8..=9 (seal 2).
+    fn resealed(key1: Option<SigningKey>, key2: Option<SigningKey>) -> Vec<Vec<u8>> {
+        replaced(4, [4, 8, 10], [key1, key2], true)
+    }
+
+    fn seals_of(t: &[Vec<u8>]) -> Vec<Map<String, Value>> {
+        t.iter()
+            .filter(|r| is_seal(r))
+            .map(|r| serde_json::from_slice(r).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_reseal_after_a_crash_between_seal_and_commit_verifies() {
+        let t = resealed(None, None);
+        let seals = seals_of(&t);
+        assert_eq!(
+            seals
+                .iter()
+                .map(|s| s["seq"].as_u64().unwrap())
+                .collect::<Vec<_>>(),
+            vec![0, 1, 1, 2],
+            "two seals 1 with the same prev"
+        );
+        assert_eq!(seals[1]["prev"], seals[2]["prev"]);
+        let r = check(&t, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        let c = &r.chains[0];
+        assert_eq!((c.seals, c.reseals, c.redeliveries), (4, 1, 4));
+        assert_eq!((c.rows, c.sealed_rows, c.unsealed_tail), (14, 14, 0));
+        // The head is the last seal, which continues from worker 2's seal 1.
+        let last = seals.last().unwrap();
+        assert_eq!(
+            c.head_seal.as_deref(),
+            Some(hex::encode(Sha256::digest(unsigned_bytes(last))).as_str())
+        );
+        assert_eq!(
+            last["prev"],
+            hex::encode(Sha256::digest(unsigned_bytes(&seals[2])))
+        );
+    }
+
+    #[test]
+    fn a_fork_over_several_seals_verifies_and_counts_each_reseal() {
+        // Worker 1 seals 0, 1 and 2 but only the head after seal 0 was
+        // committed: worker 2 seals 1 and 2 again, then 3.
+        let t = replaced(2, [2, 6, 8], [None, None], false);
+        let r = check(&t, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!((r.chains[0].seals, r.chains[0].reseals), (6, 2));
+        assert_eq!(r.chains[0].redeliveries, 4);
+    }
+
+    #[test]
+    fn without_a_next_seal_the_head_is_the_reseal_read_last() {
+        let t = replaced(4, [4, 8, 8], [None, None], false);
+        let r = check(&t, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].reseals, 1);
+        let last = seals_of(&t).pop().unwrap();
+        assert_eq!(last["worker"], "w2");
+        assert_eq!(
+            r.chains[0].head_seal,
+            Some(hex::encode(Sha256::digest(unsigned_bytes(&last))))
+        );
+    }
+
+    #[test]
+    fn a_signed_reseal_verifies_and_an_unsigned_one_does_not() {
+        let (key, opts) = key_and_options();
+        let r = check(
+            &resealed(Some(key.clone()), Some(key.clone())),
+            opts.clone(),
+        );
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].reseals, 1);
+        // The replacement worker had no key: its seals 1 and 2 are rejected.
+        let r = check(&resealed(Some(key), None), opts);
+        assert_eq!(kinds(&r), vec![ProblemKind::SealSignature; 2]);
+        assert!(r.problems.iter().all(|p| p.at.is_some()));
+    }
+
+    #[test]
+    fn a_forged_fork_seal_naming_another_prev_is_broken() {
+        let mut t = trail(10, 4, None);
+        // Someone without the chain's history re-writes rows 4..=7 and adds
+        // a seal 1 over them with a made-up previous hash.
+        let mut forger = sealer_at("forger", 1, [9; 32]);
+        t.extend(work(&mut forger, 4..8, 500, false));
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
+        assert_eq!(r.problems[0].seal_seq, Some(1));
+        assert_eq!(r.location(r.problems[0].at.unwrap()), "audit.jsonl:18");
+        assert_eq!(r.chains[0].reseals, 0, "a broken seal is no reseal");
+    }
+
+    #[test]
+    fn a_fork_seal_whose_rows_are_missing_is_a_problem() {
+        let mut w1 = Sealer::new(chain0(), "w1", 4, ChainHead::START, None);
+        let mut t = work(&mut w1, 0..10, 0, true);
+        // A second seal 1 from the right head, over rows nobody wrote; the
+        // real seal 2 names the real seal 1.
+        let seal0 = seals_of(&t).remove(0);
+        let mut fork = sealer_at("w2", 1, Sha256::digest(unsigned_bytes(&seal0)).into());
+        fork.push(5, &row(5, "h5", 777));
+        t.extend(fork.seal(2));
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowMissing]);
+        assert_eq!(r.problems[0].offsets, Some((5, 5)));
+        assert_eq!(r.problems[0].seal_seq, Some(1));
+        assert!(
+            r.problems[0].detail.contains("superseded"),
+            "seal 2 names the other seal 1: {}",
+            r.problems[0].detail
+        );
+        // And with the rows it lists present, the same fork is a reseal.
+        t.push(row(5, "h5", 777));
+        let r = check(&t, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!((r.chains[0].reseals, r.chains[0].redeliveries), (1, 1));
+    }
+
+    #[test]
+    fn a_seal_0_not_starting_from_genesis_is_broken() {
+        let mut s = sealer_at("w1", 0, [3; 32]);
+        let r = check(&work(&mut s, 0..4, 0, true), Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
+        assert_eq!(r.problems[0].seal_seq, Some(0));
+    }
+
+    #[test]
+    fn a_duplicated_seal_record_is_one_seal() {
+        let mut t = trail(6, 4, None);
+        let seal = t.iter().find(|r| is_seal(r)).unwrap().clone();
+        t.push(seal);
+        let r = check(&t, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].reseals, 0);
+    }
+
+    /// Spreads a trail over `n` streams as a worker's producer does: rows by
+    /// request (here round-robin), seals all in one stream; returns the
+    /// records of each stream in order.
+    fn spread(t: &[Vec<u8>], n: usize, seal_stream: usize) -> Vec<Vec<Vec<u8>>> {
+        let mut streams = vec![Vec::new(); n];
+        let mut next = 0;
+        for r in t {
+            if is_seal(r) {
+                streams[seal_stream].push(r.clone());
+            } else {
+                streams[next % n].push(r.clone());
+                next += 1;
+            }
+        }
+        streams
+    }
+
+    /// Reads `streams` one after the other, in the order given.
+    fn check_streams(streams: &[Vec<Vec<u8>>], order: &[usize]) -> Report {
+        let mut v = AuditVerifier::new(Options::default());
+        let ids: Vec<u32> = (0..streams.len())
+            .map(|i| v.stream(format!("answers.audit/{i}")))
+            .collect();
+        for &i in order {
+            for (pos, r) in streams[i].iter().enumerate() {
+                v.record(
+                    Location {
+                        stream: ids[i],
+                        pos: pos as u64,
+                    },
+                    r,
+                );
+            }
+        }
+        v.finish()
+    }
+
+    #[test]
+    fn a_chain_spread_over_several_audit_partitions_verifies() {
+        let t = resealed(None, None);
+        let streams = spread(&t, 3, 1);
+        // Seals first, then the rows, the last rows first: read order across
+        // streams says nothing.
+        let r = check_streams(&streams, &[1, 2, 0]);
+        assert!(r.ok(), "{:?}", r.problems);
+        let c = &r.chains[0];
+        assert_eq!(
+            (c.rows, c.sealed_rows, c.reseals, c.redeliveries),
+            (14, 14, 1, 4)
+        );
+        // Within one stream the sealed order still holds.
+        let mut swapped = streams.clone();
+        swapped[0].swap(0, 1);
+        let r = check_streams(&swapped, &[0, 1, 2]);
+        assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
+        assert_eq!(r.location(r.problems[0].at.unwrap()), "answers.audit/0:0");
+    }
+
+    #[test]
+    fn from_and_to_verify_a_slice() {
+        let slice = Options {
+            from: Some(4),
+            to: Some(7),
+            ..Options::default()
+        };
+        let t = trail(10, 4, None);
+        let r = check(&t, slice.clone());
+        assert!(r.ok(), "{:?}", r.problems);
+        let c = &r.chains[0];
+        assert_eq!((c.rows, c.sealed_rows), (4, 4));
+        assert_eq!((c.first_offset, c.last_offset), (Some(4), Some(7)));
+        // A row outside the slice is not judged; one inside is.
+        let without = |offset: i64| -> Vec<Vec<u8>> {
+            let needle = format!("\"offset\":{offset},");
+            t.iter()
+                .filter(|r| is_seal(r) || !String::from_utf8_lossy(r).contains(&needle))
+                .cloned()
+                .collect()
+        };
+        assert!(check(&without(2), slice.clone()).ok());
+        let r = check(&without(5), slice);
+        assert_eq!(kinds(&r), vec![ProblemKind::RowMissing, ProblemKind::Gap]);
+        assert!(r.problems.iter().all(|p| p.offsets == Some((5, 5))));
     }
 
     #[test]

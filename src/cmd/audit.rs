@@ -1,15 +1,17 @@
 //! `groundgate audit verify` and `groundgate audit keygen`: the shell around
-//! `crate::audit::verify`. Reads JSON Lines exports or an audit topic, prints a
-//! summary table (or `--json`), and maps the verdict to an exit code:
+//! `crate::audit::verify`. Reads JSON Lines exports or an audit topic (with a
+//! progress bar when stderr is a terminal), prints a summary table (or
+//! `--json`), and maps the verdict to an exit code:
 //! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
@@ -141,14 +143,17 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
         .ok_or_else(|| CmdError::NoTopic(topic.to_string()))?;
     let mut tpl = TopicPartitionList::new();
     let mut ends = Vec::new();
+    let mut messages = 0;
     for p in t.partitions() {
         let (lo, hi) = consumer.fetch_watermarks(topic, p.id(), timeout)?;
         if hi > lo {
             tpl.add_partition_offset(topic, p.id(), Offset::Offset(lo))?;
             ends.push((p.id(), hi));
+            messages += hi - lo;
         }
     }
     consumer.assign(&tpl)?;
+    let bar = topic_progress(messages);
     let streams: std::collections::HashMap<i32, u32> = ends
         .iter()
         .map(|(p, _)| (*p, v.stream(format!("{topic}/{p}"))))
@@ -169,6 +174,9 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
             continue;
         };
         let msg = msg?;
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
         let p = msg.partition();
         if let Some(&stream) = streams.get(&p) {
             v.record(
@@ -183,7 +191,29 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
             remaining.remove(&p);
         }
     }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     Ok(())
+}
+
+/// A bar on stderr over the topic's messages (offsets between the
+/// watermarks, so transaction markers count too), when stderr is a
+/// terminal; nothing otherwise, so pipes and logs stay clean.
+fn topic_progress(messages: i64) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(
+        Some(u64::try_from(messages).unwrap_or(0)),
+        ProgressDrawTarget::stderr(),
+    );
+    let style = ProgressStyle::with_template(
+        "{bar:30} {human_pos}/{human_len} audit records, {elapsed} elapsed, ETA {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    Some(bar)
 }
 
 fn print_report(r: &Report) {
@@ -197,6 +227,7 @@ fn print_report(r: &Report) {
         "sealed",
         "seals",
         "redelivered",
+        "reseals",
         "unsealed tail",
         "gaps",
     ]);
@@ -213,6 +244,7 @@ fn print_report(r: &Report) {
             c.sealed_rows.to_string(),
             c.seals.to_string(),
             c.redeliveries.to_string(),
+            c.reseals.to_string(),
             c.unsealed_tail.to_string(),
             c.gaps.len().to_string(),
         ]);

@@ -1,11 +1,13 @@
-//! `groundgate bench`: how much the validation costs on the wire. In one
-//! process and one run it produces the same records once, then drains them
-//! three times through the very same worker code on the same broker:
-//! a passthrough (no validation, same two outputs per record), the worker
-//! in at-least-once, and the worker in exactly-once. Each run has its own
+//! `groundgate bench`: how much the validation and the audit seals cost on
+//! the wire. In one process and one run it produces the same records once,
+//! then drains them five times through the very same worker code on the
+//! same broker: a passthrough (no validation, no seals, same two outputs per
+//! record), the worker in at-least-once and in exactly-once as `run` runs
+//! it (sealing), and both again without seals. Each run has its own
 //! consumer group and output topics. The clock starts when the run's
 //! partitions are assigned (so group joins are not measured) and stops
-//! when the last audit row is acknowledged.
+//! when the last audit row is acknowledged (seals are not waited for; those
+//! published by then are counted).
 //!
 //! It measures; it asserts nothing (tests never depend on speed).
 
@@ -31,24 +33,41 @@ const DEADLINE: Duration = Duration::from_secs(600);
 
 struct Run {
     name: &'static str,
+    /// In topic and group names.
+    slug: &'static str,
     step: Step,
     guarantee: Guarantee,
 }
 
-const RUNS: [Run; 3] = [
+const RUNS: [Run; 5] = [
     Run {
         name: "passthrough",
+        slug: "passthrough",
         step: Step::Passthrough,
         guarantee: Guarantee::AtLeastOnce,
     },
     Run {
         name: "at-least-once",
+        slug: "alo",
         step: Step::Validate,
         guarantee: Guarantee::AtLeastOnce,
     },
     Run {
+        name: "at-least-once, no seals",
+        slug: "alo-unsealed",
+        step: Step::ValidateUnsealed,
+        guarantee: Guarantee::AtLeastOnce,
+    },
+    Run {
         name: "exactly-once",
+        slug: "eos",
         step: Step::Validate,
+        guarantee: Guarantee::ExactlyOnce,
+    },
+    Run {
+        name: "exactly-once, no seals",
+        slug: "eos-unsealed",
+        step: Step::ValidateUnsealed,
         guarantee: Guarantee::ExactlyOnce,
     },
 ];
@@ -61,7 +80,7 @@ pub async fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     super::init_logging(crate::config::LogFormat::Human, "warn");
     let mut all_topics = vec![INPUT.to_string()];
     for r in &RUNS {
-        all_topics.extend(topics(r.name));
+        all_topics.extend(topics(r.slug));
     }
     let names: Vec<&str> = all_topics.iter().map(String::as_str).collect();
     let broker = EmbeddedBroker::start(args.partitions, &names)?;
@@ -79,40 +98,72 @@ pub async fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     drop(producer);
 
     // Rounds interleave the runs so drift (other load, allocator warm-up)
-    // hits all three alike; the median of each is reported.
-    let mut secs: [Vec<f64>; 3] = Default::default();
+    // hits all of them alike; the median of each is reported.
+    let mut secs: [Vec<f64>; 5] = Default::default();
+    let mut seal_rates: [Vec<f64>; 5] = Default::default();
     for round in 0..args.rounds.max(1) {
         for (i, run) in RUNS.iter().enumerate() {
-            let s = one_run(run, round, &bootstrap, args.records).await?;
-            println!("round {}: {:>14} {:.2} s", round + 1, run.name, s);
+            let (s, seals) = one_run(run, round, &bootstrap, args.records).await?;
+            println!(
+                "round {}: {:>24} {:.2} s, {seals} seals",
+                round + 1,
+                run.name,
+                s
+            );
             secs[i].push(s);
+            seal_rates[i].push(seals as f64 / s);
         }
     }
     drop(broker);
-    let [pass, alo, eos] = secs.map(median);
+    let [pass, alo, alo_unsealed, eos, eos_unsealed] = secs.map(median);
+    let seal_rates = seal_rates.map(median);
 
     let rate = |secs: f64| args.records as f64 / secs;
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["run (median)", "records/s", "ratio", "goal"]);
-    t.add_row(vec![
-        "passthrough".into(),
-        format!("{:.0}", rate(pass)),
-        "1.00".into(),
-        String::new(),
+    t.set_header(vec![
+        "run (median)",
+        "records/s",
+        "seals/s",
+        "ratio",
+        "goal",
     ]);
-    t.add_row(vec![
-        "at-least-once".into(),
-        format!("{:.0}", rate(alo)),
-        format!("{:.2} × passthrough", pass / alo),
-        "≥ 0.90".into(),
-    ]);
-    t.add_row(vec![
-        "exactly-once".into(),
-        format!("{:.0}", rate(eos)),
-        format!("{:.2} × at-least-once", alo / eos),
-        "≥ 0.80".into(),
-    ]);
+    let rows = [
+        (pass, None, "1.00".to_string(), ""),
+        (
+            alo,
+            Some(seal_rates[1]),
+            format!("{:.2} × passthrough", pass / alo),
+            "≥ 0.90",
+        ),
+        (
+            alo_unsealed,
+            None,
+            format!("sealed at {:.2} × this", alo_unsealed / alo),
+            "≥ 0.95",
+        ),
+        (
+            eos,
+            Some(seal_rates[3]),
+            format!("{:.2} × at-least-once", alo / eos),
+            "≥ 0.80",
+        ),
+        (
+            eos_unsealed,
+            None,
+            format!("sealed at {:.2} × this", eos_unsealed / eos),
+            "≥ 0.95",
+        ),
+    ];
+    for (run, (secs, seals, ratio, goal)) in RUNS.iter().zip(rows) {
+        t.add_row(vec![
+            run.name.to_string(),
+            format!("{:.0}", rate(secs)),
+            seals.map_or_else(String::new, |s| format!("{s:.1}")),
+            ratio,
+            goal.to_string(),
+        ]);
+    }
     println!("{t}");
     println!(
         "broker: librdkafka mock cluster, in this process (it shares the CPU with the worker); measure against real Kafka before drawing conclusions"
@@ -126,13 +177,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Drains the input once with `run`'s settings; returns seconds from
-/// assignment to the last acknowledged audit row of this round.
-async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> anyhow::Result<f64> {
-    let [final_, retry, audit, dead_letter] = topics(run.name);
+/// assignment to the last acknowledged audit row of this round, and the
+/// seals published by then.
+async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> anyhow::Result<(f64, u64)> {
+    let [final_, retry, audit, dead_letter] = topics(run.slug);
     let mut raw = RawConfig::default();
     raw.kafka.brokers = Some(bootstrap.to_string());
-    raw.kafka.group_id = Some(format!("bench-{}-{round}", run.name));
-    raw.kafka.transactional_id = Some(format!("bench-{}-{round}", run.name));
+    raw.kafka.group_id = Some(format!("bench-{}-{round}", run.slug));
+    raw.kafka.transactional_id = Some(format!("bench-{}-{round}", run.slug));
     raw.kafka.guarantee = Some(run.guarantee);
     raw.kafka.topics = RawTopics {
         input: Some(INPUT.into()),
@@ -168,7 +220,7 @@ async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> anyhow::R
         loop {
             let got = metrics.published(TopicRole::Audit);
             if got >= want {
-                return Ok(started.elapsed().as_secs_f64());
+                return Ok((started.elapsed().as_secs_f64(), metrics.seals_published()));
             }
             if Instant::now() > deadline || worker.is_finished() {
                 bail!(

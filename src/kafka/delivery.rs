@@ -1,27 +1,39 @@
 //! What the delivery guarantees have in common: the [`Delivery`] operations
-//! the consume loop calls, the [`Pending`] record handed to them, and the
-//! producer enqueue they share. The guarantee is chosen once, in
+//! the consume loop calls, the [`Pending`] record handed to them, the
+//! producer enqueue they share, and putting a record's audit row on its
+//! partition's chain ([`chain_row`], reading the chain head from the
+//! committed offset when the partition is new to this worker). The guarantee is chosen once, in
 //! [`super::worker`], by constructing an [`super::at_least_once::AtLeastOnce`]
 //! or an [`super::exactly_once::ExactlyOnce`].
 //!
 //! Must not: validate, build outputs (that is [`super::outputs`]), or log or
 //! count directly (that is [`super::events`]).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::BaseConsumer;
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::DeliveryFuture;
+use rdkafka::{Offset, TopicPartitionList};
 
 use super::client::FutureProducer;
+use super::events::{ChainStarted, InternalEvent};
 use super::offsets::TopicPartition;
 use super::outputs::{InputRecord, Output, oversize_replacement};
 use super::rebalance::GateContext;
+use super::seals::{Chains, Resume, Seal, encode_head};
 use super::worker::WorkerError;
+use crate::audit::ChainHead;
+use crate::audit::seal::row_hash;
 use crate::config::Config;
+use crate::metrics::{Metrics, TopicRole};
 
 pub type Consumer = BaseConsumer<GateContext>;
+
+/// How long reading a partition's committed offset (its chain head) may take.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One input record's outputs, ready to publish.
 pub struct Pending {
@@ -31,6 +43,9 @@ pub struct Pending {
     /// Any number of outputs; the input offset is done when all are.
     pub outputs: Vec<Output>,
     pub oversize: Oversize,
+    /// SHA-256 of the audit row among `outputs` (computed beside
+    /// validation); `None` when the worker does not seal (bench modes).
+    pub audit_hash: Option<[u8; 32]>,
 }
 
 impl Pending {
@@ -132,27 +147,135 @@ pub fn enqueue(producer: &FutureProducer, out: &Output) -> Result<DeliveryFuture
     }
 }
 
+/// An output handed to the producer: what was enqueued, its delivery, and
+/// the SHA-256 of the audit row when it is the audit row of a sealed record.
+pub type Enqueued = (Output, DeliveryFuture, Option<[u8; 32]>);
+
 /// Enqueues `out`, or its bounded stand-in when the producer's own size
 /// check refuses it (key and headers beside a bounded value). Returns what
-/// was enqueued.
+/// was enqueued (and the audit row's hash when it is the audit row of a
+/// sealed record). A seal is never replaced (a stand-in would seal nothing).
 // The error carries the output so the caller can name it; it is the rare path.
 #[allow(clippy::result_large_err)]
 pub fn enqueue_or_replace(
     producer: &FutureProducer,
     out: Output,
     record: &Pending,
-) -> Result<(Output, DeliveryFuture), (Output, KafkaError)> {
+) -> Result<Enqueued, (Output, KafkaError)> {
     match enqueue(producer, &out) {
-        Ok(f) => Ok((out, f)),
-        Err(e) if is_too_large(&e) => {
+        Ok(f) => {
+            let h = audit_row_hash(record, &out, false);
+            Ok((out, f, h))
+        }
+        Err(e) if is_too_large(&e) && !out.is_seal() => {
             let stand_in = record.oversize.replacement(&out, &record.tp, record.offset);
             match enqueue(producer, &stand_in) {
-                Ok(f) => Ok((stand_in, f)),
+                Ok(f) => {
+                    let h = audit_row_hash(record, &stand_in, true);
+                    Ok((stand_in, f, h))
+                }
                 Err(e) => Err((stand_in, e)),
             }
         }
         Err(e) => Err((out, e)),
     }
+}
+
+/// The SHA-256 of the audit row among one record's enqueued outputs: the
+/// one computed beside validation, unless the row was replaced by its
+/// bounded stand-in on the way (then of the stand-in, which is what the
+/// audit topic holds). `None` when the record is not sealed.
+fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option<[u8; 32]> {
+    if enqueued.role != TopicRole::Audit || enqueued.is_seal() {
+        return None;
+    }
+    let precomputed = record.audit_hash?;
+    // Re-hashing only a replaced row keeps hashing off the consumer thread.
+    Some(if replaced {
+        row_hash(enqueued.payload.as_deref().unwrap_or_default())
+    } else {
+        precomputed
+    })
+}
+
+/// Records a record's published audit row on its partition's chain (read
+/// from the committed offset's metadata on the partition's first record
+/// here); the seal, when one is due by count.
+pub fn chain_row(
+    chains: &mut Chains,
+    consumer: &Consumer,
+    metrics: &Metrics,
+    tp: &TopicPartition,
+    offset: i64,
+    hash: [u8; 32],
+) -> Result<Option<Seal>, WorkerError> {
+    if !chains.has(tp) {
+        let head = load_head(consumer, metrics, tp)?;
+        chains.start(tp, head);
+    }
+    if chains.push(tp, offset, hash, Instant::now()) {
+        return Ok(chains.seal(tp, crate::clock::now_nanos()));
+    }
+    Ok(None)
+}
+
+/// Where `tp`'s chain resumes: the head in its committed offset's metadata.
+fn load_head(
+    consumer: &Consumer,
+    metrics: &Metrics,
+    tp: &TopicPartition,
+) -> Result<ChainHead, WorkerError> {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition(&tp.0, tp.1);
+    let got = consumer
+        .committed_offsets(tpl, HEAD_TIMEOUT)
+        .map_err(|source| WorkerError::ChainHead {
+            partition: tp.1,
+            source,
+        })?;
+    let (committed, metadata) = got
+        .find_partition(&tp.0, tp.1)
+        .map(|e| {
+            let committed = match e.offset() {
+                Offset::Offset(o) => Some(o),
+                _ => None,
+            };
+            // rdkafka's accessor panics on metadata that is not UTF-8 (only
+            // another tool writes such): that is not a head of ours.
+            let metadata = std::panic::catch_unwind(AssertUnwindSafe(|| e.metadata().to_string()))
+                .unwrap_or_default();
+            (committed, metadata)
+        })
+        .unwrap_or_default();
+    let resume = Resume::from_committed(committed, &metadata);
+    let chain = format!("{}/{}", tp.0, tp.1);
+    let chain = chain.as_str();
+    match resume {
+        Resume::Continue(h) => ChainStarted::Continued {
+            chain,
+            next_seq: h.next_seq,
+        },
+        Resume::Fresh => ChainStarted::Fresh { chain },
+        Resume::NewChain { committed } => ChainStarted::New { chain, committed },
+    }
+    .emit(metrics);
+    Ok(resume.head())
+}
+
+/// A position to commit (the next offset to read) with the chain head after
+/// the last seal as its metadata, when sealing.
+pub fn position(
+    tpl: &mut TopicPartitionList,
+    tp: &TopicPartition,
+    next: i64,
+    head: Option<ChainHead>,
+) -> Result<(), KafkaError> {
+    let mut e = tpl.add_partition(&tp.0, tp.1);
+    e.set_offset(Offset::Offset(next))?;
+    if let Some(h) = head {
+        e.set_metadata(encode_head(&h));
+    }
+    Ok(())
 }
 
 pub fn now_millis() -> i64 {

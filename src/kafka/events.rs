@@ -116,6 +116,72 @@ impl InternalEvent for PublishFailed<'_> {
     }
 }
 
+/// Audit seals published (at-least-once: acknowledged; exactly-once: their
+/// transaction committed) at `now_ms` (unix ms).
+pub struct SealsPublished {
+    pub seals: u64,
+    pub now_ms: i64,
+}
+
+impl InternalEvent for SealsPublished {
+    fn emit(self, m: &Metrics) {
+        for _ in 0..self.seals {
+            m.record_seal_published(self.now_ms as f64 / 1000.0);
+        }
+        trace!(seals = self.seals, "audit seals published");
+    }
+}
+
+/// Audit seals that were not published: a seal's delivery failed
+/// (at-least-once; the worker stops, the offsets it covers uncommitted), or
+/// the transaction holding them aborted (exactly-once; sealed again when the
+/// records are processed again). `PublishFailed` logs the error itself.
+pub struct SealsFailed<'a> {
+    pub seals: u64,
+    pub chain: &'a str,
+}
+
+impl InternalEvent for SealsFailed<'_> {
+    fn emit(self, m: &Metrics) {
+        if self.seals == 0 {
+            return;
+        }
+        m.record_seal_failures(self.seals);
+        warn!(
+            seals = self.seals,
+            chain = self.chain,
+            "audit seals not published; the input offsets they cover stay uncommitted"
+        );
+    }
+}
+
+/// This worker took over an input partition's audit chain. Logged only.
+pub enum ChainStarted<'a> {
+    /// Continued from the head in the committed offset's metadata.
+    Continued { chain: &'a str, next_seq: u64 },
+    /// Nothing committed yet: a new chain.
+    Fresh { chain: &'a str },
+    /// An offset is committed without a seal head (first run with sealing,
+    /// or another tool committed it): a new chain from there.
+    New { chain: &'a str, committed: i64 },
+}
+
+impl InternalEvent for ChainStarted<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            ChainStarted::Continued { chain, next_seq } => {
+                debug!(chain, next_seq, "continuing the audit chain")
+            }
+            ChainStarted::Fresh { chain } => debug!(chain, "starting a new audit chain"),
+            ChainStarted::New { chain, committed } => warn!(
+                chain,
+                committed,
+                "the committed offset carries no audit seal head (first run with sealing, or committed by another tool): starting a new audit chain at seq 0; audit rows before this offset stay unsealed (audit verify --from {committed})"
+            ),
+        }
+    }
+}
+
 /// A synchronous commit of stored offsets failed (at-least-once).
 pub struct OffsetCommitFailed<'a> {
     pub error: &'a KafkaError,
@@ -193,12 +259,19 @@ pub struct TransactionCommitted<'a> {
     /// Outputs per role, in [`TopicRole::ALL`] order.
     pub published: [u64; 4],
     pub input_ts_ms: &'a [i64],
+    /// Audit seals committed with it.
+    pub seals: u64,
     pub now_ms: i64,
 }
 
 impl InternalEvent for TransactionCommitted<'_> {
     fn emit(self, m: &Metrics) {
         m.record_transaction_committed();
+        SealsPublished {
+            seals: self.seals,
+            now_ms: self.now_ms,
+        }
+        .emit(m);
         for (role, n) in TopicRole::ALL.into_iter().zip(self.published) {
             for _ in 0..n {
                 m.record_published(role);
@@ -297,6 +370,25 @@ mod tests {
         ] {
             assert_eq!(class_label(c).as_str(), c.as_str());
         }
+    }
+
+    #[test]
+    fn seals_are_counted_and_stamped() {
+        let m = Metrics::new(&crate::config::Config::default().metrics).unwrap();
+        SealsPublished {
+            seals: 2,
+            now_ms: 1_700_000_000_500,
+        }
+        .emit(&m);
+        SealsFailed {
+            seals: 3,
+            chain: "answers/0",
+        }
+        .emit(&m);
+        let text = m.encode();
+        assert!(text.contains("groundgate_audit_seals_total 2"), "{text}");
+        assert!(text.contains("groundgate_audit_seal_failures_total 3"));
+        assert!(text.contains("groundgate_audit_last_seal_timestamp_seconds 1700000000.5"));
     }
 
     #[test]

@@ -5,8 +5,14 @@
 //! back to the first offset of the transaction in each partition; a fatal one
 //! (fencing) stops the worker.
 //!
+//! Sealing (`super::seals`): the seals are in the transaction of their rows.
+//! A partition is sealed every `audit.seal_every` rows and, before each
+//! commit, every partition with unsealed rows is sealed; its position is
+//! sent with the chain head after that seal as metadata. An abort takes
+//! every chain back to its head at the transaction's start.
+//!
 //! Must not let a record's outputs and its input position be committed in
-//! different transactions.
+//! different transactions, nor commit a position whose rows are unsealed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,12 +25,16 @@ use rdkafka::{Offset, TopicPartitionList};
 use tracing::debug;
 
 use super::client::FutureProducer;
-use super::delivery::{Consumer, Delivery, Flow, Pending, enqueue_or_replace, now_millis};
+use super::delivery::{
+    Consumer, Delivery, Flow, Pending, chain_row, enqueue, enqueue_or_replace, now_millis, position,
+};
 use super::error::{ErrorClass, classify};
 use super::events::{
-    InternalEvent, PublishFailed, PublishThen, TransactionAborted, TransactionCommitted,
+    InternalEvent, PublishFailed, PublishThen, SealsFailed, TransactionAborted,
+    TransactionCommitted,
 };
 use super::offsets::TopicPartition;
+use super::seals::Chains;
 use super::worker::WorkerError;
 use crate::metrics::{Metrics, TopicRole};
 
@@ -45,6 +55,8 @@ pub struct Txn {
     first: HashMap<TopicPartition, i64>,
     /// Outputs enqueued per role, in [`TopicRole::ALL`] order.
     published: [u64; 4],
+    /// Seals enqueued (not counted in `published`).
+    seals: u64,
     input_ts_ms: Vec<i64>,
 }
 
@@ -104,6 +116,8 @@ pub struct ExactlyOnce {
     commit_max_records: usize,
     committed: u64,
     aborted: u64,
+    /// The partitions' audit chains; `None`: not sealing (bench modes).
+    chains: Option<Chains>,
 }
 
 impl ExactlyOnce {
@@ -113,6 +127,7 @@ impl ExactlyOnce {
         metrics: Arc<Metrics>,
         commit_interval: Duration,
         commit_max_records: usize,
+        chains: Option<Chains>,
     ) -> ExactlyOnce {
         ExactlyOnce {
             producer,
@@ -122,7 +137,23 @@ impl ExactlyOnce {
             commit_max_records,
             committed: 0,
             aborted: 0,
+            chains,
         }
+    }
+
+    /// Seals every partition with rows not yet sealed into the open
+    /// transaction; the error of the first seal that cannot be enqueued.
+    fn seal_all(&mut self) -> Result<(), KafkaError> {
+        let Some(chains) = self.chains.as_mut() else {
+            return Ok(());
+        };
+        for tp in chains.unsealed() {
+            if let Some(seal) = chains.seal(&tp, crate::clock::now_nanos()) {
+                enqueue(&self.producer, &seal.output)?;
+                self.txn.seals += 1;
+            }
+        }
+        Ok(())
     }
 
     /// Commits the open transaction with the consumer positions; on an
@@ -131,11 +162,15 @@ impl ExactlyOnce {
         if !self.txn.is_open() {
             return Ok(());
         }
+        let sealed = self.seal_all();
         let txn = std::mem::take(&mut self.txn);
+        if let Err(e) = sealed {
+            return self.abort_and_rewind(consumer, txn.rewind_positions(&[]), txn.seals, Some(&e));
+        }
         let mut tpl = TopicPartitionList::new();
-        for ((topic, p), next) in txn.commit_positions() {
-            tpl.add_partition_offset(&topic, p, Offset::Offset(next))
-                .map_err(WorkerError::Transaction)?;
+        for (tp, next) in txn.commit_positions() {
+            let head = self.chains.as_ref().and_then(|c| c.head(&tp));
+            position(&mut tpl, &tp, next, head).map_err(WorkerError::Transaction)?;
         }
         let producer = &self.producer;
         let result = match consumer.group_metadata() {
@@ -154,23 +189,36 @@ impl ExactlyOnce {
                     records: txn.records,
                     published: txn.published,
                     input_ts_ms: &txn.input_ts_ms,
+                    seals: txn.seals,
                     now_ms: now_millis(),
                 }
                 .emit(&self.metrics);
                 Ok(())
             }
             Err(e) if txn_is_fatal(&e) => Err(WorkerError::Transaction(e)),
-            Err(e) => self.abort_and_rewind(consumer, txn.rewind_positions(&[]), Some(&e)),
+            Err(e) => {
+                self.abort_and_rewind(consumer, txn.rewind_positions(&[]), txn.seals, Some(&e))
+            }
         }
     }
 
+    /// `seals`: how many the aborted transaction held (not published).
     fn abort_and_rewind(
         &mut self,
         consumer: &Consumer,
         first: HashMap<TopicPartition, i64>,
+        seals: u64,
         cause: Option<&KafkaError>,
     ) -> Result<(), WorkerError> {
         self.txn = Txn::default();
+        if let Some(c) = self.chains.as_mut() {
+            c.rollback();
+        }
+        SealsFailed {
+            seals,
+            chain: "(the aborted transaction's partitions)",
+        }
+        .emit(&self.metrics);
         self.producer
             .abort_transaction(TXN_TIMEOUT)
             .map_err(WorkerError::Transaction)?;
@@ -214,11 +262,18 @@ impl Delivery for ExactlyOnce {
                 .begin_transaction()
                 .map_err(WorkerError::Transaction)?;
             self.txn.opened(Instant::now());
+            if let Some(c) = self.chains.as_mut() {
+                c.checkpoint();
+            }
         }
         let mut failed = None;
+        let mut audit_hash = None;
         for out in std::mem::take(&mut record.outputs) {
             match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((sent, _)) => self.txn.output(sent.role),
+                Ok((sent, _, hash)) => {
+                    self.txn.output(sent.role);
+                    audit_hash = audit_hash.or(hash);
+                }
                 Err(e) => {
                     failed = Some(e);
                     break;
@@ -227,6 +282,22 @@ impl Delivery for ExactlyOnce {
         }
         self.txn
             .record(&record.tp, record.offset, record.input_ts_ms);
+        if failed.is_none()
+            && let (Some(chains), Some(hash)) = (self.chains.as_mut(), audit_hash)
+            && let Some(seal) = chain_row(
+                chains,
+                consumer,
+                &self.metrics,
+                &record.tp,
+                record.offset,
+                hash,
+            )?
+        {
+            match enqueue(&self.producer, &seal.output) {
+                Ok(_) => self.txn.seals += 1,
+                Err(e) => failed = Some((seal.output, e)),
+            }
+        }
         let Some((out, e)) = failed else {
             return Ok(Flow::Next);
         };
@@ -240,17 +311,22 @@ impl Delivery for ExactlyOnce {
         }
         .emit(&self.metrics);
         let first = self.txn.rewind_positions(rest);
-        self.abort_and_rewind(consumer, first, None)?;
+        let seals = self.txn.seals;
+        self.abort_and_rewind(consumer, first, seals, None)?;
         Ok(Flow::Rewound)
     }
 
     fn on_revoke(
         &mut self,
         consumer: &Consumer,
-        _revoked: &[TopicPartition],
+        revoked: &[TopicPartition],
         _lost: bool,
     ) -> Result<(), WorkerError> {
-        self.commit(consumer)
+        let result = self.commit(consumer);
+        if let Some(c) = self.chains.as_mut() {
+            c.forget(revoked);
+        }
+        result
     }
 
     fn finish(

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::OwnedMessage;
+use rdkafka::message::{Headers, OwnedMessage};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 /// Reads `topics` from the beginning (no consumer group offsets are touched)
@@ -48,4 +48,11 @@ pub fn read_until(
         }
     }
     Ok(out)
+}
+
+/// Whether a record of the audit topic is a seal (it carries the
+/// `groundgate.seal` header), not an audit row.
+pub fn is_seal(m: &OwnedMessage) -> bool {
+    m.headers()
+        .is_some_and(|h| h.iter().any(|h| h.key == super::outputs::H_SEAL))
 }

@@ -16,4 +16,5 @@ mod offsets;
 pub(crate) mod outputs;
 pub mod produce;
 mod rebalance;
+mod seals;
 pub mod worker;

@@ -33,6 +33,9 @@ pub const H_INPUT_OFFSET: &str = "groundgate.input.offset";
 pub const H_INPUT_TIMESTAMP: &str = "groundgate.input.timestamp";
 pub const H_ERROR_KIND: &str = "groundgate.error.kind";
 pub const H_ERROR_DETAIL: &str = "groundgate.error.detail";
+/// On a seal record of the audit topic (its value: the seal's sequence
+/// number), so consumers of audit rows can skip seals without parsing them.
+pub const H_SEAL: &str = "groundgate.seal";
 
 /// Prefix of the headers groundgate writes. Incoming headers with it are
 /// renamed with [`RENAMED_PREFIX`] in front, so every output carries exactly
@@ -94,6 +97,11 @@ impl Output {
             r = r.payload(p.as_slice());
         }
         r
+    }
+
+    /// Whether this is an audit seal ([`seal_output`]), not a row.
+    pub fn is_seal(&self) -> bool {
+        self.role == TopicRole::Audit && self.headers.iter().any(|(k, _)| k == H_SEAL)
     }
 
     /// The value of header `key`, if present (the last one wins).
@@ -219,6 +227,30 @@ pub fn outputs_for(input: &InputRecord<'_>, outcome: Outcome, topics: &Topics) -
         headers,
     };
     vec![terminal, audit]
+}
+
+/// A seal of input partition (`input_topic`, `partition`) to the audit topic.
+/// Keyed `<input topic>/<partition>`, so every seal of one chain lands in one
+/// audit partition, in the order it was sent; headers: the input topic and
+/// partition, and [`H_SEAL`] with the seal's sequence number.
+pub fn seal_output(
+    input_topic: &str,
+    partition: i32,
+    seq: u64,
+    seal: Vec<u8>,
+    topics: &Topics,
+) -> Output {
+    Output {
+        role: TopicRole::Audit,
+        topic: topics.audit.clone(),
+        key: Some(format!("{input_topic}/{partition}").into_bytes()),
+        payload: Some(seal),
+        headers: vec![
+            header(H_INPUT_TOPIC, input_topic),
+            header(H_INPUT_PARTITION, &partition.to_string()),
+            header(H_SEAL, &seq.to_string()),
+        ],
+    }
 }
 
 /// The bounded stand-in for `out`, refused by the producer or broker as too

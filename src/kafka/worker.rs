@@ -1,6 +1,7 @@
 //! The stream worker: consume an answer, run [`crate::core::process()`], publish
-//! the terminal record and the audit row, and only then let the input offset
-//! be committed. The loop reads as the algorithm:
+//! the terminal record and the audit row (sealed, per input partition, by
+//! audit seals: `super::seals`), and only then let the input offset be
+//! committed. The loop reads as the algorithm:
 //! room → poll a batch → process → build outputs → publish → (offsets).
 //!
 //! Rooms: `super::outputs` (what each record becomes: key, value, headers),
@@ -48,6 +49,9 @@ pub use super::outputs::{
 };
 use super::rebalance::GateContext;
 pub use super::rebalance::Readiness;
+use super::seals::{Chains, SealSettings};
+use crate::audit::keys::{KeyError, load_signing_key};
+use crate::audit::seal::row_hash;
 use crate::config::{Config, Guarantee};
 use crate::core::{Outcome, OutcomeKind, RecordMeta, process};
 use crate::metrics::Metrics;
@@ -106,6 +110,12 @@ pub enum WorkerError {
     Transaction(KafkaError),
     #[error("the worker thread stopped unexpectedly: {0}")]
     Thread(String),
+    #[error("audit signing key: {0}")]
+    SigningKey(#[from] KeyError),
+    #[error(
+        "cannot read the committed offset of input partition {partition} (where its audit chain continues): {source}"
+    )]
+    ChainHead { partition: i32, source: KafkaError },
     #[error(
         "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
     )]
@@ -131,7 +141,9 @@ impl WorkerError {
     pub fn is_retriable(&self) -> bool {
         match self {
             WorkerError::Publish(p) => classify(&p.source).is_transient(),
-            WorkerError::Thread(_) | WorkerError::Unassigned(_) => true,
+            WorkerError::Thread(_) | WorkerError::Unassigned(_) | WorkerError::ChainHead { .. } => {
+                true
+            }
             _ => false,
         }
     }
@@ -140,12 +152,23 @@ impl WorkerError {
 /// What the worker does with each record between consuming and publishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// Validate with [`crate::core::process()`]: the only mode `run` uses.
+    /// Validate with [`crate::core::process()`] and seal the audit rows: the
+    /// only mode `run` uses.
     Validate,
-    /// Copy the input value to the final and audit topics unvalidated. Exists
-    /// only so `groundgate bench` can measure the Kafka plumbing alone, with
-    /// the very same clients, offsets handling and transactions.
+    /// Validate without sealing. Exists only so `groundgate bench` can
+    /// measure what sealing costs.
+    ValidateUnsealed,
+    /// Copy the input value to the final and audit topics unvalidated, no
+    /// seals. Exists only so `groundgate bench` can measure the Kafka
+    /// plumbing alone, with the very same clients, offsets handling and
+    /// transactions.
     Passthrough,
+}
+
+impl Step {
+    fn seals(self) -> bool {
+        self == Step::Validate
+    }
 }
 
 /// Runs a worker until `shutdown` is cancelled or a fatal error occurs.
@@ -184,6 +207,11 @@ pub async fn run_worker_with(
             source,
         })?;
     let runtime = tokio::runtime::Handle::current();
+    let chains = if step.seals() {
+        Some(Chains::new(seal_settings(&config)?))
+    } else {
+        None
+    };
     // The one place the guarantee is chosen.
     let delivery: Box<dyn Delivery> = match k.guarantee {
         Guarantee::AtLeastOnce => Box::new(AtLeastOnce::new(
@@ -192,6 +220,7 @@ pub async fn run_worker_with(
             runtime.clone(),
             k.max_in_flight,
             k.drain_deadline,
+            chains,
         )),
         Guarantee::ExactlyOnce => {
             let p = producer.clone();
@@ -204,6 +233,7 @@ pub async fn run_worker_with(
                 metrics.clone(),
                 k.commit_interval,
                 k.commit_max_records,
+                chains,
             ))
         }
     };
@@ -250,6 +280,27 @@ pub async fn run_worker_with(
     .map_err(|e| WorkerError::Thread(e.to_string()))?;
     readiness.set_ready(false);
     result
+}
+
+/// What the audit chains of this worker share: the seal's `worker` is the
+/// static member id when set (one per replica), else the client id.
+fn seal_settings(config: &Config) -> Result<SealSettings, WorkerError> {
+    let a = &config.audit;
+    let k = &config.kafka;
+    Ok(SealSettings {
+        worker: k
+            .group_instance_id
+            .clone()
+            .unwrap_or_else(|| k.client_id.clone()),
+        seal_every: a.seal_every,
+        interval: a.seal_interval,
+        key: a
+            .signing_key_file
+            .as_deref()
+            .map(load_signing_key)
+            .transpose()?,
+        topics: k.topics.clone(),
+    })
 }
 
 /// The algorithm: while running, ask the delivery for room, poll a batch,
@@ -325,8 +376,8 @@ fn publish_batch(
             headers: &headers,
         };
         let mut st = ctx.state();
-        let (outputs, request_id) = match outcome {
-            Some((outcome, took)) => {
+        let (outputs, request_id, audit_hash) = match outcome {
+            Some((outcome, took, audit_hash)) => {
                 RecordProcessed {
                     outcome: &outcome,
                     took,
@@ -334,9 +385,13 @@ fn publish_batch(
                 .emit(metrics);
                 st.report.count(outcome.kind);
                 let request_id = outcome.request_id.clone();
-                (outputs::outputs_for(&input, outcome, topics), request_id)
+                (
+                    outputs::outputs_for(&input, outcome, topics),
+                    request_id,
+                    audit_hash,
+                )
             }
-            None => (outputs::passthrough(&input, topics), None),
+            None => (outputs::passthrough(&input, topics), None, None),
         };
         let (tp, offset) = positions[i].clone();
         let record = Pending {
@@ -348,6 +403,7 @@ fn publish_batch(
                 config: config.clone(),
                 request_id,
             },
+            audit_hash,
         };
         if st.delivery.publish(consumer, record, &positions[i + 1..])? == Flow::Rewound {
             break;
@@ -388,13 +444,15 @@ fn poll_batch(consumer: &BaseConsumer<GateContext>, max: usize) -> Vec<BorrowedM
     batch
 }
 
+/// One validated record: its outcome, how long the core took, and the SHA-256
+/// of its audit row when sealing.
+type Validated = (Outcome, Duration, Option<[u8; 32]>);
+
 /// Runs the pure core over a batch, in parallel when it is worth it; output
 /// order follows input order. `None` per record in passthrough (bench) mode.
-fn validate(
-    batch: &[BorrowedMessage<'_>],
-    config: &Config,
-    step: Step,
-) -> Vec<Option<(Outcome, Duration)>> {
+/// When sealing, the audit row's SHA-256 is computed here too, off the
+/// consume thread.
+fn validate(batch: &[BorrowedMessage<'_>], config: &Config, step: Step) -> Vec<Option<Validated>> {
     if step == Step::Passthrough {
         return batch.iter().map(|_| None).collect();
     }
@@ -412,7 +470,9 @@ fn validate(
             offset,
         };
         let outcome = process(payload, &meta, now, &config.core);
-        Some((outcome, started.elapsed()))
+        let took = started.elapsed();
+        let audit_hash = step.seals().then(|| row_hash(&outcome.audit));
+        Some((outcome, took, audit_hash))
     };
     if inputs.len() >= PARALLEL_MIN {
         inputs.par_iter().map(one).collect()

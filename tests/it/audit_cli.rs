@@ -193,6 +193,63 @@ fn signed_trails_verify_only_with_their_key() {
     assert_eq!(code, 1);
 }
 
+/// `check` run twice over one input writes two chains from the same start,
+/// as a worker replaced after a crash does from the same chain head: read
+/// together they are one chain with reseals and redeliveries, and a row
+/// missing from either branch is still a problem.
+#[test]
+fn the_same_input_sealed_twice_verifies_as_reseals() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[audit]\nseal_every = 50\n";
+    let first = checked_trail(dir.path(), config);
+    let again_dir = dir.path().join("again");
+    std::fs::create_dir(&again_dir).unwrap();
+    let second = checked_trail(&again_dir, config);
+    let both = |second: &Path| {
+        let o = run(&[
+            "audit",
+            "verify",
+            first.to_str().unwrap(),
+            second.to_str().unwrap(),
+            "--json",
+        ]);
+        let r: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        (o.status.code().unwrap_or(-1), r)
+    };
+    let (code, r) = both(&second);
+    assert_eq!(code, 0, "{r}");
+    let c = &r["chains"][0];
+    assert_eq!(r["chains"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(
+        (c["seals"].as_u64(), c["reseals"].as_u64()),
+        (Some(12), Some(6))
+    );
+    assert_eq!(c["redeliveries"], 300);
+    assert_eq!(c["sealed_rows"], 600);
+    let table = text(&run(&[
+        "audit",
+        "verify",
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+    ]));
+    assert!(
+        table.contains("reseals") && table.contains("verified"),
+        "{table}"
+    );
+
+    // The second branch lost a row.
+    let mut t = lines(&second);
+    let ix = t.iter().position(|l| l.contains("\"offset\":77,")).unwrap();
+    t.remove(ix);
+    let tampered = dir.path().join("tampered.jsonl");
+    write_lines(&tampered, &t);
+    let (code, r) = both(&tampered);
+    assert_eq!(code, 1);
+    assert_eq!(problem_kinds(&r), ["row_missing"]);
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([77, 77]));
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let o = run(&["audit", "verify"]);

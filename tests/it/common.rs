@@ -371,3 +371,80 @@ pub fn start_worker(bootstrap: &str, config: &Path, metrics: SocketAddr, log: &P
         .stderr(std::fs::File::create(log).unwrap());
     Proc::spawn("run", cmd)
 }
+
+/// Every `(panel title, expr)` of the shipped Grafana dashboard (rows may
+/// nest panels).
+pub fn dashboard_exprs() -> Vec<(String, String)> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<(String, String)>, title: &str) {
+        use serde_json::Value;
+        match v {
+            Value::Object(m) => {
+                let title = m.get("title").and_then(Value::as_str).unwrap_or(title);
+                for (k, child) in m {
+                    match (k.as_str(), child) {
+                        ("expr", Value::String(e)) if !e.trim().is_empty() => {
+                            out.push((title.to_string(), e.clone()))
+                        }
+                        _ => walk(child, out, title),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|c| walk(c, out, title)),
+            _ => {}
+        }
+    }
+    let text = std::fs::read_to_string(repo("deploy/grafana/dashboards/groundgate.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let mut out = Vec::new();
+    walk(&dashboard["panels"], &mut out, "");
+    out
+}
+
+/// The `(alert name, expr)` of every rule in the shipped alert rules
+/// (one-line expressions, as the file is written).
+pub fn alert_exprs() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo("deploy/prometheus/alerts.yml")).unwrap();
+    let mut out = Vec::new();
+    let mut name = String::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(n) = line.strip_prefix("- alert:") {
+            name = n.trim().to_string();
+        } else if let Some(e) = line.strip_prefix("expr:") {
+            out.push((name.clone(), e.trim().to_string()));
+        }
+    }
+    assert_eq!(
+        out.len(),
+        text.matches("- alert:").count(),
+        "one-line exprs"
+    );
+    out
+}
+
+/// The metric families a PromQL expression names (`groundgate_*` and
+/// `process_*`; histogram series reduced to their family).
+pub fn metric_names(expr: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let bytes = expr.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &expr[i..];
+        if (rest.starts_with("groundgate_") || rest.starts_with("process_"))
+            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'))
+        {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..end];
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            out.insert(base.to_string());
+            i += end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}

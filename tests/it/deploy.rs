@@ -2,14 +2,17 @@
 //! validates with `docker-compose config`, the Kubernetes manifests parse and
 //! point at what groundgate really serves (probe paths, port, config path,
 //! drain deadline vs grace period, topic and group for autoscaling), and the
-//! shared configuration file loads with groundgate's own loader. No
+//! shared configuration file loads with groundgate's own loader; the
+//! dashboard and the alert rules name only metrics groundgate exports. No
 //! container engine or cluster is needed (none exists in CI).
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
-use crate::common::{need_tool, repo};
+use crate::common::{alert_exprs, dashboard_exprs, metric_names, need_tool, repo};
 use groundgate::config::{Config, RawConfig};
+use groundgate::core::types::{Mode, OutcomeKind, Summary};
 use serde_json::Value;
 
 fn yaml_docs(path: &str) -> Vec<Value> {
@@ -270,5 +273,83 @@ fn kubernetes_manifests_point_at_what_the_worker_serves() {
             "kubectl kustomize: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+#[test]
+fn dashboard_and_alerts_name_only_exported_metrics() {
+    let config = shared_config();
+    let m = groundgate::metrics::Metrics::new(&config.metrics).unwrap();
+    // Lag series exist once librdkafka statistics report an assigned
+    // partition; usage and grounding series once an answer is processed.
+    m.set_consumer_lag(&[(config.kafka.topics.input.clone(), 0, 7)]);
+    let answer = Summary {
+        mode: Some(Mode::Strict),
+        provider: "openai".into(),
+        model: "gpt-4o-mini".into(),
+        grounding_score: Some(0.5),
+        ..Summary::default()
+    };
+    m.record_outcome(OutcomeKind::Accepted, &answer, Duration::from_micros(5));
+    let exported = m.encode();
+    let panels = dashboard_exprs();
+    let alerts = alert_exprs();
+    let mut unknown = Vec::new();
+    for (title, expr) in panels.iter().chain(&alerts) {
+        for name in metric_names(expr) {
+            // process_* comes from the process collector, on Linux only.
+            if !name.starts_with("process_") && !exported.contains(&format!("# TYPE {name} ")) {
+                unknown.push(format!("{title}: {name}"));
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "not exported: {unknown:?}");
+
+    // The audit trail has its panels and its alerts.
+    let named = |list: &[(String, String)], metric: &str| {
+        list.iter()
+            .filter(|(_, e)| metric_names(e).contains(metric))
+            .map(|(t, _)| t.clone())
+            .collect::<Vec<_>>()
+    };
+    for metric in [
+        "groundgate_audit_seals_total",
+        "groundgate_audit_seal_failures_total",
+        "groundgate_audit_last_seal_timestamp_seconds",
+    ] {
+        assert!(
+            !named(&panels, metric).is_empty(),
+            "no panel shows {metric}"
+        );
+    }
+    assert_eq!(
+        named(&alerts, "groundgate_audit_last_seal_timestamp_seconds"),
+        ["GroundgateAuditSealsStopped"]
+    );
+    assert_eq!(
+        named(&alerts, "groundgate_audit_seal_failures_total"),
+        ["GroundgateAuditSealFailures"]
+    );
+    // "Seals stopped" only while the same worker still processes records:
+    // an idle worker does not seal.
+    let stopped = &alerts
+        .iter()
+        .find(|(n, _)| n == "GroundgateAuditSealsStopped")
+        .unwrap()
+        .1;
+    assert!(stopped.contains("groundgate_records_total"), "{stopped}");
+
+    // Every rule carries a summary and a runbook.
+    let rules = one("deploy/prometheus/alerts.yml");
+    for rule in rules["groups"][0]["rules"].as_array().unwrap() {
+        for key in ["summary", "runbook"] {
+            assert!(
+                rule["annotations"][key]
+                    .as_str()
+                    .is_some_and(|s| !s.is_empty()),
+                "{} lacks {key}",
+                rule["alert"]
+            );
+        }
     }
 }

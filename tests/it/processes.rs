@@ -1,6 +1,7 @@
-//! The binary as operators run it: `dev-broker`, `produce`, `run` and `demo`
-//! as separate processes. The crash test kills a worker with SIGKILL
-//! mid-stream and restarts it against the same long-lived dev-broker.
+//! The binary as operators run it: `dev-broker`, `produce`, `run`, `demo`
+//! and `audit verify` as separate processes. The crash tests kill a worker
+//! with SIGKILL mid-stream and restart it against the same long-lived
+//! dev-broker (outputs lose nothing; the sealed audit trail verifies).
 //! `kcat` (an independent Kafka client) counts what `produce` wrote.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -9,6 +10,7 @@ use std::process::Stdio;
 
 use crate::common::*;
 use groundgate::kafka::inspect;
+use rdkafka::message::OwnedMessage;
 
 const PARTITIONS: u32 = 4;
 
@@ -101,6 +103,29 @@ fn demo_finishes_on_its_own_and_reports_what_went_where() {
     );
 }
 
+/// Writes sample answers `range` (500-byte answers) to `file` and produces
+/// them to the input topic with the `produce` subcommand.
+fn produce_answers(bootstrap: &str, file: &std::path::Path, range: std::ops::Range<u64>) {
+    let lines: Vec<String> = range
+        .map(|i| String::from_utf8_lossy(&groundgate::sample::mixed(i, 500)).into_owned())
+        .collect();
+    std::fs::write(file, lines.join("\n") + "\n").unwrap();
+    let ok = bin()
+        .args(["produce", "--brokers", bootstrap, "--rate", "0", "--file"])
+        .arg(file)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "produce {}", file.display());
+}
+
+/// The audit rows among the audit topic's records (the seals over them
+/// name no input offset).
+fn rows(audit: &[OwnedMessage]) -> impl Iterator<Item = &OwnedMessage> {
+    audit.iter().filter(|m| !inspect::is_seal(m))
+}
+
 fn audits_published(metrics: SocketAddr) -> Option<f64> {
     let (status, body) = http_get(metrics, "/metrics")?;
     (status == 200).then(|| sum_where(&body, "groundgate_published_total", "role=\"audit\""))
@@ -120,22 +145,7 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     )
     .unwrap();
     let first = 1500u64;
-    let input = dir.path().join("first.jsonl");
-    let lines: Vec<String> = (0..first)
-        .map(|i| String::from_utf8_lossy(&groundgate::sample::mixed(i, 500)).into_owned())
-        .collect();
-    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
-    let produce = |file: &std::path::Path| {
-        let ok = bin()
-            .args(["produce", "--brokers", &bs, "--rate", "0", "--file"])
-            .arg(file)
-            .stderr(Stdio::null())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "produce {}", file.display());
-    };
-    produce(&input);
+    produce_answers(&bs, &dir.path().join("first.jsonl"), 0..first);
 
     let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let mut w = start_worker(&bs, &config, metrics, &dir.path().join("run-1.log"));
@@ -147,12 +157,7 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     let at_kill = committed(&bs, "crash", PARTITIONS as i32);
 
     // More input arrives while no worker runs.
-    let second = dir.path().join("second.jsonl");
-    let lines: Vec<String> = (first..first + 300)
-        .map(|i| String::from_utf8_lossy(&groundgate::sample::mixed(i, 500)).into_owned())
-        .collect();
-    std::fs::write(&second, lines.join("\n") + "\n").unwrap();
-    produce(&second);
+    produce_answers(&bs, &dir.path().join("second.jsonl"), first..first + 300);
     let total = (first + 300) as usize;
     // An independent client confirms what was produced, when one is installed.
     if need_tool(
@@ -167,7 +172,7 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     let mut w2 = start_worker(&bs, &config, metrics2, &dir.path().join("run-2.log"));
     let b = bs.clone();
     let out = inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
-        let audited: BTreeSet<_> = got[2].iter().map(coords).collect();
+        let audited: BTreeSet<_> = rows(&got[2]).map(coords).collect();
         let terminal: BTreeSet<_> = got[0]
             .iter()
             .chain(&got[1])
@@ -183,7 +188,7 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     assert!(status.success(), "graceful stop exits 0: {status:?}\n{log}");
 
     let mut audits: BTreeMap<(i32, i64), usize> = BTreeMap::new();
-    for m in &out[2] {
+    for m in rows(&out[2]) {
         *audits.entry(coords(m)).or_default() += 1;
     }
     let mut terminals: BTreeMap<(i32, i64), usize> = BTreeMap::new();
@@ -211,6 +216,103 @@ fn sigkill_mid_stream_then_restart_loses_nothing() {
     // After the graceful stop everything is committed.
     let after = committed(&bs, "crash", PARTITIONS as i32);
     assert_eq!(after.values().sum::<i64>() as usize, total, "{after:?}");
+}
+
+/// The sealed audit trail survives a crash. A worker killed mid-stream
+/// leaves audit rows that no seal covers yet and possibly seals whose input
+/// offsets were never committed; its replacement continues each partition's
+/// chain from the head in the committed offset's metadata, processes those
+/// records again and seals them again. `audit verify` over the whole audit
+/// topic then finds only redeliveries and reseals: every input offset has a
+/// row, every row is sealed, every seal is signed by the configured key.
+#[test]
+fn sigkill_mid_stream_then_restart_leaves_a_trail_that_verifies() {
+    let (_broker, bs) = dev_broker(PARTITIONS);
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("audit");
+    let keygen = bin()
+        .args(["audit", "keygen", "--out"])
+        .arg(&key)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(keygen.success());
+    let config = dir.path().join("groundgate.toml");
+    // Seals every 50 rows or 200 ms and small commit batches, so the kill
+    // lands with seals and rows after the last commit.
+    std::fs::write(
+        &config,
+        format!(
+            "[kafka]\ngroup_id = \"sealed-crash\"\ncommit_interval_ms = 200\ncommit_max_records = 100\nmax_in_flight = 200\nsession_timeout_ms = 6000\n[audit]\nseal_every = 50\nseal_interval_ms = 200\nsigning_key_file = \"{}\"\n",
+            key.with_extension("key").display()
+        ),
+    )
+    .unwrap();
+    let (first, total) = (1500u64, 1800u64);
+    produce_answers(&bs, &dir.path().join("first.jsonl"), 0..first);
+
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut w = start_worker(&bs, &config, metrics, &dir.path().join("run-1.log"));
+    wait_for("the first worker to publish some seals", WAIT, || {
+        let (status, body) = http_get(metrics, "/metrics")?;
+        let seals = sum_where(&body, "groundgate_audit_seals_total", "");
+        (status == 200 && seals >= 4.0).then_some(())
+    });
+    w.signal("KILL");
+    assert!(w.wait_exit(WAIT).is_some());
+    produce_answers(&bs, &dir.path().join("second.jsonl"), first..total);
+
+    let metrics2: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut w2 = start_worker(&bs, &config, metrics2, &dir.path().join("run-2.log"));
+    // An offset is committed only once its audit row is sealed.
+    let done = wait_for("every input offset to be committed", WAIT, || {
+        let c = committed(&bs, "sealed-crash", PARTITIONS as i32);
+        (c.values().sum::<i64>() == total as i64).then_some(c)
+    });
+    w2.signal("TERM");
+    let status = w2.wait_exit(WAIT).expect("worker exits after SIGTERM");
+    let log = std::fs::read_to_string(dir.path().join("run-2.log")).unwrap_or_default();
+    assert!(status.success(), "graceful stop exits 0: {status:?}\n{log}");
+
+    let out = bin()
+        .args([
+            "audit",
+            "verify",
+            "--brokers",
+            &bs,
+            "--json",
+            "--public-key",
+        ])
+        .arg(key.with_extension("pub"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "--json report: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(report["problems"], serde_json::json!([]), "{report:#}");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(report["signatures_checked"], true);
+    let chains = report["chains"].as_array().unwrap();
+    assert_eq!(
+        chains.len(),
+        PARTITIONS as usize,
+        "one chain per input partition"
+    );
+    let (mut redelivered, mut resealed) = (0, 0);
+    for c in chains {
+        let p = c["partition"].as_i64().unwrap() as i32;
+        assert_eq!(c["topic"], "answers");
+        assert_eq!(c["gaps"], serde_json::json!([]), "{c}");
+        assert_eq!(c["unsealed_tail"], 0, "every row is sealed: {c}");
+        assert_eq!(c["first_offset"], 0, "{c}");
+        assert_eq!(c["last_offset"], done[&p] - 1, "rows up to the commit: {c}");
+        redelivered += c["redeliveries"].as_u64().unwrap();
+        resealed += c["reseals"].as_u64().unwrap();
+    }
+    eprintln!("after the crash: {redelivered} redelivered row(s), {resealed} reseal(s)");
 }
 
 #[test]

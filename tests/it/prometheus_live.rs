@@ -5,7 +5,6 @@
 //! and evaluate, and the core panels must return data. The worker's own
 //! counters are checked against what `kcat` finds on the output topics.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::process::Stdio;
 
@@ -13,45 +12,7 @@ use crate::common::*;
 use serde_json::Value;
 
 const RECORDS: usize = 300;
-
-/// Every `expr` string anywhere in the dashboard (rows may nest panels).
-fn dashboard_exprs(v: &Value, out: &mut Vec<(String, String)>, title: &str) {
-    match v {
-        Value::Object(m) => {
-            let title = m.get("title").and_then(Value::as_str).unwrap_or(title);
-            for (k, child) in m {
-                match (k.as_str(), child) {
-                    ("expr", Value::String(e)) if !e.trim().is_empty() => {
-                        out.push((title.to_string(), e.clone()))
-                    }
-                    _ => dashboard_exprs(child, out, title),
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|c| dashboard_exprs(c, out, title)),
-        _ => {}
-    }
-}
-
-/// The `expr:` of every alert rule (one-line expressions, as the file is written).
-fn alert_exprs() -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(repo("deploy/prometheus/alerts.yml")).unwrap();
-    let mut out = Vec::new();
-    let mut name = String::new();
-    for line in text.lines().map(str::trim) {
-        if let Some(n) = line.strip_prefix("- alert:") {
-            name = n.trim().to_string();
-        } else if let Some(e) = line.strip_prefix("expr:") {
-            out.push((name.clone(), e.trim().to_string()));
-        }
-    }
-    assert_eq!(
-        out.len(),
-        text.matches("- alert:").count(),
-        "one-line exprs"
-    );
-    out
-}
+const PARTITIONS: u32 = 4;
 
 /// Grafana's template variables, as the dashboard would send them for "All".
 fn substitute(expr: &str) -> String {
@@ -60,32 +21,6 @@ fn substitute(expr: &str) -> String {
         .replace("$__range", "5m")
         .replace("$job", "groundgate")
         .replace("$instance", ".*")
-}
-
-fn metric_names(expr: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let bytes = expr.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let rest = &expr[i..];
-        if (rest.starts_with("groundgate_") || rest.starts_with("process_"))
-            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'))
-        {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            let name = &rest[..end];
-            let base = ["_bucket", "_sum", "_count"]
-                .iter()
-                .find_map(|s| name.strip_suffix(s))
-                .unwrap_or(name);
-            out.insert(base.to_string());
-            i += end;
-        } else {
-            i += 1;
-        }
-    }
-    out
 }
 
 struct Prom {
@@ -127,21 +62,16 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
     if !(prometheus && kcat) {
         return;
     }
-    let dashboard: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo("deploy/grafana/dashboards/groundgate.json")).unwrap(),
-    )
-    .expect("the dashboard is JSON");
-    let mut panel_exprs = Vec::new();
-    dashboard_exprs(&dashboard["panels"], &mut panel_exprs, "");
+    let panel_exprs = dashboard_exprs();
     assert!(panel_exprs.len() >= 15, "dashboard has its panels");
     let alerts = alert_exprs();
 
-    let (_broker, bs) = dev_broker(4);
+    let (_broker, bs) = dev_broker(PARTITIONS);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("groundgate.toml");
     std::fs::write(
         &config,
-        "[kafka]\ngroup_id = \"live\"\ncommit_interval_ms = 200\n[metrics]\nconsumer_lag = true\nstatistics_interval_ms = 1000\nproviders = [\"openai\", \"anthropic\"]\nmodels = [\"gpt-4o-2024-08-06\", \"claude-sonnet-4\"]\n",
+        "[kafka]\ngroup_id = \"live\"\ncommit_interval_ms = 200\n[audit]\nseal_interval_ms = 300\n[metrics]\nconsumer_lag = true\nstatistics_interval_ms = 1000\nproviders = [\"openai\", \"anthropic\"]\nmodels = [\"gpt-4o-2024-08-06\", \"claude-sonnet-4\"]\n",
     )
     .unwrap();
     let worker_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
@@ -187,10 +117,17 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
         .unwrap();
     assert!(produced.success());
 
-    let metrics = wait_for("the worker to finish the sample", WAIT, || {
+    // Finished: every input offset committed, which the worker does only
+    // once its audit row is sealed (so no seal is still to come), and lag
+    // reported (librdkafka reports it once a partition has a commit).
+    let metrics = wait_for("the worker to finish and seal the sample", WAIT, || {
+        let done = committed(&bs, "live", PARTITIONS as i32)
+            .values()
+            .sum::<i64>() as usize
+            >= RECORDS;
         let (_, body) = http_get(worker_addr, "/metrics")?;
-        let audits = sum_where(&body, "groundgate_published_total", "role=\"audit\"");
-        (audits as usize >= RECORDS).then_some(body)
+        let lag = body.contains("# TYPE groundgate_consumer_lag_records ");
+        (done && lag).then_some(body)
     });
 
     // Counters agree with the topics, as an independent client reads them.
@@ -215,13 +152,19 @@ fn dashboard_and_alert_queries_evaluate_against_a_scraped_worker() {
         on("answers.audit"),
         on("answers.dlq"),
     );
-    assert_eq!(audit_n, RECORDS as f64);
+    // The audit topic holds one row per record and the seals over them.
+    let seals = sum_where(&metrics, "groundgate_audit_seals_total", "");
+    assert!(
+        seals >= f64::from(PARTITIONS),
+        "each input partition sealed: {seals}"
+    );
+    assert_eq!(audit_n, RECORDS as f64 + seals);
     assert_eq!(outcome("accepted") + outcome("rejected"), final_n);
     assert_eq!(outcome("retry"), retry_n);
     assert_eq!(outcome("dead_letter"), dlq_n);
     assert_eq!(role("final"), final_n);
     assert_eq!(role("retry"), retry_n);
-    assert_eq!(role("audit"), audit_n);
+    assert_eq!(role("audit"), RECORDS as f64, "rows, seals not included");
     assert_eq!(role("dead_letter"), dlq_n);
     assert_eq!(
         sum_where(&metrics, "groundgate_dead_letters_total", ""),

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{OUTPUTS, committed, coords, header};
+use crate::common::{BIN, OUTPUTS, committed, coords, header};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
@@ -29,7 +29,7 @@ const PARTITIONS: i32 = 4;
 
 fn config(bootstrap: &str, group: &str, guarantee: Guarantee) -> Arc<Config> {
     let mut raw = RawConfig::from_toml_str(
-        "max_record_bytes = 8192\nnon_citing_providers = [\"local-llama\"]\n[policy]\nforbidden_terms = [\"guaranteed return\"]\n[kafka]\ncommit_interval_ms = 100\ncommit_max_records = 50\ndrain_deadline_ms = 20000\n",
+        "max_record_bytes = 8192\nnon_citing_providers = [\"local-llama\"]\n[policy]\nforbidden_terms = [\"guaranteed return\"]\n[kafka]\ncommit_interval_ms = 100\ncommit_max_records = 50\ndrain_deadline_ms = 20000\n[audit]\nseal_every = 10\nseal_interval_ms = 200\n",
     )
     .unwrap();
     raw.kafka.brokers = Some(bootstrap.to_string());
@@ -56,8 +56,15 @@ impl Running {
 }
 
 fn start(cfg: &Arc<Config>, bootstrap: &str) -> Running {
+    start_with(
+        cfg,
+        bootstrap,
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+    )
+}
+
+fn start_with(cfg: &Arc<Config>, bootstrap: &str, metrics: Arc<Metrics>) -> Running {
     let token = CancellationToken::new();
-    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
     let handle = tokio::spawn(worker::run_worker(
         cfg.clone(),
         bootstrap.to_string(),
@@ -111,27 +118,285 @@ async fn produce_values(bootstrap: &str, topic: &str, values: Vec<Vec<u8>>) {
         .unwrap();
 }
 
-/// final, retry, audit, dlq — read until `audit_distinct` distinct inputs have an audit row.
+/// final, retry, audit rows, dlq — read until `audit_distinct` distinct
+/// inputs have an audit row. The audit topic's seals are left out.
 async fn read_outputs(bootstrap: &str, audit_distinct: usize) -> [Vec<OwnedMessage>; 4] {
+    read_outputs_and_seals(bootstrap, audit_distinct).await.0
+}
+
+/// As [`read_outputs`], with the seals read from the audit topic so far.
+async fn read_outputs_and_seals(
+    bootstrap: &str,
+    audit_distinct: usize,
+) -> ([Vec<OwnedMessage>; 4], Vec<OwnedMessage>) {
     let b = bootstrap.to_string();
     let got = tokio::task::spawn_blocking(move || {
         inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
+            let rows: Vec<&OwnedMessage> = got[2].iter().filter(|m| !inspect::is_seal(m)).collect();
             // Terminal records live on other topics and partitions and may
             // be fetched later than their audit rows: wait for both.
-            got[2].iter().map(coords).collect::<BTreeSet<_>>().len() >= audit_distinct
-                && got[0].len() + got[1].len() + got[3].len() >= got[2].len()
+            rows.iter()
+                .map(|m| coords(m))
+                .collect::<BTreeSet<_>>()
+                .len()
+                >= audit_distinct
+                && got[0].len() + got[1].len() + got[3].len() >= rows.len()
         })
     })
     .await
     .unwrap()
     .unwrap();
     let mut it = got.into_iter();
-    [
+    let (final_, retry, audit, dlq) = (
         it.next().unwrap(),
         it.next().unwrap(),
         it.next().unwrap(),
         it.next().unwrap(),
-    ]
+    );
+    let (seals, rows) = audit.into_iter().partition(inspect::is_seal);
+    ([final_, retry, rows, dlq], seals)
+}
+
+/// `groundgate audit verify --brokers ... --json` over the audit topic:
+/// (exit code, report).
+async fn verify_audit_topic(bootstrap: &str) -> (i32, Value) {
+    let b = bootstrap.to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(BIN)
+            .args([
+                "audit",
+                "verify",
+                "--brokers",
+                &b,
+                "--topic",
+                "answers.audit",
+            ])
+            .arg("--json")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "audit verify --json: {e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), report)
+}
+
+/// Verifies the audit topic and expects it clean with every row sealed and
+/// every input offset of `answers` up to `inputs` audited: returns the
+/// chains' reports by input partition.
+async fn assert_all_sealed(bootstrap: &str, inputs: u64) -> BTreeMap<i64, Value> {
+    let (code, report) = verify_audit_topic(bootstrap).await;
+    assert_eq!(report["problems"], json!([]), "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+    let mut chains = BTreeMap::new();
+    let mut rows = 0;
+    for c in report["chains"].as_array().unwrap() {
+        assert_eq!(c["topic"], "answers", "{c}");
+        assert_eq!(c["unsealed_tail"], 0, "every row sealed: {c}");
+        assert_eq!(
+            c["sealed_rows"].as_u64().unwrap() + c["redeliveries"].as_u64().unwrap(),
+            c["rows"].as_u64().unwrap(),
+            "every row sealed or a redelivery of a sealed one: {c}"
+        );
+        assert!(c["gaps"].as_array().unwrap().is_empty(), "{c}");
+        assert_eq!(c["first_offset"], 0, "{c}");
+        rows += c["last_offset"].as_u64().unwrap() + 1;
+        chains.insert(c["partition"].as_i64().unwrap(), c.clone());
+    }
+    assert_eq!(rows, inputs, "every input offset covered: {report:#}");
+    chains
+}
+
+/// Seals read from the audit topic, by input partition, in seq order:
+/// (seq, worker, first offset, last offset).
+fn seals_by_partition(seals: &[OwnedMessage]) -> BTreeMap<i64, Vec<(u64, String, i64, i64)>> {
+    let mut by: BTreeMap<i64, Vec<(u64, String, i64, i64)>> = BTreeMap::new();
+    for m in seals {
+        let v = json_of(m);
+        assert_eq!(v["type"], "groundgate.seal/v1", "{v}");
+        assert_eq!(
+            m.key().unwrap(),
+            format!("answers/{}", v["chain"]["partition"]).as_bytes(),
+            "keyed by chain"
+        );
+        by.entry(v["chain"]["partition"].as_i64().unwrap())
+            .or_default()
+            .push((
+                v["seq"].as_u64().unwrap(),
+                v["worker"].as_str().unwrap().to_string(),
+                v["first_offset"].as_i64().unwrap(),
+                v["last_offset"].as_i64().unwrap(),
+            ));
+    }
+    for v in by.values_mut() {
+        v.sort();
+    }
+    by
+}
+
+/// Reads the audit topic's seals once `want` of them are there.
+async fn read_seals(bootstrap: &str, want: usize) -> Vec<OwnedMessage> {
+    let b = bootstrap.to_string();
+    let got = tokio::task::spawn_blocking(move || {
+        inspect::read_until(&b, &["answers.audit"], WAIT, |got| {
+            got[0].iter().filter(|m| inspect::is_seal(m)).count() >= want
+        })
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    got.into_iter().flatten().filter(inspect::is_seal).collect()
+}
+
+fn seals_published(m: &Metrics) -> u64 {
+    crate::common::samples(&m.encode(), "groundgate_audit_seals_total")
+        .values()
+        .sum::<f64>() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_audit_trail_verifies_with_every_row_sealed() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    // Mixed outcomes (accepted, rejected, retry) and undecodable records
+    // (dead letters) on every partition.
+    let mut records: Vec<RawRecord> = (0..80)
+        .map(|i| (None, Some(groundgate::sample::mixed(i, 300))))
+        .collect();
+    for i in 0..12 {
+        records.push((
+            Some(format!("bad-{i}").into_bytes()),
+            Some(b"not json".to_vec()),
+        ));
+    }
+    let total = records.len() as i64;
+    produce_raw(&bs, "answers", &records);
+    let cfg = config(&bs, "g-sealed", Guarantee::AtLeastOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let out = read_outputs(&bs, total as usize).await;
+    assert_eq!(assert_pairs(&out).len(), total as usize);
+    assert!(
+        out[3].len() >= 12,
+        "the undecodable records are dead letters"
+    );
+    // Offsets move only behind published seals, so all committed means
+    // all sealed.
+    assert_eq!(wait_committed(&bs, "g-sealed", total).await, total);
+    w.stop().await.unwrap();
+
+    let chains = assert_all_sealed(&bs, total as u64).await;
+    assert_eq!(
+        chains.len(),
+        PARTITIONS as usize,
+        "one chain per input partition"
+    );
+    let published = seals_published(&metrics);
+    assert!(published > 0);
+    let seals = seals_by_partition(&read_seals(&bs, published as usize).await);
+    assert_eq!(
+        seals.values().map(Vec::len).sum::<usize>() as u64,
+        published,
+        "groundgate_audit_seals_total counts the seals on the topic"
+    );
+    let text = metrics.encode();
+    let stamp = crate::common::samples(&text, "groundgate_audit_last_seal_timestamp_seconds");
+    assert!(stamp.values().all(|t| *t > 1.0e9), "{stamp:?}");
+    assert_eq!(
+        crate::common::samples(&text, "groundgate_audit_seal_failures_total")
+            .values()
+            .sum::<f64>(),
+        0.0
+    );
+    // The committed offset of each partition carries the chain head after
+    // its last seal, which covers the offset just before it.
+    let b = bs.clone();
+    let committed = tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-sealed"))
+        .await
+        .unwrap();
+    for (p, (offset, metadata)) in &committed {
+        let chain = &seals[&i64::from(*p)];
+        let (last_seq, _, _, last_offset) = chain.last().unwrap();
+        assert_eq!(*offset, last_offset + 1, "partition {p}");
+        assert!(
+            metadata.starts_with(&format!("gg-seal/v1:{}:", last_seq + 1)),
+            "partition {p}: {metadata:?}"
+        );
+        let seqs: Vec<u64> = chain.iter().map(|s| s.0).collect();
+        assert_eq!(seqs, (0..chain.len() as u64).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let with_client = |client: &str| {
+        let mut c = (*config(&bs, "g-chain", Guarantee::AtLeastOnce)).clone();
+        c.kafka.client_id = client.to_string();
+        Arc::new(c)
+    };
+    produce_mixed(&bs, 60, 300).await;
+    let a = start(&with_client("worker-a"), &bs);
+    assert_eq!(wait_committed(&bs, "g-chain", 60).await, 60);
+    a.stop().await.unwrap();
+    produce_mixed(&bs, 60, 300).await;
+    let b = start(&with_client("worker-b"), &bs);
+    assert_eq!(wait_committed(&bs, "g-chain", 120).await, 120);
+    b.stop().await.unwrap();
+
+    // Clean: the chains link across the two owners (a new chain at seq 0
+    // would be a broken or missing seal).
+    assert_all_sealed(&bs, 120).await;
+    let (_, seals) = read_outputs_and_seals(&bs, 120).await;
+    let by = seals_by_partition(&seals);
+    let mut handed_over = 0;
+    for (p, chain) in &by {
+        let workers: Vec<&str> = chain.iter().map(|s| s.1.as_str()).collect();
+        let first_b = workers.iter().position(|w| *w == "worker-b");
+        if let Some(i) = first_b.filter(|i| *i > 0) {
+            handed_over += 1;
+            assert!(
+                workers[..i].iter().all(|w| *w == "worker-a"),
+                "partition {p}: {workers:?}"
+            );
+            assert_eq!(chain[i].0, chain[i - 1].0 + 1, "seq continues: {chain:?}");
+            assert_eq!(chain[i].2, chain[i - 1].3 + 1, "rows continue: {chain:?}");
+        }
+    }
+    assert!(
+        handed_over > 0,
+        "no chain went from worker-a to worker-b: {by:?}"
+    );
+}
+
+/// The committed offset and its metadata per partition of `answers`.
+fn committed_with_metadata(bootstrap: &str, group: &str) -> BTreeMap<i32, (i64, String)> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Offset, TopicPartitionList};
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition("answers", p);
+    }
+    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    got.elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some((e.partition(), (o, e.metadata().to_string()))),
+            _ => None,
+        })
+        .collect()
 }
 
 fn json_of(m: &OwnedMessage) -> Value {
@@ -567,6 +832,8 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     assert_eq!(wait_committed(&bs, "g-rebalance", n as i64).await, n as i64);
     let report_a = a.stop().await.unwrap();
     assert!(report_a.records + report_b.records >= n);
+    // Partitions moved between the workers twice; their chains continued.
+    assert_all_sealed(&bs, n).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -584,6 +851,8 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     assert_eq!(assert_pairs(&out).len(), n as usize);
     assert_eq!(out[2].len(), n as usize);
     let report = w.stop().await.unwrap();
+    // The seals went with their rows into the transactions.
+    assert_all_sealed(&bs, n).await;
     assert!(report.transactions_committed >= 2, "{report:?}");
     assert!(
         report.transactions_committed < n,
