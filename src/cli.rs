@@ -65,6 +65,16 @@ pub struct AuditVerifyArgs {
     /// The audit topic.
     #[arg(long, default_value = "answers.audit")]
     pub topic: String,
+    /// With --brokers: the input topic. Every offset it holds (up to the
+    /// group's committed offset with --group) must have a row, partitions
+    /// the trail never mentions included.
+    #[arg(long, requires = "brokers")]
+    pub input_topic: Option<String>,
+    /// With --input-topic: the workers' consumer group. Its committed
+    /// offsets and chain heads are the anchor: rows below a committed
+    /// offset must be sealed, and the committed head seal must be there.
+    #[arg(long, requires = "input_topic")]
+    pub group: Option<String>,
     /// Check input offsets from this one (inclusive).
     #[arg(long)]
     pub from: Option<i64>,

@@ -22,6 +22,17 @@
 //!   with the same answer (a redelivery), or lies after the last seal (an
 //!   unsealed tail, normal while a worker runs or after a crash);
 //! - every input offset in the range has at least one row (gaps).
+//!
+//! With an [`Anchor`] per input partition (read by the shell from the input
+//! topic and the worker's consumer group, which the audit trail's writers
+//! cannot rewrite), also:
+//! - every offset the input topic holds in the range has a row, including at
+//!   the ends and for partitions with no row at all (a dropped tail or a
+//!   dropped chain is a gap, not a shorter trail);
+//! - every row below the group's committed offset is sealed (the worker
+//!   commits only sealed offsets, so an unsealed one lost its seal);
+//! - the seal the group committed as its chain head is in the trail with
+//!   that hash (a truncated or rewritten tail of seals).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -31,7 +42,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::seal::{ChainId, GENESIS, SEAL_TYPE, row_hash, unsigned_bytes};
+use super::seal::{ChainHead, ChainId, GENESIS, SEAL_TYPE, row_hash, unsigned_bytes};
 
 /// Where a record was read: a stream (a file, an audit partition) and the
 /// position in it (line number, offset).
@@ -67,6 +78,10 @@ pub enum ProblemKind {
     SealSignature,
     /// Input offsets with no audit row.
     Gap,
+    /// A row below the consumer group's committed offset that no seal covers.
+    UnsealedCommitted,
+    /// The chain head the consumer group committed is not in the trail.
+    HeadMissing,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -143,6 +158,23 @@ pub struct Options {
     /// completeness and coverage.
     pub from: Option<i64>,
     pub to: Option<i64>,
+    /// What the input side says, per input partition.
+    pub anchors: BTreeMap<ChainId, Anchor>,
+}
+
+/// What the input topic and the worker's consumer group say about one input
+/// partition: an account the audit trail's writers cannot rewrite.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// Input offsets (inclusive) the input topic holds in the verified
+    /// range (up to the group's committed offset when one is known): each
+    /// must have a row. `None`: no record in range.
+    pub cover: Option<(i64, i64)>,
+    /// The group's committed offset: every row below it must be sealed.
+    pub committed: Option<i64>,
+    /// The chain head committed with that offset (next seq, hash of the
+    /// last seal): that seal must be in the trail.
+    pub head: Option<ChainHead>,
 }
 
 impl Options {
@@ -325,6 +357,13 @@ impl AuditVerifier {
 
     /// Judges everything fed so far.
     pub fn finish(mut self) -> Report {
+        // A partition the input side accounts for but the trail never
+        // mentions is judged too: all of it is a gap.
+        for (id, a) in &self.opts.anchors {
+            if a.cover.is_some() || a.head.is_some_and(|h| h.next_seq > 0) {
+                self.chains.entry(id.clone()).or_default();
+            }
+        }
         let chains = std::mem::take(&mut self.chains);
         for (id, mut chain) in chains {
             let cr = self.judge_chain(&id, &mut chain);
@@ -342,6 +381,9 @@ impl AuditVerifier {
             ..ChainReport::default()
         };
         let head_line = self.link_seals(id, c, &mut cr);
+        if let Some(head) = self.opts.anchors.get(id).and_then(|a| a.head) {
+            self.check_committed_head(id, c, head);
+        }
         let mut max_sealed: Option<i64> = None;
         let seals = std::mem::take(&mut c.seals);
         let mut matched: HashSet<[u8; 32]> = HashSet::new();
@@ -427,6 +469,8 @@ impl AuditVerifier {
             }
         }
 
+        let anchor = self.opts.anchors.get(id).cloned().unwrap_or_default();
+        let committed = anchor.committed;
         // Rows no seal covers.
         let mut sealed_answers: HashMap<i64, Vec<&str>> = HashMap::new();
         for r in c.rows.iter().filter(|r| r.sealed) {
@@ -446,6 +490,11 @@ impl AuditVerifier {
                     ProblemKind::Conflict,
                     r,
                     "unsealed row disagrees with the sealed answer for its offset",
+                )),
+                None if committed.is_some_and(|c| r.offset < c) => problems.push((
+                    ProblemKind::UnsealedCommitted,
+                    r,
+                    "the worker committed this offset, so a seal covered its row: that seal is gone",
                 )),
                 None if max_sealed.is_none_or(|m| r.offset > m) => cr.unsealed_tail += 1,
                 None => problems.push((
@@ -482,8 +531,13 @@ impl AuditVerifier {
         offsets.extend(seals.iter().flat_map(|s| [s.first, s.last]));
         offsets.sort_unstable();
         offsets.dedup();
-        let lo = self.opts.from.or(offsets.first().copied());
-        let hi = self.opts.to.or(offsets.last().copied());
+        let (lo, hi) = match anchor.cover {
+            Some((a, b)) => (Some(a), Some(b)),
+            None => (
+                self.opts.from.or(offsets.first().copied()),
+                self.opts.to.or(offsets.last().copied()),
+            ),
+        };
         cr.first_offset = lo;
         cr.last_offset = hi;
         if let (Some(lo), Some(hi)) = (lo, hi) {
@@ -516,6 +570,33 @@ impl AuditVerifier {
             p.offsets = Some((a, b));
         }
         cr
+    }
+
+    /// The seal the consumer group committed as its chain head must be in
+    /// the trail, byte for byte (its hash): without it, the seals after some
+    /// point were dropped or rewritten, which the chain alone cannot show.
+    fn check_committed_head(&mut self, id: &ChainId, c: &Chain, head: ChainHead) {
+        let Some(seq) = head.next_seq.checked_sub(1) else {
+            return;
+        };
+        if c.seals.iter().any(|s| s.seq == seq && s.hash == head.prev) {
+            return;
+        }
+        let found = c.seals.iter().any(|s| s.seq == seq);
+        let p = self.problem(
+            ProblemKind::HeadMissing,
+            Some(id),
+            format!(
+                "the consumer group committed seal {seq} ({}) as the chain head; {}",
+                hex::encode(&head.prev[..8]),
+                if found {
+                    "the trail's seal with that number has another hash (rewritten)"
+                } else {
+                    "no seal with that number is in the trail (tail truncated)"
+                }
+            ),
+        );
+        p.seal_seq = Some(seq);
     }
 
     /// Checks that every seal names the hash of a seal one lower in
@@ -735,6 +816,124 @@ mod tests {
 
     fn is_seal(r: &[u8]) -> bool {
         std::str::from_utf8(r).unwrap().contains(SEAL_TYPE)
+    }
+
+    fn answers(partition: i32) -> ChainId {
+        ChainId {
+            topic: "answers".into(),
+            partition,
+        }
+    }
+
+    /// `trail(10, 4)` with the anchor a worker that committed everything
+    /// would leave: cover 0..=9, committed 10, head after the last seal.
+    fn anchored(cover: Option<(i64, i64)>, committed: i64, head: ChainHead) -> Options {
+        Options {
+            anchors: [(
+                answers(0),
+                Anchor {
+                    cover,
+                    committed: Some(committed),
+                    head: Some(head),
+                },
+            )]
+            .into(),
+            ..Options::default()
+        }
+    }
+
+    /// The chain head after `trail(n, every)`'s last seal.
+    fn head_of(n: i64, every: usize) -> ChainHead {
+        let mut s = Sealer::new(answers(0), "w1", every, ChainHead::START, None);
+        for o in 0..n {
+            if s.push(o, &row(o, &format!("h{o}"), 100 + o)) {
+                s.seal(1_000 + o);
+            }
+        }
+        s.seal(9_999);
+        s.head()
+    }
+
+    #[test]
+    fn an_anchored_trail_verifies() {
+        let r = check(
+            &trail(10, 4, None),
+            anchored(Some((0, 9)), 10, head_of(10, 4)),
+        );
+        assert!(r.ok(), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn a_dropped_tail_is_a_gap_against_the_input_topic() {
+        // The last seal (offsets 8, 9) and its rows are gone: the chain alone
+        // is shorter but consistent; the input topic says 8 and 9 exist, and
+        // the group committed the dropped seal as its head.
+        let t = trail(10, 4, None);
+        let kept: Vec<Vec<u8>> = t[..t.len() - 3].to_vec();
+        assert!(is_seal(kept.last().unwrap()));
+        let plain = check(&kept, Options::default());
+        assert!(plain.ok(), "without an anchor the truncation is invisible");
+        let r = check(&kept, anchored(Some((0, 9)), 10, head_of(10, 4)));
+        assert_eq!(kinds(&r), vec![ProblemKind::HeadMissing, ProblemKind::Gap]);
+        assert_eq!(r.problems[0].seal_seq, Some(2));
+        assert!(
+            r.problems[0].detail.contains("tail truncated"),
+            "{}",
+            r.problems[0].detail
+        );
+        assert_eq!(r.problems[1].offsets, Some((8, 9)));
+    }
+
+    #[test]
+    fn a_dropped_last_seal_leaves_committed_rows_unsealed() {
+        let mut t = trail(10, 4, None);
+        let last = t.pop().unwrap();
+        assert!(is_seal(&last));
+        let r = check(&t, anchored(Some((0, 9)), 10, head_of(10, 4)));
+        assert_eq!(
+            kinds(&r),
+            vec![
+                ProblemKind::HeadMissing,
+                ProblemKind::UnsealedCommitted,
+                ProblemKind::UnsealedCommitted
+            ]
+        );
+        assert_eq!(r.problems[1].offsets, Some((8, 8)));
+        // Rows above the committed offset are an ordinary unsealed tail.
+        let r = check(&t, anchored(Some((0, 7)), 8, head_of(8, 4)));
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].unsealed_tail, 2);
+    }
+
+    #[test]
+    fn a_rewritten_head_seal_is_reported() {
+        let t = trail(10, 4, None);
+        let mut head = head_of(10, 4);
+        head.prev[0] ^= 1;
+        let r = check(&t, anchored(Some((0, 9)), 10, head));
+        assert_eq!(kinds(&r), vec![ProblemKind::HeadMissing]);
+        assert!(
+            r.problems[0].detail.contains("another hash"),
+            "{}",
+            r.problems[0].detail
+        );
+    }
+
+    #[test]
+    fn a_partition_the_trail_never_mentions_is_all_gap() {
+        let mut opts = anchored(Some((0, 9)), 10, head_of(10, 4));
+        opts.anchors.insert(
+            answers(1),
+            Anchor {
+                cover: Some((0, 4)),
+                committed: None,
+                head: None,
+            },
+        );
+        let r = check(&trail(10, 4, None), opts);
+        assert_eq!(kinds(&r), vec![ProblemKind::Gap]);
+        assert_eq!(r.problems[0].partition, Some(1));
+        assert_eq!(r.problems[0].offsets, Some((0, 4)));
     }
 
     #[test]

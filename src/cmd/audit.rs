@@ -4,6 +4,7 @@
 //! `--json`), and maps the verdict to an exit code:
 //! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::PathBuf;
@@ -16,8 +17,10 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::audit::keys;
-use crate::audit::verify::{AuditVerifier, Location, Options, Report};
+use crate::audit::seal::{ChainHead, ChainId};
+use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, Report};
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
+use crate::kafka::seals::decode_head;
 
 const EXIT_CLEAN: u8 = 0;
 const EXIT_PROBLEM: u8 = 1;
@@ -70,10 +73,17 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
         .as_deref()
         .map(keys::load_public_key)
         .transpose()?;
+    let anchors = match (&args.brokers, &args.input_topic) {
+        (Some(brokers), Some(input)) => {
+            read_anchors(brokers, input, args.group.as_deref(), args.from, args.to)?
+        }
+        _ => BTreeMap::new(),
+    };
     let mut v = AuditVerifier::new(Options {
         public_key,
         from: args.from,
         to: args.to,
+        anchors,
     });
     match (&args.brokers, args.files.is_empty()) {
         (None, false) => {
@@ -197,6 +207,80 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
     Ok(())
 }
 
+/// What the input side says per input partition: the offsets the input
+/// topic holds in `from..=to` and, with a consumer group, its committed
+/// offsets and the chain heads committed with them (see
+/// [`crate::kafka::seals::decode_head`]).
+fn read_anchors(
+    brokers: &str,
+    input: &str,
+    group: Option<&str>,
+    from: Option<i64>,
+    to: Option<i64>,
+) -> Result<BTreeMap<ChainId, Anchor>, CmdError> {
+    // Reading committed offsets does not join the group: the workers'
+    // assignments are left alone.
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", group.unwrap_or("groundgate-audit-verify"))
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let timeout = Duration::from_secs(10);
+    let md = consumer.fetch_metadata(Some(input), timeout)?;
+    let t = md
+        .topics()
+        .iter()
+        .find(|t| t.name() == input && !t.partitions().is_empty())
+        .ok_or_else(|| CmdError::NoTopic(input.to_string()))?;
+    let mut committed = BTreeMap::new();
+    if group.is_some() {
+        let mut tpl = TopicPartitionList::new();
+        for p in t.partitions() {
+            tpl.add_partition(input, p.id());
+        }
+        for e in consumer.committed_offsets(tpl, timeout)?.elements() {
+            if let Offset::Offset(o) = e.offset() {
+                committed.insert(e.partition(), (o, decode_head(e.metadata())));
+            }
+        }
+    }
+    let mut anchors = BTreeMap::new();
+    for p in t.partitions() {
+        let (lo, hi) = consumer.fetch_watermarks(input, p.id(), timeout)?;
+        let done = committed.get(&p.id()).copied();
+        let anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
+        let id = ChainId {
+            topic: input.to_string(),
+            partition: p.id(),
+        };
+        anchors.insert(id, anchor);
+    }
+    Ok(anchors)
+}
+
+/// One partition's anchor from its watermarks (`lo..hi`, `hi` exclusive),
+/// the requested range and, with a group, what it committed (`None`:
+/// nothing yet, so no offset is owed a row).
+fn anchor_for(
+    (lo, hi): (i64, i64),
+    from: Option<i64>,
+    to: Option<i64>,
+    with_group: bool,
+    committed: Option<(i64, Option<ChainHead>)>,
+) -> Anchor {
+    let mut last = hi - 1;
+    if with_group {
+        last = last.min(committed.map_or(lo - 1, |(c, _)| c - 1));
+    }
+    let first = from.map_or(lo, |f| f.max(lo));
+    let last = to.map_or(last, |t| t.min(last));
+    Anchor {
+        cover: (first <= last).then_some((first, last)),
+        committed: committed.map(|(c, _)| c),
+        head: committed.and_then(|(_, h)| h),
+    }
+}
+
 /// A bar on stderr over the topic's messages (offsets between the
 /// watermarks, so transaction markers count too), when stderr is a
 /// terminal; nothing otherwise, so pipes and logs stay clean.
@@ -298,4 +382,39 @@ fn print_report(r: &Report) {
     }
     println!("{p}");
     println!("{} problem(s) found", r.problems.len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_anchor_covers_what_the_topic_holds_up_to_the_commit() {
+        let head = ChainHead {
+            next_seq: 3,
+            prev: [7; 32],
+        };
+        // Topic alone: everything between the watermarks.
+        let a = anchor_for((5, 20), None, None, false, None);
+        assert_eq!((a.cover, a.committed, a.head), (Some((5, 19)), None, None));
+        // With a group: only what it committed, and its head.
+        let a = anchor_for((5, 20), None, None, true, Some((12, Some(head))));
+        assert_eq!(
+            (a.cover, a.committed, a.head),
+            (Some((5, 11)), Some(12), Some(head))
+        );
+        // A group that committed nothing owes nothing.
+        assert_eq!(anchor_for((5, 20), None, None, true, None).cover, None);
+        // --from / --to narrow it; an empty topic or range covers nothing.
+        assert_eq!(
+            anchor_for((5, 20), Some(8), Some(9), false, None).cover,
+            Some((8, 9))
+        );
+        assert_eq!(
+            anchor_for((5, 20), Some(0), Some(100), false, None).cover,
+            Some((5, 19))
+        );
+        assert_eq!(anchor_for((7, 7), None, None, false, None).cover, None);
+        assert_eq!(anchor_for((5, 20), Some(30), None, false, None).cover, None);
+    }
 }

@@ -16,5 +16,5 @@ mod offsets;
 pub(crate) mod outputs;
 pub mod produce;
 mod rebalance;
-mod seals;
+pub(crate) mod seals;
 pub mod worker;

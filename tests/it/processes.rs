@@ -313,6 +313,49 @@ fn sigkill_mid_stream_then_restart_leaves_a_trail_that_verifies() {
         resealed += c["reseals"].as_u64().unwrap();
     }
     eprintln!("after the crash: {redelivered} redelivered row(s), {resealed} reseal(s)");
+
+    // Against the input side: the input topic and the group's committed
+    // offsets and chain heads agree with the trail.
+    let anchored = |group: Option<&str>| {
+        let mut cmd = bin();
+        cmd.args(["audit", "verify", "--brokers", &bs, "--json"])
+            .args(["--input-topic", "answers"]);
+        if let Some(g) = group {
+            cmd.args(["--group", g]);
+        }
+        let out = cmd.output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), report)
+    };
+    let (code, report) = anchored(Some("sealed-crash"));
+    assert_eq!(report["problems"], serde_json::json!([]), "{report:#}");
+    assert_eq!(code, Some(0));
+    // Input nobody has processed yet: owed rows against the topic alone,
+    // not against the group, which has not committed them.
+    produce_answers(&bs, &dir.path().join("third.jsonl"), total..total + 30);
+    let (code, report) = anchored(None);
+    assert_eq!(code, Some(1), "{report:#}");
+    let problems = report["problems"].as_array().unwrap();
+    assert!(!problems.is_empty());
+    let mut owed = 0;
+    for p in problems {
+        assert_eq!(p["kind"], "gap", "{p}");
+        let part = p["partition"].as_i64().unwrap() as i32;
+        let (a, b) = (
+            p["offsets"][0].as_i64().unwrap(),
+            p["offsets"][1].as_i64().unwrap(),
+        );
+        assert_eq!(
+            a, done[&part],
+            "the gap starts at the committed offset: {p}"
+        );
+        owed += b - a + 1;
+    }
+    assert_eq!(owed, 30, "{report:#}");
+    let (code, report) = anchored(Some("sealed-crash"));
+    assert_eq!(report["problems"], serde_json::json!([]), "{report:#}");
+    assert_eq!(code, Some(0));
 }
 
 #[test]
