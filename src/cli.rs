@@ -3,6 +3,7 @@
 //! is decided in one place: `crate::config`.
 
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -75,6 +76,15 @@ pub struct AuditVerifyArgs {
     /// offset must be sealed, and the committed head seal must be there.
     #[arg(long, requires = "input_topic")]
     pub group: Option<String>,
+    /// With --input-topic: check the input records written at or after this
+    /// time (RFC 3339, e.g. 2026-11-22T00:00:00Z), by the input topic's
+    /// record timestamps.
+    #[arg(long, requires = "input_topic", value_parser = parse_time)]
+    pub from_time: Option<SystemTime>,
+    /// With --input-topic: check the input records written at or before
+    /// this time (RFC 3339).
+    #[arg(long, requires = "input_topic", value_parser = parse_time)]
+    pub to_time: Option<SystemTime>,
     /// Check input offsets from this one (inclusive).
     #[arg(long)]
     pub from: Option<i64>,
@@ -334,4 +344,9 @@ pub struct EvalArgs {
     /// How many worst misses to list.
     #[arg(long, default_value_t = 10)]
     pub misses: usize,
+}
+
+fn parse_time(s: &str) -> Result<SystemTime, String> {
+    humantime::parse_rfc3339_weak(s)
+        .map_err(|e| format!("{e} (expected RFC 3339, e.g. 2026-11-22T00:00:00Z)"))
 }

@@ -4,12 +4,12 @@
 //! `--json`), and maps the verdict to an exit code:
 //! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -74,9 +74,7 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
         .map(keys::load_public_key)
         .transpose()?;
     let anchors = match (&args.brokers, &args.input_topic) {
-        (Some(brokers), Some(input)) => {
-            read_anchors(brokers, input, args.group.as_deref(), args.from, args.to)?
-        }
+        (Some(brokers), Some(input)) => read_anchors(brokers, input, args)?,
         _ => BTreeMap::new(),
     };
     let mut v = AuditVerifier::new(Options {
@@ -214,10 +212,9 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
 fn read_anchors(
     brokers: &str,
     input: &str,
-    group: Option<&str>,
-    from: Option<i64>,
-    to: Option<i64>,
+    args: &AuditVerifyArgs,
 ) -> Result<BTreeMap<ChainId, Anchor>, CmdError> {
+    let group = args.group.as_deref();
     // Reading committed offsets does not join the group: the workers'
     // assignments are left alone.
     let consumer: BaseConsumer = ClientConfig::new()
@@ -244,18 +241,89 @@ fn read_anchors(
             }
         }
     }
+    let ids: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
+    // A time is the first offset written at or after it; the end of a time
+    // range is the offset before the first one written after it.
+    let since = match args.from_time {
+        Some(t) => Some(offsets_at(&consumer, input, &ids, t, timeout)?),
+        None => None,
+    };
+    let until = match args.to_time {
+        Some(t) => Some(offsets_at(
+            &consumer,
+            input,
+            &ids,
+            t + Duration::from_millis(1),
+            timeout,
+        )?),
+        None => None,
+    };
     let mut anchors = BTreeMap::new();
-    for p in t.partitions() {
-        let (lo, hi) = consumer.fetch_watermarks(input, p.id(), timeout)?;
-        let done = committed.get(&p.id()).copied();
+    for &p in &ids {
+        let (lo, hi) = consumer.fetch_watermarks(input, p, timeout)?;
+        let done = committed.get(&p).copied();
+        let (from, to) = time_bounds(
+            (args.from, args.to),
+            since.as_ref().map(|m| m.get(&p).copied().flatten()),
+            until.as_ref().map(|m| m.get(&p).copied().flatten()),
+            hi,
+        );
         let anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
         let id = ChainId {
             topic: input.to_string(),
-            partition: p.id(),
+            partition: p,
         };
         anchors.insert(id, anchor);
     }
     Ok(anchors)
+}
+
+/// Per partition, the first offset whose record timestamp is at or after
+/// `at` (`None`: no record that late).
+fn offsets_at(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partitions: &[i32],
+    at: SystemTime,
+    timeout: Duration,
+) -> Result<HashMap<i32, Option<i64>>, CmdError> {
+    let ms = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let mut tpl = TopicPartitionList::new();
+    for &p in partitions {
+        tpl.add_partition_offset(topic, p, Offset::Offset(ms))?;
+    }
+    let found = consumer.offsets_for_times(tpl, timeout)?;
+    Ok(found
+        .elements()
+        .iter()
+        .map(|e| match e.offset() {
+            Offset::Offset(o) => (e.partition(), Some(o)),
+            _ => (e.partition(), None),
+        })
+        .collect())
+}
+
+/// The offset range to check in one partition from `--from/--to` and the
+/// offsets the times were found at (outer `None`: no such time given;
+/// inner `None`: no record at or after that time). `hi`: the high watermark.
+fn time_bounds(
+    (from, to): (Option<i64>, Option<i64>),
+    since: Option<Option<i64>>,
+    until: Option<Option<i64>>,
+    hi: i64,
+) -> (Option<i64>, Option<i64>) {
+    let from = match since {
+        // Nothing written that late: the range starts past the end.
+        Some(first) => Some(first.unwrap_or(hi).max(from.unwrap_or(i64::MIN))),
+        None => from,
+    };
+    let to = match until {
+        Some(after) => Some((after.unwrap_or(hi) - 1).min(to.unwrap_or(i64::MAX))),
+        None => to,
+    };
+    (from, to)
 }
 
 /// One partition's anchor from its watermarks (`lo..hi`, `hi` exclusive),
@@ -387,6 +455,34 @@ fn print_report(r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_narrow_the_range_per_partition() {
+        // No time: --from/--to as given.
+        assert_eq!(
+            time_bounds((Some(3), None), None, None, 50),
+            (Some(3), None)
+        );
+        // Records from offset 10 on are at or after --from-time; the first
+        // record after --to-time is at 20.
+        assert_eq!(
+            time_bounds((None, None), Some(Some(10)), Some(Some(20)), 50),
+            (Some(10), Some(19))
+        );
+        // --from/--to still narrow further.
+        assert_eq!(
+            time_bounds((Some(12), Some(15)), Some(Some(10)), Some(Some(20)), 50),
+            (Some(12), Some(15))
+        );
+        // Nothing that late: starts past the end; nothing after --to-time:
+        // up to the last record.
+        assert_eq!(
+            time_bounds((None, None), Some(None), Some(None), 50),
+            (Some(50), Some(49))
+        );
+        let a = anchor_for((0, 50), Some(50), Some(49), false, None);
+        assert_eq!(a.cover, None);
+    }
 
     #[test]
     fn the_anchor_covers_what_the_topic_holds_up_to_the_commit() {
