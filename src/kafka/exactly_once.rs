@@ -267,12 +267,12 @@ impl Delivery for ExactlyOnce {
             }
         }
         let mut failed = None;
-        let mut audit_hash = None;
+        let mut hash = None;
         for out in std::mem::take(&mut record.outputs) {
             match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((sent, _, hash)) => {
+                Ok((sent, _, audit_hash)) => {
                     self.txn.output(sent.role);
-                    audit_hash = audit_hash.or(hash);
+                    hash = hash.or(audit_hash);
                 }
                 Err(e) => {
                     failed = Some(e);
@@ -282,17 +282,9 @@ impl Delivery for ExactlyOnce {
         }
         self.txn
             .record(&record.tp, record.offset, record.input_ts_ms);
-        if failed.is_none()
-            && let (Some(chains), Some(hash)) = (self.chains.as_mut(), audit_hash)
-            && let Some(seal) = chain_row(
-                chains,
-                consumer,
-                &self.metrics,
-                &record.tp,
-                record.offset,
-                hash,
-            )?
-        {
+        let hash = hash.filter(|_| failed.is_none());
+        let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
+        if let Some(seal) = due {
             match enqueue(&self.producer, &seal.output) {
                 Ok(_) => self.txn.seals += 1,
                 Err(e) => failed = Some((seal.output, e)),

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{BIN, OUTPUTS, committed, coords, header};
+use crate::common::{BIN, OUTPUTS, committed, committed_with_metadata, coords, header};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
@@ -317,9 +317,10 @@ async fn a_workers_audit_trail_verifies_with_every_row_sealed() {
     // The committed offset of each partition carries the chain head after
     // its last seal, which covers the offset just before it.
     let b = bs.clone();
-    let committed = tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-sealed"))
-        .await
-        .unwrap();
+    let committed =
+        tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-sealed", PARTITIONS))
+            .await
+            .unwrap();
     for (p, (offset, metadata)) in &committed {
         let chain = &seals[&i64::from(*p)];
         let (last_seq, _, _, last_offset) = chain.last().unwrap();
@@ -374,29 +375,6 @@ async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
         handed_over > 0,
         "no chain went from worker-a to worker-b: {by:?}"
     );
-}
-
-/// The committed offset and its metadata per partition of `answers`.
-fn committed_with_metadata(bootstrap: &str, group: &str) -> BTreeMap<i32, (i64, String)> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::{Offset, TopicPartitionList};
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition("answers", p);
-    }
-    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
-    got.elements()
-        .iter()
-        .filter_map(|e| match e.offset() {
-            Offset::Offset(o) => Some((e.partition(), (o, e.metadata().to_string()))),
-            _ => None,
-        })
-        .collect()
 }
 
 fn json_of(m: &OwnedMessage) -> Value {
