@@ -865,6 +865,7 @@ async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
     assert!(report.transactions_committed >= 1, "{report:?}");
     // The aborted batch was processed again from the rewound offsets.
     assert!(report.records > n, "{report:?}");
+    assert_all_sealed(&bs, n).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
