@@ -157,10 +157,11 @@ async fn read_outputs_and_seals(
     ([final_, retry, rows, dlq], seals)
 }
 
-/// `groundgate audit verify --brokers ... --json` over the audit topic:
-/// (exit code, report).
-async fn verify_audit_topic(bootstrap: &str) -> (i32, Value) {
+/// `groundgate audit verify --brokers ... --json [extra]` over the audit
+/// topic: (exit code, report).
+async fn verify_audit_topic(bootstrap: &str, extra: &[&str]) -> (i32, Value) {
     let b = bootstrap.to_string();
+    let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(BIN)
             .args([
@@ -172,6 +173,7 @@ async fn verify_audit_topic(bootstrap: &str) -> (i32, Value) {
                 "answers.audit",
             ])
             .arg("--json")
+            .args(extra)
             .output()
             .unwrap()
     })
@@ -191,7 +193,7 @@ async fn verify_audit_topic(bootstrap: &str) -> (i32, Value) {
 /// every input offset of `answers` up to `inputs` audited: returns the
 /// chains' reports by input partition.
 async fn assert_all_sealed(bootstrap: &str, inputs: u64) -> BTreeMap<i64, Value> {
-    let (code, report) = verify_audit_topic(bootstrap).await;
+    let (code, report) = verify_audit_topic(bootstrap, &[]).await;
     assert_eq!(report["problems"], json!([]), "{report:#}");
     assert_eq!(code, 0, "{report:#}");
     let mut chains = BTreeMap::new();
@@ -332,6 +334,56 @@ async fn a_workers_audit_trail_verifies_with_every_row_sealed() {
         let seqs: Vec<u64> = chain.iter().map(|s| s.0).collect();
         assert_eq!(seqs, (0..chain.len() as u64).collect::<Vec<_>>());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_committed_without_a_seal_head_start_a_new_chain_there() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let cfg = config(&bs, "g-upgrade", Guarantee::AtLeastOnce);
+    // A worker that did not seal (as before sealing existed) commits plain
+    // offsets.
+    produce_mixed(&bs, 40, 300).await;
+    let token = CancellationToken::new();
+    let unsealed = tokio::spawn(worker::run_worker_with(
+        cfg.clone(),
+        bs.clone(),
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+        Arc::new(Health::default()),
+        token.clone(),
+        worker::Step::ValidateUnsealed,
+    ));
+    let _stop = token.clone().drop_guard();
+    assert_eq!(wait_committed(&bs, "g-upgrade", 40).await, 40);
+    token.cancel();
+    unsealed.await.unwrap().unwrap();
+    let b = bs.clone();
+    let before =
+        tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-upgrade", PARTITIONS))
+            .await
+            .unwrap();
+    assert!(before.values().all(|(_, m)| m.is_empty()), "{before:?}");
+
+    produce_mixed(&bs, 40, 300).await;
+    let w = start(&cfg, &bs);
+    assert_eq!(wait_committed(&bs, "g-upgrade", 80).await, 80);
+    w.stop().await.unwrap();
+    let (_, seals) = read_outputs_and_seals(&bs, 80).await;
+    for (p, chain) in seals_by_partition(&seals) {
+        let start = before[&(p as i32)].0;
+        assert_eq!(chain[0].0, 0, "partition {p}: a new chain");
+        assert_eq!(
+            chain[0].2, start,
+            "partition {p}: from the committed offset"
+        );
+    }
+    // The rows before the new chains are not sealed: the whole topic does
+    // not verify, the offsets from the upgrade on do.
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    let from = before.values().map(|(o, _)| *o).max().unwrap().to_string();
+    let (code, report) = verify_audit_topic(&bs, &["--from", &from]).await;
+    assert_eq!(code, 0, "{report:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
