@@ -24,6 +24,9 @@
 //!   - `kafka::rebalance`: the consumer context (rebalance callbacks, client
 //!     errors, lag statistics) and the `Readiness` trait the HTTP shell
 //!     implements;
+//!   - `kafka::seals`: the audit chains (a sealer per owned input
+//!     partition, the chain head carried in the committed offset's
+//!     metadata), pure;
 //!   - `kafka::events`: one typed event per thing that happens, logging and
 //!     counting together; `kafka::error`: the Kafka error classification;
 //!     `kafka::offsets`: in-order offset tracking.

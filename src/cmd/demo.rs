@@ -109,7 +109,7 @@ pub async fn main(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     print_summary(&names, &read, started.elapsed());
     println!(
-        "audit seals on {} so far: {seals} (a partition's rows are sealed every audit.seal_every rows, after audit.seal_interval_ms, and when the worker stops)",
+        "audit seals on {} so far: {seals} (a partition's rows are sealed every audit.seal_every rows, after audit.seal_interval_ms (default 1 s), and when the worker stops)",
         topics.audit
     );
     println!("\nmetrics: http://{addr}/metrics   (health: /healthz, readiness: /readyz)");

@@ -400,11 +400,11 @@ impl Delivery for AtLeastOnce {
     ) -> Result<Flow, WorkerError> {
         let outputs = std::mem::take(&mut record.outputs);
         let mut futures = Vec::with_capacity(outputs.len() + 1);
-        let mut audit_hash = None;
+        let mut hash = None;
         for out in outputs {
             match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((out, future, hash)) => {
-                    audit_hash = audit_hash.or(hash);
+                Ok((out, future, audit_hash)) => {
+                    hash = hash.or(audit_hash);
                     futures.push((out, future));
                 }
                 Err((out, e)) => {
@@ -424,16 +424,8 @@ impl Delivery for AtLeastOnce {
             return Err(WorkerError::Thread("publish after finish".into()));
         };
         self.book.sent(&record.tp, record.offset);
-        if let (Some(chains), Some(hash)) = (self.chains.as_mut(), audit_hash)
-            && let Some(seal) = chain_row(
-                chains,
-                consumer,
-                &self.metrics,
-                &record.tp,
-                record.offset,
-                hash,
-            )?
-        {
+        let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
+        if let Some(seal) = due {
             // Due by count: one more output of this record, so the record
             // is done only once its seal is acknowledged too.
             match enqueue(&self.producer, &seal.output) {

@@ -198,22 +198,25 @@ fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option
     })
 }
 
-/// Records a record's published audit row on its partition's chain (read
-/// from the committed offset's metadata on the partition's first record
-/// here); the seal, when one is due by count.
+/// Records a record's published audit row (`hash`; `None`: not sealed) on
+/// its partition's chain (read from the committed offset's metadata on the
+/// partition's first record here); the seal, when one is due by count.
 pub fn chain_row(
-    chains: &mut Chains,
+    chains: &mut Option<Chains>,
     consumer: &Consumer,
     metrics: &Metrics,
-    tp: &TopicPartition,
-    offset: i64,
-    hash: [u8; 32],
+    record: &Pending,
+    hash: Option<[u8; 32]>,
 ) -> Result<Option<Seal>, WorkerError> {
+    let (Some(chains), Some(hash)) = (chains.as_mut(), hash) else {
+        return Ok(None);
+    };
+    let tp = &record.tp;
     if !chains.has(tp) {
         let head = load_head(consumer, metrics, tp)?;
         chains.start(tp, head);
     }
-    if chains.push(tp, offset, hash, Instant::now()) {
+    if chains.push(tp, record.offset, hash, Instant::now()) {
         return Ok(chains.seal(tp, crate::clock::now_nanos()));
     }
     Ok(None)

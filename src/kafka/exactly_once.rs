@@ -34,6 +34,7 @@ use super::events::{
     TransactionCommitted,
 };
 use super::offsets::TopicPartition;
+use super::outputs::Output;
 use super::seals::Chains;
 use super::worker::WorkerError;
 use crate::metrics::{Metrics, TopicRole};
@@ -142,14 +143,14 @@ impl ExactlyOnce {
     }
 
     /// Seals every partition with rows not yet sealed into the open
-    /// transaction; the error of the first seal that cannot be enqueued.
-    fn seal_all(&mut self) -> Result<(), KafkaError> {
+    /// transaction; the first seal that cannot be enqueued, with the error.
+    fn seal_all(&mut self) -> Result<(), Box<(Output, KafkaError)>> {
         let Some(chains) = self.chains.as_mut() else {
             return Ok(());
         };
         for tp in chains.unsealed() {
             if let Some(seal) = chains.seal(&tp, crate::clock::now_nanos()) {
-                enqueue(&self.producer, &seal.output)?;
+                enqueue(&self.producer, &seal.output).map_err(|e| Box::new((seal.output, e)))?;
                 self.txn.seals += 1;
             }
         }
@@ -164,8 +165,11 @@ impl ExactlyOnce {
         }
         let sealed = self.seal_all();
         let txn = std::mem::take(&mut self.txn);
-        if let Err(e) = sealed {
-            return self.abort_and_rewind(consumer, txn.rewind_positions(&[]), txn.seals, Some(&e));
+        if let Err(failed) = sealed {
+            let (_, e) = *failed;
+            // The seals already enqueued, and the one that was not.
+            let seals = txn.seals + 1;
+            return self.abort_and_rewind(consumer, txn.rewind_positions(&[]), seals, Some(&e));
         }
         let mut tpl = TopicPartitionList::new();
         for (tp, next) in txn.commit_positions() {
@@ -267,12 +271,12 @@ impl Delivery for ExactlyOnce {
             }
         }
         let mut failed = None;
-        let mut audit_hash = None;
+        let mut hash = None;
         for out in std::mem::take(&mut record.outputs) {
             match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((sent, _, hash)) => {
+                Ok((sent, _, audit_hash)) => {
                     self.txn.output(sent.role);
-                    audit_hash = audit_hash.or(hash);
+                    hash = hash.or(audit_hash);
                 }
                 Err(e) => {
                     failed = Some(e);
@@ -282,21 +286,19 @@ impl Delivery for ExactlyOnce {
         }
         self.txn
             .record(&record.tp, record.offset, record.input_ts_ms);
-        if failed.is_none()
-            && let (Some(chains), Some(hash)) = (self.chains.as_mut(), audit_hash)
-            && let Some(seal) = chain_row(
-                chains,
-                consumer,
-                &self.metrics,
-                &record.tp,
-                record.offset,
-                hash,
-            )?
-        {
+        let hash = hash.filter(|_| failed.is_none());
+        let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
+        if let Some(seal) = due {
             match enqueue(&self.producer, &seal.output) {
                 Ok(_) => self.txn.seals += 1,
                 Err(e) => failed = Some((seal.output, e)),
             }
+        }
+        // A full transaction is committed next: seal it now, so the seals
+        // leave in the producer batches of its last rows rather than
+        // `linger.ms` later, while the commit waits for them.
+        if failed.is_none() && self.txn.records >= self.commit_max_records {
+            failed = self.seal_all().err().map(|b| *b);
         }
         let Some((out, e)) = failed else {
             return Ok(Flow::Next);

@@ -340,6 +340,18 @@ pub fn coords(m: &rdkafka::message::OwnedMessage) -> (i32, i64) {
 /// Committed offsets of `group` on the input topic `answers`, per partition
 /// (0 where nothing is committed).
 pub fn committed(bootstrap: &str, group: &str, partitions: i32) -> BTreeMap<i32, i64> {
+    committed_with_metadata(bootstrap, group, partitions)
+        .into_iter()
+        .map(|(p, (o, _))| (p, o))
+        .collect()
+}
+
+/// As [`committed`], with each committed offset's metadata ("" where none).
+pub fn committed_with_metadata(
+    bootstrap: &str,
+    group: &str,
+    partitions: i32,
+) -> BTreeMap<i32, (i64, String)> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::{ClientConfig, Offset, TopicPartitionList};
     let c: BaseConsumer = ClientConfig::new()
@@ -355,8 +367,8 @@ pub fn committed(bootstrap: &str, group: &str, partitions: i32) -> BTreeMap<i32,
     got.elements()
         .iter()
         .map(|e| match e.offset() {
-            Offset::Offset(o) => (e.partition(), o),
-            _ => (e.partition(), 0),
+            Offset::Offset(o) => (e.partition(), (o, e.metadata().to_string())),
+            _ => (e.partition(), (0, String::new())),
         })
         .collect()
 }

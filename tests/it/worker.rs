@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{BIN, OUTPUTS, committed, coords, header};
+use crate::common::{BIN, OUTPUTS, committed, committed_with_metadata, coords, header};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
@@ -157,10 +157,11 @@ async fn read_outputs_and_seals(
     ([final_, retry, rows, dlq], seals)
 }
 
-/// `groundgate audit verify --brokers ... --json` over the audit topic:
-/// (exit code, report).
-async fn verify_audit_topic(bootstrap: &str) -> (i32, Value) {
+/// `groundgate audit verify --brokers ... --json [extra]` over the audit
+/// topic: (exit code, report).
+async fn verify_audit_topic(bootstrap: &str, extra: &[&str]) -> (i32, Value) {
     let b = bootstrap.to_string();
+    let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(BIN)
             .args([
@@ -172,6 +173,7 @@ async fn verify_audit_topic(bootstrap: &str) -> (i32, Value) {
                 "answers.audit",
             ])
             .arg("--json")
+            .args(extra)
             .output()
             .unwrap()
     })
@@ -191,7 +193,7 @@ async fn verify_audit_topic(bootstrap: &str) -> (i32, Value) {
 /// every input offset of `answers` up to `inputs` audited: returns the
 /// chains' reports by input partition.
 async fn assert_all_sealed(bootstrap: &str, inputs: u64) -> BTreeMap<i64, Value> {
-    let (code, report) = verify_audit_topic(bootstrap).await;
+    let (code, report) = verify_audit_topic(bootstrap, &[]).await;
     assert_eq!(report["problems"], json!([]), "{report:#}");
     assert_eq!(code, 0, "{report:#}");
     let mut chains = BTreeMap::new();
@@ -317,9 +319,10 @@ async fn a_workers_audit_trail_verifies_with_every_row_sealed() {
     // The committed offset of each partition carries the chain head after
     // its last seal, which covers the offset just before it.
     let b = bs.clone();
-    let committed = tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-sealed"))
-        .await
-        .unwrap();
+    let committed =
+        tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-sealed", PARTITIONS))
+            .await
+            .unwrap();
     for (p, (offset, metadata)) in &committed {
         let chain = &seals[&i64::from(*p)];
         let (last_seq, _, _, last_offset) = chain.last().unwrap();
@@ -331,6 +334,56 @@ async fn a_workers_audit_trail_verifies_with_every_row_sealed() {
         let seqs: Vec<u64> = chain.iter().map(|s| s.0).collect();
         assert_eq!(seqs, (0..chain.len() as u64).collect::<Vec<_>>());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_committed_without_a_seal_head_start_a_new_chain_there() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let cfg = config(&bs, "g-upgrade", Guarantee::AtLeastOnce);
+    // A worker that did not seal (as before sealing existed) commits plain
+    // offsets.
+    produce_mixed(&bs, 40, 300).await;
+    let token = CancellationToken::new();
+    let unsealed = tokio::spawn(worker::run_worker_with(
+        cfg.clone(),
+        bs.clone(),
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+        Arc::new(Health::default()),
+        token.clone(),
+        worker::Step::ValidateUnsealed,
+    ));
+    let _stop = token.clone().drop_guard();
+    assert_eq!(wait_committed(&bs, "g-upgrade", 40).await, 40);
+    token.cancel();
+    unsealed.await.unwrap().unwrap();
+    let b = bs.clone();
+    let before =
+        tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-upgrade", PARTITIONS))
+            .await
+            .unwrap();
+    assert!(before.values().all(|(_, m)| m.is_empty()), "{before:?}");
+
+    produce_mixed(&bs, 40, 300).await;
+    let w = start(&cfg, &bs);
+    assert_eq!(wait_committed(&bs, "g-upgrade", 80).await, 80);
+    w.stop().await.unwrap();
+    let (_, seals) = read_outputs_and_seals(&bs, 80).await;
+    for (p, chain) in seals_by_partition(&seals) {
+        let start = before[&(p as i32)].0;
+        assert_eq!(chain[0].0, 0, "partition {p}: a new chain");
+        assert_eq!(
+            chain[0].2, start,
+            "partition {p}: from the committed offset"
+        );
+    }
+    // The rows before the new chains are not sealed: the whole topic does
+    // not verify, the offsets from the upgrade on do.
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    let from = before.values().map(|(o, _)| *o).max().unwrap().to_string();
+    let (code, report) = verify_audit_topic(&bs, &["--from", &from]).await;
+    assert_eq!(code, 0, "{report:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -374,29 +427,6 @@ async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
         handed_over > 0,
         "no chain went from worker-a to worker-b: {by:?}"
     );
-}
-
-/// The committed offset and its metadata per partition of `answers`.
-fn committed_with_metadata(bootstrap: &str, group: &str) -> BTreeMap<i32, (i64, String)> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::{Offset, TopicPartitionList};
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition("answers", p);
-    }
-    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
-    got.elements()
-        .iter()
-        .filter_map(|e| match e.offset() {
-            Offset::Offset(o) => Some((e.partition(), (o, e.metadata().to_string()))),
-            _ => None,
-        })
-        .collect()
 }
 
 fn json_of(m: &OwnedMessage) -> Value {
@@ -887,6 +917,7 @@ async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
     assert!(report.transactions_committed >= 1, "{report:?}");
     // The aborted batch was processed again from the rewound offsets.
     assert!(report.records > n, "{report:?}");
+    assert_all_sealed(&bs, n).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
