@@ -2,6 +2,7 @@
 //! supported and unsupported answers (AUC, accuracy, a threshold sweep, the
 //! worst misses). The scoring is `crate::eval`; this file only prints.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -12,9 +13,16 @@ use crate::eval::{Confusion, Scored, auc, score_file};
 
 pub fn main(args: EvalArgs) -> ExitCode {
     match score_file(&args) {
+        // `eval … | head` closes the pipe early: stop quietly, no panic.
         Ok((config, scored)) => {
-            print_report(&args, &config, &scored);
-            ExitCode::SUCCESS
+            match print_report(&mut io::stdout().lock(), &args, &config, &scored) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("groundgate eval: cannot write the report to standard output: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Err(e) => {
             eprintln!("groundgate eval: {e}");
@@ -23,28 +31,35 @@ pub fn main(args: EvalArgs) -> ExitCode {
     }
 }
 
-fn print_report(args: &EvalArgs, config: &Config, scored: &[Scored]) {
+fn print_report(
+    out: &mut impl Write,
+    args: &EvalArgs,
+    config: &Config,
+    scored: &[Scored],
+) -> io::Result<()> {
     let min_support = config.core.grounding.min_support;
     let pos = scored.iter().filter(|s| s.unsupported).count();
-    println!(
+    writeln!(
+        out,
         "{}: {} records ({} unsupported, {} supported); min_support {}",
         args.input.display(),
         scored.len(),
         pos,
         scored.len() - pos,
         min_support
-    );
+    )?;
     match auc(scored) {
-        Some(a) => println!("AUC of the grounding score: {a:.3}"),
-        None => println!("AUC of the grounding score: n/a (needs both labels)"),
+        Some(a) => writeln!(out, "AUC of the grounding score: {a:.3}")?,
+        None => writeln!(out, "AUC of the grounding score: n/a (needs both labels)")?,
     }
     let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
-    println!(
+    writeln!(
+        out,
         "unsupported_claim finding: balanced accuracy {:.3}, precision {:.3}, recall {:.3}",
         c.balanced_accuracy(),
         c.precision(),
         c.recall()
-    );
+    )?;
 
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -59,7 +74,7 @@ fn print_report(args: &EvalArgs, config: &Config, scored: &[Scored]) {
         c.fp.to_string(),
         c.tn.to_string(),
     ]);
-    println!("{t}");
+    writeln!(out, "{t}")?;
 
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -81,7 +96,10 @@ fn print_report(args: &EvalArgs, config: &Config, scored: &[Scored]) {
             (c.tp + c.fp).to_string(),
         ]);
     }
-    println!("threshold sweep (a record is flagged when its score < min_support):\n{t}");
+    writeln!(
+        out,
+        "threshold sweep (a record is flagged when its score < min_support):\n{t}"
+    )?;
 
     let mut misses: Vec<&Scored> = scored
         .iter()
@@ -122,5 +140,5 @@ fn print_report(args: &EvalArgs, config: &Config, scored: &[Scored]) {
             answer,
         ]);
     }
-    println!("worst misses ({} in all):\n{t}", misses.len());
+    writeln!(out, "worst misses ({} in all):\n{t}", misses.len())
 }

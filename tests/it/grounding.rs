@@ -203,3 +203,20 @@ fn eval_command_prints_the_report() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 1") && err.contains("\"maybe\""), "{err}");
 }
+
+#[test]
+fn eval_into_a_closed_pipe_stops_without_a_panic() {
+    // `groundgate eval FILE | head -0`: the reader is gone before the report.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .arg("eval")
+        .arg(repo("tests/data/grounding_subset.jsonl"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
