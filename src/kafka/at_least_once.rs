@@ -7,18 +7,23 @@
 //! bounded number of times when retriable; otherwise the worker stops with
 //! the offset uncommitted, so a restart re-processes the record.
 //!
-//! Sealing (`super::seals`): a partition's audit rows are sealed every
-//! `audit.seal_every` rows (the seal is one more output of the record that
-//! completes it), when the oldest unsealed row is `audit.seal_interval_ms`
-//! old, and on revocation and shutdown (a seal of its own). Offsets are then
-//! stored only up to the last row of an acknowledged seal, with the chain
-//! head after that seal as the offset's metadata, and committed at once (so
-//! a crash between a seal and its commit, which makes the next owner seal
-//! the same rows again, stays unlikely).
+//! Sealing (`super::seals`): a partition's audit rows are cut into a seal
+//! every `audit.seal_every` rows, when the oldest unsealed row is
+//! `audit.seal_interval_ms` old, and on revocation and shutdown. A cut seal
+//! waits in the [`Book`] until every row it lists is acknowledged (rows are
+//! keyed by request id and land on other audit partitions than the seal,
+//! so nothing else orders them before it); the ack that finishes its last
+//! row sends it. Offsets are then stored only up to the last row of an
+//! acknowledged seal, with the chain head after that seal as the offset's
+//! metadata, and committed at once (so a crash between a seal and its
+//! commit, which makes the next owner seal the same rows again, stays
+//! unlikely).
 //!
 //! Must not store an offset before every output of it and of every earlier
 //! record of its partition is acknowledged, nor (sealing) before its audit
-//! row is covered by an acknowledged seal.
+//! row is covered by an acknowledged seal; must not send a seal before
+//! every row it lists is acknowledged (a crash could leave the seal on the
+//! topic and a row it lists unwritten: a false `row_missing`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -58,10 +63,10 @@ const BACKPRESSURE_WAIT: Duration = Duration::from_millis(100);
 /// What an [`Ack`] acknowledges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acked {
-    /// Every output of the record at `offset` (a seal among them included).
+    /// Every output of the record at `offset`.
     Record,
-    /// A seal published on its own (interval, revocation, shutdown) whose
-    /// last row is at `offset`.
+    /// A seal whose last row is at `offset` (published on its own, once
+    /// every row it lists was acknowledged).
     Seal,
 }
 
@@ -84,25 +89,38 @@ pub struct Store {
     pub head: Option<ChainHead>,
 }
 
-/// A seal sent and not yet allowed to move the offset.
+/// Where a seal is between being cut and moving the offset.
+#[derive(Debug)]
+enum SealState {
+    /// Cut, not sent: a row it lists is not acknowledged yet. Rows are
+    /// keyed by request id and land on other audit partitions than the
+    /// seal, so sending it now could publish it before a row it lists,
+    /// which a crash could then leave unwritten (verify: `row_missing`).
+    Waiting(Output),
+    Sent,
+    Acked,
+}
+
+/// A seal of one partition, not yet allowed to move the offset.
 #[derive(Debug)]
 struct Mark {
     last: i64,
     head: ChainHead,
-    acked: bool,
+    state: SealState,
 }
 
-/// The pure bookkeeping: which offsets are in flight and which may be
-/// stored. Without sealing, the highest contiguous finished offset; with
-/// sealing, only the last row of a seal that is acknowledged and whose rows
-/// are all finished.
+/// The pure bookkeeping: which offsets are in flight, which seals may be
+/// sent and which offsets may be stored. Without sealing, the highest
+/// contiguous finished offset is stored; with sealing, a seal is released
+/// (to be sent) only once every row it lists is finished, and only the last
+/// row of an acknowledged seal is stored.
 #[derive(Default)]
 pub struct Book {
     tracker: OffsetTracker,
     sealing: bool,
     /// Sealing: highest contiguous finished offset per partition.
     done: HashMap<TopicPartition, i64>,
-    /// Sealing: seals per partition in the order sent.
+    /// Sealing: seals per partition in chain order (the sent ones first).
     marks: HashMap<TopicPartition, VecDeque<Mark>>,
 }
 
@@ -118,19 +136,42 @@ impl Book {
         self.tracker.start(tp, offset);
     }
 
-    /// A seal covering `tp`'s rows up to `last` was sent: as an output of
-    /// the record at `last` (`own_ack` false: acknowledged with that record)
-    /// or on its own (acknowledged by an [`Acked::Seal`]).
-    pub fn sealed(&mut self, tp: &TopicPartition, last: i64, head: ChainHead, own_ack: bool) {
+    /// A seal of `tp` was cut: it waits for its rows ([`Book::release`]).
+    /// Holds the seal's bytes (at most `seal_every` rows) until then.
+    pub fn cut(&mut self, tp: &TopicPartition, seal: Seal) {
         self.marks.entry(tp.clone()).or_default().push_back(Mark {
-            last,
-            head,
-            acked: !own_ack,
+            last: seal.last_offset,
+            head: seal.head,
+            state: SealState::Waiting(seal.output),
         });
     }
 
+    /// The next seal of `tp` to send, if every row it lists (every offset
+    /// up to its last) is finished; it is then in flight until its
+    /// [`Acked::Seal`]. Call until `None`: seals come out in chain order.
+    pub fn release(&mut self, tp: &TopicPartition) -> Option<Seal> {
+        let done = *self.done.get(tp)?;
+        let m = self
+            .marks
+            .get_mut(tp)?
+            .iter_mut()
+            .find(|m| matches!(m.state, SealState::Waiting(_)))?;
+        if m.last > done {
+            return None;
+        }
+        let SealState::Waiting(output) = std::mem::replace(&mut m.state, SealState::Sent) else {
+            return None;
+        };
+        Some(Seal {
+            output,
+            last_offset: m.last,
+            head: m.head,
+        })
+    }
+
     /// Applies one ack: `Ok(Some(store))` when an offset may now be stored;
-    /// `Err` for a failed publish.
+    /// `Err` for a failed publish (its offset and the seals listing it stay
+    /// where they are).
     pub fn acked(&mut self, ack: Ack) -> Result<Option<Store>, WorkerError> {
         ack.result?;
         let tp = ack.tp;
@@ -148,12 +189,11 @@ impl Book {
                 }
                 self.done.insert(tp.clone(), done);
             }
-            Acked::Seal => match self
-                .marks
-                .get_mut(&tp)
-                .and_then(|m| m.iter_mut().find(|m| m.last == ack.offset && !m.acked))
-            {
-                Some(m) => m.acked = true,
+            Acked::Seal => match self.marks.get_mut(&tp).and_then(|m| {
+                m.iter_mut()
+                    .find(|m| m.last == ack.offset && matches!(m.state, SealState::Sent))
+            }) {
+                Some(m) => m.state = SealState::Acked,
                 // Acks of a revoked partition's seals.
                 None => return Ok(None),
             },
@@ -167,7 +207,10 @@ impl Book {
         let done = *self.done.get(&tp)?;
         let marks = self.marks.get_mut(&tp)?;
         let mut last = None;
-        while marks.front().is_some_and(|m| m.acked && m.last <= done) {
+        while marks
+            .front()
+            .is_some_and(|m| matches!(m.state, SealState::Acked) && m.last <= done)
+        {
             last = marks.pop_front();
         }
         last.map(|m| Store {
@@ -177,24 +220,19 @@ impl Book {
         })
     }
 
-    /// Records and seals of their own not yet acknowledged.
+    /// Records, and seals waiting or sent, not yet acknowledged.
     pub fn in_flight(&self) -> usize {
-        self.tracker.in_flight() + self.marks.values().flatten().filter(|m| !m.acked).count()
+        self.tracker.in_flight() + self.marks.values().map(unacked).sum::<usize>()
     }
 
     pub fn in_flight_for(&self, tps: &[TopicPartition]) -> usize {
         tps.iter()
-            .map(|tp| {
-                self.tracker.in_flight_for(tp)
-                    + self
-                        .marks
-                        .get(tp)
-                        .map_or(0, |m| m.iter().filter(|m| !m.acked).count())
-            })
+            .map(|tp| self.tracker.in_flight_for(tp) + self.marks.get(tp).map_or(0, unacked))
             .sum()
     }
 
-    /// Revoked partitions: acks still coming for them are ignored.
+    /// Revoked partitions: acks still coming for them are ignored, and
+    /// their waiting seals are dropped (the next owner seals those rows).
     pub fn forget(&mut self, tps: &[TopicPartition]) {
         for tp in tps {
             self.tracker.forget(tp);
@@ -204,14 +242,24 @@ impl Book {
     }
 }
 
+fn unacked(marks: &VecDeque<Mark>) -> usize {
+    marks
+        .iter()
+        .filter(|m| !matches!(m.state, SealState::Acked))
+        .count()
+}
+
 pub struct AtLeastOnce {
     producer: FutureProducer,
     metrics: Arc<Metrics>,
     runtime: tokio::runtime::Handle,
     book: Book,
     acks: Receiver<Ack>,
-    /// Dropped at finish, so a drain ends when every task has reported.
+    /// Dropped once finished: nothing is published after that.
     ack_tx: Option<Sender<Ack>>,
+    /// Delivery tasks spawned and not yet reported back (each sends one
+    /// [`Ack`]): a drain with none left can learn nothing more.
+    tasks: usize,
     max_in_flight: usize,
     drain_deadline: Duration,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
@@ -235,6 +283,7 @@ impl AtLeastOnce {
             book: Book::new(chains.is_some()),
             acks,
             ack_tx: Some(tx),
+            tasks: 0,
             max_in_flight,
             drain_deadline,
             chains,
@@ -242,6 +291,8 @@ impl AtLeastOnce {
     }
 
     fn apply(&mut self, consumer: &Consumer, ack: Ack) -> Result<(), WorkerError> {
+        self.tasks = self.tasks.saturating_sub(1);
+        let tp = ack.tp.clone();
         let delivered = (ack.what == Acked::Record).then_some(RecordDelivered {
             input_ts_ms: ack.input_ts_ms,
             now_ms: now_millis(),
@@ -251,9 +302,14 @@ impl AtLeastOnce {
         if ok && let Some(d) = delivered {
             d.emit(&self.metrics);
         }
-        let Some(store) = store else {
-            return Ok(());
-        };
+        if let Some(store) = store {
+            self.store(consumer, store);
+        }
+        // The rows this ack finished may complete a waiting seal.
+        self.release(&tp)
+    }
+
+    fn store(&self, consumer: &Consumer, store: Store) {
         // Stored: done + 1, the next record to read, with the chain head.
         let mut tpl = TopicPartitionList::new();
         let stored = position(&mut tpl, &store.tp, store.done + 1, store.head)
@@ -268,10 +324,10 @@ impl AtLeastOnce {
                 debug!(error = %e, "asynchronous commit after a seal not started");
             }
         }
-        Ok(())
     }
 
-    /// Publishes the pending rows of `tps` as seals of their own.
+    /// Cuts the pending rows of `tps` into seals, sent as soon as their
+    /// rows are acknowledged.
     fn seal_now(&mut self, tps: &[TopicPartition]) -> Result<(), WorkerError> {
         for tp in tps {
             let Some(seal) = self
@@ -281,24 +337,29 @@ impl AtLeastOnce {
             else {
                 continue;
             };
+            self.book.cut(tp, seal);
+            self.release(tp)?;
+        }
+        Ok(())
+    }
+
+    /// Sends the seals of `tp` whose rows are all acknowledged, in order.
+    fn release(&mut self, tp: &TopicPartition) -> Result<(), WorkerError> {
+        while let Some(seal) = self.book.release(tp) {
             let Seal {
                 output,
                 last_offset,
-                head,
+                ..
             } = seal;
             let future = match enqueue(&self.producer, &output) {
                 Ok(f) => f,
                 Err(e) => return Err(self.seal_failed(&output, tp, last_offset, e)),
             };
-            let Some(ack_tx) = self.ack_tx.clone() else {
-                return Err(WorkerError::Thread("seal after finish".into()));
-            };
-            self.book.sealed(tp, last_offset, head, true);
-            self.runtime.spawn(settle(
+            self.spawn(
                 Settle {
                     producer: self.producer.clone(),
                     metrics: self.metrics.clone(),
-                    acks: ack_tx,
+                    acks: self.sender()?,
                     tp: tp.clone(),
                     offset: last_offset,
                     input_ts_ms: None,
@@ -306,9 +367,20 @@ impl AtLeastOnce {
                     oversize: None,
                 },
                 vec![(output, future)],
-            ));
+            );
         }
         Ok(())
+    }
+
+    fn sender(&self) -> Result<Sender<Ack>, WorkerError> {
+        self.ack_tx
+            .clone()
+            .ok_or_else(|| WorkerError::Thread("publish after finish".into()))
+    }
+
+    fn spawn(&mut self, s: Settle, outputs: Vec<(Output, DeliveryFuture)>) {
+        self.tasks += 1;
+        self.runtime.spawn(settle(s, outputs));
     }
 
     fn seal_failed(
@@ -334,8 +406,10 @@ impl AtLeastOnce {
         publish_failure(seal, input, e)
     }
 
-    /// The one drain loop: applies acks until `done` or `deadline`, keeping
-    /// the first failure and going on (the others' offsets still count).
+    /// The one drain loop: applies acks until `done`, `deadline`, or no
+    /// delivery is left to report (what is still in flight then is stuck
+    /// behind a failure), keeping the first failure and going on (the
+    /// others' offsets and seals still count).
     fn drain(
         &mut self,
         consumer: &Consumer,
@@ -343,7 +417,7 @@ impl AtLeastOnce {
         done: impl Fn(&Book) -> bool,
     ) -> Result<(), WorkerError> {
         let mut first_err = None;
-        while !done(&self.book) {
+        while !done(&self.book) && self.tasks > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -420,28 +494,19 @@ impl Delivery for AtLeastOnce {
                 }
             }
         }
-        let Some(ack_tx) = self.ack_tx.clone() else {
-            return Err(WorkerError::Thread("publish after finish".into()));
-        };
+        let acks = self.sender()?;
         self.book.sent(&record.tp, record.offset);
         let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
         if let Some(seal) = due {
-            // Due by count: one more output of this record, so the record
-            // is done only once its seal is acknowledged too.
-            match enqueue(&self.producer, &seal.output) {
-                Ok(f) => futures.push((seal.output, f)),
-                Err(e) => {
-                    return Err(self.seal_failed(&seal.output, &record.tp, record.offset, e));
-                }
-            }
-            self.book
-                .sealed(&record.tp, seal.last_offset, seal.head, false);
+            // Due by count: sent once this record (its last row) and every
+            // earlier one are acknowledged.
+            self.book.cut(&record.tp, seal);
         }
-        self.runtime.spawn(settle(
+        self.spawn(
             Settle {
                 producer: self.producer.clone(),
                 metrics: self.metrics.clone(),
-                acks: ack_tx,
+                acks,
                 tp: record.tp,
                 offset: record.offset,
                 input_ts_ms: record.input_ts_ms,
@@ -449,7 +514,7 @@ impl Delivery for AtLeastOnce {
                 oversize: Some(record.oversize),
             },
             futures,
-        ));
+        );
         Ok(Flow::Next)
     }
 
@@ -462,7 +527,8 @@ impl Delivery for AtLeastOnce {
         let mut result = Ok(());
         if !lost {
             // Seal what is pending, so the next owner continues a chain
-            // whose every committed row is sealed.
+            // whose every committed row is sealed: the drain waits for the
+            // rows, then the seals they release, then their acks.
             result = self.seal_now(revoked);
             let deadline = Instant::now() + self.drain_deadline;
             let drained = self.drain(consumer, deadline, |b| b.in_flight_for(revoked) == 0);
@@ -486,8 +552,11 @@ impl Delivery for AtLeastOnce {
         if !failed && let Some(tps) = self.chains.as_ref().map(Chains::unsealed) {
             sealed = self.seal_now(&tps);
         }
-        self.ack_tx = None;
+        // The drain still sends the seals its acks release (also after a
+        // failure: a seal goes out only when every row it lists is
+        // acknowledged, so what it covers is safe to commit).
         let result = sealed.and(self.drain(consumer, deadline, |b| b.in_flight() == 0));
+        self.ack_tx = None;
         let abandoned = self.book.in_flight();
         if abandoned > 0 {
             Lifecycle::DrainAbandoned { abandoned }.emit(&self.metrics);
@@ -681,62 +750,108 @@ mod tests {
         }
     }
 
+    /// A seal of `tp`'s rows up to `last`, with the head after it.
+    fn seal(tp: &TopicPartition, last: i64, seq: u64) -> Seal {
+        Seal {
+            output: crate::kafka::outputs::seal_output(
+                &tp.0,
+                tp.1,
+                seq - 1,
+                format!("seal {seq}").into_bytes(),
+                &crate::config::Topics::default(),
+            ),
+            last_offset: last,
+            head: head(seq),
+        }
+    }
+
+    fn released(b: &mut Book, tp: &TopicPartition) -> Vec<i64> {
+        std::iter::from_fn(|| b.release(tp))
+            .map(|s| s.last_offset)
+            .collect()
+    }
+
     #[test]
-    fn sealing_stores_only_up_to_the_last_acknowledged_seal_with_its_head() {
+    fn a_seal_is_released_only_once_every_row_it_lists_is_acknowledged() {
         let p0 = ("answers".to_string(), 0);
+        let p1 = ("answers".to_string(), 1);
         let mut b = Book::new(true);
         for o in 0..6 {
             b.sent(&p0, o);
         }
-        // Rows 0..=2 sealed by an output of record 2.
-        b.sealed(&p0, 2, head(1), false);
-        assert_eq!(b.acked(ack(&p0, 0, true)).unwrap(), None, "no seal yet");
+        b.sent(&p1, 0);
+        // Rows 0..=2 due by count at record 2, then 3..=4 by the interval.
+        b.cut(&p0, seal(&p0, 2, 1));
+        b.cut(&p0, seal(&p0, 4, 2));
+        b.cut(&p1, seal(&p1, 0, 1));
+        assert!(released(&mut b, &p0).is_empty(), "no row acknowledged");
+        assert_eq!(b.in_flight(), 7 + 3, "records and waiting seals");
+        assert_eq!(b.acked(ack(&p0, 2, true)).unwrap(), None);
         assert_eq!(b.acked(ack(&p0, 1, true)).unwrap(), None);
-        assert_eq!(b.acked(ack(&p0, 3, true)).unwrap(), None, "2 in flight");
-        assert_eq!(
-            b.acked(ack(&p0, 2, true)).unwrap(),
-            Some(store(&p0, 2, Some(head(1)))),
-            "finished up to 3, but sealed only up to 2"
-        );
-        // Rows 3..=4 sealed on their own (the interval); 5 not sealed.
-        b.sealed(&p0, 4, head(2), true);
-        assert_eq!(b.in_flight(), 3, "records 4, 5 and the seal");
-        assert_eq!(b.acked(ack(&p0, 4, true)).unwrap(), None, "seal unacked");
+        assert!(released(&mut b, &p0).is_empty(), "row 0 unacknowledged");
+        assert_eq!(b.acked(ack(&p0, 4, true)).unwrap(), None);
+        assert_eq!(b.acked(ack(&p0, 0, true)).unwrap(), None, "not sent");
+        assert_eq!(released(&mut b, &p0), [2], "rows 0..=2 acknowledged");
+        assert!(released(&mut b, &p0).is_empty(), "sent once");
+        assert!(released(&mut b, &p1).is_empty(), "partitions apart");
+        assert_eq!(b.acked(ack(&p0, 3, true)).unwrap(), None, "seal unacked");
+        assert_eq!(released(&mut b, &p0), [4], "the next, in chain order");
         assert_eq!(b.acked(ack(&p0, 5, true)).unwrap(), None);
+        assert!(released(&mut b, &p0).is_empty(), "5 is not sealed");
+        // Seals acknowledged out of order still move the offset in order.
+        assert_eq!(b.acked(seal_ack(&p0, 4)).unwrap(), None, "2 unacked");
         assert_eq!(
-            b.acked(seal_ack(&p0, 4)).unwrap(),
+            b.acked(seal_ack(&p0, 2)).unwrap(),
             Some(store(&p0, 4, Some(head(2)))),
             "5 is finished but unsealed: not stored"
+        );
+        assert_eq!(b.in_flight(), 1 + 1, "p1's record and seal");
+        assert_eq!(b.in_flight_for(std::slice::from_ref(&p0)), 0);
+        assert_eq!(b.acked(ack(&p1, 0, true)).unwrap(), None);
+        assert_eq!(released(&mut b, &p1), [0]);
+        assert_eq!(
+            b.acked(seal_ack(&p1, 0)).unwrap(),
+            Some(store(&p1, 0, Some(head(1))))
         );
         assert_eq!(b.in_flight(), 0);
     }
 
     #[test]
-    fn a_seal_acknowledged_before_its_rows_waits_for_them() {
+    fn a_seal_listing_a_failed_row_is_never_released() {
         let p0 = ("answers".to_string(), 0);
         let mut b = Book::new(true);
-        b.sent(&p0, 7);
-        b.sent(&p0, 8);
-        b.sealed(&p0, 8, head(4), true);
-        assert_eq!(b.in_flight_for(std::slice::from_ref(&p0)), 3);
-        assert_eq!(b.acked(seal_ack(&p0, 8)).unwrap(), None);
-        assert_eq!(b.acked(ack(&p0, 8, true)).unwrap(), None, "7 in flight");
+        for o in 7..10 {
+            b.sent(&p0, o);
+        }
+        b.cut(&p0, seal(&p0, 7, 1));
+        b.cut(&p0, seal(&p0, 9, 2));
+        assert_eq!(b.acked(ack(&p0, 7, true)).unwrap(), None);
+        assert_eq!(released(&mut b, &p0), [7]);
         assert_eq!(
-            b.acked(ack(&p0, 7, true)).unwrap(),
-            Some(store(&p0, 8, Some(head(4))))
+            b.acked(seal_ack(&p0, 7)).unwrap(),
+            Some(store(&p0, 7, Some(head(1))))
         );
-        // A failed seal stops the worker; its rows are never stored.
-        b.sent(&p0, 9);
-        b.sealed(&p0, 9, head(5), true);
+        assert!(b.acked(ack(&p0, 8, false)).is_err(), "row 8 failed");
         assert_eq!(b.acked(ack(&p0, 9, true)).unwrap(), None);
+        assert!(released(&mut b, &p0).is_empty(), "the seal lists row 8");
+        assert_eq!(b.in_flight(), 3, "records 8, 9 (behind 8) and the seal");
+        // A failed seal stores nothing either.
+        let p1 = ("answers".to_string(), 1);
+        b.sent(&p1, 0);
+        b.cut(&p1, seal(&p1, 0, 1));
+        assert_eq!(b.acked(ack(&p1, 0, true)).unwrap(), None);
+        assert_eq!(released(&mut b, &p1), [0]);
         let failed = Ack {
             result: Err(WorkerError::Thread("boom".into())),
-            ..seal_ack(&p0, 9)
+            ..seal_ack(&p1, 0)
         };
         assert!(b.acked(failed).is_err());
-        assert_eq!(b.in_flight(), 1, "the seal stays unacknowledged");
-        b.forget(std::slice::from_ref(&p0));
-        assert_eq!(b.acked(seal_ack(&p0, 9)).unwrap(), None, "revoked");
+        assert_eq!(b.in_flight_for(std::slice::from_ref(&p1)), 1);
+        // Revoked: the waiting seal is dropped, late acks ignored.
+        b.forget(&[p0.clone(), p1.clone()]);
+        assert_eq!(b.acked(ack(&p0, 8, true)).unwrap(), None, "revoked");
+        assert!(released(&mut b, &p0).is_empty());
+        assert_eq!(b.acked(seal_ack(&p1, 0)).unwrap(), None, "revoked");
         assert_eq!(b.in_flight(), 0);
     }
 

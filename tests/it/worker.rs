@@ -21,6 +21,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 use rdkafka::{ClientConfig, Message};
 use serde_json::{Value, json};
+use sha2::Digest as _;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -121,14 +122,6 @@ async fn produce_values(bootstrap: &str, topic: &str, values: Vec<Vec<u8>>) {
 /// final, retry, audit rows, dlq — read until `audit_distinct` distinct
 /// inputs have an audit row. The audit topic's seals are left out.
 async fn read_outputs(bootstrap: &str, audit_distinct: usize) -> [Vec<OwnedMessage>; 4] {
-    read_outputs_and_seals(bootstrap, audit_distinct).await.0
-}
-
-/// As [`read_outputs`], with the seals read from the audit topic so far.
-async fn read_outputs_and_seals(
-    bootstrap: &str,
-    audit_distinct: usize,
-) -> ([Vec<OwnedMessage>; 4], Vec<OwnedMessage>) {
     let b = bootstrap.to_string();
     let got = tokio::task::spawn_blocking(move || {
         inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
@@ -153,8 +146,8 @@ async fn read_outputs_and_seals(
         it.next().unwrap(),
         it.next().unwrap(),
     );
-    let (seals, rows) = audit.into_iter().partition(inspect::is_seal);
-    ([final_, retry, rows, dlq], seals)
+    let rows = audit.into_iter().filter(|m| !inspect::is_seal(m)).collect();
+    [final_, retry, rows, dlq]
 }
 
 /// `groundgate audit verify --brokers ... --json [extra]` over the audit
@@ -254,6 +247,30 @@ async fn read_seals(bootstrap: &str, want: usize) -> Vec<OwnedMessage> {
     .unwrap()
     .unwrap();
     got.into_iter().flatten().filter(inspect::is_seal).collect()
+}
+
+/// How many seals `group`'s chains hold: the `next_seq` of the heads in its
+/// committed offsets' metadata, summed (for chains that started at seq 0
+/// and were never sealed again after a crash). Seals are published after
+/// their rows, so reading until the rows are there does not wait for them.
+async fn committed_seals(bootstrap: &str, group: &str) -> usize {
+    let (b, g) = (bootstrap.to_string(), group.to_string());
+    let committed =
+        tokio::task::spawn_blocking(move || committed_with_metadata(&b, &g, PARTITIONS))
+            .await
+            .unwrap();
+    committed
+        .values()
+        .map(|(_, m)| {
+            let next_seq = m
+                .strip_prefix("gg-seal/v1:")
+                .and_then(|r| r.split(':').next());
+            next_seq
+                .unwrap_or_else(|| panic!("no head: {m:?}"))
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum()
 }
 
 fn seals_published(m: &Metrics) -> u64 {
@@ -368,7 +385,7 @@ async fn offsets_committed_without_a_seal_head_start_a_new_chain_there() {
     let w = start(&cfg, &bs);
     assert_eq!(wait_committed(&bs, "g-upgrade", 80).await, 80);
     w.stop().await.unwrap();
-    let (_, seals) = read_outputs_and_seals(&bs, 80).await;
+    let seals = read_seals(&bs, committed_seals(&bs, "g-upgrade").await).await;
     for (p, chain) in seals_by_partition(&seals) {
         let start = before[&(p as i32)].0;
         assert_eq!(chain[0].0, 0, "partition {p}: a new chain");
@@ -407,7 +424,7 @@ async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
     // Clean: the chains link across the two owners (a new chain at seq 0
     // would be a broken or missing seal).
     assert_all_sealed(&bs, 120).await;
-    let (_, seals) = read_outputs_and_seals(&bs, 120).await;
+    let seals = read_seals(&bs, committed_seals(&bs, "g-chain").await).await;
     let by = seals_by_partition(&seals);
     let mut handed_over = 0;
     for (p, chain) in &by {
@@ -840,6 +857,171 @@ async fn broker_down_and_coordinator_moves_lose_nothing() {
     assert_eq!(assert_pairs(&out).len(), n as usize);
     assert_eq!(wait_committed(&bs, "g-down", n as i64).await, n as i64);
     w.stop().await.unwrap();
+}
+
+/// Audit partitions in the test of seals waiting for their rows: more than
+/// the chains, so some hold rows and no seal.
+const AUDIT_PARTITIONS: i32 = 16;
+
+/// The audit partitions the seals of `answers`' chains land in (seals are
+/// keyed `answers/<partition>`): found by producing those keys to a probe
+/// topic of as many partitions with the producer's default partitioner,
+/// the one the worker uses.
+async fn seal_partitions(bootstrap: &str) -> BTreeSet<i32> {
+    let p: rdkafka::producer::FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let mut got = BTreeSet::new();
+    for chain in 0..PARTITIONS {
+        let key = format!("answers/{chain}");
+        let d = p
+            .send(
+                rdkafka::producer::FutureRecord::<_, [u8]>::to("probe").key(&key),
+                Duration::from_secs(30),
+            )
+            .await
+            .unwrap();
+        got.insert(d.partition);
+    }
+    got
+}
+
+/// Regression (issue 11): a seal goes out only once every row it lists is
+/// acknowledged. The audit partitions that receive rows but no seal are led
+/// by a broker that is down while the first worker runs, so their rows are
+/// never acknowledged; everything else (the seals, the other rows, the
+/// terminal records, the group) is on a broker that is up. Before the fix
+/// the seals were published anyway, and after the crash-like loss of those
+/// rows verify reported them missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seal_is_published_only_after_every_row_it_lists_is_acknowledged() {
+    init_logs();
+    let broker = EmbeddedBroker::start_with_brokers(
+        2,
+        PARTITIONS,
+        &["answers", "answers.final", "answers.retry", "answers.dlq"],
+    )
+    .unwrap();
+    let cluster = broker.cluster();
+    cluster
+        .create_topic("answers.audit", AUDIT_PARTITIONS, 1)
+        .unwrap();
+    cluster.create_topic("probe", AUDIT_PARTITIONS, 1).unwrap();
+    for t in ["answers", "answers.final", "answers.retry", "answers.dlq"] {
+        for p in 0..PARTITIONS {
+            cluster.partition_leader(t, p, Some(1)).unwrap();
+        }
+    }
+    let bs = broker.bootstrap();
+    let sealed_on = seal_partitions(&bs).await;
+    let rows_only: Vec<i32> = (0..AUDIT_PARTITIONS)
+        .filter(|p| !sealed_on.contains(p))
+        .collect();
+    for p in 0..AUDIT_PARTITIONS {
+        let leader = if rows_only.contains(&p) { 2 } else { 1 };
+        cluster
+            .partition_leader("answers.audit", p, Some(leader))
+            .unwrap();
+    }
+    let group = "g-seal-waits";
+    cluster
+        .coordinator(MockCoordinator::Group(group.into()), 1)
+        .unwrap();
+    let n = 60;
+    produce_mixed(&bs, n, 300).await;
+    cluster.broker_down(2).unwrap();
+
+    let mut cfg = (*config(&bs, group, Guarantee::AtLeastOnce)).clone();
+    // The rows on broker 2 are never acknowledged: the shutdown drain ends
+    // at its deadline.
+    cfg.kafka.drain_deadline = Duration::from_secs(3);
+    let cfg = Arc::new(cfg);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    // Every record processed: its terminal record is on broker 1.
+    let b = bs.clone();
+    tokio::task::spawn_blocking(move || {
+        inspect::read_until(
+            &b,
+            &["answers.final", "answers.retry", "answers.dlq"],
+            WAIT,
+            |got| {
+                got.iter()
+                    .flatten()
+                    .map(coords)
+                    .collect::<BTreeSet<_>>()
+                    .len()
+                    >= n as usize
+            },
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    // Shutdown cuts the last seals; the drain gives up on broker 2's rows.
+    w.stop().await.unwrap();
+
+    // Every seal published so far lists only rows that are on the topic
+    // (all on broker 1: broker 2 has been down throughout).
+    let published = seals_published(&metrics) as usize;
+    let b = bs.clone();
+    let audit = tokio::task::spawn_blocking(move || {
+        let listed_rows_read = |got: &[Vec<OwnedMessage>]| {
+            let (seals, rows): (Vec<&OwnedMessage>, Vec<&OwnedMessage>) =
+                got[0].iter().partition(|m| inspect::is_seal(m));
+            seals.len() >= published && unlisted(&seals, &rows).is_empty()
+        };
+        inspect::read_until(&b, &["answers.audit"], WAIT, listed_rows_read)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let (seals, rows): (Vec<&OwnedMessage>, Vec<&OwnedMessage>) =
+        audit[0].iter().partition(|m| inspect::is_seal(m));
+    let missing = unlisted(&seals, &rows);
+    assert!(
+        missing.is_empty(),
+        "seals published before these rows they list were acknowledged: {missing:?}"
+    );
+    assert!(seals.len() >= published, "every published seal read");
+
+    // Broker 2 back: the next worker reprocesses from the committed heads
+    // and the whole trail verifies.
+    cluster.broker_up(2).unwrap();
+    let w = start(&cfg, &bs);
+    assert_eq!(wait_committed(&bs, group, n as i64).await, n as i64);
+    w.stop().await.unwrap();
+    assert_all_sealed(&bs, n).await;
+}
+
+/// The rows (input partition, offset, sha256) that `seals` list and that
+/// are not among `rows`.
+fn unlisted(seals: &[&OwnedMessage], rows: &[&OwnedMessage]) -> Vec<(i64, i64, String)> {
+    let have: BTreeSet<(i64, i64, String)> = rows
+        .iter()
+        .map(|m| {
+            let (p, o) = coords(m);
+            let h = sha2::Sha256::digest(m.payload().unwrap_or_default());
+            (i64::from(p), o, hex::encode(h))
+        })
+        .collect();
+    let mut missing = Vec::new();
+    for s in seals {
+        let v = json_of(s);
+        let p = v["chain"]["partition"].as_i64().unwrap();
+        for r in v["rows"].as_array().unwrap() {
+            let row = (
+                p,
+                r[0].as_i64().unwrap(),
+                r[1].as_str().unwrap().to_string(),
+            );
+            if !have.contains(&row) {
+                missing.push(row);
+            }
+        }
+    }
+    missing
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
