@@ -27,8 +27,6 @@
 //! changes speed, never a result.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -36,6 +34,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::citation::Citation;
 use super::settings::GroundingSettings;
+use super::terms::{Table, ascii_words, lower_ascii_hash_digits, term_hash};
 
 /// Most terms named per unsupported claim (finding detail and envelope).
 pub const MAX_TERMS: usize = 5;
@@ -82,82 +81,19 @@ impl Grounding {
 }
 
 // ---------------------------------------------------------------------------
-// Hashing: terms are compared by a 64-bit hash, never stored as strings.
-// ---------------------------------------------------------------------------
-
-/// FxHash-style mixing over the bytes of a term; collisions at 64 bits are
-/// negligible next to the lexical approximation itself.
-fn term_hash(s: &str) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h: u64 = s.len() as u64;
-    let mut chunks = s.as_bytes().chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    for &b in chunks.remainder() {
-        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-    }
-    h
-}
-
-/// [`term_hash`] of the ASCII-lowercased `s`, without copying it: each
-/// 8-byte chunk is lowercased in a register (`A`..=`Z` get bit 0x20).
-fn lower_ascii_hash(s: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let mut h: u64 = s.len() as u64;
-    let mut chunks = s.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        let x = u64::from_le_bytes(w);
-        // Bytes are ASCII (< 0x80), so no addition carries into the next byte.
-        let upper = (x.wrapping_add(0x3f * ONES) & !x.wrapping_add(0x25 * ONES)) & (0x80 * ONES);
-        h = (h.rotate_left(5) ^ (x | (upper >> 2))).wrapping_mul(K);
-    }
-    for &b in chunks.remainder() {
-        h = (h.rotate_left(5) ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(K);
-    }
-    h
-}
-
-/// The keys are already hashes: pass them through.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-type IdBuild = BuildHasherDefault<IdHasher>;
-
-// ---------------------------------------------------------------------------
 // Words
 // ---------------------------------------------------------------------------
 
-/// Calls `f(word, byte_offset)` for every word of `text` (UAX #29 words with
-/// at least one letter or digit). ASCII runs take a byte scanner that follows
-/// the same rules for ASCII (letters/digits/underscore join; `'` `.` `:`
-/// join letters; `,` `.` `'` `;` join digits); anything else goes through
-/// `unicode-segmentation`. Whitespace never joins words, so the split at
-/// whitespace is exact.
-fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize)) {
+/// Calls `f(word, byte_offset, ascii)` for every word of `text` (UAX #29
+/// words with at least one letter or digit). ASCII runs take a scanner that
+/// follows the same rules for ASCII, 64 bytes at a time
+/// ([`ascii_words`]); anything else goes through `unicode-segmentation`.
+/// Whitespace never joins words, so the split at whitespace is exact.
+fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize, bool)) {
     // Each byte is visited a bounded number of times; count them once here.
     *steps += text.len();
     if text.is_ascii() {
-        ascii_words(text, 0, &mut f);
+        ascii_words(text, 0, &mut |w, at| f(w, at, true));
         return;
     }
     let bytes = text.as_bytes();
@@ -178,59 +114,12 @@ fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize)) 
         // Both ends are ASCII whitespace or the text's ends: char boundaries.
         let chunk = &text[start..i];
         if ascii {
-            ascii_words(chunk, start, &mut f);
+            ascii_words(chunk, start, &mut |w, at| f(w, at, true));
         } else {
             for (off, w) in chunk.unicode_word_indices() {
-                f(w, start + off);
+                f(w, start + off, w.is_ascii());
             }
         }
-    }
-}
-
-/// ASCII letters, digits and `_`: the bytes that make up an ASCII word.
-const WORD_BYTE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        let b = c as u8;
-        t[c] = b.is_ascii_alphanumeric() || b == b'_';
-        c += 1;
-    }
-    t
-};
-
-fn ascii_words(chunk: &str, base: usize, f: &mut impl FnMut(&str, usize)) {
-    let b = chunk.as_bytes();
-    let word = |c: u8| WORD_BYTE[c as usize];
-    let mut i = 0;
-    while i < b.len() {
-        while i < b.len() && !word(b[i]) {
-            i += 1;
-        }
-        if i >= b.len() {
-            break;
-        }
-        let start = i;
-        loop {
-            while i < b.len() && word(b[i]) {
-                i += 1;
-            }
-            if i + 1 < b.len() {
-                let (p, m, n) = (b[i - 1], b[i], b[i + 1]);
-                let letters = p.is_ascii_alphabetic()
-                    && n.is_ascii_alphabetic()
-                    && matches!(m, b'\'' | b'.' | b':');
-                let digits = p.is_ascii_digit()
-                    && n.is_ascii_digit()
-                    && matches!(m, b',' | b'.' | b'\'' | b';');
-                if letters || digits {
-                    i += 1;
-                    continue;
-                }
-            }
-            break;
-        }
-        f(&chunk[start..i], base + start);
     }
 }
 
@@ -434,98 +323,195 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
 }
 
 /// What a case-folded word is, looked up once per distinct word.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct WordInfo {
-    surface: u64,
-    stem: u64,
+    /// What the source index knows it by: the stem's hash for a word, the
+    /// folded number's hash for a number.
+    key: u64,
+    /// The key's dense number in this thread's [`Folder`]: where the source
+    /// index marks it (an array slot, not a hash probe).
+    id: u32,
+    number: bool,
     stop: bool,
     filler: bool,
     negation: bool,
 }
 
-/// Most words remembered per thread by [`Folder::info`]'s memo; the memo
-/// starts over when full, so memory stays bounded.
+/// Most words remembered per thread by [`Folder`]'s memo; the memo starts
+/// over (between records) when full, so memory stays bounded.
 const MEMO_WORDS: usize = 1 << 16;
 
-thread_local! {
-    /// Memo of a pure function (case-folded word → [`WordInfo`]), kept
-    /// across records: vocabularies repeat, and the Snowball stemmer is the
-    /// costliest step per word. It changes only speed, never a result.
-    static WORDS: RefCell<HashMap<u64, WordInfo, IdBuild>> =
-        RefCell::new(HashMap::with_capacity_and_hasher(1024, IdBuild::default()));
-}
+/// Slots a per-record table keeps between records; a bigger one (a record
+/// with huge sources) is given back.
+const KEEP_SLOTS: usize = 1 << 16;
 
-/// Case folding buffer, stemmer and the thread's word memo, for one
-/// `analyze` call.
-struct Folder<'m> {
+/// Case folding, the stemmer and the thread's word memo.
+struct Folder {
     stemmer: Stemmer,
     buf: String,
-    memo: &'m mut HashMap<u64, WordInfo, IdBuild>,
+    /// Memo of a pure function (case-folded word, by hash → [`WordInfo`]),
+    /// kept across records: vocabularies repeat, and the Snowball stemmer
+    /// is the costliest step per word. It changes only speed, never a result.
+    words: Table<WordInfo>,
+    /// Index key → dense id.
+    ids: Table<u32>,
 }
 
-impl Folder<'_> {
-    /// Folds `word`: `None` for a number (left folded in `buf`), else the
-    /// word's hashes and classes. An ASCII word is hashed case-folded in
-    /// place and copied only when the memo has not seen it.
-    fn fold(&mut self, word: &str) -> Option<WordInfo> {
-        let b = word.as_bytes();
-        if word.is_ascii() && !b.iter().any(u8::is_ascii_digit) {
-            let surface = lower_ascii_hash(b);
-            if let Some(info) = self.memo.get(&surface) {
-                return Some(*info);
-            }
-            self.buf.clear();
-            self.buf.push_str(word);
-            self.buf.make_ascii_lowercase();
-            return Some(self.info());
+impl Folder {
+    fn new() -> Self {
+        Folder {
+            stemmer: Stemmer::create(Algorithm::English),
+            buf: String::with_capacity(64),
+            words: Table::with_capacity(1024),
+            ids: Table::with_capacity(1024),
         }
-        if fold_into(&mut self.buf, word) {
-            return None;
-        }
-        Some(self.info())
     }
 
-    /// Hashes and classes of the case-folded word in `buf`.
-    fn info(&mut self) -> WordInfo {
-        let surface = term_hash(&self.buf);
-        if let Some(info) = self.memo.get(&surface) {
-            return *info;
+    /// Starts the memo over when full; only between records, so the ids a
+    /// record's index uses stay valid through it. Whether it did.
+    fn reset_if_full(&mut self) -> bool {
+        if self.words.len() < MEMO_WORDS && self.ids.len() < MEMO_WORDS {
+            return false;
         }
-        let buf = &self.buf;
-        let info = WordInfo {
-            surface,
-            stem: term_hash(&self.stemmer.stem(buf)),
-            stop: is_stop(buf),
-            filler: is_filler(buf),
-            negation: is_negation(buf),
+        self.words.clear(usize::MAX);
+        self.ids.clear(usize::MAX);
+        true
+    }
+
+    /// Folds `word` (`ascii`: it is all ASCII): its index key, id and word
+    /// classes. An ASCII word is hashed case-folded in place and copied only
+    /// when the memo has not seen it.
+    #[inline(always)]
+    fn fold(&mut self, word: &str, ascii: bool) -> WordInfo {
+        if ascii {
+            let (surface, digits) = lower_ascii_hash_digits(word.as_bytes());
+            if let Some(info) = self.words.get(surface) {
+                return info;
+            }
+            return self.learn_ascii(word, surface, digits);
+        }
+        self.fold_other(word)
+    }
+
+    /// An ASCII word the memo has not seen.
+    #[cold]
+    #[inline(never)]
+    fn learn_ascii(&mut self, word: &str, surface: u64, digits: bool) -> WordInfo {
+        self.buf.clear();
+        self.buf.push_str(word);
+        self.buf.make_ascii_lowercase();
+        let info = if digits {
+            self.buf.retain(|c| c != ',' && c != '\'');
+            self.number()
+        } else {
+            self.word()
         };
-        if self.memo.len() >= MEMO_WORDS {
-            self.memo.clear();
-        }
-        self.memo.insert(surface, info);
+        *self.words.entry(surface) = info;
         info
     }
+
+    /// A word with non-ASCII characters: folded into `buf` first.
+    #[inline(never)]
+    fn fold_other(&mut self, word: &str) -> WordInfo {
+        if fold_into(&mut self.buf, word) {
+            return self.number();
+        }
+        let surface = term_hash(&self.buf);
+        if let Some(info) = self.words.get(surface) {
+            return info;
+        }
+        let info = self.word();
+        *self.words.entry(surface) = info;
+        info
+    }
+
+    /// The folded number in `buf`.
+    fn number(&mut self) -> WordInfo {
+        let key = term_hash(&self.buf);
+        WordInfo {
+            key,
+            id: self.id(key),
+            number: true,
+            ..WordInfo::default()
+        }
+    }
+
+    /// The case-folded word in `buf`: stem and classes.
+    fn word(&mut self) -> WordInfo {
+        let buf = &self.buf;
+        let key = term_hash(&self.stemmer.stem(buf));
+        let (stop, filler, negation) = (is_stop(buf), is_filler(buf), is_negation(buf));
+        WordInfo {
+            key,
+            id: self.id(key),
+            number: false,
+            stop,
+            filler,
+            negation,
+        }
+    }
+
+    fn id(&mut self, key: u64) -> u32 {
+        if let Some(id) = self.ids.get(key) {
+            return id;
+        }
+        // Fewer than MEMO_WORDS plus one record's words: fits.
+        let id = self.ids.len() as u32;
+        *self.ids.entry(key) = id;
+        id
+    }
 }
 
-/// Which sources hold each key (term surface, stem, number or pair of
+/// Which of a record's sources hold each key (term stem, number, or pair of
 /// consecutive content terms): one lookup per key whatever the number of
-/// sources a claim cites. Sources are bits of a mask, 64 per bank.
+/// sources a claim cites. Sources are bits of a mask, 64 per bank. Kept per
+/// thread and emptied per record without a pass over its memory (stamps).
 struct SourceIndex {
-    banks: Vec<HashMap<u64, u64, IdBuild>>,
+    /// By word id: which of the first 64 sources hold it, valid when its
+    /// stamp is the record's.
+    marks: Vec<Mark>,
+    stamp: u32,
+    /// By bank: the pairs, and (past the first bank, whose terms are in
+    /// `marks`) the terms, each with the mask of the bank's sources holding it.
+    banks: Vec<Table<u64>>,
+    /// Sources already indexed for this record.
     built: Vec<bool>,
 }
 
+#[derive(Debug, Clone, Copy, Default)]
+struct Mark {
+    stamp: u32,
+    mask: u64,
+}
+
 impl SourceIndex {
-    fn new(sources: usize) -> Self {
+    fn new() -> Self {
         SourceIndex {
+            marks: Vec::new(),
+            stamp: 0,
             banks: Vec::new(),
-            built: vec![false; sources],
+            built: Vec::new(),
         }
+    }
+
+    /// Empties the index for a record with `sources` sources; `ids_reset`:
+    /// the folder's ids started over, so old marks mean nothing.
+    fn start(&mut self, sources: usize, ids_reset: bool) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 || ids_reset {
+            self.marks.clear();
+            self.stamp = 1;
+        }
+        for bank in &mut self.banks {
+            bank.clear(KEEP_SLOTS);
+        }
+        self.built.clear();
+        self.built.resize(sources, false);
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
     /// every pair of consecutive content terms (stop words skipped) by stem.
-    fn add(&mut self, idx: usize, text: &str, folder: &mut Folder<'_>, steps: &mut usize) {
+    fn add(&mut self, idx: usize, text: &str, folder: &mut Folder, steps: &mut usize) {
         if self.built[idx] {
             return;
         }
@@ -533,40 +519,84 @@ impl SourceIndex {
         let bank = idx / 64;
         let bit = 1u64 << (idx % 64);
         while self.banks.len() <= bank {
-            self.banks.push(HashMap::default());
+            self.banks.push(Table::with_capacity(256));
         }
-        let map = &mut self.banks[bank];
-        // Up to two keys per word; a word takes at least two bytes with its
-        // separator. Reserved once: no rehash while filling.
-        map.reserve(text.len() + 8);
-        let mut put = |k: u64| *map.entry(k).or_insert(0) |= bit;
+        let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
         let mut prev: Option<u64> = None;
-        for_each_word(text, steps, |w, _| {
-            let key = if let Some(info) = folder.fold(w) {
-                // Stems only: equal surfaces have equal stems.
-                put(info.stem);
-                if info.stop || info.filler {
-                    return;
+        for_each_word(text, steps, |w, _, ascii| {
+            let info = folder.fold(w, ascii);
+            // Stems only: equal surfaces have equal stems.
+            if bank == 0 {
+                let id = info.id as usize;
+                if id >= marks.len() {
+                    marks.resize(id + 1, Mark::default());
                 }
-                info.stem
+                let m = &mut marks[id];
+                if m.stamp != stamp {
+                    *m = Mark { stamp, mask: 0 };
+                }
+                m.mask |= bit;
             } else {
-                let h = term_hash(&folder.buf);
-                put(h);
-                h
-            };
-            if let Some(p) = prev {
-                put(pair_hash(p, key));
+                *table.entry(info.key) |= bit;
             }
-            prev = Some(key);
+            if !info.number && (info.stop || info.filler) {
+                return;
+            }
+            if let Some(p) = prev {
+                *table.entry(pair_hash(p, info.key)) |= bit;
+            }
+            prev = Some(info.key);
         });
     }
 
-    /// Whether any of the cited sources (`(bank, mask)` pairs) holds `key`.
-    fn holds(&self, key: u64, cited: &[(usize, u64)]) -> bool {
+    /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
+    /// holds the term.
+    #[inline(always)]
+    fn holds(&self, term: &WordInfo, cited: &[(usize, u64)]) -> bool {
+        let (first, rest) = match cited.split_first() {
+            Some((&(0, mask), rest)) => (mask, rest),
+            _ => (0, cited),
+        };
+        let marked = first != 0
+            && self
+                .marks
+                .get(term.id as usize)
+                .is_some_and(|m| m.stamp == self.stamp && m.mask & first != 0);
+        marked
+            || rest.iter().any(|&(bank, mask)| {
+                self.banks[bank]
+                    .get(term.key)
+                    .is_some_and(|m| m & mask != 0)
+            })
+    }
+
+    /// Whether any of the cited sources holds the pair `key`.
+    fn holds_pair(&self, key: u64, cited: &[(usize, u64)]) -> bool {
         cited
             .iter()
-            .any(|&(bank, mask)| self.banks[bank].get(&key).is_some_and(|m| m & mask != 0))
+            .any(|&(bank, mask)| self.banks[bank].get(key).is_some_and(|m| m & mask != 0))
     }
+}
+
+/// A thread's grounding state: the word memo and the source index's memory.
+struct Scratch {
+    folder: Folder,
+    index: SourceIndex,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch {
+            folder: Folder::new(),
+            index: SourceIndex::new(),
+        }
+    }
+}
+
+thread_local! {
+    /// Kept across records: the memo pays off over a stream, and the index
+    /// tables are reused instead of allocated per record.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
 }
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
@@ -719,18 +749,18 @@ pub(crate) fn analyze_counting(
     settings: &GroundingSettings,
     steps: &mut usize,
 ) -> Grounding {
-    WORDS.with(|memo| {
-        // `try_borrow_mut` cannot fail (no re-entry), but a fresh memo is
+    SCRATCH.with(|scratch| {
+        // `try_borrow_mut` cannot fail (no re-entry), but a fresh scratch is
         // as correct as the shared one, only slower.
-        match memo.try_borrow_mut() {
-            Ok(mut m) => analyze_with(answer, citations, sources, settings, steps, &mut m),
+        match scratch.try_borrow_mut() {
+            Ok(mut s) => analyze_with(answer, citations, sources, settings, steps, &mut s),
             Err(_) => analyze_with(
                 answer,
                 citations,
                 sources,
                 settings,
                 steps,
-                &mut HashMap::default(),
+                &mut Scratch::new(),
             ),
         }
     })
@@ -742,15 +772,12 @@ fn analyze_with(
     sources: &[&str],
     settings: &GroundingSettings,
     steps: &mut usize,
-    memo: &mut HashMap<u64, WordInfo, IdBuild>,
+    scratch: &mut Scratch,
 ) -> Grounding {
     let spans = claim_spans(answer, citations, steps);
-    let mut folder = Folder {
-        stemmer: Stemmer::create(Algorithm::English),
-        buf: String::with_capacity(64),
-        memo,
-    };
-    let mut index = SourceIndex::new(sources.len());
+    let Scratch { folder, index } = scratch;
+    let ids_reset = folder.reset_if_full();
+    index.start(sources.len(), ids_reset);
     let mut banks: Vec<(usize, u64)> = Vec::new();
     let mut claims = Vec::with_capacity(spans.len());
     let mut terms: Vec<Term> = Vec::new();
@@ -780,7 +807,7 @@ fn analyze_with(
         banks.clear();
         for &m in &cited {
             let idx = m as usize - 1;
-            index.add(idx, sources[idx], &mut folder, steps);
+            index.add(idx, sources[idx], folder, steps);
             let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
             match banks.last_mut() {
                 Some((b, mask)) if *b == bank => *mask |= bit,
@@ -805,12 +832,13 @@ fn analyze_with(
                 cursor = c.span.end;
             }
             let text = &answer[seg.clone()];
-            for_each_word(text, steps, |w, off| {
-                let folded = folder.fold(w);
-                let number = folded.is_none();
+            for_each_word(text, steps, |w, off, ascii| {
+                let folded = folder.fold(w, ascii);
+                let number = folded.number;
                 let sentence_start = std::mem::replace(&mut first_word, false);
                 let mut negation = false;
-                let (class, keys) = if let Some(info) = folded {
+                let class = if !number {
+                    let info = folded;
                     negation = info.negation;
                     if info.filler {
                         return;
@@ -819,7 +847,7 @@ fn analyze_with(
                     if stop && settings.function_word_weight <= 0.0 {
                         return;
                     }
-                    let (upper_first, all_caps) = if w.is_ascii() {
+                    let (upper_first, all_caps) = if ascii {
                         let b = w.as_bytes();
                         (
                             b[0].is_ascii_uppercase(),
@@ -839,17 +867,17 @@ fn analyze_with(
                     } else {
                         TermClass::Word
                     };
-                    (class, (info.surface, info.stem))
+                    class
                 } else {
-                    (TermClass::Number, (term_hash(&folder.buf), 0))
+                    TermClass::Number
                 };
-                let key = if number { keys.0 } else { keys.1 };
-                let found = index.holds(key, &banks);
+                let key = folded.key;
+                let found = index.holds(&folded, &banks);
                 if class != TermClass::Function {
                     if let Some(p) = prev_key {
                         pairs.1 += 1;
                         // A pair can only be in a source whose terms both are.
-                        if found && prev_found && index.holds(pair_hash(p, key), &banks) {
+                        if found && prev_found && index.holds_pair(pair_hash(p, key), &banks) {
                             pairs.0 += 1;
                         }
                     }
@@ -1006,18 +1034,40 @@ struct Tally {
 
 /// `sentence 3 cites [^1]: support 0.31; not in source 1: "emea", "apac"`.
 pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
-    use std::fmt::Write as _;
-    let mut d = format!("sentence {} cites ", index + 1);
-    for m in &claim.markers {
-        let _ = write!(d, "[^{m}]");
+    // Pushed piece by piece with `itoa`: `write!` cost more than the whole
+    // scoring of a many-marker claim.
+    let mut num = itoa::Buffer::new();
+    let mut d = String::with_capacity(64 + 6 * claim.markers.len() + 16 * MAX_TERMS);
+    d.push_str("sentence ");
+    d.push_str(num.format(index + 1));
+    d.push_str(" cites ");
+    for &m in &claim.markers {
+        d.push_str("[^");
+        d.push_str(num.format(m));
+        d.push(']');
     }
     // Two decimals by integer arithmetic: float formatting is the slow part.
     let cents = (claim.support.unwrap_or(0.0) * 100.0).round() as u32;
-    let _ = write!(d, ": support {}.{:02}", cents / 100, cents % 100);
+    d.push_str(": support ");
+    d.push_str(num.format(cents / 100));
+    d.push('.');
+    if cents % 100 < 10 {
+        d.push('0');
+    }
+    d.push_str(num.format(cents % 100));
     if !claim.unsupported_terms.is_empty() {
-        let plural = if claim.sources.len() == 1 { "" } else { "s" };
-        let list: Vec<String> = claim.sources.iter().map(u32::to_string).collect();
-        let _ = write!(d, "; not in source{plural} {}:", list.join(", "));
+        d.push_str(if claim.sources.len() == 1 {
+            "; not in source "
+        } else {
+            "; not in sources "
+        });
+        for (i, &s) in claim.sources.iter().enumerate() {
+            if i > 0 {
+                d.push_str(", ");
+            }
+            d.push_str(num.format(s));
+        }
+        d.push(':');
         quote_terms(&mut d, &claim.unsupported_terms);
     }
     d
@@ -1337,37 +1387,6 @@ mod tests {
             &mut steps,
         );
         steps
-    }
-
-    #[test]
-    fn in_place_lowercase_hash_matches_the_folded_hash() {
-        for w in [
-            "",
-            "a",
-            "Z",
-            "@[`{",
-            "EMEA",
-            "Expansion",
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-            "it's",
-            "U.S",
-            "mid_market",
-            "AbCdEfGhIj",
-            "zz@@[[``{{",
-        ] {
-            assert_eq!(
-                lower_ascii_hash(w.as_bytes()),
-                term_hash(&w.to_ascii_lowercase()),
-                "{w}"
-            );
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn in_place_lowercase_hash_matches_for_any_ascii(w in "[\\x00-\\x7f]{0,40}") {
-            prop_assert_eq!(lower_ascii_hash(w.as_bytes()), term_hash(&w.to_ascii_lowercase()));
-        }
     }
 
     #[test]
