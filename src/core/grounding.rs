@@ -34,7 +34,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::citation::Citation;
 use super::settings::GroundingSettings;
-use super::terms::{Table, ascii_words, lower_ascii_hash_digits, term_hash};
+use super::terms::{AsciiWord, Table, ascii_word, ascii_words, term_hash};
 
 /// Most terms named per unsupported claim (finding detail and envelope).
 pub const MAX_TERMS: usize = 5;
@@ -379,18 +379,24 @@ impl Folder {
     }
 
     /// Folds `word` (`ascii`: it is all ASCII): its index key, id and word
-    /// classes. An ASCII word is hashed case-folded in place and copied only
-    /// when the memo has not seen it.
+    /// classes.
     #[inline(always)]
     fn fold(&mut self, word: &str, ascii: bool) -> WordInfo {
         if ascii {
-            let (surface, digits) = lower_ascii_hash_digits(word.as_bytes());
-            if let Some(info) = self.words.get(surface) {
-                return info;
-            }
-            return self.learn_ascii(word, surface, digits);
+            self.fold_ascii(word, &ascii_word(word.as_bytes()))
+        } else {
+            self.fold_other(word)
         }
-        self.fold_other(word)
+    }
+
+    /// Folds the ASCII `word` whose one-pass scan is `a`: hashed case-folded
+    /// in place, copied only when the memo has not seen it.
+    #[inline(always)]
+    fn fold_ascii(&mut self, word: &str, a: &AsciiWord) -> WordInfo {
+        match self.words.get(a.hash) {
+            Some(info) => info,
+            None => self.learn_ascii(word, a.hash, a.digits),
+        }
     }
 
     /// An ASCII word the memo has not seen.
@@ -781,6 +787,8 @@ fn analyze_with(
     let mut banks: Vec<(usize, u64)> = Vec::new();
     let mut claims = Vec::with_capacity(spans.len());
     let mut terms: Vec<Term> = Vec::new();
+    // (start in the answer, length, all ASCII) of each word of a claim.
+    let mut words: Vec<(usize, usize, bool)> = Vec::new();
     let mut cite = 0;
     let mut score: Option<f64> = None;
     let mut tallies: Vec<Option<Tally>> = Vec::with_capacity(spans.len());
@@ -815,14 +823,11 @@ fn analyze_with(
             }
         }
 
-        // Words of the claim, markers excluded.
+        // Words of the claim, markers excluded: collected first, then
+        // scored in one plain loop (no call per word).
         terms.clear();
+        words.clear();
         let mut cursor = span.start;
-        let mut first_word = true;
-        // Consecutive content-term pairs of the claim: (found, total).
-        let mut pairs = (0u32, 0u32);
-        let mut prev_key: Option<u64> = None;
-        let mut prev_found = false;
         for k in 0..=inside.len() {
             let seg = match inside.get(k) {
                 Some(c) => cursor..c.span.start,
@@ -831,73 +836,79 @@ fn analyze_with(
             if let Some(c) = inside.get(k) {
                 cursor = c.span.end;
             }
-            let text = &answer[seg.clone()];
-            for_each_word(text, steps, |w, off, ascii| {
-                let folded = folder.fold(w, ascii);
-                let number = folded.number;
-                let sentence_start = std::mem::replace(&mut first_word, false);
-                let mut negation = false;
-                let class = if !number {
-                    let info = folded;
-                    negation = info.negation;
-                    if info.filler {
-                        return;
-                    }
-                    let stop = info.stop;
-                    if stop && settings.function_word_weight <= 0.0 {
-                        return;
-                    }
-                    let (upper_first, all_caps) = if ascii {
-                        let b = w.as_bytes();
-                        (
-                            b[0].is_ascii_uppercase(),
-                            b.len() >= 2 && !b.iter().any(u8::is_ascii_lowercase),
-                        )
-                    } else {
-                        (
-                            w.chars().next().is_some_and(char::is_uppercase),
-                            w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
-                        )
-                    };
-                    let entity = all_caps || (upper_first && !sentence_start) || negation;
-                    let class = if entity {
-                        TermClass::Entity
-                    } else if stop {
-                        TermClass::Function
-                    } else {
-                        TermClass::Word
-                    };
-                    class
-                } else {
-                    TermClass::Number
-                };
-                let key = folded.key;
-                let found = index.holds(&folded, &banks);
-                if class != TermClass::Function {
-                    if let Some(p) = prev_key {
-                        pairs.1 += 1;
-                        // A pair can only be in a source whose terms both are.
-                        if found && prev_found && index.holds_pair(pair_hash(p, key), &banks) {
-                            pairs.0 += 1;
-                        }
-                    }
-                    prev_key = Some(key);
-                    prev_found = found;
+            for_each_word(&answer[seg.clone()], steps, |w, off, ascii| {
+                words.push((seg.start + off, w.len(), ascii));
+            });
+        }
+        // Consecutive content-term pairs of the claim: (found, total).
+        let mut pairs = (0u32, 0u32);
+        let mut prev_key: Option<u64> = None;
+        let mut prev_found = false;
+        for (i, &(at, len, ascii)) in words.iter().enumerate() {
+            let w = &answer[at..at + len];
+            let sentence_start = i == 0;
+            // ASCII: case and classes come with the hash, in one pass.
+            let scan = ascii.then(|| ascii_word(w.as_bytes()));
+            let folded = match &scan {
+                Some(a) => folder.fold_ascii(w, a),
+                None => folder.fold_other(w),
+            };
+            let number = folded.number;
+            let mut negation = false;
+            let class = if !number {
+                let info = folded;
+                negation = info.negation;
+                if info.filler {
+                    continue;
                 }
-                let weight = match class {
-                    TermClass::Number => settings.number_weight,
-                    TermClass::Entity => settings.entity_weight,
-                    TermClass::Word => 1.0,
-                    TermClass::Function => settings.function_word_weight,
+                let stop = info.stop;
+                if stop && settings.function_word_weight <= 0.0 {
+                    continue;
+                }
+                let (upper_first, all_caps) = match &scan {
+                    Some(a) => (a.upper_first, len >= 2 && !a.lower),
+                    None => (
+                        w.chars().next().is_some_and(char::is_uppercase),
+                        w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
+                    ),
                 };
-                terms.push(Term {
-                    class,
-                    weight,
-                    found,
-                    negation,
-                    at: seg.start + off,
-                    len: w.len(),
-                });
+                let entity = all_caps || (upper_first && !sentence_start) || negation;
+                if entity {
+                    TermClass::Entity
+                } else if stop {
+                    TermClass::Function
+                } else {
+                    TermClass::Word
+                }
+            } else {
+                TermClass::Number
+            };
+            let key = folded.key;
+            let found = index.holds(&folded, &banks);
+            if class != TermClass::Function {
+                if let Some(p) = prev_key {
+                    pairs.1 += 1;
+                    // A pair can only be in a source whose terms both are.
+                    if found && prev_found && index.holds_pair(pair_hash(p, key), &banks) {
+                        pairs.0 += 1;
+                    }
+                }
+                prev_key = Some(key);
+                prev_found = found;
+            }
+            let weight = match class {
+                TermClass::Number => settings.number_weight,
+                TermClass::Entity => settings.entity_weight,
+                TermClass::Word => 1.0,
+                TermClass::Function => settings.function_word_weight,
+            };
+            terms.push(Term {
+                class,
+                weight,
+                found,
+                negation,
+                at,
+                len,
             });
         }
 

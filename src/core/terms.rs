@@ -45,17 +45,37 @@ pub(crate) fn term_hash(s: &str) -> u64 {
     hash_with(s.as_bytes(), |x| x)
 }
 
-/// [`term_hash`] of the ASCII-lowercased `s` without copying it (each
-/// 8-byte word is lowercased in a register), and whether `s` holds an ASCII
-/// digit, in one pass. `s` must be ASCII.
+/// What one pass over an ASCII word learns: [`term_hash`] of the word
+/// lowercased (without copying it: each 8-byte word is lowercased in a
+/// register) and its byte classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AsciiWord {
+    pub hash: u64,
+    /// It holds an ASCII digit.
+    pub digits: bool,
+    /// Its first byte is `A`..=`Z`.
+    pub upper_first: bool,
+    /// It holds a byte `a`..=`z`.
+    pub lower: bool,
+}
+
+/// [`AsciiWord`] of `s`, which must be ASCII.
 #[inline(always)]
-pub(crate) fn lower_ascii_hash_digits(s: &[u8]) -> (u64, bool) {
-    let mut digits = 0u64;
-    let h = hash_with(s, |x| {
+pub(crate) fn ascii_word(s: &[u8]) -> AsciiWord {
+    let (mut digits, mut lower, mut upper_first) = (0u64, 0u64, None);
+    let hash = hash_with(s, |x| {
+        let upper = in_range(x, b'A', b'Z');
+        upper_first.get_or_insert(upper & 0x80 != 0);
         digits |= in_range(x, b'0', b'9');
-        ascii_lower(x)
+        lower |= in_range(x, b'a', b'z');
+        x | (upper >> 2)
     });
-    (h, digits != 0)
+    AsciiWord {
+        hash,
+        digits: digits != 0,
+        upper_first: upper_first.unwrap_or(false),
+        lower: lower != 0,
+    }
 }
 
 #[inline(always)]
@@ -78,12 +98,6 @@ fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
     let above_lo = x.wrapping_add(u64::from(0x80 - lo) * ONES);
     let above_hi = x.wrapping_add(u64::from(0x7f - hi) * ONES);
     above_lo & !above_hi & HIGH
-}
-
-/// `A`..=`Z` of an ASCII word get bit 0x20.
-#[inline(always)]
-fn ascii_lower(x: u64) -> u64 {
-    x | (in_range(x, b'A', b'Z') >> 2)
 }
 
 /// High bit of each byte of the ASCII word `x` that is a letter, a digit or `_`.
@@ -178,13 +192,25 @@ pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'
         let start = i;
         let mut end = bits.find(i, false);
         // `b[end + 1]` is a word byte when the join holds: the scan moves on.
-        while end + 1 < n && joins(b[end - 1], b[end], b[end + 1]) {
+        // Most words end at a space: test the middle byte before its neighbours.
+        while end + 1 < n && JOINERS[usize::from(b[end])] && joins(b[end - 1], b[end], b[end + 1]) {
             end = bits.find(end + 1, false);
         }
         f(&chunk[start..end], base + start);
         i = bits.find(end, true);
     }
 }
+
+/// Bytes that may join two runs of word bytes into one word.
+const JOINERS: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'\'' as usize] = true;
+    t[b'.' as usize] = true;
+    t[b':' as usize] = true;
+    t[b',' as usize] = true;
+    t[b';' as usize] = true;
+    t
+};
 
 /// Whether `mid` joins the word bytes `prev` and `next` into one word.
 #[inline(always)]
@@ -357,7 +383,7 @@ mod tests {
     }
 
     fn lower_ascii_hash(s: &[u8]) -> u64 {
-        lower_ascii_hash_digits(s).0
+        ascii_word(s).hash
     }
 
     fn words(chunk: &str) -> Vec<(usize, &str)> {
@@ -443,8 +469,11 @@ mod tests {
         fn hashes_agree(w in "[\\x00-\\x7f]{0,40}") {
             prop_assert_eq!(lower_ascii_hash(w.as_bytes()), term_hash(&w.to_ascii_lowercase()));
             prop_assert_eq!(term_hash(&w), byte_hash(w.as_bytes()));
-            let (_, digits) = lower_ascii_hash_digits(w.as_bytes());
-            prop_assert_eq!(digits, w.bytes().any(|b| b.is_ascii_digit()));
+            let b = w.as_bytes();
+            let a = ascii_word(b);
+            prop_assert_eq!(a.digits, b.iter().any(u8::is_ascii_digit));
+            prop_assert_eq!(a.lower, b.iter().any(u8::is_ascii_lowercase));
+            prop_assert_eq!(a.upper_first, b.first().is_some_and(u8::is_ascii_uppercase));
         }
 
         #[test]
