@@ -9,11 +9,15 @@
 //! with the share of its consecutive term pairs found side by side
 //! (`pair_weight`), and pulled toward the whole answer's support
 //! (`prior_weight`) so a two-word sentence is not judged on two words alone.
-//! Terms are words from Unicode word segmentation, case-folded and
-//! Snowball-stemmed; stop words weigh little, fillers nothing. Named entities
-//! (capitalised words past the sentence start, all-caps words) and negations
-//! weigh more and cap the score when missing; numbers are held to a strict
-//! rule: a number found in none of the cited sources makes the claim score 0.
+//! A claim stitched together from different source sentences loses
+//! `spread_penalty` per unit of weight found only outside the sentence that
+//! holds most of it. Terms are words from Unicode word segmentation,
+//! case-folded and Snowball-stemmed (a source word of letters joined by `.`,
+//! as in "Hawaii.Aulani", is also indexed part by part); stop words weigh
+//! little, fillers nothing. Named entities (capitalised non-stop words past
+//! the sentence start, all-caps words) and negations weigh more and cap the
+//! score when missing; numbers are held to a strict rule: a number found in
+//! none of the cited sources makes the claim score 0.
 //!
 //! Lexical on purpose: deterministic, explainable (the missing terms are the
 //! explanation) and microsecond-scale. It cannot see paraphrase (a claim in
@@ -51,6 +55,10 @@ pub struct Claim {
     /// Up to [`MAX_TERMS`] case-folded terms not found in the cited sources:
     /// numbers and entities first, then other words, each in order of appearance.
     pub unsupported_terms: Vec<String>,
+    /// Up to [`MAX_TERMS`] case-folded terms the cited sources hold, but only
+    /// in other sentences than the one holding most of the claim (a claim
+    /// stitched from different sentences; see `spread_penalty`).
+    pub apart_terms: Vec<String>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Vec<u32>,
     /// Up to [`MAX_TERMS`] numbers or entities in an uncited claim: what makes
@@ -335,6 +343,9 @@ struct WordInfo {
     stop: bool,
     filler: bool,
     negation: bool,
+    /// Letters joined by `.` ("state.Aulani"): two sentences run together
+    /// without a space, or an abbreviation; sources also index the parts.
+    dotted: bool,
 }
 
 /// Most words remembered per thread by [`Folder`]'s memo; the memo starts
@@ -447,6 +458,7 @@ impl Folder {
         let buf = &self.buf;
         let key = term_hash(&self.stemmer.stem(buf));
         let (stop, filler, negation) = (is_stop(buf), is_filler(buf), is_negation(buf));
+        let dotted = buf.contains('.');
         WordInfo {
             key,
             id: self.id(key),
@@ -454,6 +466,7 @@ impl Folder {
             stop,
             filler,
             negation,
+            dotted,
         }
     }
 
@@ -472,9 +485,14 @@ impl Folder {
 /// consecutive content terms): one lookup per key whatever the number of
 /// sources a claim cites. Sources are bits of a mask, 64 per bank. Kept per
 /// thread and emptied per record without a pass over its memory (stamps).
+///
+/// Also which source sentences hold each content term (numbers, non-stop
+/// words): sentences are numbered across the indexed sources and are bits of
+/// a mask modulo 64, so past 64 sentences two of them can share a bit, which
+/// only makes the spread rule (see [`spread`]) more lenient, never stricter.
 struct SourceIndex {
-    /// By word id: which of the first 64 sources hold it, valid when its
-    /// stamp is the record's.
+    /// By word id: which of the first 64 sources hold it and which
+    /// sentences of any source, valid when its stamp is the record's.
     marks: Vec<Mark>,
     stamp: u32,
     /// By bank: the pairs, and (past the first bank, whose terms are in
@@ -482,12 +500,16 @@ struct SourceIndex {
     banks: Vec<Table<u64>>,
     /// Sources already indexed for this record.
     built: Vec<bool>,
+    /// Sentence bits each source's sentences use (0 until indexed).
+    source_sentences: Vec<u64>,
+    next_sentence: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Mark {
     stamp: u32,
     mask: u64,
+    sentences: u64,
 }
 
 impl SourceIndex {
@@ -497,6 +519,8 @@ impl SourceIndex {
             stamp: 0,
             banks: Vec::new(),
             built: Vec::new(),
+            source_sentences: Vec::new(),
+            next_sentence: 0,
         }
     }
 
@@ -513,10 +537,14 @@ impl SourceIndex {
         }
         self.built.clear();
         self.built.resize(sources, false);
+        self.source_sentences.clear();
+        self.source_sentences.resize(sources, 0);
+        self.next_sentence = 0;
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
     /// every pair of consecutive content terms (stop words skipped) by stem.
+    /// A word of letters joined by `.` is also indexed part by part.
     fn add(&mut self, idx: usize, text: &str, folder: &mut Folder, steps: &mut usize) {
         if self.built[idx] {
             return;
@@ -528,31 +556,80 @@ impl SourceIndex {
             self.banks.push(Table::with_capacity(256));
         }
         let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
+        let first = self.next_sentence;
+        let mut sentence = first;
         let mut prev: Option<u64> = None;
-        for_each_word(text, steps, |w, _, ascii| {
+        // One word: its key, its pairs with the previous content term (and
+        // with `alt`, a dotted word before its parts), and its sentence; the
+        // key when it is a dotted word to split.
+        let mut one = |w: &str, ascii: bool, sentence: u32, alt: Option<u64>| -> Option<u64> {
             let info = folder.fold(w, ascii);
+            let id = info.id as usize;
+            if id >= marks.len() {
+                marks.resize(id + 1, Mark::default());
+            }
+            let m = &mut marks[id];
+            if m.stamp != stamp {
+                *m = Mark {
+                    stamp,
+                    ..Mark::default()
+                };
+            }
             // Stems only: equal surfaces have equal stems.
             if bank == 0 {
-                let id = info.id as usize;
-                if id >= marks.len() {
-                    marks.resize(id + 1, Mark::default());
-                }
-                let m = &mut marks[id];
-                if m.stamp != stamp {
-                    *m = Mark { stamp, mask: 0 };
-                }
                 m.mask |= bit;
             } else {
                 *table.entry(info.key) |= bit;
             }
             if !info.number && (info.stop || info.filler) {
-                return;
+                return None;
             }
-            if let Some(p) = prev {
+            for p in prev.into_iter().chain(alt) {
                 *table.entry(pair_hash(p, info.key)) |= bit;
             }
             prev = Some(info.key);
+            m.sentences |= 1u64 << (sentence % 64);
+            (!info.number && info.dotted).then_some(info.key)
+        };
+        let bytes = text.as_bytes();
+        let mut last_end = 0;
+        let mut split_bytes = 0;
+        let mut alt = None;
+        for_each_word(text, steps, |w, off, ascii| {
+            // A sentence ends at `.`, `!` or `?` before a word that starts
+            // with a capital or a digit.
+            if off > last_end
+                && starts_sentence(w)
+                && memchr::memchr3(b'.', b'!', b'?', &bytes[last_end..off]).is_some()
+            {
+                sentence += 1;
+            }
+            last_end = off + w.len();
+            if let Some(whole) = one(w, ascii, sentence, alt.take()) {
+                // "Hawaii.Aulani": two sentences run together, a capital
+                // after a part of two letters or more starts the next one
+                // ("D.C" and "e.g" do not). The next word pairs with the
+                // whole word ("D.C today") and with the last part.
+                split_bytes += w.len();
+                let mut prev_len = 0;
+                for part in w.split('.').filter(|p| !p.is_empty()) {
+                    if prev_len >= 2 && starts_sentence(part) {
+                        sentence += 1;
+                    }
+                    prev_len = part.len();
+                    one(part, ascii || part.is_ascii(), sentence, None);
+                }
+                alt = Some(whole);
+            }
         });
+        *steps += split_bytes;
+        let used = sentence - first + 1;
+        self.source_sentences[idx] = if used >= 64 {
+            u64::MAX
+        } else {
+            ((1u64 << used) - 1).rotate_left(first % 64)
+        };
+        self.next_sentence = sentence + 1;
     }
 
     /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
@@ -574,6 +651,14 @@ impl SourceIndex {
                     .get(term.key)
                     .is_some_and(|m| m & mask != 0)
             })
+    }
+
+    /// The sentence bits of the indexed sources that hold content term `term`.
+    fn sentences_of(&self, term: &WordInfo) -> u64 {
+        self.marks
+            .get(term.id as usize)
+            .filter(|m| m.stamp == self.stamp)
+            .map_or(0, |m| m.sentences)
     }
 
     /// Whether any of the cited sources holds the pair `key`.
@@ -603,6 +688,55 @@ thread_local! {
     /// Kept across records: the memo pays off over a stream, and the index
     /// tables are reused instead of allocated per record.
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+/// Whether `w` can open a sentence: a capital letter or a digit first.
+fn starts_sentence(w: &str) -> bool {
+    match w.as_bytes().first() {
+        Some(b) if b.is_ascii() => b.is_ascii_uppercase() || b.is_ascii_digit(),
+        Some(_) => w.chars().next().is_some_and(|c| c.is_uppercase()),
+        None => false,
+    }
+}
+
+/// Weight of the found content terms that no sentence holding the most of
+/// the claim's found weight also holds: a claim stitched together from
+/// words of different sentences ("Stanford University is located in
+/// Chestnut Hill" from a source that says each in its own sentence).
+/// Marks those terms `apart`.
+fn spread(terms: &mut [Term]) -> f64 {
+    let mut all = u64::MAX;
+    let mut any = 0u64;
+    for t in terms.iter().filter(|t| t.sentences != 0) {
+        all &= t.sentences;
+        any |= t.sentences;
+    }
+    // Common case: one sentence holds every found term (or none is found).
+    if any == 0 || all != 0 {
+        return 0.0;
+    }
+    let mut by_bit = [0.0f64; 64];
+    for t in terms.iter().filter(|t| t.sentences != 0) {
+        let mut m = t.sentences;
+        while m != 0 {
+            by_bit[m.trailing_zeros() as usize] += t.weight;
+            m &= m - 1;
+        }
+    }
+    let mut best = 0;
+    for (b, w) in by_bit.iter().enumerate() {
+        if *w > by_bit[best] {
+            best = b;
+        }
+    }
+    let mut apart = 0.0;
+    for t in terms.iter_mut().filter(|t| t.sentences != 0) {
+        if t.sentences & (1u64 << best) == 0 {
+            t.apart = true;
+            apart += t.weight;
+        }
+    }
+    apart
 }
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
@@ -731,6 +865,11 @@ struct Term {
     weight: f64,
     found: bool,
     negation: bool,
+    /// Sentence bits (of the cited sources) holding the term; 0 for a stop
+    /// word or a term not found.
+    sentences: u64,
+    /// Found, but only in sentences other than the one holding most of the claim.
+    apart: bool,
     at: usize,
     len: usize,
 }
@@ -813,9 +952,11 @@ fn analyze_with(
         cited.dedup();
 
         banks.clear();
+        let mut cited_sentences = 0u64;
         for &m in &cited {
             let idx = m as usize - 1;
             index.add(idx, sources[idx], folder, steps);
+            cited_sentences |= index.source_sentences[idx];
             let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
             match banks.last_mut() {
                 Some((b, mask)) if *b == bank => *mask |= bit,
@@ -872,7 +1013,9 @@ fn analyze_with(
                         w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
                     ),
                 };
-                let entity = all_caps || (upper_first && !sentence_start) || negation;
+                // A capitalised stop word ("The" in a title) is still a
+                // stop word: sources index stop words without pairs.
+                let entity = (!stop && (all_caps || (upper_first && !sentence_start))) || negation;
                 if entity {
                     TermClass::Entity
                 } else if stop {
@@ -902,11 +1045,18 @@ fn analyze_with(
                 TermClass::Word => 1.0,
                 TermClass::Function => settings.function_word_weight,
             };
+            let sentences = if found && class != TermClass::Function {
+                index.sentences_of(&folded) & cited_sentences
+            } else {
+                0
+            };
             terms.push(Term {
                 class,
                 weight,
                 found,
                 negation,
+                sentences,
+                apart: false,
                 at,
                 len,
             });
@@ -920,6 +1070,11 @@ fn analyze_with(
         {
             terms.retain(|t| !t.negation);
         }
+        let apart = if cited.is_empty() {
+            0.0
+        } else {
+            spread(&mut terms)
+        };
         let tally = (!cited.is_empty()).then(|| Tally {
             // `fold` from +0.0: `sum` of no floats is -0.0.
             hit: terms
@@ -938,6 +1093,7 @@ fn analyze_with(
                 .any(|t| t.class == TermClass::Entity && !t.found),
             pairs_found: f64::from(pairs.0),
             pairs: f64::from(pairs.1),
+            apart,
         });
         let support = tally.as_ref().map(|_| 0.0);
         tallies.push(tally);
@@ -970,6 +1126,11 @@ fn analyze_with(
         } else {
             Vec::new()
         };
+        let apart_terms = if apart > 0.0 {
+            names(&|t: &Term| t.apart)
+        } else {
+            Vec::new()
+        };
         // Only `uncited_claim` reads these: no work when it is off.
         let checkable_terms = if support.is_none() && settings.uncited_claim.is_some() {
             names(&|t: &Term| matches!(t.class, TermClass::Number | TermClass::Entity))
@@ -981,6 +1142,7 @@ fn analyze_with(
             markers,
             support,
             unsupported_terms,
+            apart_terms,
             sources: cited,
             checkable_terms,
         });
@@ -1018,7 +1180,7 @@ fn analyze_with(
         } else {
             words
         };
-        let mut s = (1.0 - beta) * words + beta * pairs;
+        let mut s = (1.0 - beta) * words + beta * pairs - settings.spread_penalty * t.apart;
         if settings.strict_numbers && t.number_missing {
             s = 0.0;
         }
@@ -1041,6 +1203,8 @@ struct Tally {
     entity_missing: bool,
     pairs_found: f64,
     pairs: f64,
+    /// Weight of the found terms apart from the claim's main sentence.
+    apart: f64,
 }
 
 /// `sentence 3 cites [^1]: support 0.31; not in source 1: "emea", "apac"`.
@@ -1048,7 +1212,7 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
     // Pushed piece by piece with `itoa`: `write!` cost more than the whole
     // scoring of a many-marker claim.
     let mut num = itoa::Buffer::new();
-    let mut d = String::with_capacity(64 + 6 * claim.markers.len() + 16 * MAX_TERMS);
+    let mut d = String::with_capacity(64 + 6 * claim.markers.len() + 32 * MAX_TERMS);
     d.push_str("sentence ");
     d.push_str(num.format(index + 1));
     d.push_str(" cites ");
@@ -1066,20 +1230,24 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
         d.push('0');
     }
     d.push_str(num.format(cents % 100));
-    if !claim.unsupported_terms.is_empty() {
-        d.push_str(if claim.sources.len() == 1 {
-            "; not in source "
-        } else {
-            "; not in sources "
-        });
+    let sources = |d: &mut String, lead: &str| {
+        d.push_str(lead);
+        d.push_str(if claim.sources.len() == 1 { " " } else { "s " });
         for (i, &s) in claim.sources.iter().enumerate() {
             if i > 0 {
                 d.push_str(", ");
             }
-            d.push_str(num.format(s));
+            d.push_str(itoa::Buffer::new().format(s));
         }
         d.push(':');
+    };
+    if !claim.unsupported_terms.is_empty() {
+        sources(&mut d, "; not in source");
         quote_terms(&mut d, &claim.unsupported_terms);
+    }
+    if !claim.apart_terms.is_empty() {
+        sources(&mut d, "; apart from the rest in source");
+        quote_terms(&mut d, &claim.apart_terms);
     }
     d
 }
@@ -1130,13 +1298,21 @@ pub fn prompt_addendum(
         listed += 1;
         let text = quote(&answer[c.span.clone()]);
         if c.support.is_some_and(|s| s < min_support) {
-            let _ = writeln!(
+            let _ = write!(
                 p,
                 "- sentence {}: {:?} is not supported by its cited source(s); missing: {}",
                 i + 1,
                 text,
                 c.unsupported_terms.join(", ")
             );
+            if !c.apart_terms.is_empty() {
+                let _ = write!(
+                    p,
+                    "; stated apart from the rest: {}",
+                    c.apart_terms.join(", ")
+                );
+            }
+            p.push('\n');
         } else if uncited && c.support.is_none() && !c.checkable_terms.is_empty() {
             let _ = writeln!(
                 p,
@@ -1416,6 +1592,133 @@ mod tests {
                 big.len()
             );
         }
+        // Sources: dotted words split into parts, sentence ends.
+        for p in ["Ab.", "ab.Cd", "Ab. C ", "é.É", "1.", "A. b ", "x.y.Z"] {
+            let small = p.repeat(1_000);
+            let big = p.repeat(16_000);
+            let answer = "Ab Cd x y Z b[^1].";
+            let (s, b) = (steps_for(answer, &[&small]), steps_for(answer, &[&big]));
+            assert!(b <= s * 16 + 1_000, "source {p:?}: {s} -> {b} steps");
+            assert!(
+                b >= big.len(),
+                "source {p:?}: counted {b} for {} bytes",
+                big.len()
+            );
+        }
+    }
+
+    #[test]
+    fn a_source_word_of_two_sentences_run_together_is_indexed_by_its_parts() {
+        // Sources pasted without a space after the period ("Hawaii.Aulani").
+        let source = "He was General Manager of the Disney Aulani Resort in Hawaii.Aulani is a beachside hotel on Oahu.";
+        let g = run("Hawaii[^1]", &[source]);
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        let g = run("Aulani is a beachside hotel[^1].", &[source]);
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        // The dotted word itself still matches, and an abbreviation is one sentence.
+        let g = run(
+            "He works in Washington, D.C today[^1].",
+            &["He works in Washington, D.C today."],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+    }
+
+    #[test]
+    fn capitalised_stop_words_are_stop_words() {
+        // "Own" and "The" in a title are not entities: no cap, and no pair
+        // the source (which skips stop words in pairs) could not have.
+        let g = run(
+            "My Own Worst Enemy[^1]",
+            &["Lit is best known for their hit song \"My Own Worst Enemy\"."],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        let g = run(
+            "The Fantastic The[^1]",
+            &["Gourley often uses the alias The Fantastic The."],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+    }
+
+    const AIRPORTS: &str = "Memphis International Airport is in Shelby County, Tennessee. Southwest Georgia Regional Airport serves Albany, Georgia.";
+
+    #[test]
+    fn a_claim_stitched_from_different_sentences_is_penalised() {
+        let min = GroundingSettings::default().min_support;
+        // Every word is in the source, but "Shelby County" only in the other sentence.
+        let g = run(
+            "Southwest Georgia Regional Airport serves Shelby County[^1].",
+            &[AIRPORTS],
+        );
+        let c = &g.claims[0];
+        assert!(c.unsupported_terms.is_empty(), "{c:?}");
+        assert_eq!(c.apart_terms, ["shelby", "county"]);
+        assert!(c.support.unwrap() < min, "{c:?}");
+        assert_eq!(
+            unsupported_detail(0, c),
+            format!(
+                "sentence 1 cites [^1]: support {:.2}; apart from the rest in source 1: \"shelby\", \"county\"",
+                c.support.unwrap()
+            )
+        );
+        let p = prompt_addendum(
+            "Southwest Georgia Regional Airport serves Shelby County[^1].",
+            &g,
+            min,
+            false,
+        )
+        .unwrap();
+        assert!(
+            p.contains("stated apart from the rest: shelby, county"),
+            "{p}"
+        );
+        // The same words from one sentence: fully supported.
+        let g = run(
+            "Southwest Georgia Regional Airport serves Albany[^1].",
+            &[AIRPORTS],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0));
+        assert!(g.claims[0].apart_terms.is_empty());
+        // Switched off, only the pairs still see it.
+        let off = GroundingSettings {
+            spread_penalty: 0.0,
+            ..Default::default()
+        };
+        let answer = "Southwest Georgia Regional Airport serves Shelby County[^1].";
+        let parsed = citation::parse(answer, 1);
+        let g = analyze(answer, &parsed.citations, &[AIRPORTS], &off);
+        assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
+    }
+
+    #[test]
+    fn sentences_end_before_a_capital_or_a_digit_only() {
+        // Lower case after the period ("e.g. the", lower-cased text): one sentence.
+        let g = run(
+            "Churn fell in EMEA[^1].",
+            &["revenue rose in emea. churn fell in apac."],
+        );
+        assert!(g.claims[0].apart_terms.is_empty(), "{g:?}");
+        let g = run(
+            "Churn fell in EMEA[^1].",
+            &["Revenue rose in EMEA. Churn fell in APAC."],
+        );
+        assert_eq!(g.claims[0].apart_terms, ["emea"]);
+    }
+
+    #[test]
+    fn only_the_cited_sources_sentences_count() {
+        // Source 1 states it in one sentence; source 2 in two. A claim citing
+        // only source 2 must not borrow source 1's sentence.
+        let answer = "Alpha Beta hosts Gamma Delta[^1]. Alpha Beta hosts Gamma Delta[^2].";
+        let g = run(
+            answer,
+            &[
+                "Alpha Beta hosts Gamma Delta.",
+                "Alpha Beta hosts events. Gamma Delta is elsewhere.",
+            ],
+        );
+        assert!(g.claims[0].apart_terms.is_empty(), "{g:?}");
+        assert_eq!(g.claims[1].apart_terms, ["gamma", "delta"]);
+        assert!(g.claims[1].support < g.claims[0].support);
     }
 
     proptest! {
