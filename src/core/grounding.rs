@@ -421,7 +421,8 @@ enum TermClass {
 }
 
 /// Case folding into a reused buffer. Numbers drop their digit-group
-/// separators so `1,000` and `1000` agree.
+/// separators so `1,000` and `1000` agree, and an ordinal or plural suffix
+/// after the last digit so `7th` and `7`, `1960s` and `1960` agree.
 fn fold_into(buf: &mut String, word: &str) -> bool {
     buf.clear();
     let mut number = false;
@@ -437,8 +438,66 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
     }
     if number {
         buf.retain(|c| c != ',' && c != '\'');
+        for suffix in ["st", "nd", "rd", "th", "s"] {
+            if let Some(rest) = buf.strip_suffix(suffix)
+                && rest.ends_with(|c: char| c.is_ascii_digit())
+            {
+                buf.truncate(rest.len());
+                break;
+            }
+        }
     }
     number
+}
+
+/// Small numbers in digits and in words: a claim's "2" is found in a
+/// source that says "two", and the other way round.
+const SPELLED: &[(&str, &str)] = &[
+    ("0", "zero"),
+    ("1", "one"),
+    ("2", "two"),
+    ("3", "three"),
+    ("4", "four"),
+    ("5", "five"),
+    ("6", "six"),
+    ("7", "seven"),
+    ("8", "eight"),
+    ("9", "nine"),
+    ("10", "ten"),
+    ("11", "eleven"),
+    ("12", "twelve"),
+    ("13", "thirteen"),
+    ("14", "fourteen"),
+    ("15", "fifteen"),
+    ("16", "sixteen"),
+    ("17", "seventeen"),
+    ("18", "eighteen"),
+    ("19", "nineteen"),
+    ("20", "twenty"),
+    ("30", "thirty"),
+    ("40", "forty"),
+    ("50", "fifty"),
+    ("60", "sixty"),
+    ("70", "seventy"),
+    ("80", "eighty"),
+    ("90", "ninety"),
+    ("100", "hundred"),
+    ("1000", "thousand"),
+];
+
+/// The other spelling of `w` (as written in the claim) when it is a small
+/// number: its word for digits, its digits for a word.
+fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
+    if w.len() > 9 {
+        return None;
+    }
+    SPELLED.iter().find_map(|&(digits, word)| {
+        if number {
+            (w == digits).then_some(word)
+        } else {
+            w.eq_ignore_ascii_case(word).then_some(digits)
+        }
+    })
 }
 
 /// What a case-folded word is, looked up once per distinct word.
@@ -982,8 +1041,19 @@ fn analyze_with(
                 } else {
                     (TermClass::Number, (term_hash(&folder.buf), 0))
                 };
-                let key = if number { keys.0 } else { keys.1 };
-                let found = index.holds(key, &banks);
+                let mut key = if number { keys.0 } else { keys.1 };
+                let mut found = index.holds(key, &banks);
+                // "2" against "two" and back: the other spelling's key.
+                if !found && let Some(other) = spelled_other(w, number) {
+                    let other = match folder.fold(other) {
+                        Some(info) => info.stem,
+                        None => term_hash(other),
+                    };
+                    if index.holds(other, &banks) {
+                        key = other;
+                        found = true;
+                    }
+                }
                 if class != TermClass::Function {
                     if let Some(p) = prev_key {
                         pairs.1 += 1;
@@ -1382,6 +1452,29 @@ mod tests {
             &[NRR],
         );
         assert_eq!(g.claims[0].support, Some(1.0));
+    }
+
+    #[test]
+    fn numbers_match_across_spellings_and_suffixes() {
+        let g = run(
+            "The duo earned 2 platinum albums in the 1960s[^1].",
+            &["The duo earned two platinum albums in the 1960s."],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        let g = run(
+            "It was released on June 7th 2010[^1].",
+            &["It was released on June 7, 2010."],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        let g = run("Five accounts churned[^1].", &["5 accounts churned."]);
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        // A different number is still a wrong number, whatever the spelling.
+        let g = run(
+            "The duo earned 3 platinum albums[^1].",
+            &["The duo earned two platinum albums."],
+        );
+        assert_eq!(g.claims[0].support, Some(0.0));
+        assert_eq!(g.claims[0].unsupported_terms, ["3"]);
     }
 
     #[test]
