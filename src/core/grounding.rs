@@ -450,54 +450,66 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
     number
 }
 
-/// Small numbers in digits and in words: a claim's "2" is found in a
-/// source that says "two", and the other way round.
+/// Small numbers in words and in digits (sorted by word): a claim's "2" is
+/// found in a source that says "two", and the other way round.
 const SPELLED: &[(&str, &str)] = &[
-    ("0", "zero"),
-    ("1", "one"),
-    ("2", "two"),
-    ("3", "three"),
-    ("4", "four"),
-    ("5", "five"),
-    ("6", "six"),
-    ("7", "seven"),
-    ("8", "eight"),
-    ("9", "nine"),
-    ("10", "ten"),
-    ("11", "eleven"),
-    ("12", "twelve"),
-    ("13", "thirteen"),
-    ("14", "fourteen"),
-    ("15", "fifteen"),
-    ("16", "sixteen"),
-    ("17", "seventeen"),
-    ("18", "eighteen"),
-    ("19", "nineteen"),
-    ("20", "twenty"),
-    ("30", "thirty"),
-    ("40", "forty"),
-    ("50", "fifty"),
-    ("60", "sixty"),
-    ("70", "seventy"),
-    ("80", "eighty"),
-    ("90", "ninety"),
-    ("100", "hundred"),
-    ("1000", "thousand"),
+    ("eight", "8"),
+    ("eighteen", "18"),
+    ("eighty", "80"),
+    ("eleven", "11"),
+    ("fifteen", "15"),
+    ("fifty", "50"),
+    ("five", "5"),
+    ("forty", "40"),
+    ("four", "4"),
+    ("fourteen", "14"),
+    ("hundred", "100"),
+    ("nine", "9"),
+    ("nineteen", "19"),
+    ("ninety", "90"),
+    ("one", "1"),
+    ("seven", "7"),
+    ("seventeen", "17"),
+    ("seventy", "70"),
+    ("six", "6"),
+    ("sixteen", "16"),
+    ("sixty", "60"),
+    ("ten", "10"),
+    ("thirteen", "13"),
+    ("thirty", "30"),
+    ("thousand", "1000"),
+    ("three", "3"),
+    ("twelve", "12"),
+    ("twenty", "20"),
+    ("two", "2"),
+    ("zero", "0"),
 ];
 
 /// The other spelling of `w` (as written in the claim) when it is a small
-/// number: its word for digits, its digits for a word.
+/// number: its word for digits, its digits for a word. Digits are looked up
+/// for missing numbers only; words once per distinct word (the memo).
 fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
-    if w.len() > 9 {
+    if number {
+        if w.len() > 4 {
+            return None;
+        }
+        return SPELLED
+            .iter()
+            .find_map(|&(word, digits)| (w == digits).then_some(word));
+    }
+    let b = w.as_bytes();
+    if !(3..=9).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
         return None;
     }
-    SPELLED.iter().find_map(|&(digits, word)| {
-        if number {
-            (w == digits).then_some(word)
-        } else {
-            w.eq_ignore_ascii_case(word).then_some(digits)
-        }
-    })
+    let mut lower = [0u8; 9];
+    for (l, c) in lower.iter_mut().zip(b) {
+        *l = c.to_ascii_lowercase();
+    }
+    let lower = &lower[..b.len()];
+    SPELLED
+        .binary_search_by(|(word, _)| word.as_bytes().cmp(lower))
+        .ok()
+        .map(|i| SPELLED[i].1)
 }
 
 /// What a case-folded word is, looked up once per distinct word.
@@ -511,6 +523,8 @@ struct WordInfo {
     /// Letters joined by `.` ("state.Aulani"): two sentences run together
     /// without a space, or an abbreviation; sources also index the parts.
     dotted: bool,
+    /// The digits of a small number written as a word ("two": "2").
+    spelled: Option<&'static str>,
 }
 
 /// Most words remembered per thread by [`Folder::info`]'s memo; the memo
@@ -569,6 +583,7 @@ impl Folder<'_> {
             filler: is_filler(buf),
             negation: is_negation(buf),
             dotted: buf.contains('.'),
+            spelled: spelled_other(buf, false),
         };
         if self.memo.len() >= MEMO_WORDS {
             self.memo.clear();
@@ -1044,7 +1059,14 @@ fn analyze_with(
                 let mut key = if number { keys.0 } else { keys.1 };
                 let mut found = index.holds(key, &banks);
                 // "2" against "two" and back: the other spelling's key.
-                if !found && let Some(other) = spelled_other(w, number) {
+                let other = if found {
+                    None
+                } else if number {
+                    spelled_other(w, true)
+                } else {
+                    folded.and_then(|info| info.spelled)
+                };
+                if let Some(other) = other {
                     let other = match folder.fold(other) {
                         Some(info) => info.stem,
                         None => term_hash(other),
@@ -1468,6 +1490,11 @@ mod tests {
         assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
         let g = run("Five accounts churned[^1].", &["5 accounts churned."]);
         assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        // Sorted by word: `spelled_other` looks words up by binary search.
+        assert!(SPELLED.windows(2).all(|p| p[0].0 < p[1].0));
+        assert_eq!(spelled_other("Twelve", false), Some("12"));
+        assert_eq!(spelled_other("12", true), Some("twelve"));
+        assert_eq!(spelled_other("twelfth", false), None);
         // A different number is still a wrong number, whatever the spelling.
         let g = run(
             "The duo earned 3 platinum albums[^1].",
