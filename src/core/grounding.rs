@@ -310,7 +310,8 @@ enum TermClass {
 }
 
 /// Case folding into a reused buffer. Numbers drop their digit-group
-/// separators so `1,000` and `1000` agree.
+/// separators so `1,000` and `1000` agree, and an ordinal or plural suffix
+/// after the last digit so `7th` and `7`, `1960s` and `1960` agree.
 fn fold_into(buf: &mut String, word: &str) -> bool {
     buf.clear();
     let mut number = false;
@@ -326,8 +327,78 @@ fn fold_into(buf: &mut String, word: &str) -> bool {
     }
     if number {
         buf.retain(|c| c != ',' && c != '\'');
+        for suffix in ["st", "nd", "rd", "th", "s"] {
+            if let Some(rest) = buf.strip_suffix(suffix)
+                && rest.ends_with(|c: char| c.is_ascii_digit())
+            {
+                buf.truncate(rest.len());
+                break;
+            }
+        }
     }
     number
+}
+
+/// Small numbers in words and in digits (sorted by word): a claim's "2" is
+/// found in a source that says "two", and the other way round.
+const SPELLED: &[(&str, &str)] = &[
+    ("eight", "8"),
+    ("eighteen", "18"),
+    ("eighty", "80"),
+    ("eleven", "11"),
+    ("fifteen", "15"),
+    ("fifty", "50"),
+    ("five", "5"),
+    ("forty", "40"),
+    ("four", "4"),
+    ("fourteen", "14"),
+    ("hundred", "100"),
+    ("nine", "9"),
+    ("nineteen", "19"),
+    ("ninety", "90"),
+    ("one", "1"),
+    ("seven", "7"),
+    ("seventeen", "17"),
+    ("seventy", "70"),
+    ("six", "6"),
+    ("sixteen", "16"),
+    ("sixty", "60"),
+    ("ten", "10"),
+    ("thirteen", "13"),
+    ("thirty", "30"),
+    ("thousand", "1000"),
+    ("three", "3"),
+    ("twelve", "12"),
+    ("twenty", "20"),
+    ("two", "2"),
+    ("zero", "0"),
+];
+
+/// The other spelling of `w` (as written in the claim) when it is a small
+/// number: its word for digits, its digits for a word. Digits are looked up
+/// for missing numbers only; words once per distinct word (the memo).
+fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
+    if number {
+        if w.len() > 4 {
+            return None;
+        }
+        return SPELLED
+            .iter()
+            .find_map(|&(word, digits)| (w == digits).then_some(word));
+    }
+    let b = w.as_bytes();
+    if !(3..=9).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let mut lower = [0u8; 9];
+    for (l, c) in lower.iter_mut().zip(b) {
+        *l = c.to_ascii_lowercase();
+    }
+    let lower = &lower[..b.len()];
+    SPELLED
+        .binary_search_by(|(word, _)| word.as_bytes().cmp(lower))
+        .ok()
+        .map(|i| SPELLED[i].1)
 }
 
 /// What a case-folded word is, looked up once per distinct word.
@@ -346,6 +417,18 @@ struct WordInfo {
     /// Letters joined by `.` ("state.Aulani"): two sentences run together
     /// without a space, or an abbreviation; sources also index the parts.
     dotted: bool,
+    /// The digits of a small number written as a word ("two": "2"), as
+    /// 1 + its index in [`SPELLED`]; 0 for none (one byte keeps the memo's
+    /// slots small).
+    spelled: u8,
+}
+
+impl WordInfo {
+    /// The digits of a small number written as a word ("two": "2").
+    fn spelled(&self) -> Option<&'static str> {
+        let i = usize::from(self.spelled.checked_sub(1)?);
+        SPELLED.get(i).map(|&(_, digits)| digits)
+    }
 }
 
 /// Most words remembered per thread by [`Folder`]'s memo; the memo starts
@@ -406,19 +489,17 @@ impl Folder {
     fn fold_ascii(&mut self, word: &str, a: &AsciiWord) -> WordInfo {
         match self.words.get(a.hash) {
             Some(info) => info,
-            None => self.learn_ascii(word, a.hash, a.digits),
+            None => self.learn_ascii(word, a.hash),
         }
     }
 
     /// An ASCII word the memo has not seen.
     #[cold]
     #[inline(never)]
-    fn learn_ascii(&mut self, word: &str, surface: u64, digits: bool) -> WordInfo {
-        self.buf.clear();
-        self.buf.push_str(word);
-        self.buf.make_ascii_lowercase();
-        let info = if digits {
-            self.buf.retain(|c| c != ',' && c != '\'');
+    fn learn_ascii(&mut self, word: &str, surface: u64) -> WordInfo {
+        // Numbers folded exactly as `fold_into` folds them (separators and
+        // suffixes dropped); the memo only saves doing it again.
+        let info = if fold_into(&mut self.buf, word) {
             self.number()
         } else {
             self.word()
@@ -459,6 +540,9 @@ impl Folder {
         let key = term_hash(&self.stemmer.stem(buf));
         let (stop, filler, negation) = (is_stop(buf), is_filler(buf), is_negation(buf));
         let dotted = buf.contains('.');
+        let spelled = spelled_other(buf, false)
+            .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
+            .map_or(0, |i| i as u8 + 1);
         WordInfo {
             key,
             id: self.id(key),
@@ -467,6 +551,7 @@ impl Folder {
             filler,
             negation,
             dotted,
+            spelled,
         }
     }
 
@@ -1026,8 +1111,26 @@ fn analyze_with(
             } else {
                 TermClass::Number
             };
-            let key = folded.key;
-            let found = index.holds(&folded, &banks);
+            // What the index knows the term by: its own key, or the other
+            // spelling's when only that is found.
+            let mut hit = folded;
+            let mut found = index.holds(&hit, &banks);
+            // "2" against "two" and back: the other spelling's key.
+            let other = if found {
+                None
+            } else if number {
+                spelled_other(w, true)
+            } else {
+                folded.spelled()
+            };
+            if let Some(other) = other {
+                let o = folder.fold(other, true);
+                if index.holds(&o, &banks) {
+                    hit = o;
+                    found = true;
+                }
+            }
+            let key = hit.key;
             if class != TermClass::Function {
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
@@ -1046,7 +1149,7 @@ fn analyze_with(
                 TermClass::Function => settings.function_word_weight,
             };
             let sentences = if found && class != TermClass::Function {
-                index.sentences_of(&folded) & cited_sentences
+                index.sentences_of(&hit) & cited_sentences
             } else {
                 0
             };
@@ -1443,6 +1546,34 @@ mod tests {
             &[NRR],
         );
         assert_eq!(g.claims[0].support, Some(1.0));
+    }
+
+    #[test]
+    fn numbers_match_across_spellings_and_suffixes() {
+        let g = run(
+            "The duo earned 2 platinum albums in the 1960s[^1].",
+            &["The duo earned two platinum albums in the 1960s."],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        let g = run(
+            "It was released on June 7th 2010[^1].",
+            &["It was released on June 7, 2010."],
+        );
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        let g = run("Five accounts churned[^1].", &["5 accounts churned."]);
+        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        // Sorted by word: `spelled_other` looks words up by binary search.
+        assert!(SPELLED.windows(2).all(|p| p[0].0 < p[1].0));
+        assert_eq!(spelled_other("Twelve", false), Some("12"));
+        assert_eq!(spelled_other("12", true), Some("twelve"));
+        assert_eq!(spelled_other("twelfth", false), None);
+        // A different number is still a wrong number, whatever the spelling.
+        let g = run(
+            "The duo earned 3 platinum albums[^1].",
+            &["The duo earned two platinum albums."],
+        );
+        assert_eq!(g.claims[0].support, Some(0.0));
+        assert_eq!(g.claims[0].unsupported_terms, ["3"]);
     }
 
     #[test]
