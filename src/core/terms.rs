@@ -51,8 +51,6 @@ pub(crate) fn term_hash(s: &str) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AsciiWord {
     pub hash: u64,
-    /// It holds an ASCII digit.
-    pub digits: bool,
     /// Its first byte is `A`..=`Z`.
     pub upper_first: bool,
     /// It holds a byte `a`..=`z`.
@@ -62,17 +60,15 @@ pub(crate) struct AsciiWord {
 /// [`AsciiWord`] of `s`, which must be ASCII.
 #[inline(always)]
 pub(crate) fn ascii_word(s: &[u8]) -> AsciiWord {
-    let (mut digits, mut lower, mut upper_first) = (0u64, 0u64, None);
+    let (mut lower, mut upper_first) = (0u64, None);
     let hash = hash_with(s, |x| {
         let upper = in_range(x, b'A', b'Z');
         upper_first.get_or_insert(upper & 0x80 != 0);
-        digits |= in_range(x, b'0', b'9');
         lower |= in_range(x, b'a', b'z');
         x | (upper >> 2)
     });
     AsciiWord {
         hash,
-        digits: digits != 0,
         upper_first: upper_first.unwrap_or(false),
         lower: lower != 0,
     }
@@ -471,7 +467,6 @@ mod tests {
             prop_assert_eq!(term_hash(&w), byte_hash(w.as_bytes()));
             let b = w.as_bytes();
             let a = ascii_word(b);
-            prop_assert_eq!(a.digits, b.iter().any(u8::is_ascii_digit));
             prop_assert_eq!(a.lower, b.iter().any(u8::is_ascii_lowercase));
             prop_assert_eq!(a.upper_first, b.first().is_some_and(u8::is_ascii_uppercase));
         }
