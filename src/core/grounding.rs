@@ -1427,6 +1427,12 @@ mod tests {
         g.claims.iter().map(|c| &answer[c.span.clone()]).collect()
     }
 
+    /// Asserts that the one claim of `answer` is fully supported by `source`.
+    fn assert_fully_supported(answer: &str, source: &str) {
+        let g = run(answer, &[source]);
+        assert_eq!(g.claims[0].support, Some(1.0), "{answer}: {g:?}");
+    }
+
     const NRR: &str =
         "Net revenue retention fell from 118% to 109% as two enterprise accounts downgraded.";
 
@@ -1478,18 +1484,15 @@ mod tests {
 
     #[test]
     fn numbers_match_across_spellings_and_suffixes() {
-        let g = run(
+        assert_fully_supported(
             "The duo earned 2 platinum albums in the 1960s[^1].",
-            &["The duo earned two platinum albums in the 1960s."],
+            "The duo earned two platinum albums in the 1960s.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run(
+        assert_fully_supported(
             "It was released on June 7th 2010[^1].",
-            &["It was released on June 7, 2010."],
+            "It was released on June 7, 2010.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run("Five accounts churned[^1].", &["5 accounts churned."]);
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        assert_fully_supported("Five accounts churned[^1].", "5 accounts churned.");
         // Sorted by word: `spelled_other` looks words up by binary search.
         assert!(SPELLED.windows(2).all(|p| p[0].0 < p[1].0));
         assert_eq!(spelled_other("Twelve", false), Some("12"));
@@ -1701,32 +1704,27 @@ mod tests {
     fn a_source_word_of_two_sentences_run_together_is_indexed_by_its_parts() {
         // Sources pasted without a space after the period ("Hawaii.Aulani").
         let source = "He was General Manager of the Disney Aulani Resort in Hawaii.Aulani is a beachside hotel on Oahu.";
-        let g = run("Hawaii[^1]", &[source]);
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run("Aulani is a beachside hotel[^1].", &[source]);
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        assert_fully_supported("Hawaii[^1]", source);
+        assert_fully_supported("Aulani is a beachside hotel[^1].", source);
         // The dotted word itself still matches, and an abbreviation is one sentence.
-        let g = run(
+        assert_fully_supported(
             "He works in Washington, D.C today[^1].",
-            &["He works in Washington, D.C today."],
+            "He works in Washington, D.C today.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
     }
 
     #[test]
     fn capitalised_stop_words_are_stop_words() {
         // "Own" and "The" in a title are not entities: no cap, and no pair
         // the source (which skips stop words in pairs) could not have.
-        let g = run(
+        assert_fully_supported(
             "My Own Worst Enemy[^1]",
-            &["Lit is best known for their hit song \"My Own Worst Enemy\"."],
+            "Lit is best known for their hit song \"My Own Worst Enemy\".",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run(
+        assert_fully_supported(
             "The Fantastic The[^1]",
-            &["Gourley often uses the alias The Fantastic The."],
+            "Gourley often uses the alias The Fantastic The.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
     }
 
     const AIRPORTS: &str = "Memphis International Airport is in Shelby County, Tennessee. Southwest Georgia Regional Airport serves Albany, Georgia.";
