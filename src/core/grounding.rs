@@ -732,12 +732,13 @@ fn starts_sentence(w: &str) -> bool {
     }
 }
 
-/// Weight of the found content terms that no sentence holding the most of
-/// the claim's found weight also holds: a claim stitched together from
-/// words of different sentences ("Stanford University is located in
-/// Chestnut Hill" from a source that says each in its own sentence).
-/// Marks those terms `apart`.
-fn spread(terms: &mut [Term]) -> f64 {
+/// Weight of the found content terms left outside the claim's main
+/// sentences: a claim stitched together from words of different sentences
+/// ("Stanford University is located in Chestnut Hill" from a source that
+/// says each in its own sentence). A claim may draw on one sentence per
+/// cited source (`allowed`): the sentence holding the most uncovered weight
+/// is taken, `allowed` times. Marks the terms left over `apart`.
+fn spread(terms: &mut [Term], allowed: usize) -> f64 {
     let mut all = u64::MAX;
     let mut any = 0u64;
     for t in terms.iter().filter(|t| t.sentences != 0) {
@@ -748,28 +749,38 @@ fn spread(terms: &mut [Term]) -> f64 {
     if any == 0 || all != 0 {
         return 0.0;
     }
-    let mut by_bit = [0.0f64; 64];
-    for t in terms.iter().filter(|t| t.sentences != 0) {
-        let mut m = t.sentences;
-        while m != 0 {
-            by_bit[m.trailing_zeros() as usize] += t.weight;
-            m &= m - 1;
+    for t in terms.iter_mut() {
+        t.apart = t.sentences != 0;
+    }
+    for _ in 0..allowed {
+        let mut by_bit = [0.0f64; 64];
+        for t in terms.iter().filter(|t| t.apart) {
+            let mut m = t.sentences;
+            while m != 0 {
+                by_bit[m.trailing_zeros() as usize] += t.weight;
+                m &= m - 1;
+            }
+        }
+        let mut best = 0;
+        for (b, w) in by_bit.iter().enumerate() {
+            if *w > by_bit[best] {
+                best = b;
+            }
+        }
+        if by_bit[best] == 0.0 {
+            break;
+        }
+        for t in terms
+            .iter_mut()
+            .filter(|t| t.sentences & (1u64 << best) != 0)
+        {
+            t.apart = false;
         }
     }
-    let mut best = 0;
-    for (b, w) in by_bit.iter().enumerate() {
-        if *w > by_bit[best] {
-            best = b;
-        }
-    }
-    let mut apart = 0.0;
-    for t in terms.iter_mut().filter(|t| t.sentences != 0) {
-        if t.sentences & (1u64 << best) == 0 {
-            t.apart = true;
-            apart += t.weight;
-        }
-    }
-    apart
+    terms
+        .iter()
+        .filter(|t| t.apart)
+        .fold(0.0, |a, t| a + t.weight)
 }
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
@@ -1122,7 +1133,7 @@ fn analyze_with(
         let apart = if cited.is_empty() {
             0.0
         } else {
-            spread(&mut terms)
+            spread(&mut terms, cited.len())
         };
         let tally = (!cited.is_empty()).then(|| Tally {
             // `fold` from +0.0: `sum` of no floats is -0.0.
@@ -1775,6 +1786,25 @@ mod tests {
         let parsed = citation::parse(answer, 1);
         let g = analyze(answer, &parsed.citations, &[AIRPORTS], &off);
         assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
+    }
+
+    #[test]
+    fn a_claim_may_draw_on_one_sentence_per_cited_source() {
+        let sources = [
+            "Southwest Georgia Regional Airport serves Albany.",
+            "Shelby County lies in Tennessee. Memphis is its seat.",
+        ];
+        let both = run(
+            "Southwest Georgia Regional Airport serves Shelby County[^1][^2].",
+            &sources,
+        );
+        assert!(both.claims[0].apart_terms.is_empty(), "{both:?}");
+        // Two sentences of one source are still two sentences.
+        let one = run(
+            "Southwest Georgia Regional Airport serves Shelby County[^1].",
+            &[AIRPORTS],
+        );
+        assert_eq!(one.claims[0].apart_terms, ["shelby", "county"]);
     }
 
     #[test]
