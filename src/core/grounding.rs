@@ -10,8 +10,8 @@
 //! (`pair_weight`), and pulled toward the whole answer's support
 //! (`prior_weight`) so a two-word sentence is not judged on two words alone.
 //! A claim stitched together from different source sentences loses
-//! `spread_penalty` per unit of weight found only outside the sentence that
-//! holds most of it. Terms are words from Unicode word segmentation,
+//! `spread_penalty` per unit of weight found only outside its main sentence
+//! (one per cited source). Terms are words from Unicode word segmentation,
 //! case-folded and Snowball-stemmed (a source word of letters joined by `.`,
 //! as in "Hawaii.Aulani", is also indexed part by part); stop words weigh
 //! little, fillers nothing. Named entities (capitalised non-stop words past
@@ -57,7 +57,7 @@ pub struct Claim {
     /// numbers and entities first, then other words, each in order of appearance.
     pub unsupported_terms: Vec<String>,
     /// Up to [`MAX_TERMS`] case-folded terms the cited sources hold, but only
-    /// in other sentences than the one holding most of the claim (a claim
+    /// outside the claim's main sentences, one per cited source (a claim
     /// stitched from different sentences; see `spread_penalty`).
     pub apart_terms: Vec<String>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
@@ -912,7 +912,7 @@ struct Term {
     /// Sentence bits (of the cited sources) holding the term; 0 for a stop
     /// word or a term not found.
     sentences: u64,
-    /// Found, but only in sentences other than the one holding most of the claim.
+    /// Found, but only outside the claim's main sentences.
     apart: bool,
     at: usize,
     len: usize,
@@ -1263,7 +1263,7 @@ struct Tally {
     entity_missing: bool,
     pairs_found: f64,
     pairs: f64,
-    /// Weight of the found terms apart from the claim's main sentence.
+    /// Weight of the found terms apart from the claim's main sentences.
     apart: f64,
 }
 
