@@ -10,8 +10,8 @@
 //! (`pair_weight`), and pulled toward the whole answer's support
 //! (`prior_weight`) so a two-word sentence is not judged on two words alone.
 //! A claim stitched together from different source sentences loses
-//! `spread_penalty` per unit of weight found only outside the sentence that
-//! holds most of it. Terms are words from Unicode word segmentation,
+//! `spread_penalty` per unit of weight found only outside its main sentence
+//! (one per cited source). Terms are words from Unicode word segmentation,
 //! case-folded and Snowball-stemmed (a source word of letters joined by `.`,
 //! as in "Hawaii.Aulani", is also indexed part by part); stop words weigh
 //! little, fillers nothing. Named entities (capitalised non-stop words past
@@ -56,7 +56,7 @@ pub struct Claim {
     /// numbers and entities first, then other words, each in order of appearance.
     pub unsupported_terms: Vec<String>,
     /// Up to [`MAX_TERMS`] case-folded terms the cited sources hold, but only
-    /// in other sentences than the one holding most of the claim (a claim
+    /// outside the claim's main sentences, one per cited source (a claim
     /// stitched from different sentences; see `spread_penalty`).
     pub apart_terms: Vec<String>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
@@ -784,12 +784,13 @@ fn starts_sentence(w: &str) -> bool {
     }
 }
 
-/// Weight of the found content terms that no sentence holding the most of
-/// the claim's found weight also holds: a claim stitched together from
-/// words of different sentences ("Stanford University is located in
-/// Chestnut Hill" from a source that says each in its own sentence).
-/// Marks those terms `apart`.
-fn spread(terms: &mut [Term]) -> f64 {
+/// Weight of the found content terms left outside the claim's main
+/// sentences: a claim stitched together from words of different sentences
+/// ("Stanford University is located in Chestnut Hill" from a source that
+/// says each in its own sentence). A claim may draw on one sentence per
+/// cited source (`allowed`): the sentence holding the most uncovered weight
+/// is taken, `allowed` times. Marks the terms left over `apart`.
+fn spread(terms: &mut [Term], allowed: usize) -> f64 {
     let mut all = u64::MAX;
     let mut any = 0u64;
     for t in terms.iter().filter(|t| t.sentences != 0) {
@@ -800,28 +801,40 @@ fn spread(terms: &mut [Term]) -> f64 {
     if any == 0 || all != 0 {
         return 0.0;
     }
-    let mut by_bit = [0.0f64; 64];
-    for t in terms.iter().filter(|t| t.sentences != 0) {
-        let mut m = t.sentences;
-        while m != 0 {
-            by_bit[m.trailing_zeros() as usize] += t.weight;
-            m &= m - 1;
+    for t in terms.iter_mut() {
+        t.apart = t.sentences != 0;
+    }
+    // Each round takes a sentence bit no earlier round took, so there are
+    // at most 64 rounds whatever the number of cited sources: linear work.
+    for _ in 0..allowed {
+        let mut by_bit = [0.0f64; 64];
+        for t in terms.iter().filter(|t| t.apart) {
+            let mut m = t.sentences;
+            while m != 0 {
+                by_bit[m.trailing_zeros() as usize] += t.weight;
+                m &= m - 1;
+            }
+        }
+        let mut best = 0;
+        for (b, w) in by_bit.iter().enumerate() {
+            if *w > by_bit[best] {
+                best = b;
+            }
+        }
+        if by_bit[best] == 0.0 {
+            break;
+        }
+        for t in terms
+            .iter_mut()
+            .filter(|t| t.sentences & (1u64 << best) != 0)
+        {
+            t.apart = false;
         }
     }
-    let mut best = 0;
-    for (b, w) in by_bit.iter().enumerate() {
-        if *w > by_bit[best] {
-            best = b;
-        }
-    }
-    let mut apart = 0.0;
-    for t in terms.iter_mut().filter(|t| t.sentences != 0) {
-        if t.sentences & (1u64 << best) == 0 {
-            t.apart = true;
-            apart += t.weight;
-        }
-    }
-    apart
+    terms
+        .iter()
+        .filter(|t| t.apart)
+        .fold(0.0, |a, t| a + t.weight)
 }
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
@@ -953,7 +966,7 @@ struct Term {
     /// Sentence bits (of the cited sources) holding the term; 0 for a stop
     /// word or a term not found.
     sentences: u64,
-    /// Found, but only in sentences other than the one holding most of the claim.
+    /// Found, but only outside the claim's main sentences.
     apart: bool,
     at: usize,
     len: usize,
@@ -1176,7 +1189,7 @@ fn analyze_with(
         let apart = if cited.is_empty() {
             0.0
         } else {
-            spread(&mut terms)
+            spread(&mut terms, cited.len())
         };
         let tally = (!cited.is_empty()).then(|| Tally {
             // `fold` from +0.0: `sum` of no floats is -0.0.
@@ -1306,7 +1319,7 @@ struct Tally {
     entity_missing: bool,
     pairs_found: f64,
     pairs: f64,
-    /// Weight of the found terms apart from the claim's main sentence.
+    /// Weight of the found terms apart from the claim's main sentences.
     apart: f64,
 }
 
@@ -1499,6 +1512,12 @@ mod tests {
         g.claims.iter().map(|c| &answer[c.span.clone()]).collect()
     }
 
+    /// Asserts that the one claim of `answer` is fully supported by `source`.
+    fn assert_fully_supported(answer: &str, source: &str) {
+        let g = run(answer, &[source]);
+        assert_eq!(g.claims[0].support, Some(1.0), "{answer}: {g:?}");
+    }
+
     const NRR: &str =
         "Net revenue retention fell from 118% to 109% as two enterprise accounts downgraded.";
 
@@ -1550,18 +1569,15 @@ mod tests {
 
     #[test]
     fn numbers_match_across_spellings_and_suffixes() {
-        let g = run(
+        assert_fully_supported(
             "The duo earned 2 platinum albums in the 1960s[^1].",
-            &["The duo earned two platinum albums in the 1960s."],
+            "The duo earned two platinum albums in the 1960s.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run(
+        assert_fully_supported(
             "It was released on June 7th 2010[^1].",
-            &["It was released on June 7, 2010."],
+            "It was released on June 7, 2010.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run("Five accounts churned[^1].", &["5 accounts churned."]);
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        assert_fully_supported("Five accounts churned[^1].", "5 accounts churned.");
         // Sorted by word: `spelled_other` looks words up by binary search.
         assert!(SPELLED.windows(2).all(|p| p[0].0 < p[1].0));
         assert_eq!(spelled_other("Twelve", false), Some("12"));
@@ -1742,32 +1758,27 @@ mod tests {
     fn a_source_word_of_two_sentences_run_together_is_indexed_by_its_parts() {
         // Sources pasted without a space after the period ("Hawaii.Aulani").
         let source = "He was General Manager of the Disney Aulani Resort in Hawaii.Aulani is a beachside hotel on Oahu.";
-        let g = run("Hawaii[^1]", &[source]);
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run("Aulani is a beachside hotel[^1].", &[source]);
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+        assert_fully_supported("Hawaii[^1]", source);
+        assert_fully_supported("Aulani is a beachside hotel[^1].", source);
         // The dotted word itself still matches, and an abbreviation is one sentence.
-        let g = run(
+        assert_fully_supported(
             "He works in Washington, D.C today[^1].",
-            &["He works in Washington, D.C today."],
+            "He works in Washington, D.C today.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
     }
 
     #[test]
     fn capitalised_stop_words_are_stop_words() {
         // "Own" and "The" in a title are not entities: no cap, and no pair
         // the source (which skips stop words in pairs) could not have.
-        let g = run(
+        assert_fully_supported(
             "My Own Worst Enemy[^1]",
-            &["Lit is best known for their hit song \"My Own Worst Enemy\"."],
+            "Lit is best known for their hit song \"My Own Worst Enemy\".",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
-        let g = run(
+        assert_fully_supported(
             "The Fantastic The[^1]",
-            &["Gourley often uses the alias The Fantastic The."],
+            "Gourley often uses the alias The Fantastic The.",
         );
-        assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
     }
 
     const AIRPORTS: &str = "Memphis International Airport is in Shelby County, Tennessee. Southwest Georgia Regional Airport serves Albany, Georgia.";
@@ -1818,6 +1829,25 @@ mod tests {
         let parsed = citation::parse(answer, 1);
         let g = analyze(answer, &parsed.citations, &[AIRPORTS], &off);
         assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
+    }
+
+    #[test]
+    fn a_claim_may_draw_on_one_sentence_per_cited_source() {
+        let sources = [
+            "Southwest Georgia Regional Airport serves Albany.",
+            "Shelby County lies in Tennessee. Memphis is its seat.",
+        ];
+        let both = run(
+            "Southwest Georgia Regional Airport serves Shelby County[^1][^2].",
+            &sources,
+        );
+        assert!(both.claims[0].apart_terms.is_empty(), "{both:?}");
+        // Two sentences of one source are still two sentences.
+        let one = run(
+            "Southwest Georgia Regional Airport serves Shelby County[^1].",
+            &[AIRPORTS],
+        );
+        assert_eq!(one.claims[0].apart_terms, ["shelby", "county"]);
     }
 
     #[test]

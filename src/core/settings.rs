@@ -99,7 +99,8 @@ pub struct GroundingSettings {
     /// in a source (0: words only).
     pub pair_weight: f64,
     /// Score lost per unit of term weight that the cited sources hold only
-    /// outside the sentence holding most of the claim (0: no sentence check).
+    /// outside the claim's main sentences, one per cited source (0: no
+    /// sentence check).
     pub spread_penalty: f64,
 }
 
