@@ -543,13 +543,18 @@ mod grounding_section {
         assert_eq!(off.validate().unwrap().core.grounding.uncited_claim, None);
 
         let bad = RawConfig::from_toml_str(
-            "[grounding]\nmin_support = 1.5\npair_weight = -1\nmissing_penalty = 1000\n",
+            "[grounding]\nmin_support = 1.5\npair_weight = -1\nmissing_penalty = 1000\nspread_penalty = 2\n",
         )
         .unwrap();
         let Err(ConfigError::Invalid(problems)) = bad.validate() else {
             panic!("invalid grounding values must fail")
         };
-        for key in ["min_support", "pair_weight", "missing_penalty"] {
+        for key in [
+            "min_support",
+            "pair_weight",
+            "missing_penalty",
+            "spread_penalty",
+        ] {
             assert!(
                 problems
                     .iter()

@@ -132,6 +132,8 @@ pub struct RawGrounding {
     pub prior_weight: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pair_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread_penalty: Option<f64>,
 }
 
 impl RawGrounding {

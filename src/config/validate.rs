@@ -181,6 +181,7 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
         100.0,
     );
     let prior_weight = range("prior_weight", raw.prior_weight, d.prior_weight, 100.0);
+    let spread_penalty = range("spread_penalty", raw.spread_penalty, d.spread_penalty, 1.0);
     GroundingSettings {
         enabled: raw.enabled.unwrap_or(d.enabled),
         min_support,
@@ -196,6 +197,7 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
         function_word_weight,
         prior_weight,
         pair_weight,
+        spread_penalty,
     }
 }
 /// Room left in a Kafka message beside an output of `max_output_bytes` for

@@ -13,6 +13,7 @@ pub mod grounding;
 pub mod policy;
 pub mod process;
 pub mod settings;
+mod terms;
 pub mod types;
 pub mod wire;
 

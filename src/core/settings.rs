@@ -98,6 +98,10 @@ pub struct GroundingSettings {
     /// Share of the score given to consecutive term pairs found side by side
     /// in a source (0: words only).
     pub pair_weight: f64,
+    /// Score lost per unit of term weight that the cited sources hold only
+    /// outside the claim's main sentences, one per cited source (0: no
+    /// sentence check).
+    pub spread_penalty: f64,
 }
 
 impl Default for GroundingSettings {
@@ -107,14 +111,15 @@ impl Default for GroundingSettings {
             min_support: 0.6,
             unsupported_claim: Action::Warn,
             uncited_claim: None,
-            entity_weight: 2.0,
+            entity_weight: 1.5,
             number_weight: 2.0,
             strict_numbers: true,
             missing_entity_cap: 0.5,
             missing_penalty: 2.0,
-            function_word_weight: 0.3,
-            prior_weight: 10.0,
-            pair_weight: 0.3,
+            function_word_weight: 0.6,
+            prior_weight: 8.0,
+            pair_weight: 0.25,
+            spread_penalty: 0.25,
         }
     }
 }

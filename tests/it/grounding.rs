@@ -140,8 +140,10 @@ fn a_wrong_number_is_flagged_even_when_every_word_matches() {
 }
 
 /// 300 attributed records (tests/data/README.md). The floor sits below the
-/// measured value (BEGIN+HaluEval mix, default config) so a real regression
-/// of the method fails it, not noise from an unrelated change.
+/// measured value (BEGIN+HaluEval mix, default config: AUC 0.966, balanced
+/// accuracy 0.919) so a real regression of the method fails it, not noise
+/// from an unrelated change; the method before the sentence-spread rule and
+/// the dotted-word split (0.939 / 0.875) fails it.
 #[test]
 fn labelled_subset_keeps_its_auc() {
     let args = EvalArgs {
@@ -153,11 +155,11 @@ fn labelled_subset_keeps_its_auc() {
     let (_, scored) = groundgate::eval::score_file(&args).unwrap();
     assert_eq!(scored.len(), 300);
     let auc = groundgate::eval::auc(&scored).unwrap();
-    assert!(auc >= 0.92, "AUC {auc:.3} fell below the 0.92 floor");
+    assert!(auc >= 0.95, "AUC {auc:.3} fell below the 0.95 floor");
     let c = groundgate::eval::Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
     assert!(
-        c.balanced_accuracy() >= 0.84,
-        "balanced accuracy {:.3} fell below the 0.84 floor",
+        c.balanced_accuracy() >= 0.90,
+        "balanced accuracy {:.3} fell below the 0.90 floor",
         c.balanced_accuracy()
     );
 }

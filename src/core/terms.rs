@@ -1,0 +1,528 @@
+//! The low-level machinery of the grounding check: the ASCII word scanner,
+//! term hashing, and the open-addressing table its memo and source index
+//! are built on.
+//!
+//! Everything here is about speed, nothing about judgement: which words
+//! count, how they weigh and how a claim is scored live in `grounding`.
+//! Pure: no I/O, no clock, no allocation per word (tables grow, never per
+//! lookup).
+
+/// Multiplier of the FxHash-style mixing step.
+const K: u64 = 0x517c_c1b7_2722_0a95;
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(K)
+}
+
+/// The bytes of `s` (fewer than 8) as a zero-padded little-endian word, in
+/// at most three loads whatever the length (no byte loop, no copy).
+#[inline(always)]
+fn tail_word(s: &[u8]) -> u64 {
+    let n = s.len();
+    debug_assert!(n < 8);
+    if n >= 4 {
+        let lo = u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]]));
+        let hi = u64::from(u32::from_le_bytes([s[n - 4], s[n - 3], s[n - 2], s[n - 1]]));
+        // The overlapping bytes are the same bytes: `|` keeps them.
+        lo | (hi << ((n - 4) * 8))
+    } else if n > 0 {
+        u64::from(s[0])
+            | (u64::from(s[n / 2]) << (n / 2 * 8))
+            | (u64::from(s[n - 1]) << ((n - 1) * 8))
+    } else {
+        0
+    }
+}
+
+/// Hash of `s`, 8 bytes per mixing step (the tail zero-padded; the length
+/// is the seed, so padding cannot make two strings equal). Collisions at
+/// 64 bits are negligible next to the lexical approximation itself; two
+/// different strings of at most 8 bytes never collide (one step, an odd
+/// multiplier).
+pub(crate) fn term_hash(s: &str) -> u64 {
+    hash_with(s.as_bytes(), |x| x)
+}
+
+/// What one pass over an ASCII word learns: [`term_hash`] of the word
+/// lowercased (without copying it: each 8-byte word is lowercased in a
+/// register) and its byte classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AsciiWord {
+    pub hash: u64,
+    /// Its first byte is `A`..=`Z`.
+    pub upper_first: bool,
+    /// It holds a byte `a`..=`z`.
+    pub lower: bool,
+}
+
+/// [`AsciiWord`] of `s`, which must be ASCII.
+#[inline(always)]
+pub(crate) fn ascii_word(s: &[u8]) -> AsciiWord {
+    let (mut lower, mut upper_first) = (0u64, None);
+    let hash = hash_with(s, |x| {
+        let upper = in_range(x, b'A', b'Z');
+        upper_first.get_or_insert(upper & 0x80 != 0);
+        lower |= in_range(x, b'a', b'z');
+        x | (upper >> 2)
+    });
+    AsciiWord {
+        hash,
+        upper_first: upper_first.unwrap_or(false),
+        lower: lower != 0,
+    }
+}
+
+#[inline(always)]
+fn hash_with(s: &[u8], mut map: impl FnMut(u64) -> u64) -> u64 {
+    let mut h = s.len() as u64;
+    let (words, tail) = s.as_chunks::<8>();
+    for w in words {
+        h = mix(h, map(u64::from_le_bytes(*w)));
+    }
+    if !tail.is_empty() {
+        h = mix(h, map(tail_word(tail)));
+    }
+    h
+}
+
+/// High bit of each byte of `x` that lies in `lo..=hi` (bytes of `x` are
+/// ASCII, `hi` < 0x7f: no addition carries into the next byte).
+#[inline(always)]
+fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    let above_lo = x.wrapping_add(u64::from(0x80 - lo) * ONES);
+    let above_hi = x.wrapping_add(u64::from(0x7f - hi) * ONES);
+    above_lo & !above_hi & HIGH
+}
+
+/// High bit of each byte of the ASCII word `x` that is a letter, a digit or `_`.
+#[inline(always)]
+fn word_bytes(x: u64) -> u64 {
+    let folded = x | (0x20 * ONES);
+    in_range(folded, b'a', b'z') | in_range(x, b'0', b'9') | in_range(x, b'_', b'_')
+}
+
+/// Bit `i` set when byte `i` of `block` (at most 64 ASCII bytes) is a
+/// letter, a digit or `_`.
+fn word_bits(block: &[u8]) -> u64 {
+    let (words, tail) = block.as_chunks::<8>();
+    let mut bits = 0u64;
+    for (i, w) in words.iter().enumerate() {
+        bits |= gather(word_bytes(u64::from_le_bytes(*w))) << (i * 8);
+    }
+    if !tail.is_empty() {
+        bits |= gather(word_bytes(tail_word(tail))) << (words.len() * 8);
+    }
+    bits
+}
+
+/// The high bits of the 8 bytes of `m` as the 8 low bits of the result.
+#[inline(always)]
+fn gather(m: u64) -> u64 {
+    // Byte i's bit lands on bit 56 + i; the other products fall below bit
+    // 56 at distinct positions (no carry) or above bit 63.
+    ((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
+
+/// Word-byte bits of an ASCII text, computed 64 bytes at a time as the scan
+/// moves forward.
+struct WordBits<'a> {
+    b: &'a [u8],
+    /// Start of the block whose bits are in `bits` (`usize::MAX`: none yet).
+    at: usize,
+    bits: u64,
+}
+
+impl WordBits<'_> {
+    /// First position at or after `from` holding a word byte (`word`) or a
+    /// non-word byte (`!word`); the text's length when there is none.
+    #[inline(always)]
+    fn find(&mut self, from: usize, word: bool) -> usize {
+        // Most words start and end in the block already loaded.
+        let off = from.wrapping_sub(self.at);
+        if off < 64 {
+            let x = if word { self.bits } else { !self.bits } >> off;
+            if x != 0 {
+                // Bits past the text's end are clear, so a non-word search
+                // stops at the end at the latest.
+                return from + x.trailing_zeros() as usize;
+            }
+        }
+        self.find_on(from, word)
+    }
+
+    /// [`WordBits::find`] past the loaded block.
+    fn find_on(&mut self, mut from: usize, word: bool) -> usize {
+        let n = self.b.len();
+        while from < n {
+            let block = from & !63;
+            if block != self.at {
+                self.at = block;
+                self.bits = word_bits(&self.b[block..n.min(block + 64)]);
+            }
+            let x = if word { self.bits } else { !self.bits } >> (from - block);
+            if x != 0 {
+                return from + x.trailing_zeros() as usize;
+            }
+            from = block + 64;
+        }
+        n
+    }
+}
+
+/// Calls `f(word, offset)` for every word of the ASCII `chunk` (`offset` is
+/// `base` plus the word's start in `chunk`). UAX #29 for ASCII: letters,
+/// digits and `_` join; `'` `.` `:` join letters; `,` `.` `'` `;` join digits.
+pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'a str, usize)) {
+    let b = chunk.as_bytes();
+    let n = b.len();
+    let mut bits = WordBits {
+        b,
+        // Far from any position: the first search loads a block.
+        at: usize::MAX / 2,
+        bits: 0,
+    };
+    let mut i = bits.find(0, true);
+    while i < n {
+        let start = i;
+        let mut end = bits.find(i, false);
+        // `b[end + 1]` is a word byte when the join holds: the scan moves on.
+        // Most words end at a space: test the middle byte before its neighbours.
+        while end + 1 < n && JOINERS[usize::from(b[end])] && joins(b[end - 1], b[end], b[end + 1]) {
+            end = bits.find(end + 1, false);
+        }
+        f(&chunk[start..end], base + start);
+        i = bits.find(end, true);
+    }
+}
+
+/// Bytes that may join two runs of word bytes into one word.
+const JOINERS: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'\'' as usize] = true;
+    t[b'.' as usize] = true;
+    t[b':' as usize] = true;
+    t[b',' as usize] = true;
+    t[b';' as usize] = true;
+    t
+};
+
+/// Whether `mid` joins the word bytes `prev` and `next` into one word.
+#[inline(always)]
+fn joins(prev: u8, mid: u8, next: u8) -> bool {
+    let letters = || prev.is_ascii_alphabetic() && next.is_ascii_alphabetic();
+    let digits = || prev.is_ascii_digit() && next.is_ascii_digit();
+    match mid {
+        b'\'' | b'.' => letters() || digits(),
+        b':' => letters(),
+        b',' | b';' => digits(),
+        _ => false,
+    }
+}
+
+/// An open-addressing hash table keyed by 64-bit term hashes (already
+/// mixed, so their top bits index it directly): linear probing, a power of
+/// two slots at most 3/4 full. A slot is live when its stamp is the
+/// table's, so emptying the table is one increment, not a pass over memory.
+pub(crate) struct Table<V> {
+    slots: Vec<Slot<V>>,
+    stamp: u32,
+    len: usize,
+    shift: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot<V> {
+    key: u64,
+    stamp: u32,
+    value: V,
+}
+
+/// Fewest slots a table has.
+const MIN_SLOTS: usize = 16;
+
+impl<V: Copy + Default> Table<V> {
+    /// A table with room for about `n` keys before it grows.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Table::with_slots((n + n / 3 + 1).next_power_of_two())
+    }
+
+    /// `slots` is a power of two.
+    fn with_slots(slots: usize) -> Self {
+        let slots = slots.max(MIN_SLOTS);
+        Table {
+            slots: vec![Slot::default(); slots],
+            stamp: 1,
+            len: 0,
+            shift: 64 - slots.trailing_zeros(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self, key: u64) -> Option<V> {
+        let mask = self.slots.len() - 1;
+        let mut i = (key >> self.shift) as usize;
+        loop {
+            let s = &self.slots[i & mask];
+            if s.stamp != self.stamp {
+                return None;
+            }
+            if s.key == key {
+                return Some(s.value);
+            }
+            i += 1;
+        }
+    }
+
+    /// The value of `key`, inserted as `V::default()` when absent.
+    pub(crate) fn entry(&mut self, key: u64) -> &mut V {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = (key >> self.shift) as usize & mask;
+        loop {
+            if self.slots[i].stamp != self.stamp {
+                self.len += 1;
+                self.slots[i] = Slot {
+                    key,
+                    stamp: self.stamp,
+                    value: V::default(),
+                };
+                break;
+            }
+            if self.slots[i].key == key {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        &mut self.slots[i].value
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = Table::with_slots(self.slots.len() * 2);
+        for s in &self.slots {
+            if s.stamp == self.stamp {
+                *bigger.entry(s.key) = s.value;
+            }
+        }
+        *self = bigger;
+    }
+
+    /// Empties the table; one that grew past `keep` slots is given back to
+    /// the allocator, so one huge record does not pin its memory.
+    pub(crate) fn clear(&mut self, keep: usize) {
+        if self.slots.len() > keep {
+            *self = Table::with_slots(MIN_SLOTS);
+            return;
+        }
+        self.len = 0;
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Once in 2^32 clears: old stamps could come back to life.
+            self.slots.fill(Slot::default());
+            self.stamp = 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+    use unicode_segmentation::UnicodeSegmentation;
+
+    use super::*;
+
+    /// The byte-at-a-time scanner this one replaced: the reference.
+    fn reference_words(chunk: &str) -> Vec<(usize, &str)> {
+        let b = chunk.as_bytes();
+        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            while i < b.len() && !word(b[i]) {
+                i += 1;
+            }
+            if i >= b.len() {
+                break;
+            }
+            let start = i;
+            loop {
+                while i < b.len() && word(b[i]) {
+                    i += 1;
+                }
+                if i + 1 < b.len() {
+                    let (p, m, n) = (b[i - 1], b[i], b[i + 1]);
+                    let letters = p.is_ascii_alphabetic()
+                        && n.is_ascii_alphabetic()
+                        && matches!(m, b'\'' | b'.' | b':');
+                    let digits = p.is_ascii_digit()
+                        && n.is_ascii_digit()
+                        && matches!(m, b',' | b'.' | b'\'' | b';');
+                    if letters || digits {
+                        i += 1;
+                        continue;
+                    }
+                }
+                break;
+            }
+            out.push((start, &chunk[start..i]));
+        }
+        out
+    }
+
+    fn lower_ascii_hash(s: &[u8]) -> u64 {
+        ascii_word(s).hash
+    }
+
+    fn words(chunk: &str) -> Vec<(usize, &str)> {
+        let mut out = Vec::new();
+        ascii_words(chunk, 0, &mut |w, at| out.push((at, w)));
+        out
+    }
+
+    /// The old byte-at-a-time hash: equal strings must still hash equal
+    /// under the new one, and the classes below must agree with it.
+    fn byte_hash(s: &[u8]) -> u64 {
+        let mut h = s.len() as u64;
+        for w in s.chunks(8) {
+            let mut x = [0u8; 8];
+            x[..w.len()].copy_from_slice(w);
+            h = mix(h, u64::from_le_bytes(x));
+        }
+        h
+    }
+
+    #[test]
+    fn words_across_block_boundaries_and_joins() {
+        let long = "a".repeat(130);
+        let text = format!("{long} it's U.S 1,000 3.5 x_y e.g. 12:30 a'1 .a, 'b' end");
+        assert_eq!(words(&text), reference_words(&text));
+        assert_eq!(words(&text)[0], (0, long.as_str()));
+        assert_eq!(
+            words(&text)[1..8].iter().map(|w| w.1).collect::<Vec<_>>(),
+            ["it's", "U.S", "1,000", "3.5", "x_y", "e.g", "12"]
+        );
+        assert!(words("").is_empty() && words(" .,;'").is_empty());
+    }
+
+    #[test]
+    fn tail_words_are_zero_padded() {
+        for n in 0..8 {
+            let s: Vec<u8> = (1..=n as u8).collect();
+            let mut x = [0u8; 8];
+            x[..n].copy_from_slice(&s);
+            assert_eq!(tail_word(&s), u64::from_le_bytes(x), "{n}");
+        }
+    }
+
+    #[test]
+    fn in_place_lowercase_hash_matches_the_folded_hash() {
+        for w in [
+            "",
+            "a",
+            "Z",
+            "@[`{",
+            "EMEA",
+            "Expansion",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "it's",
+            "U.S",
+            "mid_market",
+            "AbCdEfGhIj",
+            "zz@@[[``{{",
+        ] {
+            assert_eq!(
+                lower_ascii_hash(w.as_bytes()),
+                term_hash(&w.to_ascii_lowercase()),
+                "{w}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_scanner_matches_the_byte_scanner(text in "[a-zA-Z0-9_ '.:,;!?\\-]{0,200}") {
+            prop_assert_eq!(words(&text), reference_words(&text));
+        }
+
+        #[test]
+        fn the_scanner_matches_unicode_segmentation_on_prose(
+            text in "(([A-Za-z]{1,9}|[0-9]{1,4}|[0-9]{1,3},[0-9]{3}|[A-Za-z]{1,5}'[a-z]{1,5})( |, |\\. |; )){1,20}"
+        ) {
+            let uax: Vec<(usize, &str)> = text.unicode_word_indices().collect();
+            prop_assert_eq!(words(&text), uax);
+        }
+
+        #[test]
+        fn hashes_agree(w in "[\\x00-\\x7f]{0,40}") {
+            prop_assert_eq!(lower_ascii_hash(w.as_bytes()), term_hash(&w.to_ascii_lowercase()));
+            prop_assert_eq!(term_hash(&w), byte_hash(w.as_bytes()));
+            let b = w.as_bytes();
+            let a = ascii_word(b);
+            prop_assert_eq!(a.lower, b.iter().any(u8::is_ascii_lowercase));
+            prop_assert_eq!(a.upper_first, b.first().is_some_and(u8::is_ascii_uppercase));
+        }
+
+        #[test]
+        fn word_bits_match_the_byte_classes(block in proptest::collection::vec(0u8..0x80, 0..=64)) {
+            let bits = word_bits(&block);
+            for (i, &c) in block.iter().enumerate() {
+                prop_assert_eq!(bits >> i & 1 == 1, c.is_ascii_alphanumeric() || c == b'_', "byte {} = {:#x}", i, c);
+            }
+            if block.len() < 64 {
+                prop_assert_eq!(bits >> block.len(), 0);
+            }
+        }
+
+        /// The table against `HashMap`: same answers through inserts,
+        /// growth, clears (kept and given back) and stamp reuse.
+        #[test]
+        fn the_table_behaves_like_a_hash_map(
+            ops in proptest::collection::vec((0u8..10, 0u64..64, any::<u64>()), 0..400),
+        ) {
+            let mut t: Table<u64> = Table::with_capacity(4);
+            let mut m: HashMap<u64, u64> = HashMap::new();
+            for (op, k, v) in ops {
+                // Few distinct keys (to hit existing ones) spread over the top bits.
+                let key = k.wrapping_mul(K) ^ (v & 1);
+                match op {
+                    0..=5 => {
+                        *t.entry(key) |= v;
+                        *m.entry(key).or_insert(0) |= v;
+                    }
+                    6 => t.clear(usize::MAX),
+                    7 => t.clear(MIN_SLOTS),
+                    _ => {}
+                }
+                if op == 6 || op == 7 {
+                    m.clear();
+                }
+                prop_assert_eq!(t.get(key), m.get(&key).copied());
+                prop_assert_eq!(t.len(), m.len());
+            }
+            for (k, v) in &m {
+                prop_assert_eq!(t.get(*k), Some(*v));
+            }
+        }
+    }
+
+    #[test]
+    fn a_wrapped_stamp_does_not_revive_old_keys() {
+        let mut t: Table<u32> = Table::with_capacity(4);
+        *t.entry(7) = 1;
+        t.stamp = u32::MAX;
+        *t.entry(9) = 2;
+        t.clear(usize::MAX);
+        assert_eq!((t.get(7), t.get(9), t.len()), (None, None, 0));
+        *t.entry(9) = 3;
+        assert_eq!(t.get(9), Some(3));
+    }
+}
