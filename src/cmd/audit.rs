@@ -143,20 +143,14 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
         .set("isolation.level", "read_committed")
         .create()?;
     let timeout = Duration::from_secs(10);
-    let md = consumer.fetch_metadata(Some(topic), timeout)?;
-    let t = md
-        .topics()
-        .iter()
-        .find(|t| t.name() == topic && !t.partitions().is_empty())
-        .ok_or_else(|| CmdError::NoTopic(topic.to_string()))?;
     let mut tpl = TopicPartitionList::new();
     let mut ends = Vec::new();
     let mut messages = 0;
-    for p in t.partitions() {
-        let (lo, hi) = consumer.fetch_watermarks(topic, p.id(), timeout)?;
+    for p in partitions(&consumer, topic, timeout)? {
+        let (lo, hi) = consumer.fetch_watermarks(topic, p, timeout)?;
         if hi > lo {
-            tpl.add_partition_offset(topic, p.id(), Offset::Offset(lo))?;
-            ends.push((p.id(), hi));
+            tpl.add_partition_offset(topic, p, Offset::Offset(lo))?;
+            ends.push((p, hi));
             messages += hi - lo;
         }
     }
@@ -223,17 +217,12 @@ fn read_anchors(
         .set("enable.auto.commit", "false")
         .create()?;
     let timeout = Duration::from_secs(10);
-    let md = consumer.fetch_metadata(Some(input), timeout)?;
-    let t = md
-        .topics()
-        .iter()
-        .find(|t| t.name() == input && !t.partitions().is_empty())
-        .ok_or_else(|| CmdError::NoTopic(input.to_string()))?;
+    let ids = partitions(&consumer, input, timeout)?;
     let mut committed = BTreeMap::new();
     if group.is_some() {
         let mut tpl = TopicPartitionList::new();
-        for p in t.partitions() {
-            tpl.add_partition(input, p.id());
+        for &p in &ids {
+            tpl.add_partition(input, p);
         }
         for e in consumer.committed_offsets(tpl, timeout)?.elements() {
             if let Offset::Offset(o) = e.offset() {
@@ -241,7 +230,6 @@ fn read_anchors(
             }
         }
     }
-    let ids: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
     // A time is the first offset written at or after it; the end of a time
     // range is the offset before the first one written after it.
     let since = match args.from_time {
@@ -276,6 +264,20 @@ fn read_anchors(
         anchors.insert(id, anchor);
     }
     Ok(anchors)
+}
+
+/// The partition ids of `topic`; an absent or partitionless topic is an error.
+fn partitions(
+    consumer: &BaseConsumer,
+    topic: &str,
+    timeout: Duration,
+) -> Result<Vec<i32>, CmdError> {
+    let md = consumer.fetch_metadata(Some(topic), timeout)?;
+    md.topics()
+        .iter()
+        .find(|t| t.name() == topic && !t.partitions().is_empty())
+        .map(|t| t.partitions().iter().map(|p| p.id()).collect())
+        .ok_or_else(|| CmdError::NoTopic(topic.to_string()))
 }
 
 /// Per partition, the first offset whose record timestamp is at or after
