@@ -380,8 +380,9 @@ impl AuditVerifier {
             seals: c.seals.len() as u64,
             ..ChainReport::default()
         };
+        let anchor = self.opts.anchors.get(id).cloned().unwrap_or_default();
         let head_line = self.link_seals(id, c, &mut cr);
-        if let Some(head) = self.opts.anchors.get(id).and_then(|a| a.head) {
+        if let Some(head) = anchor.head {
             self.check_committed_head(id, c, head);
         }
         let mut max_sealed: Option<i64> = None;
@@ -469,7 +470,6 @@ impl AuditVerifier {
             }
         }
 
-        let anchor = self.opts.anchors.get(id).cloned().unwrap_or_default();
         let committed = anchor.committed;
         // Rows no seal covers.
         let mut sealed_answers: HashMap<i64, Vec<&str>> = HashMap::new();
