@@ -43,6 +43,7 @@ use super::delivery::{
     is_too_large, now_millis, position,
 };
 use super::error::classify;
+use super::error::{PublishFailure, WorkerError};
 use super::events::{
     InternalEvent, Lifecycle, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
     RecordDelivered, SealsFailed, SealsPublished,
@@ -50,7 +51,6 @@ use super::events::{
 use super::offsets::{OffsetTracker, TopicPartition};
 use super::outputs::Output;
 use super::seals::{Chains, Seal};
-use super::worker::{PublishFailure, WorkerError};
 use crate::audit::ChainHead;
 use crate::metrics::Metrics;
 

@@ -19,12 +19,12 @@ use rdkafka::producer::DeliveryFuture;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::client::FutureProducer;
+use super::error::WorkerError;
 use super::events::{ChainStarted, InternalEvent};
 use super::offsets::TopicPartition;
 use super::outputs::{InputRecord, Output, oversize_replacement};
 use super::rebalance::GateContext;
 use super::seals::{Chains, Resume, Seal, encode_head};
-use super::worker::WorkerError;
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;

@@ -16,5 +16,6 @@ mod offsets;
 pub(crate) mod outputs;
 pub mod produce;
 mod rebalance;
+mod report;
 pub(crate) mod seals;
 pub mod worker;

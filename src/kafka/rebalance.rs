@@ -4,6 +4,11 @@
 //! ([`Delivery::on_revoke`]); losing the assignment (not handed over) makes
 //! the worker not ready until partitions come back.
 //!
+//! The one tie between rooms that points both ways, and must: the context
+//! holds the [`Delivery`] (a revocation has to settle the revoked
+//! partitions' outputs and offsets before librdkafka hands them over), and
+//! the delivery's consumer type names this context (`BaseConsumer<GateContext>`).
+//!
 //! Must not know the HTTP server: readiness goes out through [`Readiness`],
 //! which the shell implements. Both callbacks and loop run on the consumer
 //! thread; the mutex is never held across `poll`.
@@ -19,11 +24,12 @@ use rdkafka::statistics::Statistics;
 
 use super::client;
 use super::delivery::Delivery;
+use super::error::WorkerError;
 use super::events::{
     ClientError, InternalEvent, Lifecycle, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
 };
 use super::offsets::TopicPartition;
-use super::worker::{WorkerError, WorkerReport};
+use super::report::WorkerReport;
 use crate::metrics::Metrics;
 
 /// Minimum spacing of repeated client-error logs.

@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
@@ -36,11 +35,12 @@ use tokio_util::sync::CancellationToken;
 use super::at_least_once::AtLeastOnce;
 use super::client::{self, FutureProducer};
 use super::delivery::{Delivery, Flow, Oversize, Pending};
-use super::error::classify;
+pub use super::error::{PublishFailure, WorkerError};
 use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
 use super::offsets::TopicPartition;
 use super::outputs::{self, InputRecord};
+pub use super::report::WorkerReport;
 // The header names are the output contract (defined in `outputs`); re-exported
 // here because consumers of the worker read them.
 pub use super::outputs::{
@@ -50,10 +50,10 @@ pub use super::outputs::{
 use super::rebalance::GateContext;
 pub use super::rebalance::Readiness;
 use super::seals::{Chains, SealSettings};
-use crate::audit::keys::{KeyError, load_signing_key};
+use crate::audit::keys::load_signing_key;
 use crate::audit::seal::row_hash;
 use crate::config::{Config, Guarantee};
-use crate::core::{Outcome, OutcomeKind, RecordMeta, process};
+use crate::core::{Outcome, RecordMeta, process};
 use crate::metrics::Metrics;
 
 /// How long one poll waits for a record.
@@ -64,90 +64,6 @@ const BATCH_MAX: usize = 256;
 /// Below this many records a batch is validated on the consume thread alone
 /// (waking the validation pool would cost more than it saves).
 const PARALLEL_MIN: usize = 8;
-
-/// What a worker did, returned when it stops.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct WorkerReport {
-    pub records: u64,
-    pub accepted: u64,
-    pub rejected: u64,
-    pub retry: u64,
-    pub dead_letter: u64,
-    pub transactions_committed: u64,
-    pub transactions_aborted: u64,
-}
-
-impl WorkerReport {
-    fn count(&mut self, kind: OutcomeKind) {
-        self.records += 1;
-        match kind {
-            OutcomeKind::Accepted => self.accepted += 1,
-            OutcomeKind::Rejected => self.rejected += 1,
-            OutcomeKind::Retry => self.retry += 1,
-            OutcomeKind::DeadLetter => self.dead_letter += 1,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
-    #[error("cannot create the Kafka {which}: {source}")]
-    Client {
-        which: &'static str,
-        source: KafkaError,
-    },
-    #[error("cannot subscribe to topic {topic}: {source}")]
-    Subscribe { topic: String, source: KafkaError },
-    #[error(
-        "exactly-once needs brokers that support transactions (Apache Kafka 2.5 or later, transaction state log available), and initialising the transactional producer failed: {0}. Use --guarantee at-least-once with this cluster"
-    )]
-    TransactionsUnsupported(KafkaError),
-    #[error(transparent)]
-    Publish(Box<PublishFailure>),
-    #[error(
-        "transaction failed fatally (another worker with the same transactional.id may have fenced this one): {0}"
-    )]
-    Transaction(KafkaError),
-    #[error("the worker thread stopped unexpectedly: {0}")]
-    Thread(String),
-    #[error("audit signing key: {0}")]
-    SigningKey(#[from] KeyError),
-    #[error(
-        "cannot read the committed offset of input partition {partition} (where its audit chain continues): {source}"
-    )]
-    ChainHead { partition: i32, source: KafkaError },
-    #[error(
-        "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
-    )]
-    Unassigned(Duration),
-}
-
-/// An output that could not be published; its input offset stays uncommitted.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "publishing to {topic} ({role}) failed ({class}): {source}; the input record {input} was not committed and will be processed again after a restart"
-)]
-pub struct PublishFailure {
-    pub role: &'static str,
-    pub topic: String,
-    pub input: String,
-    pub class: &'static str,
-    pub source: KafkaError,
-}
-
-impl WorkerError {
-    /// Whether restarting the worker as-is may succeed (broker-side trouble)
-    /// rather than needing an operator (configuration, authorization, fencing).
-    pub fn is_retriable(&self) -> bool {
-        match self {
-            WorkerError::Publish(p) => classify(&p.source).is_transient(),
-            WorkerError::Thread(_) | WorkerError::Unassigned(_) | WorkerError::ChainHead { .. } => {
-                true
-            }
-            _ => false,
-        }
-    }
-}
 
 /// What the worker does with each record between consuming and publishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
