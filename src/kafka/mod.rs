@@ -4,6 +4,7 @@
 //! metrics; it must never decide a verdict (that is `crate::core::process`)
 //! nor parse command lines (that is `crate::cmd`).
 
+mod ack_ledger;
 mod at_least_once;
 pub(crate) mod client;
 mod delivery;
