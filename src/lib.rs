@@ -8,8 +8,9 @@
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
 //! - `audit`: the sealed audit trail: seals over audit rows and the
 //!   verifier (both pure), and the signing key files.
-//! - `report`: the batch report of `check` (pure aggregation; HTML).
-//! - `pipeline`: the ordered parallel fold over lines that drives `check`.
+//! - [`batch`]: the offline side of `check` and `eval`: the ordered parallel
+//!   fold over lines (`pipeline`), the batch report (pure aggregation; HTML)
+//!   and the grounding evaluation on labelled JSON Lines (`eval`).
 //! - [`kafka`]: the worker shell, client settings, embedded broker, sample
 //!   producer. Moves bytes, offsets and metrics; never decides a verdict.
 //!   The worker's rooms:
@@ -30,7 +31,6 @@
 //!   - `kafka::events`: one typed event per thing that happens, logging and
 //!     counting together; `kafka::error`: the Kafka error classification;
 //!     `kafka::offsets`: in-order offset tracking.
-//! - [`eval`]: `groundgate eval`, the grounding check measured on labelled JSON Lines.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`; its `Health` implements the
 //!   worker's `Readiness` (the worker does not know the HTTP server).
@@ -43,15 +43,13 @@
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 
 mod audit;
+pub mod batch;
 pub mod cli;
 mod clock;
 pub mod cmd;
 pub mod config;
 pub mod core;
-pub mod eval;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
-mod pipeline;
-mod report;
 pub mod sample;

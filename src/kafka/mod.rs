@@ -17,6 +17,6 @@ mod offsets;
 pub(crate) mod outputs;
 pub mod produce;
 mod rebalance;
-mod report;
 pub(crate) mod seals;
 pub mod worker;
+mod worker_report;

@@ -29,7 +29,7 @@ use super::events::{
     ClientError, InternalEvent, Lifecycle, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
 };
 use super::offsets::TopicPartition;
-use super::report::WorkerReport;
+use super::worker_report::WorkerReport;
 use crate::metrics::Metrics;
 
 /// Minimum spacing of repeated client-error logs.

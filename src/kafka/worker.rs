@@ -40,7 +40,7 @@ use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
 use super::offsets::TopicPartition;
 use super::outputs::{self, InputRecord};
-pub use super::report::WorkerReport;
+pub use super::worker_report::WorkerReport;
 // The header names are the output contract (defined in `outputs`); re-exported
 // here because consumers of the worker read them.
 pub use super::outputs::{
