@@ -671,7 +671,7 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
             .find(|(k, _)| k.as_deref() == d.key())
             .expect("dead letter keeps the original key");
         match &original.1 {
-            // Too large: a bounded summary instead of the bytes (issue 9).
+            // Too large: a bounded summary instead of the bytes.
             Some(v) if v.len() > 8192 => {
                 let b = json_of(d);
                 assert_eq!(b["kind"], "too_large");
@@ -887,7 +887,7 @@ async fn seal_partitions(bootstrap: &str) -> BTreeSet<i32> {
     got
 }
 
-/// Regression (issue 11): a seal goes out only once every row it lists is
+/// A seal goes out only once every row it lists is
 /// acknowledged. The audit partitions that receive rows but no seal are led
 /// by a broker that is down while the first worker runs, so their rows are
 /// never acknowledged; everything else (the seals, the other rows, the

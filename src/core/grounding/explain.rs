@@ -77,7 +77,7 @@ pub fn prompt_addendum(
 ) -> Option<String> {
     use std::fmt::Write as _;
     // Bounded like the citation problems: the first few, then a count, so a
-    // long answer cannot blow the retry request up (issue 9).
+    // long answer cannot blow the retry request up.
     const LISTED: usize = 20;
     let mut p = String::new();
     let mut listed = 0usize;

@@ -222,7 +222,7 @@ pub fn too_large_detail(length: u64, max_record_bytes: usize) -> String {
 /// Decodes and schema-checks one record value.
 ///
 /// Order of checks: absent/empty value, size, UTF-8, JSON syntax, schema
-/// (types and the value rules of issue 2). Each failure names the field or
+/// (types and value rules). Each failure names the field or
 /// byte position so an operator can fix the producer.
 pub fn decode(
     value: Option<&[u8]>,

@@ -31,7 +31,7 @@ pub struct Validation<'a> {
     pub warnings: &'a [Finding],
 }
 
-/// The final envelope (SPEC §4).
+/// The final envelope.
 #[derive(Debug, Serialize)]
 pub struct Envelope<'a> {
     pub answer: &'a str,
@@ -117,7 +117,7 @@ pub struct InputCoordinates<'a> {
     pub topic: &'a str,
 }
 
-/// The audit row (SPEC §5 plus the stream additions).
+/// The audit row (the batch fields plus the stream additions).
 #[derive(Debug, Serialize)]
 pub struct AuditRow<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,7 +150,7 @@ pub struct AuditRow<'a> {
     pub tenant: &'a str,
     pub ts: i64,
     pub user: &'a str,
-    /// Whether the citation validator accepted the answer (SPEC §5): no
+    /// Whether the citation validator accepted the answer: no
     /// blocking `malformed`/`out_of_range` finding. A policy rejection does
     /// not make it false; `outcome` says what happened to the record.
     pub validation_ok: bool,
@@ -158,7 +158,7 @@ pub struct AuditRow<'a> {
     pub warnings: Vec<KindDetail<'a>>,
 }
 
-/// The bounded value of a dead letter too large to forward (issue 9): enough
+/// The bounded value of a dead letter too large to forward: enough
 /// to recognise the record (a preview) and to prove which one it was
 /// (length and SHA-256), never the whole value.
 #[derive(Debug, Serialize)]
@@ -182,14 +182,14 @@ pub struct ClaimOut<'a> {
     pub unsupported_terms: &'a [String],
 }
 
-/// The envelope's `grounding` key (issue 8).
+/// The envelope's `grounding` key.
 #[derive(Debug, Serialize)]
 pub struct GroundingOut<'a> {
     pub claims: Vec<ClaimOut<'a>>,
     pub score: Option<f64>,
 }
 
-/// The audit row's `grounding` key (issue 8).
+/// The audit row's `grounding` key.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct GroundingAudit {
     pub claims: u64,
