@@ -117,10 +117,7 @@ fn bounded(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = s.floor_char_boundary(max);
     Cow::Owned(format!("{}… ({} bytes in all)", &s[..end], s.len()))
 }
 

@@ -5,8 +5,9 @@
 //! data (treating a fatal error as skippable) or spins forever (retrying a
 //! fatal one).
 //!
-//! Must not know the metrics registry: the `class` label is mapped from this
-//! classification in [`super::events`].
+//! The classes are the metrics `class` label's closed vocabulary
+//! ([`crate::metrics::ErrorClass`]), so a class is counted as it is decided.
+//! Must not know the metrics registry.
 
 use std::time::Duration;
 
@@ -14,34 +15,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode as C};
 
 use crate::audit::keys::KeyError;
 
-/// Class of a publish/commit error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorClass {
-    /// Transient: librdkafka or the worker retries it.
-    Retriable,
-    /// Message exceeds the broker/topic size limit.
-    TooLarge,
-    /// Delivery timed out (`message.timeout.ms`).
-    Timeout,
-    /// Authorization, fencing, unknown topic, invalid config...: stops the worker.
-    Fatal,
-}
-
-impl ErrorClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Retriable => "retriable",
-            ErrorClass::TooLarge => "too_large",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Fatal => "fatal",
-        }
-    }
-
-    /// Whether re-sending (or restarting) may succeed.
-    pub fn is_transient(self) -> bool {
-        matches!(self, ErrorClass::Retriable | ErrorClass::Timeout)
-    }
-}
+pub use crate::metrics::ErrorClass;
 
 /// Classifies an error code.
 pub fn classify_code(code: C) -> ErrorClass {

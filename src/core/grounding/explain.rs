@@ -136,11 +136,7 @@ fn quote(text: &str) -> std::borrow::Cow<'_, str> {
     if text.len() <= MAX {
         return text.into();
     }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end]).into()
+    format!("{}…", &text[..text.floor_char_boundary(MAX)]).into()
 }
 
 /// The findings of one answer with their configured actions, in claim order.
