@@ -39,7 +39,7 @@ use tracing::debug;
 use super::ack_ledger::{Ack, AckLedger, Acked, Store};
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Flow, Oversize, Pending, chain_row, enqueue, enqueue_or_replace,
+    Consumer, Delivery, Flow, Pending, TooLargeReplacer, chain_row, enqueue, enqueue_or_replace,
     is_too_large, now_millis, position,
 };
 use super::error::classify;
@@ -166,7 +166,7 @@ impl AtLeastOnce {
                 Err(e) => return Err(self.seal_failed(&output, tp, last_offset, e)),
             };
             self.spawn(
-                Settle {
+                DeliveryTask {
                     producer: self.producer.clone(),
                     metrics: self.metrics.clone(),
                     acks: self.sender()?,
@@ -188,7 +188,7 @@ impl AtLeastOnce {
             .ok_or_else(|| WorkerError::Thread("publish after finish".into()))
     }
 
-    fn spawn(&mut self, s: Settle, outputs: Vec<(Output, DeliveryFuture)>) {
+    fn spawn(&mut self, s: DeliveryTask, outputs: Vec<(Output, DeliveryFuture)>) {
         self.tasks += 1;
         self.runtime.spawn(settle(s, outputs));
     }
@@ -256,7 +256,7 @@ impl AtLeastOnce {
 }
 
 impl Delivery for AtLeastOnce {
-    fn room(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
         while let Ok(ack) = self.acks.try_recv() {
             self.apply(consumer, ack)?;
         }
@@ -313,7 +313,7 @@ impl Delivery for AtLeastOnce {
             self.ledger.cut(&record.tp, seal);
         }
         self.spawn(
-            Settle {
+            DeliveryTask {
                 producer: self.producer.clone(),
                 metrics: self.metrics.clone(),
                 acks,
@@ -387,7 +387,7 @@ pub fn publish_failure(out: &Output, input: String, source: KafkaError) -> Worke
 }
 
 /// One delivery's state, moved into its own task.
-struct Settle {
+struct DeliveryTask {
     producer: FutureProducer,
     metrics: Arc<Metrics>,
     acks: Sender<Ack>,
@@ -397,14 +397,14 @@ struct Settle {
     what: Acked,
     /// How to replace an output refused as too large (`None`: a seal, never
     /// replaced).
-    oversize: Option<Oversize>,
+    oversize: Option<TooLargeReplacer>,
 }
 
 /// Awaits the delivery of every output of one record, or of one seal
 /// (re-sending a bounded number of times on retriable failures), and
 /// reports back.
-async fn settle(s: Settle, first: Vec<(Output, DeliveryFuture)>) {
-    let Settle {
+async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
+    let DeliveryTask {
         producer,
         metrics,
         acks,

@@ -244,7 +244,7 @@ impl ExactlyOnce {
 }
 
 impl Delivery for ExactlyOnce {
-    fn room(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
         if self.txn.due(self.commit_max_records, self.commit_interval) {
             self.commit(consumer)?;
         }

@@ -7,7 +7,7 @@
 //! The one tie between rooms that points both ways, and must: the context
 //! holds the [`Delivery`] (a revocation has to settle the revoked
 //! partitions' outputs and offsets before librdkafka hands them over), and
-//! the delivery's consumer type names this context (`BaseConsumer<GateContext>`).
+//! the delivery's consumer type names this context (`BaseConsumer<WorkerContext>`).
 //!
 //! Must not know the HTTP server: readiness goes out through [`Readiness`],
 //! which the shell implements. Both callbacks and loop run on the consumer
@@ -55,7 +55,7 @@ impl LoopState {
     }
 }
 
-pub struct GateContext {
+pub struct WorkerContext {
     metrics: Arc<Metrics>,
     readiness: Arc<dyn Readiness>,
     input_topic: String,
@@ -76,7 +76,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl GateContext {
+impl WorkerContext {
     pub fn new(
         metrics: Arc<Metrics>,
         readiness: Arc<dyn Readiness>,
@@ -84,8 +84,8 @@ impl GateContext {
         lag: bool,
         delivery: Box<dyn Delivery>,
         unassigned_timeout: Duration,
-    ) -> GateContext {
-        GateContext {
+    ) -> WorkerContext {
+        WorkerContext {
             metrics,
             readiness,
             input_topic,
@@ -124,7 +124,7 @@ impl GateContext {
     }
 }
 
-impl ClientContext for GateContext {
+impl ClientContext for WorkerContext {
     fn stats(&self, stats: Statistics) {
         if !self.lag {
             return;
@@ -164,7 +164,7 @@ impl ClientContext for GateContext {
     }
 }
 
-impl ConsumerContext for GateContext {
+impl ConsumerContext for WorkerContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;

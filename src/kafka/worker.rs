@@ -2,7 +2,7 @@
 //! the terminal record and the audit row (sealed, per input partition, by
 //! audit seals: `super::seals`), and only then let the input offset be
 //! committed. The loop reads as the algorithm:
-//! room → poll a batch → process → build outputs → publish → (offsets).
+//! capacity → poll a batch → process → build outputs → publish → (offsets).
 //!
 //! Rooms: `super::outputs` (what each record becomes: key, value, headers),
 //! `super::delivery` with `super::at_least_once` and
@@ -34,12 +34,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::at_least_once::AtLeastOnce;
 use super::client::{self, FutureProducer};
-use super::delivery::{Delivery, Flow, Oversize, Pending};
+use super::delivery::{Delivery, Flow, Pending, TooLargeReplacer};
 pub use super::error::{PublishFailure, WorkerError};
 use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
 use super::offsets::TopicPartition;
-use super::outputs::{self, InputRecord};
+use super::outputs::{self, Consumed};
 pub use super::worker_report::WorkerReport;
 // The header names are the output contract (defined in `outputs`); re-exported
 // here because consumers of the worker read them.
@@ -47,8 +47,8 @@ pub use super::outputs::{
     H_ERROR_DETAIL, H_ERROR_KIND, H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TIMESTAMP,
     H_INPUT_TOPIC, OWN_HEADER_PREFIX, RENAMED_PREFIX,
 };
-use super::rebalance::GateContext;
 pub use super::rebalance::Readiness;
+use super::rebalance::WorkerContext;
 use super::seals::{Chains, SealSettings};
 use crate::audit::keys::load_signing_key;
 use crate::audit::seal::row_hash;
@@ -157,7 +157,7 @@ pub async fn run_worker_with(
         .metrics
         .consumer_lag
         .then(|| config.metrics.statistics_interval.as_millis() as u64);
-    let ctx = GateContext::new(
+    let ctx = WorkerContext::new(
         metrics.clone(),
         readiness.clone(),
         k.topics.input.clone(),
@@ -165,7 +165,7 @@ pub async fn run_worker_with(
         delivery,
         k.unassigned_timeout,
     );
-    let consumer: BaseConsumer<GateContext> = client::consumer(k, &bootstrap, stats_ms)
+    let consumer: BaseConsumer<WorkerContext> = client::consumer(k, &bootstrap, stats_ms)
         .create_with_context(ctx)
         .map_err(|source| WorkerError::Client {
             which: "consumer",
@@ -219,10 +219,10 @@ fn seal_settings(config: &Config) -> Result<SealSettings, WorkerError> {
     })
 }
 
-/// The algorithm: while running, ask the delivery for room, poll a batch,
+/// The algorithm: while running, ask the delivery for capacity, poll a batch,
 /// validate it, build and publish each record's outputs; then finish once.
 fn consume_loop(
-    consumer: &BaseConsumer<GateContext>,
+    consumer: &BaseConsumer<WorkerContext>,
     producer: &FutureProducer,
     config: &Arc<Config>,
     metrics: &Metrics,
@@ -231,26 +231,26 @@ fn consume_loop(
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
     while !shutdown.is_cancelled() {
-        let room = {
+        let capacity = {
             let mut st = ctx.state();
             if st.fatal.is_some() {
                 break;
             }
             match ctx
                 .check_assigned()
-                .and_then(|()| st.delivery.room(consumer, BATCH_MAX))
+                .and_then(|()| st.delivery.capacity(consumer, BATCH_MAX))
             {
-                Ok(room) => room,
+                Ok(n) => n,
                 Err(e) => {
                     st.fail(e);
                     break;
                 }
             }
         };
-        if room == 0 {
+        if capacity == 0 {
             continue;
         }
-        let batch = poll_batch(consumer, room);
+        let batch = poll_batch(consumer, capacity);
         if batch.is_empty() {
             continue;
         }
@@ -264,7 +264,7 @@ fn consume_loop(
 
 /// Validates a batch and hands each record's outputs to the delivery.
 fn publish_batch(
-    consumer: &BaseConsumer<GateContext>,
+    consumer: &BaseConsumer<WorkerContext>,
     batch: &[BorrowedMessage<'_>],
     config: &Arc<Config>,
     metrics: &Metrics,
@@ -282,7 +282,7 @@ fn publish_batch(
             .headers()
             .map(|h| h.iter().map(|h| (h.key, h.value)).collect())
             .unwrap_or_default();
-        let input = InputRecord {
+        let input = Consumed {
             topic: msg.topic(),
             partition: msg.partition(),
             offset: msg.offset(),
@@ -315,7 +315,7 @@ fn publish_batch(
             offset,
             input_ts_ms: input.timestamp_ms,
             outputs,
-            oversize: Oversize {
+            oversize: TooLargeReplacer {
                 config: config.clone(),
                 request_id,
             },
@@ -332,7 +332,7 @@ fn publish_batch(
 /// already fetched. If partitions were revoked meanwhile, records of
 /// partitions no longer assigned are dropped: their offsets were never
 /// stored, so their new owner reads them again.
-fn poll_batch(consumer: &BaseConsumer<GateContext>, max: usize) -> Vec<BorrowedMessage<'_>> {
+fn poll_batch(consumer: &BaseConsumer<WorkerContext>, max: usize) -> Vec<BorrowedMessage<'_>> {
     let ctx = consumer.context();
     let mut batch = Vec::new();
     let mut timeout = POLL;
@@ -400,7 +400,7 @@ fn validate(batch: &[BorrowedMessage<'_>], config: &Config, step: Step) -> Vec<O
 /// The single shutdown path: the delivery settles within the drain deadline,
 /// the producer flushes, and the report (or the fatal error) comes back.
 fn finish(
-    consumer: &BaseConsumer<GateContext>,
+    consumer: &BaseConsumer<WorkerContext>,
     producer: &FutureProducer,
     config: &Config,
     metrics: &Metrics,
