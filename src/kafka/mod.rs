@@ -14,7 +14,7 @@ mod events;
 mod exactly_once;
 pub mod inspect;
 mod offsets;
-pub(crate) mod outputs;
+pub mod outputs;
 pub mod produce;
 mod rebalance;
 pub(crate) mod seals;

@@ -43,10 +43,6 @@ use super::outputs::{self, Consumed};
 pub use super::worker_report::WorkerReport;
 // The header names are the output contract (defined in `outputs`); re-exported
 // here because consumers of the worker read them.
-pub use super::outputs::{
-    H_ERROR_DETAIL, H_ERROR_KIND, H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TIMESTAMP,
-    H_INPUT_TOPIC, OWN_HEADER_PREFIX, RENAMED_PREFIX,
-};
 pub use super::rebalance::Readiness;
 use super::rebalance::WorkerContext;
 use super::seals::{Chains, SealSettings};
