@@ -59,7 +59,8 @@ impl TopicRole {
     }
 }
 
-/// Class of a publish/commit error, used as the `class` label.
+/// Class of a Kafka publish/commit/client error (decided in
+/// `kafka::error`), used as the `class` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
     /// Transient: librdkafka or the worker retries it.
@@ -87,6 +88,11 @@ impl ErrorClass {
             ErrorClass::Timeout => "timeout",
             ErrorClass::Fatal => "fatal",
         }
+    }
+
+    /// Whether re-sending (or restarting) may succeed.
+    pub fn is_transient(self) -> bool {
+        matches!(self, ErrorClass::Retriable | ErrorClass::Timeout)
     }
 }
 

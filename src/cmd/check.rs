@@ -5,7 +5,7 @@
 //!
 //! This is an I/O shell: it reads the clock (once per record) and the file
 //! system, and must never make a verdict of its own. The work is spread by
-//! `crate::pipeline`: lines are validated on `--threads` workers and
+//! `crate::batch::pipeline`: lines are validated on `--threads` workers and
 //! written in input order; memory is bounded whatever the file or line size
 //! (a line over `max_record_bytes` is streamed through SHA-256, never held).
 //!
@@ -28,13 +28,13 @@ use serde::Serialize;
 
 use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, ChainId, Sealer};
+use crate::batch::pipeline::{self, Fold, Line, Progress, Shape};
+use crate::batch::report::{Aggregator, Comparison, ReportData};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::process::too_large_summary;
 use crate::core::{DeadLetter, DeadLetterValue, OutcomeKind, RecordMeta, Terminal, process};
 use crate::metrics::TopicRole;
-use crate::pipeline::{self, Fold, Line, Progress, Shape};
-use crate::report::{Aggregator, Comparison, ReportData};
 
 /// Exit code for a completed run with no `--fail-on` outcome.
 const EXIT_OK: u8 = 0;
@@ -549,8 +549,8 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),
     )?;
     if let Some(path) = &args.report {
-        let html =
-            crate::report::html::render(&data).map_err(|e| CheckError::Report(e.to_string()))?;
+        let html = crate::batch::report::html::render(&data)
+            .map_err(|e| CheckError::Report(e.to_string()))?;
         write_file(path, html.as_bytes())?;
     }
     Ok(data)

@@ -19,18 +19,18 @@ use rdkafka::producer::DeliveryFuture;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::client::FutureProducer;
+use super::error::WorkerError;
 use super::events::{ChainStarted, InternalEvent};
 use super::offsets::TopicPartition;
-use super::outputs::{InputRecord, Output, oversize_replacement};
-use super::rebalance::GateContext;
+use super::outputs::{Consumed, Output, oversize_replacement};
+use super::rebalance::WorkerContext;
 use super::seals::{Chains, Resume, Seal, encode_head};
-use super::worker::WorkerError;
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;
 use crate::metrics::{Metrics, TopicRole};
 
-pub type Consumer = BaseConsumer<GateContext>;
+pub type Consumer = BaseConsumer<WorkerContext>;
 
 /// How long reading a partition's committed offset (its chain head) may take.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,7 +42,7 @@ pub struct Pending {
     pub input_ts_ms: Option<i64>,
     /// Any number of outputs; the input offset is done when all are.
     pub outputs: Vec<Output>,
-    pub oversize: Oversize,
+    pub oversize: TooLargeReplacer,
     /// SHA-256 of the audit row among `outputs` (computed beside
     /// validation); `None` when the worker does not seal (bench modes).
     pub audit_hash: Option<[u8; 32]>,
@@ -67,7 +67,7 @@ pub enum Flow {
 pub trait Delivery: Send {
     /// How many more records may be fetched now, after applying what has
     /// settled (acks, a transaction due for commit). 0: wait, fetch nothing.
-    fn room(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError>;
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError>;
     /// Hands one record's outputs to the producer. `rest`: positions of the
     /// batch records after this one (where a rewind must also go back to).
     fn publish(
@@ -100,14 +100,14 @@ pub trait Delivery: Send {
 /// What it takes to replace an output the producer or broker refused as too
 /// large by the core's bounded form ([`oversize_replacement`]).
 #[derive(Clone)]
-pub struct Oversize {
+pub struct TooLargeReplacer {
     pub config: Arc<Config>,
     pub request_id: Option<String>,
 }
 
-impl Oversize {
+impl TooLargeReplacer {
     pub fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> Output {
-        let input = InputRecord {
+        let input = Consumed {
             topic: &tp.0,
             partition: tp.1,
             offset,

@@ -1,8 +1,7 @@
 //! The worker's internal events, after vector's `internal_events`: one typed
 //! event per thing that happens, whose [`emit`](InternalEvent::emit) writes
 //! the log line and updates the counter together, so neither can be added
-//! without the other. Also the one place that maps the Kafka layer's
-//! [`ErrorClass`] onto the metrics `class` label.
+//! without the other.
 //!
 //! Nothing per record is logged above `trace`. Must not decide anything or
 //! touch Kafka: an event is a fact that already happened.
@@ -12,23 +11,13 @@ use std::time::Duration;
 use rdkafka::error::KafkaError;
 use tracing::{debug, error, info, trace, warn};
 
-use super::error::{ErrorClass, classify};
+use super::error::classify;
 use crate::core::Outcome;
-use crate::metrics::{self, Metrics, RebalanceKind, TopicRole};
+use crate::metrics::{Metrics, RebalanceKind, TopicRole};
 
 /// Something that happened in the worker, logged and counted by `emit`.
 pub trait InternalEvent {
     fn emit(self, metrics: &Metrics);
-}
-
-/// The metrics `class` label of a Kafka error class.
-pub fn class_label(class: ErrorClass) -> metrics::ErrorClass {
-    match class {
-        ErrorClass::Retriable => metrics::ErrorClass::Retriable,
-        ErrorClass::TooLarge => metrics::ErrorClass::TooLarge,
-        ErrorClass::Timeout => metrics::ErrorClass::Timeout,
-        ErrorClass::Fatal => metrics::ErrorClass::Fatal,
-    }
 }
 
 fn since_ms(now_ms: i64, ts_ms: i64) -> Duration {
@@ -98,7 +87,7 @@ pub struct PublishFailed<'a> {
 impl InternalEvent for PublishFailed<'_> {
     fn emit(self, m: &Metrics) {
         let (e, topic, input) = (self.error, self.topic, self.input);
-        m.record_publish_error(class_label(classify(e)));
+        m.record_publish_error(classify(e));
         match self.then {
             PublishThen::ReplaceBounded => {
                 warn!(error = %e, topic, input, "output refused as too large; publishing its bounded too_large dead letter instead")
@@ -189,7 +178,7 @@ pub struct OffsetCommitFailed<'a> {
 
 impl InternalEvent for OffsetCommitFailed<'_> {
     fn emit(self, m: &Metrics) {
-        m.record_commit_error(class_label(classify(self.error)));
+        m.record_commit_error(classify(self.error));
         warn!(error = %self.error, "offset commit failed; outputs already published will be re-published after a restart (at-least-once)");
     }
 }
@@ -205,7 +194,7 @@ pub struct ClientError<'a> {
 
 impl InternalEvent for ClientError<'_> {
     fn emit(self, m: &Metrics) {
-        m.record_client_error(class_label(classify(self.error)));
+        m.record_client_error(classify(self.error));
         if self.log {
             warn!(error = %self.error, reason = self.reason, "Kafka client error (retrying; check that the brokers are reachable)");
         }
@@ -359,18 +348,6 @@ impl InternalEvent for Lifecycle<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kafka_classes_map_to_the_same_label_text() {
-        for c in [
-            ErrorClass::Retriable,
-            ErrorClass::TooLarge,
-            ErrorClass::Timeout,
-            ErrorClass::Fatal,
-        ] {
-            assert_eq!(class_label(c).as_str(), c.as_str());
-        }
-    }
 
     #[test]
     fn seals_are_counted_and_stamped() {

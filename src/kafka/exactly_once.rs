@@ -28,6 +28,7 @@ use super::client::FutureProducer;
 use super::delivery::{
     Consumer, Delivery, Flow, Pending, chain_row, enqueue, enqueue_or_replace, now_millis, position,
 };
+use super::error::WorkerError;
 use super::error::{ErrorClass, classify};
 use super::events::{
     InternalEvent, PublishFailed, PublishThen, SealsFailed, TransactionAborted,
@@ -36,7 +37,6 @@ use super::events::{
 use super::offsets::TopicPartition;
 use super::outputs::Output;
 use super::seals::Chains;
-use super::worker::WorkerError;
 use crate::metrics::{Metrics, TopicRole};
 
 /// Timeout of the blocking transaction calls.
@@ -244,7 +244,7 @@ impl ExactlyOnce {
 }
 
 impl Delivery for ExactlyOnce {
-    fn room(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
         if self.txn.due(self.commit_max_records, self.commit_interval) {
             self.commit(consumer)?;
         }

@@ -1,6 +1,6 @@
 //! The output contract: which records one input record becomes, with which
 //! key, value and headers, on which topic. Built from plain fields (an
-//! [`InputRecord`] and the core's [`Outcome`]), so it is unit-tested without a
+//! [`Consumed`] and the core's [`Outcome`]), so it is unit-tested without a
 //! broker, as vector's Kafka `request_builder` is.
 //!
 //! Two builders: [`outputs_for`] (a validated record: its terminal record and
@@ -48,7 +48,7 @@ pub type OutHeader = (String, Option<Vec<u8>>);
 
 /// The fields of a consumed record the outputs are built from.
 #[derive(Debug, Clone, Copy)]
-pub struct InputRecord<'a> {
+pub struct Consumed<'a> {
     pub topic: &'a str,
     pub partition: i32,
     pub offset: i64,
@@ -59,7 +59,7 @@ pub struct InputRecord<'a> {
     pub headers: &'a [(&'a str, Option<&'a [u8]>)],
 }
 
-impl InputRecord<'_> {
+impl Consumed<'_> {
     fn meta(&self) -> RecordMeta<'_> {
         RecordMeta {
             topic: self.topic,
@@ -120,7 +120,7 @@ fn header(key: &str, value: &str) -> OutHeader {
 }
 
 /// The input coordinates every output carries.
-pub fn input_headers(input: &InputRecord<'_>) -> Vec<OutHeader> {
+pub fn input_headers(input: &Consumed<'_>) -> Vec<OutHeader> {
     vec![
         header(H_INPUT_TOPIC, input.topic),
         header(H_INPUT_PARTITION, &input.partition.to_string()),
@@ -158,7 +158,7 @@ pub fn dead_letter_headers(
 
 /// The input value, unvalidated, to the final and the audit topic: the same
 /// number of outputs per record as validation produces (bench only).
-pub fn passthrough(input: &InputRecord<'_>, topics: &Topics) -> Vec<Output> {
+pub fn passthrough(input: &Consumed<'_>, topics: &Topics) -> Vec<Output> {
     let headers = input_headers(input);
     [
         (TopicRole::Final, &topics.final_),
@@ -177,7 +177,7 @@ pub fn passthrough(input: &InputRecord<'_>, topics: &Topics) -> Vec<Output> {
 
 /// Shapes the outputs of one validated record: its terminal record (final,
 /// retry or dead letter) first, then its audit row.
-pub fn outputs_for(input: &InputRecord<'_>, outcome: Outcome, topics: &Topics) -> Vec<Output> {
+pub fn outputs_for(input: &Consumed<'_>, outcome: Outcome, topics: &Topics) -> Vec<Output> {
     let original_key = input.key.map(<[u8]>::to_vec);
     let key = outcome
         .request_id
@@ -262,7 +262,7 @@ pub fn seal_output(
 /// request id.
 pub fn oversize_replacement(
     out: &Output,
-    input: &InputRecord<'_>,
+    input: &Consumed<'_>,
     request_id: Option<&str>,
     settings: &CoreSettings,
     dead_letter_topic: &str,
@@ -341,8 +341,8 @@ mod tests {
         }
     }
 
-    fn input<'a>(payload: &'a [u8], headers: &'a [(&'a str, Option<&'a [u8]>)]) -> InputRecord<'a> {
-        InputRecord {
+    fn input<'a>(payload: &'a [u8], headers: &'a [(&'a str, Option<&'a [u8]>)]) -> Consumed<'a> {
+        Consumed {
             topic: "answers",
             partition: 2,
             offset: 41,
@@ -357,7 +357,7 @@ mod tests {
         v.map(|b| std::str::from_utf8(b).unwrap())
     }
 
-    fn run(payload: &[u8]) -> (InputRecord<'_>, Outcome) {
+    fn run(payload: &[u8]) -> (Consumed<'_>, Outcome) {
         let i = input(payload, &[]);
         let o = process(
             Some(payload),

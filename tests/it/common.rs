@@ -331,7 +331,7 @@ pub fn header(m: &rdkafka::message::OwnedMessage, key: &str) -> Option<String> {
 
 /// The input (partition, offset) an output record was made from, by its headers.
 pub fn coords(m: &rdkafka::message::OwnedMessage) -> (i32, i64) {
-    use groundgate::kafka::worker::{H_INPUT_OFFSET, H_INPUT_PARTITION};
+    use groundgate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION};
     let p = header(m, H_INPUT_PARTITION).expect("partition header");
     let o = header(m, H_INPUT_OFFSET).expect("offset header");
     (p.parse().unwrap(), o.parse().unwrap())

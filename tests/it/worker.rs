@@ -12,6 +12,7 @@ use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
 use groundgate::kafka::inspect;
+use groundgate::kafka::outputs;
 use groundgate::kafka::produce;
 use groundgate::kafka::worker::{self, WorkerError, WorkerReport};
 use groundgate::metrics::Metrics;
@@ -545,7 +546,10 @@ async fn end_to_end_mixed_stream_and_retry_round_trip() {
                 v["request_id"].as_str().unwrap().as_bytes()
             );
         }
-        assert_eq!(header(a, worker::H_INPUT_TOPIC).as_deref(), Some("answers"));
+        assert_eq!(
+            header(a, outputs::H_INPUT_TOPIC).as_deref(),
+            Some("answers")
+        );
     }
     let outcomes: BTreeMap<&str, usize> = outcomes.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(outcomes, expected);
@@ -671,7 +675,7 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
             .find(|(k, _)| k.as_deref() == d.key())
             .expect("dead letter keeps the original key");
         match &original.1 {
-            // Too large: a bounded summary instead of the bytes (issue 9).
+            // Too large: a bounded summary instead of the bytes.
             Some(v) if v.len() > 8192 => {
                 let b = json_of(d);
                 assert_eq!(b["kind"], "too_large");
@@ -691,9 +695,9 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
                 "empty stays empty"
             ),
         }
-        let kind = header(d, worker::H_ERROR_KIND).unwrap();
-        assert!(header(d, worker::H_ERROR_DETAIL).is_some_and(|s| !s.is_empty()));
-        assert!(header(d, worker::H_INPUT_TIMESTAMP).is_some());
+        let kind = header(d, outputs::H_ERROR_KIND).unwrap();
+        assert!(header(d, outputs::H_ERROR_DETAIL).is_some_and(|s| !s.is_empty()));
+        assert!(header(d, outputs::H_INPUT_TIMESTAMP).is_some());
         kinds.insert(
             String::from_utf8_lossy(d.key().unwrap_or(b"")).into_owned(),
             kind,
@@ -761,7 +765,7 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     // The refused outputs were replaced by their bounded stand-ins.
     let stand_ins: Vec<Value> = out[3]
         .iter()
-        .filter(|d| header(d, worker::H_ERROR_KIND).as_deref() == Some("too_large"))
+        .filter(|d| header(d, outputs::H_ERROR_KIND).as_deref() == Some("too_large"))
         .map(json_of)
         .chain(
             out[2]
@@ -887,7 +891,7 @@ async fn seal_partitions(bootstrap: &str) -> BTreeSet<i32> {
     got
 }
 
-/// Regression (issue 11): a seal goes out only once every row it lists is
+/// A seal goes out only once every row it lists is
 /// acknowledged. The audit partitions that receive rows but no seal are led
 /// by a broker that is down while the first worker runs, so their rows are
 /// never acknowledged; everything else (the seals, the other rows, the

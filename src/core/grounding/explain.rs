@@ -77,7 +77,7 @@ pub fn prompt_addendum(
 ) -> Option<String> {
     use std::fmt::Write as _;
     // Bounded like the citation problems: the first few, then a count, so a
-    // long answer cannot blow the retry request up (issue 9).
+    // long answer cannot blow the retry request up.
     const LISTED: usize = 20;
     let mut p = String::new();
     let mut listed = 0usize;
@@ -136,11 +136,7 @@ fn quote(text: &str) -> std::borrow::Cow<'_, str> {
     if text.len() <= MAX {
         return text.into();
     }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end]).into()
+    format!("{}…", &text[..text.floor_char_boundary(MAX)]).into()
 }
 
 /// The findings of one answer with their configured actions, in claim order.
