@@ -20,44 +20,7 @@ use prometheus::{
 };
 
 use crate::config::MetricsConfig;
-use crate::core::{DeadLetterKind, FindingKind, Mode, OutcomeKind, Summary};
-
-/// Role of an output topic, used as the `role` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TopicRole {
-    Final,
-    Retry,
-    Audit,
-    DeadLetter,
-}
-
-impl TopicRole {
-    pub const ALL: [TopicRole; 4] = [
-        TopicRole::Final,
-        TopicRole::Retry,
-        TopicRole::Audit,
-        TopicRole::DeadLetter,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TopicRole::Final => "final",
-            TopicRole::Retry => "retry",
-            TopicRole::Audit => "audit",
-            TopicRole::DeadLetter => "dead_letter",
-        }
-    }
-
-    /// The file `groundgate check` writes this output to.
-    pub fn file_name(self) -> &'static str {
-        match self {
-            TopicRole::Final => "final.jsonl",
-            TopicRole::Retry => "retry.jsonl",
-            TopicRole::Audit => "audit.jsonl",
-            TopicRole::DeadLetter => "dead_letter.jsonl",
-        }
-    }
-}
+use crate::core::{DeadLetterKind, FindingKind, Mode, OutcomeKind, OutputRole, Summary};
 
 /// Class of a Kafka publish/commit/client error (decided in
 /// `kafka::error`), used as the `class` label.
@@ -343,7 +306,7 @@ impl Metrics {
         for k in DeadLetterKind::ALL {
             dead_letters.with_label_values(&[k.as_str()]);
         }
-        for role in TopicRole::ALL {
+        for role in OutputRole::ALL {
             published.with_label_values(&[role.as_str()]);
         }
         for c in ErrorClass::ALL {
@@ -443,13 +406,13 @@ impl Metrics {
         self.end_to_end_seconds.observe(latency.as_secs_f64());
     }
 
-    pub fn record_published(&self, role: TopicRole) {
+    pub fn record_published(&self, role: OutputRole) {
         self.published.with_label_values(&[role.as_str()]).inc();
     }
 
     /// Records acknowledged on the topic of `role` so far (used by `bench`
     /// to know when a run is complete).
-    pub fn published(&self, role: TopicRole) -> u64 {
+    pub fn published(&self, role: OutputRole) -> u64 {
         self.published.with_label_values(&[role.as_str()]).get()
     }
 

@@ -28,7 +28,8 @@ use super::seals::{Chains, Resume, Seal, encode_head};
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;
-use crate::metrics::{Metrics, TopicRole};
+use crate::core::OutputRole;
+use crate::metrics::Metrics;
 
 pub type Consumer = BaseConsumer<WorkerContext>;
 
@@ -186,7 +187,7 @@ pub fn enqueue_or_replace(
 /// bounded stand-in on the way (then of the stand-in, which is what the
 /// audit topic holds). `None` when the record is not sealed.
 fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option<[u8; 32]> {
-    if enqueued.role != TopicRole::Audit || enqueued.is_seal() {
+    if enqueued.role != OutputRole::Audit || enqueued.is_seal() {
         return None;
     }
     let precomputed = record.audit_hash?;

@@ -12,8 +12,8 @@ use rdkafka::error::KafkaError;
 use tracing::{debug, error, info, trace, warn};
 
 use super::error::classify;
-use crate::core::Outcome;
-use crate::metrics::{Metrics, RebalanceKind, TopicRole};
+use crate::core::{Outcome, OutputRole};
+use crate::metrics::{Metrics, RebalanceKind};
 
 /// Something that happened in the worker, logged and counted by `emit`.
 pub trait InternalEvent {
@@ -39,7 +39,7 @@ impl InternalEvent for RecordProcessed<'_> {
 
 /// One output acknowledged by the brokers (at-least-once).
 pub struct OutputPublished {
-    pub role: TopicRole,
+    pub role: OutputRole,
 }
 
 impl InternalEvent for OutputPublished {
@@ -245,7 +245,7 @@ impl InternalEvent for RebalanceSettled {
 /// A transaction committed with its outputs and input positions.
 pub struct TransactionCommitted<'a> {
     pub records: usize,
-    /// Outputs per role, in [`TopicRole::ALL`] order.
+    /// Outputs per role, in [`OutputRole::ALL`] order.
     pub published: [u64; 4],
     pub input_ts_ms: &'a [i64],
     /// Audit seals committed with it.
@@ -261,7 +261,7 @@ impl InternalEvent for TransactionCommitted<'_> {
             now_ms: self.now_ms,
         }
         .emit(m);
-        for (role, n) in TopicRole::ALL.into_iter().zip(self.published) {
+        for (role, n) in OutputRole::ALL.into_iter().zip(self.published) {
             for _ in 0..n {
                 m.record_published(role);
             }
