@@ -454,6 +454,34 @@ fn json_of(m: &OwnedMessage) -> Value {
 /// Every input has at least one audit row and as many terminal records as
 /// audit rows (duplicates come in pairs after a redelivery); returns the
 /// distinct input coordinates seen.
+/// A broker holding `n` mixed input records, whose next produce requests
+/// fail with `errors`, in order.
+async fn inputs_then_failing_produces(
+    n: u64,
+    errors: &[RDKafkaRespErr],
+) -> (EmbeddedBroker, String) {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    produce_mixed(&bs, n, 300).await;
+    broker
+        .cluster()
+        .request_errors(RDKafkaApiKey::Produce, errors);
+    (broker, bs)
+}
+
+/// Waits until every one of `n` inputs has its terminal record and audit
+/// row (exactly one pair each) and its offset committed by `group`.
+async fn all_delivered(bootstrap: &str, group: &str, n: u64) -> [Vec<OwnedMessage>; 4] {
+    let out = read_outputs(bootstrap, n as usize).await;
+    assert_eq!(
+        assert_pairs(&out).len(),
+        n as usize,
+        "one terminal record and one audit row per input"
+    );
+    assert_eq!(wait_committed(bootstrap, group, n as i64).await, n as i64);
+    out
+}
+
 fn assert_pairs(out: &[Vec<OwnedMessage>; 4]) -> BTreeSet<(i32, i64)> {
     let mut audits: BTreeMap<(i32, i64), usize> = BTreeMap::new();
     for m in &out[2] {
@@ -722,46 +750,32 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retriable_produce_errors_lose_nothing() {
-    let broker = broker();
-    let bs = broker.bootstrap();
     let n = 40;
-    produce_mixed(&bs, n, 300).await;
-    // The next produce requests fail with retriable errors; librdkafka and
-    // the worker retry them.
-    broker.cluster().request_errors(
-        RDKafkaApiKey::Produce,
-        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS; 6]
-            .iter()
-            .chain(&[RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT; 2])
-            .copied()
-            .collect::<Vec<_>>(),
-    );
+    // Retriable errors: librdkafka and the worker retry them.
+    let errors = [RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS; 6]
+        .iter()
+        .chain(&[RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT; 2])
+        .copied()
+        .collect::<Vec<_>>();
+    let (_broker, bs) = inputs_then_failing_produces(n, &errors).await;
     let w = start(&config(&bs, "g-retriable", Guarantee::AtLeastOnce), &bs);
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(assert_pairs(&out).len(), n as usize);
-    assert_eq!(wait_committed(&bs, "g-retriable", n as i64).await, n as i64);
+    all_delivered(&bs, "g-retriable", n).await;
     w.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
-    let broker = broker();
-    let bs = broker.bootstrap();
     let n = 6;
-    produce_mixed(&bs, n, 300).await;
-    // The broker refuses the next produce requests as too large (a topic
-    // whose max.message.bytes is below what the worker may send).
-    broker.cluster().request_errors(
-        RDKafkaApiKey::Produce,
+    // As from a topic whose max.message.bytes is below what the worker may
+    // send.
+    let (_broker, bs) = inputs_then_failing_produces(
+        n,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 2],
-    );
+    )
+    .await;
     let w = start(&config(&bs, "g-too-large", Guarantee::AtLeastOnce), &bs);
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(
-        assert_pairs(&out).len(),
-        n as usize,
-        "one terminal record and one audit row per input"
-    );
+    // Never retried forever: everything is committed.
+    let out = all_delivered(&bs, "g-too-large", n).await;
     // The refused outputs were replaced by their bounded stand-ins.
     let stand_ins: Vec<Value> = out[3]
         .iter()
@@ -780,22 +794,18 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
         assert!(text.contains("MSG_SIZE_TOO_LARGE"), "{text}");
         assert!(text.len() < 4096, "bounded: {text}");
     }
-    // Never retried forever: the worker is still running and commits everything.
-    assert_eq!(wait_committed(&bs, "g-too-large", n as i64).await, n as i64);
     assert!(!w.handle.is_finished(), "the worker must not stop");
     w.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_delivers() {
-    let broker = broker();
-    let bs = broker.bootstrap();
     let n = 20;
-    produce_mixed(&bs, n, 300).await;
-    broker.cluster().request_errors(
-        RDKafkaApiKey::Produce,
+    let (broker, bs) = inputs_then_failing_produces(
+        n,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 50],
-    );
+    )
+    .await;
     let cfg = config(&bs, "g-fatal", Guarantee::AtLeastOnce);
     let w = start(&cfg, &bs);
     let err = tokio::time::timeout(WAIT, w.handle)
@@ -815,13 +825,7 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
         .cluster()
         .clear_request_errors(RDKafkaApiKey::Produce);
     let w = start(&cfg, &bs);
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(
-        assert_pairs(&out).len(),
-        n as usize,
-        "everything arrives after the restart"
-    );
-    assert_eq!(wait_committed(&bs, "g-fatal", n as i64).await, n as i64);
+    all_delivered(&bs, "g-fatal", n).await;
     w.stop().await.unwrap();
 }
 
@@ -857,9 +861,7 @@ async fn broker_down_and_coordinator_moves_lose_nothing() {
         .cluster()
         .coordinator(MockCoordinator::Group("g-down".into()), 1)
         .unwrap();
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(assert_pairs(&out).len(), n as usize);
-    assert_eq!(wait_committed(&bs, "g-down", n as i64).await, n as i64);
+    all_delivered(&bs, "g-down", n).await;
     w.stop().await.unwrap();
 }
 
@@ -1039,13 +1041,8 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     let b = start(&cfg, &bs);
     read_outputs(&bs, (n / 4) as usize).await;
     let report_b = b.stop().await.unwrap();
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(
-        assert_pairs(&out).len(),
-        n as usize,
-        "nothing lost when a worker leaves"
-    );
-    assert_eq!(wait_committed(&bs, "g-rebalance", n as i64).await, n as i64);
+    // Nothing lost when a worker leaves.
+    all_delivered(&bs, "g-rebalance", n).await;
     let report_a = a.stop().await.unwrap();
     assert!(report_a.records + report_b.records >= n);
     // Partitions moved between the workers twice; their chains continued.
