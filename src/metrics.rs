@@ -142,6 +142,7 @@ pub struct Metrics {
     grounding_answers: IntCounterVec,
     seals: IntCounter,
     seal_failures: IntCounter,
+    chain_restarts: IntCounterVec,
     last_seal: Gauge,
     _build: Gauge,
 }
@@ -304,6 +305,12 @@ impl Metrics {
             "Audit seals that failed to publish (their input offsets stay uncommitted).",
         )?;
         r.register(Box::new(seal_failures.clone()))?;
+        let chain_restarts = counter_vec(
+            &r,
+            "groundgate_audit_chain_restarts_total",
+            "Audit chains started again at seq 0 over an offset already committed, by why the committed metadata held no chain head: no_head (empty), not_utf8, foreign (not a groundgate head).",
+            &["reason"],
+        )?;
         let last_seal = Gauge::new(
             "groundgate_audit_last_seal_timestamp_seconds",
             "Unix time of the last published audit seal; 0 until the first.",
@@ -378,6 +385,7 @@ impl Metrics {
             grounding_answers,
             seals,
             seal_failures,
+            chain_restarts,
             last_seal,
             _build: build,
         })
@@ -490,6 +498,12 @@ impl Metrics {
 
     pub fn record_seal_failures(&self, n: u64) {
         self.seal_failures.inc_by(n);
+    }
+
+    /// An audit chain restarted at seq 0 (`reason`: a closed vocabulary,
+    /// see [`crate::kafka::seals::RestartReason`]).
+    pub fn record_chain_restart(&self, reason: &'static str) {
+        self.chain_restarts.with_label_values(&[reason]).inc();
     }
 
     pub fn set_assigned_partitions(&self, n: usize) {

@@ -20,7 +20,8 @@ use crate::audit::keys;
 use crate::audit::seal::{ChainHead, ChainId};
 use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, Report};
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
-use crate::kafka::seals::decode_head;
+use crate::kafka::client::metadata_bytes;
+use crate::kafka::seals::read_head;
 
 const EXIT_CLEAN: u8 = 0;
 const EXIT_PROBLEM: u8 = 1;
@@ -41,6 +42,8 @@ enum CmdError {
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("topic {0} not found")]
     NoTopic(String),
+    #[error("--from {from} is after --to {to}: the range is empty, nothing would be verified")]
+    EmptyRange { from: i64, to: i64 },
 }
 
 pub fn main(args: AuditArgs) -> ExitCode {
@@ -68,6 +71,11 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {
 }
 
 fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
+    if let (Some(from), Some(to)) = (args.from, args.to)
+        && from > to
+    {
+        return Err(CmdError::EmptyRange { from, to });
+    }
     let public_key = args
         .public_key
         .as_deref()
@@ -82,6 +90,8 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
         from: args.from,
         to: args.to,
         anchors,
+        input_topic: args.input_topic.clone(),
+        allow_unsealed_tail: args.allow_unsealed_tail,
     });
     match (&args.brokers, args.files.is_empty()) {
         (None, false) => {
@@ -224,9 +234,12 @@ fn read_anchors(
         for &p in &ids {
             tpl.add_partition(input, p);
         }
-        for e in consumer.committed_offsets(tpl, timeout)?.elements() {
+        let got = consumer.committed_offsets(tpl, timeout)?;
+        for e in got.elements() {
             if let Offset::Offset(o) = e.offset() {
-                committed.insert(e.partition(), (o, decode_head(e.metadata())));
+                let metadata = metadata_bytes(&got, input, e.partition());
+                let head = read_head(&metadata).map_err(|r| r.as_str());
+                committed.insert(e.partition(), (o, head));
             }
         }
     }
@@ -249,14 +262,15 @@ fn read_anchors(
     let mut anchors = BTreeMap::new();
     for &p in &ids {
         let (lo, hi) = consumer.fetch_watermarks(input, p, timeout)?;
-        let done = committed.get(&p).copied();
+        let done = committed.get(&p).cloned();
         let (from, to) = time_bounds(
             (args.from, args.to),
             since.as_ref().map(|m| m.get(&p).copied().flatten()),
             until.as_ref().map(|m| m.get(&p).copied().flatten()),
             hi,
         );
-        let anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
+        let mut anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
+        anchor.end = Some(hi);
         let id = ChainId {
             topic: input.to_string(),
             partition: p,
@@ -336,7 +350,7 @@ fn anchor_for(
     from: Option<i64>,
     to: Option<i64>,
     with_group: bool,
-    committed: Option<(i64, Option<ChainHead>)>,
+    committed: Option<(i64, Result<ChainHead, &'static str>)>,
 ) -> Anchor {
     let mut last = hi - 1;
     if with_group {
@@ -347,7 +361,9 @@ fn anchor_for(
     Anchor {
         cover: (first <= last).then_some((first, last)),
         committed: committed.map(|(c, _)| c),
-        head: committed.and_then(|(_, h)| h),
+        head: committed.and_then(|(_, h)| h.ok()),
+        head_unreadable: committed.and_then(|(_, h)| h.err()),
+        end: None,
     }
 }
 
@@ -496,7 +512,7 @@ mod tests {
         let a = anchor_for((5, 20), None, None, false, None);
         assert_eq!((a.cover, a.committed, a.head), (Some((5, 19)), None, None));
         // With a group: only what it committed, and its head.
-        let a = anchor_for((5, 20), None, None, true, Some((12, Some(head))));
+        let a = anchor_for((5, 20), None, None, true, Some((12, Ok(head))));
         assert_eq!(
             (a.cover, a.committed, a.head),
             (Some((5, 11)), Some(12), Some(head))
