@@ -18,10 +18,18 @@
 //! - rows of one seal appear in the listed order within one stream
 //!   (reordered); rows spread over several streams (audit partitions) are
 //!   not ordered against each other, as Kafka does not order them;
-//! - every row is covered by a seal, unless it re-processes a sealed offset
-//!   with the same answer (a redelivery), or lies after the last seal (an
-//!   unsealed tail, normal while a worker runs or after a crash);
-//! - every input offset in the range has at least one row (gaps).
+//! - every row is covered by a seal, unless it is a *redelivery*: the same
+//!   row as a sealed row of its input offset in every field but `ts` (the
+//!   processing time). Two rows of one offset that differ in anything else
+//!   (`outcome`, `answer_hash`, findings, …) are a *conflict*, sealed or not;
+//! - rows after the chain's last seal (an *unsealed tail*) are a problem: a
+//!   finished trail (`check`, a stopped worker) ends with a seal, so a tail
+//!   means seals were stripped or the last one deleted. A reader who expects
+//!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
+//!   with a public key only above the group's committed offset, since every
+//!   row a signed verification accepts must be covered by a signed seal;
+//! - every input offset in the range has at least one row (gaps);
+//! - a trail (or range) with no row at all is not a pass: nothing verified.
 //!
 //! With an [`Anchor`] per input partition (read by the shell from the input
 //! topic and the worker's consumer group, which the audit trail's writers
@@ -32,7 +40,11 @@
 //! - every row below the group's committed offset is sealed (the worker
 //!   commits only sealed offsets, so an unsealed one lost its seal);
 //! - the seal the group committed as its chain head is in the trail with
-//!   that hash (a truncated or rewritten tail of seals).
+//!   that hash (a truncated or rewritten tail of seals), and the group's
+//!   committed metadata is a chain head at all (else the worker restarted
+//!   the chain at seq 0 there, and the anchor is lost);
+//! - no row stands for an offset the input topic never held (at or past its
+//!   end, or in a partition it does not have).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -1296,7 +1308,11 @@ mod tests {
             },
         );
         assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
-        assert!(r.problems[0].detail.contains("signed seal"), "{:?}", r.problems);
+        assert!(
+            r.problems[0].detail.contains("signed seal"),
+            "{:?}",
+            r.problems
+        );
         // Without a key, asking for a live tail accepts it, counted.
         let live = Options {
             allow_unsealed_tail: true,
@@ -1401,7 +1417,11 @@ mod tests {
         a.head_unreadable = Some("not_utf8");
         let r = check(&trail(10, 4, None), opts);
         assert_eq!(kinds(&r), vec![ProblemKind::HeadUnreadable]);
-        assert!(r.problems[0].detail.contains("not_utf8"), "{:?}", r.problems);
+        assert!(
+            r.problems[0].detail.contains("not_utf8"),
+            "{:?}",
+            r.problems
+        );
         assert_eq!(r.problems[0].offsets, Some((10, 10)));
     }
 

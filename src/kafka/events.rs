@@ -197,7 +197,11 @@ impl InternalEvent for ChainStarted<'_> {
                         committed,
                         reason = reason.as_str(),
                         "AUDIT CHAIN RESTARTED: the committed offset's metadata is not a groundgate seal head ({}), so something other than groundgate wrote to this consumer group; starting a new audit chain at seq 0, the chain before it can no longer be anchored to the group (audit verify --group reports it)",
-                        if reason == RestartReason::NotUtf8 { "not UTF-8" } else { "unrecognised text" }
+                        if reason == RestartReason::NotUtf8 {
+                            "not UTF-8"
+                        } else {
+                            "unrecognised text"
+                        }
                     ),
                 }
             }

@@ -1127,3 +1127,156 @@ async fn exactly_once_fails_at_start_when_transactions_cannot_be_initialised() {
     );
     assert!(!err.is_retriable(), "{text}");
 }
+
+/// `verify_audit_topic` with the input topic and `group` as the anchor.
+async fn verify_anchored(bootstrap: &str, group: &str, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["--input-topic", "answers", "--group", group];
+    args.extend_from_slice(extra);
+    verify_audit_topic(bootstrap, &args).await
+}
+
+fn kinds_of(report: &Value) -> Vec<String> {
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Commits `offset` of input partition 0 for `group` with `metadata`, as a
+/// tool other than groundgate (or someone with admin rights on the group)
+/// would.
+async fn commit_foreign(bootstrap: &str, group: &str, offset: i64, metadata: &str) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let (b, g, m) = (
+        bootstrap.to_string(),
+        group.to_string(),
+        metadata.to_string(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &b)
+            .set("group.id", &g)
+            .create()
+            .unwrap();
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        let mut e = tpl.add_partition("answers", 0);
+        e.set_offset(rdkafka::Offset::Offset(offset)).unwrap();
+        e.set_metadata(m);
+        c.commit(&tpl, CommitMode::Sync).unwrap();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampering_with_the_audit_topic_is_caught() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    // Nothing on the audit topic yet: nothing verified is no pass.
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(kinds_of(&report), ["nothing_to_verify"]);
+
+    produce_mixed(&bs, 40, 300).await;
+    let cfg = config(&bs, "g-tamper", Guarantee::AtLeastOnce);
+    let w = start(&cfg, &bs);
+    assert_eq!(wait_committed(&bs, "g-tamper", 40).await, 40);
+    w.stop().await.unwrap();
+    let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
+    assert_eq!(code, 0, "{report:#}");
+
+    // A copy of a sealed row with the same answer_hash and a flipped
+    // outcome, as `kcat -P -t answers.audit` would write it.
+    let rows = read_outputs(&bs, 40).await[2].clone();
+    let original = json_of(&rows[0]);
+    let mut flipped = original.clone();
+    flipped["outcome"] = json!(if original["outcome"] == "accepted" {
+        "rejected"
+    } else {
+        "accepted"
+    });
+    produce_values(
+        &bs,
+        "answers.audit",
+        vec![serde_json::to_vec(&flipped).unwrap()],
+    )
+    .await;
+    let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(kinds_of(&report), ["conflict"], "{report:#}");
+    let at = &original["input"];
+    assert_eq!(report["problems"][0]["partition"], at["partition"]);
+    assert_eq!(
+        report["problems"][0]["offsets"],
+        json!([at["offset"], at["offset"]])
+    );
+
+    // A row for an input offset the input topic never had.
+    let mut ghost = original.clone();
+    ghost["input"]["offset"] = json!(999_999);
+    produce_values(
+        &bs,
+        "answers.audit",
+        vec![serde_json::to_vec(&ghost).unwrap()],
+    )
+    .await;
+    let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    let kinds = kinds_of(&report);
+    assert!(kinds.contains(&"row_ghost".to_string()), "{report:#}");
+    // Without the input topic it is still no acceptable tail.
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        kinds_of(&report).contains(&"unsealed_tail".to_string()),
+        "{report:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_committed_head_is_counted_logged_and_reported() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    produce_mixed(&bs, 40, 300).await;
+    let cfg = config(&bs, "g-foreign", Guarantee::AtLeastOnce);
+    let w = start(&cfg, &bs);
+    assert_eq!(wait_committed(&bs, "g-foreign", 40).await, 40);
+    w.stop().await.unwrap();
+    let b = bs.clone();
+    let before =
+        tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-foreign", PARTITIONS))
+            .await
+            .unwrap();
+    let (offset, _) = before[&0];
+    assert!(offset > 0, "partition 0 had records: {before:?}");
+
+    // Someone with rights on the group overwrites partition 0's head.
+    commit_foreign(&bs, "g-foreign", offset, "other-tool:reset").await;
+    let (code, report) = verify_anchored(&bs, "g-foreign", &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(kinds_of(&report), ["head_unreadable"], "{report:#}");
+    assert_eq!(report["problems"][0]["partition"], 0);
+    assert!(
+        report["problems"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("foreign"),
+        "{report:#}"
+    );
+
+    // The next worker restarts partition 0's chain at seq 0, and counts it.
+    produce_mixed(&bs, 40, 300).await;
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    assert_eq!(wait_committed(&bs, "g-foreign", 80).await, 80);
+    w.stop().await.unwrap();
+    let restarts =
+        crate::common::samples(&metrics.encode(), "groundgate_audit_chain_restarts_total");
+    assert_eq!(
+        restarts.get("reason=\"foreign\"").copied(),
+        Some(1.0),
+        "{restarts:?}"
+    );
+}
