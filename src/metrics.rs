@@ -115,6 +115,10 @@ pub const OTHER: &str = "other";
 /// `mode` label of a dead letter, which has no effective mode.
 pub const NO_MODE: &str = "none";
 
+/// The `reason` values of `groundgate_audit_chain_restarts_total` (see
+/// [`crate::kafka::seals::RestartReason`]).
+pub const CHAIN_RESTART_REASONS: [&str; 3] = ["no_head", "not_utf8", "foreign"];
+
 /// Handle to every groundgate metric, registered in its own registry.
 pub struct Metrics {
     registry: Registry,
@@ -311,6 +315,11 @@ impl Metrics {
             "Audit chains started again at seq 0 over an offset already committed, by why the committed metadata held no chain head: no_head (empty), not_utf8, foreign (not a groundgate head).",
             &["reason"],
         )?;
+        // Every reason exported from the start, so a rate over it exists
+        // before the first restart.
+        for reason in CHAIN_RESTART_REASONS {
+            chain_restarts.with_label_values(&[reason]);
+        }
         let last_seal = Gauge::new(
             "groundgate_audit_last_seal_timestamp_seconds",
             "Unix time of the last published audit seal; 0 until the first.",

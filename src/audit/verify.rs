@@ -143,6 +143,8 @@ pub struct Report {
     pub records: u64,
     pub streams: Vec<String>,
     pub signatures_checked: bool,
+    /// Rows after a chain's last seal were accepted as a live tail.
+    pub unsealed_tail_allowed: bool,
     pub chains: Vec<ChainReport>,
     pub problems: Vec<Problem>,
 }
@@ -256,11 +258,12 @@ impl AuditVerifier {
     pub fn new(opts: Options) -> AuditVerifier {
         let signatures_checked = opts.public_key.is_some();
         AuditVerifier {
-            opts,
             report: Report {
                 signatures_checked,
+                unsealed_tail_allowed: opts.allow_unsealed_tail,
                 ..Report::default()
             },
+            opts,
             chains: BTreeMap::new(),
         }
     }

@@ -1,8 +1,9 @@
 //! `groundgate audit verify` and `groundgate audit keygen`: the shell around
 //! `crate::audit::verify`. Reads JSON Lines exports or an audit topic (with a
 //! progress bar when stderr is a terminal), prints a summary table (or
-//! `--json`), and maps the verdict to an exit code:
-//! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
+//! `--json`), and maps the verdict to an exit code: 0 clean (redeliveries
+//! allowed), 1 a problem found (nothing to verify included), 2 usage error
+//! (an inverted `--from`/`--to` range included).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -429,6 +430,10 @@ fn print_report(r: &Report) {
             "not checked (no --public-key)"
         }
     );
+    let tail: u64 = r.chains.iter().map(|c| c.unsealed_tail).sum();
+    if r.unsealed_tail_allowed && tail > 0 {
+        println!("{tail} row(s) after the last seals accepted as a live tail: not vouched for yet");
+    }
     if r.ok() {
         println!("verified: no integrity, completeness or authenticity problem");
         return;

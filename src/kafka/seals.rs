@@ -360,7 +360,7 @@ mod tests {
         ]
         .map(RestartReason::as_str)
         .into();
-        assert_eq!(labels, ["no_head", "not_utf8", "foreign"]);
+        assert_eq!(labels, crate::metrics::CHAIN_RESTART_REASONS);
     }
 
     #[test]

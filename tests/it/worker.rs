@@ -1146,7 +1146,7 @@ fn kinds_of(report: &Value) -> Vec<String> {
 
 /// Commits `offset` of input partition 0 for `group` with `metadata`, as a
 /// tool other than groundgate (or someone with admin rights on the group)
-/// would.
+/// would: a standalone commit, without joining the group.
 async fn commit_foreign(bootstrap: &str, group: &str, offset: i64, metadata: &str) {
     use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
     let (b, g, m) = (
@@ -1158,12 +1158,14 @@ async fn commit_foreign(bootstrap: &str, group: &str, offset: i64, metadata: &st
         let c: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", &b)
             .set("group.id", &g)
+            .set("enable.auto.commit", "false")
             .create()
             .unwrap();
         let mut tpl = rdkafka::TopicPartitionList::new();
         let mut e = tpl.add_partition("answers", 0);
         e.set_offset(rdkafka::Offset::Offset(offset)).unwrap();
         e.set_metadata(m);
+        c.assign(&tpl).unwrap();
         c.commit(&tpl, CommitMode::Sync).unwrap();
     })
     .await
@@ -1240,37 +1242,39 @@ async fn a_foreign_committed_head_is_counted_logged_and_reported() {
     let broker = broker();
     let bs = broker.bootstrap();
     produce_mixed(&bs, 40, 300).await;
-    let cfg = config(&bs, "g-foreign", Guarantee::AtLeastOnce);
-    let w = start(&cfg, &bs);
-    assert_eq!(wait_committed(&bs, "g-foreign", 40).await, 40);
-    w.stop().await.unwrap();
-    let b = bs.clone();
-    let before =
-        tokio::task::spawn_blocking(move || committed_with_metadata(&b, "g-foreign", PARTITIONS))
-            .await
-            .unwrap();
-    let (offset, _) = before[&0];
-    assert!(offset > 0, "partition 0 had records: {before:?}");
-
-    // Someone with rights on the group overwrites partition 0's head.
-    commit_foreign(&bs, "g-foreign", offset, "other-tool:reset").await;
+    // Another tool committed partition 0 of the workers' group, with
+    // metadata that is not a chain head.
+    commit_foreign(&bs, "g-foreign", 3, "other-tool:reset").await;
     let (code, report) = verify_anchored(&bs, "g-foreign", &[]).await;
     assert_eq!(code, 1, "{report:#}");
-    assert_eq!(kinds_of(&report), ["head_unreadable"], "{report:#}");
-    assert_eq!(report["problems"][0]["partition"], 0);
+    let unreadable: Vec<&Value> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "head_unreadable")
+        .collect();
+    assert_eq!(unreadable.len(), 1, "{report:#}");
+    assert_eq!(unreadable[0]["partition"], 0);
+    assert_eq!(unreadable[0]["offsets"], json!([3, 3]), "{report:#}");
     assert!(
-        report["problems"][0]["detail"]
+        unreadable[0]["detail"]
             .as_str()
             .unwrap()
             .contains("foreign"),
         "{report:#}"
     );
 
-    // The next worker restarts partition 0's chain at seq 0, and counts it.
-    produce_mixed(&bs, 40, 300).await;
+    // The worker restarts partition 0's chain at seq 0 there, and counts it.
+    let cfg = config(&bs, "g-foreign", Guarantee::AtLeastOnce);
     let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let before = crate::common::samples(&metrics.encode(), "groundgate_audit_chain_restarts_total");
+    assert_eq!(
+        before.get("reason=\"foreign\"").copied(),
+        Some(0.0),
+        "{before:?}"
+    );
     let w = start_with(&cfg, &bs, metrics.clone());
-    assert_eq!(wait_committed(&bs, "g-foreign", 80).await, 80);
+    assert_eq!(wait_committed(&bs, "g-foreign", 40).await, 40);
     w.stop().await.unwrap();
     let restarts =
         crate::common::samples(&metrics.encode(), "groundgate_audit_chain_restarts_total");
@@ -1279,4 +1283,13 @@ async fn a_foreign_committed_head_is_counted_logged_and_reported() {
         Some(1.0),
         "{restarts:?}"
     );
+    assert_eq!(restarts.get("reason=\"no_head\"").copied(), Some(0.0));
+    // Once the worker committed a head again, the group anchors the trail
+    // from the restart on.
+    let (code, report) = verify_anchored(&bs, "g-foreign", &["--from", "3"]).await;
+    assert!(
+        !kinds_of(&report).contains(&"head_unreadable".to_string()),
+        "{report:#}"
+    );
+    let _ = code;
 }
