@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::BIN;
+use crate::common::{BIN, problem_kinds};
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -61,15 +61,6 @@ fn lines(file: &Path) -> Vec<String> {
 
 fn write_lines(file: &Path, lines: &[String]) {
     std::fs::write(file, lines.join("\n") + "\n").unwrap();
-}
-
-fn problem_kinds(report: &Value) -> Vec<String> {
-    report["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]

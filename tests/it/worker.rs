@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{BIN, OUTPUTS, committed, committed_with_metadata, coords, header};
+use crate::common::{
+    BIN, OUTPUTS, committed, committed_with_metadata, coords, header, problem_kinds,
+};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
@@ -1135,13 +1137,10 @@ async fn verify_anchored(bootstrap: &str, group: &str, extra: &[&str]) -> (i32, 
     verify_audit_topic(bootstrap, &args).await
 }
 
-fn kinds_of(report: &Value) -> Vec<String> {
-    report["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].as_str().unwrap().to_string())
-        .collect()
+/// Writes `row` onto the audit topic, as `kcat -P -t answers.audit` would.
+async fn append_audit(bootstrap: &str, row: &Value) {
+    let bytes = serde_json::to_vec(row).unwrap();
+    produce_values(bootstrap, "answers.audit", vec![bytes]).await;
 }
 
 /// Commits `offset` of input partition 0 for `group` with `metadata`, as a
@@ -1179,7 +1178,7 @@ async fn tampering_with_the_audit_topic_is_caught() {
     // Nothing on the audit topic yet: nothing verified is no pass.
     let (code, report) = verify_audit_topic(&bs, &[]).await;
     assert_eq!(code, 1, "{report:#}");
-    assert_eq!(kinds_of(&report), ["nothing_to_verify"]);
+    assert_eq!(problem_kinds(&report), ["nothing_to_verify"]);
 
     produce_mixed(&bs, 40, 300).await;
     let cfg = config(&bs, "g-tamper", Guarantee::AtLeastOnce);
@@ -1199,15 +1198,10 @@ async fn tampering_with_the_audit_topic_is_caught() {
     } else {
         "accepted"
     });
-    produce_values(
-        &bs,
-        "answers.audit",
-        vec![serde_json::to_vec(&flipped).unwrap()],
-    )
-    .await;
+    append_audit(&bs, &flipped).await;
     let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
     assert_eq!(code, 1, "{report:#}");
-    assert_eq!(kinds_of(&report), ["conflict"], "{report:#}");
+    assert_eq!(problem_kinds(&report), ["conflict"], "{report:#}");
     let at = &original["input"];
     assert_eq!(report["problems"][0]["partition"], at["partition"]);
     assert_eq!(
@@ -1218,21 +1212,16 @@ async fn tampering_with_the_audit_topic_is_caught() {
     // A row for an input offset the input topic never had.
     let mut ghost = original.clone();
     ghost["input"]["offset"] = json!(999_999);
-    produce_values(
-        &bs,
-        "answers.audit",
-        vec![serde_json::to_vec(&ghost).unwrap()],
-    )
-    .await;
+    append_audit(&bs, &ghost).await;
     let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
     assert_eq!(code, 1, "{report:#}");
-    let kinds = kinds_of(&report);
+    let kinds = problem_kinds(&report);
     assert!(kinds.contains(&"row_ghost".to_string()), "{report:#}");
     // Without the input topic it is still no acceptable tail.
     let (code, report) = verify_audit_topic(&bs, &[]).await;
     assert_eq!(code, 1, "{report:#}");
     assert!(
-        kinds_of(&report).contains(&"unsealed_tail".to_string()),
+        problem_kinds(&report).contains(&"unsealed_tail".to_string()),
         "{report:#}"
     );
 }
@@ -1288,7 +1277,7 @@ async fn a_foreign_committed_head_is_counted_logged_and_reported() {
     // from the restart on.
     let (code, report) = verify_anchored(&bs, "g-foreign", &["--from", "3"]).await;
     assert!(
-        !kinds_of(&report).contains(&"head_unreadable".to_string()),
+        !problem_kinds(&report).contains(&"head_unreadable".to_string()),
         "{report:#}"
     );
     let _ = code;
