@@ -268,6 +268,13 @@ impl AuditVerifier {
         }
     }
 
+    /// The input topic's end (high watermark) for `id`: rows at or past it
+    /// are ghosts. Given after the trail was read, so that rows for records
+    /// written meanwhile are not.
+    pub fn input_end(&mut self, id: ChainId, end: i64) {
+        self.opts.anchors.entry(id).or_default().end = Some(end);
+    }
+
     /// Registers a stream name; records from it carry the returned index.
     pub fn stream(&mut self, name: impl Into<String>) -> u32 {
         self.report.streams.push(name.into());

@@ -103,6 +103,17 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
         (Some(brokers), true) => read_topic(&mut v, brokers, &args.topic)?,
         _ => return Err(CmdError::Source),
     }
+    if let (Some(brokers), Some(input)) = (&args.brokers, &args.input_topic) {
+        // Read after the trail: a row for a record written while the trail
+        // was read is no ghost.
+        for (partition, end) in input_ends(brokers, input)? {
+            let id = ChainId {
+                topic: input.clone(),
+                partition,
+            };
+            v.input_end(id, end);
+        }
+    }
     let report = v.finish();
     if args.json {
         println!(
@@ -270,8 +281,7 @@ fn read_anchors(
             until.as_ref().map(|m| m.get(&p).copied().flatten()),
             hi,
         );
-        let mut anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
-        anchor.end = Some(hi);
+        let anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
         let id = ChainId {
             topic: input.to_string(),
             partition: p,
@@ -279,6 +289,20 @@ fn read_anchors(
         anchors.insert(id, anchor);
     }
     Ok(anchors)
+}
+
+/// The high watermark of every partition of the input topic.
+fn input_ends(brokers: &str, input: &str) -> Result<Vec<(i32, i64)>, CmdError> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "groundgate-audit-verify")
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let timeout = Duration::from_secs(10);
+    partitions(&consumer, input, timeout)?
+        .into_iter()
+        .map(|p| Ok((p, consumer.fetch_watermarks(input, p, timeout)?.1)))
+        .collect()
 }
 
 /// The partition ids of `topic`; an absent or partitionless topic is an error.

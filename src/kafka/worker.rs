@@ -61,9 +61,10 @@ const POLL: Duration = Duration::from_millis(100);
 /// Records taken from one poll round; bounds the work between offset and
 /// transaction checks.
 const BATCH_MAX: usize = 256;
-/// The share of `kafka.drain_deadline_ms` kept for flushing the producer
-/// and closing the consumer after the deliveries settle (1/`CLOSE_SHARE`):
-/// `groundgate run`'s watchdog ends the process at the full deadline.
+/// The share of `kafka.drain_deadline_ms` (1/`CLOSE_SHARE`) kept for
+/// closing the consumer once the deliveries settled and the producer
+/// flushed: `groundgate run`'s watchdog ends the process at the full
+/// deadline.
 const CLOSE_SHARE: u32 = 5;
 /// Below this many records a batch is validated on the consume thread alone
 /// (waking the validation pool would cost more than it saves).
