@@ -9,7 +9,6 @@
 //! Must not: validate, build outputs (that is [`super::outputs`]), or log or
 //! count directly (that is [`super::events`]).
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +27,8 @@ use super::seals::{Chains, Resume, Seal, encode_head};
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;
-use crate::metrics::{Metrics, TopicRole};
+use crate::core::OutputRole;
+use crate::metrics::Metrics;
 
 pub type Consumer = BaseConsumer<WorkerContext>;
 
@@ -186,7 +186,7 @@ pub fn enqueue_or_replace(
 /// bounded stand-in on the way (then of the stand-in, which is what the
 /// audit topic holds). `None` when the record is not sealed.
 fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option<[u8; 32]> {
-    if enqueued.role != TopicRole::Audit || enqueued.is_seal() {
+    if enqueued.role != OutputRole::Audit || enqueued.is_seal() {
         return None;
     }
     let precomputed = record.audit_hash?;
@@ -236,20 +236,13 @@ fn load_head(
             partition: tp.1,
             source,
         })?;
-    let (committed, metadata) = got
+    let committed = got
         .find_partition(&tp.0, tp.1)
-        .map(|e| {
-            let committed = match e.offset() {
-                Offset::Offset(o) => Some(o),
-                _ => None,
-            };
-            // rdkafka's accessor panics on metadata that is not UTF-8 (only
-            // another tool writes such): that is not a head of ours.
-            let metadata = std::panic::catch_unwind(AssertUnwindSafe(|| e.metadata().to_string()))
-                .unwrap_or_default();
-            (committed, metadata)
-        })
-        .unwrap_or_default();
+        .and_then(|e| match e.offset() {
+            Offset::Offset(o) => Some(o),
+            _ => None,
+        });
+    let metadata = super::client::metadata_bytes(&got, &tp.0, tp.1);
     let resume = Resume::from_committed(committed, &metadata);
     let chain = format!("{}/{}", tp.0, tp.1);
     let chain = chain.as_str();
@@ -259,7 +252,11 @@ fn load_head(
             next_seq: h.next_seq,
         },
         Resume::Fresh => ChainStarted::Fresh { chain },
-        Resume::NewChain { committed } => ChainStarted::New { chain, committed },
+        Resume::NewChain { committed, reason } => ChainStarted::New {
+            chain,
+            committed,
+            reason,
+        },
     }
     .emit(metrics);
     Ok(resume.head())

@@ -12,8 +12,9 @@ use rdkafka::error::KafkaError;
 use tracing::{debug, error, info, trace, warn};
 
 use super::error::classify;
-use crate::core::Outcome;
-use crate::metrics::{Metrics, RebalanceKind, TopicRole};
+use super::seals::RestartReason;
+use crate::core::{Outcome, OutputRole};
+use crate::metrics::{Metrics, RebalanceKind};
 
 /// Something that happened in the worker, logged and counted by `emit`.
 pub trait InternalEvent {
@@ -39,7 +40,7 @@ impl InternalEvent for RecordProcessed<'_> {
 
 /// One output acknowledged by the brokers (at-least-once).
 pub struct OutputPublished {
-    pub role: TopicRole,
+    pub role: OutputRole,
 }
 
 impl InternalEvent for OutputPublished {
@@ -150,23 +151,49 @@ pub enum ChainStarted<'a> {
     Continued { chain: &'a str, next_seq: u64 },
     /// Nothing committed yet: a new chain.
     Fresh { chain: &'a str },
-    /// An offset is committed without a seal head (first run with sealing,
-    /// or another tool committed it): a new chain from there.
-    New { chain: &'a str, committed: i64 },
+    /// An offset is committed without a readable seal head: a new chain
+    /// from there. `NoHead` is expected once (first run with sealing);
+    /// unreadable metadata means something else wrote to the group.
+    New {
+        chain: &'a str,
+        committed: i64,
+        reason: RestartReason,
+    },
 }
 
 impl InternalEvent for ChainStarted<'_> {
-    fn emit(self, _: &Metrics) {
+    fn emit(self, m: &Metrics) {
         match self {
             ChainStarted::Continued { chain, next_seq } => {
                 debug!(chain, next_seq, "continuing the audit chain")
             }
             ChainStarted::Fresh { chain } => debug!(chain, "starting a new audit chain"),
-            ChainStarted::New { chain, committed } => warn!(
+            ChainStarted::New {
                 chain,
                 committed,
-                "the committed offset carries no audit seal head (first run with sealing, or committed by another tool): starting a new audit chain at seq 0; audit rows before this offset stay unsealed (audit verify --from {committed})"
-            ),
+                reason,
+            } => {
+                m.record_chain_restart(reason.as_str());
+                match reason {
+                    RestartReason::NoHead => warn!(
+                        chain,
+                        committed,
+                        reason = reason.as_str(),
+                        "the committed offset carries no audit seal head (first run with sealing, or an offset reset by another tool): starting a new audit chain at seq 0; audit rows before this offset stay unsealed (audit verify --from {committed})"
+                    ),
+                    RestartReason::NotUtf8 | RestartReason::Foreign => error!(
+                        chain,
+                        committed,
+                        reason = reason.as_str(),
+                        "AUDIT CHAIN RESTARTED: the committed offset's metadata is not a groundgate seal head ({}), so something other than groundgate wrote to this consumer group; starting a new audit chain at seq 0, the chain before it can no longer be anchored to the group (audit verify --group reports it)",
+                        if reason == RestartReason::NotUtf8 {
+                            "not UTF-8"
+                        } else {
+                            "unrecognised text"
+                        }
+                    ),
+                }
+            }
         }
     }
 }
@@ -245,7 +272,7 @@ impl InternalEvent for RebalanceSettled {
 /// A transaction committed with its outputs and input positions.
 pub struct TransactionCommitted<'a> {
     pub records: usize,
-    /// Outputs per role, in [`TopicRole::ALL`] order.
+    /// Outputs per role, in [`OutputRole::ALL`] order.
     pub published: [u64; 4],
     pub input_ts_ms: &'a [i64],
     /// Audit seals committed with it.
@@ -261,7 +288,7 @@ impl InternalEvent for TransactionCommitted<'_> {
             now_ms: self.now_ms,
         }
         .emit(m);
-        for (role, n) in TopicRole::ALL.into_iter().zip(self.published) {
+        for (role, n) in OutputRole::ALL.into_iter().zip(self.published) {
             for _ in 0..n {
                 m.record_published(role);
             }

@@ -39,6 +39,9 @@ const ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
 /// implements it).
 pub trait Readiness: Send + Sync {
     fn set_ready(&self, ready: bool);
+    /// A shutdown drain started: not ready from now on, whatever
+    /// `set_ready` says later.
+    fn begin_drain(&self);
 }
 
 /// State shared by the consume loop and the rebalance callbacks.
@@ -100,6 +103,11 @@ impl WorkerContext {
             lost_at: Mutex::new(None),
             unassigned_timeout,
         }
+    }
+
+    /// The worker is draining (stopping, or stopped by a fatal error).
+    pub fn begin_drain(&self) {
+        self.readiness.begin_drain();
     }
 
     pub fn state(&self) -> MutexGuard<'_, LoopState> {

@@ -57,6 +57,11 @@ const POLL: Duration = Duration::from_millis(100);
 /// Records taken from one poll round; bounds the work between offset and
 /// transaction checks.
 const BATCH_MAX: usize = 256;
+/// The share of `kafka.drain_deadline_ms` (1/`CLOSE_SHARE`) kept for
+/// closing the consumer once the deliveries settled and the producer
+/// flushed: `groundgate run`'s watchdog ends the process at the full
+/// deadline.
+const CLOSE_SHARE: u32 = 5;
 /// Below this many records a batch is validated on the consume thread alone
 /// (waking the validation pool would cost more than it saves).
 const PARALLEL_MIN: usize = 8;
@@ -173,6 +178,14 @@ pub async fn run_worker_with(
             topic: k.topics.input.clone(),
             source,
         })?;
+    // Not ready from the moment a drain starts, not only once it is over.
+    let draining = {
+        let (readiness, shutdown) = (readiness.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            readiness.begin_drain();
+        })
+    };
     Lifecycle::Started {
         input: &k.topics.input,
         group: &k.group_id,
@@ -188,8 +201,9 @@ pub async fn run_worker_with(
         Lifecycle::LeftGroup.emit(&metrics);
         result
     })
-    .await
-    .map_err(|e| WorkerError::Thread(e.to_string()))?;
+    .await;
+    draining.abort();
+    let result = result.map_err(|e| WorkerError::Thread(e.to_string()))?;
     readiness.set_ready(false);
     result
 }
@@ -393,8 +407,9 @@ fn validate(batch: &[BorrowedMessage<'_>], config: &Config, step: Step) -> Vec<O
     }
 }
 
-/// The single shutdown path: the delivery settles within the drain deadline,
-/// the producer flushes, and the report (or the fatal error) comes back.
+/// The single shutdown path: the delivery settles and the producer flushes
+/// within the drain deadline less the share kept for closing the consumer,
+/// and the report (or the fatal error) comes back.
 fn finish(
     consumer: &BaseConsumer<WorkerContext>,
     producer: &FutureProducer,
@@ -402,14 +417,16 @@ fn finish(
     metrics: &Metrics,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
-    let deadline = Instant::now() + config.kafka.drain_deadline;
+    ctx.begin_drain();
+    let drain = config.kafka.drain_deadline;
+    let deadline = Instant::now() + drain - drain / CLOSE_SHARE;
     let mut st = ctx.state();
     let failed = st.fatal.is_some();
     if let Err(e) = st.delivery.finish(consumer, deadline, failed) {
         st.fail(e);
     }
     let remaining = deadline.saturating_duration_since(Instant::now());
-    if let Err(e) = producer.flush(Timeout::After(remaining.max(Duration::from_secs(1)))) {
+    if let Err(e) = producer.flush(Timeout::After(remaining)) {
         Lifecycle::FlushIncomplete { error: &e }.emit(metrics);
     }
     let mut report = st.report.clone();

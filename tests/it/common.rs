@@ -280,6 +280,16 @@ pub fn samples(metrics: &str, name: &str) -> BTreeMap<String, f64> {
     out
 }
 
+/// The `kind` of every problem in an `audit verify --json` report, in order.
+pub fn problem_kinds(report: &serde_json::Value) -> Vec<String> {
+    report["problems"]
+        .as_array()
+        .expect("problems array")
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
 /// Sum of the samples of `name` whose labels contain `label_filter` (e.g. `outcome="accepted"`).
 pub fn sum_where(metrics: &str, name: &str, label_filter: &str) -> f64 {
     samples(metrics, name)
