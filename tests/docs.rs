@@ -12,6 +12,8 @@
 //!   blocks) are not run; instead every `groundgate` command line in any
 //!   Markdown file of the README and `docs/` must name a subcommand that
 //!   exists, and only flags its `--help` lists.
+//! - Every repository path the documents name (`src/…`, `tests/…`, relative
+//!   links to files) must exist, so a moved file cannot leave a stale map.
 //!
 //! Needs nothing but the built binary: no broker, no network.
 
@@ -328,4 +330,71 @@ fn a_misspelt_flag_would_be_caught() {
     assert!(known.iter().any(|f| f == "--compare-config"), "{known:?}");
     assert!(!known.iter().any(|f| f == "--compare"), "{known:?}");
     assert!(help(&["no-such-command".to_owned()], &mut cache).is_none());
+}
+
+/// Repository paths the documents name in backticks (`src/…`, `tests/…`,
+/// `examples/…`, …) and relative links to files other than Markdown pages.
+fn named_paths(text: &str) -> Vec<String> {
+    const ROOTS: [&str; 7] = [
+        "src/",
+        "tests/",
+        "examples/",
+        "deploy/",
+        "benches/",
+        "templates/",
+        ".ci/",
+    ];
+    let mut out = Vec::new();
+    for (i, piece) in text.split('`').enumerate() {
+        let is_code = i % 2 == 1;
+        if is_code
+            && ROOTS.iter().any(|r| piece.starts_with(r))
+            && !piece.contains([' ', '*', '<', '…'])
+        {
+            out.push(piece.trim_end_matches(':').to_owned());
+        }
+        if !is_code {
+            for link in piece.split("](").skip(1) {
+                let target = link.split(')').next().unwrap_or("");
+                let target = target.split('#').next().unwrap_or("");
+                if !target.is_empty() && !target.contains("://") && !target.ends_with(".md") {
+                    out.push(target.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_file_the_docs_name_exists() {
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for doc in documents() {
+        let text =
+            std::fs::read_to_string(&doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
+        let base = doc.parent().unwrap_or(Path::new("."));
+        for path in named_paths(&text) {
+            checked += 1;
+            // Backticked paths are from the repository root, links from the document.
+            if !repo(&path).exists() && !base.join(&path).exists() {
+                missing.push(format!("{}: {path}", doc.display()));
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} paths found in the docs");
+    assert!(
+        missing.is_empty(),
+        "named in the docs but absent:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn the_path_check_reads_backticks_and_links() {
+    let text = "see `src/core/` and `tests/it/grounding.rs:` but not `src/*.rs` or `cargo test`; [a](../examples/x.toml#k) [b](other.md) [c](https://x.y/z)";
+    assert_eq!(
+        named_paths(text),
+        vec!["src/core/", "tests/it/grounding.rs", "../examples/x.toml"]
+    );
 }
