@@ -35,7 +35,8 @@ pub async fn main(args: DevBrokerArgs) -> anyhow::Result<ExitCode> {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let stop = CancellationToken::new();
-    super::on_signals(stop.clone()).context("cannot install signal handlers")?;
+    super::on_signals(stop.clone(), "stopping the broker")
+        .context("cannot install signal handlers")?;
     stop.cancelled().await;
     info!("dev-broker stopping");
     Ok(ExitCode::SUCCESS)

@@ -208,6 +208,66 @@ fn eval_command_prints_the_report() {
 }
 
 #[test]
+fn eval_header_and_its_sweep_row_are_one_computation() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .args(["eval", "--misses", "0"])
+        .arg(repo("tests/data/grounding_subset.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let header = text
+        .lines()
+        .find_map(|l| l.strip_prefix("unsupported_claim finding: "))
+        .unwrap_or_else(|| panic!("no header: {text}"));
+    let numbers = |s: &str| -> Vec<String> {
+        s.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|w| w.contains('.') || !w.is_empty())
+            .filter(|w| w.parse::<f64>().is_ok())
+            .map(str::to_string)
+            .collect()
+    };
+    // balanced accuracy, precision, recall.
+    let h = numbers(header);
+    let row = text
+        .lines()
+        .find(|l| l.contains("(configured)"))
+        .unwrap_or_else(|| panic!("the configured threshold is not marked: {text}"));
+    // threshold, balanced accuracy, precision, recall, flagged.
+    let r = numbers(row);
+    assert_eq!(r[0], "0.60", "{row}");
+    assert_eq!(&r[1..4], &h[..], "header {header:?} vs sweep {row:?}");
+    let cell = |label: &str| -> u64 {
+        let l = text.lines().find(|l| l.contains(label)).unwrap();
+        numbers(l)[0].parse().unwrap()
+    };
+    let flagged = cell("labelled unsupported") + cell("labelled supported");
+    assert_eq!(r[4], flagged.to_string(), "{text}");
+}
+
+#[test]
+fn eval_names_a_missing_or_non_text_label_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"request_id\":\"r\",\"answer\":\"a\"}\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .arg("eval")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("None") && !err.contains("Some("),
+        "Rust debug text: {err}"
+    );
+    assert!(
+        err.contains("no field \"label\"") && err.contains("--label-field"),
+        "{err}"
+    );
+}
+
+#[test]
 fn eval_into_a_closed_pipe_stops_without_a_panic() {
     // `groundgate eval FILE | head -0`: the reader is gone before the report.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
