@@ -165,13 +165,22 @@ fn labelled_subset_keeps_its_auc() {
     );
 }
 
+/// `groundgate eval ARGS INPUT`.
+fn eval(args: &[&str], input: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .arg("eval")
+        .args(args)
+        .arg(input)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn eval_command_prints_the_report() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
-        .args(["eval", "--misses", "3"])
-        .arg(repo("tests/data/grounding_subset.jsonl"))
-        .output()
-        .unwrap();
+    let out = eval(
+        &["--misses", "3"],
+        &repo("tests/data/grounding_subset.jsonl"),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -209,11 +218,10 @@ fn eval_command_prints_the_report() {
 
 #[test]
 fn eval_header_and_its_sweep_row_are_one_computation() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
-        .args(["eval", "--misses", "0"])
-        .arg(repo("tests/data/grounding_subset.jsonl"))
-        .output()
-        .unwrap();
+    let out = eval(
+        &["--misses", "0"],
+        &repo("tests/data/grounding_subset.jsonl"),
+    );
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let header = text
@@ -250,11 +258,7 @@ fn eval_names_a_missing_or_non_text_label_plainly() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"request_id\":\"r\",\"answer\":\"a\"}\n").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
-        .arg("eval")
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = eval(&[], &bad);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
