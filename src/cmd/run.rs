@@ -55,7 +55,7 @@ pub async fn bounded_shutdown<T>(
 }
 
 pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let flags = args.raw_layer().map_err(anyhow::Error::msg)?;
+    let flags = args.raw_layer().map_err(super::UsageError)?;
     let config = match RawConfig::load_from_process(args.kafka.config.as_deref(), flags) {
         Ok(c) => Arc::new(c),
         Err(e) => {

@@ -109,8 +109,9 @@ fn usage_errors_exit_2_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.jsonl");
     let missing = missing.to_str().unwrap();
-    let cases: [&[&str]; 9] = [
+    let cases: [&[&str]; 10] = [
         &["produce", "--count", "1"],
+        &["run", "-X", "no-equals-sign"],
         &[
             "produce",
             "--brokers",
@@ -246,4 +247,28 @@ fn a_taken_metrics_port_says_how_to_choose_another() {
             "the OS error once: {err}"
         );
     }
+}
+
+#[test]
+fn dev_broker_says_it_stops_the_broker_not_that_it_drains_records() {
+    let mut cmd = bin();
+    cmd.args(["dev-broker", "--port", "0", "--partitions", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut p = Proc::spawn("dev-broker", cmd);
+    let mut line = String::new();
+    BufReader::new(p.child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("bootstrap="), "{line}");
+    p.signal("TERM");
+    let status = p.wait_exit(WAIT).expect("exits after SIGTERM");
+    assert!(status.success());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut p.child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("stopping the broker"), "{err}");
+    assert!(
+        !err.contains("draining"),
+        "a broker has no records in flight: {err}"
+    );
 }
