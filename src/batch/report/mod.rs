@@ -521,10 +521,14 @@ fn clip(s: &str) -> String {
     format!("{}…", &s[..s.floor_char_boundary(MAX_SHOWN_BYTES)])
 }
 
-/// A hash of the answer's words, lower-cased, without citation markers or
-/// punctuation: answers that differ only in those are near-duplicates.
+/// A hash of the set of the answer's sentences, each taken as its words
+/// lower-cased, without citation markers or punctuation: answers that
+/// differ only in those, or in the order or repetition of the same
+/// sentences, are near-duplicates. (Set equality, not a similarity
+/// threshold, so the worst answers do not depend on how `check` splits the
+/// input between threads.)
 fn near_duplicate_key(envelope: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
+    use std::hash::{DefaultHasher, Hash, Hasher};
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
         #[serde(borrow)]
@@ -533,33 +537,54 @@ fn near_duplicate_key(envelope: &[u8]) -> u64 {
     let answer = serde_json::from_slice::<Answer<'_>>(envelope)
         .map(|a| a.answer)
         .unwrap_or_default();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    let mut rest = answer.as_ref();
-    // Any run of other characters separates words, as one space.
+    let mut sentences: Vec<u64> = Vec::new();
+    let mut h = DefaultHasher::new();
+    let mut words = 0usize;
     let mut in_word = false;
-    while !rest.is_empty() {
+    let mut rest = answer.as_ref();
+    let mut end_sentence = |h: &mut DefaultHasher, words: &mut usize| {
+        if *words > 0 {
+            sentences.push(std::mem::take(h).finish());
+        }
+        *words = 0;
+    };
+    while let Some(c) = rest.chars().next() {
         // A marker `[^…]` is skipped whole.
         if let Some(after) = rest.strip_prefix("[^")
-            && let Some(end) = after.find(']')
+            && let Some(close) = after.find(']')
         {
-            rest = &after[end + 1..];
+            rest = &after[close + 1..];
             continue;
         }
-        let mut chars = rest.chars();
-        if let Some(c) = chars.next() {
-            if c.is_alphanumeric() {
-                for l in c.to_lowercase() {
-                    l.hash(&mut h);
-                }
-                in_word = true;
-            } else if in_word {
+        rest = &rest[c.len_utf8()..];
+        if c.is_alphanumeric() {
+            if !in_word {
+                words += 1;
                 ' '.hash(&mut h);
-                in_word = false;
             }
+            for l in c.to_lowercase() {
+                l.hash(&mut h);
+            }
+            in_word = true;
+            continue;
         }
-        rest = chars.as_str();
+        in_word = false;
+        let ends = c == '\n'
+            || (matches!(c, '.' | '!' | '?')
+                && rest
+                    .chars()
+                    .next()
+                    .is_none_or(|n| n.is_whitespace() || n == '['));
+        if ends {
+            end_sentence(&mut h, &mut words);
+        }
     }
-    h.finish()
+    end_sentence(&mut h, &mut words);
+    sentences.sort_unstable();
+    sentences.dedup();
+    let mut all = DefaultHasher::new();
+    sentences.hash(&mut all);
+    all.finish()
 }
 
 /// Splits the answer into plain and claim segments using the envelope's
@@ -805,7 +830,8 @@ mod tests {
         let mut a = Aggregator::new("in", "v", 0.5, 2);
         let env = |id: &str, support: f64| {
             serde_json::json!({
-                "answer": "Good claim[^1]. Bad claim[^1].",
+                // Each answer its own: near-duplicates would be shown once.
+                "answer": format!("Good claim[^1]. Bad claim[^1]. Answer {id}."),
                 "request_id": id,
                 "sources_flat": [{"payload": "good claim", "urn": "u1"}],
                 "grounding": {"claims": [
@@ -829,10 +855,68 @@ mod tests {
         let ids: Vec<_> = d.worst.iter().map(|w| w.request_id.as_str()).collect();
         assert_eq!(ids, ["b", "d"]);
         let segs = &d.worst[0].segments;
-        assert_eq!(segs.len(), 3);
-        assert!(!segs[0].flagged && segs[2].flagged);
+        assert_eq!(segs.len(), 4);
+        assert!(!segs[0].flagged && segs[2].flagged && !segs[3].flagged);
         assert_eq!(segs[2].text, "Bad claim[^1].");
+        assert_eq!(segs[2].missing, ["bad"], "the missing terms go with the sentence");
+        assert!(segs[0].missing.is_empty());
         assert_eq!(d.worst[0].sources[0].urn, "u1");
+    }
+
+    #[test]
+    fn near_duplicates_share_a_key() {
+        let key = |answer: &str| {
+            near_duplicate_key(
+                serde_json::json!({ "answer": answer })
+                    .to_string()
+                    .as_bytes(),
+            )
+        };
+        let a = key("Revenue fell 5%[^1]. Churn rose in March[^2].");
+        // Other markers, case, order and repetition: the same sentences.
+        assert_eq!(
+            a,
+            key("churn rose in march[^1]. Revenue fell 5%[^2]. Revenue fell 5%.")
+        );
+        // A number inside a sentence does not end it.
+        assert_ne!(
+            key("Latency rose to 1.9 s[^1]."),
+            key("Latency rose to 1[^1]. 9 s.")
+        );
+        // Another sentence is another answer.
+        assert_ne!(a, key("Revenue fell 5%[^1]. Churn rose in April[^2]."));
+        assert_ne!(a, key("Revenue fell 5%[^1]."));
+    }
+
+    #[test]
+    fn worst_answers_keep_one_per_near_duplicate_and_prefer_more_unsupported_claims() {
+        let mut a = Aggregator::new("in", "v", 0.5, 3);
+        let env = |id: &str, answer: &str| {
+            serde_json::json!({"answer": answer, "request_id": id}).to_string()
+        };
+        let unsupported = |n: usize| vec![FindingKind::UnsupportedClaim; n];
+        let records = [
+            ("a", "One[^1]. Two[^1].", 1),
+            ("b", "Two[^1]. One[^1]. One[^1].", 3),
+            ("c", "Three[^1].", 2),
+            ("d", "Four[^1].", 1),
+            ("e", "Five[^1].", 0),
+        ];
+        for (i, (id, answer, n)) in records.into_iter().enumerate() {
+            let e = env(id, answer);
+            a.add(
+                i as u64,
+                OutcomeKind::Accepted,
+                &summary("p", "m", unsupported(n), 0.0),
+                Some(0.0),
+                Some(e.as_bytes()),
+            );
+        }
+        let d = a.finish(None);
+        let ids: Vec<_> = d.worst.iter().map(|w| w.request_id.as_str()).collect();
+        // All score 0: most unsupported claims first; "a" is "b" again.
+        assert_eq!(ids, ["b", "c", "d"]);
+        assert_eq!(d.worst[0].unsupported_claims, 3);
     }
 
     #[test]
