@@ -154,6 +154,10 @@ fn report_renders_in_chromium_with_the_numbers_of_summary_json() {
 /// where accepted answers carry unsupported claims: the report's HTML and
 /// its `summary.json`.
 fn demo_report(dir: &Path) -> (String, Value) {
+    demo_report_on(dir, 2)
+}
+
+fn demo_report_on(dir: &Path, threads: usize) -> (String, Value) {
     let out = dir.join("out");
     let report = dir.join("report.html");
     let o = Command::new(BIN)
@@ -167,6 +171,7 @@ fn demo_report(dir: &Path) -> (String, Value) {
         .arg(&out)
         .arg("--report")
         .arg(&report)
+        .args(["--threads", &threads.to_string()])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -284,4 +289,19 @@ fn worst_answers_are_varied_and_numbers_are_formatted() {
         summary["findings"].as_object().unwrap().len()
             + summary["dead_letters"].as_object().unwrap().len()
     );
+}
+
+#[test]
+fn worst_answers_do_not_depend_on_the_thread_count() {
+    let ids = |threads| {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, summary) = demo_report_on(dir.path(), threads);
+        summary["worst"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["request_id"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(1), ids(3));
 }

@@ -858,7 +858,11 @@ mod tests {
         assert_eq!(segs.len(), 4);
         assert!(!segs[0].flagged && segs[2].flagged && !segs[3].flagged);
         assert_eq!(segs[2].text, "Bad claim[^1].");
-        assert_eq!(segs[2].missing, ["bad"], "the missing terms go with the sentence");
+        assert_eq!(
+            segs[2].missing,
+            ["bad"],
+            "the missing terms go with the sentence"
+        );
         assert!(segs[0].missing.is_empty());
         assert_eq!(d.worst[0].sources[0].urn, "u1");
     }
