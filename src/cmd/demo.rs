@@ -149,11 +149,12 @@ pub async fn main(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "  groundgate audit verify --brokers {bootstrap} --input-topic {} --group {}",
             topics.input, config.kafka.group_id
         );
-        println!("\n--serve: broker, worker and /metrics stay up; Ctrl-C to stop");
+        // Handled before the prompt: a Ctrl-C right after it stops cleanly.
         super::on_signals(
             shutdown.clone(),
             "stopping the demo worker: draining, sealing the audit trail, committing",
         )?;
+        println!("\n--serve: broker, worker and /metrics stay up; Ctrl-C to stop");
         shutdown.cancelled().await;
     }
     shutdown.cancel();
