@@ -9,11 +9,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Guarantee, LogFormat, RawConfig};
 
+mod examples;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "groundgate",
     version,
-    about = "Validates LLM answers and their [^N] citations between Kafka topics"
+    about = "Validates LLM answers and their [^N] citations between Kafka topics",
+    after_help = examples::TOP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -23,20 +26,28 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Validate a JSON Lines file offline and write the outputs to a directory.
+    #[command(after_help = examples::CHECK)]
     Check(CheckArgs),
     /// Run the stream worker against Kafka (or the embedded broker if no --brokers).
+    #[command(after_help = examples::RUN)]
     Run(RunArgs),
     /// Run the embedded in-memory broker as a long-lived process (development only).
+    #[command(after_help = examples::DEV_BROKER)]
     DevBroker(DevBrokerArgs),
     /// One-command tour: embedded broker, sample stream, one worker, a summary.
+    #[command(after_help = examples::DEMO)]
     Demo(DemoArgs),
     /// Stream answers (a JSON Lines file or synthetic ones) to the input topic.
+    #[command(after_help = examples::PRODUCE)]
     Produce(ProduceArgs),
     /// Measure the worker against a passthrough on the embedded broker (prints rates and ratios).
+    #[command(after_help = examples::BENCH)]
     Bench(BenchArgs),
     /// The sealed audit trail: verify a trail, or make a signing key pair.
+    #[command(after_help = examples::AUDIT)]
     Audit(AuditArgs),
     /// Measure the grounding check on labelled JSON Lines (AUC, accuracy, threshold sweep).
+    #[command(after_help = examples::EVAL)]
     Eval(EvalArgs),
 }
 
@@ -51,8 +62,10 @@ pub enum AuditCommand {
     /// Check an audit trail (JSON Lines files, or the audit topic with --brokers) for altered,
     /// missing, reordered or forged rows, broken or unsigned seals, and input offsets without a row.
     /// Exit 0 clean (redeliveries allowed), 1 problem found, 2 usage error.
+    #[command(after_help = examples::AUDIT_VERIFY)]
     Verify(AuditVerifyArgs),
     /// Write an Ed25519 key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub (SPKI PEM).
+    #[command(after_help = examples::AUDIT_KEYGEN)]
     Keygen(KeygenArgs),
 }
 
@@ -154,25 +167,27 @@ pub struct CheckArgs {
 /// Settings shared by every subcommand that talks to Kafka.
 #[derive(Debug, Args, Clone, Default)]
 pub struct KafkaFlags {
-    /// Bootstrap servers, host:port[,host:port...]. Absent → embedded in-memory broker.
+    /// Bootstrap servers, host:port[,host:port...] [default: none, which starts an embedded
+    /// in-memory broker]
     #[arg(long)]
     pub brokers: Option<String>,
-    /// TOML configuration file.
+    /// TOML configuration file; a flag overrides GROUNDGATE_* variables, which override the file
+    /// [default: none, built-in defaults]
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Consumer group id.
+    /// Consumer group id [default: groundgate]
     #[arg(long)]
     pub group_id: Option<String>,
-    /// Client id reported to the brokers.
+    /// Client id reported to the brokers [default: groundgate]
     #[arg(long)]
     pub client_id: Option<String>,
-    /// Input topic.
+    /// Input topic [default: answers]
     #[arg(long)]
     pub input_topic: Option<String>,
     /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X security.protocol=SSL.
     #[arg(short = 'X', long = "kafka-property", value_name = "KEY=VALUE")]
     pub kafka_property: Vec<String>,
-    /// Log format.
+    /// Log format [default: human]
     #[arg(long, value_enum)]
     pub log_format: Option<LogFormatArg>,
 }
@@ -193,10 +208,11 @@ pub enum GuaranteeArg {
 pub struct RunArgs {
     #[command(flatten)]
     pub kafka: KafkaFlags,
-    /// Delivery guarantee.
+    /// Delivery guarantee [default: at-least-once]
     #[arg(long, value_enum)]
     pub guarantee: Option<GuaranteeArg>,
-    /// Address of /metrics, /healthz, /readyz.
+    /// Address of /metrics, /healthz, /readyz (also [metrics] addr, GROUNDGATE_METRICS_ADDR)
+    /// [default: 0.0.0.0:9464]
     #[arg(long)]
     pub metrics_addr: Option<String>,
 }
@@ -207,7 +223,7 @@ pub struct DevBrokerArgs {
     #[arg(long, default_value_t = 9092)]
     pub port: u16,
     /// Partitions per topic.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(i32).range(1..))]
     pub partitions: i32,
     /// TOML configuration file (for topic names).
     #[arg(long)]
@@ -291,7 +307,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1000)]
     pub answer_bytes: usize,
     /// Partitions of the input and output topics.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(i32).range(1..))]
     pub partitions: i32,
     /// Each run is repeated this many times (interleaved); medians are reported.
     #[arg(long, default_value_t = 5)]

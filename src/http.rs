@@ -60,11 +60,22 @@ impl crate::kafka::worker::Readiness for Health {
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
-    #[error("cannot bind the metrics endpoint on {addr}: {source}")]
+    /// The OS error is part of the message and deliberately not a `source`:
+    /// a report of the error chain would print it twice.
+    #[error("cannot bind the metrics endpoint on {addr}: {error}")]
     Bind {
         addr: SocketAddr,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+}
+
+impl HttpError {
+    /// Whether another process already listens on the address.
+    pub fn in_use(&self) -> bool {
+        match self {
+            HttpError::Bind { error, .. } => error.kind() == std::io::ErrorKind::AddrInUse,
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -112,10 +123,10 @@ pub async fn serve(
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), HttpError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|source| HttpError::Bind { addr, source })?;
+        .map_err(|error| HttpError::Bind { addr, error })?;
     let bound = listener
         .local_addr()
-        .map_err(|source| HttpError::Bind { addr, source })?;
+        .map_err(|error| HttpError::Bind { addr, error })?;
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))

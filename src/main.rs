@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("groundgate: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(cmd::exit_code_of(&e))
         }
     }
 }

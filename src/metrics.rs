@@ -469,6 +469,12 @@ impl Metrics {
         self.last_seal.set(unix_secs);
     }
 
+    /// Findings of `kind` counted so far: one per finding, as `check`
+    /// counts them (used by `demo`).
+    pub fn findings(&self, kind: FindingKind) -> u64 {
+        self.findings.with_label_values(&[kind.as_str()]).get()
+    }
+
     /// Audit seals published so far (used by `bench`).
     pub fn seals_published(&self) -> u64 {
         self.seals.get()

@@ -150,10 +150,20 @@ pub fn score_file(args: &EvalArgs) -> Result<(Config, Vec<Scored>), EvalError> {
             other => {
                 return Err(EvalError::Label {
                     line: line_no,
-                    what: format!(
-                        "field {:?} must be \"supported\" or \"unsupported\", found {other:?}",
-                        args.label_field
-                    ),
+                    what: match (other, value.get(&args.label_field)) {
+                        (Some(text), _) => format!(
+                            "field {:?} must be \"supported\" or \"unsupported\", found {text:?}",
+                            args.label_field
+                        ),
+                        (None, Some(v)) => format!(
+                            "field {:?} must be \"supported\" or \"unsupported\", found {v}",
+                            args.label_field
+                        ),
+                        (None, None) => format!(
+                            "no field {:?} (the label: \"supported\" or \"unsupported\"; --label-field names another field)",
+                            args.label_field
+                        ),
+                    },
                 });
             }
         };

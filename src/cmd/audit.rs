@@ -29,7 +29,7 @@ const EXIT_PROBLEM: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
-enum CmdError {
+pub enum CmdError {
     #[error("{0}")]
     Key(#[from] keys::KeyError),
     #[error("cannot read {path}: {source}")]
@@ -72,6 +72,25 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {
 }
 
 fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
+    let report = verify_trail(args)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print_report(&report);
+    }
+    Ok(if report.ok() {
+        EXIT_CLEAN
+    } else {
+        EXIT_PROBLEM
+    })
+}
+
+/// Reads the trail `args` names and verifies it; prints nothing (a
+/// progress bar on a terminal aside). `demo` verifies its own trail with it.
+pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
     if let (Some(from), Some(to)) = (args.from, args.to)
         && from > to
     {
@@ -114,20 +133,7 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
             v.input_end(id, end);
         }
     }
-    let report = v.finish();
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
-    } else {
-        print_report(&report);
-    }
-    Ok(if report.ok() {
-        EXIT_CLEAN
-    } else {
-        EXIT_PROBLEM
-    })
+    Ok(v.finish())
 }
 
 fn read_file(v: &mut AuditVerifier, path: &PathBuf) -> Result<(), CmdError> {
@@ -411,7 +417,8 @@ fn topic_progress(messages: i64) -> Option<ProgressBar> {
     Some(bar)
 }
 
-fn print_report(r: &Report) {
+/// The table `audit verify` prints (`demo` prints it for a trail that fails).
+pub fn print_report(r: &Report) {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec![
@@ -459,7 +466,13 @@ fn print_report(r: &Report) {
         println!("{tail} row(s) after the last seals accepted as a live tail: not vouched for yet");
     }
     if r.ok() {
-        println!("verified: no integrity, completeness or authenticity problem");
+        if r.signatures_checked {
+            println!("verified: no integrity, completeness or authenticity problem");
+        } else {
+            println!(
+                "verified: no integrity or completeness problem (authenticity not checked: pass --public-key to check the seals' signatures)"
+            );
+        }
         return;
     }
     let mut p = Table::new();

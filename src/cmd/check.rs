@@ -550,11 +550,15 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         p.as_ref()
             .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string())
     };
-    let data = report.finish(
+    let mut data = report.finish(
         args.compare_config
             .as_ref()
             .map(|_| (names(&args.compare_config), names(&args.config))),
     );
+    data.unsupported_claim_action = serde_json::to_value(config.core.grounding.unsupported_claim)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
     write_file(
         &args.out.join("summary.json"),
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),

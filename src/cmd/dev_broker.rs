@@ -30,12 +30,15 @@ pub async fn main(args: DevBrokerArgs) -> anyhow::Result<ExitCode> {
         max_bytes_per_partition = crate::kafka::produce::MOCK_MAX_BYTES,
         "embedded in-memory broker running: development only, NOT durable, everything is lost on exit; each partition keeps only the newest messages within these limits"
     );
+    // Signals are handled before the address is announced: whoever reads
+    // it may stop the broker at once.
+    let stop = CancellationToken::new();
+    super::on_signals(stop.clone(), "stopping the broker")
+        .context("cannot install signal handlers")?;
     // One parseable line on stdout, for scripts and tests.
     println!("bootstrap={bootstrap}");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
-    let stop = CancellationToken::new();
-    super::on_signals(stop.clone()).context("cannot install signal handlers")?;
     stop.cancelled().await;
     info!("dev-broker stopping");
     Ok(ExitCode::SUCCESS)

@@ -31,6 +31,20 @@ pub fn main(args: EvalArgs) -> ExitCode {
     }
 }
 
+/// The thresholds of the sweep: 0.05 to 0.95 in steps of 0.05, and the
+/// configured `min_support` when it is not one of them. Each is the nearest
+/// double to its decimal (`step / 20`, not `step * 0.05`, which gives
+/// 0.6000000000000001 for 0.6): the row at the configured value then flags
+/// exactly the records the header counts.
+fn sweep_thresholds(min_support: f64) -> Vec<f64> {
+    let mut v: Vec<f64> = (1..=19).map(|step| f64::from(step) / 20.0).collect();
+    if !v.contains(&min_support) {
+        v.push(min_support);
+        v.sort_by(f64::total_cmp);
+    }
+    v
+}
+
 fn print_report(
     out: &mut impl Write,
     args: &EvalArgs,
@@ -85,11 +99,15 @@ fn print_report(
         "recall",
         "flagged",
     ]);
-    for step in 1..=19 {
-        let th = step as f64 * 0.05;
+    for th in sweep_thresholds(min_support) {
         let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.score < th)));
+        let configured = if th == min_support {
+            " (configured)"
+        } else {
+            ""
+        };
         t.add_row(vec![
-            format!("{th:.2}"),
+            format!("{th:.2}{configured}"),
             format!("{:.3}", c.balanced_accuracy()),
             format!("{:.3}", c.precision()),
             format!("{:.3}", c.recall()),
@@ -141,4 +159,21 @@ fn print_report(
         ]);
     }
     writeln!(out, "worst misses ({} in all):\n{t}", misses.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_holds_the_configured_threshold_exactly() {
+        let grid = sweep_thresholds(0.6);
+        assert_eq!(grid.len(), 19);
+        assert!(grid.contains(&0.6), "{grid:?}");
+        assert!(grid.contains(&0.15), "{grid:?}");
+        let off_grid = sweep_thresholds(0.62);
+        assert_eq!(off_grid.len(), 20);
+        assert!(off_grid.windows(2).all(|w| w[0] < w[1]), "{off_grid:?}");
+        assert!(off_grid.contains(&0.62));
+    }
 }

@@ -44,19 +44,41 @@ pub fn init_logging(format: LogFormat, level: &str) {
     });
 }
 
+/// A mistake in how the command was called (a missing or malformed flag):
+/// the binary exits 2 for it, as clap does for its own usage errors, and
+/// for configuration errors.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Exit code of usage and configuration errors (clap uses 2 as well).
+pub const EXIT_USAGE: u8 = 2;
+
+/// The exit code of a command that failed with `e`: [`EXIT_USAGE`] for a
+/// usage or configuration error, 1 for anything else.
+pub fn exit_code_of(e: &anyhow::Error) -> u8 {
+    let usage = e.chain().any(|c| {
+        c.downcast_ref::<UsageError>().is_some()
+            || c.downcast_ref::<crate::config::ConfigError>().is_some()
+    });
+    if usage { EXIT_USAGE } else { 1 }
+}
+
 /// The one signal path: the first SIGINT or SIGTERM cancels `shutdown`
-/// (stop intake, drain, flush, commit); a second one exits at once with
-/// [`EXIT_INTERRUPTED`]. Fails only if the handlers cannot be installed.
-pub fn on_signals(shutdown: CancellationToken) -> std::io::Result<()> {
+/// (the command then stops what it takes in, finishes what it holds and
+/// exits); a second one exits at once with [`EXIT_INTERRUPTED`]. `stopping`
+/// is logged at the first signal and says what the command does then.
+/// Fails only if the handlers cannot be installed.
+pub fn on_signals(shutdown: CancellationToken, stopping: &'static str) -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     tokio::spawn(async move {
         tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        info!("signal received: stopping intake, draining in-flight records");
+        info!("signal received: {stopping} (a second signal exits at once)");
         shutdown.cancel();
         tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        error!("second signal: exiting immediately without draining");
+        error!("second signal: exiting immediately");
         std::process::exit(EXIT_INTERRUPTED);
     });
     Ok(())

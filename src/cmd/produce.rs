@@ -5,26 +5,35 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::process::ExitCode;
 
-use anyhow::Context;
+use tokio_util::sync::CancellationToken;
 use tracing::info;
+
+use super::UsageError;
 
 use crate::cli::ProduceArgs;
 use crate::config::RawConfig;
-use crate::kafka::produce::{MockCheck, ProduceError, producer, send_all};
+use crate::kafka::produce::{MockCheck, ProduceError, producer, send_until};
 
 pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
-    let flags = args.kafka.raw_layer().map_err(anyhow::Error::msg)?;
+    let flags = args.kafka.raw_layer().map_err(UsageError)?;
     let config = RawConfig::load_from_process(args.kafka.config.as_deref(), flags)?;
     super::init_logging(config.log.format, &config.log.level);
-    let bootstrap = config
-        .kafka
-        .brokers
-        .clone()
-        .context(
-            "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one",
-        )?;
+    let bootstrap = config.kafka.brokers.clone().ok_or_else(|| {
+        UsageError(
+            "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one".into(),
+        )
+    })?;
     let producer = producer(&config.kafka, &bootstrap)?;
     let topic = config.kafka.topics.input.clone();
+    // Ctrl-C or SIGTERM stops sending; what was sent is still awaited and
+    // counted, so "sent N" is true after a stop as after a full run.
+    let stop = CancellationToken::new();
+    super::on_signals(
+        stop.clone(),
+        "stopping: no more records, waiting for those already sent",
+    )
+    .map_err(|e| anyhow::anyhow!("cannot install signal handlers: {e}"))?;
+    info!(%bootstrap, topic = %topic, "producing");
     let limit = if args.count == 0 {
         u64::MAX
     } else {
@@ -53,16 +62,21 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .take(limit as usize);
-            send_all(&producer, &topic, lines, args.rate).await?
+            send_until(&producer, &topic, lines, args.rate, &stop).await?
         }
         None => {
             info!(topic = %topic, rate = args.rate, "producing synthetic answers");
             let records =
                 (0..limit).map(|i| Ok(crate::sample::mixed(i, 600 + (i as usize * 131) % 3000)));
-            send_all(&producer, &topic, records, args.rate).await?
+            send_until(&producer, &topic, records, args.rate, &stop).await?
         }
     };
-    println!("sent {sent} records to {topic}");
+    let stopped = if stop.is_cancelled() {
+        " (stopped by a signal)"
+    } else {
+        ""
+    };
+    println!("sent {sent} records to {topic}{stopped}");
     if let Some(m) = mock {
         m.finish(&producer)?;
     }

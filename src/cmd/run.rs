@@ -25,9 +25,6 @@ use crate::kafka::embedded::EmbeddedBroker;
 use crate::kafka::worker::run_worker;
 use crate::metrics::Metrics;
 
-/// Exit code for configuration and usage errors (clap uses 2 as well).
-const EXIT_USAGE: u8 = 2;
-
 /// Exit code when shutdown did not finish within `kafka.drain_deadline_ms`.
 pub const EXIT_DRAIN_OVERRUN: i32 = 3;
 
@@ -58,19 +55,25 @@ pub async fn bounded_shutdown<T>(
 }
 
 pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let flags = args.raw_layer().map_err(anyhow::Error::msg)?;
+    let flags = args.raw_layer().map_err(super::UsageError)?;
     let config = match RawConfig::load_from_process(args.kafka.config.as_deref(), flags) {
         Ok(c) => Arc::new(c),
         Err(e) => {
             eprintln!("groundgate run: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(ExitCode::from(super::EXIT_USAGE));
         }
     };
     super::init_logging(config.log.format, &config.log.level);
 
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
     let health = Arc::new(Health::default());
-    let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone()).await?;
+    let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone())
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e}; choose another address with --metrics-addr HOST:PORT, GROUNDGATE_METRICS_ADDR or [metrics] addr (port 0 picks a free one)"
+            )
+        })?;
     info!(%addr, "serving /metrics, /healthz and /readyz");
 
     let mut _embedded = None;
@@ -89,7 +92,11 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
 
     let shutdown = CancellationToken::new();
-    super::on_signals(shutdown.clone()).context("cannot install signal handlers")?;
+    super::on_signals(
+        shutdown.clone(),
+        "stopping intake, draining in-flight records",
+    )
+    .context("cannot install signal handlers")?;
 
     let deadline = config.kafka.drain_deadline;
     let worker = run_worker(config, bootstrap, metrics, health.clone(), shutdown.clone());

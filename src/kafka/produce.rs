@@ -10,6 +10,7 @@ use rdkafka::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureRecord, Producer};
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 
 use super::client::{FutureProducer, LogContext};
 use crate::config::KafkaConfig;
@@ -72,14 +73,33 @@ pub async fn send_all(
     records: impl Iterator<Item = Result<Vec<u8>, ProduceError>>,
     rate: u64,
 ) -> Result<u64, ProduceError> {
+    send_until(producer, topic, records, rate, &CancellationToken::new()).await
+}
+
+/// [`send_all`] that stops taking records once `stop` is cancelled; the
+/// records already handed to the producer are still awaited, so the count
+/// returned is of delivered records.
+pub async fn send_until(
+    producer: &FutureProducer,
+    topic: &str,
+    records: impl Iterator<Item = Result<Vec<u8>, ProduceError>>,
+    rate: u64,
+    stop: &CancellationToken,
+) -> Result<u64, ProduceError> {
     let started = Instant::now();
     let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
     let mut sent = 0u64;
     for rec in records {
+        if stop.is_cancelled() {
+            break;
+        }
         let rec = rec?;
         if rate > 0 {
             let due = started + Duration::from_secs_f64(sent as f64 / rate as f64);
-            tokio::time::sleep_until(due.into()).await;
+            tokio::select! {
+                _ = tokio::time::sleep_until(due.into()) => {}
+                _ = stop.cancelled() => break,
+            }
         }
         let key = serde_json::from_slice::<Rid<'_>>(&rec)
             .ok()

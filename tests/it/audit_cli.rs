@@ -79,9 +79,16 @@ fn check_output_verifies_and_every_tampering_is_caught() {
     assert_eq!(report["chains"][0]["sealed_rows"], 300);
     assert_eq!(report["chains"][0]["gaps"], serde_json::json!([]));
 
-    // The human report names the outcome too.
+    // The human report names the outcome too, and claims no authenticity
+    // it did not check.
     let o = run(&["audit", "verify", trail.to_str().unwrap()]);
     assert!(text(&o).contains("verified"), "{}", text(&o));
+    assert!(
+        text(&o).contains("authenticity not checked")
+            && !text(&o).contains("or authenticity problem"),
+        "{}",
+        text(&o)
+    );
 
     let row_ix = |offset: i64| {
         all.iter()

@@ -165,13 +165,22 @@ fn labelled_subset_keeps_its_auc() {
     );
 }
 
+/// `groundgate eval ARGS INPUT`.
+fn eval(args: &[&str], input: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .arg("eval")
+        .args(args)
+        .arg(input)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn eval_command_prints_the_report() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
-        .args(["eval", "--misses", "3"])
-        .arg(repo("tests/data/grounding_subset.jsonl"))
-        .output()
-        .unwrap();
+    let out = eval(
+        &["--misses", "3"],
+        &repo("tests/data/grounding_subset.jsonl"),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -205,6 +214,61 @@ fn eval_command_prints_the_report() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 1") && err.contains("\"maybe\""), "{err}");
+}
+
+#[test]
+fn eval_header_and_its_sweep_row_are_one_computation() {
+    let out = eval(
+        &["--misses", "0"],
+        &repo("tests/data/grounding_subset.jsonl"),
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let header = text
+        .lines()
+        .find_map(|l| l.strip_prefix("unsupported_claim finding: "))
+        .unwrap_or_else(|| panic!("no header: {text}"));
+    let numbers = |s: &str| -> Vec<String> {
+        s.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|w| w.contains('.') || !w.is_empty())
+            .filter(|w| w.parse::<f64>().is_ok())
+            .map(str::to_string)
+            .collect()
+    };
+    // balanced accuracy, precision, recall.
+    let h = numbers(header);
+    let row = text
+        .lines()
+        .find(|l| l.contains("(configured)"))
+        .unwrap_or_else(|| panic!("the configured threshold is not marked: {text}"));
+    // threshold, balanced accuracy, precision, recall, flagged.
+    let r = numbers(row);
+    assert_eq!(r[0], "0.60", "{row}");
+    assert_eq!(&r[1..4], &h[..], "header {header:?} vs sweep {row:?}");
+    let cell = |label: &str| -> u64 {
+        let l = text.lines().find(|l| l.contains(label)).unwrap();
+        numbers(l)[0].parse().unwrap()
+    };
+    let flagged = cell("labelled unsupported") + cell("labelled supported");
+    assert_eq!(r[4], flagged.to_string(), "{text}");
+}
+
+#[test]
+fn eval_names_a_missing_or_non_text_label_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"request_id\":\"r\",\"answer\":\"a\"}\n").unwrap();
+    let out = eval(&[], &bad);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("None") && !err.contains("Some("),
+        "Rust debug text: {err}"
+    );
+    assert!(
+        err.contains("no field \"label\"") && err.contains("--label-field"),
+        "{err}"
+    );
 }
 
 #[test]

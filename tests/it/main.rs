@@ -11,6 +11,7 @@ mod common;
 
 mod audit_cli;
 mod check_cli;
+mod commands;
 mod deploy;
 mod grounding;
 mod lifecycle;

@@ -50,7 +50,7 @@ fn produce_writes_what_it_says_and_kcat_reads_it_back() {
 #[test]
 fn produce_without_brokers_says_how_to_get_one() {
     let out = bin().args(["produce", "--count", "1"]).output().unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--brokers") && err.contains("dev-broker"),
@@ -100,6 +100,106 @@ fn demo_finishes_on_its_own_and_reports_what_went_where() {
         count("answers.final") + count("answers.retry") + count("answers.dlq"),
         sample,
         "{stdout}"
+    );
+
+    // Findings are counted as `check` counts them with the same configuration.
+    let dir = tempfile::tempdir().unwrap();
+    let checked = bin()
+        .args(["check", "--config"])
+        .arg(repo("examples/demo.toml"))
+        .arg(repo("examples/answers.jsonl"))
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(checked.status.success());
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    let by_check = summary["findings"]["unsupported_claim"].as_u64().unwrap();
+    assert!(by_check > 0);
+    assert_eq!(count("unsupported_claim") as u64, by_check, "{stdout}");
+    assert!(
+        stdout.contains("counts sentences, not answers"),
+        "the count is explained: {stdout}"
+    );
+
+    // One short example of each outcome.
+    for example in [
+        "  accepted ",
+        "  retry ",
+        "  dead letter ",
+        "  worst claim ",
+        "not in its cited source: ",
+    ] {
+        assert!(stdout.contains(example), "no {example:?} example: {stdout}");
+    }
+
+    // Seals are counted after the worker's final flush, and the demo's own
+    // trail is verified as `audit verify` does it.
+    let verified = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("trail verified: "))
+        .unwrap_or_else(|| panic!("no `trail verified` line: {stdout}"));
+    let numbers: Vec<usize> = verified
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .take(2)
+        .collect();
+    assert_eq!(numbers[0], sample, "every row: {verified}");
+    assert!(numbers[1] >= 1, "sealed: {verified}");
+    assert!(!stdout.contains("so far: 0"), "{stdout}");
+}
+
+#[test]
+fn demo_serve_points_at_its_own_broker_and_configuration() {
+    let mut cmd = bin();
+    cmd.args(["demo", "--serve", "--metrics-addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut demo = Proc::spawn("demo --serve", cmd);
+    let mut lines =
+        std::io::BufRead::lines(std::io::BufReader::new(demo.child.stdout.take().unwrap()))
+            .map_while(Result::ok);
+    let mut before = Vec::new();
+    for l in lines.by_ref() {
+        let done = l.contains("Ctrl-C to stop");
+        before.push(l);
+        if done {
+            break;
+        }
+    }
+    let text = before.join("\n");
+    let bootstrap = text
+        .split("embedded in-memory broker at ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no broker address: {text}"));
+    for hint in [
+        format!("kcat -b {bootstrap} "),
+        format!("groundgate run --brokers {bootstrap} --config "),
+        format!("groundgate produce --brokers {bootstrap} "),
+    ] {
+        assert!(text.contains(&hint), "no {hint:?} in: {text}");
+    }
+    assert!(!text.contains(":9092"), "no other broker: {text}");
+    // The configuration named in the hint is the demo's.
+    let config = text
+        .split(&format!("run --brokers {bootstrap} --config "))
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap();
+    let config_text = std::fs::read_to_string(repo("").join(config))
+        .or_else(|_| std::fs::read_to_string(config))
+        .unwrap();
+    assert_eq!(config_text, include_str!("../../examples/demo.toml"));
+
+    demo.signal("INT");
+    let rest: Vec<String> = lines.collect();
+    let status = demo.wait_exit(WAIT).expect("demo exits after Ctrl-C");
+    assert!(status.success());
+    assert!(
+        rest.iter().any(|l| l.starts_with("trail verified: ")),
+        "{rest:?}"
     );
 }
 
@@ -429,6 +529,7 @@ fn bench_runs_all_three_and_reports_ratios() {
             "bench output lacks {row:?}:\n{stdout}"
         );
     }
+    assert!(!stdout.contains("goal"), "no internal goals: {stdout}");
 }
 
 /// The broker vanishes, then the worker is told to stop: shutdown is

@@ -1,9 +1,11 @@
-//! The HTML report of `groundgate check --report`, opened in a real browser
-//! (headless Chromium): every section is there, the numbers it shows equal
-//! `summary.json`, and a screenshot is kept as a test artefact.
+//! The HTML report of `groundgate check --report`: its content (missing
+//! terms inline, the policy explained, varied worst answers, formatted
+//! numbers), and the report opened in a real browser (headless Chromium):
+//! every section is there, the numbers it shows equal `summary.json`, and a
+//! 1400-px-wide screenshot is kept as a test artefact.
 //!
-//! Needs Debian's `chromium`; without it the test prints a SKIPPED line,
-//! and fails instead when GG_REQUIRE_TOOLS=1 (as in CI).
+//! The browser test needs Debian's `chromium`; without it the test prints a
+//! SKIPPED line, and fails instead when GG_REQUIRE_TOOLS=1 (as in CI).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,12 +35,13 @@ fn headless(chromium: &Path, profile: &Path) -> Command {
     c
 }
 
-/// The text of the element carrying `data-k="key"` (first one), from the DOM dump.
-fn data_k<'a>(dom: &'a str, key: &str) -> Option<&'a str> {
+/// The number in the element carrying `data-k="key"` (first one), from the
+/// DOM dump, as a person reads it: thousands separators and `$` dropped.
+fn data_k(dom: &str, key: &str) -> Option<String> {
     let marker = format!("data-k=\"{key}\">");
     let start = dom.find(&marker)? + marker.len();
     let end = dom[start..].find('<')?;
-    Some(dom[start..start + end].trim())
+    Some(dom[start..start + end].trim().replace([',', '$'], ""))
 }
 
 #[test]
@@ -86,7 +89,7 @@ fn report_renders_in_chromium_with_the_numbers_of_summary_json() {
             "section {id} missing"
         );
     }
-    for chart in ["chart-outcomes", "chart-scores", "chart-findings"] {
+    for chart in ["chart-outcomes", "chart-scores"] {
         assert!(
             dom.contains(&format!("id=\"{chart}\"")),
             "chart {chart} missing"
@@ -94,19 +97,19 @@ fn report_renders_in_chromium_with_the_numbers_of_summary_json() {
     }
     assert_eq!(
         data_k(&dom, "records"),
-        Some(summary["records"].to_string().as_str())
+        Some(summary["records"].to_string())
     );
     for (k, v) in summary["outcomes"].as_object().unwrap() {
         assert_eq!(
             data_k(&dom, &format!("outcome.{k}")),
-            Some(v.to_string().as_str()),
+            Some(v.to_string()),
             "{k}"
         );
     }
     for (k, v) in summary["findings"].as_object().unwrap() {
         assert_eq!(
             data_k(&dom, &format!("finding.{k}")),
-            Some(v.to_string().as_str()),
+            Some(v.to_string()),
             "{k}"
         );
     }
@@ -122,18 +125,18 @@ fn report_renders_in_chromium_with_the_numbers_of_summary_json() {
     }
     let changed = summary["comparison"]["changed"].to_string();
     assert!(changed != "0", "the tightened policy changes outcomes");
-    assert_eq!(data_k(&dom, "changed"), Some(changed.as_str()));
+    assert_eq!(data_k(&dom, "changed"), Some(changed));
     assert!(
         !dom.contains("http://") && !dom.contains("https://"),
         "self-contained: no network"
     );
 
-    // A screenshot as an artefact, for a human to look at.
+    // A screenshot as an artefact, for a human to look at, at a laptop's width.
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report.png");
     let _ = std::fs::remove_file(&shot);
     let s = headless(&chromium, &dir.path().join("profile-shot"))
         .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1280,2400")
+        .arg("--window-size=1400,3000")
         .arg(&url)
         .output()
         .unwrap();
@@ -145,4 +148,160 @@ fn report_renders_in_chromium_with_the_numbers_of_summary_json() {
         shot.display()
     );
     eprintln!("report screenshot: {}", shot.display());
+}
+
+/// `check --report` on the shipped sample with the demo's configuration,
+/// where accepted answers carry unsupported claims: the report's HTML and
+/// its `summary.json`.
+fn demo_report(dir: &Path) -> (String, Value) {
+    demo_report_on(dir, 2)
+}
+
+fn demo_report_on(dir: &Path, threads: usize) -> (String, Value) {
+    let out = dir.join("out");
+    let report = dir.join("report.html");
+    let o = Command::new(BIN)
+        .args([
+            "check",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl"),
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo.toml"),
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--report")
+        .arg(&report)
+        .args(["--threads", &threads.to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    (std::fs::read_to_string(report).unwrap(), summary)
+}
+
+#[test]
+fn flagged_sentences_show_their_missing_terms_and_the_policy_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let (html, summary) = demo_report(dir.path());
+    // A flagged sentence is followed by what its sources lack, in the text.
+    let flagged = html
+        .find("<mark class=\"flagged\"")
+        .expect("a flagged sentence");
+    let after = &html[flagged..];
+    let chip = after
+        .find("<span class=\"missing\">")
+        .expect("missing terms after it");
+    assert!(
+        after[chip..].starts_with("<span class=\"missing\">support 0."),
+        "{}",
+        &after[..400.min(after.len())]
+    );
+    assert!(html.contains(" · not in source: "), "terms listed inline");
+    // "accepted · score 0.00" is explained, with the way to act on it.
+    assert!(
+        summary["worst"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["outcome"] == "accepted")
+    );
+    assert!(
+        html.contains("id=\"action-note\""),
+        "the warn default is explained"
+    );
+    assert!(html.contains("unsupported_claim = \"retry\"") && html.contains("\"reject\""));
+    assert!(html.contains("Accepted although unsupported"));
+}
+
+#[test]
+fn worst_answers_are_varied_and_numbers_are_formatted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (html, summary) = demo_report(dir.path());
+    let worst = summary["worst"].as_array().unwrap();
+    assert_eq!(worst.len(), 10);
+    // One per near-duplicate: no two shown answers have the same words.
+    let words = |w: &Value| -> String {
+        let text: String = w["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["text"].as_str().unwrap())
+            .collect();
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(c) = rest.chars().next() {
+            if let Some(after) = rest.strip_prefix("[^")
+                && let Some(end) = after.find(']')
+            {
+                rest = &after[end + 1..];
+                continue;
+            }
+            if c.is_alphanumeric() {
+                out.extend(c.to_lowercase());
+            } else if !out.ends_with(' ') {
+                out.push(' ');
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+        out.trim().to_string()
+    };
+    let distinct: std::collections::BTreeSet<String> = worst.iter().map(words).collect();
+    assert_eq!(distinct.len(), worst.len(), "near-duplicates shown twice");
+    // Lowest score first; among equal scores, more unsupported claims first.
+    for pair in worst.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let (sa, sb) = (a["score"].as_f64().unwrap(), b["score"].as_f64().unwrap());
+        assert!(sa <= sb, "{sa} before {sb}");
+        if sa == sb {
+            assert!(
+                a["unsupported_claims"].as_u64() >= b["unsupported_claims"].as_u64(),
+                "ties by unsupported claims: {a}\n{b}"
+            );
+        }
+    }
+
+    // Thousands separators and dollars.
+    let tokens =
+        summary["prompt_tokens"].as_u64().unwrap() + summary["completion_tokens"].as_u64().unwrap();
+    assert!(
+        tokens >= 1000,
+        "the sample has enough tokens to need a separator"
+    );
+    let digits = tokens.to_string();
+    let shown: String = digits
+        .chars()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let comma = i > 0 && (digits.len() - i) % 3 == 0;
+            comma.then_some(',').into_iter().chain([c])
+        })
+        .collect();
+    assert!(
+        html.contains(&format!("data-k=\"tokens\">{shown}<")),
+        "tokens as {shown}"
+    );
+    assert!(html.contains("data-k=\"cost_usd\">$"), "cost in dollars");
+    // The findings are one table with bars, not a table and a chart of it.
+    assert!(!html.contains("chart-findings"));
+    assert_eq!(
+        html.matches("<td class=\"bar\">").count(),
+        summary["findings"].as_object().unwrap().len()
+            + summary["dead_letters"].as_object().unwrap().len()
+    );
+}
+
+#[test]
+fn worst_answers_do_not_depend_on_the_thread_count() {
+    let ids = |threads| {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, summary) = demo_report_on(dir.path(), threads);
+        summary["worst"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["request_id"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(1), ids(3));
 }

@@ -45,8 +45,18 @@ struct Page<'a> {
     d: &'a ReportData,
     outcomes_chart: Chart,
     score_chart: Chart,
-    findings_chart: Chart,
+    /// Every row of the findings table with its bar's share of the widest.
+    findings: Vec<FindingRow>,
     legend: &'static [(&'static str, &'static str)],
+}
+
+/// One row of the findings table: its count is drawn as a bar in the row
+/// itself, so no separate chart repeats the table.
+pub struct FindingRow {
+    pub label: String,
+    pub key: String,
+    pub count: u64,
+    pub bar_pct: f64,
 }
 
 /// Formatting functions the template calls.
@@ -65,7 +75,56 @@ impl Page<'_> {
         s.map_or_else(|| "–".into(), |v| format!("{v:.2}"))
     }
     fn usd(&self, v: &f64) -> String {
-        format!("{v:.4}")
+        usd(*v)
+    }
+    fn num(&self, n: impl Count) -> String {
+        thousands(n.count())
+    }
+}
+
+/// A count however many references the template puts in front of it.
+trait Count {
+    fn count(&self) -> u64;
+}
+
+impl Count for u64 {
+    fn count(&self) -> u64 {
+        *self
+    }
+}
+
+impl<T: Count + ?Sized> Count for &T {
+    fn count(&self) -> u64 {
+        (**self).count()
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Dollars: cents from $1 up (`$1,234.57`), four decimals below, where
+/// per-answer costs live (`$0.0021`).
+pub fn usd(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    let a = v.abs();
+    if a >= 1.0 {
+        let cents = (a * 100.0).round() as u64;
+        format!("{sign}${}.{:02}", thousands(cents / 100), cents % 100)
+    } else {
+        format!("{sign}${a:.4}")
     }
 }
 
@@ -74,7 +133,7 @@ pub fn render(d: &ReportData) -> Result<String, askama::Error> {
         d,
         outcomes_chart: outcomes_chart(d),
         score_chart: score_chart(d),
-        findings_chart: findings_chart(d),
+        findings: finding_rows(d),
         legend: &OUTCOME_COLOURS,
     }
     .render()
@@ -113,7 +172,7 @@ fn outcomes_chart(d: &ReportData) -> Chart {
                     w,
                     h: row_h - 4.0,
                     colour,
-                    title: format!("{name}: {n} of {}", m.records),
+                    title: format!("{name}: {} of {}", thousands(n), thousands(m.records)),
                 });
             }
             x += w;
@@ -145,7 +204,7 @@ fn score_chart(d: &ReportData) -> Chart {
             } else {
                 "#1565c0"
             },
-            title: format!("score {lo:.1}–{:.1}: {n}", lo + 0.1),
+            title: format!("score {lo:.1}–{:.1}: {}", lo + 0.1, thousands(n)),
         });
         c.labels.push(Label {
             x: x + (col_w - 6.0) / 2.0,
@@ -157,7 +216,7 @@ fn score_chart(d: &ReportData) -> Chart {
             c.labels.push(Label {
                 x: x + (col_w - 6.0) / 2.0,
                 y: bottom - h - 4.0,
-                text: n.to_string(),
+                text: thousands(n),
                 anchor: "middle",
             });
         }
@@ -165,38 +224,41 @@ fn score_chart(d: &ReportData) -> Chart {
     c
 }
 
-fn findings_chart(d: &ReportData) -> Chart {
-    let (left, bar_w, row_h) = (180.0, 480.0, 22.0);
-    let max = d.findings.values().copied().max().unwrap_or(0).max(1) as f64;
-    let mut c = Chart {
-        width: 760,
-        height: (d.findings.len() as f64 * row_h + 10.0) as u32,
-        rects: Vec::new(),
-        labels: Vec::new(),
-    };
-    for (i, (kind, &n)) in d.findings.iter().enumerate() {
-        let y = 5.0 + i as f64 * row_h;
-        let w = bar_w * n as f64 / max;
-        c.labels.push(Label {
-            x: left - 6.0,
-            y: y + 14.0,
-            text: kind.clone(),
-            anchor: "end",
-        });
-        c.rects.push(Rect {
-            x: left,
-            y,
-            w,
-            h: row_h - 4.0,
-            colour: "#455a64",
-            title: format!("{kind}: {n}"),
-        });
-        c.labels.push(Label {
-            x: left + w + 6.0,
-            y: y + 14.0,
-            text: n.to_string(),
-            anchor: "start",
-        });
+fn finding_rows(d: &ReportData) -> Vec<FindingRow> {
+    let rows: Vec<(String, String, u64)> = d
+        .findings
+        .iter()
+        .map(|(k, &n)| (k.clone(), format!("finding.{k}"), n))
+        .chain(
+            d.dead_letters
+                .iter()
+                .map(|(k, &n)| (format!("dead letter: {k}"), format!("dead_letter.{k}"), n)),
+        )
+        .collect();
+    let max = rows.iter().map(|r| r.2).max().unwrap_or(0).max(1) as f64;
+    rows.into_iter()
+        .map(|(label, key, count)| FindingRow {
+            label,
+            key,
+            count,
+            bar_pct: 100.0 * count as f64 / max,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_a_person_writes_them() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(usd(0.0021), "$0.0021");
+        assert_eq!(usd(0.61), "$0.6100");
+        assert_eq!(usd(1234.567), "$1,234.57");
+        assert_eq!(usd(3.0), "$3.00");
     }
-    c
 }

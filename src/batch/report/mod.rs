@@ -12,7 +12,7 @@
 pub mod html;
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -71,6 +71,9 @@ pub struct Segment {
     pub text: String,
     pub flagged: bool,
     pub support: Option<f64>,
+    /// For a flagged claim: the terms its cited sources do not hold (the
+    /// envelope's `unsupported_terms`, at most five).
+    pub missing: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -88,6 +91,8 @@ pub struct WorstAnswer {
     pub model: String,
     pub outcome: String,
     pub score: f64,
+    /// Claims below `min_support` in the whole answer.
+    pub unsupported_claims: u64,
     pub segments: Vec<Segment>,
     pub sources: Vec<ShownSource>,
 }
@@ -116,6 +121,9 @@ pub struct ReportData {
     pub input: String,
     pub policy_version: String,
     pub min_support: f64,
+    /// What an unsupported claim does under the policy: `warn`, `retry` or
+    /// `reject` (the `[grounding] unsupported_claim` setting).
+    pub unsupported_claim_action: String,
     pub records: u64,
     pub outcomes: BTreeMap<String, u64>,
     pub findings: BTreeMap<String, u64>,
@@ -138,11 +146,15 @@ impl ReportData {
     }
 }
 
-/// A kept candidate for the worst answers: lowest score first, then input
-/// order, so the list is deterministic.
+/// A kept candidate for the worst answers: lowest score first, then more
+/// unsupported claims, then input order, so the list is deterministic.
 struct Candidate {
     score: f64,
+    unsupported_claims: u64,
     seq: u64,
+    /// Answers with the same words (case, punctuation and citation markers
+    /// aside) share a key; one per key is shown.
+    key: u64,
     outcome: OutcomeKind,
     provider: String,
     model: String,
@@ -166,6 +178,7 @@ impl Ord for Candidate {
     fn cmp(&self, other: &Self) -> Ordering {
         self.score
             .total_cmp(&other.score)
+            .then(other.unsupported_claims.cmp(&self.unsupported_claims))
             .then(self.seq.cmp(&other.seq))
     }
 }
@@ -177,7 +190,8 @@ pub struct Aggregator {
     models: BTreeMap<String, BTreeMap<String, ModelRow>>,
     model_count: usize,
     worst_n: usize,
-    worst: BinaryHeap<Candidate>,
+    /// At most `worst_n` candidates with distinct keys, unordered.
+    worst: Vec<Candidate>,
     transitions: BTreeMap<(&'static str, &'static str), Transition>,
 }
 
@@ -205,7 +219,7 @@ impl Aggregator {
             models: BTreeMap::new(),
             model_count: 0,
             worst_n,
-            worst: BinaryHeap::new(),
+            worst: Vec::new(),
             transitions: BTreeMap::new(),
         }
     }
@@ -262,26 +276,61 @@ impl Aggregator {
         }
 
         if let (Some(s), Some(env)) = (score, envelope) {
-            let c = Candidate {
+            let unsupported_claims = summary
+                .findings
+                .iter()
+                .filter(|f| **f == FindingKind::UnsupportedClaim)
+                .count() as u64;
+            let probe = |key| Candidate {
                 score: s,
+                unsupported_claims,
                 seq: line,
+                key,
                 outcome: kind,
-                provider: summary.provider.clone(),
-                model: summary.model.clone(),
-                envelope: env.to_vec(),
+                provider: String::new(),
+                model: String::new(),
+                envelope: Vec::new(),
             };
-            self.keep_if_worse(c);
+            // Most records are not among the worst: decided before the
+            // envelope is read or copied.
+            if self.worst.len() < self.worst_n || self.best_kept().is_some_and(|b| probe(0) < *b) {
+                let c = Candidate {
+                    provider: summary.provider.clone(),
+                    model: summary.model.clone(),
+                    envelope: env.to_vec(),
+                    ..probe(near_duplicate_key(env))
+                };
+                self.keep_if_worse(c);
+            }
         }
     }
 
+    /// The least bad kept candidate: the one a worse one replaces.
+    fn best_kept(&self) -> Option<&Candidate> {
+        self.worst.iter().max()
+    }
+
+    /// Keeps `c` when it is among the `worst_n` worst with distinct keys: a
+    /// kept near-duplicate is replaced only by a worse one of its key.
     fn keep_if_worse(&mut self, c: Candidate) {
-        let worse_than_kept =
-            self.worst.len() < self.worst_n || self.worst.peek().is_some_and(|top| c < *top);
-        if worse_than_kept {
-            self.worst.push(c);
-            if self.worst.len() > self.worst_n {
-                self.worst.pop();
+        if self.worst_n == 0 {
+            return;
+        }
+        if let Some(i) = self.worst.iter().position(|k| k.key == c.key) {
+            if c < self.worst[i] {
+                self.worst[i] = c;
             }
+            return;
+        }
+        if self.worst.len() < self.worst_n {
+            self.worst.push(c);
+            return;
+        }
+        let best = (0..self.worst.len()).max_by(|&a, &b| self.worst[a].cmp(&self.worst[b]));
+        if let Some(i) = best
+            && c < self.worst[i]
+        {
+            self.worst[i] = c;
         }
     }
 
@@ -424,9 +473,9 @@ impl Aggregator {
         });
         self.data.models = rows;
         let min_support = self.data.min_support;
+        self.worst.sort();
         self.data.worst = self
             .worst
-            .into_sorted_vec()
             .into_iter()
             .map(|c| worst_answer(c, min_support))
             .collect();
@@ -472,6 +521,72 @@ fn clip(s: &str) -> String {
     format!("{}…", &s[..s.floor_char_boundary(MAX_SHOWN_BYTES)])
 }
 
+/// A hash of the set of the answer's sentences, each taken as its words
+/// lower-cased, without citation markers or punctuation: answers that
+/// differ only in those, or in the order or repetition of the same
+/// sentences, are near-duplicates. (Set equality, not a similarity
+/// threshold, so the worst answers do not depend on how `check` splits the
+/// input between threads.)
+fn near_duplicate_key(envelope: &[u8]) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow)]
+        answer: std::borrow::Cow<'a, str>,
+    }
+    let answer = serde_json::from_slice::<Answer<'_>>(envelope)
+        .map(|a| a.answer)
+        .unwrap_or_default();
+    let mut sentences: Vec<u64> = Vec::new();
+    let mut h = DefaultHasher::new();
+    let mut words = 0usize;
+    let mut in_word = false;
+    let mut rest = answer.as_ref();
+    let mut end_sentence = |h: &mut DefaultHasher, words: &mut usize| {
+        if *words > 0 {
+            sentences.push(std::mem::take(h).finish());
+        }
+        *words = 0;
+    };
+    while let Some(c) = rest.chars().next() {
+        // A marker `[^…]` is skipped whole.
+        if let Some(after) = rest.strip_prefix("[^")
+            && let Some(close) = after.find(']')
+        {
+            rest = &after[close + 1..];
+            continue;
+        }
+        rest = &rest[c.len_utf8()..];
+        if c.is_alphanumeric() {
+            if !in_word {
+                words += 1;
+                ' '.hash(&mut h);
+            }
+            for l in c.to_lowercase() {
+                l.hash(&mut h);
+            }
+            in_word = true;
+            continue;
+        }
+        in_word = false;
+        let ends = c == '\n'
+            || (matches!(c, '.' | '!' | '?')
+                && rest
+                    .chars()
+                    .next()
+                    .is_none_or(|n| n.is_whitespace() || n == '['));
+        if ends {
+            end_sentence(&mut h, &mut words);
+        }
+    }
+    end_sentence(&mut h, &mut words);
+    sentences.sort_unstable();
+    sentences.dedup();
+    let mut all = DefaultHasher::new();
+    sentences.hash(&mut all);
+    all.finish()
+}
+
 /// Splits the answer into plain and claim segments using the envelope's
 /// `grounding.claims` spans; a claim is flagged when its support is below
 /// `min_support`.
@@ -495,13 +610,26 @@ fn worst_answer(c: Candidate, min_support: f64) -> WorstAnswer {
                     text: answer[at..a].to_string(),
                     flagged: false,
                     support: None,
+                    missing: Vec::new(),
                 });
             }
             let support = claim["support"].as_f64();
+            let flagged = support.is_some_and(|s| s < min_support);
+            let missing = if flagged {
+                claim["unsupported_terms"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.as_str().map(str::to_string))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             segments.push(Segment {
                 text: answer[a..b].to_string(),
-                flagged: support.is_some_and(|s| s < min_support),
+                flagged,
                 support,
+                missing,
             });
             at = b;
         }
@@ -511,6 +639,7 @@ fn worst_answer(c: Candidate, min_support: f64) -> WorstAnswer {
             text: clip(&answer[at..]),
             flagged: false,
             support: None,
+            missing: Vec::new(),
         });
     }
     let sources = env["sources_flat"]
@@ -532,6 +661,7 @@ fn worst_answer(c: Candidate, min_support: f64) -> WorstAnswer {
         model: c.model,
         outcome: c.outcome.as_str().to_string(),
         score: c.score,
+        unsupported_claims: c.unsupported_claims,
         segments,
         sources,
     }
@@ -700,7 +830,8 @@ mod tests {
         let mut a = Aggregator::new("in", "v", 0.5, 2);
         let env = |id: &str, support: f64| {
             serde_json::json!({
-                "answer": "Good claim[^1]. Bad claim[^1].",
+                // Each answer its own: near-duplicates would be shown once.
+                "answer": format!("Good claim[^1]. Bad claim[^1]. Answer {id}."),
                 "request_id": id,
                 "sources_flat": [{"payload": "good claim", "urn": "u1"}],
                 "grounding": {"claims": [
@@ -724,10 +855,72 @@ mod tests {
         let ids: Vec<_> = d.worst.iter().map(|w| w.request_id.as_str()).collect();
         assert_eq!(ids, ["b", "d"]);
         let segs = &d.worst[0].segments;
-        assert_eq!(segs.len(), 3);
-        assert!(!segs[0].flagged && segs[2].flagged);
+        assert_eq!(segs.len(), 4);
+        assert!(!segs[0].flagged && segs[2].flagged && !segs[3].flagged);
         assert_eq!(segs[2].text, "Bad claim[^1].");
+        assert_eq!(
+            segs[2].missing,
+            ["bad"],
+            "the missing terms go with the sentence"
+        );
+        assert!(segs[0].missing.is_empty());
         assert_eq!(d.worst[0].sources[0].urn, "u1");
+    }
+
+    #[test]
+    fn near_duplicates_share_a_key() {
+        let key = |answer: &str| {
+            near_duplicate_key(
+                serde_json::json!({ "answer": answer })
+                    .to_string()
+                    .as_bytes(),
+            )
+        };
+        let a = key("Revenue fell 5%[^1]. Churn rose in March[^2].");
+        // Other markers, case, order and repetition: the same sentences.
+        assert_eq!(
+            a,
+            key("churn rose in march[^1]. Revenue fell 5%[^2]. Revenue fell 5%.")
+        );
+        // A number inside a sentence does not end it.
+        assert_ne!(
+            key("Latency rose to 1.9 s[^1]."),
+            key("Latency rose to 1[^1]. 9 s.")
+        );
+        // Another sentence is another answer.
+        assert_ne!(a, key("Revenue fell 5%[^1]. Churn rose in April[^2]."));
+        assert_ne!(a, key("Revenue fell 5%[^1]."));
+    }
+
+    #[test]
+    fn worst_answers_keep_one_per_near_duplicate_and_prefer_more_unsupported_claims() {
+        let mut a = Aggregator::new("in", "v", 0.5, 3);
+        let env = |id: &str, answer: &str| {
+            serde_json::json!({"answer": answer, "request_id": id}).to_string()
+        };
+        let unsupported = |n: usize| vec![FindingKind::UnsupportedClaim; n];
+        let records = [
+            ("a", "One[^1]. Two[^1].", 1),
+            ("b", "Two[^1]. One[^1]. One[^1].", 3),
+            ("c", "Three[^1].", 2),
+            ("d", "Four[^1].", 1),
+            ("e", "Five[^1].", 0),
+        ];
+        for (i, (id, answer, n)) in records.into_iter().enumerate() {
+            let e = env(id, answer);
+            a.add(
+                i as u64,
+                OutcomeKind::Accepted,
+                &summary("p", "m", unsupported(n), 0.0),
+                Some(0.0),
+                Some(e.as_bytes()),
+            );
+        }
+        let d = a.finish(None);
+        let ids: Vec<_> = d.worst.iter().map(|w| w.request_id.as_str()).collect();
+        // All score 0: most unsupported claims first; "a" is "b" again.
+        assert_eq!(ids, ["b", "c", "d"]);
+        assert_eq!(d.worst[0].unsupported_claims, 3);
     }
 
     #[test]

@@ -1,0 +1,74 @@
+//! The examples that end each command's `--help`: two to four command lines
+//! a user can copy, each with what it does. Paths are the repository's
+//! own (`examples/`, `tests/data/`), so they run from a clone as printed.
+
+pub const TOP: &str = "\
+Examples:
+  groundgate demo                                     # the whole pipeline in one command, a few seconds
+  groundgate check examples/answers.jsonl --out out --report out/report.html
+  groundgate eval tests/data/grounding_subset.jsonl   # how well grounding separates labelled answers
+  groundgate run --brokers kafka:9092 --config examples/groundgate.toml
+
+Each command has its own examples: groundgate <command> --help";
+
+pub const CHECK: &str = "\
+Examples:
+  groundgate check examples/answers.jsonl --out out
+  groundgate check examples/answers.jsonl --out out --config examples/demo.toml --report out/report.html
+  groundgate check examples/answers.jsonl --out out --config examples/demo.toml --compare-config examples/groundgate.toml
+  cat answers.jsonl | groundgate check - --out out --fail-on dead_letter --fail-on rejected";
+
+pub const RUN: &str = "\
+Examples:
+  groundgate run                                      # embedded in-memory broker: a try-out, not durable
+  groundgate run --brokers kafka:9092 --config examples/groundgate.toml
+  groundgate run --brokers kafka:9092 --guarantee exactly-once --metrics-addr 127.0.0.1:9465
+  GROUNDGATE_BROKERS=kafka:9092 GROUNDGATE_LOG_FORMAT=json groundgate run";
+
+pub const DEV_BROKER: &str = "\
+Examples:
+  groundgate dev-broker --port 9092                   # then: produce / run --brokers 127.0.0.1:9092
+  groundgate dev-broker --port 0 --partitions 1       # a free port, printed as bootstrap=HOST:PORT";
+
+pub const DEMO: &str = "\
+Examples:
+  groundgate demo
+  groundgate demo --serve                             # keep broker, worker and /metrics up until Ctrl-C
+  groundgate demo --metrics-addr 127.0.0.1:9465       # when 9464 is taken (e.g. by a running `run`)";
+
+pub const PRODUCE: &str = "\
+Examples:
+  groundgate produce --brokers 127.0.0.1:9092 --file examples/answers.jsonl --rate 0
+  groundgate produce --brokers 127.0.0.1:9092 --count 1000 --rate 200   # synthetic answers
+  groundgate produce --brokers 127.0.0.1:9092                           # synthetic, until Ctrl-C
+
+Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number; a second one exits at once (130).";
+
+pub const BENCH: &str = "\
+Examples:
+  groundgate bench
+  groundgate bench --records 5000 --rounds 1          # a quick look";
+
+pub const AUDIT: &str = "\
+Examples:
+  groundgate audit verify out/audit.jsonl
+  groundgate audit verify --brokers kafka:9092 --input-topic answers --group groundgate
+  groundgate audit keygen --out keys/audit";
+
+pub const AUDIT_VERIFY: &str = "\
+Examples:
+  groundgate audit verify out/audit.jsonl
+  groundgate audit verify out/audit.jsonl --public-key keys/audit.pub
+  groundgate audit verify --brokers kafka:9092 --input-topic answers --group groundgate
+  groundgate audit verify --brokers kafka:9092 --input-topic answers --from-time 2026-11-22T00:00:00Z --json";
+
+pub const AUDIT_KEYGEN: &str = "\
+Examples:
+  groundgate audit keygen --out keys/audit            # keys/audit.key and keys/audit.pub
+  groundgate audit keygen                             # groundgate-audit.key and groundgate-audit.pub";
+
+pub const EVAL: &str = "\
+Examples:
+  groundgate eval tests/data/grounding_subset.jsonl
+  groundgate eval tests/data/grounding_subset.jsonl --config examples/groundgate.toml --misses 20
+  groundgate eval labelled.jsonl --label-field verdict";

@@ -1,0 +1,274 @@
+//! The command-line surface a newcomer meets first: every `--help` ends with
+//! examples, `run --help` shows the defaults, usage errors exit 2 in every
+//! command, `produce` stops cleanly on a signal, and a taken metrics port
+//! says how to choose another one.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+use crate::common::*;
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The example command lines of a help text: the lines of its last
+/// `Examples:` block.
+fn examples(help: &str) -> Vec<String> {
+    let Some(at) = help.rfind("\nExamples:\n") else {
+        return Vec::new();
+    };
+    help[at + "\nExamples:\n".len()..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_help_ends_with_two_to_four_examples() {
+    let commands: [&[&str]; 11] = [
+        &[],
+        &["check"],
+        &["run"],
+        &["dev-broker"],
+        &["demo"],
+        &["produce"],
+        &["bench"],
+        &["audit"],
+        &["audit", "verify"],
+        &["audit", "keygen"],
+        &["eval"],
+    ];
+    for cmd in commands {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let help = stdout(&o);
+        let ex = examples(&help);
+        assert!(
+            (2..=4).contains(&ex.len()),
+            "groundgate {}: {} example(s):\n{help}",
+            cmd.join(" "),
+            ex.len()
+        );
+        for line in &ex {
+            // Each is a command line to copy, of this very command.
+            assert!(
+                line.starts_with("  ") && line.contains(&format!("groundgate {}", cmd.join(" "))),
+                "groundgate {}: not an example of it: {line:?}",
+                cmd.join(" ")
+            );
+        }
+        // The block closes the help (at most a one-paragraph note after it).
+        let after = &help[help.rfind("\nExamples:\n").unwrap()..];
+        assert!(
+            after.split("\n\n").count() <= 3,
+            "examples are not at the end of `groundgate {} --help`:\n{help}",
+            cmd.join(" ")
+        );
+    }
+}
+
+#[test]
+fn run_help_shows_the_defaults_it_runs_with() {
+    let help = stdout(&run(&["run", "--help"]));
+    let d = groundgate::config::Config::default();
+    for default in [
+        format!("[default: {}]", d.metrics.addr),
+        format!("[default: {}]", d.kafka.guarantee),
+        format!("[default: {}]", d.kafka.group_id),
+        format!("[default: {}]", d.kafka.client_id),
+        format!("[default: {}]", d.kafka.topics.input),
+        "[default: human]".to_string(),
+    ] {
+        assert!(
+            help.contains(&default),
+            "run --help lacks {default}:\n{help}"
+        );
+    }
+    assert!(help.contains("embedded"), "{help}");
+}
+
+#[test]
+fn usage_errors_exit_2_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    let missing = missing.to_str().unwrap();
+    let cases: [&[&str]; 10] = [
+        &["produce", "--count", "1"],
+        &["run", "-X", "no-equals-sign"],
+        &[
+            "produce",
+            "--brokers",
+            "127.0.0.1:1",
+            "-X",
+            "no-equals-sign",
+        ],
+        &["dev-broker", "--partitions", "0"],
+        &["dev-broker", "--config", missing],
+        &["demo", "--metrics-addr", "not-an-address"],
+        &["demo", "--input", missing],
+        &["bench", "--partitions", "0"],
+        &["eval", missing],
+        &["check", missing, "--out", "/tmp/unused"],
+    ];
+    for args in cases {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).is_empty(), "{args:?} says why");
+    }
+}
+
+/// Records in all partitions of `topic`.
+fn topic_count(bootstrap: &str, topic: &str) -> i64 {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let timeout = Duration::from_secs(10);
+    let md = c.fetch_metadata(Some(topic), timeout).unwrap();
+    md.topics()
+        .iter()
+        .flat_map(|t| t.partitions())
+        .map(|p| {
+            let (lo, hi) = c.fetch_watermarks(topic, p.id(), timeout).unwrap();
+            hi - lo
+        })
+        .sum()
+}
+
+#[test]
+fn produce_stops_on_a_signal_and_says_how_many_it_sent() {
+    let (_broker, bs) = dev_broker(2);
+    // Synthetic answers with no --count: only a signal ends this.
+    let mut cmd = bin();
+    cmd.args(["produce", "--brokers", &bs, "--rate", "200"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut p = Proc::spawn("produce", cmd);
+    wait_for("produce to deliver records", WAIT, || {
+        (topic_count(&bs, "answers") > 0).then_some(())
+    });
+    p.signal("INT");
+    let status = p.wait_exit(WAIT).expect("produce exits after SIGINT");
+    assert_eq!(status.code(), Some(0), "a stop on request is a success");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
+    let sent: i64 = out
+        .strip_prefix("sent ")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `sent N` line: {out:?}"));
+    assert!(out.contains("stopped by a signal"), "{out}");
+    assert_eq!(
+        sent,
+        topic_count(&bs, "answers"),
+        "every record counted as sent is in the topic"
+    );
+}
+
+#[test]
+fn produce_exits_130_on_a_second_signal() {
+    // Nothing listens here: after the first signal produce still waits for
+    // the broker, which is when a second one must end it at once.
+    let port = free_port();
+    let mut cmd = bin();
+    cmd.args([
+        "produce",
+        "--brokers",
+        &format!("127.0.0.1:{port}"),
+        "--count",
+        "3",
+        "--log-format",
+        "json",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut p = Proc::spawn("produce", cmd);
+    let mut lines = BufReader::new(p.child.stderr.take().unwrap()).lines();
+    let mut wait_line = |what: &str| {
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("produce never logged {what:?}"))
+    };
+    wait_line("\"producing\"");
+    p.signal("INT");
+    wait_line("signal received");
+    p.signal("INT");
+    let status = p.wait_exit(WAIT).expect("exits after the second signal");
+    assert_eq!(status.code(), Some(130));
+}
+
+#[test]
+fn a_taken_metrics_port_says_how_to_choose_another() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for (args, knobs) in [
+        (
+            vec!["demo", "--metrics-addr", addr.as_str()],
+            &["--metrics-addr"][..],
+        ),
+        (
+            vec!["run", "--metrics-addr", addr.as_str()],
+            &[
+                "--metrics-addr",
+                "GROUNDGATE_METRICS_ADDR",
+                "[metrics] addr",
+            ][..],
+        ),
+    ] {
+        let o = run(&args);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{args:?} started on a taken port");
+        assert!(err.contains(&addr), "{err}");
+        for knob in knobs {
+            assert!(err.contains(knob), "{args:?} does not name {knob}: {err}");
+        }
+        assert_eq!(
+            err.matches("os error").count(),
+            1,
+            "the OS error once: {err}"
+        );
+    }
+}
+
+#[test]
+fn dev_broker_says_it_stops_the_broker_not_that_it_drains_records() {
+    let mut cmd = bin();
+    cmd.args(["dev-broker", "--port", "0", "--partitions", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut p = Proc::spawn("dev-broker", cmd);
+    let mut line = String::new();
+    BufReader::new(p.child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("bootstrap="), "{line}");
+    p.signal("TERM");
+    let status = p.wait_exit(WAIT).expect("exits after SIGTERM");
+    assert!(status.success());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut p.child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("stopping the broker"), "{err}");
+    assert!(
+        !err.contains("draining"),
+        "a broker has no records in flight: {err}"
+    );
+}
