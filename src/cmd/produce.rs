@@ -9,20 +9,31 @@ use anyhow::Context;
 use tracing::info;
 
 use crate::cli::ProduceArgs;
-use crate::config::RawConfig;
+use crate::config::{ConfigError, RawConfig};
 use crate::kafka::produce::{MockCheck, ProduceError, producer, send_all};
 
 pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
-    let flags = args.kafka.raw_layer().map_err(anyhow::Error::msg)?;
-    let config = RawConfig::load_from_process(args.kafka.config.as_deref(), flags)?;
+    let features = crate::kafka::client::library().features;
+    let config = match args
+        .kafka
+        .raw_layer()
+        .map_err(|p| ConfigError::Invalid(vec![p]))
+        .and_then(|flags| RawConfig::load_for_kafka(args.kafka.config.as_deref(), flags, &features))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("groundgate produce: {e}");
+            return Ok(ExitCode::from(super::run::EXIT_USAGE));
+        }
+    };
     super::init_logging(config.log.format, &config.log.level);
+    // `load_for_kafka` refuses a configuration without brokers; produce
+    // never starts a broker (`groundgate dev-broker` runs one).
     let bootstrap = config
         .kafka
         .brokers
         .clone()
-        .context(
-            "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one",
-        )?;
+        .context("no brokers configured")?;
     let producer = producer(&config.kafka, &bootstrap)?;
     let topic = config.kafka.topics.input.clone();
     let limit = if args.count == 0 {

@@ -18,3 +18,5 @@ pub mod produce;
 mod rebalance;
 pub(crate) mod seals;
 pub mod worker;
+
+pub use client::{Library, library};
