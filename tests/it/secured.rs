@@ -116,10 +116,19 @@ impl TlsServer {
             // Requires a client certificate signed by the CA.
             cmd.args(["-Verify", "2"]);
         }
-        cmd.stdout(file.try_clone().unwrap()).stderr(file);
-        let proc = Proc::spawn("openssl s_server", cmd);
+        // s_server sends what it reads on stdin and stops at its end: the
+        // pipe stays open as long as the server is wanted.
+        let child = cmd
+            .stdin(Stdio::piped())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("openssl s_server starts");
         let server = TlsServer {
-            _proc: proc,
+            _proc: Proc {
+                child,
+                name: "openssl s_server",
+            },
             port,
             out,
         };
@@ -496,5 +505,5 @@ fn the_documented_examples_are_valid_configurations() {
         }
         checked += 1;
     }
-    assert!(checked >= 6, "{checked} examples found");
+    assert!(checked >= 5, "{checked} examples found");
 }
