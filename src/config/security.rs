@@ -582,6 +582,12 @@ mod tests {
     use super::*;
     use crate::config::{ConfigError, RawConfig};
 
+    fn assert_all(all: &str, needles: &[&str]) {
+        for needle in needles {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+    }
+
     fn problems(toml: &str) -> String {
         match RawConfig::from_toml_str(toml).and_then(RawConfig::validate) {
             Ok(_) => String::new(),
@@ -621,34 +627,37 @@ mod tests {
         let all = problems(
             "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nssl_certificate_file = \"/c.pem\"\noidc_client_id = \"x\"\nsasl_password_env = \"A\"\nsasl_password_file = \"/p\"\n",
         );
-        for needle in [
-            "kafka.security_protocol = \"SASL_SSL\" needs kafka.sasl_mechanism",
-            "kafka.ssl_certificate_file needs kafka.ssl_key_file",
-            "kafka.oidc_client_id is set but kafka.sasl_mechanism is not \"OAUTHBEARER\"",
-            "kafka.sasl_password_env and kafka.sasl_password_file are both set",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
+        assert_all(
+            &all,
+            &[
+                "kafka.security_protocol = \"SASL_SSL\" needs kafka.sasl_mechanism",
+                "kafka.ssl_certificate_file needs kafka.ssl_key_file",
+                "kafka.oidc_client_id is set but kafka.sasl_mechanism is not \"OAUTHBEARER\"",
+                "kafka.sasl_password_env and kafka.sasl_password_file are both set",
+            ],
+        );
         let all = problems(
             "[kafka]\nsecurity_protocol = \"SASL_PLAINTEXT\"\nsasl_mechanism = \"SCRAM-SHA-256\"\nssl_ca_file = \"/ca.pem\"\n",
         );
-        for needle in [
-            "needs kafka.sasl_username",
-            "needs a password",
-            "kafka.ssl_ca_file is set but kafka.security_protocol = \"SASL_PLAINTEXT\" does not use TLS",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
+        assert_all(
+            &all,
+            &[
+                "needs kafka.sasl_username",
+                "needs a password",
+                "kafka.ssl_ca_file is set but kafka.security_protocol = \"SASL_PLAINTEXT\" does not use TLS",
+            ],
+        );
         let all = problems(
             "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = \"idp/token\"\n",
         );
-        for needle in [
-            "kafka.oidc_client_id is missing",
-            "kafka.oidc_client_secret_file is missing",
-            "not an http(s) URL",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
+        assert_all(
+            &all,
+            &[
+                "kafka.oidc_client_id is missing",
+                "kafka.oidc_client_secret_file is missing",
+                "not an http(s) URL",
+            ],
+        );
         assert!(
             problems("[kafka]\nsasl_mechanism = \"PLAIN\"\n")
                 .contains("needs kafka.security_protocol")
@@ -743,13 +752,14 @@ mod tests {
         assert!(!format!("{secrets:?}").contains("s3cret"));
 
         let (_, all) = access_problems(toml, &[("/c.pem", "x")], &[], ALL);
-        for needle in [
-            "kafka.ssl_ca_file = \"/ca.pem\": cannot read it: No such file",
-            "kafka.ssl_key_file = \"/k.pem\": cannot read it",
-            "kafka.sasl_password_file = \"/run/pw\": cannot read it",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
+        assert_all(
+            &all,
+            &[
+                "kafka.ssl_ca_file = \"/ca.pem\": cannot read it: No such file",
+                "kafka.ssl_key_file = \"/k.pem\": cannot read it",
+                "kafka.sasl_password_file = \"/run/pw\": cannot read it",
+            ],
+        );
         assert!(!all.contains("c.pem\""), "{all}");
 
         let env = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_env = \"KAFKA_PW\"\n";
@@ -769,12 +779,13 @@ mod tests {
     fn a_mechanism_or_codec_the_build_lacks_is_named_by_its_key() {
         let toml = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"GSSAPI\"\n[kafka.properties]\n\"compression.type\" = \"zstd\"\n";
         let (_, all) = access_problems(toml, &[], &[], &["ssl", "lz4"]);
-        for needle in [
-            "kafka.sasl_mechanism needs librdkafka feature \"sasl_gssapi\"",
-            "kafka.properties \"compression.type\" = \"zstd\" needs librdkafka feature \"zstd\"",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
+        assert_all(
+            &all,
+            &[
+                "kafka.sasl_mechanism needs librdkafka feature \"sasl_gssapi\"",
+                "kafka.properties \"compression.type\" = \"zstd\" needs librdkafka feature \"zstd\"",
+            ],
+        );
         assert!(!all.contains("\"ssl\", which"), "{all}");
         let (_, all) = access_problems("[kafka]\nsecurity_protocol = \"SSL\"\n", &[], &[], &[]);
         assert!(

@@ -105,6 +105,19 @@ impl Library {
     }
 }
 
+/// The `builtin.features` every build of groundgate has (Cargo.toml's
+/// rdkafka features); `oidc` also needs the system's libcurl at build time.
+pub const PROMISED_FEATURES: &[&str] = &[
+    "ssl",
+    "sasl_plain",
+    "sasl_scram",
+    "sasl_oauthbearer",
+    "zstd",
+    "lz4",
+    "snappy",
+    "gzip",
+];
+
 /// Asks librdkafka (no client is created, nothing connects).
 pub fn library() -> Library {
     let (_, version) = rdkafka::util::get_rdkafka_version();
@@ -293,17 +306,8 @@ mod tests {
     fn the_library_reports_what_the_settings_need() {
         let lib = library();
         assert!(lib.version.starts_with("2."), "{lib:?}");
-        for f in [
-            "ssl",
-            "sasl_plain",
-            "sasl_scram",
-            "sasl_oauthbearer",
-            "zstd",
-            "lz4",
-            "snappy",
-            "gzip",
-        ] {
-            assert!(lib.features.contains(f), "{f} missing from {lib:?}");
+        for f in PROMISED_FEATURES {
+            assert!(lib.features.contains(*f), "{f} missing from {lib:?}");
         }
     }
 

@@ -19,4 +19,4 @@ mod rebalance;
 pub(crate) mod seals;
 pub mod worker;
 
-pub use client::{Library, library};
+pub use client::{Library, PROMISED_FEATURES, library};

@@ -455,16 +455,8 @@ fn version_names_librdkafka_and_its_features() {
         .lines()
         .find_map(|l| l.strip_prefix("builtin.features: "))
         .unwrap_or_else(|| panic!("{text}"));
-    for f in [
-        "ssl",
-        "sasl_scram",
-        "sasl_oauthbearer",
-        "zstd",
-        "lz4",
-        "snappy",
-        "gzip",
-    ] {
-        assert!(features.split(',').any(|x| x == f), "{f} in {features}");
+    for f in groundgate::kafka::PROMISED_FEATURES {
+        assert!(features.split(',').any(|x| x == *f), "{f} in {features}");
     }
 }
 
