@@ -11,7 +11,13 @@
 //!   reads files or the process environment, in `load_from_process`);
 //! - `validate`: checking every value and filling defaults into the
 //!   validated types below; the environment it needs (the host name for the
-//!   default transactional id) is passed in.
+//!   default transactional id) is passed in;
+//! - [`managed`]: the librdkafka properties groundgate sets itself, the
+//!   secrets, and the properties typed keys set (what the passthrough may
+//!   not carry); the Kafka client settings read the same lists;
+//! - `security`: the typed TLS/SASL/OIDC keys, checked against each other,
+//!   and for the commands that connect, against files, variables and the
+//!   librdkafka build ([`check_access`]).
 //!
 //! The pure core never reads configuration; it gets [`crate::core::CoreSettings`].
 //! Nothing here opens network connections: brokers are only checked for shape.
