@@ -1,13 +1,22 @@
 # Multi-stage build: compile with the full Rust toolchain, ship only the binary
 # on a slim runtime running as a non-root user.
 FROM rust:1.95-bookworm AS builder
-RUN apt-get update && apt-get install -y --no-install-recommends cmake && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends cmake libssl-dev libcurl4-openssl-dev pkg-config \
+    && rm -rf /var/lib/apt/lists/*
+# Link Debian's OpenSSL and libcurl (OAUTHBEARER/OIDC) instead of building
+# the vendored OpenSSL: the image then gets their security fixes from Debian
+# (rebuild, or `apt-get upgrade` the runtime layer) and the build skips
+# compiling OpenSSL. librdkafka and zstd are built from source, linked statically.
+ENV OPENSSL_NO_VENDOR=1
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin groundgate
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates \
+# ca-certificates: the brokers' public CAs (librdkafka reads the system store
+# when kafka.ssl_ca_file is not set); libssl3: TLS; libcurl4: the OIDC token
+# endpoint.
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libssl3 libcurl4 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --no-create-home groundgate
 COPY --from=builder /src/target/release/groundgate /usr/local/bin/groundgate

@@ -28,7 +28,7 @@ pub enum Command {
     /// Validate a JSON Lines file offline and write the outputs to a directory.
     #[command(after_help = examples::CHECK)]
     Check(CheckArgs),
-    /// Run the stream worker against Kafka (or the embedded broker if no --brokers).
+    /// Run the stream worker against Kafka (--brokers, GROUNDGATE_BROKERS or kafka.brokers).
     #[command(after_help = examples::RUN)]
     Run(RunArgs),
     /// Run the embedded in-memory broker as a long-lived process (development only).
@@ -167,8 +167,8 @@ pub struct CheckArgs {
 /// Settings shared by every subcommand that talks to Kafka.
 #[derive(Debug, Args, Clone, Default)]
 pub struct KafkaFlags {
-    /// Bootstrap servers, host:port[,host:port...] [default: none, which starts an embedded
-    /// in-memory broker]
+    /// Bootstrap servers, host:port[,host:port...]. Required (here, in GROUNDGATE_BROKERS or in
+    /// kafka.brokers): run never starts a broker (`groundgate dev-broker` runs one for development).
     #[arg(long)]
     pub brokers: Option<String>,
     /// TOML configuration file; a flag overrides GROUNDGATE_* variables, which override the file
@@ -184,7 +184,8 @@ pub struct KafkaFlags {
     /// Input topic [default: answers]
     #[arg(long)]
     pub input_topic: Option<String>,
-    /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X security.protocol=SSL.
+    /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X fetch.min.bytes=1024.
+    /// Secrets are refused here: use kafka.sasl_password_file and friends.
     #[arg(short = 'X', long = "kafka-property", value_name = "KEY=VALUE")]
     pub kafka_property: Vec<String>,
     /// Log format [default: human]

@@ -4,12 +4,26 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use groundgate::cli::{Cli, Command};
 use groundgate::cmd;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `--version` says what the Kafka client library can do (TLS, SASL
+    // mechanisms, codecs), so an operator sees it before configuring any.
+    let library = groundgate::kafka::library();
+    let version = format!(
+        "{} (git {})\nlibrdkafka {}\nbuiltin.features: {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("GG_BUILD_GIT_SHA"),
+        library.version,
+        library.features_line()
+    );
+    let command = Cli::command().version(&*Box::leak(version.into_boxed_str()));
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Check(args) => Ok(cmd::check::main(args)),
         Command::Run(args) => block_on(cmd::run::main(args)),

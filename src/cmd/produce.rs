@@ -15,9 +15,12 @@ use crate::config::RawConfig;
 use crate::kafka::produce::{MockCheck, ProduceError, producer, send_until};
 
 pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
+    let features = crate::kafka::client::library().features;
     let flags = args.kafka.raw_layer().map_err(UsageError)?;
-    let config = RawConfig::load_from_process(args.kafka.config.as_deref(), flags)?;
+    let config = RawConfig::load_for_kafka(args.kafka.config.as_deref(), flags, &features)?;
     super::init_logging(config.log.format, &config.log.level);
+    // `load_for_kafka` refuses a configuration without brokers; produce
+    // never starts a broker (`groundgate dev-broker` runs one).
     let bootstrap = config.kafka.brokers.clone().ok_or_else(|| {
         UsageError(
             "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one".into(),

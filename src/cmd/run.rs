@@ -1,6 +1,7 @@
 //! `groundgate run`: configuration, logging, the metrics endpoint, signals,
-//! and one worker. Without configured brokers it starts the embedded
-//! in-memory broker and says loudly that nothing is durable.
+//! and one worker. It needs configured brokers: it never starts the
+//! embedded broker (that is `demo` and `dev-broker`), so a deployment whose
+//! broker list went missing fails at start instead of looking healthy.
 //!
 //! Shutdown is bounded: from the first signal, `/readyz` answers 503 and the
 //! worker has `kafka.drain_deadline_ms` to settle, flush and close its
@@ -14,14 +15,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
 use anyhow::Context;
 
 use crate::cli::RunArgs;
-use crate::config::RawConfig;
+use crate::config::{ConfigError, RawConfig};
 use crate::http::{self, Health};
-use crate::kafka::embedded::EmbeddedBroker;
+use crate::kafka::client;
 use crate::kafka::worker::run_worker;
 use crate::metrics::Metrics;
 
@@ -55,8 +56,13 @@ pub async fn bounded_shutdown<T>(
 }
 
 pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let flags = args.raw_layer().map_err(super::UsageError)?;
-    let config = match RawConfig::load_from_process(args.kafka.config.as_deref(), flags) {
+    let library = client::library();
+    let config = match args
+        .raw_layer()
+        .map_err(|p| ConfigError::Invalid(vec![p]))
+        .and_then(|flags| {
+            RawConfig::load_for_kafka(args.kafka.config.as_deref(), flags, &library.features)
+        }) {
         Ok(c) => Arc::new(c),
         Err(e) => {
             eprintln!("groundgate run: {e}");
@@ -64,6 +70,16 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     super::init_logging(config.log.format, &config.log.level);
+    info!(
+        librdkafka = %library.version,
+        builtin_features = %library.features_line(),
+        "Kafka client library"
+    );
+    let Some(bootstrap) = config.kafka.brokers.clone() else {
+        // `load_for_kafka` refuses a configuration without brokers.
+        eprintln!("groundgate run: no brokers configured");
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    };
 
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
     let health = Arc::new(Health::default());
@@ -75,21 +91,6 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
     info!(%addr, "serving /metrics, /healthz and /readyz");
-
-    let mut _embedded = None;
-    let bootstrap = match &config.kafka.brokers {
-        Some(b) => b.clone(),
-        None => {
-            let broker = EmbeddedBroker::start(4, &config.kafka.topics.all())?;
-            let b = broker.bootstrap();
-            warn!(
-                bootstrap = %b,
-                "no brokers configured (--brokers, GROUNDGATE_BROKERS or kafka.brokers): started an EMBEDDED IN-MEMORY broker; it is not durable and everything is lost on exit"
-            );
-            _embedded = Some(broker);
-            b
-        }
-    };
 
     let shutdown = CancellationToken::new();
     super::on_signals(
@@ -124,9 +125,14 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        // Said once, as every other configuration error is.
+        Err(e) if e.is_config() => {
+            eprintln!("groundgate run: invalid configuration: {e}");
+            Ok(ExitCode::from(super::EXIT_USAGE))
+        }
         Err(e) => {
             error!(error = %e, retriable = e.is_retriable(), "worker stopped with an error");
-            Err(e.into())
+            Ok(ExitCode::FAILURE)
         }
     }
 }

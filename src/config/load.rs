@@ -1,13 +1,14 @@
 //! Merging the layers (TOML file < `GROUNDGATE_*` environment < flags) into
 //! one [`RawConfig`], listing every unknown key and type error at once.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 
 use super::validate::Host;
-use super::{Config, ConfigError, RawConfig};
+use super::{Access, Config, ConfigError, RawConfig, check_access};
 
 impl RawConfig {
     /// Merges the layers: the optional TOML file, then `GROUNDGATE_*`
@@ -59,6 +60,58 @@ impl RawConfig {
         };
         RawConfig::load(file, &env, flags)?.validate_on(&host)
     }
+
+    /// [`RawConfig::load_from_process`] for the commands that connect to
+    /// Kafka (`run`, `produce`): the brokers must be configured, the TLS
+    /// files readable, the secrets are read, and what the settings ask of
+    /// librdkafka must be in its `features` (its `builtin.features`). Every
+    /// problem is listed, after those of validation.
+    pub fn load_for_kafka(
+        file: Option<&Path>,
+        flags: RawConfig,
+        features: &BTreeSet<String>,
+    ) -> Result<Config, ConfigError> {
+        let env: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+            .collect();
+        let host = Host {
+            name: std::env::var("HOSTNAME").ok(),
+        };
+        let raw = RawConfig::load(file, &env, flags)?;
+        let mut problems = Vec::new();
+        if raw
+            .kafka
+            .brokers
+            .as_deref()
+            .is_none_or(|b| b.trim().is_empty())
+        {
+            problems.push(
+                "kafka.brokers is not set or empty: pass --brokers host:port[,host:port], GROUNDGATE_BROKERS or kafka.brokers (for development, `groundgate dev-broker` runs an in-memory broker)".to_string(),
+            );
+        }
+        let mut config = match raw.validate_on(&host) {
+            Ok(c) => c,
+            Err(ConfigError::Invalid(p)) => {
+                problems.extend(p);
+                return Err(ConfigError::Invalid(problems));
+            }
+            Err(e) => return Err(e),
+        };
+        let read = |p: &Path| std::fs::read(p);
+        let var = |name: &str| std::env::var(name).ok();
+        let access = Access {
+            read: &read,
+            var: &var,
+            features: Some(features),
+        };
+        let k = &mut config.kafka;
+        k.security.secrets = check_access(&k.security, &k.properties, &access, &mut problems);
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
 }
 
 const ENV_PREFIX: &str = "GROUNDGATE_";
@@ -96,6 +149,9 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
         // Strings that look like numbers must stay strings where a string is wanted.
         let value = if path.ends_with("brokers")
             || path.ends_with("_id")
+            || path.starts_with("kafka.sasl_")
+            || path.starts_with("kafka.ssl_")
+            || path.starts_with("kafka.oidc_")
             || path.ends_with("policy_version")
             || path.contains("topics.")
         {

@@ -11,13 +11,21 @@
 //!   reads files or the process environment, in `load_from_process`);
 //! - `validate`: checking every value and filling defaults into the
 //!   validated types below; the environment it needs (the host name for the
-//!   default transactional id) is passed in.
+//!   default transactional id) is passed in;
+//! - [`managed`]: the librdkafka properties groundgate sets itself, the
+//!   secrets, and the properties typed keys set (what the passthrough may
+//!   not carry); the Kafka client settings read the same lists;
+//! - `security`: the typed TLS/SASL/OIDC keys, checked against each other,
+//!   and for the commands that connect, against files, variables and the
+//!   librdkafka build ([`check_access`]).
 //!
 //! The pure core never reads configuration; it gets [`crate::core::CoreSettings`].
 //! Nothing here opens network connections: brokers are only checked for shape.
 
 mod load;
+pub mod managed;
 pub mod raw;
+mod security;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -31,6 +39,10 @@ use serde::{Deserialize, Serialize};
 use crate::core::CoreSettings;
 
 pub use raw::*;
+pub use security::{
+    Access, KafkaSecurity, Oidc, SaslMechanism, Secret, SecretSource, Secrets, SecurityProtocol,
+    check_access, needed_features,
+};
 pub use validate::Host;
 
 // What the test modules below use besides this module's own items.
@@ -110,7 +122,8 @@ impl Topics {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct KafkaConfig {
-    /// `None` → start the embedded in-memory broker.
+    /// `None` when not configured: `run` and `produce` refuse to start
+    /// (the embedded broker is only for `demo` and `dev-broker`).
     pub brokers: Option<String>,
     pub group_id: String,
     pub client_id: String,
@@ -129,6 +142,8 @@ pub struct KafkaConfig {
     /// is not ready, and stops with an error so it is restarted.
     pub unassigned_timeout: Duration,
     pub topics: Topics,
+    /// TLS and SASL; secrets are read only by the commands that connect.
+    pub security: KafkaSecurity,
     pub properties: BTreeMap<String, String>,
 }
 
@@ -355,7 +370,7 @@ mod tests {
     #[test]
     fn passthrough_properties_are_kept() {
         let f = write(
-            "[kafka.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"PLAIN\"\n",
+            "[kafka]\nsasl_password_env = \"KAFKA_PASSWORD\"\n[kafka.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"PLAIN\"\n\"sasl.username\" = \"u\"\n",
         );
         let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
             .unwrap()
@@ -368,7 +383,7 @@ mod tests {
                 .map(String::as_str),
             Some("SASL_SSL")
         );
-        assert_eq!(c.kafka.properties.len(), 2);
+        assert_eq!(c.kafka.properties.len(), 3);
     }
 }
 
@@ -497,30 +512,6 @@ mod managed_and_every_problem {
             !all.contains("src/config.rs"),
             "code locations are noise:\n{all}"
         );
-    }
-
-    #[test]
-    fn consumer_lag_is_exported_by_default() {
-        let c = Config::default();
-        assert!(c.metrics.consumer_lag);
-        assert!(c.metrics.statistics_interval <= Duration::from_secs(10));
-        let consumer = crate::kafka::client::consumer(&c.kafka, "b:9092", Some(5000));
-        assert_eq!(consumer.get("statistics.interval.ms"), Some("5000"));
-    }
-
-    #[test]
-    fn session_timeout_and_static_membership_are_settings() {
-        let f = write("[kafka]\nsession_timeout_ms = 6000\ngroup_instance_id = \"pod-0\"\n");
-        let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
-            .unwrap()
-            .validate()
-            .unwrap();
-        let consumer = crate::kafka::client::consumer(&c.kafka, "b:9092", None);
-        assert_eq!(consumer.get("session.timeout.ms"), Some("6000"));
-        assert_eq!(consumer.get("group.instance.id"), Some("pod-0"));
-        let d = Config::default();
-        let consumer = crate::kafka::client::consumer(&d.kafka, "b:9092", None);
-        assert_eq!(consumer.get("group.instance.id"), None);
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Guarantee, LogFormat};
+use super::{Guarantee, LogFormat, SaslMechanism, SecurityProtocol};
 use crate::core::Action;
 
 // ---------------------------------------------------------------------------
@@ -168,7 +168,7 @@ impl OptionalAction {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawKafka {
-    /// Comma-separated `host:port` list. Absent → embedded in-memory broker.
+    /// Comma-separated `host:port` list; `run` and `produce` need it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub brokers: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -196,6 +196,42 @@ pub struct RawKafka {
     pub group_instance_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unassigned_timeout_ms: Option<u64>,
+    /// `security.protocol`: PLAINTEXT (default), SSL, SASL_PLAINTEXT, SASL_SSL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security_protocol: Option<SecurityProtocol>,
+    /// `sasl.mechanism`: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sasl_mechanism: Option<SaslMechanism>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sasl_username: Option<String>,
+    /// The name of an environment variable holding the SASL password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sasl_password_env: Option<String>,
+    /// A file holding the SASL password (e.g. a mounted secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sasl_password_file: Option<PathBuf>,
+    /// CA certificate(s) (PEM) to verify the brokers with; default: the system's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) for mutual TLS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_certificate_file: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_key_file: Option<PathBuf>,
+    /// A file holding the private key's passphrase, if it is encrypted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_key_password_file: Option<PathBuf>,
+    /// OAUTHBEARER: the OIDC token endpoint (client-credentials grant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc_token_endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc_client_id: Option<String>,
+    /// A file holding the OIDC client secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc_client_secret_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc_scope: Option<String>,
     #[serde(default, skip_serializing_if = "RawTopics::is_empty")]
     pub topics: RawTopics,
     /// librdkafka passthrough (`security.protocol`, `sasl.*`, `ssl.*`, ...).

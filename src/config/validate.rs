@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::*;
+use super::{managed, security};
 use crate::core::process::MIN_OUTPUT_BYTES;
 use crate::core::{CoreSettings, GroundingSettings, PolicySettings};
 
@@ -210,6 +211,7 @@ fn validate_kafka(
     host: &Host,
     problems: &mut Vec<String>,
 ) -> KafkaConfig {
+    let security = security::validate_security(&raw, problems);
     let brokers = raw.brokers.filter(|b| !b.trim().is_empty());
     if let Some(b) = &brokers {
         for part in b.split(',') {
@@ -310,7 +312,7 @@ fn validate_kafka(
         }
     }
     for key in raw.properties.keys() {
-        if let Some(m) = crate::kafka::client::managed(key) {
+        if let Some(m) = managed::managed(key) {
             let instead = match m.instead {
                 Some(s) => format!("; use {s} instead"),
                 None => "; remove it".to_string(),
@@ -318,6 +320,12 @@ fn validate_kafka(
             problems.push(format!(
                 "kafka.properties {key:?} (-X {key}=...) is managed by groundgate: {} ({}){instead}",
                 m.key, m.why
+            ));
+        } else if let Some(m) = managed::secret(key) {
+            problems.push(format!(
+                "kafka.properties {key:?} (-X {key}=...) would put a secret ({}) on the command line or in the configuration file: use {} instead",
+                m.why,
+                m.instead.unwrap_or("a typed key")
             ));
         }
     }
@@ -349,6 +357,7 @@ fn validate_kafka(
         group_instance_id,
         unassigned_timeout: Duration::from_millis(unassigned_timeout_ms),
         topics,
+        security,
         properties: raw.properties,
     }
 }

@@ -1,12 +1,16 @@
 //! librdkafka client configurations for the worker, produced from the
 //! validated [`KafkaConfig`]: the settings groundgate's guarantees depend on
-//! are set here, and the user's passthrough properties are layered on top
-//! (config validation already refused passthrough of managed keys).
+//! are set here, then the typed security settings, and the user's
+//! passthrough properties are layered on top (config validation already
+//! refused passthrough of managed keys and secrets).
 //!
-//! [`MANAGED`] is the one list of those keys: every key the functions below
-//! set is in it (a unit test checks that), except the pure tuning defaults
-//! in `TUNABLE`, which a passthrough may override.
+//! `crate::config::managed` is the one list of those keys: every key the
+//! functions below set is in it (a unit test checks that).
+//!
+//! Also what librdkafka was built with ([`library`]), for `--version`, the
+//! start-up line and the configuration check of the commands that connect.
 
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -15,7 +19,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::{ClientConfig, ClientContext};
 use tracing::{debug, error, info, warn};
 
-use crate::config::{Guarantee, KafkaConfig};
+use crate::config::{Guarantee, KafkaConfig, KafkaSecurity, SecretSource};
 
 /// The producer type every groundgate client uses: errors go through
 /// [`LogContext`], so each is logged once.
@@ -117,146 +121,98 @@ impl ClientContext for LogContext {
     }
 }
 
-/// A librdkafka property groundgate sets itself and refuses in
-/// `kafka.properties` / `-X`.
-#[derive(Debug, Clone, Copy)]
-pub struct Managed {
-    /// The property name, as librdkafka spells it.
-    pub key: &'static str,
-    /// Other names librdkafka accepts for the same property.
-    pub aliases: &'static [&'static str],
-    /// What groundgate sets and why overriding it would break a promise.
-    pub why: &'static str,
-    /// The groundgate setting to use instead, if there is one.
-    pub instead: Option<&'static str>,
+/// The librdkafka this binary links: its version and `builtin.features`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Library {
+    pub version: String,
+    pub features: BTreeSet<String>,
 }
 
-/// Every librdkafka property the worker manages. Changing any of them
-/// through the passthrough would silently weaken the delivery guarantee or
-/// contradict a groundgate setting, so config validation refuses them.
-pub const MANAGED: &[Managed] = &[
-    Managed {
-        key: "bootstrap.servers",
-        aliases: &["metadata.broker.list"],
-        why: "the brokers",
-        instead: Some("kafka.brokers / --brokers"),
-    },
-    Managed {
-        key: "client.id",
-        aliases: &[],
-        why: "the client id reported to the brokers",
-        instead: Some("kafka.client_id / --client-id"),
-    },
-    Managed {
-        key: "group.id",
-        aliases: &[],
-        why: "the consumer group",
-        instead: Some("kafka.group_id / --group-id"),
-    },
-    Managed {
-        key: "group.instance.id",
-        aliases: &[],
-        why: "static group membership",
-        instead: Some("kafka.group_instance_id"),
-    },
-    Managed {
-        key: "session.timeout.ms",
-        aliases: &[],
-        why: "how long the group waits for a member that stopped without leaving",
-        instead: Some("kafka.session_timeout_ms"),
-    },
-    Managed {
-        key: "partition.assignment.strategy",
-        aliases: &[],
-        why: "cooperative-sticky: the rebalance callbacks drain and commit only the revoked partitions",
-        instead: None,
-    },
-    Managed {
-        key: "auto.offset.reset",
-        aliases: &[],
-        why: "earliest: a new group reads the input from its start, so no record is skipped",
-        instead: None,
-    },
-    Managed {
-        key: "enable.partition.eof",
-        aliases: &[],
-        why: "false: end-of-partition events are not records",
-        instead: None,
-    },
-    Managed {
-        key: "isolation.level",
-        aliases: &[],
-        why: "read_committed: records of aborted transactions are never validated",
-        instead: None,
-    },
-    Managed {
-        key: "enable.auto.offset.store",
-        aliases: &[],
-        why: "false: an offset is stored only after both outputs of its record are acknowledged",
-        instead: None,
-    },
-    Managed {
-        key: "enable.auto.commit",
-        aliases: &["auto.commit.enable"],
-        why: "true for at-least-once (commits only stored offsets), false for exactly-once (offsets travel in the transaction)",
-        instead: Some("kafka.guarantee"),
-    },
-    Managed {
-        key: "auto.commit.interval.ms",
-        aliases: &[],
-        why: "how often stored offsets are committed",
-        instead: Some("kafka.commit_interval_ms"),
-    },
-    Managed {
-        key: "statistics.interval.ms",
-        aliases: &[],
-        why: "the consumer lag metric",
-        instead: Some("metrics.statistics_interval_ms"),
-    },
-    Managed {
-        key: "enable.idempotence",
-        aliases: &[],
-        why: "true: re-sent outputs are not duplicated and stay in order",
-        instead: None,
-    },
-    Managed {
-        key: "acks",
-        aliases: &["request.required.acks"],
-        why: "all: an output counts as published only once every in-sync replica has it",
-        instead: None,
-    },
-    Managed {
-        key: "transactional.id",
-        aliases: &[],
-        why: "the exactly-once producer identity (fences a zombie predecessor)",
-        instead: Some("kafka.transactional_id"),
-    },
-    Managed {
-        key: "message.max.bytes",
-        aliases: &[],
-        why: "the largest output, checked against max_record_bytes at start",
-        instead: Some("kafka.max_message_bytes"),
-    },
+impl Library {
+    /// `builtin.features` as librdkafka prints it.
+    pub fn features_line(&self) -> String {
+        self.features.iter().cloned().collect::<Vec<_>>().join(",")
+    }
+}
+
+/// The `builtin.features` every build of groundgate has (Cargo.toml's
+/// rdkafka features); `oidc` also needs the system's libcurl at build time.
+pub const PROMISED_FEATURES: &[&str] = &[
+    "ssl",
+    "sasl_plain",
+    "sasl_scram",
+    "sasl_oauthbearer",
+    "zstd",
+    "lz4",
+    "snappy",
+    "gzip",
 ];
 
-/// Keys set here as defaults for throughput only; a passthrough may change them.
-#[cfg(test)]
-pub const TUNABLE: &[&str] = &["linger.ms", "compression.type"];
-
-/// The managed entry a passthrough key collides with, by name or alias
-/// (librdkafka names are matched case-insensitively, to be safe).
-pub fn managed(key: &str) -> Option<&'static Managed> {
-    let key = key.trim();
-    MANAGED.iter().find(|m| {
-        m.key.eq_ignore_ascii_case(key) || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(key))
-    })
+/// Asks librdkafka (no client is created, nothing connects).
+pub fn library() -> Library {
+    let (_, version) = rdkafka::util::get_rdkafka_version();
+    let features = ClientConfig::new()
+        .create_native_config()
+        .and_then(|c| c.get("builtin.features"))
+        .map(|f| {
+            f.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    Library { version, features }
 }
 
 fn base(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
         .set("client.id", &k.client_id);
+    secured(&mut c, &k.security);
     c
+}
+
+/// The typed security settings as librdkafka properties. A secret whose
+/// source was not read (configuration validated without
+/// `RawConfig::load_for_kafka`) is left unset, so authentication fails
+/// at the broker instead of using an empty one.
+pub fn secured(c: &mut ClientConfig, s: &KafkaSecurity) {
+    if let Some(p) = s.protocol {
+        c.set("security.protocol", p.as_str());
+    }
+    if let Some(m) = s.mechanism {
+        c.set("sasl.mechanism", m.as_str());
+    }
+    if let Some(u) = &s.username {
+        c.set("sasl.username", u);
+    }
+    if let (Some(_), Some(p)) = (&s.password, &s.secrets.sasl_password) {
+        c.set("sasl.password", p.expose());
+    }
+    let files = [
+        ("ssl.ca.location", &s.ca_file),
+        ("ssl.certificate.location", &s.certificate_file),
+        ("ssl.key.location", &s.key_file),
+    ];
+    for (key, path) in files {
+        if let Some(path) = path {
+            c.set(key, path.to_string_lossy());
+        }
+    }
+    if let (Some(SecretSource::File(_)), Some(p)) = (&s.key_password, &s.secrets.ssl_key_password) {
+        c.set("ssl.key.password", p.expose());
+    }
+    if let Some(o) = &s.oidc {
+        c.set("sasl.oauthbearer.method", "oidc")
+            .set("sasl.oauthbearer.token.endpoint.url", &o.token_endpoint)
+            .set("sasl.oauthbearer.client.id", &o.client_id);
+        if let Some(secret) = &s.secrets.oidc_client_secret {
+            c.set("sasl.oauthbearer.client.secret", secret.expose());
+        }
+        if let Some(scope) = &o.scope {
+            c.set("sasl.oauthbearer.scope", scope);
+        }
+    }
 }
 
 /// The user's librdkafka properties go last so they can tune anything that
@@ -324,40 +280,151 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RawConfig;
+    use crate::config::managed::{TUNABLE, managed, secret, typed};
+    use crate::config::{Oidc, RawConfig, SaslMechanism, Secret, Secrets, SecurityProtocol};
 
-    /// Every key this module sets is either managed or an explicit tunable:
-    /// a new setting cannot be added without deciding which.
+    /// Every key this module sets is managed, an explicit tunable, a typed
+    /// security key or a secret: a new setting cannot be added without
+    /// deciding which.
     #[test]
     fn every_key_set_here_is_in_the_managed_table() {
         for guarantee in [Guarantee::AtLeastOnce, Guarantee::ExactlyOnce] {
             let mut raw = RawConfig::default();
             raw.kafka.guarantee = Some(guarantee);
             raw.kafka.group_instance_id = Some("worker-0".into());
-            let k = raw.validate().unwrap().kafka;
+            let mut k = raw.validate().unwrap().kafka;
+            k.security = every_security_setting();
             for c in [consumer(&k, "b:9092", Some(1000)), producer(&k, "b:9092")] {
                 for key in c.config_map().keys() {
                     assert!(
-                        managed(key).is_some() || TUNABLE.contains(key),
-                        "{key} is set by groundgate but neither managed nor tunable"
+                        managed(key).is_some()
+                            || TUNABLE.contains(key)
+                            || typed(key).is_some()
+                            || secret(key).is_some(),
+                        "{key} is set by groundgate but neither managed, tunable, typed nor secret"
                     );
                 }
             }
         }
     }
 
+    fn every_security_setting() -> KafkaSecurity {
+        KafkaSecurity {
+            protocol: Some(SecurityProtocol::SaslSsl),
+            mechanism: Some(SaslMechanism::OauthBearer),
+            username: Some("u".into()),
+            password: Some(SecretSource::Env("P".into())),
+            ca_file: Some("/ca.pem".into()),
+            certificate_file: Some("/c.pem".into()),
+            key_file: Some("/k.pem".into()),
+            key_password: Some(SecretSource::File("/kp".into())),
+            oidc: Some(Oidc {
+                token_endpoint: "https://idp/token".into(),
+                client_id: "id".into(),
+                client_secret: SecretSource::File("/s".into()),
+                scope: Some("kafka".into()),
+            }),
+            secrets: Secrets {
+                sasl_password: Some(Secret::new("p")),
+                ssl_key_password: Some(Secret::new("kp")),
+                oidc_client_secret: Some(Secret::new("s")),
+            },
+        }
+    }
+
     #[test]
-    fn aliases_are_recognised() {
-        assert_eq!(
-            managed("request.required.acks").map(|m| m.key),
-            Some("acks")
-        );
-        assert_eq!(managed(" ACKS ").map(|m| m.key), Some("acks"));
-        assert_eq!(
-            managed("metadata.broker.list").map(|m| m.key),
-            Some("bootstrap.servers")
-        );
-        assert!(managed("security.protocol").is_none());
-        assert!(managed("linger.ms").is_none());
+    fn the_library_reports_what_the_settings_need() {
+        let lib = library();
+        assert!(lib.version.starts_with("2."), "{lib:?}");
+        for f in PROMISED_FEATURES {
+            assert!(lib.features.contains(*f), "{f} missing from {lib:?}");
+        }
+    }
+
+    #[test]
+    fn consumer_lag_is_exported_by_default() {
+        let c = crate::config::Config::default();
+        assert!(c.metrics.consumer_lag);
+        assert!(c.metrics.statistics_interval <= std::time::Duration::from_secs(10));
+        let settings = consumer(&c.kafka, "b:9092", Some(5000));
+        assert_eq!(settings.get("statistics.interval.ms"), Some("5000"));
+    }
+
+    #[test]
+    fn session_timeout_and_static_membership_are_settings() {
+        let c = RawConfig::from_toml_str(
+            "[kafka]\nsession_timeout_ms = 6000\ngroup_instance_id = \"pod-0\"\n",
+        )
+        .unwrap()
+        .validate()
+        .unwrap();
+        let settings = consumer(&c.kafka, "b:9092", None);
+        assert_eq!(settings.get("session.timeout.ms"), Some("6000"));
+        assert_eq!(settings.get("group.instance.id"), Some("pod-0"));
+        let d = crate::config::Config::default();
+        let settings = consumer(&d.kafka, "b:9092", None);
+        assert_eq!(settings.get("group.instance.id"), None);
+    }
+
+    /// Every `security.protocol` × `sasl.mechanism` this build claims in
+    /// `builtin.features` gives a producer and a consumer that librdkafka
+    /// creates without a configuration error (nothing is listening: only
+    /// the client settings are tested here; tests/it/secured.rs connects).
+    #[test]
+    fn every_protocol_and_mechanism_the_build_claims_creates_clients() {
+        use rdkafka::consumer::BaseConsumer;
+        use rdkafka::producer::BaseProducer;
+        let lib = library();
+        let mut combos = 0;
+        for protocol in SecurityProtocol::ALL {
+            if protocol.tls() && !lib.features.contains("ssl") {
+                continue;
+            }
+            let mechanisms: Vec<Option<SaslMechanism>> = if protocol.sasl() {
+                SaslMechanism::ALL
+                    .into_iter()
+                    .filter(|m| lib.features.contains(m.feature()))
+                    .map(Some)
+                    .collect()
+            } else {
+                vec![None]
+            };
+            for mechanism in mechanisms {
+                let mut k = crate::config::Config::default().kafka;
+                k.security = KafkaSecurity {
+                    protocol: Some(protocol),
+                    mechanism,
+                    ..KafkaSecurity::default()
+                };
+                if mechanism.is_some_and(SaslMechanism::uses_password) {
+                    k.security.username = Some("u".into());
+                    k.security.password = Some(SecretSource::Env("P".into()));
+                    k.security.secrets.sasl_password = Some(Secret::new("p"));
+                }
+                if mechanism == Some(SaslMechanism::OauthBearer) && !lib.features.contains("oidc") {
+                    k.properties.insert(
+                        "sasl.oauthbearer.config".into(),
+                        "principal=groundgate".into(),
+                    );
+                } else if mechanism == Some(SaslMechanism::OauthBearer) {
+                    // A port nothing listens on: the token request fails at once.
+                    k.security.oidc = Some(Oidc {
+                        token_endpoint: "http://127.0.0.1:9/token".into(),
+                        client_id: "id".into(),
+                        client_secret: SecretSource::File("/s".into()),
+                        scope: None,
+                    });
+                    k.security.secrets.oidc_client_secret = Some(Secret::new("s"));
+                }
+                let what = format!("{} {:?}", protocol.as_str(), mechanism.map(|m| m.as_str()));
+                let p: Result<BaseProducer, _> = producer(&k, "127.0.0.1:9").create();
+                assert!(p.is_ok(), "producer {what}: {:?}", p.err());
+                let c: Result<BaseConsumer, _> = consumer(&k, "127.0.0.1:9", None).create();
+                assert!(c.is_ok(), "consumer {what}: {:?}", c.err());
+                combos += 1;
+            }
+        }
+        // PLAINTEXT, SSL, and PLAIN, SCRAM-SHA-256/512, OAUTHBEARER over both SASL protocols.
+        assert!(combos >= 10, "{combos} combinations in {lib:?}");
     }
 }

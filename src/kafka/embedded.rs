@@ -1,7 +1,6 @@
 //! The embedded broker: librdkafka's in-process mock cluster, a real
-//! wire-protocol Kafka broker that keeps everything in memory. Used by `run`
-//! when no brokers are configured, by `dev-broker`, `demo`, `bench` and the
-//! tests. It is NOT durable and NOT a production broker: it keeps roughly
+//! wire-protocol Kafka broker that keeps everything in memory. Used by
+//! `dev-broker`, `demo`, `bench` and the tests, never by `run`. It is NOT durable and NOT a production broker: it keeps roughly
 //! 5 MB / 100k messages per partition, does not enforce `read_committed`
 //! and does not store offsets committed inside a transaction.
 //!

@@ -104,6 +104,14 @@ pub struct PublishFailure {
 }
 
 impl WorkerError {
+    /// Whether the error is in the configuration (librdkafka refused a
+    /// property or a combination of them, or could not load a TLS file when
+    /// creating a client): fixing it needs an operator, like every other
+    /// configuration error.
+    pub fn is_config(&self) -> bool {
+        matches!(self, WorkerError::Client { .. })
+    }
+
     /// Whether restarting the worker as-is may succeed (broker-side trouble)
     /// rather than needing an operator (configuration, authorization, fencing).
     pub fn is_retriable(&self) -> bool {

@@ -1,5 +1,6 @@
 //! The Kafka shell around the pure core: the worker, the client settings
-//! (and the librdkafka keys groundgate manages), the embedded broker, the
+//! (from the lists in `crate::config::managed`) and what librdkafka was
+//! built with, the embedded broker, the
 //! sample producer and topic inspection. This layer moves bytes, offsets and
 //! metrics; it must never decide a verdict (that is `crate::core::process`)
 //! nor parse command lines (that is `crate::cmd`).
@@ -20,3 +21,5 @@ mod rebalance;
 pub(crate) mod seals;
 pub mod worker;
 mod worker_report;
+
+pub use client::{Library, PROMISED_FEATURES, library};

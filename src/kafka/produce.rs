@@ -52,6 +52,7 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, Prod
         .set("linger.ms", "5")
         .set("compression.type", "lz4")
         .set("message.max.bytes", k.max_message_bytes.to_string());
+    super::client::secured(&mut c, &k.security);
     for (key, value) in &k.properties {
         c.set(key, value);
     }

@@ -357,3 +357,139 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
         }
     }
 }
+
+/// The environment a secured client gets, loaded and checked the way
+/// `groundgate run` does (with `files` standing in for the mounted Secret).
+fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
+    use groundgate::config::{Access, SaslMechanism, SecurityProtocol, check_access};
+    let ours: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| k.starts_with("GROUNDGATE_"))
+        .cloned()
+        .collect();
+    let config = RawConfig::load(
+        Some(&repo("deploy/k8s/groundgate.toml")),
+        &ours,
+        RawConfig::default(),
+    )
+    .and_then(RawConfig::validate)
+    .unwrap_or_else(|e| panic!("{e}"));
+    let s = &config.kafka.security;
+    assert_eq!(s.protocol, Some(SecurityProtocol::SaslSsl));
+    assert_eq!(s.mechanism, Some(SaslMechanism::ScramSha512));
+    let read = |p: &Path| {
+        if files.iter().any(|f| Path::new(f) == p) {
+            Ok(b"from the secret".to_vec())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "not mounted",
+            ))
+        }
+    };
+    let var = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let features = groundgate::kafka::library().features;
+    let access = Access {
+        read: &read,
+        var: &var,
+        features: Some(&features),
+    };
+    let mut problems = Vec::new();
+    let secrets = check_access(s, &config.kafka.properties, &access, &mut problems);
+    assert_eq!(problems, Vec::<String>::new());
+    assert!(secrets.sasl_password.is_some());
+    config
+}
+
+#[test]
+fn the_secured_compose_profile_configures_sasl_ssl() {
+    let compose: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(repo("docker-compose.yml")).unwrap())
+            .unwrap();
+    let env: Vec<(String, String)> = compose["x-secured-client"]
+        .as_object()
+        .expect("x-secured-client")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    secured_config(&env, &["/certs/ca.pem"]);
+    // The password the clients use is the one the init job gives the user.
+    let password = &env.iter().find(|(k, _)| k == "KAFKA_PASSWORD").unwrap().1;
+    let init = compose["services"]["kafka-secured-init"]["command"].to_string();
+    assert!(
+        init.contains(&format!("SCRAM-SHA-512=[password={password}]")),
+        "{init}"
+    );
+    for s in [
+        "kafka-secured-certs",
+        "kafka-secured",
+        "kafka-secured-init",
+        "worker-secured",
+        "producer-secured",
+    ] {
+        assert_eq!(
+            compose["services"][s]["profiles"][0], "secured",
+            "{s} starts only with --profile secured"
+        );
+    }
+}
+
+#[test]
+fn the_secured_kubernetes_overlay_mounts_the_secret_the_settings_name() {
+    if !need_tool(
+        "the_secured_kubernetes_overlay_mounts_the_secret_the_settings_name",
+        "kubectl",
+        "kubernetes-client",
+    ) {
+        return;
+    }
+    let out = Command::new("kubectl")
+        .args(["kustomize", "deploy/k8s-secured"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deploy = serde_yaml_ng::Deserializer::from_slice(&out.stdout)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|d| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    let spec = &deploy["spec"]["template"]["spec"];
+    let c = &spec["containers"][0];
+    let env: Vec<(String, String)> = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().into(),
+                e["value"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let volume = spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["secret"]["secretName"] == "groundgate-kafka")
+        .expect("the Secret is a volume");
+    let mount = c["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == volume["name"])
+        .expect("and is mounted");
+    assert_eq!(mount["readOnly"], true);
+    let dir = mount["mountPath"].as_str().unwrap();
+    let files = [format!("{dir}/password"), format!("{dir}/ca.pem")];
+    let config = secured_config(&env, &[&files[0], &files[1]]);
+    assert_eq!(
+        config.kafka.security.ca_file.as_deref(),
+        Some(Path::new(&files[1]))
+    );
+    // The worker's user can read the Secret's files.
+    assert_eq!(spec["securityContext"]["fsGroup"], 10001);
+}

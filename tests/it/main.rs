@@ -3,7 +3,7 @@
 //! `cargo test --test it worker::`.
 //!
 //! Tests that need an external tool (kcat, prometheus, promtool,
-//! docker-compose, kubectl, chromium) print a `SKIPPED: needs X` line when
+//! docker-compose, kubectl, chromium, openssl) print a `SKIPPED: needs X` line when
 //! it is missing, and fail instead under `GG_REQUIRE_TOOLS=1`
 //! (`.ci/run` sets it).
 
@@ -19,4 +19,5 @@ mod observability;
 mod processes;
 mod prometheus_live;
 mod report_browser;
+mod secured;
 mod worker;

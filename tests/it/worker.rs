@@ -661,6 +661,50 @@ async fn end_to_end_mixed_stream_and_retry_round_trip() {
     assert_eq!(report.records, total as u64);
 }
 
+/// zstd is a common producer default upstream: records compressed with it
+/// are consumed and judged, and the worker's own outputs can use it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zstd_compressed_input_is_consumed_and_judged() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 40u64;
+    let values: Vec<Vec<u8>> = (0..n).map(|i| groundgate::sample::mixed(i, 400)).collect();
+    let mut upstream = Config::default();
+    upstream
+        .kafka
+        .properties
+        .insert("compression.type".into(), "zstd".into());
+    let p = produce::producer(&upstream.kafka, &bs).unwrap();
+    produce::send_all(&p, "answers", values.iter().cloned().map(Ok), 0)
+        .await
+        .unwrap();
+    let mut cfg = (*config(&bs, "g-zstd", Guarantee::AtLeastOnce)).clone();
+    cfg.kafka
+        .properties
+        .insert("compression.type".into(), "zstd".into());
+    let cfg = Arc::new(cfg);
+    let w = start(&cfg, &bs);
+    let out = read_outputs(&bs, n as usize).await;
+    let mut expected: BTreeMap<String, usize> = BTreeMap::new();
+    for v in &values {
+        let meta = groundgate::core::RecordMeta {
+            topic: "answers",
+            partition: 0,
+            offset: 0,
+        };
+        let o = groundgate::core::process(Some(v), &meta, 0, &cfg.core);
+        *expected.entry(o.kind.as_str().to_string()).or_default() += 1;
+    }
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for a in &out[2] {
+        let outcome = json_of(a)["outcome"].as_str().unwrap().to_string();
+        *outcomes.entry(outcome).or_default() += 1;
+    }
+    assert_eq!(outcomes, expected);
+    assert_eq!(out[2].len(), n as usize);
+    w.stop().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
     let broker = broker();

@@ -1,0 +1,501 @@
+//! Connecting to secured Kafka, tested for real without a real Kafka: a
+//! local `openssl s_server` (certificates made here with the `openssl` CLI)
+//! stands in for a TLS listener, so the handshake `groundgate run` makes is
+//! observed from the other side; a local TCP listener stands in for an OIDC
+//! token endpoint. The SASL exchange itself (SaslHandshake/Authenticate)
+//! needs a Kafka broker and is not tested here.
+//!
+//! Also the start-up configuration errors of `run` (exit 2, named once).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::common::{Proc, WAIT, bin, free_port, http_get, need_tool, wait_for};
+
+/// A test CA, a server certificate for 127.0.0.1 and a client certificate
+/// signed by it, and a second CA that signed nothing of these.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn generate() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = Pki { dir };
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(pki.dir.path())
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+        for ca in ["ca", "other-ca"] {
+            let subject = format!("/CN=groundgate-test-{ca}");
+            let mut args = vec!["req", "-x509", "-nodes", "-days", "2", "-subj", &subject];
+            args.extend(ec);
+            let (key, pem) = (format!("{ca}.key"), format!("{ca}.pem"));
+            args.extend(["-keyout", &key, "-out", &pem]);
+            run(&args);
+        }
+        std::fs::write(
+            pki.path("server.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        )
+        .unwrap();
+        std::fs::write(pki.path("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+        for (who, cn) in [("server", "localhost"), ("client", "groundgate-client")] {
+            let subject = format!("/CN={cn}");
+            let (key, csr, pem, ext) = (
+                format!("{who}.key"),
+                format!("{who}.csr"),
+                format!("{who}.pem"),
+                format!("{who}.ext"),
+            );
+            let mut args = vec!["req", "-nodes", "-subj", &subject];
+            args.extend(ec);
+            args.extend(["-keyout", &key, "-out", &csr]);
+            run(&args);
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-out",
+                &pem,
+            ]);
+        }
+        pki
+    }
+}
+
+/// `openssl s_server` on a free loopback port; everything it prints (the
+/// handshake, the client certificate, the bytes received) goes to one file.
+struct TlsServer {
+    _proc: Proc,
+    port: u16,
+    out: PathBuf,
+}
+
+impl TlsServer {
+    fn start(pki: &Pki, verify_client: bool) -> TlsServer {
+        let port = free_port();
+        let out = pki.path(&format!("s_server-{port}.out"));
+        let file = std::fs::File::create(&out).unwrap();
+        let mut cmd = Command::new("openssl");
+        cmd.args(["s_server", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-cert")
+            .arg(pki.path("server.pem"))
+            .arg("-key")
+            .arg(pki.path("server.key"))
+            .arg("-CAfile")
+            .arg(pki.path("ca.pem"));
+        if verify_client {
+            // Requires a client certificate signed by the CA.
+            cmd.args(["-Verify", "2"]);
+        }
+        // s_server sends what it reads on stdin and stops at its end: the
+        // pipe stays open as long as the server is wanted.
+        let child = cmd
+            .stdin(Stdio::piped())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("openssl s_server starts");
+        let server = TlsServer {
+            _proc: Proc {
+                child,
+                name: "openssl s_server",
+            },
+            port,
+            out,
+        };
+        wait_for("s_server to listen", WAIT, || {
+            server.output().contains("ACCEPT").then_some(())
+        });
+        server
+    }
+
+    fn output(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.out).unwrap_or_default()).into_owned()
+    }
+
+    fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+/// `groundgate run` against `bootstrap` with `config`; its log goes to a file.
+fn run(bootstrap: &str, config: &Path, log: &Path) -> (Proc, SocketAddr) {
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut cmd = bin();
+    cmd.args(["run", "--brokers", bootstrap, "--config"])
+        .arg(config)
+        .args(["--metrics-addr", &metrics.to_string()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    (Proc::spawn("run", cmd), metrics)
+}
+
+fn read(path: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
+}
+
+fn write_config(dir: &Path, name: &str, toml: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, toml).unwrap();
+    p
+}
+
+/// TOML string of a path.
+fn q(p: &Path) -> String {
+    format!("{:?}", p.display().to_string())
+}
+
+#[test]
+fn mutual_tls_handshake_completes_with_the_client_certificate() {
+    if !need_tool("mutual_tls_handshake", "openssl", "openssl") {
+        return;
+    }
+    let pki = Pki::generate();
+    let server = TlsServer::start(&pki, true);
+    let config = write_config(
+        pki.dir.path(),
+        "mtls.toml",
+        &format!(
+            "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = {}\nssl_certificate_file = {}\nssl_key_file = {}\n",
+            q(&pki.path("ca.pem")),
+            q(&pki.path("client.pem")),
+            q(&pki.path("client.key")),
+        ),
+    );
+    let log = pki.path("run.log");
+    let (_worker, _) = run(&server.bootstrap(), &config, &log);
+    // The server verified the client certificate, finished the handshake,
+    // and then received a Kafka request (ApiVersions names the client
+    // software, librdkafka).
+    let seen = wait_for("a verified TLS handshake and a Kafka request", WAIT, || {
+        let out = server.output();
+        (out.contains("CIPHER is") && out.contains("librdkafka")).then_some(out)
+    });
+    assert!(
+        seen.contains("verify return:1") && !seen.contains("verify error"),
+        "the client certificate verified against the CA:\n{seen}\n--- groundgate log:\n{}",
+        read(&log)
+    );
+    assert!(
+        seen.contains("subject=CN = groundgate-client")
+            || seen.contains("subject=CN=groundgate-client"),
+        "the server saw the client certificate:\n{seen}"
+    );
+}
+
+#[test]
+fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
+    if !need_tool("sasl_ssl_scram", "openssl", "openssl") {
+        return;
+    }
+    let pki = Pki::generate();
+    let server = TlsServer::start(&pki, false);
+    let secret = format!("gg-secret-{}", std::process::id());
+    let password = pki.path("password");
+    std::fs::write(&password, format!("{secret}\n")).unwrap();
+    let config = write_config(
+        pki.dir.path(),
+        "scram.toml",
+        &format!(
+            "[log]\nlevel = \"debug\"\n[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"groundgate\"\nsasl_password_file = {}\nssl_ca_file = {}\n[kafka.properties]\n\"compression.type\" = \"zstd\"\n",
+            q(&password),
+            q(&pki.path("ca.pem")),
+        ),
+    );
+    let log = pki.path("run.log");
+    let (worker, metrics) = run(&server.bootstrap(), &config, &log);
+    wait_for("a TLS handshake and a Kafka request", WAIT, || {
+        let out = server.output();
+        (out.contains("CIPHER is") && out.contains("librdkafka")).then_some(())
+    });
+    let (_, body) = wait_for("/metrics", WAIT, || http_get(metrics, "/metrics"));
+    drop(worker);
+    let log = read(&log);
+    assert!(log.contains("builtin_features"), "start-up line:\n{log}");
+    for (what, text) in [("log", &log), ("/metrics", &body)] {
+        assert!(
+            !text.contains(&secret),
+            "the password appears in the {what}"
+        );
+    }
+    assert!(
+        !server.output().contains(&secret),
+        "nothing sent before SASL"
+    );
+}
+
+#[test]
+fn a_wrong_ca_fails_the_handshake_with_a_clear_error() {
+    if !need_tool("wrong_ca", "openssl", "openssl") {
+        return;
+    }
+    let pki = Pki::generate();
+    let server = TlsServer::start(&pki, false);
+    let config = write_config(
+        pki.dir.path(),
+        "wrong-ca.toml",
+        &format!(
+            "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = {}\n",
+            q(&pki.path("other-ca.pem"))
+        ),
+    );
+    let log = pki.path("run.log");
+    let (_worker, _) = run(&server.bootstrap(), &config, &log);
+    let text = wait_for("the handshake failure in the log", WAIT, || {
+        let text = read(&log);
+        text.contains("certificate verify failed").then_some(text)
+    });
+    assert!(text.contains("SSL handshake failed"), "{text}");
+    assert!(
+        !server.output().contains("CIPHER is"),
+        "no session was established"
+    );
+}
+
+/// Whether this build has OIDC (librdkafka links the system's libcurl
+/// when libcurl4-openssl-dev is installed); like `need_tool` otherwise.
+fn need_oidc(test: &str) -> bool {
+    if groundgate::kafka::library().features.contains("oidc") {
+        return true;
+    }
+    let what =
+        format!("a build with OIDC (apt-get install libcurl4-openssl-dev, then rebuild) [{test}]");
+    if std::env::var(crate::common::REQUIRE_TOOLS_ENV).is_ok_and(|v| v == "1") {
+        panic!("missing: {what}");
+    }
+    let _ = writeln!(std::io::stderr(), "SKIPPED: needs {what}");
+    false
+}
+
+/// OAUTHBEARER/OIDC: the client-credentials request reaches the token
+/// endpoint with the client id and the secret read from its file.
+#[test]
+fn oidc_token_request_carries_the_client_credentials() {
+    use base64::Engine as _;
+    if !need_oidc("oidc_token_request_carries_the_client_credentials") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/oauth2/token", endpoint.local_addr().unwrap());
+    let secret = format!("oidc-secret-{}", std::process::id());
+    let secret_file = dir.path().join("client-secret");
+    std::fs::write(&secret_file, &secret).unwrap();
+    let config = write_config(
+        dir.path(),
+        "oidc.toml",
+        &format!(
+            "[kafka]\nsecurity_protocol = \"SASL_PLAINTEXT\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = {url:?}\noidc_client_id = \"gg-client\"\noidc_client_secret_file = {}\noidc_scope = \"kafka\"\n",
+            q(&secret_file)
+        ),
+    );
+    let log = dir.path().join("run.log");
+    let (_worker, _) = run(&format!("127.0.0.1:{}", free_port()), &config, &log);
+    let (mut conn, _) = endpoint.accept().unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&request).contains("grant_type") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "request ended early: {}",
+            String::from_utf8_lossy(&request)
+        );
+        request.extend_from_slice(&buf[..n]);
+    }
+    let _ = conn.write_all(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+    let request = String::from_utf8_lossy(&request).into_owned();
+    assert!(request.starts_with("POST /oauth2/token "), "{request}");
+    assert!(
+        request.contains("grant_type=client_credentials"),
+        "{request}"
+    );
+    assert!(request.contains("scope=kafka"), "{request}");
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("gg-client:{secret}"));
+    assert!(
+        request.contains(&format!("Basic {basic}")),
+        "client id and secret in the Authorization header: {request}"
+    );
+    assert!(!read(&log).contains(&secret), "{}", read(&log));
+}
+
+/// `run` with `extra` arguments and environment: (exit code, stderr).
+fn run_fails(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = bin();
+    cmd.arg("run")
+        .args(["--metrics-addr", &format!("127.0.0.1:{}", free_port())])
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut p = Proc::spawn("run", {
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd
+    });
+    let status = p.wait_exit(WAIT).expect("run stops by itself");
+    let mut err = String::new();
+    p.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), err)
+}
+
+#[test]
+fn configuration_errors_at_start_exit_2_and_are_said_once() {
+    let b = ["--brokers", "127.0.0.1:9"];
+    for (args, env, needle) in [
+        (&[][..], &[][..], "kafka.brokers is not set or empty"),
+        (
+            &[][..],
+            &[("GROUNDGATE_BROKERS", "")][..],
+            "kafka.brokers is not set or empty",
+        ),
+        (
+            &[&b[..], &["-X", "noequals"]].concat()[..],
+            &[][..],
+            "\"noequals\": expected KEY=VALUE",
+        ),
+        (
+            &[&b[..], &["-X", "topic.acks=1"]].concat()[..],
+            &[][..],
+            "\"topic.acks\"",
+        ),
+        (
+            &[&b[..], &["-X", "bogus.prop=1"]].concat()[..],
+            &[][..],
+            "bogus.prop",
+        ),
+        (
+            &[&b[..], &["-X", "sasl.password=hunter2"]].concat()[..],
+            &[][..],
+            "kafka.sasl_password_file",
+        ),
+    ] {
+        let (code, err) = run_fails(args, env);
+        assert_eq!(code, Some(2), "{args:?} {env:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in:\n{err}");
+        let key = needle.trim_matches('"');
+        let lines = err.lines().filter(|l| l.contains(key)).count();
+        assert_eq!(lines, 1, "said once: {err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+}
+
+#[test]
+fn unreadable_tls_files_are_named_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "missing.toml",
+        "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"/nonexistent/ca.pem\"\nssl_certificate_file = \"/nonexistent/c.pem\"\nssl_key_file = \"/nonexistent/c.key\"\n",
+    );
+    let (code, err) = run_fails(
+        &[
+            "--brokers",
+            "127.0.0.1:9",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    for key in [
+        "kafka.ssl_ca_file",
+        "kafka.ssl_certificate_file",
+        "kafka.ssl_key_file",
+    ] {
+        assert!(
+            err.contains(&format!("{key} = \"/nonexistent/")),
+            "{key}: {err}"
+        );
+    }
+}
+
+#[test]
+fn version_names_librdkafka_and_its_features() {
+    let out = bin().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("librdkafka 2."), "{text}");
+    let features = text
+        .lines()
+        .find_map(|l| l.strip_prefix("builtin.features: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    for f in groundgate::kafka::PROMISED_FEATURES {
+        assert!(features.split(',').any(|x| x == *f), "{f} in {features}");
+    }
+}
+
+/// The examples of docs/secured-kafka.md are valid configurations: every
+/// TOML block, and every shell block's `export GROUNDGATE_*` lines.
+#[test]
+fn the_documented_examples_are_valid_configurations() {
+    use groundgate::config::RawConfig;
+    let doc = std::fs::read_to_string(crate::common::repo("docs/secured-kafka.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut lines = doc.lines();
+    while let Some(line) = lines.next() {
+        if let Some(lang) = line.strip_prefix("```").filter(|l| !l.is_empty()) {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            blocks.push((lang.to_string(), body.join("\n")));
+        }
+    }
+    let mut checked = 0;
+    for (lang, body) in &blocks {
+        let result = match lang.as_str() {
+            "toml" => RawConfig::from_toml_str(body),
+            "sh" => {
+                let env: Vec<(String, String)> = body
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("export GROUNDGATE_"))
+                    .filter_map(|l| l.split_once('='))
+                    .map(|(k, v)| (format!("GROUNDGATE_{k}"), v.to_string()))
+                    .collect();
+                if env.is_empty() {
+                    continue;
+                }
+                RawConfig::load(None, &env, RawConfig::default())
+            }
+            _ => continue,
+        };
+        if let Err(e) = result.and_then(RawConfig::validate) {
+            panic!("docs/secured-kafka.md block:\n{body}\n{e}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} examples found");
+}
