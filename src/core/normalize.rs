@@ -1,0 +1,179 @@
+//! Text as the forbidden-term rule compares it: a form in which the usual
+//! ways of hiding a word from a substring search no longer work.
+//!
+//! Each character of the input becomes: its NFKC form (fullwidth and other
+//! compatibility letters become plain ones), case folded (full folding, so
+//! `ß` ~ `ss`), NFKC again, then its Unicode TR39 confusable skeleton (a
+//! Cyrillic `а` becomes a Latin `a`; the skeleton also drops
+//! default-ignorable characters such as the zero-width space and the soft
+//! hyphen). Format characters (general category Cf) are dropped, runs of
+//! whitespace become one space, and citation markers (`[^N]` spans the
+//! caller hands in) are removed, so `re[^1]turn` reads `return`.
+//!
+//! Every piece of the normal form remembers the bytes of the original it
+//! came from, so a match is reported at the original's byte range.
+//!
+//! Pure: no I/O, no clock. Not a place for verdicts: it only rewrites text.
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+
+/// A normal form with a map back to the original's bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Normalized {
+    pub text: String,
+    /// One entry per piece of `text`: (start in `text`, byte range in the
+    /// original). Starts ascend.
+    pieces: Vec<(usize, Range<usize>)>,
+}
+
+impl Normalized {
+    /// The byte range of the original that `range` of [`Normalized::text`]
+    /// came from: from the start of the first piece it touches to the end
+    /// of the last.
+    pub fn original(&self, range: Range<usize>) -> Range<usize> {
+        let piece = |at: usize| {
+            let i = self.pieces.partition_point(|(start, _)| *start <= at);
+            &self.pieces[i.saturating_sub(1)].1
+        };
+        if self.pieces.is_empty() || range.is_empty() {
+            return 0..0;
+        }
+        piece(range.start).start..piece(range.end - 1).end
+    }
+}
+
+/// The normal form of `s`, leaving out the byte ranges in `skip` (sorted,
+/// not overlapping, on character boundaries). Leading and trailing
+/// whitespace is dropped.
+pub fn normalize(s: &str, skip: &[Range<usize>]) -> Normalized {
+    let mut out = Normalized {
+        text: String::with_capacity(s.len()),
+        pieces: Vec::new(),
+    };
+    let mut skip = skip.iter().peekable();
+    // Whitespace seen since the last piece: written as one space when a
+    // piece follows.
+    let mut space: Option<Range<usize>> = None;
+    let mut buf = String::new();
+    let mut chars = s.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        while skip.next_if(|r| r.end <= at).is_some() {}
+        if let Some(r) = skip.peek()
+            && r.start <= at
+        {
+            // Inside a marker: move past it.
+            while chars.next_if(|(i, _)| *i < r.end).is_some() {}
+            continue;
+        }
+        let here = at..at + c.len_utf8();
+        let piece: &str = if c.is_ascii() {
+            &ASCII[c as usize]
+        } else {
+            buf.clear();
+            normal_form(c, &mut buf);
+            &buf
+        };
+        if piece.is_empty() {
+            continue;
+        }
+        if piece.chars().all(char::is_whitespace) {
+            space = Some(space.map_or(here.clone(), |r| r.start..here.end));
+            continue;
+        }
+        if let Some(r) = space.take()
+            && !out.text.is_empty()
+        {
+            out.pieces.push((out.text.len(), r));
+            out.text.push(' ');
+        }
+        out.pieces.push((out.text.len(), here));
+        out.text.push_str(piece);
+    }
+    out
+}
+
+/// The normal form of each ASCII character, computed once.
+static ASCII: LazyLock<Vec<String>> = LazyLock::new(|| {
+    (0u8..128)
+        .map(|b| {
+            let mut s = String::new();
+            normal_form(char::from(b), &mut s);
+            s
+        })
+        .collect()
+});
+
+/// One character's normal form, appended to `out`.
+fn normal_form(c: char, out: &mut String) {
+    if c.general_category() == GeneralCategory::Format {
+        return;
+    }
+    let compat: String = std::iter::once(c).nfkc().collect();
+    let folded: String = caseless::default_case_fold_str(&compat).nfkc().collect();
+    out.extend(unicode_security::skeleton(&folded));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> String {
+        normalize(s, &[]).text
+    }
+
+    #[test]
+    fn hidden_spellings_have_the_plain_normal_form() {
+        let plain = n("guaranteed return");
+        for hidden in [
+            "guaranteed  return",
+            "guaranteed\treturn",
+            "guaranteed\nreturn",
+            "guaranteed\u{a0}return",
+            "guaran\u{200b}teed return",
+            "guaran\u{ad}teed return",
+            "gu\u{2060}aranteed re\u{feff}turn",
+            "gu\u{430}ranteed return",
+            "ＧＵＡＲＡＮＴＥＥＤ ＲＥＴＵＲＮ",
+            "GUARANTEED RETURN",
+            " guaranteed \u{3000} return ",
+            "guaranteed\u{600}return",
+        ] {
+            let got = n(hidden);
+            // A format character between two words joins them: compare
+            // without the one space.
+            let want = if hidden.contains('\u{600}') {
+                plain.replace(' ', "")
+            } else {
+                plain.clone()
+            };
+            assert_eq!(got, want, "{hidden:?}");
+        }
+        assert_ne!(n("guaranteed returns"), plain);
+    }
+
+    #[test]
+    fn skipped_ranges_are_left_out_and_pieces_map_back() {
+        let s = "a re[^1]turn, é";
+        let marker = s.find("[^1]").unwrap();
+        let m = normalize(s, &[marker..marker + 4]);
+        assert_eq!(m.text, n("a return, é"));
+        let at = m.text.find(&n("return")).unwrap();
+        let orig = m.original(at..at + n("return").len());
+        assert_eq!(&s[orig], "re[^1]turn");
+        // A multi-byte original maps to all of its bytes.
+        let e = m.text.rfind(&n("é")).unwrap();
+        assert_eq!(&s[m.original(e..m.text.len())], "é");
+    }
+
+    #[test]
+    fn a_collapsed_space_maps_to_the_whole_run() {
+        let s = "x \u{a0}\t y";
+        let m = normalize(s, &[]);
+        assert_eq!(m.text, "x y");
+        assert_eq!(&s[m.original(1..2)], " \u{a0}\t ");
+    }
+}
