@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::CoreSettings;
 
+pub use load::env_layer_names;
 pub use raw::*;
 pub use validate::Host;
 

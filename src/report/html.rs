@@ -64,8 +64,15 @@ impl Page<'_> {
     fn score(&self, s: &Option<f64>) -> String {
         s.map_or_else(|| "–".into(), |v| format!("{v:.2}"))
     }
+    /// Four decimals; for totals too large to read as digits (a saturated
+    /// total is about 1.8e308), scientific notation exact to the last digit
+    /// (rounded to fewer, the largest total would read as infinite).
     fn usd(&self, v: &f64) -> String {
-        format!("{v:.4}")
+        if v.abs() < 1e12 {
+            format!("{v:.4}")
+        } else {
+            format!("{v:e}")
+        }
     }
 }
 

@@ -12,6 +12,7 @@ mod common;
 mod audit_cli;
 mod check_cli;
 mod deploy;
+mod eval_cli;
 mod grounding;
 mod lifecycle;
 mod observability;
