@@ -948,6 +948,75 @@ mod tests {
     use super::*;
 
     #[test]
+    fn threads_are_bounded_per_core() {
+        assert!(matches!(
+            bounded_threads(Some(0), 2),
+            Err(CheckError::Threads)
+        ));
+        assert_eq!(bounded_threads(Some(8), 2).unwrap(), (8, None));
+        assert_eq!(bounded_threads(None, 6).unwrap(), (6, None));
+        let (n, note) = bounded_threads(Some(100_000), 2).unwrap();
+        assert_eq!(n, 8);
+        let note = note.unwrap();
+        assert!(
+            note.contains("--threads 100000") && note.contains("using 8"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn the_note_lists_the_layers_in_order() {
+        let env = ["GROUNDGATE_A".to_string(), "GROUNDGATE_B".to_string()];
+        let n = config_note(Some(Path::new("gg.toml")), &env);
+        assert!(
+            n.starts_with(
+                "configuration: built-in defaults < file gg.toml < environment GROUNDGATE_A, GROUNDGATE_B (later layers win)"
+            ),
+            "{n}"
+        );
+        let n = config_note(None, &[]);
+        assert!(
+            n.starts_with("configuration: built-in defaults; no --config"),
+            "{n}"
+        );
+        assert!(!n.contains("environment"));
+    }
+
+    #[test]
+    fn paths_naming_one_file_are_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("a"), "x").unwrap();
+        fs::hard_link(d.join("a"), d.join("hard")).unwrap();
+        std::os::unix::fs::symlink(d.join("a"), d.join("soft")).unwrap();
+        assert!(same_file(&d.join("a"), &d.join("hard")));
+        assert!(same_file(&d.join("a"), &d.join("soft")));
+        assert!(same_file(&d.join("a"), &d.join("x/../a")));
+        // Neither exists yet: compared as the paths they will be.
+        assert!(same_file(&d.join("new/f"), &d.join("new/./g/../f")));
+        assert!(!same_file(&d.join("a"), &d.join("b")));
+        assert!(!same_file(&d.join("new/f"), &d.join("new/g")));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_and_nothing_else() {
+        let read = |bytes: &'static [u8]| {
+            let mut out = Vec::new();
+            skip_bom(Box::new(bytes))
+                .unwrap()
+                .read_to_end(&mut out)
+                .unwrap();
+            out
+        };
+        assert_eq!(read(b"\xEF\xBB\xBF{}\n"), b"{}\n");
+        assert_eq!(read(b"{}\n"), b"{}\n");
+        assert_eq!(read(b"\xEF\xBB"), b"\xEF\xBB");
+        assert_eq!(read(b""), b"");
+        // Only at the start.
+        assert_eq!(read(b"a\xEF\xBB\xBF"), b"a\xEF\xBB\xBF");
+    }
+
+    #[test]
     fn output_files_are_indexed_by_role() {
         for (i, role) in TopicRole::ALL.into_iter().enumerate() {
             assert_eq!(role as usize, i, "{role:?}");

@@ -611,6 +611,29 @@ mod tests {
     }
 
     #[test]
+    fn usage_totals_saturate_and_are_listed() {
+        let mut big = summary("p", "m", vec![], 1.7e308);
+        big.prompt_tokens = u64::MAX;
+        let mut a = Aggregator::new("in", "v", 0.6, 3);
+        let mut b = Aggregator::new("in", "v", 0.6, 3);
+        for agg in [&mut a, &mut b] {
+            for i in 0..2 {
+                agg.add(i, OutcomeKind::Accepted, &big, None, None);
+            }
+        }
+        a.merge(b);
+        let d = a.finish(None);
+        assert_eq!(d.prompt_tokens, u64::MAX);
+        assert_eq!(d.cost_usd, f64::MAX);
+        assert_eq!(d.completion_tokens, 20);
+        assert_eq!(d.models[0].prompt_tokens, u64::MAX);
+        assert_eq!(d.tokens(), u64::MAX);
+        assert_eq!(d.saturated, ["prompt_tokens", "cost_usd"]);
+        let clean = Aggregator::new("in", "v", 0.6, 3).finish(None);
+        assert!(clean.saturated.is_empty());
+    }
+
+    #[test]
     fn per_model_rates_costs_and_quantiles() {
         let mut a = Aggregator::new("in.jsonl", "v1", 0.5, 3);
         for i in 0..10 {
