@@ -6,7 +6,7 @@
 //! `ß` ~ `ss`), NFKC again, then its Unicode TR39 confusable skeleton (a
 //! Cyrillic `а` becomes a Latin `a`; the skeleton also drops
 //! default-ignorable characters such as the zero-width space and the soft
-//! hyphen). Format characters (general category Cf) are dropped, runs of
+//! hyphen), case folded once more. Format characters (general category Cf) are dropped, runs of
 //! whitespace become one space, and citation markers (`[^N]` spans the
 //! caller hands in) are removed, so `re[^1]turn` reads `return`.
 //!
@@ -114,7 +114,10 @@ fn normal_form(c: char, out: &mut String) {
     }
     let compat: String = std::iter::once(c).nfkc().collect();
     let folded: String = caseless::default_case_fold_str(&compat).nfkc().collect();
-    out.extend(unicode_security::skeleton(&folded));
+    let skeleton: String = unicode_security::skeleton(&folded).collect();
+    // Some prototypes are capitals (the digit 0's is `O`): folded again, so
+    // look-alikes compare equal whatever their case.
+    out.push_str(&caseless::default_case_fold_str(&skeleton));
 }
 
 #[cfg(test)]
@@ -153,6 +156,16 @@ mod tests {
             assert_eq!(got, want, "{hidden:?}");
         }
         assert_ne!(n("guaranteed returns"), plain);
+    }
+
+    #[test]
+    fn ascii_look_alikes_compare_equal() {
+        assert_eq!(n("l0ss"), n("LOSS"));
+        assert_eq!(n("1oss"), n("loss"));
+        assert_eq!(n("|oss"), n("loss"));
+        // Not look-alikes in the Unicode data: kept apart.
+        assert_ne!(n("gu4ranteed"), n("guaranteed"));
+        assert_ne!(n("Ioss"), n("loss"));
     }
 
     #[test]

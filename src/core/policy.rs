@@ -8,6 +8,7 @@
 use std::ops::Range;
 
 use super::normalize::normalize;
+use super::process::bounded;
 use super::settings::PolicySettings;
 use super::types::{Action, Finding, FindingKind};
 
@@ -93,7 +94,7 @@ pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Actio
                             "answer contains the forbidden term {term:?} at bytes {}..{}: {:?}",
                             orig.start,
                             orig.end,
-                            quoted(&input.answer[orig.clone()])
+                            bounded(&input.answer[orig.clone()], MAX_QUOTED_BYTES)
                         ),
                     ),
                     p.forbidden_term,
@@ -106,18 +107,6 @@ pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Actio
 
 /// Longest original text quoted in a forbidden-term finding.
 const MAX_QUOTED_BYTES: usize = 200;
-
-/// `s` cut to [`MAX_QUOTED_BYTES`] on a character boundary.
-fn quoted(s: &str) -> String {
-    if s.len() <= MAX_QUOTED_BYTES {
-        return s.to_string();
-    }
-    let mut end = MAX_QUOTED_BYTES;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
 
 #[cfg(test)]
 mod tests {

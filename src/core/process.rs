@@ -113,7 +113,7 @@ fn listed(findings: &[Finding], max: usize) -> Cow<'_, [Finding]> {
 }
 
 /// Cuts `s` to at most `max` bytes on a char boundary, marking the cut.
-fn bounded(s: &str, max: usize) -> Cow<'_, str> {
+pub(crate) fn bounded(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
     }

@@ -706,10 +706,13 @@ fn a_run_that_fails_half_way_leaves_no_finished_looking_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
     finished_run(dir.path(), &out);
-    let previous: Vec<Vec<u8>> = ["final.jsonl", "audit.jsonl", "summary.json"]
-        .iter()
-        .map(|f| std::fs::read(out.join(f)).unwrap())
-        .collect();
+    let kept = ["final.jsonl", "audit.jsonl", "summary.json"];
+    let read_kept = || -> Vec<Vec<u8>> {
+        kept.iter()
+            .map(|f| std::fs::read(out.join(f)).unwrap())
+            .collect()
+    };
+    let previous = read_kept();
     let input = dir.path().join("big.jsonl");
     many_lines(&input, 3000);
     // A write error (as on a full disk): exit 2, the previous run's outputs
@@ -721,28 +724,12 @@ fn a_run_that_fails_half_way_leaves_no_finished_looking_outputs() {
         err.contains("File too large") || err.contains("too large"),
         "{err}"
     );
-    for (f, before) in ["final.jsonl", "audit.jsonl", "summary.json"]
-        .iter()
-        .zip(&previous)
-    {
-        assert!(
-            &std::fs::read(out.join(f)).unwrap() == before,
-            "{f} changed"
-        );
-    }
+    assert!(read_kept() == previous, "the previous outputs changed");
     // Killed by the limit (SIGXFSZ) instead: the same, and the unfinished
     // files are recognisable by their names.
     let o = check_with_file_limit(&[os(&input), os("--out"), os(&out)], 256 << 10, false);
     assert_ne!(o.status.code(), Some(0));
-    for (f, before) in ["final.jsonl", "audit.jsonl", "summary.json"]
-        .iter()
-        .zip(&previous)
-    {
-        assert!(
-            &std::fs::read(out.join(f)).unwrap() == before,
-            "{f} changed"
-        );
-    }
+    assert!(read_kept() == previous, "the previous outputs changed");
     assert!(out.join("final.jsonl.partial").exists());
     // The next run completes and replaces everything.
     let o = check(&[os(&input), os("--out"), os(&out)]);

@@ -20,6 +20,14 @@ fn labelled(id: &str, label: serde_json::Value) -> serde_json::Value {
     })
 }
 
+fn eval(input: &std::path::Path) -> std::process::Output {
+    crate::common::bin()
+        .arg("eval")
+        .arg(input)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_label_of_the_wrong_type_is_named_with_its_value() {
     let dir = tempfile::tempdir().unwrap();
@@ -29,22 +37,14 @@ fn a_label_of_the_wrong_type_is_named_with_its_value() {
         (json!(true), "true"),
     ] {
         let input = write(dir.path(), &[labelled("a", label.clone())]);
-        let o = crate::common::bin()
-            .arg("eval")
-            .arg(&input)
-            .output()
-            .unwrap();
+        let o = eval(&input);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(!err.contains("None"), "{label}: {err}");
         assert!(err.contains(&format!("found {shown}")), "{label}: {err}");
     }
     let input = write(dir.path(), &[json!({"request_id": "a", "answer": "x"})]);
-    let o = crate::common::bin()
-        .arg("eval")
-        .arg(&input)
-        .output()
-        .unwrap();
+    let o = eval(&input);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("missing"), "{err}");
 }
@@ -59,11 +59,7 @@ fn one_class_only_prints_no_rates_that_need_both() {
             labelled("b", json!("supported")),
         ],
     );
-    let o = crate::common::bin()
-        .arg("eval")
-        .arg(&input)
-        .output()
-        .unwrap();
+    let o = eval(&input);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),
