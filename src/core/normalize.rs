@@ -25,24 +25,65 @@ use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Normalized {
     pub text: String,
-    /// One entry per piece of `text`: (start in `text`, byte range in the
-    /// original). Starts ascend.
-    pieces: Vec<(usize, Range<usize>)>,
+    /// Where each part of `text` came from, in order of `text`.
+    pieces: Vec<Piece>,
+}
+
+/// A stretch of the normal form and the bytes of the original it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Piece {
+    /// Start in the normal form.
+    at: usize,
+    /// The bytes of the original.
+    from: Range<usize>,
+    /// Byte for byte: ASCII characters that each became one ASCII byte, so
+    /// an offset into the stretch is the same offset into `from`. Runs of
+    /// them (most text) are one piece, not one per character.
+    one_to_one: bool,
 }
 
 impl Normalized {
     /// The byte range of the original that `range` of [`Normalized::text`]
-    /// came from: from the start of the first piece it touches to the end
-    /// of the last.
+    /// came from: from the original of its first byte to the original of
+    /// its last (a character the normal form changed maps to all of its
+    /// bytes).
     pub fn original(&self, range: Range<usize>) -> Range<usize> {
-        let piece = |at: usize| {
-            let i = self.pieces.partition_point(|(start, _)| *start <= at);
-            &self.pieces[i.saturating_sub(1)].1
-        };
         if self.pieces.is_empty() || range.is_empty() {
             return 0..0;
         }
-        piece(range.start).start..piece(range.end - 1).end
+        let of = |at: usize| {
+            let i = self
+                .pieces
+                .partition_point(|p| p.at <= at)
+                .saturating_sub(1);
+            let p = &self.pieces[i];
+            if p.one_to_one {
+                let b = p.from.start + (at - p.at);
+                b..b + 1
+            } else {
+                p.from.clone()
+            }
+        };
+        of(range.start).start..of(range.end - 1).end
+    }
+
+    /// Appends `piece`, the normal form of the original bytes `from`.
+    fn push(&mut self, piece: &str, from: Range<usize>) {
+        let one_to_one = piece.len() == 1 && from.len() == 1;
+        if one_to_one
+            && let Some(last) = self.pieces.last_mut()
+            && last.one_to_one
+            && last.from.end == from.start
+        {
+            last.from.end = from.end;
+        } else {
+            self.pieces.push(Piece {
+                at: self.text.len(),
+                from,
+                one_to_one,
+            });
+        }
+        self.text.push_str(piece);
     }
 }
 
@@ -60,6 +101,7 @@ pub fn normalize(s: &str, skip: &[Range<usize>]) -> Normalized {
     let mut space: Option<Range<usize>> = None;
     let mut buf = String::new();
     let mut chars = s.char_indices().peekable();
+    let ascii = &*ASCII;
     while let Some((at, c)) = chars.next() {
         while skip.next_if(|r| r.end <= at).is_some() {}
         if let Some(r) = skip.peek()
@@ -70,39 +112,45 @@ pub fn normalize(s: &str, skip: &[Range<usize>]) -> Normalized {
             continue;
         }
         let here = at..at + c.len_utf8();
-        let piece: &str = if c.is_ascii() {
-            &ASCII[c as usize]
+        let (piece, blank): (&str, bool) = if c.is_ascii() {
+            let (p, blank) = &ascii[c as usize];
+            (p, *blank)
         } else {
             buf.clear();
             normal_form(c, &mut buf);
-            &buf
+            (&buf, buf.chars().all(char::is_whitespace))
         };
         if piece.is_empty() {
             continue;
         }
-        if piece.chars().all(char::is_whitespace) {
+        if blank {
             space = Some(space.map_or(here.clone(), |r| r.start..here.end));
             continue;
         }
         if let Some(r) = space.take()
             && !out.text.is_empty()
         {
-            out.pieces.push((out.text.len(), r));
+            out.pieces.push(Piece {
+                at: out.text.len(),
+                from: r,
+                one_to_one: false,
+            });
             out.text.push(' ');
         }
-        out.pieces.push((out.text.len(), here));
-        out.text.push_str(piece);
+        out.push(piece, here);
     }
     out
 }
 
-/// The normal form of each ASCII character, computed once.
-static ASCII: LazyLock<Vec<String>> = LazyLock::new(|| {
+/// The normal form of each ASCII character, and whether it is whitespace,
+/// computed once.
+static ASCII: LazyLock<Vec<(String, bool)>> = LazyLock::new(|| {
     (0u8..128)
         .map(|b| {
             let mut s = String::new();
             normal_form(char::from(b), &mut s);
-            s
+            let blank = s.chars().all(char::is_whitespace);
+            (s, blank)
         })
         .collect()
 });
@@ -181,6 +229,16 @@ mod tests {
         // A multi-byte original maps to all of its bytes.
         let e = m.text.rfind(&n("é")).unwrap();
         assert_eq!(&s[m.original(e..m.text.len())], "é");
+    }
+
+    #[test]
+    fn offsets_inside_plain_text_map_byte_for_byte() {
+        let s = "plain words, then a guaranteed return and more";
+        let m = normalize(s, &[]);
+        let at = m.text.find("guaranteed").unwrap();
+        assert_eq!(&s[m.original(at..at + "guaranteed".len())], "guaranteed");
+        let at = m.text.find("en a g").unwrap();
+        assert_eq!(&s[m.original(at..at + 6)], "en a g");
     }
 
     #[test]
