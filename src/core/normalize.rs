@@ -69,22 +69,51 @@ impl Normalized {
 
     /// Appends `piece`, the normal form of the original bytes `from`.
     fn push(&mut self, piece: &str, from: Range<usize>) {
-        let one_to_one = piece.len() == 1 && from.len() == 1;
-        if one_to_one
-            && let Some(last) = self.pieces.last_mut()
-            && last.one_to_one
-            && last.from.end == from.start
+        if let &[b] = piece.as_bytes()
+            && from.len() == 1
         {
-            last.from.end = from.end;
-        } else {
-            self.pieces.push(Piece {
-                at: self.text.len(),
-                from,
-                one_to_one,
-            });
+            return self.push_byte(b, from.start);
         }
+        self.pieces.push(Piece {
+            at: self.text.len(),
+            from,
+            one_to_one: false,
+        });
         self.text.push_str(piece);
     }
+
+    /// Appends the ASCII byte `b`, the normal form of the original's byte `at`.
+    fn push_byte(&mut self, b: u8, at: usize) {
+        self.text.push(char::from(b));
+        self.one_to_one(at..at + 1);
+    }
+
+    /// Records that the last `from.len()` bytes of the text are the
+    /// original's `from`, byte for byte.
+    fn one_to_one(&mut self, from: Range<usize>) {
+        match self.pieces.last_mut() {
+            Some(last) if last.one_to_one && last.from.end == from.start => {
+                last.from.end = from.end
+            }
+            _ => self.pieces.push(Piece {
+                at: self.text.len() - from.len(),
+                from,
+                one_to_one: true,
+            }),
+        }
+    }
+}
+
+/// What an ASCII character becomes.
+enum AsciiForm {
+    /// Nothing (a control character of category Cf; none in ASCII today).
+    Dropped,
+    /// Whitespace, collapsed with its neighbours.
+    Blank,
+    /// One ASCII byte (most characters: themselves, or lowercased).
+    Byte(u8),
+    /// Anything longer.
+    Text(String),
 }
 
 /// The normal form of `s`, leaving out the byte ranges in `skip` (sorted,
@@ -95,64 +124,127 @@ pub fn normalize(s: &str, skip: &[Range<usize>]) -> Normalized {
         text: String::with_capacity(s.len()),
         pieces: Vec::new(),
     };
-    let mut skip = skip.iter().peekable();
+    let bytes = s.as_bytes();
+    let mut skip = skip.iter();
+    let mut next_skip = skip.next();
     // Whitespace seen since the last piece: written as one space when a
     // piece follows.
     let mut space: Option<Range<usize>> = None;
     let mut buf = String::new();
-    let mut chars = s.char_indices().peekable();
     let ascii = &*ASCII;
-    while let Some((at, c)) = chars.next() {
-        while skip.next_if(|r| r.end <= at).is_some() {}
-        if let Some(r) = skip.peek()
+    let mut at = 0;
+    while at < bytes.len() {
+        if let Some(r) = next_skip
             && r.start <= at
         {
-            // Inside a marker: move past it.
-            while chars.next_if(|(i, _)| *i < r.end).is_some() {}
+            // A marker: move past it.
+            at = at.max(r.end);
+            next_skip = skip.next();
             continue;
         }
-        let here = at..at + c.len_utf8();
-        let (piece, blank): (&str, bool) = if c.is_ascii() {
-            let (p, blank) = &ascii[c as usize];
-            (p, *blank)
+        let (piece, len): (&str, usize) = if bytes[at].is_ascii() {
+            match &ascii.forms[usize::from(bytes[at])] {
+                AsciiForm::Dropped => {
+                    at += 1;
+                    continue;
+                }
+                AsciiForm::Blank => {
+                    space = Some(space.map_or(at..at + 1, |r| r.start..at + 1));
+                    at += 1;
+                    continue;
+                }
+                AsciiForm::Byte(b) if !ascii.plain[usize::from(bytes[at])] => {
+                    flush_space(&mut out, &mut space);
+                    out.push_byte(*b, at);
+                    at += 1;
+                    continue;
+                }
+                AsciiForm::Byte(_) => {
+                    flush_space(&mut out, &mut space);
+                    // The run of characters whose normal form is their
+                    // lowercase (most of a text): copied and lowercased in
+                    // one go, one piece of the offset map.
+                    let stop = next_skip.map_or(bytes.len(), |r| r.start);
+                    let start = at;
+                    let plain = |at: usize| {
+                        at < stop && ascii.plain.get(usize::from(bytes[at])) == Some(&true)
+                    };
+                    // A single space between two such characters is its own
+                    // normal form too (nothing to collapse): the run goes on.
+                    while plain(at) || (bytes.get(at) == Some(&b' ') && plain(at + 1)) {
+                        at += 1;
+                    }
+                    let from = out.text.len();
+                    out.text.push_str(&s[start..at]);
+                    out.text[from..].make_ascii_lowercase();
+                    out.one_to_one(start..at);
+                    continue;
+                }
+                AsciiForm::Text(t) => (t, 1),
+            }
         } else {
+            let Some(c) = s[at..].chars().next() else {
+                break;
+            };
             buf.clear();
             normal_form(c, &mut buf);
-            (&buf, buf.chars().all(char::is_whitespace))
+            if buf.is_empty() {
+                at += c.len_utf8();
+                continue;
+            }
+            if buf.chars().all(char::is_whitespace) {
+                let end = at + c.len_utf8();
+                space = Some(space.map_or(at..end, |r| r.start..end));
+                at = end;
+                continue;
+            }
+            (&buf, c.len_utf8())
         };
-        if piece.is_empty() {
-            continue;
-        }
-        if blank {
-            space = Some(space.map_or(here.clone(), |r| r.start..here.end));
-            continue;
-        }
-        if let Some(r) = space.take()
-            && !out.text.is_empty()
-        {
-            out.pieces.push(Piece {
-                at: out.text.len(),
-                from: r,
-                one_to_one: false,
-            });
-            out.text.push(' ');
-        }
-        out.push(piece, here);
+        flush_space(&mut out, &mut space);
+        out.push(piece, at..at + len);
+        at += len;
     }
     out
 }
 
-/// The normal form of each ASCII character, and whether it is whitespace,
-/// computed once.
-static ASCII: LazyLock<Vec<(String, bool)>> = LazyLock::new(|| {
-    (0u8..128)
+/// Writes pending whitespace as one space, unless nothing precedes it.
+fn flush_space(out: &mut Normalized, space: &mut Option<Range<usize>>) {
+    if let Some(r) = space.take()
+        && !out.text.is_empty()
+    {
+        if r.len() == 1 {
+            out.push_byte(b' ', r.start);
+        } else {
+            out.push(" ", r);
+        }
+    }
+}
+
+/// The normal form of each ASCII character, computed once.
+struct AsciiTable {
+    forms: Vec<AsciiForm>,
+    /// The character's normal form is its ASCII lowercase.
+    plain: [bool; 128],
+}
+
+static ASCII: LazyLock<AsciiTable> = LazyLock::new(|| {
+    let forms: Vec<AsciiForm> = (0u8..128)
         .map(|b| {
             let mut s = String::new();
             normal_form(char::from(b), &mut s);
-            let blank = s.chars().all(char::is_whitespace);
-            (s, blank)
+            match s.as_bytes() {
+                [] => AsciiForm::Dropped,
+                _ if s.chars().all(char::is_whitespace) => AsciiForm::Blank,
+                &[one] => AsciiForm::Byte(one),
+                _ => AsciiForm::Text(s),
+            }
         })
-        .collect()
+        .collect();
+    let mut plain = [false; 128];
+    for (b, form) in (0u8..).zip(&forms) {
+        plain[usize::from(b)] = matches!(form, AsciiForm::Byte(n) if *n == b.to_ascii_lowercase());
+    }
+    AsciiTable { forms, plain }
 });
 
 /// One character's normal form, appended to `out`.
@@ -239,6 +331,53 @@ mod tests {
         assert_eq!(&s[m.original(at..at + "guaranteed".len())], "guaranteed");
         let at = m.text.find("en a g").unwrap();
         assert_eq!(&s[m.original(at..at + 6)], "en a g");
+    }
+
+    /// The normal form character by character, with no fast path.
+    fn reference(s: &str) -> String {
+        let mut out = String::new();
+        let mut space = false;
+        for c in s.chars() {
+            let mut piece = String::new();
+            normal_form(c, &mut piece);
+            if piece.is_empty() {
+                continue;
+            }
+            if piece.chars().all(char::is_whitespace) {
+                space = true;
+                continue;
+            }
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push_str(&piece);
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_paths_agree_with_the_reference(
+            chars in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    'a', 'B', 'z', '0', '1', 'I', 'l', '|', '"', '`', ' ', '\t', '\n', '.',
+                    '\u{a0}', '\u{200b}', '\u{ad}', '\u{430}', 'ｇ', 'é', 'ß', '\u{600}',
+                ]),
+                0..60,
+            )
+        ) {
+            let s: String = chars.into_iter().collect();
+            let m = normalize(&s, &[]);
+            proptest::prop_assert_eq!(&m.text, &reference(&s));
+            // Every stretch of the normal form maps to whole characters of
+            // the original.
+            for (i, _) in m.text.char_indices() {
+                let r = m.original(i..i + 1);
+                proptest::prop_assert!(s.is_char_boundary(r.start) && s.is_char_boundary(r.end));
+                proptest::prop_assert!(r.start < r.end && r.end <= s.len());
+            }
+        }
     }
 
     #[test]
