@@ -94,6 +94,12 @@ pub struct AuditVerifyArgs {
     /// Require every seal to be signed by this key (SPKI PEM, from `audit keygen`).
     #[arg(long)]
     pub public_key: Option<PathBuf>,
+    /// Accept rows after a chain's last seal as a running worker's live
+    /// tail (counted, not a problem). Without it a trail must end with a
+    /// seal, as `check`'s and a stopped worker's do. With --public-key,
+    /// only rows above the group's committed offset (--group) may be a tail.
+    #[arg(long)]
+    pub allow_unsealed_tail: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

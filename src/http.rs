@@ -3,7 +3,8 @@
 //! given its share, possibly none, of the partitions; not ready again from
 //! the moment its partitions are lost, e.g. after a broker restart, until
 //! the group assigns it some, and the worker stops after
-//! `kafka.unassigned_timeout_ms` of that).
+//! `kafka.unassigned_timeout_ms` of that; not ready for good from the
+//! moment a shutdown drain starts).
 //!
 //! Binds only the configured address. Serves state; changes nothing.
 
@@ -23,6 +24,7 @@ use crate::metrics::Metrics;
 #[derive(Debug, Default)]
 pub struct Health {
     ready: AtomicBool,
+    draining: AtomicBool,
 }
 
 impl Health {
@@ -30,8 +32,18 @@ impl Health {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
+    /// The worker is shutting down: never ready again, whatever a late
+    /// partition assignment says, so no new traffic is routed to it.
+    pub fn begin_drain(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.ready.load(Ordering::Relaxed) && !self.is_draining()
     }
 }
 
@@ -39,6 +51,10 @@ impl Health {
 impl crate::kafka::worker::Readiness for Health {
     fn set_ready(&self, ready: bool) {
         Health::set_ready(self, ready);
+    }
+
+    fn begin_drain(&self) {
+        Health::begin_drain(self);
     }
 }
 
@@ -74,6 +90,11 @@ async fn healthz() -> impl IntoResponse {
 async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
     if s.health.is_ready() {
         (StatusCode::OK, "ready\n")
+    } else if s.health.is_draining() {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: shutting down (draining in-flight records)\n",
+        )
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -139,6 +160,13 @@ mod tests {
         assert!(get_path(addr, "/readyz").await.starts_with("HTTP/1.1 503"));
         h.set_ready(true);
         assert!(get_path(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
+        // From the start of a shutdown drain, for good.
+        h.begin_drain();
+        let draining = get_path(addr, "/readyz").await;
+        assert!(draining.starts_with("HTTP/1.1 503"), "{draining}");
+        assert!(draining.contains("shutting down"), "{draining}");
+        h.set_ready(true);
+        assert!(get_path(addr, "/readyz").await.starts_with("HTTP/1.1 503"));
         let metrics = get_path(addr, "/metrics").await;
         assert!(metrics.starts_with("HTTP/1.1 200"));
         assert!(metrics.contains("text/plain; version=0.0.4"));

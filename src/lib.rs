@@ -6,21 +6,26 @@
 //!   decision, policy checks, wire types and canonical encoders for the
 //!   envelope / retry request / audit row, and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
+//!   `core::wire` holds the input decoding and the output shapes;
+//!   `core::grounding` the support check (words, memo, source index, claim
+//!   splitting, scoring, explanations).
 //! - `audit`: the sealed audit trail: seals over audit rows and the
 //!   verifier (both pure), and the signing key files.
-//! - `report`: the batch report of `check` (pure aggregation; HTML).
-//! - `pipeline`: the ordered parallel fold over lines that drives `check`.
+//! - [`batch`]: the offline side of `check` and `eval`: the ordered parallel
+//!   fold over lines (`pipeline`), the batch report (pure aggregation; HTML)
+//!   and the grounding evaluation on labelled JSON Lines (`eval`).
 //! - [`kafka`]: the worker shell, client settings, embedded broker, sample
 //!   producer. Moves bytes, offsets and metrics; never decides a verdict.
 //!   The worker's rooms:
-//!   - `kafka::worker`: entry points and the consume loop (room → poll →
+//!   - `kafka::worker`: entry points and the consume loop (capacity → poll →
 //!     process → publish), the one place the guarantee is chosen;
 //!   - `kafka::outputs`: the pure output builder (key, value, headers of
 //!     every output; header names; dead-letter header rule; passthrough);
-//!   - `kafka::delivery`: the `Delivery` operations (room, publish, on
-//!     revoke, finish), implemented by `kafka::at_least_once` (acks, offset
-//!     tracking, stored offsets) and `kafka::exactly_once` (transactions,
-//!     abort and rewind);
+//!   - `kafka::delivery`: the `Delivery` operations (capacity, publish, on
+//!     revoke, finish), implemented by `kafka::at_least_once` (the delivery
+//!     driver: acks, stored offsets, commits) over `kafka::ack_ledger` (its
+//!     pure ledger: offsets in flight, seals waiting for their rows) and
+//!     `kafka::exactly_once` (transactions, abort and rewind);
 //!   - `kafka::rebalance`: the consumer context (rebalance callbacks, client
 //!     errors, lag statistics) and the `Readiness` trait the HTTP shell
 //!     implements;
@@ -28,9 +33,9 @@
 //!     partition, the chain head carried in the committed offset's
 //!     metadata), pure;
 //!   - `kafka::events`: one typed event per thing that happens, logging and
-//!     counting together; `kafka::error`: the Kafka error classification;
-//!     `kafka::offsets`: in-order offset tracking.
-//! - [`eval`]: `groundgate eval`, the grounding check measured on labelled JSON Lines.
+//!     counting together; `kafka::error`: the Kafka error classification
+//!     and why a worker stops (`WorkerError`); `kafka::worker_report`:
+//!     what a worker did; `kafka::offsets`: in-order offset tracking.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`; its `Health` implements the
 //!   worker's `Readiness` (the worker does not know the HTTP server).
@@ -43,15 +48,13 @@
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 
 mod audit;
+pub mod batch;
 pub mod cli;
 mod clock;
 pub mod cmd;
 pub mod config;
 pub mod core;
-pub mod eval;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
-mod pipeline;
-mod report;
 pub mod sample;

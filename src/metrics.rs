@@ -20,46 +20,10 @@ use prometheus::{
 };
 
 use crate::config::MetricsConfig;
-use crate::core::{DeadLetterKind, FindingKind, Mode, OutcomeKind, Summary};
+use crate::core::{DeadLetterKind, FindingKind, Mode, OutcomeKind, OutputRole, Summary};
 
-/// Role of an output topic, used as the `role` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TopicRole {
-    Final,
-    Retry,
-    Audit,
-    DeadLetter,
-}
-
-impl TopicRole {
-    pub const ALL: [TopicRole; 4] = [
-        TopicRole::Final,
-        TopicRole::Retry,
-        TopicRole::Audit,
-        TopicRole::DeadLetter,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TopicRole::Final => "final",
-            TopicRole::Retry => "retry",
-            TopicRole::Audit => "audit",
-            TopicRole::DeadLetter => "dead_letter",
-        }
-    }
-
-    /// The file `groundgate check` writes this output to.
-    pub fn file_name(self) -> &'static str {
-        match self {
-            TopicRole::Final => "final.jsonl",
-            TopicRole::Retry => "retry.jsonl",
-            TopicRole::Audit => "audit.jsonl",
-            TopicRole::DeadLetter => "dead_letter.jsonl",
-        }
-    }
-}
-
-/// Class of a publish/commit error, used as the `class` label.
+/// Class of a Kafka publish/commit/client error (decided in
+/// `kafka::error`), used as the `class` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
     /// Transient: librdkafka or the worker retries it.
@@ -88,6 +52,11 @@ impl ErrorClass {
             ErrorClass::Fatal => "fatal",
         }
     }
+
+    /// Whether re-sending (or restarting) may succeed.
+    pub fn is_transient(self) -> bool {
+        matches!(self, ErrorClass::Retriable | ErrorClass::Timeout)
+    }
 }
 
 /// Kind of consumer-group rebalance event, used as the `kind` label.
@@ -114,6 +83,10 @@ const GROUNDING_BUCKETS: [f64; 10] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.
 pub const OTHER: &str = "other";
 /// `mode` label of a dead letter, which has no effective mode.
 pub const NO_MODE: &str = "none";
+
+/// The `reason` values of `groundgate_audit_chain_restarts_total` (see
+/// [`crate::kafka::seals::RestartReason`]).
+pub const CHAIN_RESTART_REASONS: [&str; 3] = ["no_head", "not_utf8", "foreign"];
 
 /// Handle to every groundgate metric, registered in its own registry.
 pub struct Metrics {
@@ -142,6 +115,7 @@ pub struct Metrics {
     grounding_answers: IntCounterVec,
     seals: IntCounter,
     seal_failures: IntCounter,
+    chain_restarts: IntCounterVec,
     last_seal: Gauge,
     _build: Gauge,
 }
@@ -304,6 +278,17 @@ impl Metrics {
             "Audit seals that failed to publish (their input offsets stay uncommitted).",
         )?;
         r.register(Box::new(seal_failures.clone()))?;
+        let chain_restarts = counter_vec(
+            &r,
+            "groundgate_audit_chain_restarts_total",
+            "Audit chains started again at seq 0 over an offset already committed, by why the committed metadata held no chain head: no_head (empty), not_utf8, foreign (not a groundgate head).",
+            &["reason"],
+        )?;
+        // Every reason exported from the start, so a rate over it exists
+        // before the first restart.
+        for reason in CHAIN_RESTART_REASONS {
+            chain_restarts.with_label_values(&[reason]);
+        }
         let last_seal = Gauge::new(
             "groundgate_audit_last_seal_timestamp_seconds",
             "Unix time of the last published audit seal; 0 until the first.",
@@ -337,7 +322,7 @@ impl Metrics {
         for k in DeadLetterKind::ALL {
             dead_letters.with_label_values(&[k.as_str()]);
         }
-        for role in TopicRole::ALL {
+        for role in OutputRole::ALL {
             published.with_label_values(&[role.as_str()]);
         }
         for c in ErrorClass::ALL {
@@ -378,6 +363,7 @@ impl Metrics {
             grounding_answers,
             seals,
             seal_failures,
+            chain_restarts,
             last_seal,
             _build: build,
         })
@@ -437,13 +423,13 @@ impl Metrics {
         self.end_to_end_seconds.observe(latency.as_secs_f64());
     }
 
-    pub fn record_published(&self, role: TopicRole) {
+    pub fn record_published(&self, role: OutputRole) {
         self.published.with_label_values(&[role.as_str()]).inc();
     }
 
     /// Records acknowledged on the topic of `role` so far (used by `bench`
     /// to know when a run is complete).
-    pub fn published(&self, role: TopicRole) -> u64 {
+    pub fn published(&self, role: OutputRole) -> u64 {
         self.published.with_label_values(&[role.as_str()]).get()
     }
 
@@ -490,6 +476,12 @@ impl Metrics {
 
     pub fn record_seal_failures(&self, n: u64) {
         self.seal_failures.inc_by(n);
+    }
+
+    /// An audit chain restarted at seq 0 (`reason`: a closed vocabulary,
+    /// see [`crate::kafka::seals::RestartReason`]).
+    pub fn record_chain_restart(&self, reason: &'static str) {
+        self.chain_restarts.with_label_values(&[reason]).inc();
     }
 
     pub fn set_assigned_partitions(&self, n: usize) {

@@ -18,10 +18,18 @@
 //! - rows of one seal appear in the listed order within one stream
 //!   (reordered); rows spread over several streams (audit partitions) are
 //!   not ordered against each other, as Kafka does not order them;
-//! - every row is covered by a seal, unless it re-processes a sealed offset
-//!   with the same answer (a redelivery), or lies after the last seal (an
-//!   unsealed tail, normal while a worker runs or after a crash);
-//! - every input offset in the range has at least one row (gaps).
+//! - every row is covered by a seal, unless it is a *redelivery*: the same
+//!   row as a sealed row of its input offset in every field but `ts` (the
+//!   processing time). Two rows of one offset that differ in anything else
+//!   (`outcome`, `answer_hash`, findings, …) are a *conflict*, sealed or not;
+//! - rows after the chain's last seal (an *unsealed tail*) are a problem: a
+//!   finished trail (`check`, a stopped worker) ends with a seal, so a tail
+//!   means seals were stripped or the last one deleted. A reader who expects
+//!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
+//!   with a public key only above the group's committed offset, since every
+//!   row a signed verification accepts must be covered by a signed seal;
+//! - every input offset in the range has at least one row (gaps);
+//! - a trail (or range) with no row at all is not a pass: nothing verified.
 //!
 //! With an [`Anchor`] per input partition (read by the shell from the input
 //! topic and the worker's consumer group, which the audit trail's writers
@@ -32,7 +40,11 @@
 //! - every row below the group's committed offset is sealed (the worker
 //!   commits only sealed offsets, so an unsealed one lost its seal);
 //! - the seal the group committed as its chain head is in the trail with
-//!   that hash (a truncated or rewritten tail of seals).
+//!   that hash (a truncated or rewritten tail of seals), and the group's
+//!   committed metadata is a chain head at all (else the worker restarted
+//!   the chain at seq 0 there, and the anchor is lost);
+//! - no row stands for an offset the input topic never held (at or past its
+//!   end, or in a partition it does not have).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -66,8 +78,14 @@ pub enum ProblemKind {
     RowForged,
     /// Rows of one seal appear out of the sealed order.
     RowOutOfOrder,
-    /// Two rows for one input offset with different answers.
+    /// Two rows for one input offset that differ in more than `ts`.
     Conflict,
+    /// A row for an input offset the input topic never held.
+    RowGhost,
+    /// Rows after the chain's last seal, when no live tail is allowed.
+    UnsealedTail,
+    /// Nothing in the trail (or the range) to verify: not a pass.
+    NothingToVerify,
     /// A seal does not name the previous seal's hash.
     SealBroken,
     /// Seal sequence numbers skip.
@@ -82,6 +100,8 @@ pub enum ProblemKind {
     UnsealedCommitted,
     /// The chain head the consumer group committed is not in the trail.
     HeadMissing,
+    /// The consumer group's committed metadata is not a chain head.
+    HeadUnreadable,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,6 +143,8 @@ pub struct Report {
     pub records: u64,
     pub streams: Vec<String>,
     pub signatures_checked: bool,
+    /// Rows after a chain's last seal were accepted as a live tail.
+    pub unsealed_tail_allowed: bool,
     pub chains: Vec<ChainReport>,
     pub problems: Vec<Problem>,
 }
@@ -160,6 +182,12 @@ pub struct Options {
     pub to: Option<i64>,
     /// What the input side says, per input partition.
     pub anchors: BTreeMap<ChainId, Anchor>,
+    /// The input topic the anchors were read from: a chain of this topic
+    /// without an anchor is a partition the topic does not have.
+    pub input_topic: Option<String>,
+    /// Rows after a chain's last seal are a live tail (a running worker),
+    /// not a problem. With a public key, only above the committed offset.
+    pub allow_unsealed_tail: bool,
 }
 
 /// What the input topic and the worker's consumer group say about one input
@@ -175,6 +203,13 @@ pub struct Anchor {
     /// The chain head committed with that offset (next seq, hash of the
     /// last seal): that seal must be in the trail.
     pub head: Option<ChainHead>,
+    /// Why the metadata committed with that offset holds no chain head
+    /// (`no_head`, `not_utf8`, `foreign`): the worker restarted the chain at
+    /// seq 0 there, and the head cannot be checked.
+    pub head_unreadable: Option<&'static str>,
+    /// The input topic's end (high watermark, exclusive): a row at or past
+    /// it stands for a record the input never had.
+    pub end: Option<i64>,
 }
 
 impl Options {
@@ -185,7 +220,8 @@ impl Options {
 
 struct Row {
     offset: i64,
-    answer_hash: String,
+    /// SHA-256 of the row without `ts`: equal for a redelivery.
+    content: [u8; 32],
     hash: [u8; 32],
     at: Location,
     sealed: bool,
@@ -222,13 +258,21 @@ impl AuditVerifier {
     pub fn new(opts: Options) -> AuditVerifier {
         let signatures_checked = opts.public_key.is_some();
         AuditVerifier {
-            opts,
             report: Report {
                 signatures_checked,
+                unsealed_tail_allowed: opts.allow_unsealed_tail,
                 ..Report::default()
             },
+            opts,
             chains: BTreeMap::new(),
         }
+    }
+
+    /// The input topic's end (high watermark) for `id`: rows at or past it
+    /// are ghosts. Given after the trail was read, so that rows for records
+    /// written meanwhile are not.
+    pub fn input_end(&mut self, id: ChainId, end: i64) {
+        self.opts.anchors.entry(id).or_default().end = Some(end);
     }
 
     /// Registers a stream name; records from it carry the returned index.
@@ -273,7 +317,7 @@ impl AuditVerifier {
         };
         if map.get("type").and_then(Value::as_str) == Some(SEAL_TYPE) {
             self.seal(at, &map);
-        } else if let Some((chain, offset, answer_hash)) = row_fields(&map) {
+        } else if let Some((chain, offset)) = row_fields(&map) {
             // Rows outside --from/--to are judged by nothing: not kept, so
             // verifying a slice of a huge topic needs memory for the slice.
             if !self.opts.in_range(offset) {
@@ -284,7 +328,7 @@ impl AuditVerifier {
             c.by_hash.entry(hash).or_default().push(c.rows.len());
             c.rows.push(Row {
                 offset,
-                answer_hash,
+                content: content_hash(map),
                 hash,
                 at,
                 sealed: false,
@@ -360,7 +404,10 @@ impl AuditVerifier {
         // A partition the input side accounts for but the trail never
         // mentions is judged too: all of it is a gap.
         for (id, a) in &self.opts.anchors {
-            if a.cover.is_some() || a.head.is_some_and(|h| h.next_seq > 0) {
+            if a.cover.is_some()
+                || a.head.is_some_and(|h| h.next_seq > 0)
+                || a.head_unreadable.is_some()
+            {
                 self.chains.entry(id.clone()).or_default();
             }
         }
@@ -369,9 +416,19 @@ impl AuditVerifier {
             let cr = self.judge_chain(&id, &mut chain);
             self.report.chains.push(cr);
         }
+        if self.report.problems.is_empty() && self.report.chains.iter().all(|c| c.rows == 0) {
+            self.problem(
+                ProblemKind::NothingToVerify,
+                None,
+                "no audit row in the trail or the range: nothing was verified".into(),
+            );
+        }
         self.report
     }
 
+    /// Judges one chain in phases: the seals' links, the committed head,
+    /// each sealed row against its seal, the rows no seal covers, rows for
+    /// offsets the input never had, duplicates, then completeness.
     fn judge_chain(&mut self, id: &ChainId, c: &mut Chain) -> ChainReport {
         let mut cr = ChainReport {
             topic: id.topic.clone(),
@@ -385,11 +442,39 @@ impl AuditVerifier {
         if let Some(head) = anchor.head {
             self.check_committed_head(id, c, head);
         }
-        let mut max_sealed: Option<i64> = None;
+        if let (Some(reason), Some(at)) = (anchor.head_unreadable, anchor.committed) {
+            let p = self.problem(
+                ProblemKind::HeadUnreadable,
+                Some(id),
+                format!(
+                    "the consumer group committed offset {at} with metadata that is not a seal head ({reason}): a worker taking the partition over starts a new chain at seq 0 there, and the trail's end cannot be checked against the group"
+                ),
+            );
+            p.offsets = Some((at, at));
+        }
         let seals = std::mem::take(&mut c.seals);
+        self.match_sealed_rows(id, c, &seals, &head_line);
+        let max_sealed = seals.iter().map(|s| s.last).max();
+        self.judge_unsealed_rows(id, c, max_sealed, &anchor, &mut cr);
+        self.judge_ghost_rows(id, c);
+        self.judge_sealed_duplicates(id, c, &mut cr);
+        cr.sealed_rows = c.rows.iter().filter(|r| r.sealed).count() as u64;
+        self.judge_completeness(id, c, &seals, &anchor, &mut cr);
+        cr
+    }
+
+    /// Marks every row a seal lists as sealed, in the listed order within
+    /// each stream; a listed row that is absent is altered (a row at its
+    /// offset that no seal lists) or missing.
+    fn match_sealed_rows(
+        &mut self,
+        id: &ChainId,
+        c: &mut Chain,
+        seals: &[SealRec],
+        head_line: &HashSet<[u8; 32]>,
+    ) {
         let mut matched: HashSet<[u8; 32]> = HashSet::new();
-        for s in &seals {
-            max_sealed = Some(max_sealed.map_or(s.last, |m: i64| m.max(s.last)));
+        for s in seals {
             // A byte-identical copy of a seal (a producer retry) lists the
             // same rows; they were matched once.
             if !matched.insert(s.hash) {
@@ -403,12 +488,11 @@ impl AuditVerifier {
                     .and_then(|ix| ix.iter().copied().find(|&i| !c.rows[i].sealed));
                 match found {
                     Some(i) => {
-                        let r = &mut c.rows[i];
-                        r.sealed = true;
-                        if let Some(prev) = last_at.get(&r.at.stream)
-                            && r.at < *prev
+                        c.rows[i].sealed = true;
+                        let (roff, rat) = (c.rows[i].offset, c.rows[i].at);
+                        if let Some(prev) = last_at.insert(rat.stream, rat)
+                            && rat < prev
                         {
-                            let (roff, rat) = (r.offset, r.at);
                             let p = self.problem(
                                 ProblemKind::RowOutOfOrder,
                                 Some(id),
@@ -421,82 +505,100 @@ impl AuditVerifier {
                             p.seal_seq = Some(s.seq);
                             p.at = Some(rat);
                         }
-                        last_at.insert(c.rows[i].at.stream, c.rows[i].at);
                     }
                     None if !self.opts.in_range(*off) => {}
-                    None => {
-                        // A row at this offset that no seal lists is this
-                        // entry with its bytes changed.
-                        let altered = c.rows.iter().position(|r| {
-                            r.offset == *off
-                                && !r.sealed
-                                && !r.accounted
-                                && !sealed_anywhere(&seals, &r.hash)
-                        });
-                        let (kind, at, detail) = match altered {
-                            Some(i) => {
-                                c.rows[i].accounted = true;
-                                (
-                                    ProblemKind::RowAltered,
-                                    Some(c.rows[i].at),
-                                    format!(
-                                        "row bytes differ from what seal {} recorded (sha256 {})",
-                                        s.seq,
-                                        hex::encode(h)
-                                    ),
-                                )
-                            }
-                            None => (
-                                ProblemKind::RowMissing,
-                                Some(s.at),
-                                format!(
-                                    "row sealed by seal {} is absent (sha256 {}){}",
-                                    s.seq,
-                                    hex::encode(h),
-                                    if head_line.contains(&s.hash) {
-                                        ""
-                                    } else {
-                                        "; the seal is superseded by a reseal"
-                                    }
-                                ),
-                            ),
-                        };
-                        let p = self.problem(kind, Some(id), detail);
-                        p.offsets = Some((*off, *off));
-                        p.seal_seq = Some(s.seq);
-                        p.at = at;
-                    }
+                    None => self.absent_sealed_row(id, c, seals, s, (*off, h), head_line),
                 }
             }
         }
+    }
 
+    /// A row `s` lists is not in the trail byte for byte.
+    fn absent_sealed_row(
+        &mut self,
+        id: &ChainId,
+        c: &mut Chain,
+        seals: &[SealRec],
+        s: &SealRec,
+        (off, h): (i64, &[u8; 32]),
+        head_line: &HashSet<[u8; 32]>,
+    ) {
+        // A row at this offset that no seal lists is this entry with its
+        // bytes changed.
+        let altered = c.rows.iter().position(|r| {
+            r.offset == off && !r.sealed && !r.accounted && !sealed_anywhere(seals, &r.hash)
+        });
+        let (kind, at, detail) = match altered {
+            Some(i) => {
+                c.rows[i].accounted = true;
+                (
+                    ProblemKind::RowAltered,
+                    c.rows[i].at,
+                    format!(
+                        "row bytes differ from what seal {} recorded (sha256 {})",
+                        s.seq,
+                        hex::encode(h)
+                    ),
+                )
+            }
+            None => (
+                ProblemKind::RowMissing,
+                s.at,
+                format!(
+                    "row sealed by seal {} is absent (sha256 {}){}",
+                    s.seq,
+                    hex::encode(h),
+                    if head_line.contains(&s.hash) {
+                        ""
+                    } else {
+                        "; the seal is superseded by a reseal"
+                    }
+                ),
+            ),
+        };
+        let p = self.problem(kind, Some(id), detail);
+        p.offsets = Some((off, off));
+        p.seal_seq = Some(s.seq);
+        p.at = Some(at);
+    }
+
+    /// Rows no seal covers: a redelivery (the same row as a sealed one but
+    /// for `ts`), a conflict (a sealed row for that offset says something
+    /// else), a row the group committed whose seal is gone, a row inside
+    /// the sealed history (forged), or a row after the last seal (the
+    /// unsealed tail, a problem unless a live tail is allowed).
+    fn judge_unsealed_rows(
+        &mut self,
+        id: &ChainId,
+        c: &Chain,
+        max_sealed: Option<i64>,
+        anchor: &Anchor,
+        cr: &mut ChainReport,
+    ) {
+        let sealed = sealed_contents(c);
         let committed = anchor.committed;
-        // Rows no seal covers.
-        let mut sealed_answers: HashMap<i64, Vec<&str>> = HashMap::new();
-        for r in c.rows.iter().filter(|r| r.sealed) {
-            sealed_answers
-                .entry(r.offset)
-                .or_default()
-                .push(&r.answer_hash);
-        }
         let mut problems = Vec::new();
+        let mut tail: Vec<(i64, bool)> = Vec::new();
         for r in c.rows.iter().filter(|r| !r.sealed && !r.accounted) {
             if !self.opts.in_range(r.offset) {
                 continue;
             }
-            match sealed_answers.get(&r.offset) {
-                Some(answers) if answers.contains(&r.answer_hash.as_str()) => cr.redeliveries += 1,
+            match sealed.get(&r.offset) {
+                Some(contents) if contents.contains(&r.content) => cr.redeliveries += 1,
                 Some(_) => problems.push((
                     ProblemKind::Conflict,
                     r,
-                    "unsealed row disagrees with the sealed answer for its offset",
+                    "unsealed row disagrees with the sealed row for its offset (fields other than ts differ)",
                 )),
                 None if committed.is_some_and(|c| r.offset < c) => problems.push((
                     ProblemKind::UnsealedCommitted,
                     r,
                     "the worker committed this offset, so a seal covered its row: that seal is gone",
                 )),
-                None if max_sealed.is_none_or(|m| r.offset > m) => cr.unsealed_tail += 1,
+                None if max_sealed.is_none_or(|m| r.offset > m) => {
+                    cr.unsealed_tail += 1;
+                    tail.push((r.offset, self.tail_allowed(committed, r.offset)));
+                }
                 None => problems.push((
                     ProblemKind::RowForged,
                     r,
@@ -510,23 +612,97 @@ impl AuditVerifier {
             p.offsets = Some((off, off));
             p.at = Some(at);
         }
-        for (off, answers) in &sealed_answers {
-            if answers.len() > 1 {
-                if answers.iter().all(|a| *a == answers[0]) {
-                    cr.redeliveries += answers.len() as u64 - 1;
+        let refused: Vec<i64> = tail.iter().filter(|t| !t.1).map(|t| t.0).collect();
+        if let (Some(&lo), Some(&hi)) = (refused.iter().min(), refused.iter().max()) {
+            let why = if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
+                "with --public-key every row must be covered by a signed seal; only rows above the consumer group's committed offset (--group) may be a live tail"
+            } else {
+                "a finished trail ends with a seal (seals stripped or the last seal deleted?); a running worker's trail needs --allow-unsealed-tail"
+            };
+            let p = self.problem(
+                ProblemKind::UnsealedTail,
+                Some(id),
+                format!(
+                    "{} row(s) after the chain's last seal are covered by no seal: {why}",
+                    refused.len()
+                ),
+            );
+            p.offsets = Some((lo, hi));
+        }
+    }
+
+    /// Whether an unsealed row at `offset` after the chain's last seal may
+    /// stand as a live tail: only when asked for, and with a key only where
+    /// the consumer group has not committed it yet (nobody vouched for it).
+    fn tail_allowed(&self, committed: Option<i64>, offset: i64) -> bool {
+        self.opts.allow_unsealed_tail
+            && (self.opts.public_key.is_none() || committed.is_some_and(|c| offset >= c))
+    }
+
+    /// Rows for input offsets the input topic never held (at or beyond its
+    /// end, or in a partition it does not have), sealed or not.
+    fn judge_ghost_rows(&mut self, id: &ChainId, c: &Chain) {
+        let end = match (self.opts.anchors.get(id), &self.opts.input_topic) {
+            (Some(a), _) => a.end,
+            (None, Some(t)) if *t == id.topic => Some(i64::MIN),
+            (None, _) => None,
+        };
+        let Some(end) = end else {
+            return;
+        };
+        let ghosts: Vec<(i64, Location)> = c
+            .rows
+            .iter()
+            .filter(|r| r.offset >= end)
+            .map(|r| (r.offset, r.at))
+            .collect();
+        for (off, at) in ghosts {
+            let p = self.problem(
+                ProblemKind::RowGhost,
+                Some(id),
+                if end == i64::MIN {
+                    "row for a partition the input topic does not have".into()
                 } else {
-                    let p = self.problem(
-                        ProblemKind::Conflict,
-                        Some(id),
-                        "sealed rows for one input offset carry different answers".into(),
-                    );
-                    p.offsets = Some((*off, *off));
-                }
+                    format!("row for an input offset the input topic never held (its end is {end})")
+                },
+            );
+            p.offsets = Some((off, off));
+            p.at = Some(at);
+        }
+    }
+
+    /// Several sealed rows for one input offset (a reseal after a crash)
+    /// must be the same row but for `ts`.
+    fn judge_sealed_duplicates(&mut self, id: &ChainId, c: &Chain, cr: &mut ChainReport) {
+        let mut offsets: Vec<(i64, Vec<[u8; 32]>)> = sealed_contents(c).into_iter().collect();
+        offsets.sort_unstable_by_key(|(o, _)| *o);
+        for (off, contents) in offsets {
+            if contents.len() < 2 {
+                continue;
+            }
+            if contents.iter().all(|h| *h == contents[0]) {
+                cr.redeliveries += contents.len() as u64 - 1;
+            } else {
+                let p = self.problem(
+                    ProblemKind::Conflict,
+                    Some(id),
+                    "sealed rows for one input offset differ in fields other than ts".into(),
+                );
+                p.offsets = Some((off, off));
             }
         }
-        cr.sealed_rows = c.rows.iter().filter(|r| r.sealed).count() as u64;
+    }
 
-        // Completeness over the offsets seen (or the requested range).
+    /// Every input offset in the range (the input topic's, with an anchor;
+    /// else the requested one, else the offsets seen) has a row.
+    fn judge_completeness(
+        &mut self,
+        id: &ChainId,
+        c: &Chain,
+        seals: &[SealRec],
+        anchor: &Anchor,
+        cr: &mut ChainReport,
+    ) {
         let mut offsets: Vec<i64> = c.rows.iter().map(|r| r.offset).collect();
         offsets.extend(seals.iter().flat_map(|s| [s.first, s.last]));
         offsets.sort_unstable();
@@ -569,7 +745,6 @@ impl AuditVerifier {
             );
             p.offsets = Some((a, b));
         }
-        cr
     }
 
     /// The seal the consumer group committed as its chain head must be in
@@ -723,14 +898,33 @@ fn sealed_anywhere(seals: &[SealRec], hash: &[u8; 32]) -> bool {
     seals.iter().any(|s| s.rows.iter().any(|(_, h)| h == hash))
 }
 
-fn row_fields(m: &Map<String, Value>) -> Option<(ChainId, i64, String)> {
-    let answer_hash = m.get("answer_hash")?.as_str()?.to_string();
+/// What identifies a row: its chain and input offset (and it must have an
+/// `answer_hash` to be an audit row at all).
+fn row_fields(m: &Map<String, Value>) -> Option<(ChainId, i64)> {
+    m.get("answer_hash")?.as_str()?;
     let input = m.get("input")?.as_object()?;
     let chain = ChainId {
         topic: input.get("topic")?.as_str()?.to_string(),
         partition: i32::try_from(input.get("partition")?.as_i64()?).ok()?,
     };
-    Some((chain, input.get("offset")?.as_i64()?, answer_hash))
+    Some((chain, input.get("offset")?.as_i64()?))
+}
+
+/// What a redelivery must repeat: the row's canonical bytes without `ts`
+/// (the processing time, the one field a second processing of the same
+/// input changes).
+fn content_hash(mut row: Map<String, Value>) -> [u8; 32] {
+    row.remove("ts");
+    Sha256::digest(super::seal::canonical(&row)).into()
+}
+
+/// The contents of the sealed rows, per input offset.
+fn sealed_contents(c: &Chain) -> HashMap<i64, Vec<[u8; 32]>> {
+    let mut by: HashMap<i64, Vec<[u8; 32]>> = HashMap::new();
+    for r in c.rows.iter().filter(|r| r.sealed) {
+        by.entry(r.offset).or_default().push(r.content);
+    }
+    by
 }
 
 type SealFields = (ChainId, u64, [u8; 32], i64, i64, Vec<(i64, [u8; 32])>);
@@ -835,6 +1029,7 @@ mod tests {
                     cover,
                     committed: Some(committed),
                     head: Some(head),
+                    ..Anchor::default()
                 },
             )]
             .into(),
@@ -899,10 +1094,19 @@ mod tests {
             ]
         );
         assert_eq!(r.problems[1].offsets, Some((8, 8)));
-        // Rows above the committed offset are an ordinary unsealed tail.
-        let r = check(&t, anchored(Some((0, 7)), 8, head_of(8, 4)));
+        // Rows above the committed offset are a live tail when one is
+        // allowed, even with a key: nobody has vouched for them yet.
+        let mut live = anchored(Some((0, 7)), 8, head_of(8, 4));
+        live.allow_unsealed_tail = true;
+        let r = check(&t, live.clone());
         assert!(r.ok(), "{:?}", r.problems);
         assert_eq!(r.chains[0].unsealed_tail, 2);
+        live.public_key = Some(SigningKey::from_bytes(&[1; 32]).verifying_key());
+        let signed = trail(10, 4, Some(SigningKey::from_bytes(&[1; 32])));
+        let r = check(&signed[..signed.len() - 1], live);
+        assert!(r.ok(), "{:?}", r.problems);
+        let r = check(&t, anchored(Some((0, 7)), 8, head_of(8, 4)));
+        assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
     }
 
     #[test]
@@ -926,8 +1130,7 @@ mod tests {
             answers(1),
             Anchor {
                 cover: Some((0, 4)),
-                committed: None,
-                head: None,
+                ..Anchor::default()
             },
         );
         let r = check(&trail(10, 4, None), opts);
@@ -1066,10 +1269,170 @@ mod tests {
         let r = check(&t, Options::default());
         assert!(r.ok(), "{:?}", r.problems);
         assert_eq!(r.chains[0].redeliveries, 2);
-        // Before worker 2 seals, the crashed worker's rows are an unsealed tail.
-        let r = check(&t[..t.len() - 5], Options::default());
+        // Before worker 2 seals, the crashed worker's rows are an unsealed
+        // tail: a live one when asked for, else a problem.
+        let live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        let r = check(&t[..t.len() - 5], live);
         assert!(r.ok(), "{:?}", r.problems);
         assert_eq!(r.chains[0].unsealed_tail, 2);
+        let r = check(&t[..t.len() - 5], Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
+        assert_eq!(r.problems[0].offsets, Some((4, 5)));
+    }
+
+    /// `row` with an `outcome`, as real rows have.
+    fn row_with(offset: i64, outcome: &str, ts: i64) -> Vec<u8> {
+        format!(
+            r#"{{"answer_hash":"h{offset}","input":{{"offset":{offset},"partition":0,"topic":"answers"}},"outcome":"{outcome}","ts":{ts}}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_trail_stripped_of_its_seals_does_not_verify() {
+        let (key, signed) = key_and_options();
+        let stripped: Vec<Vec<u8>> = trail(10, 4, Some(key.clone()))
+            .into_iter()
+            .filter(|r| !is_seal(r))
+            .map(|r| {
+                String::from_utf8(r)
+                    .unwrap()
+                    .replace("\"h5\"", "\"edited\"")
+                    .into_bytes()
+            })
+            .collect();
+        for opts in [Options::default(), signed.clone()] {
+            let r = check(&stripped, opts);
+            assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
+            assert_eq!(r.problems[0].offsets, Some((0, 9)));
+        }
+        // A live tail is no excuse with a key and no group to tell it apart.
+        let r = check(
+            &stripped,
+            Options {
+                allow_unsealed_tail: true,
+                ..signed.clone()
+            },
+        );
+        assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
+        assert!(
+            r.problems[0].detail.contains("signed seal"),
+            "{:?}",
+            r.problems
+        );
+        // Without a key, asking for a live tail accepts it, counted.
+        let live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        let r = check(&stripped, live);
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].unsealed_tail, 10);
+        // Only the last seal deleted: its rows are an unsealed tail.
+        let mut t = trail(10, 4, Some(key));
+        assert!(is_seal(&t.pop().unwrap()));
+        let r = check(&t, signed);
+        assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
+        assert_eq!(r.problems[0].offsets, Some((8, 9)));
+    }
+
+    #[test]
+    fn a_copy_of_a_row_is_a_redelivery_only_if_it_differs_in_ts_alone() {
+        let mut s = sealer_at("w1", 0, GENESIS);
+        let mut t = Vec::new();
+        for o in 0..4 {
+            let r = row_with(o, "accepted", 100 + o);
+            s.push(o, &r);
+            t.push(r);
+        }
+        t.extend(s.seal(1_000));
+        // Same row, processed again later.
+        let mut again = t.clone();
+        again.push(row_with(2, "accepted", 777));
+        let r = check(&again, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].redeliveries, 1);
+        // Same answer_hash, flipped outcome: a conflict, not a redelivery.
+        let mut flipped = t.clone();
+        flipped.push(row_with(2, "rejected", 102));
+        let r = check(&flipped, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::Conflict]);
+        assert_eq!(r.problems[0].offsets, Some((2, 2)));
+        // Two seals (a reseal) over rows that disagree: a conflict too.
+        let mut w2 = sealer_at("w2", 0, GENESIS);
+        let mut forked = t.clone();
+        for o in 0..4 {
+            let r = row_with(o, if o == 1 { "rejected" } else { "accepted" }, 500 + o);
+            w2.push(o, &r);
+            forked.push(r);
+        }
+        forked.extend(w2.seal(2_000));
+        let r = check(&forked, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::Conflict]);
+        assert_eq!(r.problems[0].offsets, Some((1, 1)));
+        assert_eq!(r.chains[0].reseals, 1);
+    }
+
+    #[test]
+    fn rows_for_offsets_the_input_never_had_are_ghosts() {
+        let mut opts = anchored(Some((0, 9)), 10, head_of(10, 4));
+        opts.anchors.get_mut(&answers(0)).unwrap().end = Some(10);
+        opts.input_topic = Some("answers".into());
+        opts.allow_unsealed_tail = true;
+        let mut t = trail(10, 4, None);
+        t.push(row(999_999, "ghost", 5));
+        let r = check(&t, opts.clone());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowGhost]);
+        assert_eq!(r.problems[0].offsets, Some((999_999, 999_999)));
+        // A partition the input topic does not have.
+        let mut t = trail(10, 4, None);
+        t.push(
+            br#"{"answer_hash":"x","input":{"offset":0,"partition":7,"topic":"answers"},"ts":1}"#
+                .to_vec(),
+        );
+        let r = check(&t, opts);
+        assert_eq!(kinds(&r), vec![ProblemKind::RowGhost]);
+        assert_eq!(r.problems[0].partition, Some(7));
+    }
+
+    #[test]
+    fn nothing_to_verify_is_not_a_pass() {
+        let r = check(&[], Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::NothingToVerify]);
+        let beyond = Options {
+            from: Some(100),
+            ..Options::default()
+        };
+        let r = check(&trail(10, 4, None), beyond.clone());
+        assert_eq!(kinds(&r), vec![ProblemKind::NothingToVerify]);
+        // A range named in full is owed rows: each offset is a gap.
+        let r = check(
+            &trail(10, 4, None),
+            Options {
+                to: Some(200),
+                ..beyond
+            },
+        );
+        assert_eq!(kinds(&r), vec![ProblemKind::Gap]);
+    }
+
+    #[test]
+    fn a_committed_offset_without_a_readable_head_is_reported() {
+        let mut opts = anchored(Some((0, 9)), 10, head_of(10, 4));
+        let a = opts.anchors.get_mut(&answers(0)).unwrap();
+        a.head = None;
+        a.head_unreadable = Some("not_utf8");
+        let r = check(&trail(10, 4, None), opts);
+        assert_eq!(kinds(&r), vec![ProblemKind::HeadUnreadable]);
+        assert!(
+            r.problems[0].detail.contains("not_utf8"),
+            "{:?}",
+            r.problems
+        );
+        assert_eq!(r.problems[0].offsets, Some((10, 10)));
     }
 
     fn chain0() -> ChainId {

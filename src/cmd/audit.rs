@@ -1,8 +1,9 @@
 //! `groundgate audit verify` and `groundgate audit keygen`: the shell around
 //! `crate::audit::verify`. Reads JSON Lines exports or an audit topic (with a
 //! progress bar when stderr is a terminal), prints a summary table (or
-//! `--json`), and maps the verdict to an exit code:
-//! 0 clean (redeliveries allowed), 1 a problem found, 2 usage error.
+//! `--json`), and maps the verdict to an exit code: 0 clean (redeliveries
+//! allowed), 1 a problem found (nothing to verify included), 2 usage error
+//! (an inverted `--from`/`--to` range included).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -20,7 +21,8 @@ use crate::audit::keys;
 use crate::audit::seal::{ChainHead, ChainId};
 use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, Report};
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
-use crate::kafka::seals::decode_head;
+use crate::kafka::client::metadata_bytes;
+use crate::kafka::seals::read_head;
 
 const EXIT_CLEAN: u8 = 0;
 const EXIT_PROBLEM: u8 = 1;
@@ -41,6 +43,8 @@ enum CmdError {
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("topic {0} not found")]
     NoTopic(String),
+    #[error("--from {from} is after --to {to}: the range is empty, nothing would be verified")]
+    EmptyRange { from: i64, to: i64 },
 }
 
 pub fn main(args: AuditArgs) -> ExitCode {
@@ -68,6 +72,11 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {
 }
 
 fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
+    if let (Some(from), Some(to)) = (args.from, args.to)
+        && from > to
+    {
+        return Err(CmdError::EmptyRange { from, to });
+    }
     let public_key = args
         .public_key
         .as_deref()
@@ -82,6 +91,8 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
         from: args.from,
         to: args.to,
         anchors,
+        input_topic: args.input_topic.clone(),
+        allow_unsealed_tail: args.allow_unsealed_tail,
     });
     match (&args.brokers, args.files.is_empty()) {
         (None, false) => {
@@ -91,6 +102,17 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
         }
         (Some(brokers), true) => read_topic(&mut v, brokers, &args.topic)?,
         _ => return Err(CmdError::Source),
+    }
+    if let (Some(brokers), Some(input)) = (&args.brokers, &args.input_topic) {
+        // Read after the trail: a row for a record written while the trail
+        // was read is no ghost.
+        for (partition, end) in input_ends(brokers, input)? {
+            let id = ChainId {
+                topic: input.clone(),
+                partition,
+            };
+            v.input_end(id, end);
+        }
     }
     let report = v.finish();
     if args.json {
@@ -224,9 +246,12 @@ fn read_anchors(
         for &p in &ids {
             tpl.add_partition(input, p);
         }
-        for e in consumer.committed_offsets(tpl, timeout)?.elements() {
+        let got = consumer.committed_offsets(tpl, timeout)?;
+        for e in got.elements() {
             if let Offset::Offset(o) = e.offset() {
-                committed.insert(e.partition(), (o, decode_head(e.metadata())));
+                let metadata = metadata_bytes(&got, input, e.partition());
+                let head = read_head(&metadata).map_err(|r| r.as_str());
+                committed.insert(e.partition(), (o, head));
             }
         }
     }
@@ -249,7 +274,7 @@ fn read_anchors(
     let mut anchors = BTreeMap::new();
     for &p in &ids {
         let (lo, hi) = consumer.fetch_watermarks(input, p, timeout)?;
-        let done = committed.get(&p).copied();
+        let done = committed.get(&p).cloned();
         let (from, to) = time_bounds(
             (args.from, args.to),
             since.as_ref().map(|m| m.get(&p).copied().flatten()),
@@ -264,6 +289,20 @@ fn read_anchors(
         anchors.insert(id, anchor);
     }
     Ok(anchors)
+}
+
+/// The high watermark of every partition of the input topic.
+fn input_ends(brokers: &str, input: &str) -> Result<Vec<(i32, i64)>, CmdError> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "groundgate-audit-verify")
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let timeout = Duration::from_secs(10);
+    partitions(&consumer, input, timeout)?
+        .into_iter()
+        .map(|p| Ok((p, consumer.fetch_watermarks(input, p, timeout)?.1)))
+        .collect()
 }
 
 /// The partition ids of `topic`; an absent or partitionless topic is an error.
@@ -336,7 +375,7 @@ fn anchor_for(
     from: Option<i64>,
     to: Option<i64>,
     with_group: bool,
-    committed: Option<(i64, Option<ChainHead>)>,
+    committed: Option<(i64, Result<ChainHead, &'static str>)>,
 ) -> Anchor {
     let mut last = hi - 1;
     if with_group {
@@ -347,7 +386,9 @@ fn anchor_for(
     Anchor {
         cover: (first <= last).then_some((first, last)),
         committed: committed.map(|(c, _)| c),
-        head: committed.and_then(|(_, h)| h),
+        head: committed.and_then(|(_, h)| h.ok()),
+        head_unreadable: committed.and_then(|(_, h)| h.err()),
+        end: None,
     }
 }
 
@@ -413,6 +454,10 @@ fn print_report(r: &Report) {
             "not checked (no --public-key)"
         }
     );
+    let tail: u64 = r.chains.iter().map(|c| c.unsealed_tail).sum();
+    if r.unsealed_tail_allowed && tail > 0 {
+        println!("{tail} row(s) after the last seals accepted as a live tail: not vouched for yet");
+    }
     if r.ok() {
         println!("verified: no integrity, completeness or authenticity problem");
         return;
@@ -496,7 +541,7 @@ mod tests {
         let a = anchor_for((5, 20), None, None, false, None);
         assert_eq!((a.cover, a.committed, a.head), (Some((5, 19)), None, None));
         // With a group: only what it committed, and its head.
-        let a = anchor_for((5, 20), None, None, true, Some((12, Some(head))));
+        let a = anchor_for((5, 20), None, None, true, Some((12, Ok(head))));
         assert_eq!(
             (a.cover, a.committed, a.head),
             (Some((5, 11)), Some(12), Some(head))

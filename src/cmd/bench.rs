@@ -22,11 +22,12 @@ use anyhow::bail;
 
 use crate::cli::BenchArgs;
 use crate::config::{Guarantee, RawConfig, RawTopics};
+use crate::core::OutputRole;
 use crate::http::Health;
 use crate::kafka::embedded::EmbeddedBroker;
 use crate::kafka::produce;
 use crate::kafka::worker::{Step, run_worker_with};
-use crate::metrics::{Metrics, TopicRole};
+use crate::metrics::Metrics;
 
 const INPUT: &str = "bench.answers";
 const DEADLINE: Duration = Duration::from_secs(600);
@@ -218,7 +219,7 @@ async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> anyhow::R
         }
         let started = Instant::now();
         loop {
-            let got = metrics.published(TopicRole::Audit);
+            let got = metrics.published(OutputRole::Audit);
             if got >= want {
                 return Ok((started.elapsed().as_secs_f64(), metrics.seals_published()));
             }

@@ -5,7 +5,7 @@
 //!
 //! This is an I/O shell: it reads the clock (once per record) and the file
 //! system, and must never make a verdict of its own. The work is spread by
-//! `crate::pipeline`: lines are validated on `--threads` workers and
+//! `crate::batch::pipeline`: lines are validated on `--threads` workers and
 //! written in input order; memory is bounded whatever the file or line size
 //! (a line over `max_record_bytes` is streamed through SHA-256, never held).
 //!
@@ -28,13 +28,14 @@ use serde::Serialize;
 
 use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, ChainId, Sealer};
+use crate::batch::pipeline::{self, Fold, Line, Progress, Shape};
+use crate::batch::report::{Aggregator, Comparison, ReportData};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::process::too_large_summary;
-use crate::core::{DeadLetter, DeadLetterValue, OutcomeKind, RecordMeta, Terminal, process};
-use crate::metrics::TopicRole;
-use crate::pipeline::{self, Fold, Line, Progress, Shape};
-use crate::report::{Aggregator, Comparison, ReportData};
+use crate::core::{
+    DeadLetter, DeadLetterValue, OutcomeKind, OutputRole, RecordMeta, Terminal, process,
+};
 
 /// Exit code for a completed run with no `--fail-on` outcome.
 const EXIT_OK: u8 = 0;
@@ -190,9 +191,9 @@ struct Staged {
 
 impl Staged {
     fn new(out: &Path, report: Option<&Path>) -> Staged {
-        let mut files: Vec<PathBuf> = TopicRole::ALL
+        let mut files: Vec<PathBuf> = OutputRole::ALL
             .iter()
-            .map(|r| out.join(r.file_name()))
+            .map(|r| out.join(file_name(*r)))
             .collect();
         files.extend(report.map(Path::to_path_buf));
         files.push(out.join(SUMMARY));
@@ -284,9 +285,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// Every file the run writes, named for a message.
 fn outputs(args: &CheckArgs) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    let names = TopicRole::ALL
+    let names = OutputRole::ALL
         .iter()
-        .map(|r| r.file_name())
+        .map(|r| file_name(*r))
         .chain([SUMMARY]);
     for name in names {
         let p = args.out.join(name);
@@ -349,6 +350,16 @@ fn skip_bom(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>>
     Ok(Box::new(io::Cursor::new(kept.to_vec()).chain(input)))
 }
 
+/// The file `check` writes an output role to, in `--out`.
+fn file_name(role: OutputRole) -> &'static str {
+    match role {
+        OutputRole::Final => "final.jsonl",
+        OutputRole::Retry => "retry.jsonl",
+        OutputRole::Audit => "audit.jsonl",
+        OutputRole::DeadLetter => "dead_letter.jsonl",
+    }
+}
+
 /// The four output files. The in-order writer gives every block its byte
 /// offsets in each file ([`Outputs::place`]); flush threads then copy the
 /// blocks in at those offsets in parallel, so writing is not a one-core
@@ -356,7 +367,7 @@ fn skip_bom(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>>
 /// durability to the file system.)
 struct Outputs {
     dir: PathBuf,
-    /// Indexed by `TopicRole as usize` (ALL is in discriminant order).
+    /// Indexed by `OutputRole as usize` (ALL is in discriminant order).
     files: [File; 4],
 }
 
@@ -366,27 +377,27 @@ impl Outputs {
             path: dir.to_path_buf(),
             source,
         })?;
-        let open = |role: TopicRole| -> Result<File, CheckError> {
-            let path = partial(&dir.join(role.file_name()));
+        let open = |role: OutputRole| -> Result<File, CheckError> {
+            let path = partial(&dir.join(file_name(role)));
             File::create(&path).map_err(|source| CheckError::Write { path, source })
         };
         Ok(Outputs {
             dir: dir.to_path_buf(),
             files: [
-                open(TopicRole::ALL[0])?,
-                open(TopicRole::ALL[1])?,
-                open(TopicRole::ALL[2])?,
-                open(TopicRole::ALL[3])?,
+                open(OutputRole::ALL[0])?,
+                open(OutputRole::ALL[1])?,
+                open(OutputRole::ALL[2])?,
+                open(OutputRole::ALL[3])?,
             ],
         })
     }
 
-    fn write_at(&self, role: TopicRole, at: u64, bytes: &[u8]) -> Result<(), CheckError> {
+    fn write_at(&self, role: OutputRole, at: u64, bytes: &[u8]) -> Result<(), CheckError> {
         use std::os::unix::fs::FileExt;
         self.files[role as usize]
             .write_all_at(bytes, at)
             .map_err(|source| CheckError::Write {
-                path: partial(&self.dir.join(role.file_name())),
+                path: partial(&self.dir.join(file_name(role))),
                 source,
             })
     }
@@ -399,7 +410,7 @@ struct Layout {
 }
 
 impl Layout {
-    fn place(&mut self, role: TopicRole, n: usize) -> u64 {
+    fn place(&mut self, role: OutputRole, n: usize) -> u64 {
         let at = self.len[role as usize];
         self.len[role as usize] += n as u64;
         at
@@ -409,7 +420,7 @@ impl Layout {
 /// Bytes of a block to write at an offset: a range of the block's own
 /// buffer for that file, or a seal line made by the writer.
 enum Piece {
-    Range(TopicRole, u64, std::ops::Range<usize>),
+    Range(OutputRole, u64, std::ops::Range<usize>),
     Seal(u64, Vec<u8>),
 }
 
@@ -425,7 +436,7 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
             Piece::Range(role, at, r) => {
                 out.write_at(*role, *at, &p.block.files[*role as usize][r.clone()])?
             }
-            Piece::Seal(at, bytes) => out.write_at(TopicRole::Audit, *at, bytes)?,
+            Piece::Seal(at, bytes) => out.write_at(OutputRole::Audit, *at, bytes)?,
         }
     }
     p.block.recycle();
@@ -497,7 +508,7 @@ struct Ctx<'a> {
 /// at once (two per worker plus two, and those queued for flushing).
 const SPARE_BUFFERS: usize = 64;
 
-const AUDIT: usize = TopicRole::Audit as usize;
+const AUDIT: usize = OutputRole::Audit as usize;
 
 impl<'a> Block<'a> {
     fn new(ctx: &'a Ctx<'a>) -> Block<'a> {
@@ -532,7 +543,7 @@ impl<'a> Block<'a> {
         }
     }
 
-    fn push(&mut self, role: TopicRole, bytes: &[u8]) {
+    fn push(&mut self, role: OutputRole, bytes: &[u8]) {
         let f = &mut self.files[role as usize];
         f.extend_from_slice(bytes);
         f.push(b'\n');
@@ -570,20 +581,20 @@ impl Fold for Block<'_> {
         };
         let envelope = match &o.terminal {
             Terminal::Final(b) => {
-                self.push(TopicRole::Final, b);
+                self.push(OutputRole::Final, b);
                 Some(b.as_slice())
             }
             Terminal::Retry(b) => {
-                self.push(TopicRole::Retry, b);
+                self.push(OutputRole::Retry, b);
                 None
             }
             Terminal::DeadLetter(d) => {
                 let dl = dead_letter_line(line_no, d, &line);
-                self.push(TopicRole::DeadLetter, &dl);
+                self.push(OutputRole::DeadLetter, &dl);
                 None
             }
         };
-        self.push(TopicRole::Audit, &o.audit);
+        self.push(OutputRole::Audit, &o.audit);
         self.audit_rows
             .push((line_no, self.files[AUDIT].len(), row_hash(&o.audit)));
         if let Some(r) = &mut self.report {
@@ -777,8 +788,8 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
     if let Some(mut seal) = sealer.seal(crate::clock::now_nanos()) {
         seal.push(b'\n');
         out.write_at(
-            TopicRole::Audit,
-            layout.place(TopicRole::Audit, seal.len()),
+            OutputRole::Audit,
+            layout.place(OutputRole::Audit, seal.len()),
             &seal,
         )?;
     }
@@ -796,8 +807,8 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),
     )?;
     if let Some(path) = &args.report {
-        let html =
-            crate::report::html::render(&data).map_err(|e| CheckError::Report(e.to_string()))?;
+        let html = crate::batch::report::html::render(&data)
+            .map_err(|e| CheckError::Report(e.to_string()))?;
         write_file(&partial(path), html.as_bytes())?;
     }
     drop(out);
@@ -815,7 +826,7 @@ fn place_block<'a>(
     report: &mut Aggregator,
 ) -> Placed<'a> {
     let mut pieces = Vec::with_capacity(4);
-    for role in [TopicRole::Final, TopicRole::Retry, TopicRole::DeadLetter] {
+    for role in [OutputRole::Final, OutputRole::Retry, OutputRole::DeadLetter] {
         let n = b.files[role as usize].len();
         if n > 0 {
             pieces.push(Piece::Range(role, layout.place(role, n), 0..n));
@@ -826,20 +837,20 @@ fn place_block<'a>(
         if sealer.push_hash(line as i64, hash)
             && let Some(mut seal) = sealer.seal(crate::clock::now_nanos())
         {
-            let at = layout.place(TopicRole::Audit, end - written);
-            pieces.push(Piece::Range(TopicRole::Audit, at, written..end));
+            let at = layout.place(OutputRole::Audit, end - written);
+            pieces.push(Piece::Range(OutputRole::Audit, at, written..end));
             written = end;
             seal.push(b'\n');
             pieces.push(Piece::Seal(
-                layout.place(TopicRole::Audit, seal.len()),
+                layout.place(OutputRole::Audit, seal.len()),
                 seal,
             ));
         }
     }
     let end = b.files[AUDIT].len();
     if end > written {
-        let at = layout.place(TopicRole::Audit, end - written);
-        pieces.push(Piece::Range(TopicRole::Audit, at, written..end));
+        let at = layout.place(OutputRole::Audit, end - written);
+        pieces.push(Piece::Range(OutputRole::Audit, at, written..end));
     }
     let mut b = b;
     if let Some(part) = b.report.take() {
@@ -924,9 +935,9 @@ fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Re
         t.add_row(vec![format!("dead letter: {kind}"), n.to_string()]);
     }
     writeln!(w, "{t}")?;
-    let files: Vec<String> = TopicRole::ALL
+    let files: Vec<String> = OutputRole::ALL
         .iter()
-        .map(|r| args.out.join(r.file_name()).display().to_string())
+        .map(|r| args.out.join(file_name(*r)).display().to_string())
         .collect();
     writeln!(
         w,
@@ -1018,7 +1029,7 @@ mod tests {
 
     #[test]
     fn output_files_are_indexed_by_role() {
-        for (i, role) in TopicRole::ALL.into_iter().enumerate() {
+        for (i, role) in OutputRole::ALL.into_iter().enumerate() {
             assert_eq!(role as usize, i, "{role:?}");
         }
     }

@@ -1,15 +1,15 @@
 //! `groundgate eval`: prints how well the grounding check separates labelled
 //! supported and unsupported answers (AUC, accuracy, a threshold sweep, the
-//! worst misses). The scoring is `crate::eval`; this file only prints.
+//! worst misses). The scoring is `crate::batch::eval`; this file only prints.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
+use crate::batch::eval::{Confusion, Scored, auc, score_file};
 use crate::cli::EvalArgs;
 use crate::config::Config;
-use crate::eval::{Confusion, Scored, auc, score_file};
 
 pub fn main(args: EvalArgs) -> ExitCode {
     match score_file(&args) {

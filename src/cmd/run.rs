@@ -1,9 +1,17 @@
 //! `groundgate run`: configuration, logging, the metrics endpoint, signals,
 //! and one worker. Without configured brokers it starts the embedded
 //! in-memory broker and says loudly that nothing is durable.
+//!
+//! Shutdown is bounded: from the first signal, `/readyz` answers 503 and the
+//! worker has `kafka.drain_deadline_ms` to settle, flush and close its
+//! clients; a close that does not return by then (librdkafka can block in
+//! it when the brokers vanish) is abandoned by a watchdog that exits with
+//! [`EXIT_DRAIN_OVERRUN`].
 
+use std::future::Future;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
@@ -19,6 +27,35 @@ use crate::metrics::Metrics;
 
 /// Exit code for configuration and usage errors (clap uses 2 as well).
 const EXIT_USAGE: u8 = 2;
+
+/// Exit code when shutdown did not finish within `kafka.drain_deadline_ms`.
+pub const EXIT_DRAIN_OVERRUN: i32 = 3;
+
+/// Shutdown took longer than its deadline.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "shutdown did not finish within kafka.drain_deadline_ms ({0:?}): the Kafka clients did not close (brokers unreachable?); exiting without waiting further. Outputs whose input offsets were not committed are processed again by the next worker"
+)]
+pub struct DrainOverrun(pub Duration);
+
+/// Runs `work` to its end; once `shutdown` fires, calls `on_drain` and gives
+/// `work` at most `deadline` more. Before the signal no deadline applies.
+pub async fn bounded_shutdown<T>(
+    work: impl Future<Output = T>,
+    shutdown: &CancellationToken,
+    deadline: Duration,
+    on_drain: impl FnOnce(),
+) -> Result<T, DrainOverrun> {
+    let mut work = std::pin::pin!(work);
+    tokio::select! {
+        out = &mut work => return Ok(out),
+        () = shutdown.cancelled() => {}
+    }
+    on_drain();
+    tokio::time::timeout(deadline, work)
+        .await
+        .map_err(|_| DrainOverrun(deadline))
+}
 
 pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     let flags = args.raw_layer().map_err(anyhow::Error::msg)?;
@@ -54,7 +91,19 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     super::on_signals(shutdown.clone()).context("cannot install signal handlers")?;
 
-    match run_worker(config, bootstrap, metrics, health, shutdown).await {
+    let deadline = config.kafka.drain_deadline;
+    let worker = run_worker(config, bootstrap, metrics, health.clone(), shutdown.clone());
+    let finished = bounded_shutdown(worker, &shutdown, deadline, || health.begin_drain()).await;
+    let result = match finished {
+        Ok(result) => result,
+        Err(overrun) => {
+            error!(error = %overrun, "shutdown overran its deadline");
+            // The worker's thread is stuck in a librdkafka call: the runtime
+            // would wait for it forever on the way out.
+            std::process::exit(EXIT_DRAIN_OVERRUN);
+        }
+    };
+    match result {
         Ok(report) => {
             info!(
                 records = report.records,
@@ -72,5 +121,69 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             error!(error = %e, retriable = e.is_retriable(), "worker stopped with an error");
             Err(e.into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::Health;
+
+    #[tokio::test]
+    async fn a_close_that_never_returns_is_abandoned_at_the_deadline() {
+        let shutdown = CancellationToken::new();
+        let health = Arc::new(Health::default());
+        health.set_ready(true);
+        // The worker's close, stuck for good.
+        let stuck = std::future::pending::<()>();
+        shutdown.cancel();
+        let got = bounded_shutdown(stuck, &shutdown, Duration::from_millis(50), || {
+            health.begin_drain()
+        })
+        .await;
+        assert_eq!(got, Err(DrainOverrun(Duration::from_millis(50))));
+        assert!(!health.is_ready());
+        assert!(got.unwrap_err().to_string().contains("drain_deadline_ms"));
+    }
+
+    #[tokio::test]
+    async fn readiness_drops_when_the_drain_starts_not_when_it_ends() {
+        let shutdown = CancellationToken::new();
+        let health = Arc::new(Health::default());
+        health.set_ready(true);
+        let (finish, finished) = tokio::sync::oneshot::channel::<u8>();
+        let task = {
+            let (shutdown, health) = (shutdown.clone(), health.clone());
+            tokio::spawn(async move {
+                bounded_shutdown(finished, &shutdown, Duration::from_secs(600), || {
+                    health.begin_drain()
+                })
+                .await
+            })
+        };
+        // Running: no deadline, still ready.
+        tokio::task::yield_now().await;
+        assert!(health.is_ready());
+        shutdown.cancel();
+        // The drain is under way (the work has not finished: we hold it).
+        while health.is_ready() {
+            tokio::task::yield_now().await;
+        }
+        assert!(!task.is_finished());
+        // A late assignment during the drain does not make it ready again.
+        health.set_ready(true);
+        assert!(!health.is_ready());
+        finish.send(7).unwrap();
+        assert_eq!(task.await.unwrap(), Ok(Ok(7)));
+    }
+
+    #[tokio::test]
+    async fn work_that_ends_by_itself_needs_no_signal() {
+        let shutdown = CancellationToken::new();
+        let got = bounded_shutdown(async { 5 }, &shutdown, Duration::ZERO, || {
+            panic!("no drain without a signal")
+        })
+        .await;
+        assert_eq!(got, Ok(5));
     }
 }

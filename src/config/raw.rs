@@ -108,7 +108,7 @@ impl RawActions {
     }
 }
 
-/// `[grounding]` (issue 8): the support check of cited claims.
+/// `[grounding]`: the support check of cited claims.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGrounding {

@@ -1,4 +1,4 @@
-//! The `[^N]` citation-marker scanner (SPEC §1).
+//! The `[^N]` citation-marker scanner.
 //!
 //! Pure and total: any `&str` is accepted, nothing panics, and the scan is a
 //! single linear pass. It must not allocate per byte or look further than the
@@ -258,7 +258,7 @@ mod tests {
 
     use WarningKind::{Malformed as M, OutOfRange as O};
 
-    /// SPEC §1 vectors: (text, sources, markers, warning kinds).
+    /// The marker grammar's reference vectors: (text, sources, markers, warning kinds).
     const VECTORS: &[(&str, usize, &[u32], &[WarningKind])] = &[
         ("Churn was driven by pricing[^1].", 1, &[1], &[]),
         ("see [^42] and [^1234]", 1300, &[42, 1234], &[]),

@@ -1,4 +1,4 @@
-//! The strict/lenient decision (SPEC §2) and the corrective prompt.
+//! The strict/lenient decision and the corrective prompt.
 //!
 //! Given the findings of the citation parser and the policy checks, the
 //! effective mode and which attempt this is, decide: accept, ask for the one

@@ -1,4 +1,4 @@
-//! Policy checks (SPEC §3): the gate between untrusted model output and the
+//! Policy checks: the gate between untrusted model output and the
 //! consumers that trust it. Each rule yields at most one finding (the
 //! forbidden-term rule one per configured term found), paired with the action
 //! configured for it; deciding what the action means is `decision`'s job.

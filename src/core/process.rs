@@ -117,10 +117,7 @@ pub(crate) fn bounded(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = s.floor_char_boundary(max);
     Cow::Owned(format!("{}… ({} bytes in all)", &s[..end], s.len()))
 }
 
@@ -1181,7 +1178,7 @@ mod tests {
 
     #[test]
     fn marker_stuffed_answer_gives_a_bounded_retry_request() {
-        // 13,000 bad markers: one problem line each used to give a 2.2 MB request.
+        // 13,000 bad markers, one problem line each, would give a 2.2 MB request.
         let r = stuffed(13_000);
         let input = r.to_string().len();
         let o = run(&r, &CoreSettings::default());
@@ -1380,7 +1377,7 @@ mod tests {
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(48))]
 
-            /// Issue 9: for any input up to max_record_bytes, every output
+            /// For any input up to max_record_bytes, every output
             /// `process` builds is at most max_output_bytes.
             #[test]
             fn every_output_fits_the_output_limit(

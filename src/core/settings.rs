@@ -5,7 +5,7 @@
 
 use super::types::Action;
 
-/// Thresholds and actions of the policy checks (SPEC §3).
+/// Thresholds and actions of the policy checks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicySettings {
     pub min_confidence: f64,
@@ -57,7 +57,7 @@ pub struct CoreSettings {
     /// No output `process` builds (terminal record or audit row) is larger;
     /// a record whose outputs would be becomes a bounded `too_large` dead letter.
     pub max_output_bytes: usize,
-    /// Grounding support check (issue 8).
+    /// Grounding support check.
     pub grounding: GroundingSettings,
 }
 

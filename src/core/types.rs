@@ -271,3 +271,32 @@ pub struct Outcome {
     pub audit: Vec<u8>,
     pub summary: Summary,
 }
+
+/// What an output is for: each input yields one terminal output (final,
+/// retry or dead letter) and one audit row. Kafka publishes each role to its
+/// own topic, `check` to its own file; metrics use it as the `role` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutputRole {
+    Final,
+    Retry,
+    Audit,
+    DeadLetter,
+}
+
+impl OutputRole {
+    pub const ALL: [OutputRole; 4] = [
+        OutputRole::Final,
+        OutputRole::Retry,
+        OutputRole::Audit,
+        OutputRole::DeadLetter,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputRole::Final => "final",
+            OutputRole::Retry => "retry",
+            OutputRole::Audit => "audit",
+            OutputRole::DeadLetter => "dead_letter",
+        }
+    }
+}

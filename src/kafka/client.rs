@@ -24,6 +24,36 @@ pub type FutureProducer = rdkafka::producer::FutureProducer<LogContext>;
 /// Minimum spacing of repeated client-error logs.
 const ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
 
+/// The raw metadata bytes committed with `topic`/`partition` in `tpl`
+/// (empty when there are none or the entry is absent). rdkafka's accessor
+/// panics on metadata that is not UTF-8, which another tool or a damaged
+/// group can hold: those bytes must be reported, not crash the reader.
+#[allow(unsafe_code)]
+pub fn metadata_bytes(tpl: &rdkafka::TopicPartitionList, topic: &str, partition: i32) -> Vec<u8> {
+    // SAFETY: `tpl` owns its native list for the borrow's lifetime; `elems`
+    // holds `cnt` initialised entries, each with a NUL-terminated topic and
+    // `metadata_size` bytes at `metadata` when that is not null.
+    unsafe {
+        let list = &*tpl.ptr();
+        let Ok(n) = usize::try_from(list.cnt) else {
+            return Vec::new();
+        };
+        if list.elems.is_null() {
+            return Vec::new();
+        }
+        std::slice::from_raw_parts(list.elems, n)
+            .iter()
+            .find(|e| {
+                e.partition == partition
+                    && !e.topic.is_null()
+                    && std::ffi::CStr::from_ptr(e.topic).to_bytes() == topic.as_bytes()
+            })
+            .filter(|e| !e.metadata.is_null())
+            .map(|e| std::slice::from_raw_parts(e.metadata as *const u8, e.metadata_size).to_vec())
+            .unwrap_or_default()
+    }
+}
+
 /// librdkafka's own log lines, forwarded to `tracing`. A connection failure
 /// (facility `FAIL`) is also delivered as an error event, which the client
 /// context logs (rate-limited); the log line is kept at debug so the same

@@ -9,7 +9,6 @@
 //! Must not: validate, build outputs (that is [`super::outputs`]), or log or
 //! count directly (that is [`super::events`]).
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,18 +18,19 @@ use rdkafka::producer::DeliveryFuture;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::client::FutureProducer;
+use super::error::WorkerError;
 use super::events::{ChainStarted, InternalEvent};
 use super::offsets::TopicPartition;
-use super::outputs::{InputRecord, Output, oversize_replacement};
-use super::rebalance::GateContext;
+use super::outputs::{Consumed, Output, oversize_replacement};
+use super::rebalance::WorkerContext;
 use super::seals::{Chains, Resume, Seal, encode_head};
-use super::worker::WorkerError;
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;
-use crate::metrics::{Metrics, TopicRole};
+use crate::core::OutputRole;
+use crate::metrics::Metrics;
 
-pub type Consumer = BaseConsumer<GateContext>;
+pub type Consumer = BaseConsumer<WorkerContext>;
 
 /// How long reading a partition's committed offset (its chain head) may take.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,7 +42,7 @@ pub struct Pending {
     pub input_ts_ms: Option<i64>,
     /// Any number of outputs; the input offset is done when all are.
     pub outputs: Vec<Output>,
-    pub oversize: Oversize,
+    pub oversize: TooLargeReplacer,
     /// SHA-256 of the audit row among `outputs` (computed beside
     /// validation); `None` when the worker does not seal (bench modes).
     pub audit_hash: Option<[u8; 32]>,
@@ -67,7 +67,7 @@ pub enum Flow {
 pub trait Delivery: Send {
     /// How many more records may be fetched now, after applying what has
     /// settled (acks, a transaction due for commit). 0: wait, fetch nothing.
-    fn room(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError>;
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError>;
     /// Hands one record's outputs to the producer. `rest`: positions of the
     /// batch records after this one (where a rewind must also go back to).
     fn publish(
@@ -100,14 +100,14 @@ pub trait Delivery: Send {
 /// What it takes to replace an output the producer or broker refused as too
 /// large by the core's bounded form ([`oversize_replacement`]).
 #[derive(Clone)]
-pub struct Oversize {
+pub struct TooLargeReplacer {
     pub config: Arc<Config>,
     pub request_id: Option<String>,
 }
 
-impl Oversize {
+impl TooLargeReplacer {
     pub fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> Output {
-        let input = InputRecord {
+        let input = Consumed {
             topic: &tp.0,
             partition: tp.1,
             offset,
@@ -186,7 +186,7 @@ pub fn enqueue_or_replace(
 /// bounded stand-in on the way (then of the stand-in, which is what the
 /// audit topic holds). `None` when the record is not sealed.
 fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option<[u8; 32]> {
-    if enqueued.role != TopicRole::Audit || enqueued.is_seal() {
+    if enqueued.role != OutputRole::Audit || enqueued.is_seal() {
         return None;
     }
     let precomputed = record.audit_hash?;
@@ -236,20 +236,13 @@ fn load_head(
             partition: tp.1,
             source,
         })?;
-    let (committed, metadata) = got
+    let committed = got
         .find_partition(&tp.0, tp.1)
-        .map(|e| {
-            let committed = match e.offset() {
-                Offset::Offset(o) => Some(o),
-                _ => None,
-            };
-            // rdkafka's accessor panics on metadata that is not UTF-8 (only
-            // another tool writes such): that is not a head of ours.
-            let metadata = std::panic::catch_unwind(AssertUnwindSafe(|| e.metadata().to_string()))
-                .unwrap_or_default();
-            (committed, metadata)
-        })
-        .unwrap_or_default();
+        .and_then(|e| match e.offset() {
+            Offset::Offset(o) => Some(o),
+            _ => None,
+        });
+    let metadata = super::client::metadata_bytes(&got, &tp.0, tp.1);
     let resume = Resume::from_committed(committed, &metadata);
     let chain = format!("{}/{}", tp.0, tp.1);
     let chain = chain.as_str();
@@ -259,7 +252,11 @@ fn load_head(
             next_seq: h.next_seq,
         },
         Resume::Fresh => ChainStarted::Fresh { chain },
-        Resume::NewChain { committed } => ChainStarted::New { chain, committed },
+        Resume::NewChain { committed, reason } => ChainStarted::New {
+            chain,
+            committed,
+            reason,
+        },
     }
     .emit(metrics);
     Ok(resume.head())

@@ -1,41 +1,21 @@
-//! Explicit classification of Kafka errors into a closed [`ErrorClass`]
-//! set: what the worker may retry and what must stop it. Kept separate and
-//! table-tested because a wrong answer here either loses data (treating a
-//! fatal error as skippable) or spins forever (retrying a fatal one).
+//! The worker's errors: the explicit classification of Kafka errors into a
+//! closed [`ErrorClass`] set (what the worker may retry and what must stop
+//! it), and [`WorkerError`], why a worker stopped, with its retry hint. The
+//! classification is table-tested because a wrong answer here either loses
+//! data (treating a fatal error as skippable) or spins forever (retrying a
+//! fatal one).
 //!
-//! Must not know the metrics registry: the `class` label is mapped from this
-//! classification in [`super::events`].
+//! The classes are the metrics `class` label's closed vocabulary
+//! ([`crate::metrics::ErrorClass`]), so a class is counted as it is decided.
+//! Must not know the metrics registry.
+
+use std::time::Duration;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode as C};
 
-/// Class of a publish/commit error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorClass {
-    /// Transient: librdkafka or the worker retries it.
-    Retriable,
-    /// Message exceeds the broker/topic size limit.
-    TooLarge,
-    /// Delivery timed out (`message.timeout.ms`).
-    Timeout,
-    /// Authorization, fencing, unknown topic, invalid config...: stops the worker.
-    Fatal,
-}
+use crate::audit::keys::KeyError;
 
-impl ErrorClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Retriable => "retriable",
-            ErrorClass::TooLarge => "too_large",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Fatal => "fatal",
-        }
-    }
-
-    /// Whether re-sending (or restarting) may succeed.
-    pub fn is_transient(self) -> bool {
-        matches!(self, ErrorClass::Retriable | ErrorClass::Timeout)
-    }
-}
+pub use crate::metrics::ErrorClass;
 
 /// Classifies an error code.
 pub fn classify_code(code: C) -> ErrorClass {
@@ -74,6 +54,66 @@ pub fn classify(e: &KafkaError) -> ErrorClass {
     match e.rdkafka_error_code() {
         Some(code) => classify_code(code),
         None => ErrorClass::Fatal,
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("cannot create the Kafka {which}: {source}")]
+    Client {
+        which: &'static str,
+        source: KafkaError,
+    },
+    #[error("cannot subscribe to topic {topic}: {source}")]
+    Subscribe { topic: String, source: KafkaError },
+    #[error(
+        "exactly-once needs brokers that support transactions (Apache Kafka 2.5 or later, transaction state log available), and initialising the transactional producer failed: {0}. Use --guarantee at-least-once with this cluster"
+    )]
+    TransactionsUnsupported(KafkaError),
+    #[error(transparent)]
+    Publish(Box<PublishFailure>),
+    #[error(
+        "transaction failed fatally (another worker with the same transactional.id may have fenced this one): {0}"
+    )]
+    Transaction(KafkaError),
+    #[error("the worker thread stopped unexpectedly: {0}")]
+    Thread(String),
+    #[error("audit signing key: {0}")]
+    SigningKey(#[from] KeyError),
+    #[error(
+        "cannot read the committed offset of input partition {partition} (where its audit chain continues): {source}"
+    )]
+    ChainHead { partition: i32, source: KafkaError },
+    #[error(
+        "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
+    )]
+    Unassigned(Duration),
+}
+
+/// An output that could not be published; its input offset stays uncommitted.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "publishing to {topic} ({role}) failed ({class}): {source}; the input record {input} was not committed and will be processed again after a restart"
+)]
+pub struct PublishFailure {
+    pub role: &'static str,
+    pub topic: String,
+    pub input: String,
+    pub class: &'static str,
+    pub source: KafkaError,
+}
+
+impl WorkerError {
+    /// Whether restarting the worker as-is may succeed (broker-side trouble)
+    /// rather than needing an operator (configuration, authorization, fencing).
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            WorkerError::Publish(p) => classify(&p.source).is_transient(),
+            WorkerError::Thread(_) | WorkerError::Unassigned(_) | WorkerError::ChainHead { .. } => {
+                true
+            }
+            _ => false,
+        }
     }
 }
 

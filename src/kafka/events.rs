@@ -1,8 +1,7 @@
 //! The worker's internal events, after vector's `internal_events`: one typed
 //! event per thing that happens, whose [`emit`](InternalEvent::emit) writes
 //! the log line and updates the counter together, so neither can be added
-//! without the other. Also the one place that maps the Kafka layer's
-//! [`ErrorClass`] onto the metrics `class` label.
+//! without the other.
 //!
 //! Nothing per record is logged above `trace`. Must not decide anything or
 //! touch Kafka: an event is a fact that already happened.
@@ -12,23 +11,14 @@ use std::time::Duration;
 use rdkafka::error::KafkaError;
 use tracing::{debug, error, info, trace, warn};
 
-use super::error::{ErrorClass, classify};
-use crate::core::Outcome;
-use crate::metrics::{self, Metrics, RebalanceKind, TopicRole};
+use super::error::classify;
+use super::seals::RestartReason;
+use crate::core::{Outcome, OutputRole};
+use crate::metrics::{Metrics, RebalanceKind};
 
 /// Something that happened in the worker, logged and counted by `emit`.
 pub trait InternalEvent {
     fn emit(self, metrics: &Metrics);
-}
-
-/// The metrics `class` label of a Kafka error class.
-pub fn class_label(class: ErrorClass) -> metrics::ErrorClass {
-    match class {
-        ErrorClass::Retriable => metrics::ErrorClass::Retriable,
-        ErrorClass::TooLarge => metrics::ErrorClass::TooLarge,
-        ErrorClass::Timeout => metrics::ErrorClass::Timeout,
-        ErrorClass::Fatal => metrics::ErrorClass::Fatal,
-    }
 }
 
 fn since_ms(now_ms: i64, ts_ms: i64) -> Duration {
@@ -50,7 +40,7 @@ impl InternalEvent for RecordProcessed<'_> {
 
 /// One output acknowledged by the brokers (at-least-once).
 pub struct OutputPublished {
-    pub role: TopicRole,
+    pub role: OutputRole,
 }
 
 impl InternalEvent for OutputPublished {
@@ -98,7 +88,7 @@ pub struct PublishFailed<'a> {
 impl InternalEvent for PublishFailed<'_> {
     fn emit(self, m: &Metrics) {
         let (e, topic, input) = (self.error, self.topic, self.input);
-        m.record_publish_error(class_label(classify(e)));
+        m.record_publish_error(classify(e));
         match self.then {
             PublishThen::ReplaceBounded => {
                 warn!(error = %e, topic, input, "output refused as too large; publishing its bounded too_large dead letter instead")
@@ -161,23 +151,49 @@ pub enum ChainStarted<'a> {
     Continued { chain: &'a str, next_seq: u64 },
     /// Nothing committed yet: a new chain.
     Fresh { chain: &'a str },
-    /// An offset is committed without a seal head (first run with sealing,
-    /// or another tool committed it): a new chain from there.
-    New { chain: &'a str, committed: i64 },
+    /// An offset is committed without a readable seal head: a new chain
+    /// from there. `NoHead` is expected once (first run with sealing);
+    /// unreadable metadata means something else wrote to the group.
+    New {
+        chain: &'a str,
+        committed: i64,
+        reason: RestartReason,
+    },
 }
 
 impl InternalEvent for ChainStarted<'_> {
-    fn emit(self, _: &Metrics) {
+    fn emit(self, m: &Metrics) {
         match self {
             ChainStarted::Continued { chain, next_seq } => {
                 debug!(chain, next_seq, "continuing the audit chain")
             }
             ChainStarted::Fresh { chain } => debug!(chain, "starting a new audit chain"),
-            ChainStarted::New { chain, committed } => warn!(
+            ChainStarted::New {
                 chain,
                 committed,
-                "the committed offset carries no audit seal head (first run with sealing, or committed by another tool): starting a new audit chain at seq 0; audit rows before this offset stay unsealed (audit verify --from {committed})"
-            ),
+                reason,
+            } => {
+                m.record_chain_restart(reason.as_str());
+                match reason {
+                    RestartReason::NoHead => warn!(
+                        chain,
+                        committed,
+                        reason = reason.as_str(),
+                        "the committed offset carries no audit seal head (first run with sealing, or an offset reset by another tool): starting a new audit chain at seq 0; audit rows before this offset stay unsealed (audit verify --from {committed})"
+                    ),
+                    RestartReason::NotUtf8 | RestartReason::Foreign => error!(
+                        chain,
+                        committed,
+                        reason = reason.as_str(),
+                        "AUDIT CHAIN RESTARTED: the committed offset's metadata is not a groundgate seal head ({}), so something other than groundgate wrote to this consumer group; starting a new audit chain at seq 0, the chain before it can no longer be anchored to the group (audit verify --group reports it)",
+                        if reason == RestartReason::NotUtf8 {
+                            "not UTF-8"
+                        } else {
+                            "unrecognised text"
+                        }
+                    ),
+                }
+            }
         }
     }
 }
@@ -189,7 +205,7 @@ pub struct OffsetCommitFailed<'a> {
 
 impl InternalEvent for OffsetCommitFailed<'_> {
     fn emit(self, m: &Metrics) {
-        m.record_commit_error(class_label(classify(self.error)));
+        m.record_commit_error(classify(self.error));
         warn!(error = %self.error, "offset commit failed; outputs already published will be re-published after a restart (at-least-once)");
     }
 }
@@ -205,7 +221,7 @@ pub struct ClientError<'a> {
 
 impl InternalEvent for ClientError<'_> {
     fn emit(self, m: &Metrics) {
-        m.record_client_error(class_label(classify(self.error)));
+        m.record_client_error(classify(self.error));
         if self.log {
             warn!(error = %self.error, reason = self.reason, "Kafka client error (retrying; check that the brokers are reachable)");
         }
@@ -256,7 +272,7 @@ impl InternalEvent for RebalanceSettled {
 /// A transaction committed with its outputs and input positions.
 pub struct TransactionCommitted<'a> {
     pub records: usize,
-    /// Outputs per role, in [`TopicRole::ALL`] order.
+    /// Outputs per role, in [`OutputRole::ALL`] order.
     pub published: [u64; 4],
     pub input_ts_ms: &'a [i64],
     /// Audit seals committed with it.
@@ -272,7 +288,7 @@ impl InternalEvent for TransactionCommitted<'_> {
             now_ms: self.now_ms,
         }
         .emit(m);
-        for (role, n) in TopicRole::ALL.into_iter().zip(self.published) {
+        for (role, n) in OutputRole::ALL.into_iter().zip(self.published) {
             for _ in 0..n {
                 m.record_published(role);
             }
@@ -359,18 +375,6 @@ impl InternalEvent for Lifecycle<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kafka_classes_map_to_the_same_label_text() {
-        for c in [
-            ErrorClass::Retriable,
-            ErrorClass::TooLarge,
-            ErrorClass::Timeout,
-            ErrorClass::Fatal,
-        ] {
-            assert_eq!(class_label(c).as_str(), c.as_str());
-        }
-    }
 
     #[test]
     fn seals_are_counted_and_stamped() {

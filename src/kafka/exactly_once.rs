@@ -28,6 +28,7 @@ use super::client::FutureProducer;
 use super::delivery::{
     Consumer, Delivery, Flow, Pending, chain_row, enqueue, enqueue_or_replace, now_millis, position,
 };
+use super::error::WorkerError;
 use super::error::{ErrorClass, classify};
 use super::events::{
     InternalEvent, PublishFailed, PublishThen, SealsFailed, TransactionAborted,
@@ -36,8 +37,8 @@ use super::events::{
 use super::offsets::TopicPartition;
 use super::outputs::Output;
 use super::seals::Chains;
-use super::worker::WorkerError;
-use crate::metrics::{Metrics, TopicRole};
+use crate::core::OutputRole;
+use crate::metrics::Metrics;
 
 /// Timeout of the blocking transaction calls.
 pub const TXN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -54,7 +55,7 @@ pub struct Txn {
     next: HashMap<TopicPartition, i64>,
     /// First offset of the transaction per partition: where an abort rewinds to.
     first: HashMap<TopicPartition, i64>,
-    /// Outputs enqueued per role, in [`TopicRole::ALL`] order.
+    /// Outputs enqueued per role, in [`OutputRole::ALL`] order.
     published: [u64; 4],
     /// Seals enqueued (not counted in `published`).
     seals: u64,
@@ -70,8 +71,8 @@ impl Txn {
         self.open_since = Some(now);
     }
 
-    pub fn output(&mut self, role: TopicRole) {
-        if let Some(i) = TopicRole::ALL.iter().position(|r| *r == role) {
+    pub fn output(&mut self, role: OutputRole) {
+        if let Some(i) = OutputRole::ALL.iter().position(|r| *r == role) {
             self.published[i] += 1;
         }
     }
@@ -244,7 +245,7 @@ impl ExactlyOnce {
 }
 
 impl Delivery for ExactlyOnce {
-    fn room(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
         if self.txn.due(self.commit_max_records, self.commit_interval) {
             self.commit(consumer)?;
         }
@@ -421,10 +422,10 @@ mod tests {
     #[test]
     fn outputs_are_tallied_by_role_for_the_commit() {
         let mut t = Txn::default();
-        t.output(TopicRole::Final);
-        t.output(TopicRole::Audit);
-        t.output(TopicRole::DeadLetter);
-        t.output(TopicRole::Audit);
+        t.output(OutputRole::Final);
+        t.output(OutputRole::Audit);
+        t.output(OutputRole::DeadLetter);
+        t.output(OutputRole::Audit);
         assert_eq!(t.published, [1, 0, 2, 1]);
         assert!(
             !t.due(1, Duration::ZERO),

@@ -4,6 +4,7 @@
 //! metrics; it must never decide a verdict (that is `crate::core::process`)
 //! nor parse command lines (that is `crate::cmd`).
 
+mod ack_ledger;
 mod at_least_once;
 pub(crate) mod client;
 mod delivery;
@@ -13,8 +14,9 @@ mod events;
 mod exactly_once;
 pub mod inspect;
 mod offsets;
-pub(crate) mod outputs;
+pub mod outputs;
 pub mod produce;
 mod rebalance;
 pub(crate) mod seals;
 pub mod worker;
+mod worker_report;

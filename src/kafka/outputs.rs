@@ -1,6 +1,6 @@
 //! The output contract: which records one input record becomes, with which
 //! key, value and headers, on which topic. Built from plain fields (an
-//! [`InputRecord`] and the core's [`Outcome`]), so it is unit-tested without a
+//! [`Consumed`] and the core's [`Outcome`]), so it is unit-tested without a
 //! broker, as vector's Kafka `request_builder` is.
 //!
 //! Two builders: [`outputs_for`] (a validated record: its terminal record and
@@ -23,8 +23,8 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 use crate::config::Topics;
+use crate::core::OutputRole;
 use crate::core::{CoreSettings, DeadLetterValue, Outcome, RecordMeta, Terminal};
-use crate::metrics::TopicRole;
 
 /// Header names, part of the output contract.
 pub const H_INPUT_TOPIC: &str = "groundgate.input.topic";
@@ -48,7 +48,7 @@ pub type OutHeader = (String, Option<Vec<u8>>);
 
 /// The fields of a consumed record the outputs are built from.
 #[derive(Debug, Clone, Copy)]
-pub struct InputRecord<'a> {
+pub struct Consumed<'a> {
     pub topic: &'a str,
     pub partition: i32,
     pub offset: i64,
@@ -59,7 +59,7 @@ pub struct InputRecord<'a> {
     pub headers: &'a [(&'a str, Option<&'a [u8]>)],
 }
 
-impl InputRecord<'_> {
+impl Consumed<'_> {
     fn meta(&self) -> RecordMeta<'_> {
         RecordMeta {
             topic: self.topic,
@@ -72,7 +72,7 @@ impl InputRecord<'_> {
 /// One output message, owned so it can be re-sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output {
-    pub role: TopicRole,
+    pub role: OutputRole,
     pub topic: String,
     pub key: Option<Vec<u8>>,
     pub payload: Option<Vec<u8>>,
@@ -101,7 +101,7 @@ impl Output {
 
     /// Whether this is an audit seal ([`seal_output`]), not a row.
     pub fn is_seal(&self) -> bool {
-        self.role == TopicRole::Audit && self.headers.iter().any(|(k, _)| k == H_SEAL)
+        self.role == OutputRole::Audit && self.headers.iter().any(|(k, _)| k == H_SEAL)
     }
 
     /// The value of header `key`, if present (the last one wins).
@@ -120,7 +120,7 @@ fn header(key: &str, value: &str) -> OutHeader {
 }
 
 /// The input coordinates every output carries.
-pub fn input_headers(input: &InputRecord<'_>) -> Vec<OutHeader> {
+pub fn input_headers(input: &Consumed<'_>) -> Vec<OutHeader> {
     vec![
         header(H_INPUT_TOPIC, input.topic),
         header(H_INPUT_PARTITION, &input.partition.to_string()),
@@ -158,11 +158,11 @@ pub fn dead_letter_headers(
 
 /// The input value, unvalidated, to the final and the audit topic: the same
 /// number of outputs per record as validation produces (bench only).
-pub fn passthrough(input: &InputRecord<'_>, topics: &Topics) -> Vec<Output> {
+pub fn passthrough(input: &Consumed<'_>, topics: &Topics) -> Vec<Output> {
     let headers = input_headers(input);
     [
-        (TopicRole::Final, &topics.final_),
-        (TopicRole::Audit, &topics.audit),
+        (OutputRole::Final, &topics.final_),
+        (OutputRole::Audit, &topics.audit),
     ]
     .into_iter()
     .map(|(role, topic)| Output {
@@ -177,7 +177,7 @@ pub fn passthrough(input: &InputRecord<'_>, topics: &Topics) -> Vec<Output> {
 
 /// Shapes the outputs of one validated record: its terminal record (final,
 /// retry or dead letter) first, then its audit row.
-pub fn outputs_for(input: &InputRecord<'_>, outcome: Outcome, topics: &Topics) -> Vec<Output> {
+pub fn outputs_for(input: &Consumed<'_>, outcome: Outcome, topics: &Topics) -> Vec<Output> {
     let original_key = input.key.map(<[u8]>::to_vec);
     let key = outcome
         .request_id
@@ -187,21 +187,21 @@ pub fn outputs_for(input: &InputRecord<'_>, outcome: Outcome, topics: &Topics) -
     let headers = input_headers(input);
     let terminal = match outcome.terminal {
         Terminal::Final(b) => Output {
-            role: TopicRole::Final,
+            role: OutputRole::Final,
             topic: topics.final_.clone(),
             key: key.clone(),
             payload: Some(b),
             headers: headers.clone(),
         },
         Terminal::Retry(b) => Output {
-            role: TopicRole::Retry,
+            role: OutputRole::Retry,
             topic: topics.retry.clone(),
             key: key.clone(),
             payload: Some(b),
             headers: headers.clone(),
         },
         Terminal::DeadLetter(d) => Output {
-            role: TopicRole::DeadLetter,
+            role: OutputRole::DeadLetter,
             topic: topics.dead_letter.clone(),
             key: original_key,
             // Exactly what the core decided: the input bytes when they fit
@@ -220,7 +220,7 @@ pub fn outputs_for(input: &InputRecord<'_>, outcome: Outcome, topics: &Topics) -
         },
     };
     let audit = Output {
-        role: TopicRole::Audit,
+        role: OutputRole::Audit,
         topic: topics.audit.clone(),
         key,
         payload: Some(outcome.audit),
@@ -241,7 +241,7 @@ pub fn seal_output(
     topics: &Topics,
 ) -> Output {
     Output {
-        role: TopicRole::Audit,
+        role: OutputRole::Audit,
         topic: topics.audit.clone(),
         key: Some(format!("{input_topic}/{partition}").into_bytes()),
         payload: Some(seal),
@@ -262,7 +262,7 @@ pub fn seal_output(
 /// request id.
 pub fn oversize_replacement(
     out: &Output,
-    input: &InputRecord<'_>,
+    input: &Consumed<'_>,
     request_id: Option<&str>,
     settings: &CoreSettings,
     dead_letter_topic: &str,
@@ -299,8 +299,8 @@ pub fn oversize_replacement(
         .collect();
     let key = request_id.map(|r| r.as_bytes().to_vec());
     match (out.role, o.terminal) {
-        (TopicRole::Audit, _) => Output {
-            role: TopicRole::Audit,
+        (OutputRole::Audit, _) => Output {
+            role: OutputRole::Audit,
             topic: out.topic.clone(),
             key,
             payload: Some(o.audit),
@@ -310,7 +310,7 @@ pub fn oversize_replacement(
             headers.push(header(H_ERROR_KIND, d.kind.as_str()));
             headers.push(header(H_ERROR_DETAIL, &d.detail));
             Output {
-                role: TopicRole::DeadLetter,
+                role: OutputRole::DeadLetter,
                 topic: dead_letter_topic.to_string(),
                 key,
                 payload: match d.value {
@@ -341,8 +341,8 @@ mod tests {
         }
     }
 
-    fn input<'a>(payload: &'a [u8], headers: &'a [(&'a str, Option<&'a [u8]>)]) -> InputRecord<'a> {
-        InputRecord {
+    fn input<'a>(payload: &'a [u8], headers: &'a [(&'a str, Option<&'a [u8]>)]) -> Consumed<'a> {
+        Consumed {
             topic: "answers",
             partition: 2,
             offset: 41,
@@ -357,7 +357,7 @@ mod tests {
         v.map(|b| std::str::from_utf8(b).unwrap())
     }
 
-    fn run(payload: &[u8]) -> (InputRecord<'_>, Outcome) {
+    fn run(payload: &[u8]) -> (Consumed<'_>, Outcome) {
         let i = input(payload, &[]);
         let o = process(
             Some(payload),
@@ -386,8 +386,8 @@ mod tests {
         let (i, o) = run(b"not json");
         assert_eq!(o.kind, OutcomeKind::DeadLetter);
         let outs = outputs_for(&i, o, &topics());
-        let roles: Vec<TopicRole> = outs.iter().map(|o| o.role).collect();
-        assert_eq!(roles, [TopicRole::DeadLetter, TopicRole::Audit]);
+        let roles: Vec<OutputRole> = outs.iter().map(|o| o.role).collect();
+        assert_eq!(roles, [OutputRole::DeadLetter, OutputRole::Audit]);
         let dl = &outs[0];
         assert_eq!(dl.topic, "dlq");
         assert_eq!(dl.key.as_deref(), Some(&b"k-orig"[..]));
@@ -406,10 +406,11 @@ mod tests {
         assert_eq!(o.kind, OutcomeKind::Accepted);
         let request_id = o.request_id.clone().unwrap();
         let outs = outputs_for(&i, o, &topics());
-        let got: Vec<(TopicRole, &str)> = outs.iter().map(|o| (o.role, o.topic.as_str())).collect();
+        let got: Vec<(OutputRole, &str)> =
+            outs.iter().map(|o| (o.role, o.topic.as_str())).collect();
         assert_eq!(
             got,
-            [(TopicRole::Final, "final"), (TopicRole::Audit, "audit")]
+            [(OutputRole::Final, "final"), (OutputRole::Audit, "audit")]
         );
         for out in &outs {
             assert_eq!(out.key.as_deref(), Some(request_id.as_bytes()));
@@ -440,7 +441,7 @@ mod tests {
     fn oversize_terminal_becomes_a_bounded_dead_letter_keyed_by_request_id() {
         let i = input(b"x", &[("trace-id", Some(b"t"))]);
         let big = Output {
-            role: TopicRole::Final,
+            role: OutputRole::Final,
             topic: "final".into(),
             key: Some(b"req-1".to_vec()),
             payload: Some(vec![b'a'; 10_000]),
@@ -451,7 +452,7 @@ mod tests {
             .concat(),
         };
         let r = oversize_replacement(&big, &i, Some("req-1"), &CoreSettings::default(), "dlq", 0);
-        assert_eq!(r.role, TopicRole::DeadLetter);
+        assert_eq!(r.role, OutputRole::DeadLetter);
         assert_eq!(r.topic, "dlq");
         assert_eq!(r.key.as_deref(), Some(&b"req-1"[..]));
         assert_eq!(text(r.header(H_ERROR_KIND)), Some("too_large"));
@@ -459,7 +460,7 @@ mod tests {
         assert_eq!(text(r.header(H_INPUT_OFFSET)), Some("41"));
         assert!(r.payload.as_ref().is_some_and(|p| p.len() < 10_000));
         let audit = Output {
-            role: TopicRole::Audit,
+            role: OutputRole::Audit,
             topic: "audit".into(),
             ..big
         };
@@ -471,7 +472,7 @@ mod tests {
             "dlq",
             0,
         );
-        assert_eq!((r.role, r.topic.as_str()), (TopicRole::Audit, "audit"));
+        assert_eq!((r.role, r.topic.as_str()), (OutputRole::Audit, "audit"));
         assert!(r.header(H_ERROR_KIND).is_none());
     }
 

@@ -4,6 +4,11 @@
 //! ([`Delivery::on_revoke`]); losing the assignment (not handed over) makes
 //! the worker not ready until partitions come back.
 //!
+//! The one tie between rooms that points both ways, and must: the context
+//! holds the [`Delivery`] (a revocation has to settle the revoked
+//! partitions' outputs and offsets before librdkafka hands them over), and
+//! the delivery's consumer type names this context (`BaseConsumer<WorkerContext>`).
+//!
 //! Must not know the HTTP server: readiness goes out through [`Readiness`],
 //! which the shell implements. Both callbacks and loop run on the consumer
 //! thread; the mutex is never held across `poll`.
@@ -19,11 +24,12 @@ use rdkafka::statistics::Statistics;
 
 use super::client;
 use super::delivery::Delivery;
+use super::error::WorkerError;
 use super::events::{
     ClientError, InternalEvent, Lifecycle, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
 };
 use super::offsets::TopicPartition;
-use super::worker::{WorkerError, WorkerReport};
+use super::worker_report::WorkerReport;
 use crate::metrics::Metrics;
 
 /// Minimum spacing of repeated client-error logs.
@@ -33,6 +39,9 @@ const ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
 /// implements it).
 pub trait Readiness: Send + Sync {
     fn set_ready(&self, ready: bool);
+    /// A shutdown drain started: not ready from now on, whatever
+    /// `set_ready` says later.
+    fn begin_drain(&self);
 }
 
 /// State shared by the consume loop and the rebalance callbacks.
@@ -49,7 +58,7 @@ impl LoopState {
     }
 }
 
-pub struct GateContext {
+pub struct WorkerContext {
     metrics: Arc<Metrics>,
     readiness: Arc<dyn Readiness>,
     input_topic: String,
@@ -70,7 +79,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl GateContext {
+impl WorkerContext {
     pub fn new(
         metrics: Arc<Metrics>,
         readiness: Arc<dyn Readiness>,
@@ -78,8 +87,8 @@ impl GateContext {
         lag: bool,
         delivery: Box<dyn Delivery>,
         unassigned_timeout: Duration,
-    ) -> GateContext {
-        GateContext {
+    ) -> WorkerContext {
+        WorkerContext {
             metrics,
             readiness,
             input_topic,
@@ -94,6 +103,11 @@ impl GateContext {
             lost_at: Mutex::new(None),
             unassigned_timeout,
         }
+    }
+
+    /// The worker is draining (stopping, or stopped by a fatal error).
+    pub fn begin_drain(&self) {
+        self.readiness.begin_drain();
     }
 
     pub fn state(&self) -> MutexGuard<'_, LoopState> {
@@ -118,7 +132,7 @@ impl GateContext {
     }
 }
 
-impl ClientContext for GateContext {
+impl ClientContext for WorkerContext {
     fn stats(&self, stats: Statistics) {
         if !self.lag {
             return;
@@ -158,7 +172,7 @@ impl ClientContext for GateContext {
     }
 }
 
-impl ConsumerContext for GateContext {
+impl ConsumerContext for WorkerContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;

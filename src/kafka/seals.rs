@@ -42,6 +42,38 @@ pub fn decode_head(metadata: &str) -> Option<ChainHead> {
     Some(ChainHead { next_seq, prev })
 }
 
+/// Why a committed offset's metadata holds no chain head. The labels are
+/// the `reason` of `groundgate_audit_chain_restarts_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartReason {
+    /// Empty: committed before sealing was on, or by a tool that writes no
+    /// metadata (e.g. an offset reset).
+    NoHead,
+    /// Bytes that are not UTF-8: written by something else, or damaged.
+    NotUtf8,
+    /// Text that is not a head of ours (another prefix, a malformed head).
+    Foreign,
+}
+
+impl RestartReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartReason::NoHead => "no_head",
+            RestartReason::NotUtf8 => "not_utf8",
+            RestartReason::Foreign => "foreign",
+        }
+    }
+}
+
+/// What a committed offset's metadata bytes say: a chain head, or why not.
+pub fn read_head(metadata: &[u8]) -> Result<ChainHead, RestartReason> {
+    if metadata.is_empty() {
+        return Err(RestartReason::NoHead);
+    }
+    let text = std::str::from_utf8(metadata).map_err(|_| RestartReason::NotUtf8)?;
+    decode_head(text).ok_or(RestartReason::Foreign)
+}
+
 /// Where a partition's chain starts when this worker takes it over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resume {
@@ -49,19 +81,21 @@ pub enum Resume {
     Fresh,
     /// The committed offset carries the head after its last seal.
     Continue(ChainHead),
-    /// An offset is committed without a head of ours (first run with
-    /// sealing, or another tool committed): a new chain starts at seq 0 and
-    /// the rows before `committed` stay unsealed.
-    NewChain { committed: i64 },
+    /// An offset is committed without a head of ours: a new chain starts at
+    /// seq 0 and the rows before `committed` stay unsealed.
+    NewChain {
+        committed: i64,
+        reason: RestartReason,
+    },
 }
 
 impl Resume {
-    /// From the committed offset (if any) and its metadata.
-    pub fn from_committed(committed: Option<i64>, metadata: &str) -> Resume {
-        match (committed, decode_head(metadata)) {
-            (_, Some(h)) => Resume::Continue(h),
-            (None, None) => Resume::Fresh,
-            (Some(committed), None) => Resume::NewChain { committed },
+    /// From the committed offset (if any) and its metadata bytes.
+    pub fn from_committed(committed: Option<i64>, metadata: &[u8]) -> Resume {
+        match (committed, read_head(metadata)) {
+            (_, Ok(h)) => Resume::Continue(h),
+            (None, Err(_)) => Resume::Fresh,
+            (Some(committed), Err(reason)) => Resume::NewChain { committed, reason },
         }
     }
 
@@ -284,13 +318,49 @@ mod tests {
             prev: [1; 32],
         };
         assert_eq!(
-            Resume::from_committed(Some(10), &encode_head(&h)),
+            Resume::from_committed(Some(10), encode_head(&h).as_bytes()),
             Resume::Continue(h)
         );
-        assert_eq!(Resume::from_committed(None, ""), Resume::Fresh);
-        let upgraded = Resume::from_committed(Some(10), "");
-        assert_eq!(upgraded, Resume::NewChain { committed: 10 });
+        assert_eq!(Resume::from_committed(None, b""), Resume::Fresh);
+        let upgraded = Resume::from_committed(Some(10), b"");
+        assert_eq!(
+            upgraded,
+            Resume::NewChain {
+                committed: 10,
+                reason: RestartReason::NoHead
+            }
+        );
         assert_eq!(upgraded.head(), ChainHead::START);
+    }
+
+    #[test]
+    fn unreadable_metadata_is_a_restart_with_its_reason() {
+        let h = ChainHead {
+            next_seq: 3,
+            prev: [1; 32],
+        };
+        assert_eq!(read_head(encode_head(&h).as_bytes()), Ok(h));
+        assert_eq!(read_head(b""), Err(RestartReason::NoHead));
+        assert_eq!(read_head(b"\xffgg-seal"), Err(RestartReason::NotUtf8));
+        assert_eq!(read_head(b"other-tool:7"), Err(RestartReason::Foreign));
+        let mut damaged = encode_head(&h).into_bytes();
+        damaged[0] = b'G';
+        assert_eq!(read_head(&damaged), Err(RestartReason::Foreign));
+        assert_eq!(
+            Resume::from_committed(Some(5), b"\xfe\xff"),
+            Resume::NewChain {
+                committed: 5,
+                reason: RestartReason::NotUtf8
+            }
+        );
+        let labels: Vec<&str> = [
+            RestartReason::NoHead,
+            RestartReason::NotUtf8,
+            RestartReason::Foreign,
+        ]
+        .map(RestartReason::as_str)
+        .into();
+        assert_eq!(labels, crate::metrics::CHAIN_RESTART_REASONS);
     }
 
     #[test]

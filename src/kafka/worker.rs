@@ -2,7 +2,7 @@
 //! the terminal record and the audit row (sealed, per input partition, by
 //! audit seals: `super::seals`), and only then let the input offset be
 //! committed. The loop reads as the algorithm:
-//! room → poll a batch → process → build outputs → publish → (offsets).
+//! capacity → poll a batch → process → build outputs → publish → (offsets).
 //!
 //! Rooms: `super::outputs` (what each record becomes: key, value, headers),
 //! `super::delivery` with `super::at_least_once` and
@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
@@ -35,25 +34,22 @@ use tokio_util::sync::CancellationToken;
 
 use super::at_least_once::AtLeastOnce;
 use super::client::{self, FutureProducer};
-use super::delivery::{Delivery, Flow, Oversize, Pending};
-use super::error::classify;
+use super::delivery::{Delivery, Flow, Pending, TooLargeReplacer};
+pub use super::error::{PublishFailure, WorkerError};
 use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
 use super::offsets::TopicPartition;
-use super::outputs::{self, InputRecord};
+use super::outputs::{self, Consumed};
+pub use super::worker_report::WorkerReport;
 // The header names are the output contract (defined in `outputs`); re-exported
 // here because consumers of the worker read them.
-pub use super::outputs::{
-    H_ERROR_DETAIL, H_ERROR_KIND, H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TIMESTAMP,
-    H_INPUT_TOPIC, OWN_HEADER_PREFIX, RENAMED_PREFIX,
-};
-use super::rebalance::GateContext;
 pub use super::rebalance::Readiness;
+use super::rebalance::WorkerContext;
 use super::seals::{Chains, SealSettings};
-use crate::audit::keys::{KeyError, load_signing_key};
+use crate::audit::keys::load_signing_key;
 use crate::audit::seal::row_hash;
 use crate::config::{Config, Guarantee};
-use crate::core::{Outcome, OutcomeKind, RecordMeta, process};
+use crate::core::{Outcome, RecordMeta, process};
 use crate::metrics::Metrics;
 
 /// How long one poll waits for a record.
@@ -61,93 +57,14 @@ const POLL: Duration = Duration::from_millis(100);
 /// Records taken from one poll round; bounds the work between offset and
 /// transaction checks.
 const BATCH_MAX: usize = 256;
+/// The share of `kafka.drain_deadline_ms` (1/`CLOSE_SHARE`) kept for
+/// closing the consumer once the deliveries settled and the producer
+/// flushed: `groundgate run`'s watchdog ends the process at the full
+/// deadline.
+const CLOSE_SHARE: u32 = 5;
 /// Below this many records a batch is validated on the consume thread alone
 /// (waking the validation pool would cost more than it saves).
 const PARALLEL_MIN: usize = 8;
-
-/// What a worker did, returned when it stops.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct WorkerReport {
-    pub records: u64,
-    pub accepted: u64,
-    pub rejected: u64,
-    pub retry: u64,
-    pub dead_letter: u64,
-    pub transactions_committed: u64,
-    pub transactions_aborted: u64,
-}
-
-impl WorkerReport {
-    fn count(&mut self, kind: OutcomeKind) {
-        self.records += 1;
-        match kind {
-            OutcomeKind::Accepted => self.accepted += 1,
-            OutcomeKind::Rejected => self.rejected += 1,
-            OutcomeKind::Retry => self.retry += 1,
-            OutcomeKind::DeadLetter => self.dead_letter += 1,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
-    #[error("cannot create the Kafka {which}: {source}")]
-    Client {
-        which: &'static str,
-        source: KafkaError,
-    },
-    #[error("cannot subscribe to topic {topic}: {source}")]
-    Subscribe { topic: String, source: KafkaError },
-    #[error(
-        "exactly-once needs brokers that support transactions (Apache Kafka 2.5 or later, transaction state log available), and initialising the transactional producer failed: {0}. Use --guarantee at-least-once with this cluster"
-    )]
-    TransactionsUnsupported(KafkaError),
-    #[error(transparent)]
-    Publish(Box<PublishFailure>),
-    #[error(
-        "transaction failed fatally (another worker with the same transactional.id may have fenced this one): {0}"
-    )]
-    Transaction(KafkaError),
-    #[error("the worker thread stopped unexpectedly: {0}")]
-    Thread(String),
-    #[error("audit signing key: {0}")]
-    SigningKey(#[from] KeyError),
-    #[error(
-        "cannot read the committed offset of input partition {partition} (where its audit chain continues): {source}"
-    )]
-    ChainHead { partition: i32, source: KafkaError },
-    #[error(
-        "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
-    )]
-    Unassigned(Duration),
-}
-
-/// An output that could not be published; its input offset stays uncommitted.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "publishing to {topic} ({role}) failed ({class}): {source}; the input record {input} was not committed and will be processed again after a restart"
-)]
-pub struct PublishFailure {
-    pub role: &'static str,
-    pub topic: String,
-    pub input: String,
-    pub class: &'static str,
-    pub source: KafkaError,
-}
-
-impl WorkerError {
-    /// Whether restarting the worker as-is may succeed (broker-side trouble)
-    /// rather than needing an operator (configuration, authorization, fencing).
-    pub fn is_retriable(&self) -> bool {
-        match self {
-            WorkerError::Publish(p) => classify(&p.source).is_transient(),
-            WorkerError::Thread(_) | WorkerError::Unassigned(_) | WorkerError::ChainHead { .. } => {
-                true
-            }
-            _ => false,
-        }
-    }
-}
 
 /// What the worker does with each record between consuming and publishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +158,7 @@ pub async fn run_worker_with(
         .metrics
         .consumer_lag
         .then(|| config.metrics.statistics_interval.as_millis() as u64);
-    let ctx = GateContext::new(
+    let ctx = WorkerContext::new(
         metrics.clone(),
         readiness.clone(),
         k.topics.input.clone(),
@@ -249,7 +166,7 @@ pub async fn run_worker_with(
         delivery,
         k.unassigned_timeout,
     );
-    let consumer: BaseConsumer<GateContext> = client::consumer(k, &bootstrap, stats_ms)
+    let consumer: BaseConsumer<WorkerContext> = client::consumer(k, &bootstrap, stats_ms)
         .create_with_context(ctx)
         .map_err(|source| WorkerError::Client {
             which: "consumer",
@@ -261,6 +178,14 @@ pub async fn run_worker_with(
             topic: k.topics.input.clone(),
             source,
         })?;
+    // Not ready from the moment a drain starts, not only once it is over.
+    let draining = {
+        let (readiness, shutdown) = (readiness.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            readiness.begin_drain();
+        })
+    };
     Lifecycle::Started {
         input: &k.topics.input,
         group: &k.group_id,
@@ -276,8 +201,9 @@ pub async fn run_worker_with(
         Lifecycle::LeftGroup.emit(&metrics);
         result
     })
-    .await
-    .map_err(|e| WorkerError::Thread(e.to_string()))?;
+    .await;
+    draining.abort();
+    let result = result.map_err(|e| WorkerError::Thread(e.to_string()))?;
     readiness.set_ready(false);
     result
 }
@@ -303,10 +229,10 @@ fn seal_settings(config: &Config) -> Result<SealSettings, WorkerError> {
     })
 }
 
-/// The algorithm: while running, ask the delivery for room, poll a batch,
+/// The algorithm: while running, ask the delivery for capacity, poll a batch,
 /// validate it, build and publish each record's outputs; then finish once.
 fn consume_loop(
-    consumer: &BaseConsumer<GateContext>,
+    consumer: &BaseConsumer<WorkerContext>,
     producer: &FutureProducer,
     config: &Arc<Config>,
     metrics: &Metrics,
@@ -315,26 +241,26 @@ fn consume_loop(
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
     while !shutdown.is_cancelled() {
-        let room = {
+        let capacity = {
             let mut st = ctx.state();
             if st.fatal.is_some() {
                 break;
             }
             match ctx
                 .check_assigned()
-                .and_then(|()| st.delivery.room(consumer, BATCH_MAX))
+                .and_then(|()| st.delivery.capacity(consumer, BATCH_MAX))
             {
-                Ok(room) => room,
+                Ok(n) => n,
                 Err(e) => {
                     st.fail(e);
                     break;
                 }
             }
         };
-        if room == 0 {
+        if capacity == 0 {
             continue;
         }
-        let batch = poll_batch(consumer, room);
+        let batch = poll_batch(consumer, capacity);
         if batch.is_empty() {
             continue;
         }
@@ -348,7 +274,7 @@ fn consume_loop(
 
 /// Validates a batch and hands each record's outputs to the delivery.
 fn publish_batch(
-    consumer: &BaseConsumer<GateContext>,
+    consumer: &BaseConsumer<WorkerContext>,
     batch: &[BorrowedMessage<'_>],
     config: &Arc<Config>,
     metrics: &Metrics,
@@ -366,7 +292,7 @@ fn publish_batch(
             .headers()
             .map(|h| h.iter().map(|h| (h.key, h.value)).collect())
             .unwrap_or_default();
-        let input = InputRecord {
+        let input = Consumed {
             topic: msg.topic(),
             partition: msg.partition(),
             offset: msg.offset(),
@@ -399,7 +325,7 @@ fn publish_batch(
             offset,
             input_ts_ms: input.timestamp_ms,
             outputs,
-            oversize: Oversize {
+            oversize: TooLargeReplacer {
                 config: config.clone(),
                 request_id,
             },
@@ -416,7 +342,7 @@ fn publish_batch(
 /// already fetched. If partitions were revoked meanwhile, records of
 /// partitions no longer assigned are dropped: their offsets were never
 /// stored, so their new owner reads them again.
-fn poll_batch(consumer: &BaseConsumer<GateContext>, max: usize) -> Vec<BorrowedMessage<'_>> {
+fn poll_batch(consumer: &BaseConsumer<WorkerContext>, max: usize) -> Vec<BorrowedMessage<'_>> {
     let ctx = consumer.context();
     let mut batch = Vec::new();
     let mut timeout = POLL;
@@ -481,23 +407,26 @@ fn validate(batch: &[BorrowedMessage<'_>], config: &Config, step: Step) -> Vec<O
     }
 }
 
-/// The single shutdown path: the delivery settles within the drain deadline,
-/// the producer flushes, and the report (or the fatal error) comes back.
+/// The single shutdown path: the delivery settles and the producer flushes
+/// within the drain deadline less the share kept for closing the consumer,
+/// and the report (or the fatal error) comes back.
 fn finish(
-    consumer: &BaseConsumer<GateContext>,
+    consumer: &BaseConsumer<WorkerContext>,
     producer: &FutureProducer,
     config: &Config,
     metrics: &Metrics,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
-    let deadline = Instant::now() + config.kafka.drain_deadline;
+    ctx.begin_drain();
+    let drain = config.kafka.drain_deadline;
+    let deadline = Instant::now() + drain - drain / CLOSE_SHARE;
     let mut st = ctx.state();
     let failed = st.fatal.is_some();
     if let Err(e) = st.delivery.finish(consumer, deadline, failed) {
         st.fail(e);
     }
     let remaining = deadline.saturating_duration_since(Instant::now());
-    if let Err(e) = producer.flush(Timeout::After(remaining.max(Duration::from_secs(1)))) {
+    if let Err(e) = producer.flush(Timeout::After(remaining)) {
         Lifecycle::FlushIncomplete { error: &e }.emit(metrics);
     }
     let mut report = st.report.clone();

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::BIN;
+use crate::common::{BIN, problem_kinds};
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -61,15 +61,6 @@ fn lines(file: &Path) -> Vec<String> {
 
 fn write_lines(file: &Path, lines: &[String]) {
     std::fs::write(file, lines.join("\n") + "\n").unwrap();
-}
-
-fn problem_kinds(report: &Value) -> Vec<String> {
-    report["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
@@ -256,4 +247,157 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = run(&["audit", "verify", "/nonexistent/audit.jsonl"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// A signed trail and its public key, sealed every 50 rows.
+fn signed_trail(dir: &Path) -> (PathBuf, PathBuf) {
+    let prefix = dir.join("k1");
+    let o = run(&["audit", "keygen", "--out", prefix.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let config = format!(
+        "[audit]\nseal_every = 50\nsigning_key_file = {:?}\n",
+        prefix.with_extension("key")
+    );
+    (checked_trail(dir, &config), prefix.with_extension("pub"))
+}
+
+fn is_seal(line: &str) -> bool {
+    line.contains("groundgate.seal/v1")
+}
+
+/// `line` with its first `"outcome":"…"` replaced by `outcome`.
+fn with_outcome(line: &str, outcome: &str) -> String {
+    let mut v: Value = serde_json::from_str(line).unwrap();
+    assert_ne!(v["outcome"], outcome, "{line}");
+    v["outcome"] = Value::from(outcome);
+    serde_json::to_string(&v).unwrap()
+}
+
+#[test]
+fn a_trail_stripped_of_seals_or_of_its_last_seal_does_not_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trail, key) = signed_trail(dir.path());
+    let all = lines(&trail);
+    assert!(
+        is_seal(all.last().unwrap()),
+        "check ends its trail with a seal"
+    );
+    let key = key.to_str().unwrap();
+    let tampered = dir.path().join("tampered.jsonl");
+
+    // Every seal deleted and a row's outcome edited.
+    let mut t: Vec<String> = all.iter().filter(|l| !is_seal(l)).cloned().collect();
+    t[3] = with_outcome(&t[3], "rejected");
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--public-key", key]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["unsealed_tail"]);
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([1, 300]));
+    // Asking for a live tail does not excuse it when signatures are required.
+    let (code, r) = verify(&tampered, &["--public-key", key, "--allow-unsealed-tail"]);
+    assert_eq!(code, 1, "{r}");
+    // Without a key the reader may accept a live tail, and it is counted.
+    let (code, r) = verify(&tampered, &["--allow-unsealed-tail"]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["chains"][0]["unsealed_tail"], 300);
+
+    // Only the last seal deleted: its 50 rows could be edited unnoticed.
+    let mut t = all.clone();
+    t.pop();
+    let last = t.len() - 1;
+    t[last] = with_outcome(&t[last], "rejected");
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--public-key", key]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["unsealed_tail"]);
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([251, 300]));
+    let o = run(&["audit", "verify", tampered.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("--allow-unsealed-tail"), "{}", text(&o));
+}
+
+#[test]
+fn a_copy_of_a_sealed_row_with_another_outcome_is_a_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trail, key) = signed_trail(dir.path());
+    let key = key.to_str().unwrap();
+    let all = lines(&trail);
+    let tampered = dir.path().join("tampered.jsonl");
+    let row = all.iter().find(|l| l.contains("\"offset\":100,")).unwrap();
+
+    // The same row processed again (only `ts` differs): a redelivery.
+    let mut again: Value = serde_json::from_str(row).unwrap();
+    again["ts"] = Value::from(again["ts"].as_i64().unwrap() + 1_000_000);
+    let mut t = all.clone();
+    t.push(serde_json::to_string(&again).unwrap());
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--public-key", key]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["chains"][0]["redeliveries"], 1);
+
+    // Same answer_hash, flipped outcome: a conflict.
+    let flipped = with_outcome(
+        row,
+        if row.contains("\"outcome\":\"accepted\"") {
+            "rejected"
+        } else {
+            "accepted"
+        },
+    );
+    let mut t = all.clone();
+    t.push(flipped);
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--public-key", key]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["conflict"]);
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([100, 100]));
+}
+
+#[test]
+fn a_row_for_an_offset_past_the_input_is_not_an_acceptable_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
+    let mut t = lines(&trail);
+    let row = t.iter().find(|l| !is_seal(l)).unwrap();
+    let mut ghost: Value = serde_json::from_str(row).unwrap();
+    ghost["input"]["offset"] = Value::from(999_999);
+    t.push(serde_json::to_string(&ghost).unwrap());
+    let tampered = dir.path().join("tampered.jsonl");
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["unsealed_tail", "gap"]);
+    assert_eq!(
+        r["problems"][0]["offsets"],
+        serde_json::json!([999_999, 999_999])
+    );
+}
+
+#[test]
+fn nothing_to_verify_is_not_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let (code, r) = verify(&empty, &[]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["nothing_to_verify"]);
+    let o = run(&["audit", "verify", empty.to_str().unwrap()]);
+    assert!(!text(&o).contains("verified:"), "{}", text(&o));
+
+    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
+    let o = run(&[
+        "audit",
+        "verify",
+        trail.to_str().unwrap(),
+        "--from",
+        "10",
+        "--to",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("nothing would be verified"),
+        "{}",
+        text(&o)
+    );
 }

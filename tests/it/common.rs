@@ -280,6 +280,16 @@ pub fn samples(metrics: &str, name: &str) -> BTreeMap<String, f64> {
     out
 }
 
+/// The `kind` of every problem in an `audit verify --json` report, in order.
+pub fn problem_kinds(report: &serde_json::Value) -> Vec<String> {
+    report["problems"]
+        .as_array()
+        .expect("problems array")
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
 /// Sum of the samples of `name` whose labels contain `label_filter` (e.g. `outcome="accepted"`).
 pub fn sum_where(metrics: &str, name: &str, label_filter: &str) -> f64 {
     samples(metrics, name)
@@ -331,7 +341,7 @@ pub fn header(m: &rdkafka::message::OwnedMessage, key: &str) -> Option<String> {
 
 /// The input (partition, offset) an output record was made from, by its headers.
 pub fn coords(m: &rdkafka::message::OwnedMessage) -> (i32, i64) {
-    use groundgate::kafka::worker::{H_INPUT_OFFSET, H_INPUT_PARTITION};
+    use groundgate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION};
     let p = header(m, H_INPUT_PARTITION).expect("partition header");
     let o = header(m, H_INPUT_OFFSET).expect("offset header");
     (p.parse().unwrap(), o.parse().unwrap())

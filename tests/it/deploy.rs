@@ -330,6 +330,10 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
         named(&alerts, "groundgate_audit_seal_failures_total"),
         ["GroundgateAuditSealFailures"]
     );
+    assert_eq!(
+        named(&alerts, "groundgate_audit_chain_restarts_total"),
+        ["GroundgateAuditChainRestarted"]
+    );
     // "Seals stopped" only while the same worker still processes records:
     // an idle worker does not seal.
     let stopped = &alerts

@@ -152,11 +152,12 @@ fn labelled_subset_keeps_its_auc() {
         label_field: "label".into(),
         misses: 0,
     };
-    let (_, scored) = groundgate::eval::score_file(&args).unwrap();
+    let (_, scored) = groundgate::batch::eval::score_file(&args).unwrap();
     assert_eq!(scored.len(), 300);
-    let auc = groundgate::eval::auc(&scored).unwrap();
+    let auc = groundgate::batch::eval::auc(&scored).unwrap();
     assert!(auc >= 0.95, "AUC {auc:.3} fell below the 0.95 floor");
-    let c = groundgate::eval::Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
+    let c =
+        groundgate::batch::eval::Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
     assert!(
         c.balanced_accuracy() >= 0.90,
         "balanced accuracy {:.3} fell below the 0.90 floor",

@@ -430,3 +430,49 @@ fn bench_runs_all_three_and_reports_ratios() {
         );
     }
 }
+
+/// The broker vanishes, then the worker is told to stop: shutdown is
+/// bounded by `kafka.drain_deadline_ms` whatever the Kafka clients do (a
+/// consumer close can block for good then), and `/readyz` turns 503 as soon
+/// as the drain starts.
+#[test]
+fn sigterm_after_the_broker_vanished_ends_within_the_drain_deadline() {
+    let (mut broker, bs) = dev_broker(2);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("groundgate.toml");
+    std::fs::write(
+        &config,
+        "[kafka]\ngroup_id = \"vanished\"\ndrain_deadline_ms = 2000\n",
+    )
+    .unwrap();
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let log = dir.path().join("run.log");
+    let mut w = start_worker(&bs, &config, metrics, &log);
+    assert!(produce_synthetic(&bs, 20));
+    wait_for("the worker to be ready", WAIT, || {
+        http_get(metrics, "/readyz").filter(|(s, _)| *s == 200)
+    });
+
+    broker.signal("KILL");
+    broker.wait_exit(WAIT).expect("the broker is gone");
+    w.signal("TERM");
+    // From the signal on, never ready again: 503 until the process is gone.
+    wait_for("/readyz to stop answering 200", WAIT, || {
+        match http_get(metrics, "/readyz") {
+            Some((200, _)) => None,
+            _ => Some(()),
+        }
+    });
+    if let Some((status, body)) = http_get(metrics, "/readyz") {
+        assert_eq!(status, 503, "{body}");
+    }
+    let status = w.wait_exit(WAIT).expect("shutdown is bounded");
+    let text = std::fs::read_to_string(&log).unwrap();
+    match status.code() {
+        // Closed in time.
+        Some(0) => {}
+        // The watchdog gave up on a close that did not return.
+        Some(3) => assert!(text.contains("drain_deadline_ms"), "{text}"),
+        other => panic!("exit {other:?}: {text}"),
+    }
+}

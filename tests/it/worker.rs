@@ -7,11 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{BIN, OUTPUTS, committed, committed_with_metadata, coords, header};
+use crate::common::{
+    BIN, OUTPUTS, committed, committed_with_metadata, coords, header, problem_kinds,
+};
 use groundgate::config::{Config, Guarantee, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
 use groundgate::kafka::inspect;
+use groundgate::kafka::outputs;
 use groundgate::kafka::produce;
 use groundgate::kafka::worker::{self, WorkerError, WorkerReport};
 use groundgate::metrics::Metrics;
@@ -453,6 +456,34 @@ fn json_of(m: &OwnedMessage) -> Value {
 /// Every input has at least one audit row and as many terminal records as
 /// audit rows (duplicates come in pairs after a redelivery); returns the
 /// distinct input coordinates seen.
+/// A broker holding `n` mixed input records, whose next produce requests
+/// fail with `errors`, in order.
+async fn inputs_then_failing_produces(
+    n: u64,
+    errors: &[RDKafkaRespErr],
+) -> (EmbeddedBroker, String) {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    produce_mixed(&bs, n, 300).await;
+    broker
+        .cluster()
+        .request_errors(RDKafkaApiKey::Produce, errors);
+    (broker, bs)
+}
+
+/// Waits until every one of `n` inputs has its terminal record and audit
+/// row (exactly one pair each) and its offset committed by `group`.
+async fn all_delivered(bootstrap: &str, group: &str, n: u64) -> [Vec<OwnedMessage>; 4] {
+    let out = read_outputs(bootstrap, n as usize).await;
+    assert_eq!(
+        assert_pairs(&out).len(),
+        n as usize,
+        "one terminal record and one audit row per input"
+    );
+    assert_eq!(wait_committed(bootstrap, group, n as i64).await, n as i64);
+    out
+}
+
 fn assert_pairs(out: &[Vec<OwnedMessage>; 4]) -> BTreeSet<(i32, i64)> {
     let mut audits: BTreeMap<(i32, i64), usize> = BTreeMap::new();
     for m in &out[2] {
@@ -545,7 +576,10 @@ async fn end_to_end_mixed_stream_and_retry_round_trip() {
                 v["request_id"].as_str().unwrap().as_bytes()
             );
         }
-        assert_eq!(header(a, worker::H_INPUT_TOPIC).as_deref(), Some("answers"));
+        assert_eq!(
+            header(a, outputs::H_INPUT_TOPIC).as_deref(),
+            Some("answers")
+        );
     }
     let outcomes: BTreeMap<&str, usize> = outcomes.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(outcomes, expected);
@@ -671,7 +705,7 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
             .find(|(k, _)| k.as_deref() == d.key())
             .expect("dead letter keeps the original key");
         match &original.1 {
-            // Too large: a bounded summary instead of the bytes (issue 9).
+            // Too large: a bounded summary instead of the bytes.
             Some(v) if v.len() > 8192 => {
                 let b = json_of(d);
                 assert_eq!(b["kind"], "too_large");
@@ -691,9 +725,9 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
                 "empty stays empty"
             ),
         }
-        let kind = header(d, worker::H_ERROR_KIND).unwrap();
-        assert!(header(d, worker::H_ERROR_DETAIL).is_some_and(|s| !s.is_empty()));
-        assert!(header(d, worker::H_INPUT_TIMESTAMP).is_some());
+        let kind = header(d, outputs::H_ERROR_KIND).unwrap();
+        assert!(header(d, outputs::H_ERROR_DETAIL).is_some_and(|s| !s.is_empty()));
+        assert!(header(d, outputs::H_INPUT_TIMESTAMP).is_some());
         kinds.insert(
             String::from_utf8_lossy(d.key().unwrap_or(b"")).into_owned(),
             kind,
@@ -718,50 +752,36 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retriable_produce_errors_lose_nothing() {
-    let broker = broker();
-    let bs = broker.bootstrap();
     let n = 40;
-    produce_mixed(&bs, n, 300).await;
-    // The next produce requests fail with retriable errors; librdkafka and
-    // the worker retry them.
-    broker.cluster().request_errors(
-        RDKafkaApiKey::Produce,
-        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS; 6]
-            .iter()
-            .chain(&[RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT; 2])
-            .copied()
-            .collect::<Vec<_>>(),
-    );
+    // Retriable errors: librdkafka and the worker retry them.
+    let errors = [RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS; 6]
+        .iter()
+        .chain(&[RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT; 2])
+        .copied()
+        .collect::<Vec<_>>();
+    let (_broker, bs) = inputs_then_failing_produces(n, &errors).await;
     let w = start(&config(&bs, "g-retriable", Guarantee::AtLeastOnce), &bs);
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(assert_pairs(&out).len(), n as usize);
-    assert_eq!(wait_committed(&bs, "g-retriable", n as i64).await, n as i64);
+    all_delivered(&bs, "g-retriable", n).await;
     w.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
-    let broker = broker();
-    let bs = broker.bootstrap();
     let n = 6;
-    produce_mixed(&bs, n, 300).await;
-    // The broker refuses the next produce requests as too large (a topic
-    // whose max.message.bytes is below what the worker may send).
-    broker.cluster().request_errors(
-        RDKafkaApiKey::Produce,
+    // As from a topic whose max.message.bytes is below what the worker may
+    // send.
+    let (_broker, bs) = inputs_then_failing_produces(
+        n,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 2],
-    );
+    )
+    .await;
     let w = start(&config(&bs, "g-too-large", Guarantee::AtLeastOnce), &bs);
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(
-        assert_pairs(&out).len(),
-        n as usize,
-        "one terminal record and one audit row per input"
-    );
+    // Never retried forever: everything is committed.
+    let out = all_delivered(&bs, "g-too-large", n).await;
     // The refused outputs were replaced by their bounded stand-ins.
     let stand_ins: Vec<Value> = out[3]
         .iter()
-        .filter(|d| header(d, worker::H_ERROR_KIND).as_deref() == Some("too_large"))
+        .filter(|d| header(d, outputs::H_ERROR_KIND).as_deref() == Some("too_large"))
         .map(json_of)
         .chain(
             out[2]
@@ -776,22 +796,18 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
         assert!(text.contains("MSG_SIZE_TOO_LARGE"), "{text}");
         assert!(text.len() < 4096, "bounded: {text}");
     }
-    // Never retried forever: the worker is still running and commits everything.
-    assert_eq!(wait_committed(&bs, "g-too-large", n as i64).await, n as i64);
     assert!(!w.handle.is_finished(), "the worker must not stop");
     w.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_delivers() {
-    let broker = broker();
-    let bs = broker.bootstrap();
     let n = 20;
-    produce_mixed(&bs, n, 300).await;
-    broker.cluster().request_errors(
-        RDKafkaApiKey::Produce,
+    let (broker, bs) = inputs_then_failing_produces(
+        n,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 50],
-    );
+    )
+    .await;
     let cfg = config(&bs, "g-fatal", Guarantee::AtLeastOnce);
     let w = start(&cfg, &bs);
     let err = tokio::time::timeout(WAIT, w.handle)
@@ -811,13 +827,7 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
         .cluster()
         .clear_request_errors(RDKafkaApiKey::Produce);
     let w = start(&cfg, &bs);
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(
-        assert_pairs(&out).len(),
-        n as usize,
-        "everything arrives after the restart"
-    );
-    assert_eq!(wait_committed(&bs, "g-fatal", n as i64).await, n as i64);
+    all_delivered(&bs, "g-fatal", n).await;
     w.stop().await.unwrap();
 }
 
@@ -853,9 +863,7 @@ async fn broker_down_and_coordinator_moves_lose_nothing() {
         .cluster()
         .coordinator(MockCoordinator::Group("g-down".into()), 1)
         .unwrap();
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(assert_pairs(&out).len(), n as usize);
-    assert_eq!(wait_committed(&bs, "g-down", n as i64).await, n as i64);
+    all_delivered(&bs, "g-down", n).await;
     w.stop().await.unwrap();
 }
 
@@ -887,7 +895,7 @@ async fn seal_partitions(bootstrap: &str) -> BTreeSet<i32> {
     got
 }
 
-/// Regression (issue 11): a seal goes out only once every row it lists is
+/// A seal goes out only once every row it lists is
 /// acknowledged. The audit partitions that receive rows but no seal are led
 /// by a broker that is down while the first worker runs, so their rows are
 /// never acknowledged; everything else (the seals, the other rows, the
@@ -1035,13 +1043,8 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     let b = start(&cfg, &bs);
     read_outputs(&bs, (n / 4) as usize).await;
     let report_b = b.stop().await.unwrap();
-    let out = read_outputs(&bs, n as usize).await;
-    assert_eq!(
-        assert_pairs(&out).len(),
-        n as usize,
-        "nothing lost when a worker leaves"
-    );
-    assert_eq!(wait_committed(&bs, "g-rebalance", n as i64).await, n as i64);
+    // Nothing lost when a worker leaves.
+    all_delivered(&bs, "g-rebalance", n).await;
     let report_a = a.stop().await.unwrap();
     assert!(report_a.records + report_b.records >= n);
     // Partitions moved between the workers twice; their chains continued.
@@ -1126,4 +1129,157 @@ async fn exactly_once_fails_at_start_when_transactions_cannot_be_initialised() {
         "{text}"
     );
     assert!(!err.is_retriable(), "{text}");
+}
+
+/// `verify_audit_topic` with the input topic and `group` as the anchor.
+async fn verify_anchored(bootstrap: &str, group: &str, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["--input-topic", "answers", "--group", group];
+    args.extend_from_slice(extra);
+    verify_audit_topic(bootstrap, &args).await
+}
+
+/// Writes `row` onto the audit topic, as `kcat -P -t answers.audit` would.
+async fn append_audit(bootstrap: &str, row: &Value) {
+    let bytes = serde_json::to_vec(row).unwrap();
+    produce_values(bootstrap, "answers.audit", vec![bytes]).await;
+}
+
+/// Commits `offset` of input partition 0 for `group` with `metadata`, as a
+/// tool other than groundgate (or someone with admin rights on the group)
+/// would: a standalone commit, without joining the group.
+async fn commit_foreign(bootstrap: &str, group: &str, offset: i64, metadata: &str) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let (b, g, m) = (
+        bootstrap.to_string(),
+        group.to_string(),
+        metadata.to_string(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &b)
+            .set("group.id", &g)
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        let mut e = tpl.add_partition("answers", 0);
+        e.set_offset(rdkafka::Offset::Offset(offset)).unwrap();
+        e.set_metadata(m);
+        c.assign(&tpl).unwrap();
+        c.commit(&tpl, CommitMode::Sync).unwrap();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampering_with_the_audit_topic_is_caught() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    // Nothing on the audit topic yet: nothing verified is no pass.
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(problem_kinds(&report), ["nothing_to_verify"]);
+
+    produce_mixed(&bs, 40, 300).await;
+    let cfg = config(&bs, "g-tamper", Guarantee::AtLeastOnce);
+    let w = start(&cfg, &bs);
+    assert_eq!(wait_committed(&bs, "g-tamper", 40).await, 40);
+    w.stop().await.unwrap();
+    let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
+    assert_eq!(code, 0, "{report:#}");
+
+    // A copy of a sealed row with the same answer_hash and a flipped
+    // outcome, as `kcat -P -t answers.audit` would write it.
+    let rows = read_outputs(&bs, 40).await[2].clone();
+    let original = json_of(&rows[0]);
+    let mut flipped = original.clone();
+    flipped["outcome"] = json!(if original["outcome"] == "accepted" {
+        "rejected"
+    } else {
+        "accepted"
+    });
+    append_audit(&bs, &flipped).await;
+    let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(problem_kinds(&report), ["conflict"], "{report:#}");
+    let at = &original["input"];
+    assert_eq!(report["problems"][0]["partition"], at["partition"]);
+    assert_eq!(
+        report["problems"][0]["offsets"],
+        json!([at["offset"], at["offset"]])
+    );
+
+    // A row for an input offset the input topic never had.
+    let mut ghost = original.clone();
+    ghost["input"]["offset"] = json!(999_999);
+    append_audit(&bs, &ghost).await;
+    let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    let kinds = problem_kinds(&report);
+    assert!(kinds.contains(&"row_ghost".to_string()), "{report:#}");
+    // Without the input topic it is still no acceptable tail.
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        problem_kinds(&report).contains(&"unsealed_tail".to_string()),
+        "{report:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_committed_head_is_counted_logged_and_reported() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    produce_mixed(&bs, 40, 300).await;
+    // Another tool committed partition 0 of the workers' group, with
+    // metadata that is not a chain head.
+    commit_foreign(&bs, "g-foreign", 3, "other-tool:reset").await;
+    let (code, report) = verify_anchored(&bs, "g-foreign", &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    let unreadable: Vec<&Value> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "head_unreadable")
+        .collect();
+    assert_eq!(unreadable.len(), 1, "{report:#}");
+    assert_eq!(unreadable[0]["partition"], 0);
+    assert_eq!(unreadable[0]["offsets"], json!([3, 3]), "{report:#}");
+    assert!(
+        unreadable[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("foreign"),
+        "{report:#}"
+    );
+
+    // The worker restarts partition 0's chain at seq 0 there, and counts it.
+    let cfg = config(&bs, "g-foreign", Guarantee::AtLeastOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let before = crate::common::samples(&metrics.encode(), "groundgate_audit_chain_restarts_total");
+    assert_eq!(
+        before.get("reason=\"foreign\"").copied(),
+        Some(0.0),
+        "{before:?}"
+    );
+    let w = start_with(&cfg, &bs, metrics.clone());
+    assert_eq!(wait_committed(&bs, "g-foreign", 40).await, 40);
+    w.stop().await.unwrap();
+    let restarts =
+        crate::common::samples(&metrics.encode(), "groundgate_audit_chain_restarts_total");
+    assert_eq!(
+        restarts.get("reason=\"foreign\"").copied(),
+        Some(1.0),
+        "{restarts:?}"
+    );
+    assert_eq!(restarts.get("reason=\"no_head\"").copied(), Some(0.0));
+    // Once the worker committed a head again, the group anchors the trail
+    // from the restart on.
+    let (code, report) = verify_anchored(&bs, "g-foreign", &["--from", "3"]).await;
+    assert!(
+        !problem_kinds(&report).contains(&"head_unreadable".to_string()),
+        "{report:#}"
+    );
+    let _ = code;
 }

@@ -518,11 +518,7 @@ fn clip(s: &str) -> String {
     if s.len() <= MAX_SHOWN_BYTES {
         return s.to_string();
     }
-    let mut end = MAX_SHOWN_BYTES;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    format!("{}…", &s[..s.floor_char_boundary(MAX_SHOWN_BYTES)])
 }
 
 /// Splits the answer into plain and claim segments using the envelope's

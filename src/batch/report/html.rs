@@ -49,7 +49,7 @@ struct Page<'a> {
     legend: &'static [(&'static str, &'static str)],
 }
 
-/// Small helpers the template calls.
+/// Formatting functions the template calls.
 impl Page<'_> {
     fn pct(&self, n: &u64, of: &u64) -> String {
         if *of == 0 {

@@ -1,0 +1,117 @@
+//! Claims: where the answer's sentences begin and end, with the markers that
+//! belong to each. Pure; no scoring.
+
+use std::ops::Range;
+
+use crate::core::citation::Citation;
+
+/// Splits `answer` into claim spans: sentences end after `.`, `!`, `?` (or
+/// their full-width forms) followed by whitespace, and at every newline; the
+/// markers (and spaces) right after a sentence's end belong to it. Lines
+/// inside a code fence (and the fence lines) are not claims.
+pub(super) fn claim_spans(
+    answer: &str,
+    citations: &[Citation],
+    steps: &mut usize,
+) -> Vec<Range<usize>> {
+    let b = answer.as_bytes();
+    let mut spans = Vec::new();
+    let mut in_fence = false;
+    let mut cite = 0; // next citation not yet passed
+    let mut line_start = 0;
+    while line_start < b.len() {
+        let line_end = memchr::memchr(b'\n', &b[line_start..]).map_or(b.len(), |p| line_start + p);
+        *steps += line_end - line_start + 1;
+        let line = &answer[line_start..line_end];
+        if line.trim_start_matches([' ', '\t']).starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence {
+            let mut start = line_start;
+            let mut i = line_start;
+            let ascii = line.is_ascii();
+            while i < line_end {
+                if ascii {
+                    // Only `.`, `!`, `?` can end an ASCII sentence: jump to them.
+                    match memchr::memchr3(b'.', b'!', b'?', &b[i..line_end]) {
+                        Some(p) => i += p,
+                        None => break,
+                    }
+                }
+                let (end_len, is_end) = sentence_end(b, i, line_end);
+                if !is_end {
+                    i += 1;
+                    continue;
+                }
+                let mut end = i + end_len;
+                // Attach the markers that follow the sentence end.
+                loop {
+                    let mut j = end;
+                    while j < line_end && (b[j] == b' ' || b[j] == b'\t') {
+                        j += 1;
+                    }
+                    while cite < citations.len() && citations[cite].span.start < j {
+                        cite += 1;
+                    }
+                    match citations.get(cite) {
+                        Some(c) if c.span.start == j => {
+                            end = c.span.end;
+                            cite += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                push_span(answer, &mut spans, start..end);
+                start = end;
+                i = end.max(i + 1);
+            }
+            push_span(answer, &mut spans, start..line_end);
+        }
+        line_start = line_end + 1;
+    }
+    spans
+}
+
+/// Whether a sentence ends at `i`: terminal punctuation followed by
+/// whitespace, a marker, a closing quote/bracket, or the end of the line.
+pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool) {
+    // An initial ("H. Bruce") is not a sentence end.
+    if b[i] == b'.'
+        && i >= 1
+        && b[i - 1].is_ascii_uppercase()
+        && (i == 1 || !b[i - 2].is_ascii_alphanumeric())
+    {
+        return (0, false);
+    }
+    let len = match b[i] {
+        b'.' | b'!' | b'?' => 1,
+        // 。！？ (U+3002, U+FF01, U+FF1F)
+        0xE3 if b[i..line_end].starts_with("。".as_bytes()) => 3,
+        0xEF if b[i..line_end].starts_with("！".as_bytes())
+            || b[i..line_end].starts_with("？".as_bytes()) =>
+        {
+            3
+        }
+        _ => return (0, false),
+    };
+    let mut j = i + len;
+    while j < line_end && matches!(b[j], b'"' | b'\'' | b')') {
+        j += 1;
+    }
+    let next = b.get(j).copied();
+    let ends = j >= line_end
+        || len == 3
+        || matches!(next, Some(b' ' | b'\t' | b'\r'))
+        || (next == Some(b'[') && b.get(j + 1) == Some(&b'^'));
+    (j - i, ends)
+}
+
+pub(super) fn push_span(answer: &str, spans: &mut Vec<Range<usize>>, r: Range<usize>) {
+    // Trim surrounding whitespace; a span with no word character is not a claim.
+    let s = &answer[r.clone()];
+    let lead = s.len() - s.trim_start().len();
+    let trail = s.len() - s.trim_end().len();
+    let r = r.start + lead..r.end - trail;
+    if r.start < r.end && answer[r.clone()].chars().any(char::is_alphanumeric) {
+        spans.push(r);
+    }
+}

@@ -1,0 +1,317 @@
+//! Words: how text is cut into words, which words carry little content
+//! (stop words, fillers), which negate, and how numbers are folded and
+//! spelled. Pure tables and functions; no state.
+
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::core::terms::ascii_words;
+
+/// Calls `f(word, byte_offset, ascii)` for every word of `text` (UAX #29
+/// words with at least one letter or digit). ASCII runs take a scanner that
+/// follows the same rules for ASCII, 64 bytes at a time
+/// ([`ascii_words`]); anything else goes through `unicode-segmentation`.
+/// Whitespace never joins words, so the split at whitespace is exact.
+pub(super) fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize, bool)) {
+    // Each byte is visited a bounded number of times; count them once here.
+    *steps += text.len();
+    if text.is_ascii() {
+        ascii_words(text, 0, &mut |w, at| f(w, at, true));
+        return;
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let start = i;
+        let mut ascii = true;
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+            ascii &= bytes[i].is_ascii();
+            i += 1;
+        }
+        if start == i {
+            break;
+        }
+        // Both ends are ASCII whitespace or the text's ends: char boundaries.
+        let chunk = &text[start..i];
+        if ascii {
+            ascii_words(chunk, start, &mut |w, at| f(w, at, true));
+        } else {
+            for (off, w) in chunk.unicode_word_indices() {
+                f(w, start + off, w.is_ascii());
+            }
+        }
+    }
+}
+
+/// English stop words (case-folded, sorted): little checkable content, so
+/// they weigh `function_word_weight` (default low, not zero: an answer that
+/// wraps a fact in words its source never uses is less grounded).
+/// Negations are deliberately absent: see [`NEGATIONS`].
+pub(super) const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "it's",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Conversational fillers (sorted): never a term, whatever the weights.
+pub(super) const FILLERS: &[&str] = &[
+    "absolutely",
+    "actually",
+    "ah",
+    "certainly",
+    "definitely",
+    "hmm",
+    "indeed",
+    "lol",
+    "oh",
+    "ok",
+    "okay",
+    "really",
+    "sure",
+    "um",
+    "well",
+    "wow",
+    "yeah",
+    "yes",
+];
+
+/// Negations count as content words, weighted like entities: a claim that
+/// says "not" where its source does not is the cheapest contradiction to see.
+pub(super) const NEGATIONS: &[&str] = &["never", "no", "nor", "not", "none", "nothing", "without"];
+
+pub(super) fn is_stop(lower: &str) -> bool {
+    STOP_WORDS.binary_search(&lower).is_ok()
+}
+
+pub(super) fn is_filler(lower: &str) -> bool {
+    FILLERS.binary_search(&lower).is_ok()
+}
+
+pub(super) fn is_negation(lower: &str) -> bool {
+    NEGATIONS.binary_search(&lower).is_ok() || lower.ends_with("n't")
+}
+
+/// Case folding into a reused buffer. Numbers drop their digit-group
+/// separators so `1,000` and `1000` agree, and an ordinal or plural suffix
+/// after the last digit so `7th` and `7`, `1960s` and `1960` agree.
+pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
+    buf.clear();
+    let mut number = false;
+    if word.is_ascii() {
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+        number = word.bytes().any(|b| b.is_ascii_digit());
+    } else {
+        for c in word.chars() {
+            number |= c.is_numeric();
+            buf.extend(c.to_lowercase());
+        }
+    }
+    if number {
+        buf.retain(|c| c != ',' && c != '\'');
+        for suffix in ["st", "nd", "rd", "th", "s"] {
+            if let Some(rest) = buf.strip_suffix(suffix)
+                && rest.ends_with(|c: char| c.is_ascii_digit())
+            {
+                buf.truncate(rest.len());
+                break;
+            }
+        }
+    }
+    number
+}
+
+/// Small numbers in words and in digits (sorted by word): a claim's "2" is
+/// found in a source that says "two", and the other way round.
+pub(super) const SPELLED: &[(&str, &str)] = &[
+    ("eight", "8"),
+    ("eighteen", "18"),
+    ("eighty", "80"),
+    ("eleven", "11"),
+    ("fifteen", "15"),
+    ("fifty", "50"),
+    ("five", "5"),
+    ("forty", "40"),
+    ("four", "4"),
+    ("fourteen", "14"),
+    ("hundred", "100"),
+    ("nine", "9"),
+    ("nineteen", "19"),
+    ("ninety", "90"),
+    ("one", "1"),
+    ("seven", "7"),
+    ("seventeen", "17"),
+    ("seventy", "70"),
+    ("six", "6"),
+    ("sixteen", "16"),
+    ("sixty", "60"),
+    ("ten", "10"),
+    ("thirteen", "13"),
+    ("thirty", "30"),
+    ("thousand", "1000"),
+    ("three", "3"),
+    ("twelve", "12"),
+    ("twenty", "20"),
+    ("two", "2"),
+    ("zero", "0"),
+];
+
+/// The other spelling of `w` (as written in the claim) when it is a small
+/// number: its word for digits, its digits for a word. Digits are looked up
+/// for missing numbers only; words once per distinct word (the memo).
+pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
+    if number {
+        if w.len() > 4 {
+            return None;
+        }
+        return SPELLED
+            .iter()
+            .find_map(|&(word, digits)| (w == digits).then_some(word));
+    }
+    let b = w.as_bytes();
+    if !(3..=9).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let mut lower = [0u8; 9];
+    for (l, c) in lower.iter_mut().zip(b) {
+        *l = c.to_ascii_lowercase();
+    }
+    let lower = &lower[..b.len()];
+    SPELLED
+        .binary_search_by(|(word, _)| word.as_bytes().cmp(lower))
+        .ok()
+        .map(|i| SPELLED[i].1)
+}
+
+/// Whether `w` can open a sentence: a capital letter or a digit first.
+pub(super) fn starts_sentence(w: &str) -> bool {
+    match w.as_bytes().first() {
+        Some(b) if b.is_ascii() => b.is_ascii_uppercase() || b.is_ascii_digit(),
+        Some(_) => w.chars().next().is_some_and(|c| c.is_uppercase()),
+        None => false,
+    }
+}

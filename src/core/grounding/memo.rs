@@ -1,0 +1,174 @@
+//! The thread's word memo: case folding, the Snowball stemmer and each
+//! distinct word's classes, looked up once per word and kept across
+//! records (bounded). A memo of a pure function: it changes speed, never a
+//! result.
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+use super::lexicon::{SPELLED, fold_into, is_filler, is_negation, is_stop, spelled_other};
+use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
+
+/// What a case-folded word is, looked up once per distinct word.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct WordInfo {
+    /// What the source index knows it by: the stem's hash for a word, the
+    /// folded number's hash for a number.
+    pub(super) key: u64,
+    /// The key's dense number in this thread's [`Folder`]: where the source
+    /// index marks it (an array slot, not a hash probe).
+    pub(super) id: u32,
+    pub(super) number: bool,
+    pub(super) stop: bool,
+    pub(super) filler: bool,
+    pub(super) negation: bool,
+    /// Letters joined by `.` ("state.Aulani"): two sentences run together
+    /// without a space, or an abbreviation; sources also index the parts.
+    pub(super) dotted: bool,
+    /// The digits of a small number written as a word ("two": "2"), as
+    /// 1 + its index in [`SPELLED`]; 0 for none (one byte keeps the memo's
+    /// slots small).
+    pub(super) spelled: u8,
+}
+
+impl WordInfo {
+    /// The digits of a small number written as a word ("two": "2").
+    pub(super) fn spelled(&self) -> Option<&'static str> {
+        let i = usize::from(self.spelled.checked_sub(1)?);
+        SPELLED.get(i).map(|&(_, digits)| digits)
+    }
+}
+
+/// Most words remembered per thread by [`Folder`]'s memo; the memo starts
+/// over (between records) when full, so memory stays bounded.
+pub(super) const MEMO_WORDS: usize = 1 << 16;
+
+/// Slots a per-record table keeps between records; a bigger one (a record
+/// with huge sources) is given back.
+pub(super) const KEEP_SLOTS: usize = 1 << 16;
+
+/// Case folding, the stemmer and the thread's word memo.
+pub(super) struct Folder {
+    stemmer: Stemmer,
+    buf: String,
+    /// Memo of a pure function (case-folded word, by hash → [`WordInfo`]),
+    /// kept across records: vocabularies repeat, and the Snowball stemmer
+    /// is the costliest step per word. It changes only speed, never a result.
+    words: Table<WordInfo>,
+    /// Index key → dense id.
+    ids: Table<u32>,
+}
+
+impl Folder {
+    pub(super) fn new() -> Self {
+        Folder {
+            stemmer: Stemmer::create(Algorithm::English),
+            buf: String::with_capacity(64),
+            words: Table::with_capacity(1024),
+            ids: Table::with_capacity(1024),
+        }
+    }
+
+    /// Starts the memo over when full; only between records, so the ids a
+    /// record's index uses stay valid through it. Whether it did.
+    pub(super) fn reset_if_full(&mut self) -> bool {
+        if self.words.len() < MEMO_WORDS && self.ids.len() < MEMO_WORDS {
+            return false;
+        }
+        self.words.clear(usize::MAX);
+        self.ids.clear(usize::MAX);
+        true
+    }
+
+    /// Folds `word` (`ascii`: it is all ASCII): its index key, id and word
+    /// classes.
+    #[inline(always)]
+    pub(super) fn fold(&mut self, word: &str, ascii: bool) -> WordInfo {
+        if ascii {
+            self.fold_ascii(word, &ascii_word(word.as_bytes()))
+        } else {
+            self.fold_other(word)
+        }
+    }
+
+    /// Folds the ASCII `word` whose one-pass scan is `a`: hashed case-folded
+    /// in place, copied only when the memo has not seen it.
+    #[inline(always)]
+    pub(super) fn fold_ascii(&mut self, word: &str, a: &AsciiWord) -> WordInfo {
+        match self.words.get(a.hash) {
+            Some(info) => info,
+            None => self.learn_ascii(word, a.hash),
+        }
+    }
+
+    /// An ASCII word the memo has not seen.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn learn_ascii(&mut self, word: &str, surface: u64) -> WordInfo {
+        // Numbers folded exactly as `fold_into` folds them (separators and
+        // suffixes dropped); the memo only saves doing it again.
+        let info = if fold_into(&mut self.buf, word) {
+            self.number()
+        } else {
+            self.word()
+        };
+        *self.words.entry(surface) = info;
+        info
+    }
+
+    /// A word with non-ASCII characters: folded into `buf` first.
+    #[inline(never)]
+    pub(super) fn fold_other(&mut self, word: &str) -> WordInfo {
+        if fold_into(&mut self.buf, word) {
+            return self.number();
+        }
+        let surface = term_hash(&self.buf);
+        if let Some(info) = self.words.get(surface) {
+            return info;
+        }
+        let info = self.word();
+        *self.words.entry(surface) = info;
+        info
+    }
+
+    /// The folded number in `buf`.
+    pub(super) fn number(&mut self) -> WordInfo {
+        let key = term_hash(&self.buf);
+        WordInfo {
+            key,
+            id: self.id(key),
+            number: true,
+            ..WordInfo::default()
+        }
+    }
+
+    /// The case-folded word in `buf`: stem and classes.
+    pub(super) fn word(&mut self) -> WordInfo {
+        let buf = &self.buf;
+        let key = term_hash(&self.stemmer.stem(buf));
+        let (stop, filler, negation) = (is_stop(buf), is_filler(buf), is_negation(buf));
+        let dotted = buf.contains('.');
+        let spelled = spelled_other(buf, false)
+            .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
+            .map_or(0, |i| i as u8 + 1);
+        WordInfo {
+            key,
+            id: self.id(key),
+            number: false,
+            stop,
+            filler,
+            negation,
+            dotted,
+            spelled,
+        }
+    }
+
+    pub(super) fn id(&mut self, key: u64) -> u32 {
+        if let Some(id) = self.ids.get(key) {
+            return id;
+        }
+        // Fewer than MEMO_WORDS plus one record's words: fits.
+        let id = self.ids.len() as u32;
+        *self.ids.entry(key) = id;
+        id
+    }
+}

@@ -1,0 +1,422 @@
+use proptest::prelude::*;
+
+use super::lexicon::*;
+
+use super::*;
+use crate::core::citation;
+
+fn run(answer: &str, sources: &[&str]) -> Grounding {
+    let parsed = citation::parse(answer, sources.len());
+    analyze(
+        answer,
+        &parsed.citations,
+        sources,
+        &GroundingSettings::default(),
+    )
+}
+
+fn texts<'a>(answer: &'a str, g: &Grounding) -> Vec<&'a str> {
+    g.claims.iter().map(|c| &answer[c.span.clone()]).collect()
+}
+
+/// Asserts that the one claim of `answer` is fully supported by `source`.
+fn assert_fully_supported(answer: &str, source: &str) {
+    let g = run(answer, &[source]);
+    assert_eq!(g.claims[0].support, Some(1.0), "{answer}: {g:?}");
+}
+
+const NRR: &str =
+    "Net revenue retention fell from 118% to 109% as two enterprise accounts downgraded.";
+
+#[test]
+fn the_sample_claim_is_flagged_with_its_missing_terms() {
+    let answer = "Net revenue retention fell from 118% to 109% as two enterprise accounts downgraded[^1]. Mid-market churn rose after the March price change[^2]. Expansion revenue slowed in EMEA while APAC held steady[^1].";
+    let g = run(
+        answer,
+        &[NRR, "mid-market churn rose after the March price change."],
+    );
+    assert_eq!(g.claims.len(), 3);
+    let min = GroundingSettings::default().min_support;
+    for c in &g.claims[..2] {
+        assert!(
+            c.support.unwrap() >= min && c.unsupported_terms.is_empty(),
+            "{c:?}"
+        );
+    }
+    let c = &g.claims[2];
+    assert!(c.support.unwrap() < min, "{c:?}");
+    assert_eq!(&c.unsupported_terms[..2], ["emea", "apac"]);
+    assert_eq!(g.score, c.support);
+    let d = unsupported_detail(2, c);
+    assert!(
+        d.starts_with("sentence 3 cites [^1]: support 0.")
+            && d.contains("; not in source 1: \"emea\", \"apac\", \"expansion\""),
+        "{d}"
+    );
+    let f = findings(&g, &GroundingSettings::default());
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0.kind, crate::core::FindingKind::UnsupportedClaim);
+}
+
+#[test]
+fn a_wrong_number_is_unsupported_even_when_every_word_matches() {
+    let g = run(
+        "Net revenue retention fell from 118% to 104% as two enterprise accounts downgraded[^1].",
+        &[NRR],
+    );
+    assert_eq!(g.claims[0].support, Some(0.0));
+    assert_eq!(g.claims[0].unsupported_terms, ["104"]);
+    // The same claim with the right number is fully supported.
+    let g = run(
+        "Retention fell from 118% to 109% as two enterprise accounts downgraded[^1].",
+        &[NRR],
+    );
+    assert_eq!(g.claims[0].support, Some(1.0));
+}
+
+#[test]
+fn numbers_match_across_spellings_and_suffixes() {
+    assert_fully_supported(
+        "The duo earned 2 platinum albums in the 1960s[^1].",
+        "The duo earned two platinum albums in the 1960s.",
+    );
+    assert_fully_supported(
+        "It was released on June 7th 2010[^1].",
+        "It was released on June 7, 2010.",
+    );
+    assert_fully_supported("Five accounts churned[^1].", "5 accounts churned.");
+    // Sorted by word: `spelled_other` looks words up by binary search.
+    assert!(SPELLED.windows(2).all(|p| p[0].0 < p[1].0));
+    assert_eq!(spelled_other("Twelve", false), Some("12"));
+    assert_eq!(spelled_other("12", true), Some("twelve"));
+    assert_eq!(spelled_other("twelfth", false), None);
+    // A different number is still a wrong number, whatever the spelling.
+    let g = run(
+        "The duo earned 3 platinum albums[^1].",
+        &["The duo earned two platinum albums."],
+    );
+    assert_eq!(g.claims[0].support, Some(0.0));
+    assert_eq!(g.claims[0].unsupported_terms, ["3"]);
+}
+
+#[test]
+fn stems_and_case_match() {
+    let g = run(
+        "Enterprise ACCOUNT downgrades drove retention down[^1].",
+        &["Two enterprise accounts downgraded; retention dropped."],
+    );
+    let c = &g.claims[0];
+    // "drove" is the only term the source lacks.
+    assert_eq!(c.unsupported_terms, ["drove"]);
+    assert!(c.support.unwrap() > 0.5, "{c:?}");
+}
+
+#[test]
+fn claims_split_at_sentence_ends_with_their_markers() {
+    let answer = "First claim.[^1] Second one[^2]! Third without marker?\nFourth line\n\nFifth [^1][^2] here.";
+    let g = run(answer, &["a", "b"]);
+    assert_eq!(
+        texts(answer, &g),
+        [
+            "First claim.[^1]",
+            "Second one[^2]!",
+            "Third without marker?",
+            "Fourth line",
+            "Fifth [^1][^2] here."
+        ]
+    );
+    let markers: Vec<&[u32]> = g.claims.iter().map(|c| &c.markers[..]).collect();
+    assert_eq!(markers, [&[1][..], &[2], &[], &[], &[1, 2]]);
+    assert_eq!(g.claims[2].support, None);
+    assert_eq!(g.claims[4].sources, [1, 2]);
+    // Decimal points and abbreviations without a following space do not split.
+    let answer = "Margins were 3.5 points higher (e.g.in Q3) than planned[^1].";
+    assert_eq!(run(answer, &["x"]).claims.len(), 1);
+}
+
+#[test]
+fn fenced_code_is_not_a_claim() {
+    let answer = "Intro[^1].\n```rust\nlet x = 42; // [^1]\n```\nOutro[^1].";
+    let g = run(answer, &["Intro and outro."]);
+    assert_eq!(texts(answer, &g), ["Intro[^1].", "Outro[^1]."]);
+    assert_eq!(g.score, Some(1.0));
+}
+
+#[test]
+fn unresolvable_markers_leave_a_claim_uncited() {
+    let parsed = citation::parse("Claim about Paris[^3].", 1);
+    let settings = GroundingSettings {
+        uncited_claim: Some(crate::core::Action::Warn),
+        ..Default::default()
+    };
+    let g = analyze(
+        "Claim about Paris[^3].",
+        &parsed.citations,
+        &["a"],
+        &settings,
+    );
+    assert_eq!(g.claims[0].markers, [3]);
+    assert_eq!(g.claims[0].support, None);
+    assert_eq!(g.score, None);
+    assert_eq!(g.claims[0].checkable_terms, ["paris"]);
+}
+
+#[test]
+fn uncited_claims_are_reported_only_when_switched_on_and_checkable() {
+    let answer = "Revenue grew 12% in EMEA. It was a good quarter. Churn fell[^1].";
+    let parsed = citation::parse(answer, 1);
+    let mut s = GroundingSettings::default();
+    let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
+    assert!(findings(&g, &s).is_empty());
+    s.uncited_claim = Some(crate::core::Action::Warn);
+    let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
+    let f = findings(&g, &s);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].0.kind, crate::core::FindingKind::UncitedClaim);
+    assert_eq!(
+        f[0].0.detail,
+        "sentence 1 has no citation but states \"12\", \"emea\""
+    );
+}
+
+#[test]
+fn entities_past_the_sentence_start_are_held_to_the_cap() {
+    let g = run(
+        "The report was written by Alice Smith[^1].",
+        &["The report was written by the finance team."],
+    );
+    let c = &g.claims[0];
+    assert!(c.support.unwrap() <= GroundingSettings::default().missing_entity_cap);
+    assert_eq!(c.unsupported_terms, ["alice", "smith"]);
+}
+
+#[test]
+fn non_ascii_words_are_segmented() {
+    let g = run(
+        "Der Umsatz in München stieg[^1].",
+        &["In München stieg der Umsatz."],
+    );
+    assert!(g.claims[0].unsupported_terms.is_empty());
+    assert!(g.claims[0].support.unwrap() >= GroundingSettings::default().min_support);
+    let g = run("Ventes à Zürich[^1].", &["Ventes à Genève."]);
+    assert_eq!(g.claims[0].unsupported_terms, ["zürich"]);
+}
+
+#[test]
+fn prompt_addendum_lists_claims_and_missing_terms() {
+    let answer = "Expansion revenue slowed in EMEA[^1].";
+    let g = run(answer, &[NRR]);
+    let p = prompt_addendum(answer, &g, 0.6, false).unwrap();
+    assert!(
+        p.contains("sentence 1: \"Expansion revenue slowed in EMEA[^1].\""),
+        "{p}"
+    );
+    assert!(p.contains("missing: emea, expansion, slowed"), "{p}");
+    assert!(p.contains("cite a source that states these terms, or drop the claim"));
+    let g = run("Retention fell[^1].", &[NRR]);
+    assert_eq!(prompt_addendum("Retention fell[^1].", &g, 0.6, false), None);
+}
+
+fn steps_for(answer: &str, sources: &[&str]) -> usize {
+    let parsed = citation::parse(answer, sources.len());
+    let mut steps = 0;
+    analyze_counting(
+        answer,
+        &parsed.citations,
+        sources,
+        &GroundingSettings::default(),
+        &mut steps,
+    );
+    steps
+}
+
+#[test]
+fn work_is_linear_on_adversarial_text() {
+    let patterns = [
+        "a.", "[^1]", ". [^1]", "x'", "1,", "```\n", "é.", "A ", "!?", "\n",
+    ];
+    for p in patterns {
+        let small = p.repeat(1_000);
+        let big = p.repeat(16_000);
+        let (s, b) = (steps_for(&small, &["a 1 x"]), steps_for(&big, &["a 1 x"]));
+        assert!(b <= s * 16 + 1_000, "{p:?}: {s} -> {b} steps");
+        assert!(
+            b >= big.len() / 4,
+            "{p:?}: counted {b} for {} bytes",
+            big.len()
+        );
+    }
+    // Sources: dotted words split into parts, sentence ends.
+    for p in ["Ab.", "ab.Cd", "Ab. C ", "é.É", "1.", "A. b ", "x.y.Z"] {
+        let small = p.repeat(1_000);
+        let big = p.repeat(16_000);
+        let answer = "Ab Cd x y Z b[^1].";
+        let (s, b) = (steps_for(answer, &[&small]), steps_for(answer, &[&big]));
+        assert!(b <= s * 16 + 1_000, "source {p:?}: {s} -> {b} steps");
+        assert!(
+            b >= big.len(),
+            "source {p:?}: counted {b} for {} bytes",
+            big.len()
+        );
+    }
+}
+
+#[test]
+fn a_source_word_of_two_sentences_run_together_is_indexed_by_its_parts() {
+    // Sources pasted without a space after the period ("Hawaii.Aulani").
+    let source = "He was General Manager of the Disney Aulani Resort in Hawaii.Aulani is a beachside hotel on Oahu.";
+    assert_fully_supported("Hawaii[^1]", source);
+    assert_fully_supported("Aulani is a beachside hotel[^1].", source);
+    // The dotted word itself still matches, and an abbreviation is one sentence.
+    assert_fully_supported(
+        "He works in Washington, D.C today[^1].",
+        "He works in Washington, D.C today.",
+    );
+}
+
+#[test]
+fn capitalised_stop_words_are_stop_words() {
+    // "Own" and "The" in a title are not entities: no cap, and no pair
+    // the source (which skips stop words in pairs) could not have.
+    assert_fully_supported(
+        "My Own Worst Enemy[^1]",
+        "Lit is best known for their hit song \"My Own Worst Enemy\".",
+    );
+    assert_fully_supported(
+        "The Fantastic The[^1]",
+        "Gourley often uses the alias The Fantastic The.",
+    );
+}
+
+const AIRPORTS: &str = "Memphis International Airport is in Shelby County, Tennessee. Southwest Georgia Regional Airport serves Albany, Georgia.";
+
+#[test]
+fn a_claim_stitched_from_different_sentences_is_penalised() {
+    let min = GroundingSettings::default().min_support;
+    // Every word is in the source, but "Shelby County" only in the other sentence.
+    let g = run(
+        "Southwest Georgia Regional Airport serves Shelby County[^1].",
+        &[AIRPORTS],
+    );
+    let c = &g.claims[0];
+    assert!(c.unsupported_terms.is_empty(), "{c:?}");
+    assert_eq!(c.apart_terms, ["shelby", "county"]);
+    assert!(c.support.unwrap() < min, "{c:?}");
+    assert_eq!(
+        unsupported_detail(0, c),
+        format!(
+            "sentence 1 cites [^1]: support {:.2}; apart from the rest in source 1: \"shelby\", \"county\"",
+            c.support.unwrap()
+        )
+    );
+    let p = prompt_addendum(
+        "Southwest Georgia Regional Airport serves Shelby County[^1].",
+        &g,
+        min,
+        false,
+    )
+    .unwrap();
+    assert!(
+        p.contains("stated apart from the rest: shelby, county"),
+        "{p}"
+    );
+    // The same words from one sentence: fully supported.
+    let g = run(
+        "Southwest Georgia Regional Airport serves Albany[^1].",
+        &[AIRPORTS],
+    );
+    assert_eq!(g.claims[0].support, Some(1.0));
+    assert!(g.claims[0].apart_terms.is_empty());
+    // Switched off, only the pairs still see it.
+    let off = GroundingSettings {
+        spread_penalty: 0.0,
+        ..Default::default()
+    };
+    let answer = "Southwest Georgia Regional Airport serves Shelby County[^1].";
+    let parsed = citation::parse(answer, 1);
+    let g = analyze(answer, &parsed.citations, &[AIRPORTS], &off);
+    assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
+}
+
+#[test]
+fn a_claim_may_draw_on_one_sentence_per_cited_source() {
+    let sources = [
+        "Southwest Georgia Regional Airport serves Albany.",
+        "Shelby County lies in Tennessee. Memphis is its seat.",
+    ];
+    let both = run(
+        "Southwest Georgia Regional Airport serves Shelby County[^1][^2].",
+        &sources,
+    );
+    assert!(both.claims[0].apart_terms.is_empty(), "{both:?}");
+    // Two sentences of one source are still two sentences.
+    let one = run(
+        "Southwest Georgia Regional Airport serves Shelby County[^1].",
+        &[AIRPORTS],
+    );
+    assert_eq!(one.claims[0].apart_terms, ["shelby", "county"]);
+}
+
+#[test]
+fn sentences_end_before_a_capital_or_a_digit_only() {
+    // Lower case after the period ("e.g. the", lower-cased text): one sentence.
+    let g = run(
+        "Churn fell in EMEA[^1].",
+        &["revenue rose in emea. churn fell in apac."],
+    );
+    assert!(g.claims[0].apart_terms.is_empty(), "{g:?}");
+    let g = run(
+        "Churn fell in EMEA[^1].",
+        &["Revenue rose in EMEA. Churn fell in APAC."],
+    );
+    assert_eq!(g.claims[0].apart_terms, ["emea"]);
+}
+
+#[test]
+fn only_the_cited_sources_sentences_count() {
+    // Source 1 states it in one sentence; source 2 in two. A claim citing
+    // only source 2 must not borrow source 1's sentence.
+    let answer = "Alpha Beta hosts Gamma Delta[^1]. Alpha Beta hosts Gamma Delta[^2].";
+    let g = run(
+        answer,
+        &[
+            "Alpha Beta hosts Gamma Delta.",
+            "Alpha Beta hosts events. Gamma Delta is elsewhere.",
+        ],
+    );
+    assert!(g.claims[0].apart_terms.is_empty(), "{g:?}");
+    assert_eq!(g.claims[1].apart_terms, ["gamma", "delta"]);
+    assert!(g.claims[1].support < g.claims[0].support);
+}
+
+proptest! {
+    #[test]
+    fn scores_are_in_range_and_deterministic(
+        answer in "(\\PC|[\\[\\]^.!? \n`0-9A-Z])*",
+        sources in proptest::collection::vec("(\\PC|[ .0-9A-Z])*", 0..4),
+    ) {
+        let s: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let a = run(&answer, &s);
+        let b = run(&answer, &s);
+        prop_assert_eq!(&a, &b);
+        for c in &a.claims {
+            if let Some(v) = c.support {
+                prop_assert!((0.0..=1.0).contains(&v));
+            }
+            prop_assert!(c.unsupported_terms.len() <= MAX_TERMS);
+            prop_assert!(answer.is_char_boundary(c.span.start) && answer.is_char_boundary(c.span.end));
+            prop_assert!(c.span.start < c.span.end && c.span.end <= answer.len());
+        }
+        if let Some(v) = a.score {
+            prop_assert!((0.0..=1.0).contains(&v));
+        }
+    }
+
+    #[test]
+    fn claims_never_overlap_and_keep_order(answer in "([a-z]{1,6}|[.!?]|\\[\\^[12]\\]| |\n|```){0,60}") {
+        let g = run(&answer, &["a b c", "d e f"]);
+        for w in g.claims.windows(2) {
+            prop_assert!(w[0].span.end <= w[1].span.start);
+        }
+    }
+}
