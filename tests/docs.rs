@@ -25,11 +25,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
 
 /// Documents with `console` blocks, which run from the repository root.
 /// Add a document here when it gains one.
-const RUNNABLE: [&str; 5] = [
+const RUNNABLE: [&str; 6] = [
     "README.md",
     "docs/audit-trail.md",
     "docs/grounding.md",
     "docs/input-and-outputs.md",
+    "docs/input-hardening.md",
     "docs/operations.md",
 ];
 

@@ -89,6 +89,12 @@ impl Confusion {
     pub fn balanced_accuracy(&self) -> f64 {
         (self.recall() + self.specificity()) / 2.0
     }
+
+    /// Both labels occur: only then do balanced accuracy, precision and
+    /// recall measure the finding rather than the data set.
+    pub fn has_both_classes(&self) -> bool {
+        self.tp + self.fn_ > 0 && self.tn + self.fp > 0
+    }
 }
 
 /// Area under the ROC curve of "low score means unsupported" (Mann–Whitney,
@@ -144,25 +150,26 @@ pub fn score_file(args: &EvalArgs) -> Result<(Config, Vec<Scored>), EvalError> {
                 line: line_no,
                 what: format!("not JSON: {e}"),
             })?;
-        let unsupported = match value.get(&args.label_field).and_then(|v| v.as_str()) {
+        let label = value.get(&args.label_field);
+        let unsupported = match label.and_then(|v| v.as_str()) {
             Some("supported") => false,
             Some("unsupported") => true,
-            other => {
+            _ => {
+                // The value as written (`1`, `null`, `"yes"`), not Rust's view of it.
+                let found =
+                    label.map_or_else(|| "the field missing".to_string(), |v| v.to_string());
                 return Err(EvalError::Label {
                     line: line_no,
-                    what: match (other, value.get(&args.label_field)) {
-                        (Some(text), _) => format!(
-                            "field {:?} must be \"supported\" or \"unsupported\", found {text:?}",
-                            args.label_field
-                        ),
-                        (None, Some(v)) => format!(
-                            "field {:?} must be \"supported\" or \"unsupported\", found {v}",
-                            args.label_field
-                        ),
-                        (None, None) => format!(
+                    what: if label.is_none() {
+                        format!(
                             "no field {:?} (the label: \"supported\" or \"unsupported\"; --label-field names another field)",
                             args.label_field
-                        ),
+                        )
+                    } else {
+                        format!(
+                            "field {:?} must be \"supported\" or \"unsupported\", found {found}",
+                            args.label_field
+                        )
                     },
                 });
             }

@@ -62,6 +62,15 @@ pub enum CheckError {
     Key(#[from] crate::audit::keys::KeyError),
     #[error("--threads must be at least 1")]
     Threads,
+    #[error(
+        "{what} {path} is also {output} ({output_path}): refusing to overwrite it; nothing was written"
+    )]
+    Overwrite {
+        what: String,
+        path: PathBuf,
+        output: String,
+        output_path: PathBuf,
+    },
     #[error("writing the outputs stopped")]
     Flush,
 }
@@ -74,7 +83,10 @@ pub fn main(args: CheckArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    eprintln!("{}", config_note(args.config.as_deref()));
+    eprintln!(
+        "{}",
+        config_note(args.config.as_deref(), &crate::config::env_layer_names())
+    );
     let mut code = EXIT_OK;
     // The outputs are complete by now; a closed or full stdout only loses
     // the summary table, which is said on stderr, never panicked.
@@ -111,13 +123,231 @@ pub fn main(args: CheckArgs) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Which configuration made the verdicts: `demo` runs with its own
+/// Which configuration made the verdicts: every layer that applied, in the
+/// order they override each other. `demo` runs with its own
 /// (examples/demo.toml), so the same file gives different counts there.
-fn config_note(config: Option<&Path>) -> String {
-    match config {
-        Some(p) => format!("configuration: {}", p.display()),
-        None => "configuration: built-in defaults (no --config); `groundgate demo` uses examples/demo.toml, pass --config examples/demo.toml for the same verdicts".to_string(),
+fn config_note(config: Option<&Path>, env: &[String]) -> String {
+    let mut layers = vec!["built-in defaults".to_string()];
+    if let Some(p) = config {
+        layers.push(format!("file {}", p.display()));
     }
+    if !env.is_empty() {
+        layers.push(format!("environment {}", env.join(", ")));
+    }
+    let mut note = format!("configuration: {}", layers.join(" < "));
+    if layers.len() > 1 {
+        note.push_str(" (later layers win)");
+    }
+    if config.is_none() {
+        note.push_str("; no --config: `groundgate demo` uses examples/demo.toml, pass --config examples/demo.toml for the same verdicts");
+    }
+    note
+}
+
+/// Most validating threads per CPU core: past this, more threads only cost
+/// memory (each holds up to two blocks of input and their outputs).
+const THREADS_PER_CORE: usize = 4;
+
+/// The thread count to run with, and a note when `--threads` was lowered.
+fn bounded_threads(
+    requested: Option<usize>,
+    cores: usize,
+) -> Result<(usize, Option<String>), CheckError> {
+    let most = cores.max(1) * THREADS_PER_CORE;
+    match requested {
+        Some(0) => Err(CheckError::Threads),
+        Some(n) if n > most => Ok((
+            most,
+            Some(format!(
+                "--threads {n} is more than {THREADS_PER_CORE} per CPU core ({cores} cores): using {most}"
+            )),
+        )),
+        Some(n) => Ok((n, None)),
+        None => Ok((cores.max(1), None)),
+    }
+}
+
+/// Suffix of an output file while it is written.
+const PARTIAL: &str = ".partial";
+
+fn partial(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(PARTIAL);
+    s.into()
+}
+
+/// The outputs of a run, written under their `.partial` names and renamed
+/// into place only when the run is complete, so a run that stops half-way
+/// (disk full, killed) never leaves files that look like a finished run's,
+/// and leaves a previous run's outputs as they were. `summary.json` goes
+/// last: beside it, the other files are always the same run's. A run that
+/// fails with an error removes its `.partial` files; a killed one leaves
+/// them, recognisable by their names.
+struct Staged {
+    /// Final names, in the order they are put in place; `summary.json` last.
+    files: Vec<PathBuf>,
+    committed: bool,
+}
+
+impl Staged {
+    fn new(out: &Path, report: Option<&Path>) -> Staged {
+        let mut files: Vec<PathBuf> = OutputRole::ALL
+            .iter()
+            .map(|r| out.join(file_name(*r)))
+            .collect();
+        files.extend(report.map(Path::to_path_buf));
+        files.push(out.join(SUMMARY));
+        Staged {
+            files,
+            committed: false,
+        }
+    }
+
+    fn commit(mut self) -> Result<(), CheckError> {
+        let rename = |to: &Path| {
+            fs::rename(partial(to), to).map_err(|source| CheckError::Write {
+                path: to.to_path_buf(),
+                source,
+            })
+        };
+        // The old summary goes first: until the new one is in place, the
+        // directory has none, which says "not a finished run".
+        let (summary, rest) = self.files.split_last().ok_or(CheckError::Flush)?;
+        match fs::remove_file(summary) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(CheckError::Write {
+                    path: summary.clone(),
+                    source,
+                });
+            }
+        }
+        for f in rest {
+            rename(f)?;
+        }
+        rename(summary)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            for f in &self.files {
+                let _ = fs::remove_file(partial(f));
+            }
+        }
+    }
+}
+
+const SUMMARY: &str = "summary.json";
+
+/// `path` as the file system resolves it, to tell whether two paths name
+/// one file: its longest existing ancestor canonicalized (symbolic links,
+/// `..`), the rest appended with `.` and `..` applied by hand.
+fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let parts: Vec<Component<'_>> = abs.components().collect();
+    for split in (1..=parts.len()).rev() {
+        let head: PathBuf = parts[..split].iter().collect();
+        if let Ok(mut out) = fs::canonicalize(&head) {
+            for c in &parts[split..] {
+                match c {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::CurDir => {}
+                    other => out.push(other),
+                }
+            }
+            return out;
+        }
+    }
+    abs
+}
+
+/// Whether two paths name one file: the same resolved path, or (hard
+/// links) the same device and inode.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if resolved(a) == resolved(b) {
+        return true;
+    }
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Every file the run writes, named for a message.
+fn outputs(args: &CheckArgs) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let names = OutputRole::ALL
+        .iter()
+        .map(|r| file_name(*r))
+        .chain([SUMMARY]);
+    for name in names {
+        let p = args.out.join(name);
+        out.push((format!("the output {name} of --out"), partial(&p)));
+        out.push((format!("the output {name} of --out"), p));
+    }
+    if let Some(r) = &args.report {
+        out.push(("--report".to_string(), partial(r)));
+        out.push(("--report".to_string(), r.clone()));
+    }
+    out
+}
+
+/// Refuses a run that would overwrite one of its own inputs (`inputs`:
+/// what and where) or write two outputs to one file.
+fn refuse_overwrites(args: &CheckArgs, inputs: &[(&str, &Path)]) -> Result<(), CheckError> {
+    let outs = outputs(args);
+    let overwrite = |what: &str, path: &Path, (output, output_path): &(String, PathBuf)| {
+        CheckError::Overwrite {
+            what: what.to_string(),
+            path: path.to_path_buf(),
+            output: output.clone(),
+            output_path: output_path.clone(),
+        }
+    };
+    for (what, path) in inputs {
+        if let Some(o) = outs.iter().find(|(_, o)| same_file(path, o)) {
+            return Err(overwrite(what, path, o));
+        }
+    }
+    if let Some(r) = &args.report
+        && let Some(o) = outs
+            .iter()
+            .find(|(what, o)| what != "--report" && same_file(r, o))
+    {
+        return Err(overwrite("--report", r, o));
+    }
+    Ok(())
+}
+
+/// The input without a UTF-8 byte-order mark at its start: some editors
+/// write one, and it is not part of the first record.
+fn skip_bom(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let mut head = [0u8; 3];
+    let mut n = 0;
+    while n < head.len() {
+        match input.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let kept = if &head[..n] == BOM {
+        &[][..]
+    } else {
+        &head[..n]
+    };
+    Ok(Box::new(io::Cursor::new(kept.to_vec()).chain(input)))
 }
 
 /// The file `check` writes an output role to, in `--out`.
@@ -148,7 +378,7 @@ impl Outputs {
             source,
         })?;
         let open = |role: OutputRole| -> Result<File, CheckError> {
-            let path = dir.join(file_name(role));
+            let path = partial(&dir.join(file_name(role)));
             File::create(&path).map_err(|source| CheckError::Write { path, source })
         };
         Ok(Outputs {
@@ -167,7 +397,7 @@ impl Outputs {
         self.files[role as usize]
             .write_all_at(bytes, at)
             .map_err(|source| CheckError::Write {
-                path: self.dir.join(file_name(role)),
+                path: partial(&self.dir.join(file_name(role))),
                 source,
             })
     }
@@ -419,18 +649,33 @@ struct Bounded {
 
 /// Runs the whole file and returns what the report shows. Public for tests.
 pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
+    // Before anything is read or written: no output may be an input.
+    let mut inputs: Vec<(&str, &Path)> = Vec::new();
+    if args.input != "-" {
+        inputs.push(("the input", Path::new(&args.input)));
+    }
+    inputs.extend(args.config.as_deref().map(|p| ("--config", p)));
+    inputs.extend(
+        args.compare_config
+            .as_deref()
+            .map(|p| ("--compare-config", p)),
+    );
+    refuse_overwrites(args, &inputs)?;
     let config: Config =
         RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
+    if let Some(key) = config.audit.signing_key_file.as_deref() {
+        refuse_overwrites(args, &[("audit.signing_key_file", key)])?;
+    }
     let baseline: Option<Config> = args
         .compare_config
         .as_deref()
         .map(|p| RawConfig::load_from_process(Some(p), RawConfig::default()))
         .transpose()?;
-    let threads = match args.threads {
-        Some(0) => return Err(CheckError::Threads),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (threads, lowered) = bounded_threads(args.threads, cores)?;
+    if let Some(note) = lowered {
+        eprintln!("groundgate check: {note}");
+    }
     let (input, topic, size): (Box<dyn Read + Send>, String, Option<u64>) = if args.input == "-" {
         (Box::new(io::stdin()), "stdin".into(), None)
     } else {
@@ -446,6 +691,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
             .unwrap_or_else(|| args.input.clone());
         (Box::new(f), name, size)
     };
+    let input = skip_bom(input).map_err(|source| CheckError::ReadInput { line: 1, source })?;
     let key = config
         .audit
         .signing_key_file
@@ -471,6 +717,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         config.core.grounding.min_support,
         args.worst,
     );
+    let staged = Staged::new(&args.out, args.report.as_deref());
     let out = Outputs::create(&args.out)?;
     let ctx = Ctx {
         topic: &topic,
@@ -560,14 +807,16 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     write_file(
-        &args.out.join("summary.json"),
+        &partial(&args.out.join(SUMMARY)),
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),
     )?;
     if let Some(path) = &args.report {
         let html = crate::batch::report::html::render(&data)
             .map_err(|e| CheckError::Report(e.to_string()))?;
-        write_file(path, html.as_bytes())?;
+        write_file(&partial(path), html.as_bytes())?;
     }
+    drop(out);
+    staged.commit()?;
     Ok(data)
 }
 
@@ -698,7 +947,7 @@ fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Re
         w,
         "outputs: {} {}",
         files.join(" "),
-        args.out.join("summary.json").display()
+        args.out.join(SUMMARY).display()
     )?;
     if let Some(c) = &d.comparison {
         print_comparison(w, c)?;
@@ -712,6 +961,75 @@ fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_are_bounded_per_core() {
+        assert!(matches!(
+            bounded_threads(Some(0), 2),
+            Err(CheckError::Threads)
+        ));
+        assert_eq!(bounded_threads(Some(8), 2).unwrap(), (8, None));
+        assert_eq!(bounded_threads(None, 6).unwrap(), (6, None));
+        let (n, note) = bounded_threads(Some(100_000), 2).unwrap();
+        assert_eq!(n, 8);
+        let note = note.unwrap();
+        assert!(
+            note.contains("--threads 100000") && note.contains("using 8"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn the_note_lists_the_layers_in_order() {
+        let env = ["GROUNDGATE_A".to_string(), "GROUNDGATE_B".to_string()];
+        let n = config_note(Some(Path::new("gg.toml")), &env);
+        assert!(
+            n.starts_with(
+                "configuration: built-in defaults < file gg.toml < environment GROUNDGATE_A, GROUNDGATE_B (later layers win)"
+            ),
+            "{n}"
+        );
+        let n = config_note(None, &[]);
+        assert!(
+            n.starts_with("configuration: built-in defaults; no --config"),
+            "{n}"
+        );
+        assert!(!n.contains("environment"));
+    }
+
+    #[test]
+    fn paths_naming_one_file_are_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("a"), "x").unwrap();
+        fs::hard_link(d.join("a"), d.join("hard")).unwrap();
+        std::os::unix::fs::symlink(d.join("a"), d.join("soft")).unwrap();
+        assert!(same_file(&d.join("a"), &d.join("hard")));
+        assert!(same_file(&d.join("a"), &d.join("soft")));
+        assert!(same_file(&d.join("a"), &d.join("x/../a")));
+        // Neither exists yet: compared as the paths they will be.
+        assert!(same_file(&d.join("new/f"), &d.join("new/./g/../f")));
+        assert!(!same_file(&d.join("a"), &d.join("b")));
+        assert!(!same_file(&d.join("new/f"), &d.join("new/g")));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_and_nothing_else() {
+        let read = |bytes: &'static [u8]| {
+            let mut out = Vec::new();
+            skip_bom(Box::new(bytes))
+                .unwrap()
+                .read_to_end(&mut out)
+                .unwrap();
+            out
+        };
+        assert_eq!(read(b"\xEF\xBB\xBF{}\n"), b"{}\n");
+        assert_eq!(read(b"{}\n"), b"{}\n");
+        assert_eq!(read(b"\xEF\xBB"), b"\xEF\xBB");
+        assert_eq!(read(b""), b"");
+        // Only at the start.
+        assert_eq!(read(b"a\xEF\xBB\xBF"), b"a\xEF\xBB\xBF");
+    }
 
     #[test]
     fn output_files_are_indexed_by_role() {

@@ -45,6 +45,25 @@ fn sweep_thresholds(min_support: f64) -> Vec<f64> {
     v
 }
 
+/// Balanced accuracy, precision and recall as printed: `n/a` where the
+/// labels hold one class only (like the AUC), and precision `n/a` when
+/// nothing was flagged.
+fn rates(c: &Confusion) -> [String; 3] {
+    let both = c.has_both_classes();
+    let shown = |defined: bool, v: f64| {
+        if defined {
+            format!("{v:.3}")
+        } else {
+            "n/a".to_string()
+        }
+    };
+    [
+        shown(both, c.balanced_accuracy()),
+        shown(both && c.tp + c.fp > 0, c.precision()),
+        shown(both, c.recall()),
+    ]
+}
+
 fn print_report(
     out: &mut impl Write,
     args: &EvalArgs,
@@ -67,12 +86,10 @@ fn print_report(
         None => writeln!(out, "AUC of the grounding score: n/a (needs both labels)")?,
     }
     let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
+    let [ba, pr, re] = rates(&c);
     writeln!(
         out,
-        "unsupported_claim finding: balanced accuracy {:.3}, precision {:.3}, recall {:.3}",
-        c.balanced_accuracy(),
-        c.precision(),
-        c.recall()
+        "unsupported_claim finding: balanced accuracy {ba}, precision {pr}, recall {re}"
     )?;
 
     let mut t = Table::new();
@@ -106,11 +123,12 @@ fn print_report(
         } else {
             ""
         };
+        let [ba, pr, re] = rates(&c);
         t.add_row(vec![
             format!("{th:.2}{configured}"),
-            format!("{:.3}", c.balanced_accuracy()),
-            format!("{:.3}", c.precision()),
-            format!("{:.3}", c.recall()),
+            ba,
+            pr,
+            re,
             (c.tp + c.fp).to_string(),
         ]);
     }

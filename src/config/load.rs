@@ -52,9 +52,7 @@ impl RawConfig {
 
     /// Reads the process environment and delegates to [`RawConfig::load`].
     pub fn load_from_process(file: Option<&Path>, flags: RawConfig) -> Result<Config, ConfigError> {
-        let env: Vec<(String, String)> = std::env::vars()
-            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
-            .collect();
+        let env = process_env();
         let host = Host {
             name: std::env::var("HOSTNAME").ok(),
         };
@@ -115,6 +113,22 @@ impl RawConfig {
 }
 
 const ENV_PREFIX: &str = "GROUNDGATE_";
+
+/// The `GROUNDGATE_*` variables of this process: the environment layer.
+fn process_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+        .collect()
+}
+
+/// Names (never values: a broker list may hold credentials) of the
+/// `GROUNDGATE_*` variables that [`RawConfig::load_from_process`] applies,
+/// sorted, so a command can say which layers made its configuration.
+pub fn env_layer_names() -> Vec<String> {
+    let mut names: Vec<String> = process_env().into_iter().map(|(k, _)| k).collect();
+    names.sort();
+    names
+}
 
 /// Flat aliases for the settings operators set most often.
 const ENV_ALIASES: &[(&str, &str)] = &[

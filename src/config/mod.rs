@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::CoreSettings;
 
+pub use load::env_layer_names;
 pub use raw::*;
 pub use security::{
     Access, KafkaSecurity, Oidc, SaslMechanism, Secret, SecretSource, Secrets, SecurityProtocol,

@@ -96,6 +96,10 @@ pub struct RawActions {
     pub missing_provenance: Option<Action>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forbidden_term: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_missing: Option<Action>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_unexpected: Option<Action>,
 }
 
 impl RawActions {

@@ -60,6 +60,8 @@ impl RawConfig {
             missing_provenance: a.missing_provenance.unwrap_or(d.missing_provenance),
             forbidden_terms,
             forbidden_term: a.forbidden_term.unwrap_or(d.forbidden_term),
+            prior_missing: a.prior_missing.unwrap_or(d.prior_missing),
+            prior_unexpected: a.prior_unexpected.unwrap_or(d.prior_unexpected),
         };
 
         let dc = CoreSettings::default();

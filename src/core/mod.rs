@@ -10,6 +10,7 @@ pub mod citation;
 pub mod decision;
 pub mod encode;
 pub mod grounding;
+pub mod normalize;
 pub mod policy;
 pub mod process;
 pub mod settings;

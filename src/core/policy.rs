@@ -5,6 +5,10 @@
 //!
 //! Pure: no I/O, no clock.
 
+use std::ops::Range;
+
+use super::normalize::normalize;
+use super::process::bounded;
 use super::settings::PolicySettings;
 use super::types::{Action, Finding, FindingKind};
 
@@ -14,6 +18,9 @@ pub struct PolicyInput<'a> {
     pub answer: &'a str,
     pub confidence: Option<f64>,
     pub provenance: Option<&'a str>,
+    /// Byte ranges of the answer's citation markers, in order: left out
+    /// when looking for forbidden terms.
+    pub markers: &'a [Range<usize>],
 }
 
 /// Runs every rule, in a fixed order (so outputs are deterministic):
@@ -68,18 +75,27 @@ pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Actio
         }
     }
     if !p.forbidden_terms.is_empty() {
-        // Full Unicode case folding (`straße` ~ `STRASSE`, `ﬁle` ~ `file`).
-        // For ASCII text, folding is exactly ASCII lowercasing: the common
-        // case skips the per-char folding iterator.
-        let hay = fold(input.answer);
-        let finder =
-            |needle: &str| memchr::memmem::find(hay.as_bytes(), needle.as_bytes()).is_some();
+        // Compared on the normal form (NFKC, case folded, confusables mapped
+        // to their TR39 skeleton, invisible characters, whitespace runs and
+        // citation markers dealt with), so spacing, lookalike letters or a
+        // marker inside a word do not hide a term.
+        let hay = normalize(input.answer, input.markers);
         for term in &p.forbidden_terms {
-            if finder(&fold(term)) {
+            let needle = normalize(term, &[]).text;
+            if needle.is_empty() {
+                continue;
+            }
+            if let Some(at) = memchr::memmem::find(hay.text.as_bytes(), needle.as_bytes()) {
+                let orig = hay.original(at..at + needle.len());
                 out.push((
                     Finding::new(
                         FindingKind::ForbiddenTerm,
-                        format!("answer contains the forbidden term {term:?}"),
+                        format!(
+                            "answer contains the forbidden term {term:?} at bytes {}..{}: {:?}",
+                            orig.start,
+                            orig.end,
+                            bounded(&input.answer[orig.clone()], MAX_QUOTED_BYTES)
+                        ),
                     ),
                     p.forbidden_term,
                 ));
@@ -89,14 +105,8 @@ pub fn check(input: &PolicyInput<'_>, p: &PolicySettings) -> Vec<(Finding, Actio
     out
 }
 
-/// Full case folding (Unicode `CaseFolding.txt`, status C+F) via `caseless`.
-fn fold(s: &str) -> String {
-    if s.is_ascii() {
-        s.to_ascii_lowercase()
-    } else {
-        caseless::default_case_fold_str(s)
-    }
-}
+/// Longest original text quoted in a forbidden-term finding.
+const MAX_QUOTED_BYTES: usize = 200;
 
 #[cfg(test)]
 mod tests {
@@ -115,6 +125,7 @@ mod tests {
             answer,
             confidence,
             provenance,
+            markers: &[],
         }
     }
 
@@ -202,9 +213,50 @@ mod tests {
         assert_eq!(found("DIE STRASSE").len(), 2);
         assert_eq!(
             found("a FILE here"),
-            vec!["answer contains the forbidden term \"ﬁle\"".to_string()]
+            vec!["answer contains the forbidden term \"ﬁle\" at bytes 2..6: \"FILE\"".to_string()]
         );
         assert_eq!(found("a ﬁle here").len(), 1);
         assert!(found("strase, fle").is_empty());
+    }
+
+    #[test]
+    fn forbidden_terms_are_found_however_they_are_disguised() {
+        let p = PolicySettings {
+            forbidden_terms: vec!["guaranteed return".into()],
+            ..Default::default()
+        };
+        for answer in [
+            "a guaranteed  return",
+            "a guaranteed\treturn",
+            "a guaranteed\nreturn",
+            "a guaranteed\u{a0}return",
+            "a guaran\u{200b}teed return",
+            "a guaranteed re\u{ad}turn",
+            "a gu\u{430}ranteed return",
+            "a ｇｕａｒａｎｔｅｅｄ ｒｅｔｕｒｎ",
+            "a guaranteed re[^1]turn",
+        ] {
+            let markers: Vec<Range<usize>> =
+                answer.find("[^1]").map(|i| i..i + 4).into_iter().collect();
+            let f = check(
+                &PolicyInput {
+                    answer,
+                    confidence: None,
+                    provenance: Some("p"),
+                    markers: &markers,
+                },
+                &p,
+            );
+            assert_eq!(kinds(&f), vec![FindingKind::ForbiddenTerm], "{answer:?}");
+            // The detail points at the original bytes, from the `g` on.
+            let want = format!("at bytes 2..{}:", answer.len());
+            assert!(
+                f[0].0.detail.contains(&want),
+                "{answer:?}: {}",
+                f[0].0.detail
+            );
+        }
+        assert!(check(&input("a guaranteed returns", None, Some("p")), &p).len() == 1);
+        assert!(check(&input("a guaranteed turn", None, Some("p")), &p).is_empty());
     }
 }

@@ -19,14 +19,14 @@ use super::decision::{self, Attempt, Verdict};
 use super::encode;
 use super::grounding::{self, Grounding};
 use super::policy::{self, PolicyInput};
-use super::settings::CoreSettings;
+use super::settings::{CoreSettings, PolicySettings};
 use super::types::{
-    DeadLetter, DeadLetterKind, DeadLetterValue, Finding, FindingKind, Outcome, OutcomeKind,
-    RecordMeta, Summary, Terminal,
+    Action, DeadLetter, DeadLetterKind, DeadLetterValue, Finding, FindingKind, Outcome,
+    OutcomeKind, RecordMeta, Summary, Terminal,
 };
 use super::wire::{
     self, AuditRow, BoundedDeadLetter, CitationOut, DecodeFailure, Envelope, InputCoordinates,
-    InputRecord, KindDetail, Payload, RetryRequest, SourceEcho, SourceFlat, Validation,
+    InputRecord, KindDetail, Payload, RetryRequest, SourceEcho, SourceFlat, Usage, Validation,
 };
 use super::wire::{ClaimOut, GroundingAudit, GroundingOut};
 
@@ -113,7 +113,7 @@ fn listed(findings: &[Finding], max: usize) -> Cow<'_, [Finding]> {
 }
 
 /// Cuts `s` to at most `max` bytes on a char boundary, marking the cut.
-fn bounded(s: &str, max: usize) -> Cow<'_, str> {
+pub(crate) fn bounded(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
     }
@@ -190,15 +190,23 @@ fn validate(
     } else {
         Grounding::default()
     };
+    let markers: Vec<std::ops::Range<usize>> = if settings.policy.forbidden_terms.is_empty() {
+        Vec::new()
+    } else {
+        parsed.citations.iter().map(|c| c.span.clone()).collect()
+    };
     let mut policy_findings = policy::check(
         &PolicyInput {
             answer,
             confidence: rec.confidence,
             provenance: rec.provenance.as_deref(),
+            markers: &markers,
         },
         &settings.policy,
     );
     policy_findings.extend(grounding::findings(&grounding, &settings.grounding));
+    let (prior, bookkeeping) = prior_usage(rec, attempt, &settings.policy);
+    policy_findings.extend(bookkeeping);
     let d = decision::decide(mode, attempt, fallback, citation_findings, policy_findings);
 
     let kind = match d.verdict {
@@ -207,10 +215,10 @@ fn validate(
         Verdict::Reject => OutcomeKind::Rejected,
     };
     let own_usage = rec.usage();
-    // Both attempts together: what the envelope reports. `prior` exists only
-    // on the retry (enforced by `wire::decode`), and a retry request is only
-    // built for a first attempt, so its `prior` is that attempt's own usage.
-    let total_usage = rec.prior.map_or(own_usage, |prior| own_usage.plus(prior));
+    // Both attempts together: what the envelope reports. `prior` counts only
+    // on a retry (`prior_usage`), and a retry request is only built for a
+    // first attempt, so its `prior` is that attempt's own usage.
+    let total_usage = prior.map_or(own_usage, |prior| own_usage.plus(prior));
     // The reference meaning: the citation validator accepted the answer, i.e.
     // no citation finding blocks it (a policy verdict does not count here).
     let citations_ok = !d
@@ -379,6 +387,39 @@ fn validate(
             cost_usd: own_usage.cost_usd,
             grounding_score: grounding.score,
         },
+    }
+}
+
+/// The first attempt's usage to add to this one's, and the bookkeeping
+/// finding when `prior` is missing on a retry or sent with a first answer:
+/// the answer is judged all the same, its totals counting this attempt only.
+fn prior_usage(
+    rec: &InputRecord<'_>,
+    attempt: Attempt,
+    policy: &PolicySettings,
+) -> (Option<Usage>, Option<(Finding, Action)>) {
+    match (attempt, rec.prior) {
+        (Attempt::Retry, None) => (
+            None,
+            Some((
+                Finding::new(
+                    FindingKind::PriorMissing,
+                    "attempt 1 without prior (send back the `prior` of the retry request): the usage totals count this attempt only",
+                ),
+                policy.prior_missing,
+            )),
+        ),
+        (Attempt::First, Some(_)) => (
+            None,
+            Some((
+                Finding::new(
+                    FindingKind::PriorUnexpected,
+                    "prior sent with attempt 0 (only a retry has a prior attempt), ignored: the usage totals count this attempt only",
+                ),
+                policy.prior_unexpected,
+            )),
+        ),
+        (_, prior) => (prior, None),
     }
 }
 
@@ -827,7 +868,7 @@ mod tests {
     fn retry_attempt_fixed_is_accepted() {
         let mut r = good();
         r["attempt"] = json!(1);
-        r["prior"] = json!({"prompt_tokens": 1});
+        r["prior"] = json!({"completion_tokens": 0, "cost_usd": 0.0, "prompt_tokens": 1});
         let o = run(&r, &CoreSettings::default());
         assert_eq!(o.kind, OutcomeKind::Accepted);
         assert_eq!(terminal_json(&o)["retry_count"], 1);
@@ -1053,21 +1094,80 @@ mod tests {
         );
     }
 
+    fn finding_kinds(l: &Value) -> Vec<String> {
+        l.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     #[test]
-    fn prior_rule_is_enforced() {
+    fn misplaced_prior_is_judged_with_a_bookkeeping_finding() {
+        // A first answer carrying a prior: judged, the prior ignored.
         let mut r = good();
-        r["prior"] = json!({"prompt_tokens": 15});
+        r["prior"] = json!({"completion_tokens": 1, "cost_usd": 9.0, "prompt_tokens": 15});
         let o = run(&r, &CoreSettings::default());
-        assert_eq!(o.kind, OutcomeKind::DeadLetter);
-        assert_eq!(o.request_id.as_deref(), Some("req-1"));
+        assert_eq!(o.kind, OutcomeKind::Accepted);
+        let v = terminal_json(&o);
+        assert_eq!(
+            finding_kinds(&v["validation"]["warnings"]),
+            ["prior_unexpected"]
+        );
+        assert!(
+            v["validation"]["warnings"][0]["detail"]
+                .as_str()
+                .unwrap()
+                .contains("count this attempt only")
+        );
+        assert_eq!(v["prompt_tokens"], 100, "totals count this attempt only");
+        assert_eq!(v["cost_usd"], 0.00123);
+
+        // A retry without prior: judged, totals of this attempt.
         let mut r = good();
         r["attempt"] = json!(1);
         let o = run(&r, &CoreSettings::default());
-        assert_eq!(o.kind, OutcomeKind::DeadLetter);
-        let Terminal::DeadLetter(d) = &o.terminal else {
-            panic!()
+        assert_eq!(o.kind, OutcomeKind::Accepted);
+        let v = terminal_json(&o);
+        assert_eq!(v["retry_count"], 1);
+        assert_eq!(
+            finding_kinds(&v["validation"]["warnings"]),
+            ["prior_missing"]
+        );
+        assert_eq!(v["prompt_tokens"], 100);
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(finding_kinds(&a["warnings"]), ["prior_missing"]);
+        assert_eq!(o.summary.findings, vec![FindingKind::PriorMissing]);
+
+        // Configurable like the policy rules.
+        let strict = CoreSettings {
+            policy: crate::core::PolicySettings {
+                prior_missing: Action::Reject,
+                ..Default::default()
+            },
+            ..Default::default()
         };
-        assert!(d.detail.starts_with("prior: required"), "{}", d.detail);
+        let o = run(&r, &strict);
+        assert_eq!(o.kind, OutcomeKind::Rejected);
+        assert_eq!(
+            finding_kinds(&terminal_json(&o)["validation"]["errors"]),
+            ["prior_missing"]
+        );
+    }
+
+    #[test]
+    fn prior_must_be_an_object_of_its_fields() {
+        for prior in [json!([1, 2, 3]), json!({}), json!({"prompt_tokens": 1})] {
+            let mut r = good();
+            r["attempt"] = json!(1);
+            r["prior"] = prior.clone();
+            let o = run(&r, &CoreSettings::default());
+            assert_eq!(o.kind, OutcomeKind::DeadLetter, "{prior}");
+            let Terminal::DeadLetter(d) = &o.terminal else {
+                panic!()
+            };
+            assert!(d.detail.starts_with("prior"), "{prior}: {}", d.detail);
+        }
     }
 
     fn stuffed(markers: usize) -> Value {
@@ -1267,7 +1367,7 @@ mod tests {
                         });
                         if retry {
                             r["attempt"] = json!(1);
-                            r["prior"] = json!({"prompt_tokens": 1});
+                            r["prior"] = json!({"completion_tokens": 0, "cost_usd": 0.0, "prompt_tokens": 1});
                         }
                         r.to_string().into_bytes()
                     },

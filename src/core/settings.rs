@@ -18,6 +18,10 @@ pub struct PolicySettings {
     /// Terms as configured (reported verbatim in findings).
     pub forbidden_terms: Vec<String>,
     pub forbidden_term: Action,
+    /// A retry (attempt 1) without the `prior` usage of its first attempt.
+    pub prior_missing: Action,
+    /// A first answer (attempt 0) carrying a `prior`.
+    pub prior_unexpected: Action,
 }
 
 impl Default for PolicySettings {
@@ -32,6 +36,8 @@ impl Default for PolicySettings {
             missing_provenance: Action::Warn,
             forbidden_terms: Vec::new(),
             forbidden_term: Action::Reject,
+            prior_missing: Action::Warn,
+            prior_unexpected: Action::Warn,
         }
     }
 }

@@ -60,10 +60,12 @@ pub enum FindingKind {
     ForbiddenTerm,
     UnsupportedClaim,
     UncitedClaim,
+    PriorMissing,
+    PriorUnexpected,
 }
 
 impl FindingKind {
-    pub const ALL: [FindingKind; 10] = [
+    pub const ALL: [FindingKind; 12] = [
         FindingKind::Malformed,
         FindingKind::OutOfRange,
         FindingKind::ModeFallback,
@@ -74,6 +76,8 @@ impl FindingKind {
         FindingKind::ForbiddenTerm,
         FindingKind::UnsupportedClaim,
         FindingKind::UncitedClaim,
+        FindingKind::PriorMissing,
+        FindingKind::PriorUnexpected,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +92,8 @@ impl FindingKind {
             FindingKind::ForbiddenTerm => "forbidden_term",
             FindingKind::UnsupportedClaim => "unsupported_claim",
             FindingKind::UncitedClaim => "uncited_claim",
+            FindingKind::PriorMissing => "prior_missing",
+            FindingKind::PriorUnexpected => "prior_unexpected",
         }
     }
 }

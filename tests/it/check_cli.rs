@@ -58,7 +58,7 @@ fn mixed_lines() -> Vec<(Vec<u8>, &'static str)> {
             rec(
                 "retry-still-bad",
                 "Revenue grew[^7].",
-                json!({"attempt": 1, "prior": {"prompt_tokens": 1}}),
+                json!({"attempt": 1, "prior": {"completion_tokens": 0, "cost_usd": 0.0, "prompt_tokens": 1}}),
             ),
             "rejected",
         ),
@@ -66,7 +66,7 @@ fn mixed_lines() -> Vec<(Vec<u8>, &'static str)> {
             rec(
                 "retry-fixed",
                 "Revenue grew[^1].",
-                json!({"attempt": 1, "prior": {"prompt_tokens": 1}}),
+                json!({"attempt": 1, "prior": {"completion_tokens": 0, "cost_usd": 0.0, "prompt_tokens": 1}}),
             ),
             "accepted",
         ),
@@ -556,4 +556,350 @@ fn bad_config_is_a_usage_error_naming_the_key() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/in.jsonl"));
+}
+
+/// `check` with the given arguments, GROUNDGATE_* variables removed.
+fn check(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    crate::common::bin()
+        .arg("check")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn os(s: &(impl AsRef<std::ffi::OsStr> + ?Sized)) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+/// A finished run of two accepted records into `out`, for tests that need
+/// outputs already there.
+fn finished_run(dir: &Path, out: &Path) {
+    let input = dir.join("first.jsonl");
+    let mut text = rec("a", "x[^1]", json!({}));
+    text.push(b'\n');
+    text.extend(rec("b", "y[^2]", json!({})));
+    std::fs::write(&input, text).unwrap();
+    let o = check(&[os(&input), os("--out"), os(out)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn outputs_that_are_inputs_are_refused_before_anything_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    finished_run(dir.path(), &out);
+    let snapshot = |out: &Path| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let before = snapshot(&out);
+    let final_ = out.join("final.jsonl");
+    let audit = out.join("audit.jsonl");
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&final_, &link).unwrap();
+    let cfg = out.join("retry.jsonl");
+    let (dotted, o2, o3) = (
+        dir.path().join("o/../o"),
+        dir.path().join("o2"),
+        dir.path().join("o3"),
+    );
+    let first = dir.path().join("first.jsonl");
+    let o2_audit = o2.join("audit.jsonl");
+    let cases: Vec<(Vec<&std::ffi::OsStr>, &str)> = vec![
+        // The input is one of the outputs (directly, through a symlink, or
+        // spelled with `..`).
+        (vec![os(&final_), os("--out"), os(&out)], "final.jsonl"),
+        (vec![os(&link), os("--out"), os(&out)], "final.jsonl"),
+        (vec![os(&final_), os("--out"), os(&dotted)], "final.jsonl"),
+        // The report would overwrite the audit trail (of an output
+        // directory that exists, or one not made yet).
+        (
+            vec![
+                os(&link),
+                os("--out"),
+                os(&o2),
+                os("--report"),
+                os(&o2_audit),
+            ],
+            "audit.jsonl",
+        ),
+        (
+            vec![
+                os(&first),
+                os("--out"),
+                os(&out),
+                os("--report"),
+                os(&audit),
+            ],
+            "audit.jsonl",
+        ),
+        // The report would overwrite the input.
+        (
+            vec![os(&link), os("--out"), os(&o3), os("--report"), os(&link)],
+            "--report",
+        ),
+        // A configuration file among the outputs.
+        (
+            vec![
+                os(&first),
+                os("--out"),
+                os(&out),
+                os("--compare-config"),
+                os(&cfg),
+            ],
+            "--compare-config",
+        ),
+    ];
+    for (args, names) in cases {
+        let o = check(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+        assert!(snapshot(&out) == before, "{args:?} changed the outputs");
+    }
+    assert!(!dir.path().join("o2").exists() && !dir.path().join("o3").exists());
+}
+
+/// Runs `check` with a file-size limit, so writing the outputs fails half-way.
+fn check_with_file_limit(
+    args: &[&std::ffi::OsStr],
+    limit: u64,
+    ignore_sigxfsz: bool,
+) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = crate::common::bin();
+    cmd.arg("check").args(args);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if ignore_sigxfsz {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_run_that_fails_half_way_leaves_no_finished_looking_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    finished_run(dir.path(), &out);
+    let kept = ["final.jsonl", "audit.jsonl", "summary.json"];
+    let read_kept = || -> Vec<Vec<u8>> {
+        kept.iter()
+            .map(|f| std::fs::read(out.join(f)).unwrap())
+            .collect()
+    };
+    let previous = read_kept();
+    let input = dir.path().join("big.jsonl");
+    many_lines(&input, 3000);
+    // A write error (as on a full disk): exit 2, the previous run's outputs
+    // untouched, nothing of this run under the final names.
+    let o = check_with_file_limit(&[os(&input), os("--out"), os(&out)], 256 << 10, true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("File too large") || err.contains("too large"),
+        "{err}"
+    );
+    assert!(read_kept() == previous, "the previous outputs changed");
+    // Killed by the limit (SIGXFSZ) instead: the same, and the unfinished
+    // files are recognisable by their names.
+    let o = check_with_file_limit(&[os(&input), os("--out"), os(&out)], 256 << 10, false);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(read_kept() == previous, "the previous outputs changed");
+    assert!(out.join("final.jsonl.partial").exists());
+    // The next run completes and replaces everything.
+    let o = check(&[os(&input), os("--out"), os(&out)]);
+    assert_eq!(o.status.code(), Some(0));
+    // Counted without parsing: a large heap in this test process would
+    // show in the peak memory another test measures for its child.
+    let rows = std::fs::read_to_string(out.join("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("groundgate.seal"))
+        .count();
+    assert_eq!(rows, 3000);
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn an_absurd_thread_count_is_bounded_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 10);
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&dir.path().join("o")),
+        os("--threads"),
+        os("100000"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("--threads 100000") && err.contains("using"),
+        "{err}"
+    );
+}
+
+#[test]
+fn summary_counters_saturate_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let mut text = Vec::new();
+    for i in 0..3 {
+        text.extend(rec(
+            &format!("r{i}"),
+            "x[^1]",
+            json!({"prompt_tokens": u64::MAX, "cost_usd": 1.7e308}),
+        ));
+        text.push(b'\n');
+    }
+    std::fs::write(&input, text).unwrap();
+    let out = dir.path().join("o");
+    let report = dir.path().join("r.html");
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&out),
+        os("--report"),
+        os(&report),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["prompt_tokens"], json!(u64::MAX));
+    assert_eq!(s["cost_usd"], json!(f64::MAX));
+    let saturated = s["saturated"].as_array().unwrap();
+    assert!(saturated.contains(&json!("prompt_tokens")), "{s}");
+    assert!(saturated.contains(&json!("cost_usd")), "{s}");
+    assert_eq!(s["models"][0]["prompt_tokens"], json!(u64::MAX));
+    let html = std::fs::read_to_string(&report).unwrap();
+    let costs: Vec<&str> = html
+        .split("data-k=\"cost_usd\">")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('<').unwrap()])
+        .collect();
+    assert!(!costs.is_empty());
+    for c in costs {
+        assert!(
+            c.parse::<f64>().is_ok_and(f64::is_finite),
+            "cost shown as {c:?}"
+        );
+    }
+    assert!(
+        html.contains("at least"),
+        "the report says the totals are a floor"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_at_the_start_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let mut text = b"\xEF\xBB\xBF".to_vec();
+    text.extend(rec("a", "x[^1]", json!({})));
+    text.push(b'\n');
+    text.extend(rec("b", "y[^2]", json!({})));
+    std::fs::write(&input, text).unwrap();
+    let out = dir.path().join("o");
+    let o = check(&[os(&input), os("--out"), os(&out)]);
+    assert_eq!(o.status.code(), Some(0));
+    let audit = read_audit_rows(&out.join("audit.jsonl"));
+    let outcomes: Vec<&str> = audit
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["accepted", "accepted"]);
+    // The same from standard input.
+    let mut child = crate::common::bin()
+        .args(["check", "-", "--out"])
+        .arg(dir.path().join("o2"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&std::fs::read(&input).unwrap()).unwrap();
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(
+        !std::fs::read_to_string(dir.path().join("o2/dead_letter.jsonl"))
+            .unwrap()
+            .contains("invalid_json")
+    );
+}
+
+#[test]
+fn the_banner_names_every_configuration_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 2);
+    let cfg = dir.path().join("gg.toml");
+    std::fs::write(&cfg, "policy_version = \"file\"\n").unwrap();
+    let run = |with_file: bool| {
+        let mut cmd = crate::common::bin();
+        cmd.args(["check", input.to_str().unwrap(), "--out"])
+            .arg(dir.path().join("o"))
+            .env("GROUNDGATE_POLICY_VERSION", "from-env");
+        if with_file {
+            cmd.arg("--config").arg(&cfg);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        let s: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("o/summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(s["policy_version"], "from-env", "the variable applied");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = run(false);
+    let banner = err
+        .lines()
+        .find(|l| l.starts_with("configuration:"))
+        .unwrap_or_default();
+    assert!(banner.contains("GROUNDGATE_POLICY_VERSION"), "{err}");
+    assert!(banner.contains("built-in defaults"), "{err}");
+    let err = run(true);
+    let banner = err
+        .lines()
+        .find(|l| l.starts_with("configuration:"))
+        .unwrap_or_default();
+    assert!(
+        banner.contains("GROUNDGATE_POLICY_VERSION") && banner.contains("gg.toml"),
+        "{err}"
+    );
 }

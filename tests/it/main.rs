@@ -13,6 +13,7 @@ mod audit_cli;
 mod check_cli;
 mod commands;
 mod deploy;
+mod eval_cli;
 mod grounding;
 mod lifecycle;
 mod observability;

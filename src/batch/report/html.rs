@@ -113,14 +113,18 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// Dollars: cents from $1 up (`$1,234.57`), four decimals below, where
-/// per-answer costs live (`$0.0021`).
+/// per-answer costs live (`$0.0021`). Totals too large to read as digits (a
+/// saturated total is about 1.8e308) in scientific notation exact to the
+/// last digit (rounded to fewer, the largest total would read as infinite).
 pub fn usd(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }
     let sign = if v < 0.0 { "-" } else { "" };
     let a = v.abs();
-    if a >= 1.0 {
+    if a >= 1e12 {
+        format!("{sign}${a:e}")
+    } else if a >= 1.0 {
         let cents = (a * 100.0).round() as u64;
         format!("{sign}${}.{:02}", thousands(cents / 100), cents % 100)
     } else {

@@ -56,6 +56,11 @@ pub struct ModelRow {
 }
 
 impl ModelRow {
+    /// Prompt and completion tokens together, saturating like each.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+
     pub fn rate(&self, n: u64) -> f64 {
         if self.records == 0 {
             0.0
@@ -138,12 +143,33 @@ pub struct ReportData {
     pub models: Vec<ModelRow>,
     pub worst: Vec<WorstAnswer>,
     pub comparison: Option<Comparison>,
+    /// Usage totals (`prompt_tokens`, `completion_tokens`, `cost_usd`) that
+    /// reached the largest value they can hold, overall or for a model: they
+    /// stop there, so the true total is at least the value shown.
+    pub saturated: Vec<&'static str>,
 }
 
 impl ReportData {
     pub fn count(&self, kind: OutcomeKind) -> u64 {
         self.outcomes.get(kind.as_str()).copied().unwrap_or(0)
     }
+
+    /// Prompt and completion tokens together, saturating like each.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+}
+
+/// Adds token counts, stopping at `u64::MAX` (input counts are only bounded
+/// by the producer).
+fn add_tokens(total: &mut u64, n: u64) {
+    *total = total.saturating_add(n);
+}
+
+/// Adds costs (finite, non-negative: the core checks them), stopping at the
+/// largest finite `f64` so a total never becomes infinite (no JSON number).
+fn add_cost(total: &mut f64, c: f64) {
+    *total = (*total + c).min(f64::MAX);
 }
 
 /// A kept candidate for the worst answers: lowest score first, then more
@@ -244,9 +270,9 @@ impl Aggregator {
         if let Some(dl) = summary.dead_letter {
             bump(&mut d.dead_letters, dl.as_str());
         }
-        d.prompt_tokens += summary.prompt_tokens;
-        d.completion_tokens += summary.completion_tokens;
-        d.cost_usd += summary.cost_usd;
+        add_tokens(&mut d.prompt_tokens, summary.prompt_tokens);
+        add_tokens(&mut d.completion_tokens, summary.completion_tokens);
+        add_cost(&mut d.cost_usd, summary.cost_usd);
         let score = score.filter(|s| s.is_finite()).map(|s| s.clamp(0.0, 1.0));
         if let Some(s) = score {
             d.scored += 1;
@@ -266,9 +292,9 @@ impl Aggregator {
         row.malformed += u64::from(has(FindingKind::Malformed));
         row.out_of_range += u64::from(has(FindingKind::OutOfRange));
         row.unsupported_claim += u64::from(has(FindingKind::UnsupportedClaim));
-        row.prompt_tokens += summary.prompt_tokens;
-        row.completion_tokens += summary.completion_tokens;
-        row.cost_usd += summary.cost_usd;
+        add_tokens(&mut row.prompt_tokens, summary.prompt_tokens);
+        add_tokens(&mut row.completion_tokens, summary.completion_tokens);
+        add_cost(&mut row.cost_usd, summary.cost_usd);
         if let Some(s) = score {
             row.scored += 1;
             row.score_sum += s;
@@ -350,9 +376,9 @@ impl Aggregator {
                 *mine.entry(k).or_default() += n;
             }
         }
-        d.prompt_tokens += o.prompt_tokens;
-        d.completion_tokens += o.completion_tokens;
-        d.cost_usd += o.cost_usd;
+        add_tokens(&mut d.prompt_tokens, o.prompt_tokens);
+        add_tokens(&mut d.completion_tokens, o.completion_tokens);
+        add_cost(&mut d.cost_usd, o.cost_usd);
         d.scored += o.scored;
         for (mine, theirs) in d.score_histogram.iter_mut().zip(o.score_histogram) {
             *mine += theirs;
@@ -369,9 +395,9 @@ impl Aggregator {
             r.unsupported_claim += row.unsupported_claim;
             r.scored += row.scored;
             r.score_sum += row.score_sum;
-            r.prompt_tokens += row.prompt_tokens;
-            r.completion_tokens += row.completion_tokens;
-            r.cost_usd += row.cost_usd;
+            add_tokens(&mut r.prompt_tokens, row.prompt_tokens);
+            add_tokens(&mut r.completion_tokens, row.completion_tokens);
+            add_cost(&mut r.cost_usd, row.cost_usd);
             for (mine, theirs) in r.score_bins.iter_mut().zip(row.score_bins) {
                 *mine += theirs;
             }
@@ -471,6 +497,29 @@ impl Aggregator {
                 .cmp(&a.records)
                 .then_with(|| (&a.provider, &a.model).cmp(&(&b.provider, &b.model)))
         });
+        let d = &self.data;
+        let (tokens, costs) = (
+            |a: u64, b: u64| a == u64::MAX || b == u64::MAX,
+            |c: f64| c == f64::MAX,
+        );
+        self.data.saturated = [
+            (
+                "prompt_tokens",
+                tokens(d.prompt_tokens, 0) || rows.iter().any(|r| tokens(r.prompt_tokens, 0)),
+            ),
+            (
+                "completion_tokens",
+                tokens(d.completion_tokens, 0)
+                    || rows.iter().any(|r| tokens(r.completion_tokens, 0)),
+            ),
+            (
+                "cost_usd",
+                costs(d.cost_usd) || rows.iter().any(|r| costs(r.cost_usd)),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, hit)| hit.then_some(name))
+        .collect();
         self.data.models = rows;
         let min_support = self.data.min_support;
         self.worst.sort();
@@ -685,6 +734,29 @@ mod tests {
             cost_usd: cost,
             grounding_score: None,
         }
+    }
+
+    #[test]
+    fn usage_totals_saturate_and_are_listed() {
+        let mut big = summary("p", "m", vec![], 1.7e308);
+        big.prompt_tokens = u64::MAX;
+        let mut a = Aggregator::new("in", "v", 0.6, 3);
+        let mut b = Aggregator::new("in", "v", 0.6, 3);
+        for agg in [&mut a, &mut b] {
+            for i in 0..2 {
+                agg.add(i, OutcomeKind::Accepted, &big, None, None);
+            }
+        }
+        a.merge(b);
+        let d = a.finish(None);
+        assert_eq!(d.prompt_tokens, u64::MAX);
+        assert_eq!(d.cost_usd, f64::MAX);
+        assert_eq!(d.completion_tokens, 20);
+        assert_eq!(d.models[0].prompt_tokens, u64::MAX);
+        assert_eq!(d.tokens(), u64::MAX);
+        assert_eq!(d.saturated, ["prompt_tokens", "cost_usd"]);
+        let clean = Aggregator::new("in", "v", 0.6, 3).finish(None);
+        assert!(clean.saturated.is_empty());
     }
 
     #[test]

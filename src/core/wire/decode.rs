@@ -88,8 +88,51 @@ pub struct InputRecord<'a> {
     pub confidence: Option<f64>,
     #[serde(borrow, default)]
     pub provenance: Option<Cow<'a, str>>,
-    #[serde(default)]
+    /// The first attempt's usage, echoed back on the retry. Whether it
+    /// belongs (attempt 1 only) is the core's bookkeeping finding, not a
+    /// decoding error: a misplaced or missing `prior` never withholds a
+    /// verdict.
+    #[serde(default, deserialize_with = "prior_object")]
     pub prior: Option<Usage>,
+}
+
+/// `prior` on the wire: an object holding exactly the three usage fields.
+/// serde's derive would also take an array (by position) and default
+/// missing fields, so `[1, 2, 3]` and `{}` would pass.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriorFields {
+    completion_tokens: u64,
+    cost_usd: f64,
+    prompt_tokens: u64,
+}
+
+fn prior_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Usage>, D::Error> {
+    struct Object;
+    impl<'de> serde::de::Visitor<'de> for Object {
+        type Value = Option<Usage>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object {completion_tokens, cost_usd, prompt_tokens}")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_map(Object)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let p = PriorFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+            Ok(Some(Usage {
+                completion_tokens: p.completion_tokens,
+                cost_usd: p.cost_usd,
+                prompt_tokens: p.prompt_tokens,
+            }))
+        }
+    }
+    d.deserialize_option(Object)
 }
 
 /// `mode` as a string only. serde_json reports any other type given to a
@@ -299,26 +342,6 @@ pub fn decode(
             rid(),
         ));
     }
-    // One rule for `prior`: it is the first attempt's usage, so it belongs
-    // to the retry (attempt 1) and only there; the retry request carries it.
-    match (rec.attempt, &rec.prior) {
-        (0, Some(_)) => {
-            return Err(fail(
-                DeadLetterKind::Schema,
-                "prior: only allowed with attempt 1 (a first answer has no prior usage)".into(),
-                rid(),
-            ));
-        }
-        (1, None) => {
-            return Err(fail(
-                DeadLetterKind::Schema,
-                "prior: required with attempt 1 (send back the `prior` of the retry request)"
-                    .into(),
-                rid(),
-            ));
-        }
-        _ => {}
-    }
     if !(rec.cost_usd >= 0.0 && rec.cost_usd.is_finite()) {
         return Err(fail(
             DeadLetterKind::Schema,
@@ -336,6 +359,7 @@ pub fn decode(
         ));
     }
     if let Some(p) = &rec.prior
+        && rec.attempt == 1
         && !(rec.cost_usd + p.cost_usd).is_finite()
     {
         // The envelope reports the sum; an infinite sum has no JSON number.
@@ -530,20 +554,28 @@ mod tests {
             (br#"{"request_id":"r","answer":"a","mode":"loose"}"#, "mode"),
             (br#"{"request_id":"r","answer":"a","seed":1.5}"#, "seed"),
             (
-                br#"{"request_id":"r","answer":"a","attempt":1,"prior":{"cost_usd":-2}}"#,
+                br#"{"request_id":"r","answer":"a","attempt":1,"prior":{"completion_tokens":0,"cost_usd":-2,"prompt_tokens":0}}"#,
                 "prior.cost_usd",
             ),
             (
-                br#"{"request_id":"r","answer":"a","cost_usd":1e308,"attempt":1,"prior":{"cost_usd":1e308}}"#,
+                br#"{"request_id":"r","answer":"a","cost_usd":1e308,"attempt":1,"prior":{"completion_tokens":0,"cost_usd":1e308,"prompt_tokens":0}}"#,
                 "overflows",
             ),
             (
-                br#"{"request_id":"r","answer":"a","prior":{"prompt_tokens":5}}"#,
-                "prior: only allowed with attempt 1",
+                br#"{"request_id":"r","answer":"a","attempt":1,"prior":[1,0.5,2]}"#,
+                "prior: invalid type: sequence, expected an object",
             ),
             (
-                br#"{"request_id":"r","answer":"a","attempt":1}"#,
-                "prior: required with attempt 1",
+                br#"{"request_id":"r","answer":"a","attempt":1,"prior":{}}"#,
+                "prior: missing field",
+            ),
+            (
+                br#"{"request_id":"r","answer":"a","attempt":1,"prior":{"completion_tokens":1,"cost_usd":0,"prompt_tokens":1,"extra":1}}"#,
+                "prior.extra: unknown field `extra`",
+            ),
+            (
+                br#"{"request_id":"r","answer":"a","attempt":1,"prior":{"completion_tokens":1,"cost_usd":"x","prompt_tokens":1}}"#,
+                "prior.cost_usd: invalid type",
             ),
             (br#"{"request_id":"r","answer":"a","mode":null}"#, "mode"),
             (br#"{"request_id":"r","answer":"a","mode":1}"#, "mode"),
@@ -566,6 +598,36 @@ mod tests {
         assert_eq!(dl(long.as_bytes()).dead_letter.kind, DeadLetterKind::Schema);
         let ok = format!(r#"{{"request_id":"{}","answer":"a"}}"#, "x".repeat(256));
         assert!(decode(Some(ok.as_bytes()), 4096).is_ok());
+    }
+
+    #[test]
+    fn misplaced_or_missing_prior_still_decodes() {
+        // Bookkeeping, judged by the core: neither is a dead letter.
+        let r = decode(
+            Some(br#"{"request_id":"r","answer":"a","attempt":1}"#),
+            1024,
+        )
+        .unwrap();
+        assert_eq!(r.prior, None);
+        let r = decode(
+            Some(br#"{"request_id":"r","answer":"a","prior":{"completion_tokens":1,"cost_usd":0.5,"prompt_tokens":2}}"#),
+            1024,
+        )
+        .unwrap();
+        assert_eq!(
+            r.prior,
+            Some(Usage {
+                completion_tokens: 1,
+                cost_usd: 0.5,
+                prompt_tokens: 2
+            })
+        );
+        let r = decode(
+            Some(br#"{"request_id":"r","answer":"a","attempt":1,"prior":null}"#),
+            1024,
+        )
+        .unwrap();
+        assert_eq!(r.prior, None);
     }
 
     #[test]

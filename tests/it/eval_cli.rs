@@ -1,0 +1,81 @@
+//! `groundgate eval` on inputs it cannot measure well: labels of the wrong
+//! type, and files holding a single class.
+
+use serde_json::json;
+
+fn write(dir: &std::path::Path, lines: &[serde_json::Value]) -> std::path::PathBuf {
+    let path = dir.join("labelled.jsonl");
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    path
+}
+
+fn labelled(id: &str, label: serde_json::Value) -> serde_json::Value {
+    json!({
+        "request_id": id,
+        "answer": "Revenue grew 5% in Q3[^1].",
+        "sources": [{"urn": "u", "payload": "Revenue grew 5% in Q3."}],
+        "provenance": "p",
+        "label": label,
+    })
+}
+
+fn eval(input: &std::path::Path) -> std::process::Output {
+    crate::common::bin()
+        .arg("eval")
+        .arg(input)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_label_of_the_wrong_type_is_named_with_its_value() {
+    let dir = tempfile::tempdir().unwrap();
+    for (label, shown) in [
+        (json!(1), "1"),
+        (json!(null), "null"),
+        (json!(true), "true"),
+    ] {
+        let input = write(dir.path(), &[labelled("a", label.clone())]);
+        let o = eval(&input);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(!err.contains("None"), "{label}: {err}");
+        assert!(err.contains(&format!("found {shown}")), "{label}: {err}");
+    }
+    let input = write(dir.path(), &[json!({"request_id": "a", "answer": "x"})]);
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("missing"), "{err}");
+}
+
+#[test]
+fn one_class_only_prints_no_rates_that_need_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            labelled("b", json!("supported")),
+        ],
+    );
+    let o = eval(&input);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("unsupported_claim finding:"))
+        .unwrap();
+    assert!(
+        line.contains("balanced accuracy n/a")
+            && line.contains("precision n/a")
+            && line.contains("recall n/a"),
+        "{line}"
+    );
+    assert!(!out.contains("0.500") && !out.contains("0.000"), "{out}");
+}
