@@ -226,7 +226,14 @@ fn a_taken_metrics_port_says_how_to_choose_another() {
             &["--metrics-addr"][..],
         ),
         (
-            vec!["run", "--metrics-addr", addr.as_str()],
+            // Unreachable brokers: the metrics address is bound first.
+            vec![
+                "run",
+                "--brokers",
+                "127.0.0.1:1",
+                "--metrics-addr",
+                addr.as_str(),
+            ],
             &[
                 "--metrics-addr",
                 "GROUNDGATE_METRICS_ADDR",
