@@ -6,6 +6,42 @@
 //! Must not parse command lines, draw progress bars or print: that is the
 //! thin shell in `crate::cmd`.
 
+use std::io;
+use std::path::PathBuf;
+
 pub mod eval;
+pub(crate) mod files;
 pub(crate) mod pipeline;
 pub(crate) mod report;
+
+/// Why `check` stopped before finishing.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot open input {path}: {source}")]
+    OpenInput { path: PathBuf, source: io::Error },
+    #[error("cannot read input at line {line}: {source}")]
+    ReadInput { line: u64, source: io::Error },
+    #[error("cannot create output directory {path}: {source}")]
+    CreateDir { path: PathBuf, source: io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: io::Error },
+    #[error("cannot render the report: {0}")]
+    Report(String),
+    #[error("audit signing key: {0}")]
+    Key(#[from] crate::audit::keys::KeyError),
+    #[error("--threads must be at least 1")]
+    Threads,
+    #[error(
+        "{what} {path} is also {output} ({output_path}): refusing to overwrite it; nothing was written"
+    )]
+    Overwrite {
+        what: String,
+        path: PathBuf,
+        output: String,
+        output_path: PathBuf,
+    },
+    #[error("writing the outputs stopped")]
+    Flush,
+}

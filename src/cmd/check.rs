@@ -13,7 +13,7 @@
 //! `dead_letter.jsonl` are the same number, the 1-based line number (as
 //! editors and `sed -n Np` count).
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +28,10 @@ use serde::Serialize;
 
 use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, ChainId, Sealer};
+use crate::batch::CheckError;
+use crate::batch::files::{
+    Layout, Outputs, Piece, SUMMARY, Staged, file_name, partial, refuse_overwrites, write_file,
+};
 use crate::batch::pipeline::{self, Fold, Line, Progress, Shape};
 use crate::batch::report::{Aggregator, Comparison, ReportData};
 use crate::cli::{CheckArgs, FailOn};
@@ -43,37 +47,6 @@ const EXIT_OK: u8 = 0;
 const EXIT_FAILED_ON: u8 = 1;
 /// Exit code for usage, configuration or environment problems.
 const EXIT_USAGE: u8 = 2;
-
-#[derive(Debug, thiserror::Error)]
-pub enum CheckError {
-    #[error("{0}")]
-    Config(#[from] crate::config::ConfigError),
-    #[error("cannot open input {path}: {source}")]
-    OpenInput { path: PathBuf, source: io::Error },
-    #[error("cannot read input at line {line}: {source}")]
-    ReadInput { line: u64, source: io::Error },
-    #[error("cannot create output directory {path}: {source}")]
-    CreateDir { path: PathBuf, source: io::Error },
-    #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
-    #[error("cannot render the report: {0}")]
-    Report(String),
-    #[error("audit signing key: {0}")]
-    Key(#[from] crate::audit::keys::KeyError),
-    #[error("--threads must be at least 1")]
-    Threads,
-    #[error(
-        "{what} {path} is also {output} ({output_path}): refusing to overwrite it; nothing was written"
-    )]
-    Overwrite {
-        what: String,
-        path: PathBuf,
-        output: String,
-        output_path: PathBuf,
-    },
-    #[error("writing the outputs stopped")]
-    Flush,
-}
 
 pub fn main(args: CheckArgs) -> ExitCode {
     let data = match run(&args) {
@@ -167,167 +140,6 @@ fn bounded_threads(
     }
 }
 
-/// Suffix of an output file while it is written.
-const PARTIAL: &str = ".partial";
-
-fn partial(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(PARTIAL);
-    s.into()
-}
-
-/// The outputs of a run, written under their `.partial` names and renamed
-/// into place only when the run is complete, so a run that stops half-way
-/// (disk full, killed) never leaves files that look like a finished run's,
-/// and leaves a previous run's outputs as they were. `summary.json` goes
-/// last: beside it, the other files are always the same run's. A run that
-/// fails with an error removes its `.partial` files; a killed one leaves
-/// them, recognisable by their names.
-struct Staged {
-    /// Final names, in the order they are put in place; `summary.json` last.
-    files: Vec<PathBuf>,
-    committed: bool,
-}
-
-impl Staged {
-    fn new(out: &Path, report: Option<&Path>) -> Staged {
-        let mut files: Vec<PathBuf> = OutputRole::ALL
-            .iter()
-            .map(|r| out.join(file_name(*r)))
-            .collect();
-        files.extend(report.map(Path::to_path_buf));
-        files.push(out.join(SUMMARY));
-        Staged {
-            files,
-            committed: false,
-        }
-    }
-
-    fn commit(mut self) -> Result<(), CheckError> {
-        let rename = |to: &Path| {
-            fs::rename(partial(to), to).map_err(|source| CheckError::Write {
-                path: to.to_path_buf(),
-                source,
-            })
-        };
-        // The old summary goes first: until the new one is in place, the
-        // directory has none, which says "not a finished run".
-        let (summary, rest) = self.files.split_last().ok_or(CheckError::Flush)?;
-        match fs::remove_file(summary) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(CheckError::Write {
-                    path: summary.clone(),
-                    source,
-                });
-            }
-        }
-        for f in rest {
-            rename(f)?;
-        }
-        rename(summary)?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !self.committed {
-            for f in &self.files {
-                let _ = fs::remove_file(partial(f));
-            }
-        }
-    }
-}
-
-const SUMMARY: &str = "summary.json";
-
-/// `path` as the file system resolves it, to tell whether two paths name
-/// one file: its longest existing ancestor canonicalized (symbolic links,
-/// `..`), the rest appended with `.` and `..` applied by hand.
-fn resolved(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let parts: Vec<Component<'_>> = abs.components().collect();
-    for split in (1..=parts.len()).rev() {
-        let head: PathBuf = parts[..split].iter().collect();
-        if let Ok(mut out) = fs::canonicalize(&head) {
-            for c in &parts[split..] {
-                match c {
-                    Component::ParentDir => {
-                        out.pop();
-                    }
-                    Component::CurDir => {}
-                    other => out.push(other),
-                }
-            }
-            return out;
-        }
-    }
-    abs
-}
-
-/// Whether two paths name one file: the same resolved path, or (hard
-/// links) the same device and inode.
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    if resolved(a) == resolved(b) {
-        return true;
-    }
-    match (fs::metadata(a), fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
-/// Every file the run writes, named for a message.
-fn outputs(args: &CheckArgs) -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    let names = OutputRole::ALL
-        .iter()
-        .map(|r| file_name(*r))
-        .chain([SUMMARY]);
-    for name in names {
-        let p = args.out.join(name);
-        out.push((format!("the output {name} of --out"), partial(&p)));
-        out.push((format!("the output {name} of --out"), p));
-    }
-    if let Some(r) = &args.report {
-        out.push(("--report".to_string(), partial(r)));
-        out.push(("--report".to_string(), r.clone()));
-    }
-    out
-}
-
-/// Refuses a run that would overwrite one of its own inputs (`inputs`:
-/// what and where) or write two outputs to one file.
-fn refuse_overwrites(args: &CheckArgs, inputs: &[(&str, &Path)]) -> Result<(), CheckError> {
-    let outs = outputs(args);
-    let overwrite = |what: &str, path: &Path, (output, output_path): &(String, PathBuf)| {
-        CheckError::Overwrite {
-            what: what.to_string(),
-            path: path.to_path_buf(),
-            output: output.clone(),
-            output_path: output_path.clone(),
-        }
-    };
-    for (what, path) in inputs {
-        if let Some(o) = outs.iter().find(|(_, o)| same_file(path, o)) {
-            return Err(overwrite(what, path, o));
-        }
-    }
-    if let Some(r) = &args.report
-        && let Some(o) = outs
-            .iter()
-            .find(|(what, o)| what != "--report" && same_file(r, o))
-    {
-        return Err(overwrite("--report", r, o));
-    }
-    Ok(())
-}
-
 /// The input without a UTF-8 byte-order mark at its start: some editors
 /// write one, and it is not part of the first record.
 fn skip_bom(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
@@ -348,99 +160,6 @@ fn skip_bom(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>>
         &head[..n]
     };
     Ok(Box::new(io::Cursor::new(kept.to_vec()).chain(input)))
-}
-
-/// The file `check` writes an output role to, in `--out`.
-fn file_name(role: OutputRole) -> &'static str {
-    match role {
-        OutputRole::Final => "final.jsonl",
-        OutputRole::Retry => "retry.jsonl",
-        OutputRole::Audit => "audit.jsonl",
-        OutputRole::DeadLetter => "dead_letter.jsonl",
-    }
-}
-
-/// The four output files. The in-order writer gives every block its byte
-/// offsets in each file ([`Outputs::place`]); flush threads then copy the
-/// blocks in at those offsets in parallel, so writing is not a one-core
-/// step. (No fsync: like the serial writer before, `check` leaves
-/// durability to the file system.)
-struct Outputs {
-    dir: PathBuf,
-    /// Indexed by `OutputRole as usize` (ALL is in discriminant order).
-    files: [File; 4],
-}
-
-impl Outputs {
-    fn create(dir: &Path) -> Result<Outputs, CheckError> {
-        fs::create_dir_all(dir).map_err(|source| CheckError::CreateDir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        let open = |role: OutputRole| -> Result<File, CheckError> {
-            let path = partial(&dir.join(file_name(role)));
-            File::create(&path).map_err(|source| CheckError::Write { path, source })
-        };
-        Ok(Outputs {
-            dir: dir.to_path_buf(),
-            files: [
-                open(OutputRole::ALL[0])?,
-                open(OutputRole::ALL[1])?,
-                open(OutputRole::ALL[2])?,
-                open(OutputRole::ALL[3])?,
-            ],
-        })
-    }
-
-    fn write_at(&self, role: OutputRole, at: u64, bytes: &[u8]) -> Result<(), CheckError> {
-        use std::os::unix::fs::FileExt;
-        self.files[role as usize]
-            .write_all_at(bytes, at)
-            .map_err(|source| CheckError::Write {
-                path: partial(&self.dir.join(file_name(role))),
-                source,
-            })
-    }
-}
-
-/// Where the next bytes of each file go.
-#[derive(Default)]
-struct Layout {
-    len: [u64; 4],
-}
-
-impl Layout {
-    fn place(&mut self, role: OutputRole, n: usize) -> u64 {
-        let at = self.len[role as usize];
-        self.len[role as usize] += n as u64;
-        at
-    }
-}
-
-/// Bytes of a block to write at an offset: a range of the block's own
-/// buffer for that file, or a seal line made by the writer.
-enum Piece {
-    Range(OutputRole, u64, std::ops::Range<usize>),
-    Seal(u64, Vec<u8>),
-}
-
-/// A block with its pieces placed, on its way to a flush thread.
-struct Placed<'a> {
-    block: Block<'a>,
-    pieces: Vec<Piece>,
-}
-
-fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
-    for piece in &p.pieces {
-        match piece {
-            Piece::Range(role, at, r) => {
-                out.write_at(*role, *at, &p.block.files[*role as usize][r.clone()])?
-            }
-            Piece::Seal(at, bytes) => out.write_at(OutputRole::Audit, *at, bytes)?,
-        }
-    }
-    p.block.recycle();
-    Ok(())
 }
 
 /// A line of `dead_letter.jsonl`. Fields are declared in alphabetical order
@@ -645,6 +364,25 @@ struct Bounded {
     length: u64,
     preview: String,
     sha256: String,
+}
+
+/// A block with its pieces placed, on its way to a flush thread.
+struct Placed<'a> {
+    block: Block<'a>,
+    pieces: Vec<Piece>,
+}
+
+fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
+    for piece in &p.pieces {
+        match piece {
+            Piece::Range(role, at, r) => {
+                out.write_at(*role, *at, &p.block.files[*role as usize][r.clone()])?
+            }
+            Piece::Seal(at, bytes) => out.write_at(OutputRole::Audit, *at, bytes)?,
+        }
+    }
+    p.block.recycle();
+    Ok(())
 }
 
 /// Runs the whole file and returns what the report shows. Public for tests.
@@ -863,13 +601,6 @@ fn place_block<'a>(
     Placed { block: b, pieces }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CheckError> {
-    fs::write(path, bytes).map_err(|source| CheckError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
 /// A progress bar on stderr when it is a terminal; nothing otherwise.
 fn progress_bar(size: Option<u64>) -> Option<ProgressBar> {
     if !io::stderr().is_terminal() {
@@ -961,6 +692,9 @@ fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+
+    use crate::batch::files::same_file;
 
     #[test]
     fn threads_are_bounded_per_core() {
