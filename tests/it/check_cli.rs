@@ -828,7 +828,10 @@ fn summary_counters_saturate_and_say_so() {
     assert!(!costs.is_empty());
     for c in costs {
         assert!(
-            c.parse::<f64>().is_ok_and(f64::is_finite),
+            c.trim_start_matches('$')
+                .replace(',', "")
+                .parse::<f64>()
+                .is_ok_and(f64::is_finite),
             "cost shown as {c:?}"
         );
     }
