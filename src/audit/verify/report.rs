@@ -1,0 +1,175 @@
+//! What `audit verify` answers: the problem kinds, each problem with where
+//! it was found, the per-chain and overall report, and the options that
+//! scope a verification (range, anchors, live tail). Plain data; the
+//! judging is in the parent module.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use ed25519_dalek::VerifyingKey;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::audit::seal::{ChainHead, ChainId};
+
+/// Where a record was read: a stream (a file, an audit partition) and the
+/// position in it (line number, offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Location {
+    pub stream: u32,
+    pub pos: u64,
+}
+
+/// What is wrong. The names are part of `--json` output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// Not JSON, or neither an audit row nor a seal.
+    Unreadable,
+    /// A sealed row is present with different bytes.
+    RowAltered,
+    /// A sealed row is absent.
+    RowMissing,
+    /// A row inside the sealed history that no seal covers.
+    RowForged,
+    /// Rows of one seal appear out of the sealed order.
+    RowOutOfOrder,
+    /// Two rows for one input offset that differ in more than `ts`.
+    Conflict,
+    /// A row for an input offset the input topic never held.
+    RowGhost,
+    /// Rows after the chain's last seal, when no live tail is allowed.
+    UnsealedTail,
+    /// Nothing in the trail (or the range) to verify: not a pass.
+    NothingToVerify,
+    /// A seal does not name the previous seal's hash.
+    SealBroken,
+    /// Seal sequence numbers skip.
+    SealMissing,
+    /// A seal is malformed (missing fields, rows outside its range).
+    SealMalformed,
+    /// A seal's signature does not verify with the given key, or is absent.
+    SealSignature,
+    /// Input offsets with no audit row.
+    Gap,
+    /// A row below the consumer group's committed offset that no seal covers.
+    UnsealedCommitted,
+    /// The chain head the consumer group committed is not in the trail.
+    HeadMissing,
+    /// The consumer group's committed metadata is not a chain head.
+    HeadUnreadable,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub topic: Option<String>,
+    pub partition: Option<i32>,
+    /// Input offsets concerned (first, last).
+    pub offsets: Option<(i64, i64)>,
+    pub seal_seq: Option<u64>,
+    pub at: Option<Location>,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ChainReport {
+    pub topic: String,
+    pub partition: i32,
+    /// Rows read for input offsets in the verified range.
+    pub rows: u64,
+    pub sealed_rows: u64,
+    pub seals: u64,
+    pub redeliveries: u64,
+    /// Seals that repeat a sequence number of the chain (a worker replaced
+    /// after a crash sealed the same rows again); not a problem.
+    pub reseals: u64,
+    /// Hash of the chain's latest seal (highest sequence number, the later
+    /// one read on a tie): keep it outside the trail to detect a truncated
+    /// tail later.
+    pub head_seal: Option<String>,
+    pub unsealed_tail: u64,
+    pub first_offset: Option<i64>,
+    pub last_offset: Option<i64>,
+    pub gaps: Vec<(i64, i64)>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub records: u64,
+    pub streams: Vec<String>,
+    pub signatures_checked: bool,
+    /// Rows after a chain's last seal were accepted as a live tail.
+    pub unsealed_tail_allowed: bool,
+    pub chains: Vec<ChainReport>,
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    pub fn location(&self, at: Location) -> String {
+        let stream = self
+            .streams
+            .get(at.stream as usize)
+            .map(String::as_str)
+            .unwrap_or("?");
+        format!("{stream}:{}", at.pos)
+    }
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = serde_json::to_value(self).unwrap_or(Value::Null);
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
+}
+
+/// Options of a verification.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Require every seal to be signed by this key.
+    pub public_key: Option<VerifyingKey>,
+    /// Only input offsets in this inclusive range are checked for
+    /// completeness and coverage.
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    /// What the input side says, per input partition.
+    pub anchors: BTreeMap<ChainId, Anchor>,
+    /// The input topic the anchors were read from: a chain of this topic
+    /// without an anchor is a partition the topic does not have.
+    pub input_topic: Option<String>,
+    /// Rows after a chain's last seal are a live tail (a running worker),
+    /// not a problem. With a public key, only above the committed offset.
+    pub allow_unsealed_tail: bool,
+}
+
+/// What the input topic and the worker's consumer group say about one input
+/// partition: an account the audit trail's writers cannot rewrite.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// Input offsets (inclusive) the input topic holds in the verified
+    /// range (up to the group's committed offset when one is known): each
+    /// must have a row. `None`: no record in range.
+    pub cover: Option<(i64, i64)>,
+    /// The group's committed offset: every row below it must be sealed.
+    pub committed: Option<i64>,
+    /// The chain head committed with that offset (next seq, hash of the
+    /// last seal): that seal must be in the trail.
+    pub head: Option<ChainHead>,
+    /// Why the metadata committed with that offset holds no chain head
+    /// (`no_head`, `not_utf8`, `foreign`): the worker restarted the chain at
+    /// seq 0 there, and the head cannot be checked.
+    pub head_unreadable: Option<&'static str>,
+    /// The input topic's end (high watermark, exclusive): a row at or past
+    /// it stands for a record the input never had.
+    pub end: Option<i64>,
+}
+
+impl Options {
+    pub(super) fn in_range(&self, offset: i64) -> bool {
+        self.from.is_none_or(|f| offset >= f) && self.to.is_none_or(|t| offset <= t)
+    }
+}
