@@ -10,14 +10,16 @@
 //! is capped, and only the worst `N` answers are kept.
 
 pub mod html;
+mod worst;
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::core::{DeadLetterKind, FindingKind, OutcomeKind, Summary};
+
+pub use worst::WorstAnswer;
+use worst::{Candidate, near_duplicate_key, worst_answer};
 
 /// Distinct (provider, model) rows kept; the rest are pooled as `other`.
 pub const MAX_MODELS: usize = 200;
@@ -25,8 +27,6 @@ pub const MAX_MODELS: usize = 200;
 const QUANTILE_BINS: usize = 1000;
 /// Bins of the report's grounding-score histogram (width 0.1).
 pub const HISTOGRAM_BINS: usize = 10;
-/// Longest source or answer text shown for one worst answer.
-const MAX_SHOWN_BYTES: usize = 4000;
 
 /// One (provider, model) row of the report.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -68,38 +68,6 @@ impl ModelRow {
             n as f64 / self.records as f64
         }
     }
-}
-
-/// Part of an answer, flagged when it is a claim the sources do not support.
-#[derive(Debug, Clone, Serialize)]
-pub struct Segment {
-    pub text: String,
-    pub flagged: bool,
-    pub support: Option<f64>,
-    /// For a flagged claim: the terms its cited sources do not hold (the
-    /// envelope's `unsupported_terms`, at most five).
-    pub missing: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ShownSource {
-    pub n: usize,
-    pub urn: String,
-    pub payload: String,
-}
-
-/// One of the worst-grounded answers, ready to show.
-#[derive(Debug, Clone, Serialize)]
-pub struct WorstAnswer {
-    pub request_id: String,
-    pub provider: String,
-    pub model: String,
-    pub outcome: String,
-    pub score: f64,
-    /// Claims below `min_support` in the whole answer.
-    pub unsupported_claims: u64,
-    pub segments: Vec<Segment>,
-    pub sources: Vec<ShownSource>,
 }
 
 /// Records whose outcome differs between two policies.
@@ -170,43 +138,6 @@ fn add_tokens(total: &mut u64, n: u64) {
 /// largest finite `f64` so a total never becomes infinite (no JSON number).
 fn add_cost(total: &mut f64, c: f64) {
     *total = (*total + c).min(f64::MAX);
-}
-
-/// A kept candidate for the worst answers: lowest score first, then more
-/// unsupported claims, then input order, so the list is deterministic.
-struct Candidate {
-    score: f64,
-    unsupported_claims: u64,
-    seq: u64,
-    /// Answers with the same words (case, punctuation and citation markers
-    /// aside) share a key; one per key is shown.
-    key: u64,
-    outcome: OutcomeKind,
-    provider: String,
-    model: String,
-    envelope: Vec<u8>,
-}
-
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Candidate {}
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Candidate {
-    // Max-heap on "worse is smaller": the heap's top is the best kept
-    // candidate, the one to evict.
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .total_cmp(&other.score)
-            .then(other.unsupported_claims.cmp(&self.unsupported_claims))
-            .then(self.seq.cmp(&other.seq))
-    }
 }
 
 /// Folds outcomes into a [`ReportData`].
@@ -563,162 +494,10 @@ fn quantile(bins: &[u32], n: u64, q: f64) -> f64 {
     1.0
 }
 
-fn clip(s: &str) -> String {
-    if s.len() <= MAX_SHOWN_BYTES {
-        return s.to_string();
-    }
-    format!("{}…", &s[..s.floor_char_boundary(MAX_SHOWN_BYTES)])
-}
-
-/// A hash of the set of the answer's sentences, each taken as its words
-/// lower-cased, without citation markers or punctuation: answers that
-/// differ only in those, or in the order or repetition of the same
-/// sentences, are near-duplicates. (Set equality, not a similarity
-/// threshold, so the worst answers do not depend on how `check` splits the
-/// input between threads.)
-fn near_duplicate_key(envelope: &[u8]) -> u64 {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    #[derive(serde::Deserialize)]
-    struct Answer<'a> {
-        #[serde(borrow)]
-        answer: std::borrow::Cow<'a, str>,
-    }
-    let answer = serde_json::from_slice::<Answer<'_>>(envelope)
-        .map(|a| a.answer)
-        .unwrap_or_default();
-    let mut sentences: Vec<u64> = Vec::new();
-    let mut h = DefaultHasher::new();
-    let mut words = 0usize;
-    let mut in_word = false;
-    let mut rest = answer.as_ref();
-    let mut end_sentence = |h: &mut DefaultHasher, words: &mut usize| {
-        if *words > 0 {
-            sentences.push(std::mem::take(h).finish());
-        }
-        *words = 0;
-    };
-    while let Some(c) = rest.chars().next() {
-        // A marker `[^…]` is skipped whole.
-        if let Some(after) = rest.strip_prefix("[^")
-            && let Some(close) = after.find(']')
-        {
-            rest = &after[close + 1..];
-            continue;
-        }
-        rest = &rest[c.len_utf8()..];
-        if c.is_alphanumeric() {
-            if !in_word {
-                words += 1;
-                ' '.hash(&mut h);
-            }
-            for l in c.to_lowercase() {
-                l.hash(&mut h);
-            }
-            in_word = true;
-            continue;
-        }
-        in_word = false;
-        let ends = c == '\n'
-            || (matches!(c, '.' | '!' | '?')
-                && rest
-                    .chars()
-                    .next()
-                    .is_none_or(|n| n.is_whitespace() || n == '['));
-        if ends {
-            end_sentence(&mut h, &mut words);
-        }
-    }
-    end_sentence(&mut h, &mut words);
-    sentences.sort_unstable();
-    sentences.dedup();
-    let mut all = DefaultHasher::new();
-    sentences.hash(&mut all);
-    all.finish()
-}
-
-/// Splits the answer into plain and claim segments using the envelope's
-/// `grounding.claims` spans; a claim is flagged when its support is below
-/// `min_support`.
-fn worst_answer(c: Candidate, min_support: f64) -> WorstAnswer {
-    let env: Value = serde_json::from_slice(&c.envelope).unwrap_or(Value::Null);
-    let answer = env["answer"].as_str().unwrap_or_default();
-    let mut segments = Vec::new();
-    let mut at = 0usize;
-    if let Some(claims) = env["grounding"]["claims"].as_array() {
-        for claim in claims {
-            let span = (
-                claim["span"][0].as_u64().map(|v| v as usize),
-                claim["span"][1].as_u64().map(|v| v as usize),
-            );
-            let (Some(a), Some(b)) = span else { continue };
-            if a < at || b < a || answer.get(a..b).is_none() || answer.get(at..a).is_none() {
-                continue;
-            }
-            if a > at {
-                segments.push(Segment {
-                    text: answer[at..a].to_string(),
-                    flagged: false,
-                    support: None,
-                    missing: Vec::new(),
-                });
-            }
-            let support = claim["support"].as_f64();
-            let flagged = support.is_some_and(|s| s < min_support);
-            let missing = if flagged {
-                claim["unsupported_terms"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|t| t.as_str().map(str::to_string))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            segments.push(Segment {
-                text: answer[a..b].to_string(),
-                flagged,
-                support,
-                missing,
-            });
-            at = b;
-        }
-    }
-    if at < answer.len() {
-        segments.push(Segment {
-            text: clip(&answer[at..]),
-            flagged: false,
-            support: None,
-            missing: Vec::new(),
-        });
-    }
-    let sources = env["sources_flat"]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .enumerate()
-                .map(|(i, s)| ShownSource {
-                    n: i + 1,
-                    urn: s["urn"].as_str().unwrap_or_default().to_string(),
-                    payload: clip(s["payload"].as_str().unwrap_or_default()),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    WorstAnswer {
-        request_id: env["request_id"].as_str().unwrap_or_default().to_string(),
-        provider: c.provider,
-        model: c.model,
-        outcome: c.outcome.as_str().to_string(),
-        score: c.score,
-        unsupported_claims: c.unsupported_claims,
-        segments,
-        sources,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn summary(provider: &str, model: &str, findings: Vec<FindingKind>, cost: f64) -> Summary {
         Summary {
