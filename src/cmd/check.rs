@@ -201,7 +201,7 @@ fn text_or_base64(bytes: &[u8]) -> (Option<&str>, Option<String>) {
 /// per file, the audit rows with where each ends (seals go between them),
 /// and the block's counts. The in-order writer only copies and merges.
 struct Block<'a> {
-    ctx: &'a Ctx<'a>,
+    ctx: &'a RunContext<'a>,
     files: [Vec<u8>; 4],
     /// (line, end of the row in `files[audit]`, SHA-256 of the row).
     audit_rows: Vec<(u64, usize, [u8; 32])>,
@@ -210,7 +210,7 @@ struct Block<'a> {
 }
 
 /// What every worker reads.
-struct Ctx<'a> {
+struct RunContext<'a> {
     topic: &'a str,
     config: &'a Config,
     /// The policy of `--compare-config`: every record is also judged under it.
@@ -230,7 +230,7 @@ const SPARE_BUFFERS: usize = 64;
 const AUDIT: usize = OutputRole::Audit as usize;
 
 impl<'a> Block<'a> {
-    fn new(ctx: &'a Ctx<'a>) -> Block<'a> {
+    fn new(ctx: &'a RunContext<'a>) -> Block<'a> {
         let files = ctx
             .spare
             .lock()
@@ -272,7 +272,7 @@ impl<'a> Block<'a> {
 impl Fold for Block<'_> {
     fn line(&mut self, index: u64, line: Line<'_>) {
         let line_no = index + 1;
-        let Ctx {
+        let RunContext {
             topic,
             config,
             baseline,
@@ -457,7 +457,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
     );
     let staged = Staged::new(&args.out, args.report.as_deref());
     let out = Outputs::create(&args.out)?;
-    let ctx = Ctx {
+    let ctx = RunContext {
         topic: &topic,
         config: &config,
         baseline: baseline.as_ref(),

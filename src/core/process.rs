@@ -43,7 +43,7 @@ pub fn process(
 ) -> Outcome {
     match wire::decode(value, settings.max_record_bytes) {
         Ok(rec) => {
-            let outcome = validate(&rec, meta, now_nanos, settings);
+            let outcome = judge(&rec, meta, now_nanos, settings);
             if fits(&outcome, settings.max_output_bytes) {
                 return outcome;
             }
@@ -152,7 +152,7 @@ fn fits(o: &Outcome, max: usize) -> bool {
     terminal <= max && o.audit.len() <= max
 }
 
-fn validate(
+fn judge(
     rec: &InputRecord<'_>,
     meta: &RecordMeta<'_>,
     now_nanos: i64,

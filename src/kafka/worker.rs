@@ -286,7 +286,7 @@ fn publish_batch(
         .iter()
         .map(|m| ((m.topic().to_string(), m.partition()), m.offset()))
         .collect();
-    let outcomes = validate(batch, config, step);
+    let outcomes = process_batch(batch, config, step);
     for (i, (msg, outcome)) in batch.iter().zip(outcomes).enumerate() {
         let headers: Vec<(&str, Option<&[u8]>)> = msg
             .headers()
@@ -378,7 +378,11 @@ type Validated = (Outcome, Duration, Option<[u8; 32]>);
 /// order follows input order. `None` per record in passthrough (bench) mode.
 /// When sealing, the audit row's SHA-256 is computed here too, off the
 /// consume thread.
-fn validate(batch: &[BorrowedMessage<'_>], config: &Config, step: Step) -> Vec<Option<Validated>> {
+fn process_batch(
+    batch: &[BorrowedMessage<'_>],
+    config: &Config,
+    step: Step,
+) -> Vec<Option<Validated>> {
     if step == Step::Passthrough {
         return batch.iter().map(|_| None).collect();
     }
