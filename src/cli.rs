@@ -164,24 +164,22 @@ pub struct CheckArgs {
     pub threads: Option<usize>,
 }
 
-/// Settings shared by every subcommand that talks to Kafka.
+/// Where and how a command reaches Kafka, shared by `run` and `produce`.
 #[derive(Debug, Args, Clone, Default)]
-pub struct KafkaFlags {
+pub struct ClientFlags {
     /// Bootstrap servers, host:port[,host:port...]. Required (here, in GROUNDGATE_BROKERS or in
-    /// kafka.brokers): run never starts a broker (`groundgate dev-broker` runs one for development).
+    /// kafka.brokers): run and produce never start a broker (`groundgate dev-broker` runs one for
+    /// development).
     #[arg(long)]
     pub brokers: Option<String>,
     /// TOML configuration file; a flag overrides GROUNDGATE_* variables, which override the file
     /// [default: none, built-in defaults]
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Consumer group id [default: groundgate]
-    #[arg(long)]
-    pub group_id: Option<String>,
-    /// Client id reported to the brokers [default: groundgate]
+    /// Client id reported to the brokers (produce adds -producer) [default: groundgate]
     #[arg(long)]
     pub client_id: Option<String>,
-    /// Input topic [default: answers]
+    /// Input topic, which run reads and produce writes [default: answers]
     #[arg(long)]
     pub input_topic: Option<String>,
     /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X fetch.min.bytes=1024.
@@ -190,19 +188,17 @@ pub struct KafkaFlags {
     pub kafka_property: Vec<String>,
     /// Log format [default: human]
     #[arg(long, value_enum)]
-    pub log_format: Option<LogFormatArg>,
+    pub log_format: Option<LogFormat>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormatArg {
-    Human,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GuaranteeArg {
-    AtLeastOnce,
-    ExactlyOnce,
+/// The Kafka settings of `run`: a client and its consumer group.
+#[derive(Debug, Args, Clone, Default)]
+pub struct KafkaFlags {
+    #[command(flatten)]
+    pub client: ClientFlags,
+    /// Consumer group id [default: groundgate]
+    #[arg(long)]
+    pub group_id: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -211,7 +207,7 @@ pub struct RunArgs {
     pub kafka: KafkaFlags,
     /// Delivery guarantee [default: at-least-once]
     #[arg(long, value_enum)]
-    pub guarantee: Option<GuaranteeArg>,
+    pub guarantee: Option<Guarantee>,
     /// Address of /metrics, /healthz, /readyz (also [metrics] addr, GROUNDGATE_METRICS_ADDR)
     /// [default: 0.0.0.0:9464]
     #[arg(long)]
@@ -244,50 +240,10 @@ pub struct DemoArgs {
     pub serve: bool,
 }
 
-/// The Kafka settings of `produce`: no consumer group, and no embedded broker.
-#[derive(Debug, Args, Clone, Default)]
-pub struct ProducerFlags {
-    /// Bootstrap servers, host:port[,host:port...]. Required: produce never starts a broker
-    /// (`groundgate dev-broker` runs one for development).
-    #[arg(long)]
-    pub brokers: Option<String>,
-    /// TOML configuration file.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Client id reported to the brokers (suffixed with -producer).
-    #[arg(long)]
-    pub client_id: Option<String>,
-    /// Topic to write to (the worker's input topic).
-    #[arg(long)]
-    pub input_topic: Option<String>,
-    /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X security.protocol=SSL.
-    #[arg(short = 'X', long = "kafka-property", value_name = "KEY=VALUE")]
-    pub kafka_property: Vec<String>,
-    /// Log format.
-    #[arg(long, value_enum)]
-    pub log_format: Option<LogFormatArg>,
-}
-
-impl ProducerFlags {
-    /// The flag layer of the configuration (highest precedence).
-    pub fn raw_layer(&self) -> Result<RawConfig, String> {
-        KafkaFlags {
-            brokers: self.brokers.clone(),
-            config: self.config.clone(),
-            group_id: None,
-            client_id: self.client_id.clone(),
-            input_topic: self.input_topic.clone(),
-            kafka_property: self.kafka_property.clone(),
-            log_format: self.log_format,
-        }
-        .raw_layer()
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct ProduceArgs {
     #[command(flatten)]
-    pub kafka: ProducerFlags,
+    pub kafka: ClientFlags,
     /// JSON Lines file to stream; absent → synthetic answers.
     #[arg(long)]
     pub file: Option<PathBuf>,
@@ -315,12 +271,11 @@ pub struct BenchArgs {
     pub rounds: u32,
 }
 
-impl KafkaFlags {
+impl ClientFlags {
     /// The flag layer of the configuration (highest precedence).
     pub fn raw_layer(&self) -> Result<RawConfig, String> {
         let mut raw = RawConfig::default();
         raw.kafka.brokers = self.brokers.clone();
-        raw.kafka.group_id = self.group_id.clone();
         raw.kafka.client_id = self.client_id.clone();
         raw.kafka.topics.input = self.input_topic.clone();
         for kv in &self.kafka_property {
@@ -333,10 +288,16 @@ impl KafkaFlags {
                 .properties
                 .insert(k.trim().to_string(), v.to_string());
         }
-        raw.log.format = self.log_format.map(|f| match f {
-            LogFormatArg::Human => LogFormat::Human,
-            LogFormatArg::Json => LogFormat::Json,
-        });
+        raw.log.format = self.log_format;
+        Ok(raw)
+    }
+}
+
+impl KafkaFlags {
+    /// The flag layer of the configuration (highest precedence).
+    pub fn raw_layer(&self) -> Result<RawConfig, String> {
+        let mut raw = self.client.raw_layer()?;
+        raw.kafka.group_id = self.group_id.clone();
         Ok(raw)
     }
 }
@@ -344,10 +305,7 @@ impl KafkaFlags {
 impl RunArgs {
     pub fn raw_layer(&self) -> Result<RawConfig, String> {
         let mut raw = self.kafka.raw_layer()?;
-        raw.kafka.guarantee = self.guarantee.map(|g| match g {
-            GuaranteeArg::AtLeastOnce => Guarantee::AtLeastOnce,
-            GuaranteeArg::ExactlyOnce => Guarantee::ExactlyOnce,
-        });
+        raw.kafka.guarantee = self.guarantee;
         raw.metrics.addr = self.metrics_addr.clone();
         Ok(raw)
     }

@@ -61,7 +61,11 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         .raw_layer()
         .map_err(|p| ConfigError::Invalid(vec![p]))
         .and_then(|flags| {
-            RawConfig::load_for_kafka(args.kafka.config.as_deref(), flags, &library.features)
+            RawConfig::load_for_kafka(
+                args.kafka.client.config.as_deref(),
+                flags,
+                &library.features,
+            )
         }) {
         Ok(c) => Arc::new(c),
         Err(e) => {

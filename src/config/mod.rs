@@ -51,7 +51,7 @@ pub use validate::Host;
 use {crate::core::Action, std::path::Path, validate::MESSAGE_HEADROOM_BYTES};
 
 /// Delivery guarantee of the worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Guarantee {
     #[default]
@@ -75,7 +75,7 @@ impl fmt::Display for Guarantee {
 }
 
 /// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]

@@ -101,7 +101,7 @@ fn run_help_shows_the_defaults_it_runs_with() {
             "run --help lacks {default}:\n{help}"
         );
     }
-    assert!(help.contains("embedded"), "{help}");
+    assert!(help.contains("never start a broker"), "{help}");
 }
 
 #[test]
