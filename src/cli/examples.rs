@@ -20,7 +20,7 @@ Examples:
 
 pub const RUN: &str = "\
 Examples:
-  groundgate run                                      # embedded in-memory broker: a try-out, not durable
+  groundgate run --brokers 127.0.0.1:9092 --config examples/demo.toml   # against `groundgate dev-broker`
   groundgate run --brokers kafka:9092 --config examples/groundgate.toml
   groundgate run --brokers kafka:9092 --guarantee exactly-once --metrics-addr 127.0.0.1:9465
   GROUNDGATE_BROKERS=kafka:9092 GROUNDGATE_LOG_FORMAT=json groundgate run";
