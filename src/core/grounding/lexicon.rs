@@ -307,11 +307,3 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         .map(|i| SPELLED[i].1)
 }
 
-/// Whether `w` can open a sentence: a capital letter or a digit first.
-pub(super) fn starts_sentence(w: &str) -> bool {
-    match w.as_bytes().first() {
-        Some(b) if b.is_ascii() => b.is_ascii_uppercase() || b.is_ascii_digit(),
-        Some(_) => w.chars().next().is_some_and(|c| c.is_uppercase()),
-        None => false,
-    }
-}

@@ -1,14 +1,15 @@
-//! Scoring: each cited claim's terms looked up in its cited sources, weighed
-//! by class, and combined into a support in `[0, 1]` with the answer's
-//! pooled support as a prior.
+//! Scoring: each cited claim's terms looked up in its cited sources, its
+//! evidence features computed, and the strict rules (numbers, negation) and
+//! the fitted model (`model`) turning them into a support in `[0, 1]`.
 
 use std::cell::RefCell;
 
 use super::claims::claim_spans;
-use super::index::{SourceIndex, pair_hash};
+use super::index::{Cover, SourceIndex, pair_hash};
+use super::model::{COEFFICIENTS, FEATURES, probability};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::Folder;
-use super::{Claim, Grounding, MAX_TERMS};
+use super::{Claim, Evidence, Grounding, MAX_TERMS};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
 use crate::core::terms::ascii_word;
@@ -42,69 +43,14 @@ thread_local! {
     pub(super) static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
 }
 
-/// Weight of the found content terms left outside the claim's main
-/// sentences: a claim stitched together from words of different sentences
-/// ("Stanford University is located in Chestnut Hill" from a source that
-/// says each in its own sentence). A claim may draw on one sentence per
-/// cited source (`allowed`): the sentence holding the most uncovered weight
-/// is taken, `allowed` times. Marks the terms left over `apart`.
-pub(super) fn spread(terms: &mut [Term], allowed: usize) -> f64 {
-    let mut all = u64::MAX;
-    let mut any = 0u64;
-    for t in terms.iter().filter(|t| t.sentences != 0) {
-        all &= t.sentences;
-        any |= t.sentences;
-    }
-    // Common case: one sentence holds every found term (or none is found).
-    if any == 0 || all != 0 {
-        return 0.0;
-    }
-    for t in terms.iter_mut() {
-        t.apart = t.sentences != 0;
-    }
-    // Each round takes a sentence bit no earlier round took, so there are
-    // at most 64 rounds whatever the number of cited sources: linear work.
-    for _ in 0..allowed {
-        let mut by_bit = [0.0f64; 64];
-        for t in terms.iter().filter(|t| t.apart) {
-            let mut m = t.sentences;
-            while m != 0 {
-                by_bit[m.trailing_zeros() as usize] += t.weight;
-                m &= m - 1;
-            }
-        }
-        let mut best = 0;
-        for (b, w) in by_bit.iter().enumerate() {
-            if *w > by_bit[best] {
-                best = b;
-            }
-        }
-        if by_bit[best] == 0.0 {
-            break;
-        }
-        for t in terms
-            .iter_mut()
-            .filter(|t| t.sentences & (1u64 << best) != 0)
-        {
-            t.apart = false;
-        }
-    }
-    terms
-        .iter()
-        .filter(|t| t.apart)
-        .fold(0.0, |a, t| a + t.weight)
-}
-
-/// One claim term, by weight class; kept only long enough to score.
+/// One claim term, by class; kept only long enough to score.
 pub(super) struct Term {
     class: TermClass,
-    weight: f64,
     found: bool,
     negation: bool,
-    /// Sentence bits (of the cited sources) holding the term; 0 for a stop
-    /// word or a term not found.
-    sentences: u64,
-    /// Found, but only outside the claim's main sentences.
+    /// The word id the index knows it by (its own or its other spelling's).
+    id: u32,
+    /// Found, but only outside the claim's best two sentences.
     apart: bool,
     at: usize,
     len: usize,
@@ -125,11 +71,11 @@ pub(super) fn analyze_with(
     let mut banks: Vec<(usize, u64)> = Vec::new();
     let mut claims = Vec::with_capacity(spans.len());
     let mut terms: Vec<Term> = Vec::new();
+    let mut found_ids: Vec<u32> = Vec::new();
     // (start in the answer, length, all ASCII) of each word of a claim.
     let mut words: Vec<(usize, usize, bool)> = Vec::new();
     let mut cite = 0;
     let mut score: Option<f64> = None;
-    let mut tallies: Vec<Option<Tally>> = Vec::with_capacity(spans.len());
 
     for span in spans {
         // Markers inside the claim (citations are in order of appearance).
@@ -151,11 +97,9 @@ pub(super) fn analyze_with(
         cited.dedup();
 
         banks.clear();
-        let mut cited_sentences = 0u64;
         for &m in &cited {
             let idx = m as usize - 1;
             index.add(idx, sources[idx], folder, steps);
-            cited_sentences |= index.source_sentences[idx];
             let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
             match banks.last_mut() {
                 Some((b, mask)) if *b == bank => *mask |= bit,
@@ -202,9 +146,6 @@ pub(super) fn analyze_with(
                     continue;
                 }
                 let stop = info.stop;
-                if stop && settings.function_word_weight <= 0.0 {
-                    continue;
-                }
                 let (upper_first, all_caps) = match &scan {
                     Some(a) => (a.upper_first, len >= 2 && !a.lower),
                     None => (
@@ -214,7 +155,7 @@ pub(super) fn analyze_with(
                 };
                 // A capitalised stop word ("The" in a title) is still a
                 // stop word: sources index stop words without pairs.
-                let entity = (!stop && (all_caps || (upper_first && !sentence_start))) || negation;
+                let entity = !stop && !negation && (all_caps || (upper_first && !sentence_start));
                 if entity {
                     TermClass::Entity
                 } else if stop {
@@ -230,18 +171,18 @@ pub(super) fn analyze_with(
             let mut hit = folded;
             let mut found = index.holds(&hit, &banks);
             // "2" against "two" and back: the other spelling's key.
-            let other = if found {
-                None
-            } else if number {
-                spelled_other(w, true)
-            } else {
-                folded.spelled()
-            };
-            if let Some(other) = other {
-                let o = folder.fold(other, true);
-                if index.holds(&o, &banks) {
-                    hit = o;
-                    found = true;
+            if !found {
+                let other = if number {
+                    spelled_other(w, true)
+                } else {
+                    folded.spelled()
+                };
+                if let Some(other) = other {
+                    let o = folder.fold(other, true);
+                    if index.holds(&o, &banks) {
+                        hit = o;
+                        found = true;
+                    }
                 }
             }
             let key = hit.key;
@@ -256,23 +197,11 @@ pub(super) fn analyze_with(
                 prev_key = Some(key);
                 prev_found = found;
             }
-            let weight = match class {
-                TermClass::Number => settings.number_weight,
-                TermClass::Entity => settings.entity_weight,
-                TermClass::Word => 1.0,
-                TermClass::Function => settings.function_word_weight,
-            };
-            let sentences = if found && class != TermClass::Function {
-                index.sentences_of(&hit) & cited_sentences
-            } else {
-                0
-            };
             terms.push(Term {
                 class,
-                weight,
                 found,
                 negation,
-                sentences,
+                id: hit.id,
                 apart: false,
                 at,
                 len,
@@ -287,33 +216,72 @@ pub(super) fn analyze_with(
         {
             terms.retain(|t| !t.negation);
         }
-        let apart = if cited.is_empty() {
-            0.0
-        } else {
-            spread(&mut terms, cited.len())
-        };
-        let tally = (!cited.is_empty()).then(|| Tally {
-            // `fold` from +0.0: `sum` of no floats is -0.0.
-            hit: terms
+        let mut evidence = None;
+        let mut contradicted = false;
+        if !cited.is_empty() {
+            found_ids.clear();
+            found_ids.extend(
+                terms
+                    .iter()
+                    .filter(|t| t.found && t.class != TermClass::Function && !t.negation)
+                    .map(|t| t.id),
+            );
+            let cover = index.cover(&found_ids, &banks, steps);
+            let e = weigh(&terms, pairs, &cover);
+            // Negation, both ways, against the claim's best sentences: a
+            // "not" the claim adds, or one the source states and the claim
+            // drops. The claim's negation is then a term not found.
+            let negates = terms.iter().any(|t| t.negation);
+            let in_best = |s: u32| s != u32::MAX && index.negates(s);
+            if negates && cover.first != u32::MAX && !in_best(cover.first) && !in_best(cover.second) {
+                for t in terms.iter_mut().filter(|t| t.negation) {
+                    t.found = false;
+                }
+            }
+            let negation_missing = terms.iter().any(|t| t.negation && !t.found);
+            contradicted = !negates
+                && in_best(cover.first)
+                && 2 * cover.one as usize >= e.content.max(1);
+            let number_missing = terms
                 .iter()
-                .filter(|t| t.found)
-                .fold(0.0, |a, t| a + t.weight),
-            missing: terms
+                .any(|t| t.class == TermClass::Number && !t.found);
+            let content_missing = terms
                 .iter()
-                .filter(|t| !t.found)
-                .fold(0.0, |a, t| a + t.weight),
-            number_missing: terms
-                .iter()
-                .any(|t| t.class == TermClass::Number && !t.found),
-            entity_missing: terms
-                .iter()
-                .any(|t| t.class == TermClass::Entity && !t.found),
-            pairs_found: f64::from(pairs.0),
-            pairs: f64::from(pairs.1),
-            apart,
+                .any(|t| t.class != TermClass::Function && !t.found);
+            let rule = if (settings.strict_numbers && number_missing)
+                || negation_missing
+                || contradicted
+            {
+                Some(0.0)
+            } else if !content_missing && pairs.0 == pairs.1 {
+                Some(1.0)
+            } else {
+                None
+            };
+            // Found terms outside the best two sentences: the explanation
+            // of a claim stitched from scattered words.
+            for t in terms.iter_mut() {
+                t.apart = t.found
+                    && t.class != TermClass::Function
+                    && !t.negation
+                    && !index.sits(t.id, &banks, cover.first, cover.second);
+            }
+            evidence = Some(Evidence {
+                features: e.features,
+                rule,
+            });
+        }
+        let support = evidence.as_ref().map(|e| {
+            let s = e
+                .rule
+                .unwrap_or_else(|| probability(&e.features, &COEFFICIENTS));
+            // Four decimals: stable, readable output.
+            (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0
         });
-        let support = tally.as_ref().map(|_| 0.0);
-        tallies.push(tally);
+        if let Some(s) = support {
+            score = Some(score.map_or(s, |m: f64| m.min(s)));
+        }
+        let flagged = support.is_some_and(|s| s < settings.min_support);
 
         let names = |want: &dyn Fn(&Term) -> bool| {
             let mut out: Vec<String> = Vec::new();
@@ -343,7 +311,7 @@ pub(super) fn analyze_with(
         } else {
             Vec::new()
         };
-        let apart_terms = if apart > 0.0 {
+        let apart_terms = if flagged {
             names(&|t: &Term| t.apart)
         } else {
             Vec::new()
@@ -360,66 +328,59 @@ pub(super) fn analyze_with(
             support,
             unsupported_terms,
             apart_terms,
+            contradicted,
             sources: cited,
             checkable_terms,
+            evidence,
         });
-    }
-    // Short claims say little on their own: each claim is shrunk toward the
-    // answer's pooled support, worth `prior_weight` units of term weight.
-    let (hit, missing) = tallies
-        .iter()
-        .flatten()
-        .fold((0.0, 0.0), |(h, m), t| (h + t.hit, m + t.missing));
-    let pooled = if hit + missing > 0.0 {
-        hit / (hit + settings.missing_penalty * missing)
-    } else {
-        1.0
-    };
-    let (pf, pt) = tallies
-        .iter()
-        .flatten()
-        .fold((0.0, 0.0), |(f, n), t| (f + t.pairs_found, n + t.pairs));
-    let pooled_pairs = if pt > 0.0 { pf / pt } else { pooled };
-    let beta = settings.pair_weight;
-    for (claim, tally) in claims.iter_mut().zip(&tallies) {
-        let Some(t) = tally else { continue };
-        let denom = t.hit + settings.missing_penalty * t.missing + settings.prior_weight;
-        let words = if denom > 0.0 {
-            (t.hit + settings.prior_weight * pooled) / denom
-        } else {
-            1.0
-        };
-        // Word order: the share of consecutive term pairs the sources also
-        // have next to each other catches facts recombined from real words.
-        let pdenom = t.pairs + settings.prior_weight;
-        let pairs = if pdenom > 0.0 {
-            (t.pairs_found + settings.prior_weight * pooled_pairs) / pdenom
-        } else {
-            words
-        };
-        let mut s = (1.0 - beta) * words + beta * pairs - settings.spread_penalty * t.apart;
-        if settings.strict_numbers && t.number_missing {
-            s = 0.0;
-        }
-        if t.entity_missing {
-            s = s.min(settings.missing_entity_cap);
-        }
-        // Four decimals: stable, readable output.
-        let s = (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
-        claim.support = Some(s);
-        score = Some(score.map_or(s, |m: f64| m.min(s)));
     }
     Grounding { claims, score }
 }
 
-/// Weights of one cited claim's terms, found and missing.
-pub(super) struct Tally {
-    hit: f64,
-    missing: f64,
-    number_missing: bool,
-    entity_missing: bool,
-    pairs_found: f64,
-    pairs: f64,
-    /// Weight of the found terms apart from the claim's main sentences.
-    apart: f64,
+/// A claim's evidence features (see `model::FEATURE_NAMES`) and how many
+/// content terms it has.
+struct Weighed {
+    features: [f64; FEATURES],
+    content: usize,
+}
+
+fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
+    let mut content = 0usize;
+    let mut found = 0usize;
+    let mut entities = 0usize;
+    let mut entities_missing = 0usize;
+    let mut function = 0usize;
+    let mut function_found = 0usize;
+    for t in terms.iter().filter(|t| !t.negation) {
+        if t.class == TermClass::Function {
+            function += 1;
+            function_found += usize::from(t.found);
+            continue;
+        }
+        content += 1;
+        found += usize::from(t.found);
+        if t.class == TermClass::Entity {
+            entities += 1;
+            entities_missing += usize::from(!t.found);
+        }
+    }
+    let share = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
+    Weighed {
+        features: [
+            share(found, content),
+            f64::from(u8::from(entities_missing > 0)),
+            if entities == 0 {
+                0.0
+            } else {
+                entities_missing as f64 / entities as f64
+            },
+            share(pairs.0 as usize, pairs.1 as usize),
+            share((cover.one as usize).min(content), content),
+            share((cover.two as usize).min(content), content),
+            (1.0 + content as f64).ln(),
+            share(function_found, function),
+            (1.0 + (content - found) as f64).ln(),
+        ],
+        content,
+    }
 }
