@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::EvalArgs;
 use crate::config::{Config, RawConfig};
-use crate::core::grounding::model::{FEATURES, probability};
+use crate::core::grounding::model::{FEATURES, probability, support_of};
 use crate::core::grounding::{self, Evidence};
 use crate::core::{FindingKind, RecordMeta, citation, process};
 
@@ -369,10 +369,7 @@ pub fn rows(file: &str, scored: &[Scored]) -> Vec<Row> {
 pub fn record_support(evidence: &[Evidence], coefficients: &[f64; FEATURES + 1]) -> f64 {
     evidence
         .iter()
-        .map(|e| {
-            e.rule
-                .unwrap_or_else(|| probability(&e.features, coefficients))
-        })
+        .map(|e| support_of(e, coefficients))
         .fold(1.0, f64::min)
 }
 
@@ -388,9 +385,7 @@ fn examples(files: &[Vec<&Scored>], current: &[f64; FEATURES + 1]) -> Vec<Exampl
     for recs in files {
         let mut picked: Vec<([f64; FEATURES], bool)> = Vec::new();
         for r in recs {
-            if r.evidence.iter().any(|e| e.rule == Some(0.0)) {
-                continue;
-            }
+            // Broken-rule claims are trained on too: the model ranks them.
             let weakest = r
                 .evidence
                 .iter()
@@ -413,7 +408,7 @@ fn examples(files: &[Vec<&Scored>], current: &[f64; FEATURES + 1]) -> Vec<Exampl
 
 /// Ridge strength of the fit (per unit of total example weight): keeps the
 /// coefficients small where features move together.
-const RIDGE: f64 = 0.01;
+const RIDGE: f64 = 0.001;
 
 /// Weighted logistic regression by Newton's method (deterministic).
 fn logistic(examples: &[Example]) -> [f64; FEATURES + 1] {

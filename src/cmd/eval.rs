@@ -12,7 +12,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use crate::cli::EvalArgs;
 use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
 use crate::eval::{
-    Confusion, EvalError, Row, Scored, auc, cross_validate, fit, load_config, rows, score_file,
+    EvalError, Row, Scored, cross_validate, fit, load_config, rows, score_file,
 };
 
 pub fn main(args: EvalArgs) -> ExitCode {
@@ -61,21 +61,16 @@ fn f3(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
 }
 
-fn print_report(
-    out: &mut impl Write,
-    args: &EvalArgs,
-    files: &[Vec<Scored>],
-    min_support: f64,
-) -> io::Result<()> {
-    let all: Vec<Row> = files
+fn all_rows(args: &EvalArgs, files: &[Vec<Scored>]) -> Vec<Row> {
+    files
         .iter()
         .enumerate()
         .flat_map(|(i, scored)| rows(&name(args, i), scored))
-        .collect();
-    if args.json {
-        let text = serde_json::to_string_pretty(&all).map_err(io::Error::other)?;
-        return writeln!(out, "{text}");
-    }
+        .collect()
+}
+
+/// The table: one row per file and per `--by` group of it.
+fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec![
@@ -89,7 +84,7 @@ fn print_report(
         "naive AUC",
         "naive best bal. acc",
     ]);
-    for r in &all {
+    for r in &all_rows(args, files) {
         let label = match &r.group {
             Some(g) => format!("  {}={g}", args.by.as_deref().unwrap_or("")),
             None => r.file.clone(),
@@ -106,6 +101,21 @@ fn print_report(
             format!("{:.3}", r.naive_best_balanced_accuracy),
         ]);
     }
+    t
+}
+
+fn print_report(
+    out: &mut impl Write,
+    args: &EvalArgs,
+    files: &[Vec<Scored>],
+    min_support: f64,
+) -> io::Result<()> {
+    if args.json {
+        let all = all_rows(args, files);
+        let text = serde_json::to_string_pretty(&all).map_err(io::Error::other)?;
+        return writeln!(out, "{text}");
+    }
+    let t = table(args, files);
     writeln!(
         out,
         "grounding: an answer is flagged unsupported_claim when a claim's support < min_support {min_support}; \
@@ -163,42 +173,22 @@ fn print_fit(
     min_support: f64,
 ) -> io::Result<()> {
     let predicted = cross_validate(files, args.folds);
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
-        "file",
-        "records",
-        "CV AUC",
-        "CV bal. acc",
-        "CV precision",
-        "CV recall",
-        "naive AUC",
-        "naive best bal. acc",
-    ]);
-    for (i, (scored, preds)) in files.iter().zip(&predicted).enumerate() {
-        let cv: Vec<Scored> = scored
-            .iter()
-            .zip(preds)
-            .map(|(s, &p)| Scored {
-                score: p,
-                flagged: p < min_support,
-                ..s.clone()
-            })
-            .collect();
-        let c = Confusion::of(cv.iter().map(|s| (s.unsupported, s.flagged)));
-        let refs: Vec<&Scored> = scored.iter().collect();
-        let naive = Row::of("", None, &refs);
-        t.add_row(vec![
-            name(args, i),
-            scored.len().to_string(),
-            f3(auc(&cv)),
-            format!("{:.3}", c.balanced_accuracy()),
-            format!("{:.3}", c.precision()),
-            format!("{:.3}", c.recall()),
-            f3(naive.naive_auc),
-            format!("{:.3}", naive.naive_best_balanced_accuracy),
-        ]);
-    }
+    let cv: Vec<Vec<Scored>> = files
+        .iter()
+        .zip(&predicted)
+        .map(|(scored, preds)| {
+            scored
+                .iter()
+                .zip(preds)
+                .map(|(s, &p)| Scored {
+                    score: p,
+                    flagged: p < min_support,
+                    ..s.clone()
+                })
+                .collect()
+        })
+        .collect();
+    let t = table(args, &cv);
     writeln!(
         out,
         "{}-fold cross-validated (record i of a file in fold i mod {}; flagged when support < {min_support}):\n{t}",

@@ -113,6 +113,8 @@ impl SourceIndex {
         let mut sentence = sentences.len() as u32;
         sentences.push((idx as u32, false));
         let mut prev: Option<u64> = None;
+        // A negation seen, waiting for the content word it negates.
+        let mut pending = false;
         // One word: its key, its pairs with the previous content term (and
         // with `alt`, a dotted word before its parts), and its sentence; the
         // key when it is a dotted word to split; whether it negates.
@@ -142,6 +144,12 @@ impl SourceIndex {
                 *table.entry(pair_hash(p, info.key)) |= bit;
             }
             prev = Some(info.key);
+            if info.negation {
+                pending = true;
+            } else if pending {
+                *table.entry(pair_hash(NEGATED, info.key)) |= bit;
+                pending = false;
+            }
             // Sentences only grow: the list's last entry is the newest.
             let last = m.head.checked_sub(1).map(|h| postings[h as usize].0);
             if last != Some(sentence) && m.listed <= POSTINGS {
@@ -317,6 +325,10 @@ impl SourceIndex {
         }
     }
 }
+
+/// The key paired with a content word right after a negation ("did not
+/// *declare*"): whether a source negates that word.
+pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
 pub(super) fn pair_hash(a: u64, b: u64) -> u64 {

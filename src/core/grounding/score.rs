@@ -5,8 +5,8 @@
 use std::cell::RefCell;
 
 use super::claims::claim_spans;
-use super::index::{Cover, SourceIndex, pair_hash};
-use super::model::{COEFFICIENTS, FEATURES, probability};
+use super::index::{Cover, NEGATED, SourceIndex, pair_hash};
+use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::Folder;
 use super::{Claim, Evidence, Grounding, MAX_TERMS};
@@ -48,8 +48,10 @@ pub(super) struct Term {
     class: TermClass,
     found: bool,
     negation: bool,
-    /// The word id the index knows it by (its own or its other spelling's).
+    /// The word id and key the index knows it by (its own or its other
+    /// spelling's).
     id: u32,
+    key: u64,
     /// Found, but only outside the claim's best two sentences.
     apart: bool,
     at: usize,
@@ -76,6 +78,8 @@ pub(super) fn analyze_with(
     let mut words: Vec<(usize, usize, bool)> = Vec::new();
     let mut cite = 0;
     let mut score: Option<f64> = None;
+    // Content terms found and in all, over the answer's cited claims.
+    let mut pooled = (0usize, 0usize);
 
     for span in spans {
         // Markers inside the claim (citations are in order of appearance).
@@ -202,6 +206,7 @@ pub(super) fn analyze_with(
                 found,
                 negation,
                 id: hit.id,
+                key,
                 apart: false,
                 at,
                 len,
@@ -227,6 +232,14 @@ pub(super) fn analyze_with(
                     .map(|t| t.id),
             );
             let cover = index.cover(&found_ids, &banks, steps);
+            // Found terms outside the best two sentences: the explanation
+            // of a claim stitched from scattered words.
+            for t in terms.iter_mut() {
+                t.apart = t.found
+                    && t.class != TermClass::Function
+                    && !t.negation
+                    && !index.sits(t.id, &banks, cover.first, cover.second);
+            }
             let e = weigh(&terms, pairs, &cover);
             // Negation, both ways, against the claim's best sentences: a
             // "not" the claim adds, or one the source states and the claim
@@ -239,9 +252,16 @@ pub(super) fn analyze_with(
                 }
             }
             let negation_missing = terms.iter().any(|t| t.negation && !t.found);
+            // The source's best sentence negates a content word the claim
+            // states plainly ("did not win" against "won").
             contradicted = !negates
                 && in_best(cover.first)
-                && 2 * cover.one as usize >= e.content.max(1);
+                && terms.iter().any(|t| {
+                    t.found
+                        && t.class != TermClass::Function
+                        && index.holds_pair(pair_hash(NEGATED, t.key), &banks)
+                        && index.sits(t.id, &banks, cover.first, u32::MAX)
+                });
             let number_missing = terms
                 .iter()
                 .any(|t| t.class == TermClass::Number && !t.found);
@@ -258,30 +278,14 @@ pub(super) fn analyze_with(
             } else {
                 None
             };
-            // Found terms outside the best two sentences: the explanation
-            // of a claim stitched from scattered words.
-            for t in terms.iter_mut() {
-                t.apart = t.found
-                    && t.class != TermClass::Function
-                    && !t.negation
-                    && !index.sits(t.id, &banks, cover.first, cover.second);
-            }
+            pooled.0 += e.found;
+            pooled.1 += e.content;
             evidence = Some(Evidence {
                 features: e.features,
                 rule,
             });
         }
-        let support = evidence.as_ref().map(|e| {
-            let s = e
-                .rule
-                .unwrap_or_else(|| probability(&e.features, &COEFFICIENTS));
-            // Four decimals: stable, readable output.
-            (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0
-        });
-        if let Some(s) = support {
-            score = Some(score.map_or(s, |m: f64| m.min(s)));
-        }
-        let flagged = support.is_some_and(|s| s < settings.min_support);
+        let support = evidence.map(|_| 0.0);
 
         let names = |want: &dyn Fn(&Term) -> bool| {
             let mut out: Vec<String> = Vec::new();
@@ -311,7 +315,8 @@ pub(super) fn analyze_with(
         } else {
             Vec::new()
         };
-        let apart_terms = if flagged {
+        // Kept for a flagged claim only (the end of this function).
+        let apart_terms = if evidence.is_some_and(|e| e.rule != Some(1.0)) {
             names(&|t: &Term| t.apart)
         } else {
             Vec::new()
@@ -334,13 +339,38 @@ pub(super) fn analyze_with(
             evidence,
         });
     }
+    // The answer's share of content terms found, over all its cited claims:
+    // a short claim says little on its own.
+    let answer_found = if pooled.1 == 0 {
+        1.0
+    } else {
+        pooled.0 as f64 / pooled.1 as f64
+    };
+    for claim in &mut claims {
+        let Some(e) = claim.evidence.as_mut() else {
+            continue;
+        };
+        e.features[ANSWER_FOUND] = answer_found;
+        let s = support_of(e, &COEFFICIENTS);
+        // Four decimals: stable, readable output.
+        let s = (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
+        claim.support = Some(s);
+        score = Some(score.map_or(s, |m: f64| m.min(s)));
+        if s >= settings.min_support {
+            claim.apart_terms.clear();
+        }
+    }
     Grounding { claims, score }
 }
+
+/// Where the answer-level feature goes (filled once every claim is seen).
+const ANSWER_FOUND: usize = 10;
 
 /// A claim's evidence features (see `model::FEATURE_NAMES`) and how many
 /// content terms it has.
 struct Weighed {
     features: [f64; FEATURES],
+    found: usize,
     content: usize,
 }
 
@@ -351,6 +381,7 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
     let mut entities_missing = 0usize;
     let mut function = 0usize;
     let mut function_found = 0usize;
+    let mut entity_apart = false;
     for t in terms.iter().filter(|t| !t.negation) {
         if t.class == TermClass::Function {
             function += 1;
@@ -362,6 +393,7 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
         if t.class == TermClass::Entity {
             entities += 1;
             entities_missing += usize::from(!t.found);
+            entity_apart |= t.apart;
         }
     }
     let share = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
@@ -380,7 +412,10 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
             (1.0 + content as f64).ln(),
             share(function_found, function),
             (1.0 + (content - found) as f64).ln(),
+            f64::from(u8::from(entity_apart)),
+            1.0,
         ],
+        found,
         content,
     }
 }
