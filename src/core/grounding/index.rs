@@ -27,6 +27,8 @@ pub(super) struct SourceIndex {
     banks: Vec<Table<u64>>,
     /// Sources already indexed for this record.
     built: Vec<bool>,
+    /// Sentences of each source (0 until indexed).
+    sentence_count: Vec<u32>,
     /// Sentence lists, linked backwards: (sentence, previous entry + 1).
     postings: Vec<(u32, u32)>,
     /// By sentence: its source and whether it holds a negation.
@@ -69,6 +71,7 @@ impl SourceIndex {
             stamp: 0,
             banks: Vec::new(),
             built: Vec::new(),
+            sentence_count: Vec::new(),
             postings: Vec::new(),
             sentences: Vec::new(),
             counts: Vec::new(),
@@ -89,6 +92,8 @@ impl SourceIndex {
         }
         self.built.clear();
         self.built.resize(sources, false);
+        self.sentence_count.clear();
+        self.sentence_count.resize(sources, 0);
         self.postings.clear();
         self.sentences.clear();
         self.counts.clear();
@@ -110,6 +115,7 @@ impl SourceIndex {
         }
         let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
         let (postings, sentences) = (&mut self.postings, &mut self.sentences);
+        let first_sentence = sentences.len();
         let mut sentence = sentences.len() as u32;
         sentences.push((idx as u32, false));
         let mut prev: Option<u64> = None;
@@ -196,6 +202,7 @@ impl SourceIndex {
             }
         });
         *steps += split_bytes;
+        self.sentence_count[idx] = (self.sentences.len() - first_sentence) as u32;
     }
 
     /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
@@ -224,6 +231,11 @@ impl SourceIndex {
         cited
             .iter()
             .any(|&(bank, mask)| self.banks[bank].get(key).is_some_and(|m| m & mask != 0))
+    }
+
+    /// Sentences of source `idx` (0 until indexed).
+    pub(super) fn sentences_of(&self, idx: usize) -> usize {
+        self.sentence_count.get(idx).map_or(0, |&n| n as usize)
     }
 
     /// Whether sentence `s` holds a negation.

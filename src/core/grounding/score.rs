@@ -54,6 +54,8 @@ pub(super) struct Term {
     key: u64,
     /// Found, but only outside the claim's best two sentences.
     apart: bool,
+    /// An entity found, but not in the claim's best sentence.
+    aside: bool,
     at: usize,
     len: usize,
 }
@@ -208,6 +210,7 @@ pub(super) fn analyze_with(
                 id: hit.id,
                 key,
                 apart: false,
+                aside: false,
                 at,
                 len,
             });
@@ -239,8 +242,15 @@ pub(super) fn analyze_with(
                     && t.class != TermClass::Function
                     && !t.negation
                     && !index.sits(t.id, &banks, cover.first, cover.second);
+                t.aside = t.found
+                    && t.class == TermClass::Entity
+                    && !index.sits(t.id, &banks, cover.first, u32::MAX);
             }
-            let e = weigh(&terms, pairs, &cover);
+            let in_sources: usize = cited
+                .iter()
+                .map(|&m| index.sentences_of(m as usize - 1))
+                .sum();
+            let e = weigh(&terms, pairs, &cover, in_sources);
             // Negation, both ways, against the claim's best sentences: a
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
@@ -364,7 +374,7 @@ pub(super) fn analyze_with(
 }
 
 /// Where the answer-level feature goes (filled once every claim is seen).
-const ANSWER_FOUND: usize = 10;
+const ANSWER_FOUND: usize = 14;
 
 /// A claim's evidence features (see `model::FEATURE_NAMES`) and how many
 /// content terms it has.
@@ -374,7 +384,7 @@ struct Weighed {
     content: usize,
 }
 
-fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
+fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover, sentences: usize) -> Weighed {
     let mut content = 0usize;
     let mut found = 0usize;
     let mut entities = 0usize;
@@ -393,7 +403,7 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
         if t.class == TermClass::Entity {
             entities += 1;
             entities_missing += usize::from(!t.found);
-            entity_apart |= t.apart;
+            entity_apart |= t.aside;
         }
     }
     let share = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
@@ -413,6 +423,12 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
             share(function_found, function),
             (1.0 + (content - found) as f64).ln(),
             f64::from(u8::from(entity_apart)),
+            (1.0 + f64::from(pairs.1 - pairs.0)).ln(),
+            // A short claim is one fact: it should sit in one sentence, its
+            // words side by side.
+            (1.0 - share((cover.one as usize).min(content), content)) / (2.0 + content as f64).ln(),
+            (1.0 - share(pairs.0 as usize, pairs.1 as usize)) / (2.0 + content as f64).ln(),
+            (1.0 + sentences as f64).ln(),
             1.0,
         ],
         found,
