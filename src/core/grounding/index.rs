@@ -124,7 +124,7 @@ impl SourceIndex {
         // One word: its key, its pairs with the previous content term (and
         // with `alt`, a dotted word before its parts), and its sentence; the
         // key when it is a dotted word to split; whether it negates.
-        let mut one = |w: &str, ascii: bool, sentence: u32, alt: Option<u64>| -> (Option<u64>, bool) {
+        let mut one = |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Option<u64>, bool) {
             let info = folder.fold(w, ascii);
             let id = info.id as usize;
             if id >= marks.len() {
@@ -146,7 +146,8 @@ impl SourceIndex {
             if !info.number && (info.stop || info.filler) {
                 return (None, info.negation);
             }
-            for p in prev.into_iter().chain(alt) {
+            // A stop word leaves `alt` for the next content word.
+            for p in prev.into_iter().chain(alt.take()) {
                 *table.entry(pair_hash(p, info.key)) |= bit;
             }
             prev = Some(info.key);
@@ -177,7 +178,7 @@ impl SourceIndex {
                 sentences.push((idx as u32, false));
             }
             last_end = off + w.len();
-            let (dotted, negation) = one(w, ascii, sentence, alt.take());
+            let (dotted, negation) = one(w, ascii, sentence, &mut alt);
             if negation {
                 sentences[sentence as usize].1 = true;
             }
@@ -195,7 +196,7 @@ impl SourceIndex {
                     }
                     at += part.len() + 1;
                     if !part.is_empty() {
-                        let _ = one(part, ascii || part.is_ascii(), sentence, None);
+                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut None);
                     }
                 }
                 alt = Some(whole);

@@ -134,6 +134,10 @@ pub(super) fn analyze_with(
         let mut pairs = (0u32, 0u32);
         let mut prev_key: Option<u64> = None;
         let mut prev_found = false;
+        // A claim's negation followed by a content word the sources also
+        // negate ("did not *win*"): the negation is stated there.
+        let mut after_negation = false;
+        let mut negation_stated = false;
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
             let w = &answer[at..at + len];
             let sentence_start = i == 0;
@@ -202,6 +206,12 @@ pub(super) fn analyze_with(
                 }
                 prev_key = Some(key);
                 prev_found = found;
+                if negation {
+                    after_negation = true;
+                } else if after_negation {
+                    negation_stated |= index.holds_pair(pair_hash(NEGATED, key), &banks);
+                    after_negation = false;
+                }
             }
             terms.push(Term {
                 class,
@@ -256,7 +266,12 @@ pub(super) fn analyze_with(
             // drops. The claim's negation is then a term not found.
             let negates = terms.iter().any(|t| t.negation);
             let in_best = |s: u32| s != u32::MAX && index.negates(s);
-            if negates && cover.first != u32::MAX && !in_best(cover.first) && !in_best(cover.second) {
+            if negates
+                && !negation_stated
+                && cover.first != u32::MAX
+                && !in_best(cover.first)
+                && !in_best(cover.second)
+            {
                 for t in terms.iter_mut().filter(|t| t.negation) {
                     t.found = false;
                 }
