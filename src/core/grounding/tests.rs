@@ -260,6 +260,13 @@ fn work_is_linear_on_adversarial_text() {
             big.len()
         );
     }
+    // Many claims against a source whose every sentence holds their words:
+    // each claim's sentence look-up stays bounded per term.
+    let claim = "Alpha beta gamma delta[^1]. ";
+    let source = "Alpha beta gamma delta. ";
+    let small = steps_for(&claim.repeat(100), &[&source.repeat(100)]);
+    let big = steps_for(&claim.repeat(1_600), &[&source.repeat(1_600)]);
+    assert!(big <= small * 16 + 1_000, "claims x sentences: {small} -> {big} steps");
 }
 
 #[test]
@@ -442,7 +449,59 @@ fn claims_and_sources_share_the_sentence_rule() {
     assert!(ends("Washington, D.C today. Node.js and ASP.NET.").len() == 2);
 }
 
+/// Supported claims with a number and an auxiliary verb to negate.
+const FACTS: &[(&str, &str)] = &[
+    ("The plant was opened in 1932 by the city council.", "was"),
+    ("Sales have grown by 14% since the merger in Texas.", "have"),
+    ("The museum is home to 3200 paintings from Flemish masters.", "is"),
+    ("Ulysses S. Grant was elected president in 1868.", "was"),
+];
+
 proptest! {
+    #[test]
+    fn any_run_of_source_sentences_copied_verbatim_scores_one(
+        start in 0..TRICKY.len(),
+        len in 1..4usize,
+        glue in proptest::sample::select(vec![" ", "\n", "  "]),
+    ) {
+        let source = TRICKY.join(&glue);
+        let end = (start + len).min(TRICKY.len());
+        let answer = format!("{}[^1]", TRICKY[start..end].join(&glue));
+        let g = run(&answer, &[&source]);
+        prop_assert_eq!(g.score, Some(1.0), "{}: {:?}", answer, g);
+    }
+
+    #[test]
+    fn a_negation_or_a_changed_number_makes_a_supported_claim_unsupported(
+        i in 0..FACTS.len(),
+        delta in 1..9u32,
+    ) {
+        let min = GroundingSettings::default().min_support;
+        let (fact, aux) = FACTS[i];
+        let source = FACTS.iter().map(|f| f.0).collect::<Vec<_>>().join(" ");
+        let claim = |s: &str| format!("{}[^1].", s.trim_end_matches('.'));
+        prop_assert_eq!(run(&claim(fact), &[&source]).score, Some(1.0));
+        let negated = fact.replacen(&format!(" {aux} "), &format!(" {aux} not "), 1);
+        let g = run(&claim(&negated), &[&source]);
+        prop_assert!(g.score.unwrap() < min, "{}: {:?}", negated, g);
+        // Every number of the claim changed by `delta` in its last digit.
+        let changed: String = fact
+            .split(' ')
+            .map(|w| {
+                let digits: String = w.chars().filter(char::is_ascii_digit).collect();
+                if digits.len() >= 2 {
+                    let n: u32 = digits.parse().unwrap_or(0);
+                    w.replace(&digits, &((n / 10) * 10 + (n % 10 + delta) % 10).to_string())
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let g = run(&claim(&changed), &[&source]);
+        prop_assert!(g.score.unwrap() < min, "{}: {:?}", changed, g);
+    }
+
     #[test]
     fn scores_are_in_range_and_deterministic(
         answer in "(\\PC|[\\[\\]^.!? \n`0-9A-Z])*",
