@@ -4,7 +4,7 @@
 //! here. Pure arithmetic; it must not compute features (that is `score`).
 
 /// Number of evidence features of a claim (see [`FEATURE_NAMES`]).
-pub const FEATURES: usize = 15;
+pub const FEATURES: usize = 16;
 
 /// What each feature is, in order; `eval --fit` prints the coefficients
 /// under these names.
@@ -24,26 +24,28 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
     "short_pairs_missing",
     "source_sentences",
     "answer_found",
+    "answer_words_found",
 ];
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.5020, // intercept
-    -0.3106, // found
-    -2.9819, // entity_missing
-    1.5844,  // entity_missing_share
-    0.0683,  // pairs
-    0.1476,  // best_sentence
-    0.5508,  // best_two_sentences
-    0.6249,  // length
-    0.3353,  // function_words
-    -0.2450, // missing
-    -0.5129, // entity_aside
-    -0.1776, // pairs_missing
-    -0.4151, // short_scattered
-    -0.9171, // short_pairs_missing
-    0.1145,  // source_sentences
-    1.9563,  // answer_found
+    -2.7179, // intercept
+    -0.3945, // found
+    -3.0158, // entity_missing
+    1.6222, // entity_missing_share
+    0.0158, // pairs
+    0.1093, // best_sentence
+    0.5778, // best_two_sentences
+    0.6271, // length
+    0.0107, // function_words
+    -0.1520, // missing
+    -0.5097, // entity_aside
+    -0.2305, // pairs_missing
+    -0.4711, // short_scattered
+    -0.8963, // short_pairs_missing
+    0.1064, // source_sentences
+    1.5974, // answer_found
+    1.0830, // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

@@ -82,6 +82,8 @@ pub(super) fn analyze_with(
     let mut score: Option<f64> = None;
     // Content terms found and in all, over the answer's cited claims.
     let mut pooled = (0usize, 0usize);
+    // Every word (stop words too), found and in all.
+    let mut pooled_all = (0usize, 0usize);
 
     for span in spans {
         // Markers inside the claim (citations are in order of appearance).
@@ -305,6 +307,8 @@ pub(super) fn analyze_with(
             };
             pooled.0 += e.found;
             pooled.1 += e.content;
+            pooled_all.0 += terms.iter().filter(|t| t.found).count();
+            pooled_all.1 += terms.len();
             evidence = Some(Evidence {
                 features: e.features,
                 rule,
@@ -371,11 +375,17 @@ pub(super) fn analyze_with(
     } else {
         pooled.0 as f64 / pooled.1 as f64
     };
+    let answer_all = if pooled_all.1 == 0 {
+        1.0
+    } else {
+        pooled_all.0 as f64 / pooled_all.1 as f64
+    };
     for claim in &mut claims {
         let Some(e) = claim.evidence.as_mut() else {
             continue;
         };
         e.features[ANSWER_FOUND] = answer_found;
+        e.features[ANSWER_FOUND + 1] = answer_all;
         let s = support_of(e, &COEFFICIENTS);
         // Four decimals: stable, readable output.
         let s = (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
@@ -388,7 +398,7 @@ pub(super) fn analyze_with(
     Grounding { claims, score }
 }
 
-/// Where the answer-level feature goes (filled once every claim is seen).
+/// Where the answer-level features go (filled once every claim is seen).
 const ANSWER_FOUND: usize = 14;
 
 /// A claim's evidence features (see `model::FEATURE_NAMES`) and how many
@@ -444,6 +454,7 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover, sentences: usize) -> 
             (1.0 - share((cover.one as usize).min(content), content)) / (2.0 + content as f64).ln(),
             (1.0 - share(pairs.0 as usize, pairs.1 as usize)) / (2.0 + content as f64).ln(),
             (1.0 + sentences as f64).ln(),
+            1.0,
             1.0,
         ],
         found,
