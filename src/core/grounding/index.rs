@@ -124,50 +124,54 @@ impl SourceIndex {
         // One word: its key, its pairs with the previous content term (and
         // with `alt`, a dotted word before its parts), and its sentence; the
         // key when it is a dotted word to split; whether it negates.
-        let mut one = |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Option<u64>, bool) {
-            let info = folder.fold(w, ascii);
-            let id = info.id as usize;
-            if id >= marks.len() {
-                marks.resize(id + 1, Mark::default());
-            }
-            let m = &mut marks[id];
-            if m.stamp != stamp {
-                *m = Mark {
-                    stamp,
-                    ..Mark::default()
-                };
-            }
-            // Stems only: equal surfaces have equal stems.
-            if bank == 0 {
-                m.mask |= bit;
-            } else {
-                *table.entry(info.key) |= bit;
-            }
-            if !info.number && (info.stop || info.filler) {
-                return (None, info.negation);
-            }
-            // A stop word leaves `alt` for the next content word.
-            for p in prev.into_iter().chain(alt.take()) {
-                *table.entry(pair_hash(p, info.key)) |= bit;
-            }
-            prev = Some(info.key);
-            if info.negation {
-                pending = true;
-            } else if pending {
-                *table.entry(pair_hash(NEGATED, info.key)) |= bit;
-                pending = false;
-            }
-            // Sentences only grow: the list's last entry is the newest.
-            let last = m.head.checked_sub(1).map(|h| postings[h as usize].0);
-            if last != Some(sentence) && m.listed <= POSTINGS {
-                m.listed += 1;
-                if m.listed <= POSTINGS {
-                    postings.push((sentence, m.head));
-                    m.head = postings.len() as u32;
+        let mut one =
+            |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Option<u64>, bool) {
+                let info = folder.fold(w, ascii);
+                let id = info.id as usize;
+                if id >= marks.len() {
+                    marks.resize(id + 1, Mark::default());
                 }
-            }
-            ((!info.number && info.dotted).then_some(info.key), info.negation)
-        };
+                let m = &mut marks[id];
+                if m.stamp != stamp {
+                    *m = Mark {
+                        stamp,
+                        ..Mark::default()
+                    };
+                }
+                // Stems only: equal surfaces have equal stems.
+                if bank == 0 {
+                    m.mask |= bit;
+                } else {
+                    *table.entry(info.key) |= bit;
+                }
+                if !info.number && (info.stop || info.filler) {
+                    return (None, info.negation);
+                }
+                // A stop word leaves `alt` for the next content word.
+                for p in prev.into_iter().chain(alt.take()) {
+                    *table.entry(pair_hash(p, info.key)) |= bit;
+                }
+                prev = Some(info.key);
+                if info.negation {
+                    pending = true;
+                } else if pending {
+                    *table.entry(pair_hash(NEGATED, info.key)) |= bit;
+                    pending = false;
+                }
+                // Sentences only grow: the list's last entry is the newest.
+                let last = m.head.checked_sub(1).map(|h| postings[h as usize].0);
+                if last != Some(sentence) && m.listed <= POSTINGS {
+                    m.listed += 1;
+                    if m.listed <= POSTINGS {
+                        postings.push((sentence, m.head));
+                        m.head = postings.len() as u32;
+                    }
+                }
+                (
+                    (!info.number && info.dotted).then_some(info.key),
+                    info.negation,
+                )
+            };
         let bytes = text.as_bytes();
         let mut last_end = 0;
         let mut split_bytes = 0;
@@ -246,8 +250,15 @@ impl SourceIndex {
 
     /// The sentences of the cited sources holding term `id`, newest first;
     /// `None` when it is in too many to list.
-    fn listed<'a>(&'a self, id: u32, cited: &'a [(usize, u64)]) -> Option<impl Iterator<Item = u32> + 'a> {
-        let m = self.marks.get(id as usize).filter(|m| m.stamp == self.stamp)?;
+    fn listed<'a>(
+        &'a self,
+        id: u32,
+        cited: &'a [(usize, u64)],
+    ) -> Option<impl Iterator<Item = u32> + 'a> {
+        let m = self
+            .marks
+            .get(id as usize)
+            .filter(|m| m.stamp == self.stamp)?;
         if m.listed > POSTINGS {
             return None;
         }
@@ -272,7 +283,12 @@ impl SourceIndex {
     /// (word ids): a greedy cover, first the sentence holding most of them,
     /// then the one holding most of the rest. Ties go to the earlier
     /// sentence. Work bounded by [`POSTINGS`] per term.
-    pub(super) fn cover(&mut self, ids: &[u32], cited: &[(usize, u64)], steps: &mut usize) -> Cover {
+    pub(super) fn cover(
+        &mut self,
+        ids: &[u32],
+        cited: &[(usize, u64)],
+        steps: &mut usize,
+    ) -> Cover {
         let mut everywhere = 0;
         let mut best = |this: &mut Self, skip: u32| -> (u32, u32) {
             for &id in ids {

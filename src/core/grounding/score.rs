@@ -6,9 +6,9 @@ use std::cell::RefCell;
 
 use super::claims::claim_spans;
 use super::index::{Cover, NEGATED, SourceIndex, pair_hash};
-use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::Folder;
+use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::{Claim, Evidence, Grounding, MAX_TERMS};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
