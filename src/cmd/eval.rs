@@ -1,28 +1,28 @@
 //! `groundgate eval`: prints how well the grounding check separates labelled
-//! supported and unsupported answers (AUC, accuracy, a threshold sweep, the
-//! worst misses). The scoring is `crate::batch::eval`; this file only prints.
+//! supported and unsupported answers, one table row per file (and per
+//! `--by` group), the naive baseline beside it; `--fit` fits the model's
+//! coefficients with k-fold cross-validation instead. The scoring is
+//! `crate::eval`; this file only prints.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
-use crate::batch::eval::{Confusion, Scored, auc, score_file};
+use crate::batch::eval::{
+    EvalError, Row, Scored, cross_validate, fit, load_config, rows, score_file,
+};
 use crate::cli::EvalArgs;
-use crate::config::Config;
+use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
 
 pub fn main(args: EvalArgs) -> ExitCode {
-    match score_file(&args) {
+    match run(&args) {
         // `eval … | head` closes the pipe early: stop quietly, no panic.
-        Ok((config, scored)) => {
-            match print_report(&mut io::stdout().lock(), &args, &config, &scored) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("groundgate eval: cannot write the report to standard output: {e}");
-                    ExitCode::from(2)
-                }
-            }
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("groundgate eval: cannot write the report to standard output: {e}");
+            ExitCode::from(2)
         }
         Err(e) => {
             eprintln!("groundgate eval: {e}");
@@ -31,134 +31,126 @@ pub fn main(args: EvalArgs) -> ExitCode {
     }
 }
 
-/// The thresholds of the sweep: 0.05 to 0.95 in steps of 0.05, and the
-/// configured `min_support` when it is not one of them. Each is the nearest
-/// double to its decimal (`step / 20`, not `step * 0.05`, which gives
-/// 0.6000000000000001 for 0.6): the row at the configured value then flags
-/// exactly the records the header counts.
-fn sweep_thresholds(min_support: f64) -> Vec<f64> {
-    let mut v: Vec<f64> = (1..=19).map(|step| f64::from(step) / 20.0).collect();
-    if !v.contains(&min_support) {
-        v.push(min_support);
-        v.sort_by(f64::total_cmp);
+fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
+    let config = load_config(args)?;
+    let mut files = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        files.push(score_file(
+            path,
+            &config,
+            &args.label_field,
+            args.by.as_deref(),
+        )?);
     }
-    v
+    let out = &mut io::stdout().lock();
+    let min_support = config.core.grounding.min_support;
+    Ok(if args.fit {
+        print_fit(out, args, &files, min_support)
+    } else {
+        print_report(out, args, &files, min_support)
+    })
 }
 
-/// Balanced accuracy, precision and recall as printed: `n/a` where the
-/// labels hold one class only (like the AUC), and precision `n/a` when
-/// nothing was flagged.
-fn rates(c: &Confusion) -> [String; 3] {
-    let both = c.has_both_classes();
-    let shown = |defined: bool, v: f64| {
-        if defined {
-            format!("{v:.3}")
-        } else {
-            "n/a".to_string()
-        }
-    };
-    [
-        shown(both, c.balanced_accuracy()),
-        shown(both && c.tp + c.fp > 0, c.precision()),
-        shown(both, c.recall()),
-    ]
+fn name(args: &EvalArgs, i: usize) -> String {
+    let p = &args.inputs[i];
+    p.file_name()
+        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+}
+
+fn f3(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
+}
+
+fn all_rows(args: &EvalArgs, files: &[Vec<Scored>]) -> Vec<Row> {
+    files
+        .iter()
+        .enumerate()
+        .flat_map(|(i, scored)| rows(&name(args, i), scored))
+        .collect()
+}
+
+/// The table: one row per file and per `--by` group of it.
+fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "file",
+        "records (unsupported)",
+        "AUC",
+        "bal. acc",
+        "precision",
+        "recall",
+        "flagged",
+        "naive AUC",
+        "naive best bal. acc",
+    ]);
+    for r in &all_rows(args, files) {
+        let label = match &r.group {
+            Some(g) => format!("  {}={g}", args.by.as_deref().unwrap_or("")),
+            None => r.file.clone(),
+        };
+        t.add_row(vec![
+            label,
+            format!("{} ({})", r.records, r.unsupported),
+            f3(r.auc),
+            f3(r.balanced_accuracy),
+            f3(r.precision),
+            f3(r.recall),
+            format!("{:.1} %", 100.0 * r.flagged),
+            f3(r.naive_auc),
+            f3(r.naive_best_balanced_accuracy),
+        ]);
+    }
+    t
 }
 
 fn print_report(
     out: &mut impl Write,
     args: &EvalArgs,
-    config: &Config,
-    scored: &[Scored],
+    files: &[Vec<Scored>],
+    min_support: f64,
 ) -> io::Result<()> {
-    let min_support = config.core.grounding.min_support;
-    let pos = scored.iter().filter(|s| s.unsupported).count();
-    writeln!(
-        out,
-        "{}: {} records ({} unsupported, {} supported); min_support {}",
-        args.input.display(),
-        scored.len(),
-        pos,
-        scored.len() - pos,
-        min_support
-    )?;
-    match auc(scored) {
-        Some(a) => writeln!(out, "AUC of the grounding score: {a:.3}")?,
-        None => writeln!(out, "AUC of the grounding score: n/a (needs both labels)")?,
+    if args.json {
+        let all = all_rows(args, files);
+        let text = serde_json::to_string_pretty(&all).map_err(io::Error::other)?;
+        return writeln!(out, "{text}");
     }
-    let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
-    let [ba, pr, re] = rates(&c);
+    let t = table(args, files);
     writeln!(
         out,
-        "unsupported_claim finding: balanced accuracy {ba}, precision {pr}, recall {re}"
+        "grounding: an answer is flagged unsupported_claim when a claim's support < min_support {min_support}; \
+         precision and recall of that finding; naive: share of answer words found in the sources, best threshold\n{t}"
     )?;
-
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["", "flagged", "not flagged"]);
-    t.add_row(vec![
-        "labelled unsupported".to_string(),
-        c.tp.to_string(),
-        c.fn_.to_string(),
-    ]);
-    t.add_row(vec![
-        "labelled supported".to_string(),
-        c.fp.to_string(),
-        c.tn.to_string(),
-    ]);
-    writeln!(out, "{t}")?;
-
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
-        "min_support",
-        "balanced acc",
-        "precision",
-        "recall",
-        "flagged",
-    ]);
-    for th in sweep_thresholds(min_support) {
-        let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.score < th)));
-        let configured = if th == min_support {
-            " (configured)"
-        } else {
-            ""
-        };
-        let [ba, pr, re] = rates(&c);
-        t.add_row(vec![
-            format!("{th:.2}{configured}"),
-            ba,
-            pr,
-            re,
-            (c.tp + c.fp).to_string(),
-        ]);
+    if args.misses > 0 {
+        for (i, scored) in files.iter().enumerate() {
+            print_misses(out, &name(args, i), scored, args.misses)?;
+        }
     }
-    writeln!(
-        out,
-        "threshold sweep (a record is flagged when its score < min_support):\n{t}"
-    )?;
+    Ok(())
+}
 
+fn print_misses(out: &mut impl Write, file: &str, scored: &[Scored], n: usize) -> io::Result<()> {
     let mut misses: Vec<&Scored> = scored
         .iter()
         .filter(|s| s.flagged != s.unsupported)
         .collect();
     // Worst first: supported answers scored lowest, unsupported ones highest.
+    let wrongness = |s: &Scored| {
+        if s.unsupported {
+            s.score
+        } else {
+            1.0 - s.score
+        }
+    };
     misses.sort_by(|a, b| {
-        let wa = if a.unsupported {
-            a.score
-        } else {
-            1.0 - a.score
-        };
-        let wb = if b.unsupported {
-            b.score
-        } else {
-            1.0 - b.score
-        };
-        wb.total_cmp(&wa).then(a.line.cmp(&b.line))
+        wrongness(b)
+            .total_cmp(&wrongness(a))
+            .then(a.line.cmp(&b.line))
     });
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec!["line", "request_id", "label", "score", "answer"]);
-    for s in misses.iter().take(args.misses) {
+    for s in misses.iter().take(n) {
         let mut answer: String = s.answer.chars().take(100).collect();
         if answer.len() < s.answer.len() {
             answer.push('…');
@@ -176,22 +168,48 @@ fn print_report(
             answer,
         ]);
     }
-    writeln!(out, "worst misses ({} in all):\n{t}", misses.len())
+    writeln!(out, "{file}: worst misses ({} in all):\n{t}", misses.len())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_sweep_holds_the_configured_threshold_exactly() {
-        let grid = sweep_thresholds(0.6);
-        assert_eq!(grid.len(), 19);
-        assert!(grid.contains(&0.6), "{grid:?}");
-        assert!(grid.contains(&0.15), "{grid:?}");
-        let off_grid = sweep_thresholds(0.62);
-        assert_eq!(off_grid.len(), 20);
-        assert!(off_grid.windows(2).all(|w| w[0] < w[1]), "{off_grid:?}");
-        assert!(off_grid.contains(&0.62));
+fn print_fit(
+    out: &mut impl Write,
+    args: &EvalArgs,
+    files: &[Vec<Scored>],
+    min_support: f64,
+) -> io::Result<()> {
+    let predicted = cross_validate(files, args.folds);
+    let cv: Vec<Vec<Scored>> = files
+        .iter()
+        .zip(&predicted)
+        .map(|(scored, preds)| {
+            scored
+                .iter()
+                .zip(preds)
+                .map(|(s, &p)| Scored {
+                    score: p,
+                    flagged: p < min_support,
+                    ..s.clone()
+                })
+                .collect()
+        })
+        .collect();
+    let t = table(args, &cv);
+    writeln!(
+        out,
+        "{}-fold cross-validated (record i of a file in fold i mod {}; flagged when support < {min_support}):\n{t}",
+        args.folds.max(2),
+        args.folds.max(2)
+    )?;
+    let all: Vec<Vec<&Scored>> = files.iter().map(|f| f.iter().collect()).collect();
+    let w = fit(&all);
+    writeln!(
+        out,
+        "coefficients fitted on all inputs (src/core/grounding/model.rs):\n\
+         pub const COEFFICIENTS: [f64; FEATURES + 1] = ["
+    )?;
+    writeln!(out, "    {:.4}, // intercept", w[0])?;
+    for i in 0..FEATURES {
+        writeln!(out, "    {:.4}, // {}", w[i + 1], FEATURE_NAMES[i])?;
     }
+    writeln!(out, "];")
 }
