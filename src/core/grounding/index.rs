@@ -1,7 +1,9 @@
 //! The source index of one record: which cited sources (and which of their
 //! sentences) hold each term and each pair of consecutive content terms.
-//! Built per record into memory kept per thread.
+//! Built per record into memory kept per thread; a source text seen before
+//! on the thread is replayed from the thread's [`SourceCache`].
 
+use super::cache::{SourceCache, Summary};
 use super::lexicon::{for_each_word, starts_sentence};
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
@@ -28,11 +30,18 @@ pub(super) struct SourceIndex {
     /// Sentence bits each source's sentences use (0 until indexed).
     pub(super) source_sentences: Vec<u64>,
     next_sentence: u32,
+    /// Summaries of source texts seen before (first bank only).
+    cache: SourceCache,
+    /// The summary of the source being indexed, filed in `cache` after.
+    building: Summary,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Mark {
     stamp: u32,
+    /// Where the word is in the summary being built (valid once the
+    /// source's bit is in `mask`).
+    pos: u32,
     mask: u64,
     sentences: u64,
 }
@@ -46,6 +55,8 @@ impl SourceIndex {
             built: Vec::new(),
             source_sentences: Vec::new(),
             next_sentence: 0,
+            cache: SourceCache::new(),
+            building: Summary::default(),
         }
     }
 
@@ -56,6 +67,9 @@ impl SourceIndex {
         if self.stamp == 0 || ids_reset {
             self.marks.clear();
             self.stamp = 1;
+        }
+        if ids_reset {
+            self.cache.clear();
         }
         for bank in &mut self.banks {
             bank.clear(KEEP_SLOTS);
@@ -76,11 +90,78 @@ impl SourceIndex {
         }
         self.built[idx] = true;
         let bank = idx / 64;
-        let bit = 1u64 << (idx % 64);
         while self.banks.len() <= bank {
             self.banks.push(Table::with_capacity(256));
         }
+        let key = if bank == 0 {
+            SourceCache::key(text)
+        } else {
+            None
+        };
+        let Some(key) = key else {
+            return self.read::<false>(idx, text, folder, steps);
+        };
+        if self.replay(idx, key, text, steps) {
+            return;
+        }
+        if self.cache.seen_before(key) {
+            self.read::<true>(idx, text, folder, steps);
+            self.cache.put(key, text, &mut self.building);
+        } else {
+            self.read::<false>(idx, text, folder, steps);
+        }
+    }
+
+    /// Indexes source `idx` from the cached summary of `text`; whether
+    /// there was one.
+    fn replay(&mut self, idx: usize, key: u64, text: &str, steps: &mut usize) -> bool {
+        let Some(summary) = self.cache.get(key, text) else {
+            return false;
+        };
+        let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[0]);
+        let bit = 1u64 << idx;
+        let first = self.next_sentence;
+        // Relative sentence bits land where reading would have put them:
+        // numbers modulo 64, so a rotation by the first one.
+        let turn = first % 64;
+        for &(id, local) in &summary.terms {
+            let id = id as usize;
+            if id >= marks.len() {
+                marks.resize(id + 1, Mark::default());
+            }
+            let m = &mut marks[id];
+            if m.stamp != stamp {
+                *m = Mark {
+                    stamp,
+                    ..Mark::default()
+                };
+            }
+            m.mask |= bit;
+            m.sentences |= local.rotate_left(turn);
+        }
+        for &p in &summary.pairs {
+            *table.entry(p) |= bit;
+        }
+        *steps += summary.terms.len() + summary.pairs.len();
+        let used = summary.sentences;
+        self.finish(idx, first, used);
+        true
+    }
+
+    /// Indexes source `idx` by reading `text`; `RECORD`: also writes its
+    /// summary into `building` (first bank only).
+    fn read<const RECORD: bool>(
+        &mut self,
+        idx: usize,
+        text: &str,
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) {
+        let bank = idx / 64;
+        let bit = 1u64 << (idx % 64);
         let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
+        let summary = &mut self.building;
+        summary.clear();
         let first = self.next_sentence;
         let mut sentence = first;
         let mut prev: Option<u64> = None;
@@ -102,6 +183,10 @@ impl SourceIndex {
             }
             // Stems only: equal surfaces have equal stems.
             if bank == 0 {
+                if RECORD && m.mask & bit == 0 {
+                    m.pos = summary.terms.len() as u32;
+                    summary.terms.push((info.id, 0));
+                }
                 m.mask |= bit;
             } else {
                 *table.entry(info.key) |= bit;
@@ -110,10 +195,18 @@ impl SourceIndex {
                 return None;
             }
             for p in prev.into_iter().chain(alt) {
-                *table.entry(pair_hash(p, info.key)) |= bit;
+                let key = pair_hash(p, info.key);
+                let e = table.entry(key);
+                if RECORD && *e & bit == 0 {
+                    summary.pairs.push(key);
+                }
+                *e |= bit;
             }
             prev = Some(info.key);
             m.sentences |= 1u64 << (sentence % 64);
+            if RECORD {
+                summary.terms[m.pos as usize].1 |= 1u64 << ((sentence - first) % 64);
+            }
             (!info.number && info.dotted).then_some(info.key)
         };
         let bytes = text.as_bytes();
@@ -149,12 +242,24 @@ impl SourceIndex {
         });
         *steps += split_bytes;
         let used = sentence - first + 1;
+        summary.sentences = used;
+        self.finish(idx, first, used);
+    }
+
+    /// Records that source `idx` spans `used` sentences from `first` on.
+    fn finish(&mut self, idx: usize, first: u32, used: u32) {
         self.source_sentences[idx] = if used >= 64 {
             u64::MAX
         } else {
             ((1u64 << used) - 1).rotate_left(first % 64)
         };
-        self.next_sentence = sentence + 1;
+        self.next_sentence = first + used;
+    }
+
+    /// Sources indexed from the cache on this thread so far.
+    #[cfg(test)]
+    pub(super) fn cache_hits(&self) -> u64 {
+        self.cache.hits
     }
 
     /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)

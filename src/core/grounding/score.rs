@@ -3,12 +3,13 @@
 //! pooled support as a prior.
 
 use std::cell::RefCell;
+use std::ops::Range;
 
 use super::claims::claim_spans;
 use super::index::{SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::Folder;
-use super::{Claim, Grounding, MAX_TERMS};
+use super::{Claim, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
 use crate::core::terms::ascii_word;
@@ -21,10 +22,18 @@ pub(super) enum TermClass {
     Function,
 }
 
-/// A thread's grounding state: the word memo and the source index's memory.
+/// A thread's grounding state: the word memo, the source index's memory
+/// and the per-record working lists (reused: a record allocates its result,
+/// not its working memory).
 pub(super) struct Scratch {
     folder: Folder,
-    index: SourceIndex,
+    pub(super) index: SourceIndex,
+    spans: Vec<Range<usize>>,
+    banks: Vec<(usize, u64)>,
+    terms: Vec<Term>,
+    /// (start in the answer, length, all ASCII) of each word of a claim.
+    words: Vec<(usize, usize, bool)>,
+    tallies: Vec<Option<Tally>>,
 }
 
 impl Scratch {
@@ -32,7 +41,18 @@ impl Scratch {
         Scratch {
             folder: Folder::new(),
             index: SourceIndex::new(),
+            spans: Vec::new(),
+            banks: Vec::new(),
+            terms: Vec::new(),
+            words: Vec::new(),
+            tallies: Vec::new(),
         }
+    }
+
+    /// The word memo, for tests that drive the source index directly.
+    #[cfg(test)]
+    pub(super) fn parts(&mut self) -> (&mut Folder, &mut SourceIndex) {
+        (&mut self.folder, &mut self.index)
     }
 }
 
@@ -118,20 +138,24 @@ pub(super) fn analyze_with(
     steps: &mut usize,
     scratch: &mut Scratch,
 ) -> Grounding {
-    let spans = claim_spans(answer, citations, steps);
-    let Scratch { folder, index } = scratch;
+    let Scratch {
+        folder,
+        index,
+        spans,
+        banks,
+        terms,
+        words,
+        tallies,
+    } = scratch;
+    claim_spans(answer, citations, steps, spans);
     let ids_reset = folder.reset_if_full();
     index.start(sources.len(), ids_reset);
-    let mut banks: Vec<(usize, u64)> = Vec::new();
     let mut claims = Vec::with_capacity(spans.len());
-    let mut terms: Vec<Term> = Vec::new();
-    // (start in the answer, length, all ASCII) of each word of a claim.
-    let mut words: Vec<(usize, usize, bool)> = Vec::new();
     let mut cite = 0;
     let mut score: Option<f64> = None;
-    let mut tallies: Vec<Option<Tally>> = Vec::with_capacity(spans.len());
+    tallies.clear();
 
-    for span in spans {
+    for span in spans.iter().cloned() {
         // Markers inside the claim (citations are in order of appearance).
         while cite < citations.len() && citations[cite].span.start < span.start {
             cite += 1;
@@ -141,8 +165,8 @@ pub(super) fn analyze_with(
             cite += 1;
         }
         let inside = &citations[first..cite];
-        let markers: Vec<u32> = inside.iter().map(|c| c.marker).collect();
-        let mut cited: Vec<u32> = inside
+        let markers: Markers = inside.iter().map(|c| c.marker).collect();
+        let mut cited: Markers = inside
             .iter()
             .filter(|c| c.source_index() < sources.len())
             .map(|c| c.marker)
@@ -176,6 +200,7 @@ pub(super) fn analyze_with(
             if let Some(c) = inside.get(k) {
                 cursor = c.span.end;
             }
+            let words = &mut *words;
             for_each_word(&answer[seg.clone()], steps, |w, off, ascii| {
                 words.push((seg.start + off, w.len(), ascii));
             });
@@ -228,7 +253,7 @@ pub(super) fn analyze_with(
             // What the index knows the term by: its own key, or the other
             // spelling's when only that is found.
             let mut hit = folded;
-            let mut found = index.holds(&hit, &banks);
+            let mut found = index.holds(&hit, banks);
             // "2" against "two" and back: the other spelling's key.
             let other = if found {
                 None
@@ -239,7 +264,7 @@ pub(super) fn analyze_with(
             };
             if let Some(other) = other {
                 let o = folder.fold(other, true);
-                if index.holds(&o, &banks) {
+                if index.holds(&o, banks) {
                     hit = o;
                     found = true;
                 }
@@ -249,7 +274,7 @@ pub(super) fn analyze_with(
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
                     // A pair can only be in a source whose terms both are.
-                    if found && prev_found && index.holds_pair(pair_hash(p, key), &banks) {
+                    if found && prev_found && index.holds_pair(pair_hash(p, key), banks) {
                         pairs.0 += 1;
                     }
                 }
@@ -290,7 +315,7 @@ pub(super) fn analyze_with(
         let apart = if cited.is_empty() {
             0.0
         } else {
-            spread(&mut terms, cited.len())
+            spread(terms, cited.len())
         };
         let tally = (!cited.is_empty()).then(|| Tally {
             // `fold` from +0.0: `sum` of no floats is -0.0.
@@ -381,7 +406,7 @@ pub(super) fn analyze_with(
         .fold((0.0, 0.0), |(f, n), t| (f + t.pairs_found, n + t.pairs));
     let pooled_pairs = if pt > 0.0 { pf / pt } else { pooled };
     let beta = settings.pair_weight;
-    for (claim, tally) in claims.iter_mut().zip(&tallies) {
+    for (claim, tally) in claims.iter_mut().zip(tallies.iter()) {
         let Some(t) = tally else { continue };
         let denom = t.hit + settings.missing_penalty * t.missing + settings.prior_weight;
         let words = if denom > 0.0 {
