@@ -346,18 +346,32 @@ impl RunArgs {
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// JSON Lines input in the `check` format plus a label field
-    /// (`supported` | `unsupported`).
-    pub input: PathBuf,
+    /// JSON Lines inputs in the `check` format plus a label field
+    /// (`supported` | `unsupported`); one table row per file.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
     /// TOML configuration file (its `[grounding]` section is what is measured).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Name of the label field.
     #[arg(long = "label-field", default_value = "label")]
     pub label_field: String,
-    /// How many worst misses to list.
-    #[arg(long, default_value_t = 10)]
+    /// Also break each file down by this record field (e.g. `kind`).
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Print the rows as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// How many worst misses to list per file.
+    #[arg(long, default_value_t = 0)]
     pub misses: usize,
+    /// Fit the grounding model's coefficients on the inputs instead: prints
+    /// the k-fold cross-validated figures and the coefficients to ship.
+    #[arg(long)]
+    pub fit: bool,
+    /// Folds of the cross-validation (with --fit).
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
 }
 
 fn parse_time(s: &str) -> Result<SystemTime, String> {

@@ -1,18 +1,26 @@
 //! The measurement behind `groundgate eval` (the command is `crate::cmd::eval`):
-//! scores labelled JSON Lines (`label`: `supported` | `unsupported`) and
-//! computes AUC and the confusion matrix.
+//! scores labelled JSON Lines (`label`: `supported` | `unsupported`),
+//! computes AUC, the confusion matrix and a naive baseline beside them, and
+//! fits the grounding model's coefficients (`--fit`) with k-fold
+//! cross-validation.
 //!
 //! Every line goes through the same [`crate::core::process()`] as `check` and
-//! the worker; this module only reads labels, counts and prints. It must not
-//! score anything itself: what it reports is what production would decide.
+//! the worker; the fit reads the evidence features of
+//! [`crate::core::grounding::analyze`]. This module must not score claims
+//! itself: what it reports is what production would decide. The naive
+//! baseline (share of answer words found in the sources) is the one number
+//! computed here, as a reference.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::cli::EvalArgs;
 use crate::config::{Config, RawConfig};
-use crate::core::{FindingKind, RecordMeta, process};
+use crate::core::grounding::model::{FEATURES, probability, support_of};
+use crate::core::grounding::{self, Evidence};
+use crate::core::{FindingKind, RecordMeta, citation, process};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
@@ -24,6 +32,11 @@ pub enum EvalError {
     ReadInput { line: u64, source: io::Error },
     #[error("line {line}: {what}")]
     Label { line: u64, what: String },
+    #[error("{path}: {source}")]
+    InFile {
+        path: PathBuf,
+        source: Box<EvalError>,
+    },
     #[error("no labelled records in {0}")]
     Empty(PathBuf),
 }
@@ -40,6 +53,12 @@ pub struct Scored {
     /// Whether `process` reported an `unsupported_claim` finding.
     pub flagged: bool,
     pub answer: String,
+    /// The `--by` field's value (strings as they are, other JSON as text).
+    pub group: Option<String>,
+    /// Naive baseline: share of the answer's words found in its sources.
+    pub naive: f64,
+    /// Evidence of each cited claim (for `--fit`).
+    pub evidence: Vec<Evidence>,
 }
 
 /// Counts of the `unsupported_claim` finding against the labels
@@ -121,40 +140,58 @@ pub fn auc(items: &[Scored]) -> Option<f64> {
     Some(sum / (pos * neg))
 }
 
-/// Runs every labelled line of `args.input` through `process`.
-pub fn score_file(args: &EvalArgs) -> Result<(Config, Vec<Scored>), EvalError> {
-    let config: Config =
-        RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
-    let file = File::open(&args.input).map_err(|source| EvalError::OpenInput {
-        path: args.input.clone(),
+/// The configuration `eval` measures: the file given, on the defaults.
+pub fn load_config(args: &EvalArgs) -> Result<Config, EvalError> {
+    Ok(RawConfig::load_from_process(
+        args.config.as_deref(),
+        RawConfig::default(),
+    )?)
+}
+
+/// Runs every labelled line of `path` through `process`; `by`: the record
+/// field to group by.
+pub fn score_file(
+    path: &Path,
+    config: &Config,
+    label_field: &str,
+    by: Option<&str>,
+) -> Result<Vec<Scored>, EvalError> {
+    let in_file = |e: EvalError| EvalError::InFile {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    };
+    let file = File::open(path).map_err(|source| EvalError::OpenInput {
+        path: path.to_path_buf(),
         source,
     })?;
     let mut out = Vec::new();
     for (n, line) in BufReader::new(file).lines().enumerate() {
         let line_no = n as u64 + 1;
-        let line = line.map_err(|source| EvalError::ReadInput {
-            line: line_no,
-            source,
+        let line = line.map_err(|source| {
+            in_file(EvalError::ReadInput {
+                line: line_no,
+                source,
+            })
         })?;
         if line.trim().is_empty() {
             continue;
         }
-        let value: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| EvalError::Label {
+        let value: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
+            in_file(EvalError::Label {
                 line: line_no,
                 what: format!("not JSON: {e}"),
-            })?;
-        let unsupported = match value.get(&args.label_field).and_then(|v| v.as_str()) {
+            })
+        })?;
+        let unsupported = match value.get(label_field).and_then(|v| v.as_str()) {
             Some("supported") => false,
             Some("unsupported") => true,
             other => {
-                return Err(EvalError::Label {
+                return Err(in_file(EvalError::Label {
                     line: line_no,
                     what: format!(
-                        "field {:?} must be \"supported\" or \"unsupported\", found {other:?}",
-                        args.label_field
+                        "field {label_field:?} must be \"supported\" or \"unsupported\", found {other:?}"
                     ),
-                });
+                }));
             }
         };
         let meta = RecordMeta {
@@ -163,23 +200,322 @@ pub fn score_file(args: &EvalArgs) -> Result<(Config, Vec<Scored>), EvalError> {
             offset: n as i64,
         };
         let o = process(Some(line.as_bytes()), &meta, 0, &config.core);
+        let answer = value
+            .get("answer")
+            .and_then(|a| a.as_str())
+            .unwrap_or_default();
+        let sources: Vec<String> = value
+            .get("sources")
+            .and_then(|s| s.as_array())
+            .map(|a| {
+                a.iter()
+                    .map(|s| match s.get("payload") {
+                        Some(serde_json::Value::String(t)) => t.clone(),
+                        Some(serde_json::Value::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let texts: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let parsed = citation::parse(answer, texts.len());
+        let g = grounding::analyze(answer, &parsed.citations, &texts, &config.core.grounding);
         out.push(Scored {
             line: line_no,
             request_id: o.request_id.clone().unwrap_or_default(),
             unsupported,
             score: o.summary.grounding_score.unwrap_or(1.0),
             flagged: o.summary.findings.contains(&FindingKind::UnsupportedClaim),
-            answer: value
-                .get("answer")
-                .and_then(|a| a.as_str())
-                .unwrap_or_default()
-                .to_string(),
+            answer: answer.to_string(),
+            group: by.map(|f| match value.get(f) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => "(none)".to_string(),
+            }),
+            naive: naive_share(answer, &texts),
+            evidence: g.claims.iter().filter_map(|c| c.evidence).collect(),
         });
     }
     if out.is_empty() {
-        return Err(EvalError::Empty(args.input.clone()));
+        return Err(EvalError::Empty(path.to_path_buf()));
     }
-    Ok((config, out))
+    Ok(out)
+}
+
+/// Lower-cased runs of letters and digits, `[^N]` markers left out.
+fn naive_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric() && c != '^')
+        .filter(|w| !w.is_empty() && !w.starts_with('^'))
+        .map(str::to_lowercase)
+}
+
+/// The naive lexical baseline: share of the answer's words found anywhere
+/// in its sources (1 for an answer without words).
+pub fn naive_share(answer: &str, sources: &[&str]) -> f64 {
+    let known: HashSet<String> = sources.iter().flat_map(|s| naive_words(s)).collect();
+    let (mut found, mut all) = (0usize, 0usize);
+    for w in naive_words(answer) {
+        all += 1;
+        found += usize::from(known.contains(&w));
+    }
+    if all == 0 {
+        1.0
+    } else {
+        found as f64 / all as f64
+    }
+}
+
+/// Balanced accuracy of "flag when `score` < t" at the best threshold t.
+pub fn best_balanced_accuracy(items: &[(f64, bool)]) -> f64 {
+    let mut v: Vec<(f64, bool)> = items.to_vec();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let pos = v.iter().filter(|x| x.1).count() as f64;
+    let neg = v.len() as f64 - pos;
+    if pos == 0.0 || neg == 0.0 {
+        return 0.5;
+    }
+    // Flagging everything below v[i]'s score, for each distinct score (and
+    // everything).
+    let (mut tp, mut fp) = (0.0, 0.0);
+    let mut best: f64 = 0.5;
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j < v.len() && v[j].0 == v[i].0 {
+            if v[j].1 {
+                tp += 1.0;
+            } else {
+                fp += 1.0;
+            }
+            j += 1;
+        }
+        best = best.max((tp / pos + (neg - fp) / neg) / 2.0);
+        i = j;
+    }
+    best
+}
+
+/// One row of the eval table: a file, or one group of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Row {
+    pub file: String,
+    /// The `--by` group, if any.
+    pub group: Option<String>,
+    pub records: usize,
+    pub unsupported: usize,
+    pub auc: Option<f64>,
+    pub balanced_accuracy: f64,
+    pub precision: f64,
+    pub recall: f64,
+    /// Share of records flagged `unsupported_claim`.
+    pub flagged: f64,
+    pub naive_auc: Option<f64>,
+    pub naive_best_balanced_accuracy: f64,
+}
+
+impl Row {
+    pub fn of(file: &str, group: Option<String>, scored: &[&Scored]) -> Row {
+        let owned: Vec<Scored> = scored.iter().map(|s| (*s).clone()).collect();
+        let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
+        let naive: Vec<Scored> = owned
+            .iter()
+            .map(|s| Scored {
+                score: s.naive,
+                ..s.clone()
+            })
+            .collect();
+        let pairs: Vec<(f64, bool)> = scored.iter().map(|s| (s.naive, s.unsupported)).collect();
+        Row {
+            file: file.to_string(),
+            group,
+            records: scored.len(),
+            unsupported: scored.iter().filter(|s| s.unsupported).count(),
+            auc: auc(&owned),
+            balanced_accuracy: c.balanced_accuracy(),
+            precision: c.precision(),
+            recall: c.recall(),
+            flagged: (c.tp + c.fp) as f64 / scored.len().max(1) as f64,
+            naive_auc: auc(&naive),
+            naive_best_balanced_accuracy: best_balanced_accuracy(&pairs),
+        }
+    }
+}
+
+/// The rows of one file: the whole file, then each `--by` group (in order
+/// of first appearance).
+pub fn rows(file: &str, scored: &[Scored]) -> Vec<Row> {
+    let all: Vec<&Scored> = scored.iter().collect();
+    let mut out = vec![Row::of(file, None, &all)];
+    let mut groups: Vec<&str> = Vec::new();
+    for s in scored {
+        if let Some(g) = s.group.as_deref()
+            && !groups.contains(&g)
+        {
+            groups.push(g);
+        }
+    }
+    for g in groups {
+        let members: Vec<&Scored> = scored
+            .iter()
+            .filter(|s| s.group.as_deref() == Some(g))
+            .collect();
+        out.push(Row::of(file, Some(g.to_string()), &members));
+    }
+    out
+}
+
+/// A record's support under `coefficients`: the lowest of its claims'
+/// (a strict rule's value, else the model's); 1 without a cited claim.
+pub fn record_support(evidence: &[Evidence], coefficients: &[f64; FEATURES + 1]) -> f64 {
+    evidence
+        .iter()
+        .map(|e| support_of(e, coefficients))
+        .fold(1.0, f64::min)
+}
+
+/// One training example of the fit: features, label (1 = supported) and
+/// weight.
+type Example = ([f64; FEATURES], f64, f64);
+
+/// The examples of `files` (each a file's records): per record not decided
+/// by a strict rule, its weakest model-scored claim under `current`. Each
+/// file weighs the same in all, and within a file each label half of it.
+fn examples(files: &[Vec<&Scored>], current: &[f64; FEATURES + 1]) -> Vec<Example> {
+    let mut out = Vec::new();
+    for recs in files {
+        let mut picked: Vec<([f64; FEATURES], bool)> = Vec::new();
+        for r in recs {
+            // Broken-rule claims are trained on too: the model ranks them.
+            let weakest = r
+                .evidence
+                .iter()
+                .filter(|e| e.rule.is_none())
+                .map(|e| (probability(&e.features, current), e.features))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((_, f)) = weakest {
+                picked.push((f, !r.unsupported));
+            }
+        }
+        let pos = picked.iter().filter(|p| p.1).count().max(1) as f64;
+        let neg = picked.iter().filter(|p| !p.1).count().max(1) as f64;
+        for (f, supported) in picked {
+            let w = if supported { 0.5 / pos } else { 0.5 / neg };
+            out.push((f, f64::from(u8::from(supported)), w));
+        }
+    }
+    out
+}
+
+/// Ridge strength of the fit (per unit of total example weight): keeps the
+/// coefficients small where features move together.
+const RIDGE: f64 = 0.001;
+
+/// Weighted logistic regression by Newton's method (deterministic).
+fn logistic(examples: &[Example]) -> [f64; FEATURES + 1] {
+    const N: usize = FEATURES + 1;
+    let total: f64 = examples.iter().map(|e| e.2).sum();
+    let mut w = [0.0; N];
+    for _ in 0..50 {
+        let mut grad = [0.0; N];
+        let mut hess = [[0.0; N]; N];
+        for (f, y, weight) in examples {
+            let x: [f64; N] = std::array::from_fn(|i| if i == 0 { 1.0 } else { f[i - 1] });
+            let p = probability(f, &w);
+            for i in 0..N {
+                grad[i] += weight * (p - y) * x[i];
+                for j in 0..N {
+                    hess[i][j] += weight * p * (1.0 - p) * x[i] * x[j];
+                }
+            }
+        }
+        for i in 1..N {
+            grad[i] += RIDGE * total * w[i];
+            hess[i][i] += RIDGE * total;
+        }
+        for (i, row) in hess.iter_mut().enumerate() {
+            row[i] += 1e-9;
+        }
+        let step = solve(hess, grad);
+        let mut moved = 0.0f64;
+        for i in 0..N {
+            w[i] -= step[i];
+            moved = moved.max(step[i].abs());
+        }
+        if moved < 1e-10 {
+            break;
+        }
+    }
+    w
+}
+
+/// Solves `a x = b` by Gaussian elimination with partial pivoting.
+fn solve<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> [f64; N] {
+    for c in 0..N {
+        let p = (c..N)
+            .max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))
+            .unwrap_or(c);
+        a.swap(c, p);
+        b.swap(c, p);
+        if a[c][c].abs() < 1e-300 {
+            continue;
+        }
+        for r in c + 1..N {
+            let k = a[r][c] / a[c][c];
+            for j in c..N {
+                a[r][j] -= k * a[c][j];
+            }
+            b[r] -= k * b[c];
+        }
+    }
+    let mut x = [0.0; N];
+    for c in (0..N).rev() {
+        let s: f64 = (c + 1..N).map(|j| a[c][j] * x[j]).sum();
+        x[c] = if a[c][c].abs() < 1e-300 {
+            0.0
+        } else {
+            (b[c] - s) / a[c][c]
+        };
+    }
+    x
+}
+
+/// Fits the coefficients on `files`: the weakest claim of each record is
+/// picked under the previous round's fit, three rounds from a model that
+/// only counts found terms.
+pub fn fit(files: &[Vec<&Scored>]) -> [f64; FEATURES + 1] {
+    let mut w = [0.0; FEATURES + 1];
+    w[1] = 1.0;
+    for _ in 0..3 {
+        w = logistic(&examples(files, &w));
+    }
+    w
+}
+
+/// k-fold cross-validation of [`fit`]: each record's support predicted by
+/// a model fitted without its fold (record `i` of a file is in fold
+/// `i % k`), file by file.
+pub fn cross_validate(files: &[Vec<Scored>], k: usize) -> Vec<Vec<f64>> {
+    let k = k.max(2);
+    let mut out: Vec<Vec<f64>> = files.iter().map(|f| vec![0.0; f.len()]).collect();
+    for fold in 0..k {
+        let train: Vec<Vec<&Scored>> = files
+            .iter()
+            .map(|f| {
+                f.iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % k != fold)
+                    .map(|(_, s)| s)
+                    .collect()
+            })
+            .collect();
+        let w = fit(&train);
+        for (f, preds) in files.iter().zip(out.iter_mut()) {
+            for (i, s) in f.iter().enumerate().filter(|(i, _)| i % k == fold) {
+                preds[i] = record_support(&s.evidence, &w);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -194,6 +530,9 @@ mod tests {
             score,
             flagged: false,
             answer: String::new(),
+            group: None,
+            naive: 0.0,
+            evidence: Vec::new(),
         }
     }
 

@@ -1,6 +1,8 @@
 //! `groundgate eval`: prints how well the grounding check separates labelled
-//! supported and unsupported answers (AUC, accuracy, a threshold sweep, the
-//! worst misses). The scoring is `crate::eval`; this file only prints.
+//! supported and unsupported answers, one table row per file (and per
+//! `--by` group), the naive baseline beside it; `--fit` fits the model's
+//! coefficients with k-fold cross-validation instead. The scoring is
+//! `crate::eval`; this file only prints.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -8,21 +10,19 @@ use std::process::ExitCode;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::cli::EvalArgs;
-use crate::config::Config;
-use crate::eval::{Confusion, Scored, auc, score_file};
+use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
+use crate::eval::{
+    EvalError, Row, Scored, cross_validate, fit, load_config, rows, score_file,
+};
 
 pub fn main(args: EvalArgs) -> ExitCode {
-    match score_file(&args) {
+    match run(&args) {
         // `eval … | head` closes the pipe early: stop quietly, no panic.
-        Ok((config, scored)) => {
-            match print_report(&mut io::stdout().lock(), &args, &config, &scored) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("groundgate eval: cannot write the report to standard output: {e}");
-                    ExitCode::from(2)
-                }
-            }
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("groundgate eval: cannot write the report to standard output: {e}");
+            ExitCode::from(2)
         }
         Err(e) => {
             eprintln!("groundgate eval: {e}");
@@ -31,98 +31,121 @@ pub fn main(args: EvalArgs) -> ExitCode {
     }
 }
 
-fn print_report(
-    out: &mut impl Write,
-    args: &EvalArgs,
-    config: &Config,
-    scored: &[Scored],
-) -> io::Result<()> {
-    let min_support = config.core.grounding.min_support;
-    let pos = scored.iter().filter(|s| s.unsupported).count();
-    writeln!(
-        out,
-        "{}: {} records ({} unsupported, {} supported); min_support {}",
-        args.input.display(),
-        scored.len(),
-        pos,
-        scored.len() - pos,
-        min_support
-    )?;
-    match auc(scored) {
-        Some(a) => writeln!(out, "AUC of the grounding score: {a:.3}")?,
-        None => writeln!(out, "AUC of the grounding score: n/a (needs both labels)")?,
+fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
+    let config = load_config(args)?;
+    let mut files = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        files.push(score_file(
+            path,
+            &config,
+            &args.label_field,
+            args.by.as_deref(),
+        )?);
     }
-    let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
-    writeln!(
-        out,
-        "unsupported_claim finding: balanced accuracy {:.3}, precision {:.3}, recall {:.3}",
-        c.balanced_accuracy(),
-        c.precision(),
-        c.recall()
-    )?;
+    let out = &mut io::stdout().lock();
+    let min_support = config.core.grounding.min_support;
+    Ok(if args.fit {
+        print_fit(out, args, &files, min_support)
+    } else {
+        print_report(out, args, &files, min_support)
+    })
+}
 
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["", "flagged", "not flagged"]);
-    t.add_row(vec![
-        "labelled unsupported".to_string(),
-        c.tp.to_string(),
-        c.fn_.to_string(),
-    ]);
-    t.add_row(vec![
-        "labelled supported".to_string(),
-        c.fp.to_string(),
-        c.tn.to_string(),
-    ]);
-    writeln!(out, "{t}")?;
+fn name(args: &EvalArgs, i: usize) -> String {
+    let p = &args.inputs[i];
+    p.file_name()
+        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+}
 
+fn f3(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
+}
+
+fn all_rows(args: &EvalArgs, files: &[Vec<Scored>]) -> Vec<Row> {
+    files
+        .iter()
+        .enumerate()
+        .flat_map(|(i, scored)| rows(&name(args, i), scored))
+        .collect()
+}
+
+/// The table: one row per file and per `--by` group of it.
+fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec![
-        "min_support",
-        "balanced acc",
+        "file",
+        "records (unsupported)",
+        "AUC",
+        "bal. acc",
         "precision",
         "recall",
         "flagged",
+        "naive AUC",
+        "naive best bal. acc",
     ]);
-    for step in 1..=19 {
-        let th = step as f64 * 0.05;
-        let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.score < th)));
+    for r in &all_rows(args, files) {
+        let label = match &r.group {
+            Some(g) => format!("  {}={g}", args.by.as_deref().unwrap_or("")),
+            None => r.file.clone(),
+        };
         t.add_row(vec![
-            format!("{th:.2}"),
-            format!("{:.3}", c.balanced_accuracy()),
-            format!("{:.3}", c.precision()),
-            format!("{:.3}", c.recall()),
-            (c.tp + c.fp).to_string(),
+            label,
+            format!("{} ({})", r.records, r.unsupported),
+            f3(r.auc),
+            format!("{:.3}", r.balanced_accuracy),
+            format!("{:.3}", r.precision),
+            format!("{:.3}", r.recall),
+            format!("{:.1} %", 100.0 * r.flagged),
+            f3(r.naive_auc),
+            format!("{:.3}", r.naive_best_balanced_accuracy),
         ]);
     }
+    t
+}
+
+fn print_report(
+    out: &mut impl Write,
+    args: &EvalArgs,
+    files: &[Vec<Scored>],
+    min_support: f64,
+) -> io::Result<()> {
+    if args.json {
+        let all = all_rows(args, files);
+        let text = serde_json::to_string_pretty(&all).map_err(io::Error::other)?;
+        return writeln!(out, "{text}");
+    }
+    let t = table(args, files);
     writeln!(
         out,
-        "threshold sweep (a record is flagged when its score < min_support):\n{t}"
+        "grounding: an answer is flagged unsupported_claim when a claim's support < min_support {min_support}; \
+         precision and recall of that finding; naive: share of answer words found in the sources, best threshold\n{t}"
     )?;
+    if args.misses > 0 {
+        for (i, scored) in files.iter().enumerate() {
+            print_misses(out, &name(args, i), scored, args.misses)?;
+        }
+    }
+    Ok(())
+}
 
+fn print_misses(
+    out: &mut impl Write,
+    file: &str,
+    scored: &[Scored],
+    n: usize,
+) -> io::Result<()> {
     let mut misses: Vec<&Scored> = scored
         .iter()
         .filter(|s| s.flagged != s.unsupported)
         .collect();
     // Worst first: supported answers scored lowest, unsupported ones highest.
-    misses.sort_by(|a, b| {
-        let wa = if a.unsupported {
-            a.score
-        } else {
-            1.0 - a.score
-        };
-        let wb = if b.unsupported {
-            b.score
-        } else {
-            1.0 - b.score
-        };
-        wb.total_cmp(&wa).then(a.line.cmp(&b.line))
-    });
+    let wrongness = |s: &Scored| if s.unsupported { s.score } else { 1.0 - s.score };
+    misses.sort_by(|a, b| wrongness(b).total_cmp(&wrongness(a)).then(a.line.cmp(&b.line)));
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec!["line", "request_id", "label", "score", "answer"]);
-    for s in misses.iter().take(args.misses) {
+    for s in misses.iter().take(n) {
         let mut answer: String = s.answer.chars().take(100).collect();
         if answer.len() < s.answer.len() {
             answer.push('…');
@@ -140,5 +163,48 @@ fn print_report(
             answer,
         ]);
     }
-    writeln!(out, "worst misses ({} in all):\n{t}", misses.len())
+    writeln!(out, "{file}: worst misses ({} in all):\n{t}", misses.len())
+}
+
+fn print_fit(
+    out: &mut impl Write,
+    args: &EvalArgs,
+    files: &[Vec<Scored>],
+    min_support: f64,
+) -> io::Result<()> {
+    let predicted = cross_validate(files, args.folds);
+    let cv: Vec<Vec<Scored>> = files
+        .iter()
+        .zip(&predicted)
+        .map(|(scored, preds)| {
+            scored
+                .iter()
+                .zip(preds)
+                .map(|(s, &p)| Scored {
+                    score: p,
+                    flagged: p < min_support,
+                    ..s.clone()
+                })
+                .collect()
+        })
+        .collect();
+    let t = table(args, &cv);
+    writeln!(
+        out,
+        "{}-fold cross-validated (record i of a file in fold i mod {}; flagged when support < {min_support}):\n{t}",
+        args.folds.max(2),
+        args.folds.max(2)
+    )?;
+    let all: Vec<Vec<&Scored>> = files.iter().map(|f| f.iter().collect()).collect();
+    let w = fit(&all);
+    writeln!(
+        out,
+        "coefficients fitted on all inputs (src/core/grounding/model.rs):\n\
+         pub const COEFFICIENTS: [f64; FEATURES + 1] = ["
+    )?;
+    writeln!(out, "    {:.4}, // intercept", w[0])?;
+    for i in 0..FEATURES {
+        writeln!(out, "    {:.4}, // {}", w[i + 1], FEATURE_NAMES[i])?;
+    }
+    writeln!(out, "];")
 }

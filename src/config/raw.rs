@@ -116,6 +116,7 @@ pub struct RawGrounding {
     pub unsupported_claim: Option<Action>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uncited_claim: Option<OptionalAction>,
+    // Removed keys, read only to name their replacement (see validate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entity_weight: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

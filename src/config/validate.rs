@@ -159,29 +159,24 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
         v
     };
     let min_support = range("min_support", raw.min_support, d.min_support, 1.0);
-    let missing_entity_cap = range(
-        "missing_entity_cap",
-        raw.missing_entity_cap,
-        d.missing_entity_cap,
-        1.0,
-    );
-    let pair_weight = range("pair_weight", raw.pair_weight, d.pair_weight, 1.0);
-    let entity_weight = range("entity_weight", raw.entity_weight, d.entity_weight, 100.0);
-    let number_weight = range("number_weight", raw.number_weight, d.number_weight, 100.0);
-    let missing_penalty = range(
-        "missing_penalty",
-        raw.missing_penalty,
-        d.missing_penalty,
-        100.0,
-    );
-    let function_word_weight = range(
-        "function_word_weight",
-        raw.function_word_weight,
-        d.function_word_weight,
-        100.0,
-    );
-    let prior_weight = range("prior_weight", raw.prior_weight, d.prior_weight, 100.0);
-    let spread_penalty = range("spread_penalty", raw.spread_penalty, d.spread_penalty, 1.0);
+    // The hand-set weights gave way to a fitted model: a file that still
+    // sets one says which key does the job now.
+    for (name, set) in [
+        ("entity_weight", raw.entity_weight.is_some()),
+        ("number_weight", raw.number_weight.is_some()),
+        ("missing_entity_cap", raw.missing_entity_cap.is_some()),
+        ("missing_penalty", raw.missing_penalty.is_some()),
+        ("function_word_weight", raw.function_word_weight.is_some()),
+        ("prior_weight", raw.prior_weight.is_some()),
+        ("pair_weight", raw.pair_weight.is_some()),
+        ("spread_penalty", raw.spread_penalty.is_some()),
+    ] {
+        if set {
+            problems.push(format!(
+                "grounding.{name} was removed: the evidence weights are fitted (`groundgate eval --fit`, see docs/grounding.md); use grounding.min_support to flag more or fewer claims"
+            ));
+        }
+    }
     GroundingSettings {
         enabled: raw.enabled.unwrap_or(d.enabled),
         min_support,
@@ -189,15 +184,7 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
         uncited_claim: raw
             .uncited_claim
             .map_or(d.uncited_claim, OptionalAction::action),
-        entity_weight,
-        number_weight,
         strict_numbers: raw.strict_numbers.unwrap_or(d.strict_numbers),
-        missing_entity_cap,
-        missing_penalty,
-        function_word_weight,
-        prior_weight,
-        pair_weight,
-        spread_penalty,
     }
 }
 /// Room left in a Kafka message beside an output of `max_output_bytes` for

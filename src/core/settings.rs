@@ -79,47 +79,18 @@ pub struct GroundingSettings {
     pub unsupported_claim: Action,
     /// `None`: uncited claims are not reported (opt-in).
     pub uncited_claim: Option<Action>,
-    /// Weight of a named entity relative to an ordinary word.
-    pub entity_weight: f64,
-    /// Weight of a number relative to an ordinary word.
-    pub number_weight: f64,
     /// A number found in none of the cited sources makes the claim score 0.
     pub strict_numbers: bool,
-    /// A claim naming an entity found in none of its sources scores at most this.
-    pub missing_entity_cap: f64,
-    /// How many times a missing term's weight counts against the found ones
-    /// (1: the plain weighted share of terms found).
-    pub missing_penalty: f64,
-    /// Weight of a stop word ("the", "is", ...) relative to an ordinary word; 0 drops them.
-    pub function_word_weight: f64,
-    /// Strength (in units of term weight) of the pull of each claim's score
-    /// toward the whole answer's support; 0 judges every claim alone.
-    pub prior_weight: f64,
-    /// Share of the score given to consecutive term pairs found side by side
-    /// in a source (0: words only).
-    pub pair_weight: f64,
-    /// Score lost per unit of term weight that the cited sources hold only
-    /// outside the claim's main sentences, one per cited source (0: no
-    /// sentence check).
-    pub spread_penalty: f64,
 }
 
 impl Default for GroundingSettings {
     fn default() -> Self {
         GroundingSettings {
             enabled: true,
-            min_support: 0.6,
+            min_support: 0.5,
             unsupported_claim: Action::Warn,
             uncited_claim: None,
-            entity_weight: 1.5,
-            number_weight: 2.0,
             strict_numbers: true,
-            missing_entity_cap: 0.5,
-            missing_penalty: 2.0,
-            function_word_weight: 0.6,
-            prior_weight: 8.0,
-            pair_weight: 0.25,
-            spread_penalty: 0.25,
         }
     }
 }

@@ -33,24 +33,30 @@ const SEEN: usize = 4096;
 /// numbers relative to the source's first sentence.
 #[derive(Debug, Default)]
 pub(super) struct Summary {
-    /// Each distinct word id, with the relative sentence bits (modulo 64) of
-    /// its content occurrences (0 when it only occurs as a stop word).
-    pub(super) terms: Vec<(u32, u64)>,
+    /// Each distinct word id.
+    pub(super) terms: Vec<u32>,
+    /// (word id, sentence) of each content term, once per sentence, by id
+    /// then sentence.
+    pub(super) postings: Vec<(u32, u32)>,
     /// Each distinct pair key.
     pub(super) pairs: Vec<u64>,
-    /// Sentences the source spans.
-    pub(super) sentences: u32,
+    /// By sentence: whether it holds a negation.
+    pub(super) negations: Vec<bool>,
 }
 
 impl Summary {
     pub(super) fn clear(&mut self) {
         self.terms.clear();
+        self.postings.clear();
         self.pairs.clear();
-        self.sentences = 0;
+        self.negations.clear();
     }
 
     fn bytes(&self) -> usize {
-        self.terms.capacity() * size_of::<(u32, u64)>() + self.pairs.capacity() * size_of::<u64>()
+        self.terms.capacity() * size_of::<u32>()
+            + self.postings.capacity() * size_of::<(u32, u32)>()
+            + self.pairs.capacity() * size_of::<u64>()
+            + self.negations.capacity()
     }
 }
 

@@ -72,16 +72,53 @@ pub(super) fn claim_spans(
     }
 }
 
+/// Abbreviations (case-folded) whose period does not end a
+/// sentence: titles, "St." in an address, months, "No.", "vs.".
+const ABBREVIATIONS: &[&[u8]] = &[
+    b"adm", b"apr", b"approx", b"aug", b"capt", b"cf", b"cmdr", b"co", b"col", b"corp", b"dec",
+    b"dept", b"dr", b"est", b"feb", b"fig", b"ft", b"gen", b"gov", b"hon", b"jan", b"jr", b"jul",
+    b"jun", b"lt", b"mar", b"mr", b"mrs", b"ms", b"mt", b"no", b"nos", b"nov", b"oct", b"pp",
+    b"prof", b"rep", b"rev", b"sen", b"sep", b"sept", b"sgt", b"sr", b"st", b"univ", b"vol",
+    b"vs",
+];
+
 /// Whether a sentence ends at `i`: terminal punctuation followed by
-/// whitespace, a marker, a closing quote/bracket, or the end of the line.
+/// whitespace, a marker, a closing quote/bracket, or the end of the line;
+/// or a period glued between two sentences ("12 Hour.Mount Panorama").
+/// Not after an initial ("Ulysses S. Grant", "U.S. Senator", "(O.S.)",
+/// "e.g.") or an abbreviation ("220 S. Main St. in"). The one rule for
+/// claims and sources, so a claim copied from a source is cut where the
+/// source is.
 pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool) {
-    // An initial ("H. Bruce") is not a sentence end.
-    if b[i] == b'.'
-        && i >= 1
-        && b[i - 1].is_ascii_uppercase()
-        && (i == 1 || !b[i - 2].is_ascii_alphanumeric())
-    {
-        return (0, false);
+    if b[i] == b'.' && i >= 1 {
+        // The letters right before the period (at most 8: bounded work).
+        let mut w = i;
+        while w > 0 && i - w < 8 && b[w - 1].is_ascii_alphabetic() {
+            w -= 1;
+        }
+        let word = &b[w..i];
+        let before = if w > 0 { b[w - 1] } else { b' ' };
+        if word.len() == 1 && !before.is_ascii_alphanumeric() {
+            return (0, false);
+        }
+        if (2..=6).contains(&word.len())
+            && !before.is_ascii_alphanumeric()
+            && before != b'.'
+            && ABBREVIATIONS.iter().any(|a| a.eq_ignore_ascii_case(word))
+        {
+            return (0, false);
+        }
+        // Glued: a lower-case word of two letters or more, the period, a
+        // capitalised word ("Hour.Mount", "Hawaii.Aulani"; not "D.C",
+        // "Node.js", "ASP.NET").
+        if word.len() >= 2
+            && b[i - 1].is_ascii_lowercase()
+            && i + 2 < line_end
+            && b[i + 1].is_ascii_uppercase()
+            && b[i + 2].is_ascii_lowercase()
+        {
+            return (1, true);
+        }
     }
     let len = match b[i] {
         b'.' | b'!' | b'?' => 1,
@@ -101,9 +138,24 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
     let next = b.get(j).copied();
     let ends = j >= line_end
         || len == 3
-        || matches!(next, Some(b' ' | b'\t' | b'\r'))
+        || matches!(next, Some(b' ' | b'\t' | b'\r' | b'\n'))
         || (next == Some(b'[') && b.get(j + 1) == Some(&b'^'));
     (j - i, ends)
+}
+
+/// Whether a sentence ends in `b[from..to]` (the bytes between two words of
+/// a source): at a newline, or where [`sentence_end`] says so.
+pub(super) fn ends_between(b: &[u8], from: usize, to: usize) -> bool {
+    let mut i = from;
+    while i < to {
+        match b[i] {
+            b'\n' => return true,
+            b'.' | b'!' | b'?' | 0xE3 | 0xEF if sentence_end(b, i, b.len()).1 => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 pub(super) fn push_span(answer: &str, spans: &mut Vec<Range<usize>>, r: Range<usize>) {

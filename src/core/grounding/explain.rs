@@ -46,6 +46,9 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
         sources(&mut d, "; apart from the rest in source");
         quote_terms(&mut d, &claim.apart_terms);
     }
+    if claim.contradicted {
+        d.push_str("; its best sentence in the source negates it");
+    }
     d
 }
 
@@ -108,6 +111,9 @@ pub fn prompt_addendum(
                     "; stated apart from the rest: {}",
                     c.apart_terms.join(", ")
                 );
+            }
+            if c.contradicted {
+                p.push_str("; the source negates it");
             }
             p.push('\n');
         } else if uncited && c.support.is_none() && !c.checkable_terms.is_empty() {

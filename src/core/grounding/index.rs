@@ -4,7 +4,8 @@
 //! on the thread is replayed from the thread's [`SourceCache`].
 
 use super::cache::{SourceCache, Summary};
-use super::lexicon::{for_each_word, starts_sentence};
+use super::claims::{ends_between, sentence_end};
+use super::lexicon::for_each_word;
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
 
@@ -14,12 +15,13 @@ use crate::core::terms::Table;
 /// thread and emptied per record without a pass over its memory (stamps).
 ///
 /// Also which source sentences hold each content term (numbers, non-stop
-/// words): sentences are numbered across the indexed sources and are bits of
-/// a mask modulo 64, so past 64 sentences two of them can share a bit, which
-/// only makes the spread rule (see [`spread`]) more lenient, never stricter.
+/// words), as a short list per term: sentences are numbered across the
+/// indexed sources. A term in more than [`POSTINGS`] sentences is common in
+/// the record and counts as present in every sentence, so a claim's look-up
+/// stays bounded per term: linear work.
 pub(super) struct SourceIndex {
-    /// By word id: which of the first 64 sources hold it and which
-    /// sentences of any source, valid when its stamp is the record's.
+    /// By word id: which of the first 64 sources hold it and its sentence
+    /// list, valid when its stamp is the record's.
     marks: Vec<Mark>,
     stamp: u32,
     /// By bank: the pairs, and (past the first bank, whose terms are in
@@ -27,23 +29,43 @@ pub(super) struct SourceIndex {
     banks: Vec<Table<u64>>,
     /// Sources already indexed for this record.
     built: Vec<bool>,
-    /// Sentence bits each source's sentences use (0 until indexed).
-    pub(super) source_sentences: Vec<u64>,
-    next_sentence: u32,
+    /// Sentence lists, linked backwards: (sentence, previous entry + 1).
+    postings: Vec<(u32, u32)>,
+    /// By sentence: its source and whether it holds a negation.
+    sentences: Vec<(u32, bool)>,
+    /// By sentence: a claim's running count of terms found there (zero
+    /// between claims; `touched` lists the non-zero ones).
+    counts: Vec<u32>,
+    touched: Vec<u32>,
     /// Summaries of source texts seen before (first bank only).
     cache: SourceCache,
     /// The summary of the source being indexed, filed in `cache` after.
     building: Summary,
 }
 
+/// Most sentences listed per term; past it a term is everywhere.
+pub(super) const POSTINGS: u32 = 24;
+
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Mark {
     stamp: u32,
-    /// Where the word is in the summary being built (valid once the
-    /// source's bit is in `mask`).
-    pos: u32,
     mask: u64,
-    sentences: u64,
+    /// Last entry of the term's sentence list + 1 (0: none).
+    head: u32,
+    /// Sentences listed; past [`POSTINGS`] the list stops growing.
+    listed: u32,
+}
+
+/// Where a claim's found content terms sit in its cited sources.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Cover {
+    /// Terms found in the best sentence (common terms count everywhere).
+    pub(super) one: u32,
+    /// Terms found in the best two sentences (any two of the cited sources).
+    pub(super) two: u32,
+    /// The best sentence, and the second (`u32::MAX`: none).
+    pub(super) first: u32,
+    pub(super) second: u32,
 }
 
 impl SourceIndex {
@@ -53,8 +75,10 @@ impl SourceIndex {
             stamp: 0,
             banks: Vec::new(),
             built: Vec::new(),
-            source_sentences: Vec::new(),
-            next_sentence: 0,
+            postings: Vec::new(),
+            sentences: Vec::new(),
+            counts: Vec::new(),
+            touched: Vec::new(),
             cache: SourceCache::new(),
             building: Summary::default(),
         }
@@ -76,9 +100,10 @@ impl SourceIndex {
         }
         self.built.clear();
         self.built.resize(sources, false);
-        self.source_sentences.clear();
-        self.source_sentences.resize(sources, 0);
-        self.next_sentence = 0;
+        self.postings.clear();
+        self.sentences.clear();
+        self.counts.clear();
+        self.touched.clear();
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
@@ -119,12 +144,11 @@ impl SourceIndex {
             return false;
         };
         let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[0]);
+        let (postings, sentences) = (&mut self.postings, &mut self.sentences);
         let bit = 1u64 << idx;
-        let first = self.next_sentence;
-        // Relative sentence bits land where reading would have put them:
-        // numbers modulo 64, so a rotation by the first one.
-        let turn = first % 64;
-        for &(id, local) in &summary.terms {
+        let first = sentences.len() as u32;
+        sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
+        for &id in &summary.terms {
             let id = id as usize;
             if id >= marks.len() {
                 marks.resize(id + 1, Mark::default());
@@ -137,14 +161,16 @@ impl SourceIndex {
                 };
             }
             m.mask |= bit;
-            m.sentences |= local.rotate_left(turn);
+        }
+        // Each term's sentences in order, as reading lists them (the lists
+        // are per term, so the order across terms does not matter).
+        for &(id, local) in &summary.postings {
+            list(&mut marks[id as usize], postings, first + local);
         }
         for &p in &summary.pairs {
             *table.entry(p) |= bit;
         }
-        *steps += summary.terms.len() + summary.pairs.len();
-        let used = summary.sentences;
-        self.finish(idx, first, used);
+        *steps += summary.terms.len() + summary.postings.len() + summary.pairs.len();
         true
     }
 
@@ -160,100 +186,115 @@ impl SourceIndex {
         let bank = idx / 64;
         let bit = 1u64 << (idx % 64);
         let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
+        let (postings, sentences) = (&mut self.postings, &mut self.sentences);
         let summary = &mut self.building;
-        summary.clear();
-        let first = self.next_sentence;
+        if RECORD {
+            summary.clear();
+        }
+        let first = sentences.len() as u32;
         let mut sentence = first;
+        sentences.push((idx as u32, false));
         let mut prev: Option<u64> = None;
+        // A negation seen, waiting for the content word it negates.
+        let mut pending = false;
         // One word: its key, its pairs with the previous content term (and
         // with `alt`, a dotted word before its parts), and its sentence; the
-        // key when it is a dotted word to split.
-        let mut one = |w: &str, ascii: bool, sentence: u32, alt: Option<u64>| -> Option<u64> {
-            let info = folder.fold(w, ascii);
-            let id = info.id as usize;
-            if id >= marks.len() {
-                marks.resize(id + 1, Mark::default());
-            }
-            let m = &mut marks[id];
-            if m.stamp != stamp {
-                *m = Mark {
-                    stamp,
-                    ..Mark::default()
+        // key when it is a dotted word to split; whether it negates.
+        let mut one =
+            |w: &str, ascii: bool, sentence: u32, alt: Option<u64>| -> (Option<u64>, bool) {
+                let info = folder.fold(w, ascii);
+                let id = info.id as usize;
+                if id >= marks.len() {
+                    marks.resize(id + 1, Mark::default());
+                }
+                let m = &mut marks[id];
+                if m.stamp != stamp {
+                    *m = Mark {
+                        stamp,
+                        ..Mark::default()
+                    };
+                }
+                // Stems only: equal surfaces have equal stems.
+                if bank == 0 {
+                    if RECORD && m.mask & bit == 0 {
+                        summary.terms.push(info.id);
+                    }
+                    m.mask |= bit;
+                } else {
+                    *table.entry(info.key) |= bit;
+                }
+                if !info.number && (info.stop || info.filler) {
+                    return (None, info.negation);
+                }
+                let mut pair = |key: u64| {
+                    let e = table.entry(key);
+                    if RECORD && *e & bit == 0 {
+                        summary.pairs.push(key);
+                    }
+                    *e |= bit;
                 };
-            }
-            // Stems only: equal surfaces have equal stems.
-            if bank == 0 {
-                if RECORD && m.mask & bit == 0 {
-                    m.pos = summary.terms.len() as u32;
-                    summary.terms.push((info.id, 0));
+                for p in prev.into_iter().chain(alt) {
+                    pair(pair_hash(p, info.key));
                 }
-                m.mask |= bit;
-            } else {
-                *table.entry(info.key) |= bit;
-            }
-            if !info.number && (info.stop || info.filler) {
-                return None;
-            }
-            for p in prev.into_iter().chain(alt) {
-                let key = pair_hash(p, info.key);
-                let e = table.entry(key);
-                if RECORD && *e & bit == 0 {
-                    summary.pairs.push(key);
+                prev = Some(info.key);
+                if info.negation {
+                    pending = true;
+                } else if pending {
+                    pair(pair_hash(NEGATED, info.key));
+                    pending = false;
                 }
-                *e |= bit;
-            }
-            prev = Some(info.key);
-            m.sentences |= 1u64 << (sentence % 64);
-            if RECORD {
-                summary.terms[m.pos as usize].1 |= 1u64 << ((sentence - first) % 64);
-            }
-            (!info.number && info.dotted).then_some(info.key)
-        };
+                if RECORD {
+                    summary.postings.push((info.id, sentence - first));
+                }
+                list(m, postings, sentence);
+                (
+                    (!info.number && info.dotted).then_some(info.key),
+                    info.negation,
+                )
+            };
         let bytes = text.as_bytes();
         let mut last_end = 0;
         let mut split_bytes = 0;
         let mut alt = None;
         for_each_word(text, steps, |w, off, ascii| {
-            // A sentence ends at `.`, `!` or `?` before a word that starts
-            // with a capital or a digit.
-            if off > last_end
-                && starts_sentence(w)
-                && memchr::memchr3(b'.', b'!', b'?', &bytes[last_end..off]).is_some()
-            {
+            if off > last_end && ends_between(bytes, last_end, off) {
                 sentence += 1;
+                sentences.push((idx as u32, false));
             }
             last_end = off + w.len();
-            if let Some(whole) = one(w, ascii, sentence, alt.take()) {
-                // "Hawaii.Aulani": two sentences run together, a capital
-                // after a part of two letters or more starts the next one
-                // ("D.C" and "e.g" do not). The next word pairs with the
-                // whole word ("D.C today") and with the last part.
+            let (dotted, negation) = one(w, ascii, sentence, alt.take());
+            if negation {
+                sentences[sentence as usize].1 = true;
+            }
+            if let Some(whole) = dotted {
+                // "Hawaii.Aulani": the whole word, then its parts, each in
+                // its sentence (two sentences run together, by the one
+                // sentence rule). The next word pairs with the whole word
+                // ("D.C today") and with the last part.
                 split_bytes += w.len();
-                let mut prev_len = 0;
-                for part in w.split('.').filter(|p| !p.is_empty()) {
-                    if prev_len >= 2 && starts_sentence(part) {
+                let mut at = off;
+                for part in w.split('.') {
+                    if at > off && sentence_end(bytes, at - 1, bytes.len()).1 {
                         sentence += 1;
+                        sentences.push((idx as u32, false));
                     }
-                    prev_len = part.len();
-                    one(part, ascii || part.is_ascii(), sentence, None);
+                    at += part.len() + 1;
+                    if !part.is_empty() {
+                        let _ = one(part, ascii || part.is_ascii(), sentence, None);
+                    }
                 }
                 alt = Some(whole);
             }
         });
         *steps += split_bytes;
-        let used = sentence - first + 1;
-        summary.sentences = used;
-        self.finish(idx, first, used);
-    }
-
-    /// Records that source `idx` spans `used` sentences from `first` on.
-    fn finish(&mut self, idx: usize, first: u32, used: u32) {
-        self.source_sentences[idx] = if used >= 64 {
-            u64::MAX
-        } else {
-            ((1u64 << used) - 1).rotate_left(first % 64)
-        };
-        self.next_sentence = first + used;
+        if RECORD {
+            // Each term's sentences once, in order (see `replay`).
+            summary.postings.sort_unstable();
+            summary.postings.dedup();
+            summary
+                .negations
+                .extend(sentences[first as usize..].iter().map(|s| s.1));
+        }
     }
 
     /// Sources indexed from the cache on this thread so far.
@@ -283,23 +324,144 @@ impl SourceIndex {
             })
     }
 
-    /// The sentence bits of the indexed sources that hold content term `term`.
-    pub(super) fn sentences_of(&self, term: &WordInfo) -> u64 {
-        self.marks
-            .get(term.id as usize)
-            .filter(|m| m.stamp == self.stamp)
-            .map_or(0, |m| m.sentences)
-    }
-
     /// Whether any of the cited sources holds the pair `key`.
     pub(super) fn holds_pair(&self, key: u64, cited: &[(usize, u64)]) -> bool {
         cited
             .iter()
             .any(|&(bank, mask)| self.banks[bank].get(key).is_some_and(|m| m & mask != 0))
     }
+
+    /// Whether sentence `s` holds a negation.
+    pub(super) fn negates(&self, s: u32) -> bool {
+        self.sentences.get(s as usize).is_some_and(|x| x.1)
+    }
+
+    /// The sentences of the cited sources holding term `id`, newest first;
+    /// `None` when it is in too many to list.
+    fn listed<'a>(
+        &'a self,
+        id: u32,
+        cited: &'a [(usize, u64)],
+    ) -> Option<impl Iterator<Item = u32> + 'a> {
+        let m = self
+            .marks
+            .get(id as usize)
+            .filter(|m| m.stamp == self.stamp)?;
+        if m.listed > POSTINGS {
+            return None;
+        }
+        let mut at = m.head;
+        Some(std::iter::from_fn(move || {
+            while at != 0 {
+                let (s, next) = self.postings[at as usize - 1];
+                at = next;
+                let src = self.sentences[s as usize].0 as usize;
+                if cited
+                    .iter()
+                    .any(|&(bank, mask)| bank == src / 64 && mask & (1 << (src % 64)) != 0)
+                {
+                    return Some(s);
+                }
+            }
+            None
+        }))
+    }
+
+    /// The best one and two sentences for the found content terms `ids`
+    /// (word ids): a greedy cover, first the sentence holding most of them,
+    /// then the one holding most of the rest. Ties go to the earlier
+    /// sentence. Work bounded by [`POSTINGS`] per term.
+    pub(super) fn cover(
+        &mut self,
+        ids: &[u32],
+        cited: &[(usize, u64)],
+        steps: &mut usize,
+    ) -> Cover {
+        let mut everywhere = 0;
+        let mut best = |this: &mut Self, skip: u32| -> (u32, u32) {
+            for &id in ids {
+                let Some(list) = this.listed(id, cited) else {
+                    if skip == u32::MAX {
+                        everywhere += 1;
+                    }
+                    continue;
+                };
+                let list: [u32; POSTINGS as usize] = {
+                    let mut a = [u32::MAX; POSTINGS as usize];
+                    for (slot, s) in a.iter_mut().zip(list) {
+                        *slot = s;
+                    }
+                    a
+                };
+                if skip != u32::MAX && list.contains(&skip) {
+                    continue;
+                }
+                for &s in list.iter().take_while(|&&s| s != u32::MAX) {
+                    *steps += 1;
+                    let s = s as usize;
+                    if s >= this.counts.len() {
+                        this.counts.resize(s + 1, 0);
+                    }
+                    if this.counts[s] == 0 {
+                        this.touched.push(s as u32);
+                    }
+                    this.counts[s] += 1;
+                }
+            }
+            let mut top = (0u32, u32::MAX);
+            for &s in &this.touched {
+                let c = this.counts[s as usize];
+                if c > top.0 || (c == top.0 && s < top.1) {
+                    top = (c, s);
+                }
+                this.counts[s as usize] = 0;
+            }
+            this.touched.clear();
+            top
+        };
+        let (n1, first) = best(self, u32::MAX);
+        let (n2, second) = if first == u32::MAX {
+            (0, u32::MAX)
+        } else {
+            best(self, first)
+        };
+        Cover {
+            one: n1 + everywhere,
+            two: n1 + n2 + everywhere,
+            first,
+            second,
+        }
+    }
+
+    /// Whether term `id` is in sentence `a` or `b` of the cited sources, or
+    /// too common to list (everywhere).
+    pub(super) fn sits(&self, id: u32, cited: &[(usize, u64)], a: u32, b: u32) -> bool {
+        match self.listed(id, cited) {
+            None => true,
+            Some(mut list) => list.any(|s| s == a || s == b),
+        }
+    }
 }
+
+/// The key paired with a content word right after a negation ("did not
+/// *declare*"): whether a source negates that word.
+pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
 pub(super) fn pair_hash(a: u64, b: u64) -> u64 {
     (a.rotate_left(23) ^ b ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// Lists `sentence` among the sentences of the term marked `m` (sentences
+/// only grow: the list's last entry is the newest).
+#[inline(always)]
+fn list(m: &mut Mark, postings: &mut Vec<(u32, u32)>, sentence: u32) {
+    let last = m.head.checked_sub(1).map(|h| postings[h as usize].0);
+    if last != Some(sentence) && m.listed <= POSTINGS {
+        m.listed += 1;
+        if m.listed <= POSTINGS {
+            postings.push((sentence, m.head));
+            m.head = postings.len() as u32;
+        }
+    }
 }

@@ -191,6 +191,8 @@ pub(super) const FILLERS: &[&str] = &[
     "ok",
     "okay",
     "really",
+    // The "s" of "2000's", cut off by word segmentation.
+    "s",
     "sure",
     "um",
     "well",
@@ -201,7 +203,11 @@ pub(super) const FILLERS: &[&str] = &[
 
 /// Negations count as content words, weighted like entities: a claim that
 /// says "not" where its source does not is the cheapest contradiction to see.
-pub(super) const NEGATIONS: &[&str] = &["never", "no", "nor", "not", "none", "nothing", "without"];
+/// Sorted: looked up by binary search.
+pub(super) const NEGATIONS: &[&str] = &[
+    "cannot", "neither", "never", "no", "nobody", "none", "nor", "not", "nothing", "nowhere",
+    "without",
+];
 
 pub(super) fn is_stop(lower: &str) -> bool {
     STOP_WORDS.binary_search(&lower).is_ok()
@@ -228,7 +234,12 @@ pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
     } else {
         for c in word.chars() {
             number |= c.is_numeric();
-            buf.extend(c.to_lowercase());
+            // A curly apostrophe ("people’s", "didn’t") is the straight one.
+            if c == '\u{2019}' {
+                buf.push('\'');
+            } else {
+                buf.extend(c.to_lowercase());
+            }
         }
     }
     if number {
@@ -307,11 +318,3 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         .map(|i| SPELLED[i].1)
 }
 
-/// Whether `w` can open a sentence: a capital letter or a digit first.
-pub(super) fn starts_sentence(w: &str) -> bool {
-    match w.as_bytes().first() {
-        Some(b) if b.is_ascii() => b.is_ascii_uppercase() || b.is_ascii_digit(),
-        Some(_) => w.chars().next().is_some_and(|c| c.is_uppercase()),
-        None => false,
-    }
-}

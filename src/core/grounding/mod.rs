@@ -2,22 +2,25 @@
 //! that cites it?
 //!
 //! The answer is split into claims (sentences; a marker right after a
-//! sentence's end belongs to it; fenced code is not a claim). Each claim that
-//! cites at least one resolvable source gets a support score in `[0, 1]`
-//! against the union of the cited sources: the weighted share of its terms
-//! found there (each missing term counting `missing_penalty` times), mixed
-//! with the share of its consecutive term pairs found side by side
-//! (`pair_weight`), and pulled toward the whole answer's support
-//! (`prior_weight`) so a two-word sentence is not judged on two words alone.
-//! A claim stitched together from different source sentences loses
-//! `spread_penalty` per unit of weight found only outside its main sentence
-//! (one per cited source). Terms are words from Unicode word segmentation,
-//! case-folded and Snowball-stemmed (a source word of letters joined by `.`,
-//! as in "Hawaii.Aulani", is also indexed part by part); stop words weigh
-//! little, fillers nothing. Named entities (capitalised non-stop words past
-//! the sentence start, all-caps words) and negations weigh more and cap the
-//! score when missing; numbers are held to a strict rule: a number found in
-//! none of the cited sources makes the claim score 0.
+//! sentence's end belongs to it; fenced code is not a claim). Sources are
+//! split into sentences by the same rule (initials, abbreviations and
+//! sentences glued without a space included), so a claim copied from a
+//! source is found whole. Each claim that cites at least one resolvable
+//! source gets a support score in `[0, 1]` against the union of the cited
+//! sources. Terms are words from Unicode word segmentation, case-folded and
+//! Snowball-stemmed; stop words count apart, fillers not at all; named
+//! entities (capitalised non-stop words past the sentence start, all-caps
+//! words) count apart from other words.
+//!
+//! A claim whose content terms are all found, with every pair of
+//! consecutive content terms side by side in a source, scores 1. Strict
+//! rules score 0: a number found in none of the cited sources; a negation
+//! the claim states and its best source sentences do not, or the other way
+//! round. Any other claim is scored by a fitted logistic regression
+//! (`model`) over its evidence features: share of terms found, missing
+//! entities, share of pairs found, share found in its best sentence and in
+//! its best two sentences (a claim may merge two sentences; words scattered
+//! over many are weak evidence), length, missing count.
 //!
 //! Lexical on purpose: deterministic, explainable (the missing terms are the
 //! explanation) and microsecond-scale. It cannot see paraphrase (a claim in
@@ -44,6 +47,7 @@ mod explain;
 mod index;
 mod lexicon;
 mod memo;
+pub mod model;
 mod score;
 
 pub use explain::{findings, prompt_addendum, uncited_detail, unsupported_detail};
@@ -68,15 +72,30 @@ pub struct Claim {
     /// Up to [`MAX_TERMS`] case-folded terms not found in the cited sources:
     /// numbers and entities first, then other words, each in order of appearance.
     pub unsupported_terms: Vec<String>,
-    /// Up to [`MAX_TERMS`] case-folded terms the cited sources hold, but only
-    /// outside the claim's main sentences, one per cited source (a claim
-    /// stitched from different sentences; see `spread_penalty`).
+    /// For a flagged claim, up to [`MAX_TERMS`] case-folded terms the cited
+    /// sources hold, but only outside the claim's best two sentences (a
+    /// claim stitched from scattered words).
     pub apart_terms: Vec<String>,
+    /// The claim's best source sentence negates what the claim states
+    /// without negation.
+    pub contradicted: bool,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Markers,
     /// Up to [`MAX_TERMS`] numbers or entities in an uncited claim: what makes
     /// it checkable. Filled only when `uncited_claim` is switched on.
     pub checkable_terms: Vec<String>,
+    /// What the support was computed from; `None` when uncited.
+    pub evidence: Option<Evidence>,
+}
+
+/// A cited claim's evidence: the model's features, and the strict rule
+/// that decided the support instead of the model, if any.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Evidence {
+    pub features: [f64; model::FEATURES],
+    /// `Some(1.0)`: every term and pair found; `Some(0.0)`: a number or a
+    /// negation the sources contradict.
+    pub rule: Option<f64>,
 }
 
 /// The grounding result of one answer.

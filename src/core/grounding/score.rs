@@ -1,15 +1,16 @@
-//! Scoring: each cited claim's terms looked up in its cited sources, weighed
-//! by class, and combined into a support in `[0, 1]` with the answer's
-//! pooled support as a prior.
+//! Scoring: each cited claim's terms looked up in its cited sources, its
+//! evidence features computed, and the strict rules (numbers, negation) and
+//! the fitted model (`model`) turning them into a support in `[0, 1]`.
 
 use std::cell::RefCell;
 use std::ops::Range;
 
 use super::claims::claim_spans;
-use super::index::{SourceIndex, pair_hash};
+use super::index::{Cover, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::Folder;
-use super::{Claim, Grounding, MAX_TERMS, Markers};
+use super::model::{COEFFICIENTS, FEATURES, support_of};
+use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
 use crate::core::terms::ascii_word;
@@ -31,9 +32,9 @@ pub(super) struct Scratch {
     spans: Vec<Range<usize>>,
     banks: Vec<(usize, u64)>,
     terms: Vec<Term>,
+    found_ids: Vec<u32>,
     /// (start in the answer, length, all ASCII) of each word of a claim.
     words: Vec<(usize, usize, bool)>,
-    tallies: Vec<Option<Tally>>,
 }
 
 impl Scratch {
@@ -44,12 +45,12 @@ impl Scratch {
             spans: Vec::new(),
             banks: Vec::new(),
             terms: Vec::new(),
+            found_ids: Vec::new(),
             words: Vec::new(),
-            tallies: Vec::new(),
         }
     }
 
-    /// The word memo, for tests that drive the source index directly.
+    /// The word memo and the source index, for tests that drive the index.
     #[cfg(test)]
     pub(super) fn parts(&mut self) -> (&mut Folder, &mut SourceIndex) {
         (&mut self.folder, &mut self.index)
@@ -62,69 +63,16 @@ thread_local! {
     pub(super) static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
 }
 
-/// Weight of the found content terms left outside the claim's main
-/// sentences: a claim stitched together from words of different sentences
-/// ("Stanford University is located in Chestnut Hill" from a source that
-/// says each in its own sentence). A claim may draw on one sentence per
-/// cited source (`allowed`): the sentence holding the most uncovered weight
-/// is taken, `allowed` times. Marks the terms left over `apart`.
-pub(super) fn spread(terms: &mut [Term], allowed: usize) -> f64 {
-    let mut all = u64::MAX;
-    let mut any = 0u64;
-    for t in terms.iter().filter(|t| t.sentences != 0) {
-        all &= t.sentences;
-        any |= t.sentences;
-    }
-    // Common case: one sentence holds every found term (or none is found).
-    if any == 0 || all != 0 {
-        return 0.0;
-    }
-    for t in terms.iter_mut() {
-        t.apart = t.sentences != 0;
-    }
-    // Each round takes a sentence bit no earlier round took, so there are
-    // at most 64 rounds whatever the number of cited sources: linear work.
-    for _ in 0..allowed {
-        let mut by_bit = [0.0f64; 64];
-        for t in terms.iter().filter(|t| t.apart) {
-            let mut m = t.sentences;
-            while m != 0 {
-                by_bit[m.trailing_zeros() as usize] += t.weight;
-                m &= m - 1;
-            }
-        }
-        let mut best = 0;
-        for (b, w) in by_bit.iter().enumerate() {
-            if *w > by_bit[best] {
-                best = b;
-            }
-        }
-        if by_bit[best] == 0.0 {
-            break;
-        }
-        for t in terms
-            .iter_mut()
-            .filter(|t| t.sentences & (1u64 << best) != 0)
-        {
-            t.apart = false;
-        }
-    }
-    terms
-        .iter()
-        .filter(|t| t.apart)
-        .fold(0.0, |a, t| a + t.weight)
-}
-
-/// One claim term, by weight class; kept only long enough to score.
+/// One claim term, by class; kept only long enough to score.
 pub(super) struct Term {
     class: TermClass,
-    weight: f64,
     found: bool,
     negation: bool,
-    /// Sentence bits (of the cited sources) holding the term; 0 for a stop
-    /// word or a term not found.
-    sentences: u64,
-    /// Found, but only outside the claim's main sentences.
+    /// The word id and key the index knows it by (its own or its other
+    /// spelling's).
+    id: u32,
+    key: u64,
+    /// Found, but only outside the claim's best two sentences.
     apart: bool,
     at: usize,
     len: usize,
@@ -144,8 +92,8 @@ pub(super) fn analyze_with(
         spans,
         banks,
         terms,
+        found_ids,
         words,
-        tallies,
     } = scratch;
     claim_spans(answer, citations, steps, spans);
     let ids_reset = folder.reset_if_full();
@@ -153,7 +101,8 @@ pub(super) fn analyze_with(
     let mut claims = Vec::with_capacity(spans.len());
     let mut cite = 0;
     let mut score: Option<f64> = None;
-    tallies.clear();
+    // Content terms found and in all, over the answer's cited claims.
+    let mut pooled = (0usize, 0usize);
 
     for span in spans.iter().cloned() {
         // Markers inside the claim (citations are in order of appearance).
@@ -175,11 +124,9 @@ pub(super) fn analyze_with(
         cited.dedup();
 
         banks.clear();
-        let mut cited_sentences = 0u64;
         for &m in &cited {
             let idx = m as usize - 1;
             index.add(idx, sources[idx], folder, steps);
-            cited_sentences |= index.source_sentences[idx];
             let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
             match banks.last_mut() {
                 Some((b, mask)) if *b == bank => *mask |= bit,
@@ -200,7 +147,6 @@ pub(super) fn analyze_with(
             if let Some(c) = inside.get(k) {
                 cursor = c.span.end;
             }
-            let words = &mut *words;
             for_each_word(&answer[seg.clone()], steps, |w, off, ascii| {
                 words.push((seg.start + off, w.len(), ascii));
             });
@@ -227,9 +173,6 @@ pub(super) fn analyze_with(
                     continue;
                 }
                 let stop = info.stop;
-                if stop && settings.function_word_weight <= 0.0 {
-                    continue;
-                }
                 let (upper_first, all_caps) = match &scan {
                     Some(a) => (a.upper_first, len >= 2 && !a.lower),
                     None => (
@@ -239,7 +182,7 @@ pub(super) fn analyze_with(
                 };
                 // A capitalised stop word ("The" in a title) is still a
                 // stop word: sources index stop words without pairs.
-                let entity = (!stop && (all_caps || (upper_first && !sentence_start))) || negation;
+                let entity = !stop && !negation && (all_caps || (upper_first && !sentence_start));
                 if entity {
                     TermClass::Entity
                 } else if stop {
@@ -253,20 +196,20 @@ pub(super) fn analyze_with(
             // What the index knows the term by: its own key, or the other
             // spelling's when only that is found.
             let mut hit = folded;
-            let mut found = index.holds(&hit, banks);
+            let mut found = index.holds(&hit, &banks);
             // "2" against "two" and back: the other spelling's key.
-            let other = if found {
-                None
-            } else if number {
-                spelled_other(w, true)
-            } else {
-                folded.spelled()
-            };
-            if let Some(other) = other {
-                let o = folder.fold(other, true);
-                if index.holds(&o, banks) {
-                    hit = o;
-                    found = true;
+            if !found {
+                let other = if number {
+                    spelled_other(w, true)
+                } else {
+                    folded.spelled()
+                };
+                if let Some(other) = other {
+                    let o = folder.fold(other, true);
+                    if index.holds(&o, &banks) {
+                        hit = o;
+                        found = true;
+                    }
                 }
             }
             let key = hit.key;
@@ -274,30 +217,19 @@ pub(super) fn analyze_with(
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
                     // A pair can only be in a source whose terms both are.
-                    if found && prev_found && index.holds_pair(pair_hash(p, key), banks) {
+                    if found && prev_found && index.holds_pair(pair_hash(p, key), &banks) {
                         pairs.0 += 1;
                     }
                 }
                 prev_key = Some(key);
                 prev_found = found;
             }
-            let weight = match class {
-                TermClass::Number => settings.number_weight,
-                TermClass::Entity => settings.entity_weight,
-                TermClass::Word => 1.0,
-                TermClass::Function => settings.function_word_weight,
-            };
-            let sentences = if found && class != TermClass::Function {
-                index.sentences_of(&hit) & cited_sentences
-            } else {
-                0
-            };
             terms.push(Term {
                 class,
-                weight,
                 found,
                 negation,
-                sentences,
+                id: hit.id,
+                key,
                 apart: false,
                 at,
                 len,
@@ -312,33 +244,72 @@ pub(super) fn analyze_with(
         {
             terms.retain(|t| !t.negation);
         }
-        let apart = if cited.is_empty() {
-            0.0
-        } else {
-            spread(terms, cited.len())
-        };
-        let tally = (!cited.is_empty()).then(|| Tally {
-            // `fold` from +0.0: `sum` of no floats is -0.0.
-            hit: terms
+        let mut evidence = None;
+        let mut contradicted = false;
+        if !cited.is_empty() {
+            found_ids.clear();
+            found_ids.extend(
+                terms
+                    .iter()
+                    .filter(|t| t.found && t.class != TermClass::Function && !t.negation)
+                    .map(|t| t.id),
+            );
+            let cover = index.cover(&found_ids, &banks, steps);
+            // Found terms outside the best two sentences: the explanation
+            // of a claim stitched from scattered words.
+            for t in terms.iter_mut() {
+                t.apart = t.found
+                    && t.class != TermClass::Function
+                    && !t.negation
+                    && !index.sits(t.id, &banks, cover.first, cover.second);
+            }
+            let e = weigh(&terms, pairs, &cover);
+            // Negation, both ways, against the claim's best sentences: a
+            // "not" the claim adds, or one the source states and the claim
+            // drops. The claim's negation is then a term not found.
+            let negates = terms.iter().any(|t| t.negation);
+            let in_best = |s: u32| s != u32::MAX && index.negates(s);
+            if negates && cover.first != u32::MAX && !in_best(cover.first) && !in_best(cover.second)
+            {
+                for t in terms.iter_mut().filter(|t| t.negation) {
+                    t.found = false;
+                }
+            }
+            let negation_missing = terms.iter().any(|t| t.negation && !t.found);
+            // The source's best sentence negates a content word the claim
+            // states plainly ("did not win" against "won").
+            contradicted = !negates
+                && in_best(cover.first)
+                && terms.iter().any(|t| {
+                    t.found
+                        && t.class != TermClass::Function
+                        && index.holds_pair(pair_hash(NEGATED, t.key), &banks)
+                        && index.sits(t.id, &banks, cover.first, u32::MAX)
+                });
+            let number_missing = terms
                 .iter()
-                .filter(|t| t.found)
-                .fold(0.0, |a, t| a + t.weight),
-            missing: terms
+                .any(|t| t.class == TermClass::Number && !t.found);
+            let content_missing = terms
                 .iter()
-                .filter(|t| !t.found)
-                .fold(0.0, |a, t| a + t.weight),
-            number_missing: terms
-                .iter()
-                .any(|t| t.class == TermClass::Number && !t.found),
-            entity_missing: terms
-                .iter()
-                .any(|t| t.class == TermClass::Entity && !t.found),
-            pairs_found: f64::from(pairs.0),
-            pairs: f64::from(pairs.1),
-            apart,
-        });
-        let support = tally.as_ref().map(|_| 0.0);
-        tallies.push(tally);
+                .any(|t| t.class != TermClass::Function && !t.found);
+            let rule = if (settings.strict_numbers && number_missing)
+                || negation_missing
+                || contradicted
+            {
+                Some(0.0)
+            } else if !content_missing && pairs.0 == pairs.1 {
+                Some(1.0)
+            } else {
+                None
+            };
+            pooled.0 += e.found;
+            pooled.1 += e.content;
+            evidence = Some(Evidence {
+                features: e.features,
+                rule,
+            });
+        }
+        let support = evidence.map(|_| 0.0);
 
         let names = |want: &dyn Fn(&Term) -> bool| {
             let mut out: Vec<String> = Vec::new();
@@ -368,7 +339,8 @@ pub(super) fn analyze_with(
         } else {
             Vec::new()
         };
-        let apart_terms = if apart > 0.0 {
+        // Kept for a flagged claim only (the end of this function).
+        let apart_terms = if evidence.is_some_and(|e| e.rule != Some(1.0)) {
             names(&|t: &Term| t.apart)
         } else {
             Vec::new()
@@ -385,66 +357,89 @@ pub(super) fn analyze_with(
             support,
             unsupported_terms,
             apart_terms,
+            contradicted,
             sources: cited,
             checkable_terms,
+            evidence,
         });
     }
-    // Short claims say little on their own: each claim is shrunk toward the
-    // answer's pooled support, worth `prior_weight` units of term weight.
-    let (hit, missing) = tallies
-        .iter()
-        .flatten()
-        .fold((0.0, 0.0), |(h, m), t| (h + t.hit, m + t.missing));
-    let pooled = if hit + missing > 0.0 {
-        hit / (hit + settings.missing_penalty * missing)
-    } else {
+    // The answer's share of content terms found, over all its cited claims:
+    // a short claim says little on its own.
+    let answer_found = if pooled.1 == 0 {
         1.0
+    } else {
+        pooled.0 as f64 / pooled.1 as f64
     };
-    let (pf, pt) = tallies
-        .iter()
-        .flatten()
-        .fold((0.0, 0.0), |(f, n), t| (f + t.pairs_found, n + t.pairs));
-    let pooled_pairs = if pt > 0.0 { pf / pt } else { pooled };
-    let beta = settings.pair_weight;
-    for (claim, tally) in claims.iter_mut().zip(tallies.iter()) {
-        let Some(t) = tally else { continue };
-        let denom = t.hit + settings.missing_penalty * t.missing + settings.prior_weight;
-        let words = if denom > 0.0 {
-            (t.hit + settings.prior_weight * pooled) / denom
-        } else {
-            1.0
+    for claim in &mut claims {
+        let Some(e) = claim.evidence.as_mut() else {
+            continue;
         };
-        // Word order: the share of consecutive term pairs the sources also
-        // have next to each other catches facts recombined from real words.
-        let pdenom = t.pairs + settings.prior_weight;
-        let pairs = if pdenom > 0.0 {
-            (t.pairs_found + settings.prior_weight * pooled_pairs) / pdenom
-        } else {
-            words
-        };
-        let mut s = (1.0 - beta) * words + beta * pairs - settings.spread_penalty * t.apart;
-        if settings.strict_numbers && t.number_missing {
-            s = 0.0;
-        }
-        if t.entity_missing {
-            s = s.min(settings.missing_entity_cap);
-        }
+        e.features[ANSWER_FOUND] = answer_found;
+        let s = support_of(e, &COEFFICIENTS);
         // Four decimals: stable, readable output.
         let s = (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
         claim.support = Some(s);
         score = Some(score.map_or(s, |m: f64| m.min(s)));
+        if s >= settings.min_support {
+            claim.apart_terms.clear();
+        }
     }
     Grounding { claims, score }
 }
 
-/// Weights of one cited claim's terms, found and missing.
-pub(super) struct Tally {
-    hit: f64,
-    missing: f64,
-    number_missing: bool,
-    entity_missing: bool,
-    pairs_found: f64,
-    pairs: f64,
-    /// Weight of the found terms apart from the claim's main sentences.
-    apart: f64,
+/// Where the answer-level feature goes (filled once every claim is seen).
+const ANSWER_FOUND: usize = 10;
+
+/// A claim's evidence features (see `model::FEATURE_NAMES`) and how many
+/// content terms it has.
+struct Weighed {
+    features: [f64; FEATURES],
+    found: usize,
+    content: usize,
+}
+
+fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
+    let mut content = 0usize;
+    let mut found = 0usize;
+    let mut entities = 0usize;
+    let mut entities_missing = 0usize;
+    let mut function = 0usize;
+    let mut function_found = 0usize;
+    let mut entity_apart = false;
+    for t in terms.iter().filter(|t| !t.negation) {
+        if t.class == TermClass::Function {
+            function += 1;
+            function_found += usize::from(t.found);
+            continue;
+        }
+        content += 1;
+        found += usize::from(t.found);
+        if t.class == TermClass::Entity {
+            entities += 1;
+            entities_missing += usize::from(!t.found);
+            entity_apart |= t.apart;
+        }
+    }
+    let share = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
+    Weighed {
+        features: [
+            share(found, content),
+            f64::from(u8::from(entities_missing > 0)),
+            if entities == 0 {
+                0.0
+            } else {
+                entities_missing as f64 / entities as f64
+            },
+            share(pairs.0 as usize, pairs.1 as usize),
+            share((cover.one as usize).min(content), content),
+            share((cover.two as usize).min(content), content),
+            (1.0 + content as f64).ln(),
+            share(function_found, function),
+            (1.0 + (content - found) as f64).ln(),
+            f64::from(u8::from(entity_apart)),
+            1.0,
+        ],
+        found,
+        content,
+    }
 }

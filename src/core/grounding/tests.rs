@@ -228,9 +228,10 @@ fn words_of(texts: &[&str]) -> Vec<String> {
 
 #[test]
 fn a_replayed_source_indexes_exactly_what_reading_it_does() {
-    // Sources of different sentence counts (one past 64, so sentence bits
-    // wrap), a dotted word, stop words, numbers; indexed in another order
-    // the second time, so each replay starts at another sentence number.
+    // Sources of different sentence counts (one whose terms are in more
+    // sentences than a term lists), a dotted word, negations, stop words,
+    // numbers; indexed in another order each time, so each replay starts at
+    // another sentence number.
     let long: String = (0..70)
         .map(|i| format!("Sentence {i} names Paris and the river. "))
         .collect();
@@ -256,17 +257,25 @@ fn a_replayed_source_indexes_exactly_what_reading_it_does() {
             iw.add(idx, text, fw, &mut 0);
             ic.add(idx, text, fc, &mut 0);
         }
-        assert_eq!(iw.source_sentences, ic.source_sentences, "{order:?}");
+        for s in 0..300 {
+            assert_eq!(iw.negates(s), ic.negates(s), "{order:?} sentence {s}");
+        }
+        let all = [(0usize, (1u64 << sources.len()) - 1)];
         let words = words_of(&texts);
         for pair in words.windows(2) {
             let (x, y) = (pair[0].as_str(), pair[1].as_str());
             let (a, b) = (fw.fold(x, x.is_ascii()), fw.fold(y, y.is_ascii()));
             let (ca, cb) = (fc.fold(x, x.is_ascii()), fc.fold(y, y.is_ascii()));
+            // Where the terms sit: the best sentences for one and for two.
             assert_eq!(
-                iw.sentences_of(&a),
-                ic.sentences_of(&ca),
-                "{order:?} {}",
-                pair[0]
+                iw.cover(&[a.id], &all, &mut 0),
+                ic.cover(&[ca.id], &all, &mut 0),
+                "{order:?} {x}"
+            );
+            assert_eq!(
+                iw.cover(&[a.id, b.id], &all, &mut 0),
+                ic.cover(&[ca.id, cb.id], &all, &mut 0),
+                "{order:?} {pair:?}"
             );
             for k in 0..sources.len() {
                 let cited = [(0usize, 1u64 << k)];

@@ -1,0 +1,64 @@
+//! The fitted model: how a claim's evidence features combine into its
+//! support, a logistic regression whose coefficients are fitted on labelled
+//! data by `groundgate eval --fit` (which prints this table) and pasted
+//! here. Pure arithmetic; it must not compute features (that is `score`).
+
+/// Number of evidence features of a claim (see [`FEATURE_NAMES`]).
+pub const FEATURES: usize = 11;
+
+/// What each feature is, in order; `eval --fit` prints the coefficients
+/// under these names.
+pub const FEATURE_NAMES: [&str; FEATURES] = [
+    "found",
+    "entity_missing",
+    "entity_missing_share",
+    "pairs",
+    "best_sentence",
+    "best_two_sentences",
+    "length",
+    "function_words",
+    "missing",
+    "entity_apart",
+    "answer_found",
+];
+
+/// Intercept, then one coefficient per feature.
+pub const COEFFICIENTS: [f64; FEATURES + 1] = [
+    -1.9283, // intercept
+    0.8968,  // found
+    -2.3879, // entity_missing
+    1.2853,  // entity_missing_share
+    0.4259,  // pairs
+    -0.2422, // best_sentence
+    0.7178,  // best_two_sentences
+    0.4550,  // length
+    0.3334,  // function_words
+    -0.4780, // missing
+    0.0,     // entity_apart
+    0.0,     // answer_found
+];
+
+/// Probability that a claim with these features is supported.
+pub fn probability(features: &[f64; FEATURES], coefficients: &[f64; FEATURES + 1]) -> f64 {
+    let z = features
+        .iter()
+        .zip(&coefficients[1..])
+        .fold(coefficients[0], |z, (x, w)| z + x * w);
+    1.0 / (1.0 + (-z).exp())
+}
+
+/// Highest support of a claim that breaks a strict rule (a number or a
+/// negation the sources contradict).
+pub const BROKEN: f64 = 0.25;
+
+/// A claim's support from its evidence: 1 when every term and pair is
+/// found; the model's probability, scaled down to at most [`BROKEN`] when a
+/// strict rule is broken (flagged at any `min_support` above that, yet
+/// still ranked by its evidence); else the model's probability.
+pub fn support_of(e: &super::Evidence, coefficients: &[f64; FEATURES + 1]) -> f64 {
+    match e.rule {
+        Some(r) if r >= 1.0 => 1.0,
+        Some(_) => BROKEN * probability(&e.features, coefficients),
+        None => probability(&e.features, coefficients),
+    }
+}
