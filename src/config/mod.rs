@@ -558,7 +558,8 @@ mod grounding_section {
             assert!(
                 problems
                     .iter()
-                    .any(|p| p.starts_with(&format!("grounding.{key} ="))),
+                    .any(|p| p.starts_with(&format!("grounding.{key} ="))
+                        || p.starts_with(&format!("grounding.{key} was removed: ")) && p.contains("grounding.min_support")),
                 "{key} not listed in {problems:?}"
             );
         }

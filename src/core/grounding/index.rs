@@ -29,6 +29,8 @@ pub(super) struct SourceIndex {
     banks: Vec<Table<u64>>,
     /// Sources already indexed for this record.
     built: Vec<bool>,
+    /// Sentences of each source (0 until indexed).
+    sentence_count: Vec<u32>,
     /// Sentence lists, linked backwards: (sentence, previous entry + 1).
     postings: Vec<(u32, u32)>,
     /// By sentence: its source and whether it holds a negation.
@@ -75,6 +77,7 @@ impl SourceIndex {
             stamp: 0,
             banks: Vec::new(),
             built: Vec::new(),
+            sentence_count: Vec::new(),
             postings: Vec::new(),
             sentences: Vec::new(),
             counts: Vec::new(),
@@ -100,6 +103,8 @@ impl SourceIndex {
         }
         self.built.clear();
         self.built.resize(sources, false);
+        self.sentence_count.clear();
+        self.sentence_count.resize(sources, 0);
         self.postings.clear();
         self.sentences.clear();
         self.counts.clear();
@@ -148,19 +153,9 @@ impl SourceIndex {
         let bit = 1u64 << idx;
         let first = sentences.len() as u32;
         sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
+        self.sentence_count[idx] = summary.negations.len() as u32;
         for &id in &summary.terms {
-            let id = id as usize;
-            if id >= marks.len() {
-                marks.resize(id + 1, Mark::default());
-            }
-            let m = &mut marks[id];
-            if m.stamp != stamp {
-                *m = Mark {
-                    stamp,
-                    ..Mark::default()
-                };
-            }
-            m.mask |= bit;
+            mark_of(marks, id, stamp).mask |= bit;
         }
         // Each term's sentences in order, as reading lists them (the lists
         // are per term, so the order across terms does not matter).
@@ -201,19 +196,9 @@ impl SourceIndex {
         // with `alt`, a dotted word before its parts), and its sentence; the
         // key when it is a dotted word to split; whether it negates.
         let mut one =
-            |w: &str, ascii: bool, sentence: u32, alt: Option<u64>| -> (Option<u64>, bool) {
+            |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Option<u64>, bool) {
                 let info = folder.fold(w, ascii);
-                let id = info.id as usize;
-                if id >= marks.len() {
-                    marks.resize(id + 1, Mark::default());
-                }
-                let m = &mut marks[id];
-                if m.stamp != stamp {
-                    *m = Mark {
-                        stamp,
-                        ..Mark::default()
-                    };
-                }
+                let m = mark_of(marks, info.id, stamp);
                 // Stems only: equal surfaces have equal stems.
                 if bank == 0 {
                     if RECORD && m.mask & bit == 0 {
@@ -233,7 +218,8 @@ impl SourceIndex {
                     }
                     *e |= bit;
                 };
-                for p in prev.into_iter().chain(alt) {
+                // A stop word leaves `alt` for the next content word.
+                for p in prev.into_iter().chain(alt.take()) {
                     pair(pair_hash(p, info.key));
                 }
                 prev = Some(info.key);
@@ -262,7 +248,7 @@ impl SourceIndex {
                 sentences.push((idx as u32, false));
             }
             last_end = off + w.len();
-            let (dotted, negation) = one(w, ascii, sentence, alt.take());
+            let (dotted, negation) = one(w, ascii, sentence, &mut alt);
             if negation {
                 sentences[sentence as usize].1 = true;
             }
@@ -280,13 +266,14 @@ impl SourceIndex {
                     }
                     at += part.len() + 1;
                     if !part.is_empty() {
-                        let _ = one(part, ascii || part.is_ascii(), sentence, None);
+                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut None);
                     }
                 }
                 alt = Some(whole);
             }
         });
         *steps += split_bytes;
+        self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
         if RECORD {
             // Each term's sentences once, in order (see `replay`).
             summary.postings.sort_unstable();
@@ -329,6 +316,11 @@ impl SourceIndex {
         cited
             .iter()
             .any(|&(bank, mask)| self.banks[bank].get(key).is_some_and(|m| m & mask != 0))
+    }
+
+    /// Sentences of source `idx` (0 until indexed).
+    pub(super) fn sentences_of(&self, idx: usize) -> usize {
+        self.sentence_count.get(idx).map_or(0, |&n| n as usize)
     }
 
     /// Whether sentence `s` holds a negation.
@@ -464,4 +456,22 @@ fn list(m: &mut Mark, postings: &mut Vec<(u32, u32)>, sentence: u32) {
             m.head = postings.len() as u32;
         }
     }
+}
+
+/// The mark of word `id` in the record stamped `stamp` (a stale one is
+/// emptied first).
+#[inline(always)]
+fn mark_of(marks: &mut Vec<Mark>, id: u32, stamp: u32) -> &mut Mark {
+    let id = id as usize;
+    if id >= marks.len() {
+        marks.resize(id + 1, Mark::default());
+    }
+    let m = &mut marks[id];
+    if m.stamp != stamp {
+        *m = Mark {
+            stamp,
+            ..Mark::default()
+        };
+    }
+    m
 }

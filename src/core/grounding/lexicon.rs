@@ -256,58 +256,91 @@ pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
     number
 }
 
-/// Small numbers in words and in digits (sorted by word): a claim's "2" is
-/// found in a source that says "two", and the other way round.
+/// Small numbers and ordinals in words and in digits (sorted by word): a
+/// claim's "2" is found in a source that says "two", "14th" in one that
+/// says "fourteenth", and the other way round.
 pub(super) const SPELLED: &[(&str, &str)] = &[
     ("eight", "8"),
     ("eighteen", "18"),
+    ("eighteenth", "18"),
+    ("eighth", "8"),
     ("eighty", "80"),
     ("eleven", "11"),
+    ("eleventh", "11"),
     ("fifteen", "15"),
+    ("fifteenth", "15"),
+    ("fifth", "5"),
+    ("fiftieth", "50"),
     ("fifty", "50"),
+    ("first", "1"),
     ("five", "5"),
+    ("fortieth", "40"),
     ("forty", "40"),
     ("four", "4"),
     ("fourteen", "14"),
+    ("fourteenth", "14"),
+    ("fourth", "4"),
     ("hundred", "100"),
+    ("hundredth", "100"),
     ("nine", "9"),
     ("nineteen", "19"),
+    ("nineteenth", "19"),
     ("ninety", "90"),
+    ("ninth", "9"),
     ("one", "1"),
+    ("second", "2"),
     ("seven", "7"),
     ("seventeen", "17"),
+    ("seventeenth", "17"),
+    ("seventh", "7"),
     ("seventy", "70"),
     ("six", "6"),
     ("sixteen", "16"),
+    ("sixteenth", "16"),
+    ("sixth", "6"),
     ("sixty", "60"),
     ("ten", "10"),
+    ("tenth", "10"),
+    ("third", "3"),
     ("thirteen", "13"),
+    ("thirteenth", "13"),
+    ("thirtieth", "30"),
     ("thirty", "30"),
     ("thousand", "1000"),
     ("three", "3"),
+    ("twelfth", "12"),
     ("twelve", "12"),
+    ("twentieth", "20"),
     ("twenty", "20"),
     ("two", "2"),
     ("zero", "0"),
 ];
+
+/// Whether a spelled number is an ordinal ("fourteenth", "first").
+fn is_ordinal(word: &str) -> bool {
+    word.ends_with("th") || matches!(word, "first" | "second" | "third")
+}
 
 /// The other spelling of `w` (as written in the claim) when it is a small
 /// number: its word for digits, its digits for a word. Digits are looked up
 /// for missing numbers only; words once per distinct word (the memo).
 pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
     if number {
-        if w.len() > 4 {
+        // "14th" is the ordinal "fourteenth", "14" the cardinal "fourteen".
+        let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let ordinal = digits.len() < w.len();
+        if digits.len() > 4 {
             return None;
         }
-        return SPELLED
-            .iter()
-            .find_map(|&(word, digits)| (w == digits).then_some(word));
+        return SPELLED.iter().find_map(|&(word, d)| {
+            (d == digits && is_ordinal(word) == ordinal).then_some(word)
+        });
     }
     let b = w.as_bytes();
-    if !(3..=9).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
+    if !(3..=11).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
         return None;
     }
-    let mut lower = [0u8; 9];
+    let mut lower = [0u8; 11];
     for (l, c) in lower.iter_mut().zip(b) {
         *l = c.to_ascii_lowercase();
     }

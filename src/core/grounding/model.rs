@@ -4,7 +4,7 @@
 //! here. Pure arithmetic; it must not compute features (that is `score`).
 
 /// Number of evidence features of a claim (see [`FEATURE_NAMES`]).
-pub const FEATURES: usize = 11;
+pub const FEATURES: usize = 16;
 
 /// What each feature is, in order; `eval --fit` prints the coefficients
 /// under these names.
@@ -18,24 +18,34 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
     "length",
     "function_words",
     "missing",
-    "entity_apart",
+    "entity_aside",
+    "pairs_missing",
+    "short_scattered",
+    "short_pairs_missing",
+    "source_sentences",
     "answer_found",
+    "answer_words_found",
 ];
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -1.9283, // intercept
-    0.8968,  // found
-    -2.3879, // entity_missing
-    1.2853,  // entity_missing_share
-    0.4259,  // pairs
-    -0.2422, // best_sentence
-    0.7178,  // best_two_sentences
-    0.4550,  // length
-    0.3334,  // function_words
-    -0.4780, // missing
-    0.0,     // entity_apart
-    0.0,     // answer_found
+    -2.7179, // intercept
+    -0.3945, // found
+    -3.0158, // entity_missing
+    1.6222, // entity_missing_share
+    0.0158, // pairs
+    0.1093, // best_sentence
+    0.5778, // best_two_sentences
+    0.6271, // length
+    0.0107, // function_words
+    -0.1520, // missing
+    -0.5097, // entity_aside
+    -0.2305, // pairs_missing
+    -0.4711, // short_scattered
+    -0.8963, // short_pairs_missing
+    0.1064, // source_sentences
+    1.5974, // answer_found
+    1.0830, // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

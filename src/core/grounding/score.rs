@@ -74,6 +74,8 @@ pub(super) struct Term {
     key: u64,
     /// Found, but only outside the claim's best two sentences.
     apart: bool,
+    /// An entity found, but not in the claim's best sentence.
+    aside: bool,
     at: usize,
     len: usize,
 }
@@ -103,6 +105,8 @@ pub(super) fn analyze_with(
     let mut score: Option<f64> = None;
     // Content terms found and in all, over the answer's cited claims.
     let mut pooled = (0usize, 0usize);
+    // Every word (stop words too), found and in all.
+    let mut pooled_all = (0usize, 0usize);
 
     for span in spans.iter().cloned() {
         // Markers inside the claim (citations are in order of appearance).
@@ -155,6 +159,10 @@ pub(super) fn analyze_with(
         let mut pairs = (0u32, 0u32);
         let mut prev_key: Option<u64> = None;
         let mut prev_found = false;
+        // A claim's negation followed by a content word the sources also
+        // negate ("did not *win*"): the negation is stated there.
+        let mut after_negation = false;
+        let mut negation_stated = false;
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
             let w = &answer[at..at + len];
             let sentence_start = i == 0;
@@ -223,6 +231,12 @@ pub(super) fn analyze_with(
                 }
                 prev_key = Some(key);
                 prev_found = found;
+                if negation {
+                    after_negation = true;
+                } else if after_negation {
+                    negation_stated |= index.holds_pair(pair_hash(NEGATED, key), &banks);
+                    after_negation = false;
+                }
             }
             terms.push(Term {
                 class,
@@ -231,6 +245,7 @@ pub(super) fn analyze_with(
                 id: hit.id,
                 key,
                 apart: false,
+                aside: false,
                 at,
                 len,
             });
@@ -262,14 +277,25 @@ pub(super) fn analyze_with(
                     && t.class != TermClass::Function
                     && !t.negation
                     && !index.sits(t.id, &banks, cover.first, cover.second);
+                t.aside = t.found
+                    && t.class == TermClass::Entity
+                    && !index.sits(t.id, &banks, cover.first, u32::MAX);
             }
-            let e = weigh(&terms, pairs, &cover);
+            let in_sources: usize = cited
+                .iter()
+                .map(|&m| index.sentences_of(m as usize - 1))
+                .sum();
+            let e = weigh(&terms, pairs, &cover, in_sources);
             // Negation, both ways, against the claim's best sentences: a
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
             let negates = terms.iter().any(|t| t.negation);
             let in_best = |s: u32| s != u32::MAX && index.negates(s);
-            if negates && cover.first != u32::MAX && !in_best(cover.first) && !in_best(cover.second)
+            if negates
+                && !negation_stated
+                && cover.first != u32::MAX
+                && !in_best(cover.first)
+                && !in_best(cover.second)
             {
                 for t in terms.iter_mut().filter(|t| t.negation) {
                     t.found = false;
@@ -304,6 +330,8 @@ pub(super) fn analyze_with(
             };
             pooled.0 += e.found;
             pooled.1 += e.content;
+            pooled_all.0 += terms.iter().filter(|t| t.found).count();
+            pooled_all.1 += terms.len();
             evidence = Some(Evidence {
                 features: e.features,
                 rule,
@@ -370,11 +398,17 @@ pub(super) fn analyze_with(
     } else {
         pooled.0 as f64 / pooled.1 as f64
     };
+    let answer_all = if pooled_all.1 == 0 {
+        1.0
+    } else {
+        pooled_all.0 as f64 / pooled_all.1 as f64
+    };
     for claim in &mut claims {
         let Some(e) = claim.evidence.as_mut() else {
             continue;
         };
         e.features[ANSWER_FOUND] = answer_found;
+        e.features[ANSWER_FOUND + 1] = answer_all;
         let s = support_of(e, &COEFFICIENTS);
         // Four decimals: stable, readable output.
         let s = (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
@@ -387,8 +421,8 @@ pub(super) fn analyze_with(
     Grounding { claims, score }
 }
 
-/// Where the answer-level feature goes (filled once every claim is seen).
-const ANSWER_FOUND: usize = 10;
+/// Where the answer-level features go (filled once every claim is seen).
+const ANSWER_FOUND: usize = 14;
 
 /// A claim's evidence features (see `model::FEATURE_NAMES`) and how many
 /// content terms it has.
@@ -398,7 +432,7 @@ struct Weighed {
     content: usize,
 }
 
-fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
+fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover, sentences: usize) -> Weighed {
     let mut content = 0usize;
     let mut found = 0usize;
     let mut entities = 0usize;
@@ -417,7 +451,7 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
         if t.class == TermClass::Entity {
             entities += 1;
             entities_missing += usize::from(!t.found);
-            entity_apart |= t.apart;
+            entity_apart |= t.aside;
         }
     }
     let share = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
@@ -437,6 +471,13 @@ fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover) -> Weighed {
             share(function_found, function),
             (1.0 + (content - found) as f64).ln(),
             f64::from(u8::from(entity_apart)),
+            (1.0 + f64::from(pairs.1 - pairs.0)).ln(),
+            // A short claim is one fact: it should sit in one sentence, its
+            // words side by side.
+            (1.0 - share((cover.one as usize).min(content), content)) / (2.0 + content as f64).ln(),
+            (1.0 - share(pairs.0 as usize, pairs.1 as usize)) / (2.0 + content as f64).ln(),
+            (1.0 + sentences as f64).ln(),
+            1.0,
             1.0,
         ],
         found,

@@ -64,7 +64,7 @@ fn a_wrong_number_is_unsupported_even_when_every_word_matches() {
         "Net revenue retention fell from 118% to 104% as two enterprise accounts downgraded[^1].",
         &[NRR],
     );
-    assert_eq!(g.claims[0].support, Some(0.0));
+    assert!(g.claims[0].support.unwrap() <= model::BROKEN, "{g:?}");
     assert_eq!(g.claims[0].unsupported_terms, ["104"]);
     // The same claim with the right number is fully supported.
     let g = run(
@@ -89,13 +89,14 @@ fn numbers_match_across_spellings_and_suffixes() {
     assert!(SPELLED.windows(2).all(|p| p[0].0 < p[1].0));
     assert_eq!(spelled_other("Twelve", false), Some("12"));
     assert_eq!(spelled_other("12", true), Some("twelve"));
-    assert_eq!(spelled_other("twelfth", false), None);
+    assert_eq!(spelled_other("twelfth", false), Some("12"));
+    assert_eq!(spelled_other("12th", true), Some("twelfth"));
     // A different number is still a wrong number, whatever the spelling.
     let g = run(
         "The duo earned 3 platinum albums[^1].",
         &["The duo earned two platinum albums."],
     );
-    assert_eq!(g.claims[0].support, Some(0.0));
+    assert!(g.claims[0].support.unwrap() <= model::BROKEN, "{g:?}");
     assert_eq!(g.claims[0].unsupported_terms, ["3"]);
 }
 
@@ -108,7 +109,7 @@ fn stems_and_case_match() {
     let c = &g.claims[0];
     // "drove" is the only term the source lacks.
     assert_eq!(c.unsupported_terms, ["drove"]);
-    assert!(c.support.unwrap() > 0.5, "{c:?}");
+    assert!(c.support.unwrap() > 0.4, "{c:?}");
 }
 
 #[test]
@@ -180,13 +181,13 @@ fn uncited_claims_are_reported_only_when_switched_on_and_checkable() {
 }
 
 #[test]
-fn entities_past_the_sentence_start_are_held_to_the_cap() {
+fn a_missing_entity_past_the_sentence_start_is_unsupported() {
     let g = run(
         "The report was written by Alice Smith[^1].",
         &["The report was written by the finance team."],
     );
     let c = &g.claims[0];
-    assert!(c.support.unwrap() <= GroundingSettings::default().missing_entity_cap);
+    assert!(c.support.unwrap() < GroundingSettings::default().min_support, "{c:?}");
     assert_eq!(c.unsupported_terms, ["alice", "smith"]);
 }
 
@@ -376,6 +377,13 @@ fn work_is_linear_on_adversarial_text() {
             big.len()
         );
     }
+    // Many claims against a source whose every sentence holds their words:
+    // each claim's sentence look-up stays bounded per term.
+    let claim = "Alpha beta gamma delta[^1]. ";
+    let source = "Alpha beta gamma delta. ";
+    let small = steps_for(&claim.repeat(100), &[&source.repeat(100)]);
+    let big = steps_for(&claim.repeat(1_600), &[&source.repeat(1_600)]);
+    assert!(big <= small * 16 + 1_000, "claims x sentences: {small} -> {big} steps");
 }
 
 #[test]
@@ -405,108 +413,212 @@ fn capitalised_stop_words_are_stop_words() {
     );
 }
 
-const AIRPORTS: &str = "Memphis International Airport is in Shelby County, Tennessee. Southwest Georgia Regional Airport serves Albany, Georgia.";
+const CURIE: &str = "Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903 together with Pierre Curie.";
 
 #[test]
-fn a_claim_stitched_from_different_sentences_is_penalised() {
+fn a_faithful_claim_drawing_on_two_sentences_is_supported_and_ranks_above_contradictions() {
     let min = GroundingSettings::default().min_support;
-    // Every word is in the source, but "Shelby County" only in the other sentence.
+    let faithful = run(
+        "Marie Curie, who was born in Warsaw, won the Nobel Prize in Physics in 1903[^1].",
+        &[CURIE],
+    );
+    let f = faithful.claims[0].support.unwrap();
+    assert!(f >= min, "{faithful:?}");
+    for wrong in [
+        "Marie Curie did not win the Nobel Prize in Physics in 1903[^1].",
+        "Marie Curie won the Nobel Prize in Chemistry in 1903[^1].",
+    ] {
+        let g = run(wrong, &[CURIE]);
+        let w = g.claims[0].support.unwrap();
+        assert!(w < min && w < f, "{wrong}: {g:?}");
+    }
+}
+
+/// Sources that cut sentences where a naive splitter would not, or not
+/// where it would: initials, abbreviations, sentences glued together.
+const TRICKY: &[&str] = &[
+    "Ulysses S. Grant was elected in 1868.",
+    "The office is at 220 S. Main Street in Dallas.",
+    "He served as a U.S. Senator from Ohio.",
+    "She was born on 6 March (O.S.) in Moscow.",
+    "The team plays at Gerald J. Ford Stadium.",
+    "Dr. Jonathan Crane does not declare him fit for trial.",
+    "It hosts the Bathurst 12 Hour.Mount Panorama Circuit is a motor racing track.",
+    "Sales rose 14% in the fourteenth week, e.g. in Texas.",
+];
+
+#[test]
+fn a_verbatim_copy_scores_one() {
+    let source = TRICKY.join(" ");
+    for answer in TRICKY {
+        let a = format!("{answer}[^1]");
+        let g = run(&a, &[&source]);
+        for c in &g.claims {
+            if let Some(s) = c.support {
+                assert_eq!(s, 1.0, "{a}: {g:?}");
+            }
+        }
+        assert_eq!(g.score, Some(1.0), "{a}: {g:?}");
+    }
+    let all = format!("{source}[^1]");
+    assert_eq!(run(&all, &[&source]).score, Some(1.0));
+}
+
+#[test]
+fn negation_is_strict_both_ways() {
+    let min = GroundingSettings::default().min_support;
+    let source = "The bridge was opened in 1932 and carries a railway line across the river.";
     let g = run(
-        "Southwest Georgia Regional Airport serves Shelby County[^1].",
-        &[AIRPORTS],
+        "The bridge was not opened in 1932 and carries a railway line across the river[^1].",
+        &[source],
+    );
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+    assert!(g.claims[0].unsupported_terms.contains(&"not".to_string()));
+    // The source negates, the claim does not.
+    let negated = "The bridge was never opened to traffic and carries no railway line.";
+    let g = run(
+        "The bridge was opened to traffic and carries a railway line[^1].",
+        &[negated],
     );
     let c = &g.claims[0];
-    assert!(c.unsupported_terms.is_empty(), "{c:?}");
-    assert_eq!(c.apart_terms, ["shelby", "county"]);
-    assert!(c.support.unwrap() < min, "{c:?}");
-    assert_eq!(
-        unsupported_detail(0, c),
-        format!(
-            "sentence 1 cites [^1]: support {:.2}; apart from the rest in source 1: \"shelby\", \"county\"",
-            c.support.unwrap()
-        )
-    );
-    let p = prompt_addendum(
-        "Southwest Georgia Regional Airport serves Shelby County[^1].",
-        &g,
-        min,
-        false,
-    )
-    .unwrap();
-    assert!(
-        p.contains("stated apart from the rest: shelby, county"),
-        "{p}"
-    );
-    // The same words from one sentence: fully supported.
+    assert!(c.support.unwrap() < min && c.contradicted, "{g:?}");
+    assert!(unsupported_detail(0, c).ends_with("; its best sentence in the source negates it"));
+    // Both negate: supported.
+    let g = run("The bridge was never opened to traffic[^1].", &[negated]);
+    assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+    // A negation elsewhere in the sentence, of another word, is no contradiction.
     let g = run(
-        "Southwest Georgia Regional Airport serves Albany[^1].",
-        &[AIRPORTS],
+        "Dr. Jonathan Crane met Falcone in prison[^1].",
+        &["In prison, Falcone met Dr. Jonathan Crane, who does not declare him fit for trial."],
     );
-    assert_eq!(g.claims[0].support, Some(1.0));
-    assert!(g.claims[0].apart_terms.is_empty());
-    // Switched off, only the pairs still see it.
-    let off = GroundingSettings {
-        spread_penalty: 0.0,
-        ..Default::default()
-    };
-    let answer = "Southwest Georgia Regional Airport serves Shelby County[^1].";
-    let parsed = citation::parse(answer, 1);
-    let g = analyze(answer, &parsed.citations, &[AIRPORTS], &off);
+    assert!(!g.claims[0].contradicted, "{g:?}");
     assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
 }
 
 #[test]
-fn a_claim_may_draw_on_one_sentence_per_cited_source() {
+fn spelling_variants_are_found() {
+    assert_fully_supported(
+        "It was the people’s choice in the 2000's[^1].",
+        "It was the people's choice in the 2000s.",
+    );
+    assert_fully_supported(
+        "It ended in the fourteenth round[^1].",
+        "It ended in the 14th round.",
+    );
+    assert_fully_supported("It ended in the 14th round[^1].", "It ended in the fourteenth round.");
+    assert_fully_supported("She didn’t win[^1].", "She didn't win.");
+}
+
+#[test]
+fn words_scattered_over_a_long_source_are_not_support() {
+    let min = GroundingSettings::default().min_support;
+    // Thirty unrelated sentences, each holding one of the claim's words.
+    let words = [
+        "Helsinki", "orchestra", "premiered", "symphony", "Sibelius", "conducted",
+    ];
+    let mut scattered = String::new();
+    for i in 0..30 {
+        scattered.push_str(&format!(
+            "Paragraph {i} talks about {} and other matters entirely. ",
+            words[i % words.len()]
+        ));
+    }
+    let claim = "Sibelius conducted the Helsinki orchestra[^1].";
+    let g = run(claim, &[&scattered]);
+    let c = &g.claims[0];
+    assert!(c.unsupported_terms.is_empty(), "{c:?}");
+    assert!(c.support.unwrap() < min, "{c:?}");
+    assert!(!c.apart_terms.is_empty(), "{c:?}");
+    // The same words in one of those sentences: supported.
+    let together = format!(
+        "{scattered}Sibelius conducted the Helsinki orchestra."
+    );
+    assert_eq!(run(claim, &[&together]).claims[0].support, Some(1.0));
+}
+
+#[test]
+fn a_claim_may_merge_sentences_of_two_cited_sources() {
+    let min = GroundingSettings::default().min_support;
     let sources = [
         "Southwest Georgia Regional Airport serves Albany.",
         "Shelby County lies in Tennessee. Memphis is its seat.",
     ];
-    let both = run(
-        "Southwest Georgia Regional Airport serves Shelby County[^1][^2].",
+    let g = run(
+        "Southwest Georgia Regional Airport serves Albany, and Shelby County lies in Tennessee[^1][^2].",
         &sources,
     );
-    assert!(both.claims[0].apart_terms.is_empty(), "{both:?}");
-    // Two sentences of one source are still two sentences.
-    let one = run(
-        "Southwest Georgia Regional Airport serves Shelby County[^1].",
-        &[AIRPORTS],
-    );
-    assert_eq!(one.claims[0].apart_terms, ["shelby", "county"]);
+    assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
 }
 
 #[test]
-fn sentences_end_before_a_capital_or_a_digit_only() {
-    // Lower case after the period ("e.g. the", lower-cased text): one sentence.
-    let g = run(
-        "Churn fell in EMEA[^1].",
-        &["revenue rose in emea. churn fell in apac."],
-    );
-    assert!(g.claims[0].apart_terms.is_empty(), "{g:?}");
-    let g = run(
-        "Churn fell in EMEA[^1].",
-        &["Revenue rose in EMEA. Churn fell in APAC."],
-    );
-    assert_eq!(g.claims[0].apart_terms, ["emea"]);
+fn claims_and_sources_share_the_sentence_rule() {
+    use super::claims::sentence_end;
+    let ends = |t: &str| -> Vec<usize> {
+        let b = t.as_bytes();
+        (0..b.len())
+            .filter(|&i| sentence_end(b, i, b.len()).1)
+            .collect()
+    };
+    assert!(ends("Ulysses S. Grant won.").len() == 1);
+    assert!(ends("He met Mr. Smith at 220 S. Main St. in May.").len() == 1);
+    assert!(ends("A U.S. Senator (O.S.) spoke, e.g. here.").len() == 1);
+    assert_eq!(ends("the Bathurst 12 Hour.Mount Panorama is").len(), 1);
+    assert!(ends("Washington, D.C today. Node.js and ASP.NET.").len() == 2);
 }
 
-#[test]
-fn only_the_cited_sources_sentences_count() {
-    // Source 1 states it in one sentence; source 2 in two. A claim citing
-    // only source 2 must not borrow source 1's sentence.
-    let answer = "Alpha Beta hosts Gamma Delta[^1]. Alpha Beta hosts Gamma Delta[^2].";
-    let g = run(
-        answer,
-        &[
-            "Alpha Beta hosts Gamma Delta.",
-            "Alpha Beta hosts events. Gamma Delta is elsewhere.",
-        ],
-    );
-    assert!(g.claims[0].apart_terms.is_empty(), "{g:?}");
-    assert_eq!(g.claims[1].apart_terms, ["gamma", "delta"]);
-    assert!(g.claims[1].support < g.claims[0].support);
-}
+/// Supported claims with a number and an auxiliary verb to negate.
+const FACTS: &[(&str, &str)] = &[
+    ("The plant was opened in 1932 by the city council.", "was"),
+    ("Sales have grown by 14% since the merger in Texas.", "have"),
+    ("The museum is home to 3200 paintings from Flemish masters.", "is"),
+    ("Ulysses S. Grant was elected president in 1868.", "was"),
+];
 
 proptest! {
+    #[test]
+    fn any_run_of_source_sentences_copied_verbatim_scores_one(
+        start in 0..TRICKY.len(),
+        len in 1..4usize,
+        glue in proptest::sample::select(vec![" ", "\n", "  "]),
+    ) {
+        let source = TRICKY.join(&glue);
+        let end = (start + len).min(TRICKY.len());
+        let answer = format!("{}[^1]", TRICKY[start..end].join(&glue));
+        let g = run(&answer, &[&source]);
+        prop_assert_eq!(g.score, Some(1.0), "{}: {:?}", answer, g);
+    }
+
+    #[test]
+    fn a_negation_or_a_changed_number_makes_a_supported_claim_unsupported(
+        i in 0..FACTS.len(),
+        delta in 1..9u32,
+    ) {
+        let min = GroundingSettings::default().min_support;
+        let (fact, aux) = FACTS[i];
+        let source = FACTS.iter().map(|f| f.0).collect::<Vec<_>>().join(" ");
+        let claim = |s: &str| format!("{}[^1].", s.trim_end_matches('.'));
+        prop_assert_eq!(run(&claim(fact), &[&source]).score, Some(1.0));
+        let negated = fact.replacen(&format!(" {aux} "), &format!(" {aux} not "), 1);
+        let g = run(&claim(&negated), &[&source]);
+        prop_assert!(g.score.unwrap() < min, "{}: {:?}", negated, g);
+        // Every number of the claim changed by `delta` in its last digit.
+        let changed: String = fact
+            .split(' ')
+            .map(|w| {
+                let digits: String = w.chars().filter(char::is_ascii_digit).collect();
+                if digits.len() >= 2 {
+                    let n: u32 = digits.parse().unwrap_or(0);
+                    w.replace(&digits, &((n / 10) * 10 + (n % 10 + delta) % 10).to_string())
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let g = run(&claim(&changed), &[&source]);
+        prop_assert!(g.score.unwrap() < min, "{}: {:?}", changed, g);
+    }
+
     #[test]
     fn scores_are_in_range_and_deterministic(
         answer in "(\\PC|[\\[\\]^.!? \n`0-9A-Z])*",
