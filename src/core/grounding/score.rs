@@ -204,7 +204,7 @@ pub(super) fn analyze_with(
             // What the index knows the term by: its own key, or the other
             // spelling's when only that is found.
             let mut hit = folded;
-            let mut found = index.holds(&hit, &banks);
+            let mut found = index.holds(&hit, banks);
             // "2" against "two" and back: the other spelling's key.
             if !found {
                 let other = if number {
@@ -214,7 +214,7 @@ pub(super) fn analyze_with(
                 };
                 if let Some(other) = other {
                     let o = folder.fold(other, true);
-                    if index.holds(&o, &banks) {
+                    if index.holds(&o, banks) {
                         hit = o;
                         found = true;
                     }
@@ -225,7 +225,7 @@ pub(super) fn analyze_with(
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
                     // A pair can only be in a source whose terms both are.
-                    if found && prev_found && index.holds_pair(pair_hash(p, key), &banks) {
+                    if found && prev_found && index.holds_pair(pair_hash(p, key), banks) {
                         pairs.0 += 1;
                     }
                 }
@@ -234,7 +234,7 @@ pub(super) fn analyze_with(
                 if negation {
                     after_negation = true;
                 } else if after_negation {
-                    negation_stated |= index.holds_pair(pair_hash(NEGATED, key), &banks);
+                    negation_stated |= index.holds_pair(pair_hash(NEGATED, key), banks);
                     after_negation = false;
                 }
             }
@@ -269,23 +269,23 @@ pub(super) fn analyze_with(
                     .filter(|t| t.found && t.class != TermClass::Function && !t.negation)
                     .map(|t| t.id),
             );
-            let cover = index.cover(&found_ids, &banks, steps);
+            let cover = index.cover(found_ids, banks, steps);
             // Found terms outside the best two sentences: the explanation
             // of a claim stitched from scattered words.
             for t in terms.iter_mut() {
                 t.apart = t.found
                     && t.class != TermClass::Function
                     && !t.negation
-                    && !index.sits(t.id, &banks, cover.first, cover.second);
+                    && !index.sits(t.id, banks, cover.first, cover.second);
                 t.aside = t.found
                     && t.class == TermClass::Entity
-                    && !index.sits(t.id, &banks, cover.first, u32::MAX);
+                    && !index.sits(t.id, banks, cover.first, u32::MAX);
             }
             let in_sources: usize = cited
                 .iter()
                 .map(|&m| index.sentences_of(m as usize - 1))
                 .sum();
-            let e = weigh(&terms, pairs, &cover, in_sources);
+            let e = weigh(terms, pairs, &cover, in_sources);
             // Negation, both ways, against the claim's best sentences: a
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
@@ -309,8 +309,8 @@ pub(super) fn analyze_with(
                 && terms.iter().any(|t| {
                     t.found
                         && t.class != TermClass::Function
-                        && index.holds_pair(pair_hash(NEGATED, t.key), &banks)
-                        && index.sits(t.id, &banks, cover.first, u32::MAX)
+                        && index.holds_pair(pair_hash(NEGATED, t.key), banks)
+                        && index.sits(t.id, banks, cover.first, u32::MAX)
                 });
             let number_missing = terms
                 .iter()
