@@ -459,10 +459,11 @@ fn solve<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> [f64; N] {
         if a[c][c].abs() < 1e-300 {
             continue;
         }
+        let pivot = a[c];
         for r in c + 1..N {
-            let k = a[r][c] / a[c][c];
-            for j in c..N {
-                a[r][j] -= k * a[c][j];
+            let k = a[r][c] / pivot[c];
+            for (x, p) in a[r][c..].iter_mut().zip(&pivot[c..]) {
+                *x -= k * p;
             }
             b[r] -= k * b[c];
         }

@@ -11,9 +11,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::cli::EvalArgs;
 use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
-use crate::eval::{
-    EvalError, Row, Scored, cross_validate, fit, load_config, rows, score_file,
-};
+use crate::eval::{EvalError, Row, Scored, cross_validate, fit, load_config, rows, score_file};
 
 pub fn main(args: EvalArgs) -> ExitCode {
     match run(&args) {
@@ -129,19 +127,24 @@ fn print_report(
     Ok(())
 }
 
-fn print_misses(
-    out: &mut impl Write,
-    file: &str,
-    scored: &[Scored],
-    n: usize,
-) -> io::Result<()> {
+fn print_misses(out: &mut impl Write, file: &str, scored: &[Scored], n: usize) -> io::Result<()> {
     let mut misses: Vec<&Scored> = scored
         .iter()
         .filter(|s| s.flagged != s.unsupported)
         .collect();
     // Worst first: supported answers scored lowest, unsupported ones highest.
-    let wrongness = |s: &Scored| if s.unsupported { s.score } else { 1.0 - s.score };
-    misses.sort_by(|a, b| wrongness(b).total_cmp(&wrongness(a)).then(a.line.cmp(&b.line)));
+    let wrongness = |s: &Scored| {
+        if s.unsupported {
+            s.score
+        } else {
+            1.0 - s.score
+        }
+    };
+    misses.sort_by(|a, b| {
+        wrongness(b)
+            .total_cmp(&wrongness(a))
+            .then(a.line.cmp(&b.line))
+    });
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec!["line", "request_id", "label", "score", "answer"]);

@@ -559,7 +559,8 @@ mod grounding_section {
                 problems
                     .iter()
                     .any(|p| p.starts_with(&format!("grounding.{key} ="))
-                        || p.starts_with(&format!("grounding.{key} was removed: ")) && p.contains("grounding.min_support")),
+                        || p.starts_with(&format!("grounding.{key} was removed: "))
+                            && p.contains("grounding.min_support")),
                 "{key} not listed in {problems:?}"
             );
         }

@@ -171,7 +171,10 @@ fn labelled_subset_keeps_its_auc() {
     assert_eq!(scored.len(), 300);
     let (auc, bal) = figures(&scored);
     assert!(auc >= 0.94, "AUC {auc:.3} fell below the 0.94 floor");
-    assert!(bal >= 0.85, "balanced accuracy {bal:.3} fell below the 0.85 floor");
+    assert!(
+        bal >= 0.85,
+        "balanced accuracy {bal:.3} fell below the 0.85 floor"
+    );
 }
 
 #[test]
@@ -184,17 +187,26 @@ fn wice_and_claims_subsets_keep_their_figures() {
     assert_eq!((wice.len(), claims.len()), (30, 90));
     let (auc, bal) = figures(&wice);
     assert!(auc >= 0.75, "WiCE AUC {auc:.3} fell below the 0.75 floor");
-    assert!(bal >= 0.65, "WiCE balanced accuracy {bal:.3} fell below the 0.65 floor");
+    assert!(
+        bal >= 0.65,
+        "WiCE balanced accuracy {bal:.3} fell below the 0.65 floor"
+    );
     let (auc, bal) = figures(&claims);
     assert!(auc >= 0.95, "claims AUC {auc:.3} fell below the 0.95 floor");
-    assert!(bal >= 0.92, "claims balanced accuracy {bal:.3} fell below the 0.92 floor");
+    assert!(
+        bal >= 0.92,
+        "claims balanced accuracy {bal:.3} fell below the 0.92 floor"
+    );
     // Faithful merges and copies are never flagged.
     let wrongly_flagged: Vec<u64> = claims
         .iter()
         .filter(|s| !s.unsupported && s.flagged)
         .map(|s| s.line)
         .collect();
-    assert!(wrongly_flagged.is_empty(), "supported claims flagged: lines {wrongly_flagged:?}");
+    assert!(
+        wrongly_flagged.is_empty(),
+        "supported claims flagged: lines {wrongly_flagged:?}"
+    );
 }
 
 #[test]
@@ -233,7 +245,10 @@ fn eval_command_prints_the_report() {
     let rows = rows.as_array().unwrap();
     assert_eq!(rows[0]["records"], 120);
     assert!(rows[0]["auc"].as_f64().unwrap() > rows[0]["naive_auc"].as_f64().unwrap());
-    assert!(rows.iter().any(|r| r["group"] == "merged_same" && r["flagged"] == 0.0));
+    assert!(
+        rows.iter()
+            .any(|r| r["group"] == "merged_same" && r["flagged"] == 0.0)
+    );
 
     // --fit: cross-validated figures and the coefficients to ship.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
@@ -245,7 +260,10 @@ fn eval_command_prints_the_report() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("3-fold cross-validated"), "{text}");
-    assert!(text.contains("pub const COEFFICIENTS: [f64; FEATURES + 1] = ["), "{text}");
+    assert!(
+        text.contains("pub const COEFFICIENTS: [f64; FEATURES + 1] = ["),
+        "{text}"
+    );
     assert!(text.contains("// answer_found"), "{text}");
 
     // A line without a usable label is an error naming the line.

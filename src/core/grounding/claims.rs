@@ -78,8 +78,7 @@ const ABBREVIATIONS: &[&[u8]] = &[
     b"adm", b"apr", b"approx", b"aug", b"capt", b"cf", b"cmdr", b"co", b"col", b"corp", b"dec",
     b"dept", b"dr", b"est", b"feb", b"fig", b"ft", b"gen", b"gov", b"hon", b"jan", b"jr", b"jul",
     b"jun", b"lt", b"mar", b"mr", b"mrs", b"ms", b"mt", b"no", b"nos", b"nov", b"oct", b"pp",
-    b"prof", b"rep", b"rev", b"sen", b"sep", b"sept", b"sgt", b"sr", b"st", b"univ", b"vol",
-    b"vs",
+    b"prof", b"rep", b"rev", b"sen", b"sep", b"sept", b"sgt", b"sr", b"st", b"univ", b"vol", b"vs",
 ];
 
 /// Whether a sentence ends at `i`: terminal punctuation followed by

@@ -332,9 +332,9 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         if digits.len() > 4 {
             return None;
         }
-        return SPELLED.iter().find_map(|&(word, d)| {
-            (d == digits && is_ordinal(word) == ordinal).then_some(word)
-        });
+        return SPELLED
+            .iter()
+            .find_map(|&(word, d)| (d == digits && is_ordinal(word) == ordinal).then_some(word));
     }
     let b = w.as_bytes();
     if !(3..=11).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
@@ -350,4 +350,3 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         .ok()
         .map(|i| SPELLED[i].1)
 }
-

@@ -14,13 +14,15 @@
 //!
 //! A claim whose content terms are all found, with every pair of
 //! consecutive content terms side by side in a source, scores 1. Strict
-//! rules score 0: a number found in none of the cited sources; a negation
-//! the claim states and its best source sentences do not, or the other way
-//! round. Any other claim is scored by a fitted logistic regression
-//! (`model`) over its evidence features: share of terms found, missing
-//! entities, share of pairs found, share found in its best sentence and in
-//! its best two sentences (a claim may merge two sentences; words scattered
-//! over many are weak evidence), length, missing count.
+//! rules hold a claim to at most [`model::BROKEN`] (still ranked by the
+//! model): a number found in none of the cited sources; a negation the
+//! claim states and its best source sentences do not, or the other way
+//! round; most of its found words outside its best two sentences (words
+//! scattered over a page). Any other claim is scored by a fitted logistic
+//! regression (`model`) over its evidence features: share of terms found,
+//! missing entities, share of pairs found, share found in its best sentence
+//! and in its best two sentences (a claim may merge two sentences), length,
+//! missing count, and the whole answer's share found.
 //!
 //! Lexical on purpose: deterministic, explainable (the missing terms are the
 //! explanation) and microsecond-scale. It cannot see paraphrase (a claim in

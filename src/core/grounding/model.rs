@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.7179, // intercept
-    -0.3945, // found
-    -3.0158, // entity_missing
-    1.6222, // entity_missing_share
-    0.0158, // pairs
-    0.1093, // best_sentence
-    0.5778, // best_two_sentences
-    0.6271, // length
-    0.0107, // function_words
-    -0.1520, // missing
-    -0.5097, // entity_aside
-    -0.2305, // pairs_missing
-    -0.4711, // short_scattered
-    -0.8963, // short_pairs_missing
-    0.1064, // source_sentences
-    1.5974, // answer_found
-    1.0830, // answer_words_found
+    -2.6922, // intercept
+    -0.2686, // found
+    -2.9914, // entity_missing
+    1.6065,  // entity_missing_share
+    -0.0137, // pairs
+    0.0768,  // best_sentence
+    0.4144,  // best_two_sentences
+    0.6316,  // length
+    0.0078,  // function_words
+    -0.1587, // missing
+    -0.5071, // entity_aside
+    -0.2401, // pairs_missing
+    -0.4889, // short_scattered
+    -0.9015, // short_pairs_missing
+    0.1035,  // source_sentences
+    1.6433,  // answer_found
+    1.0953,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

@@ -318,9 +318,14 @@ pub(super) fn analyze_with(
             let content_missing = terms
                 .iter()
                 .any(|t| t.class != TermClass::Function && !t.found);
+            // Scattered: most of the claim's found words sit outside its
+            // best two sentences (a merge of two sentences is fine; words
+            // picked from all over a page are not support).
+            let scattered = e.found >= 4 && 2 * (cover.two as usize).min(e.found) <= e.found;
             let rule = if (settings.strict_numbers && number_missing)
                 || negation_missing
                 || contradicted
+                || scattered
             {
                 Some(0.0)
             } else if !content_missing && pairs.0 == pairs.1 {

@@ -187,7 +187,10 @@ fn a_missing_entity_past_the_sentence_start_is_unsupported() {
         &["The report was written by the finance team."],
     );
     let c = &g.claims[0];
-    assert!(c.support.unwrap() < GroundingSettings::default().min_support, "{c:?}");
+    assert!(
+        c.support.unwrap() < GroundingSettings::default().min_support,
+        "{c:?}"
+    );
     assert_eq!(c.unsupported_terms, ["alice", "smith"]);
 }
 
@@ -383,7 +386,10 @@ fn work_is_linear_on_adversarial_text() {
     let source = "Alpha beta gamma delta. ";
     let small = steps_for(&claim.repeat(100), &[&source.repeat(100)]);
     let big = steps_for(&claim.repeat(1_600), &[&source.repeat(1_600)]);
-    assert!(big <= small * 16 + 1_000, "claims x sentences: {small} -> {big} steps");
+    assert!(
+        big <= small * 16 + 1_000,
+        "claims x sentences: {small} -> {big} steps"
+    );
 }
 
 #[test]
@@ -505,7 +511,10 @@ fn spelling_variants_are_found() {
         "It ended in the fourteenth round[^1].",
         "It ended in the 14th round.",
     );
-    assert_fully_supported("It ended in the 14th round[^1].", "It ended in the fourteenth round.");
+    assert_fully_supported(
+        "It ended in the 14th round[^1].",
+        "It ended in the fourteenth round.",
+    );
     assert_fully_supported("She didn’t win[^1].", "She didn't win.");
 }
 
@@ -514,7 +523,12 @@ fn words_scattered_over_a_long_source_are_not_support() {
     let min = GroundingSettings::default().min_support;
     // Thirty unrelated sentences, each holding one of the claim's words.
     let words = [
-        "Helsinki", "orchestra", "premiered", "symphony", "Sibelius", "conducted",
+        "Helsinki",
+        "orchestra",
+        "premiered",
+        "symphony",
+        "Sibelius",
+        "conducted",
     ];
     let mut scattered = String::new();
     for i in 0..30 {
@@ -530,9 +544,7 @@ fn words_scattered_over_a_long_source_are_not_support() {
     assert!(c.support.unwrap() < min, "{c:?}");
     assert!(!c.apart_terms.is_empty(), "{c:?}");
     // The same words in one of those sentences: supported.
-    let together = format!(
-        "{scattered}Sibelius conducted the Helsinki orchestra."
-    );
+    let together = format!("{scattered}Sibelius conducted the Helsinki orchestra.");
     assert_eq!(run(claim, &[&together]).claims[0].support, Some(1.0));
 }
 
@@ -570,7 +582,10 @@ fn claims_and_sources_share_the_sentence_rule() {
 const FACTS: &[(&str, &str)] = &[
     ("The plant was opened in 1932 by the city council.", "was"),
     ("Sales have grown by 14% since the merger in Texas.", "have"),
-    ("The museum is home to 3200 paintings from Flemish masters.", "is"),
+    (
+        "The museum is home to 3200 paintings from Flemish masters.",
+        "is",
+    ),
     ("Ulysses S. Grant was elected president in 1868.", "was"),
 ];
 
@@ -581,9 +596,9 @@ proptest! {
         len in 1..4usize,
         glue in proptest::sample::select(vec![" ", "\n", "  "]),
     ) {
-        let source = TRICKY.join(&glue);
+        let source = TRICKY.join(glue);
         let end = (start + len).min(TRICKY.len());
-        let answer = format!("{}[^1]", TRICKY[start..end].join(&glue));
+        let answer = format!("{}[^1]", TRICKY[start..end].join(glue));
         let g = run(&answer, &[&source]);
         prop_assert_eq!(g.score, Some(1.0), "{}: {:?}", answer, g);
     }
