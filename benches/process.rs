@@ -1,10 +1,16 @@
 //! `process` on realistic records: 1, 4 and 8 KB answers, 8 sources, a
-//! citation every ~80 bytes. Covers JSON decode, citation scan, decision,
-//! policy, SHA-256 and encoding of the envelope and the audit row.
+//! citation every ~80 bytes; and RAG-shaped records (35 cited sentences, 8
+//! sources of ~1.2 KB, `groundgate::sample::rag`), with new sources every
+//! record and with every source seen before. Covers JSON decode, citation
+//! scan, grounding, decision, policy, SHA-256 and encoding of the envelope
+//! and the audit row.
 //!
 //! cargo bench --bench process
+//!
+//! The RAG group also prints µs per record and ns per source byte.
 
 use std::hint::black_box;
+use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use groundgate::core::{CoreSettings, PolicySettings, RecordMeta, citation, process};
@@ -96,6 +102,71 @@ fn bench_process(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // New sources every record: more distinct records than any per-thread
+    // cache holds, cycled. Repeated: one record's sources every time.
+    let fresh: Vec<Vec<u8>> = (0..4096).map(|i| groundgate::sample::rag(i, 0)).collect();
+    let source_bytes = |rec: &[u8]| -> usize {
+        let v: serde_json::Value = serde_json::from_slice(rec).unwrap();
+        v["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["payload"].as_str().unwrap().len())
+            .sum()
+    };
+    let mean_source_bytes =
+        fresh.iter().map(|r| source_bytes(r)).sum::<usize>() as f64 / fresh.len() as f64;
+    let mut g = c.benchmark_group("process_rag");
+    g.throughput(Throughput::Elements(1));
+    let mut next = 0usize;
+    g.bench_function("new_sources", |b| {
+        b.iter(|| {
+            next = (next + 1) % fresh.len();
+            process(
+                Some(black_box(&fresh[next])),
+                &meta,
+                1_700_000_000_000_000_000,
+                &settings,
+            )
+        })
+    });
+    g.bench_function("repeated_sources", |b| {
+        b.iter(|| {
+            process(
+                Some(black_box(&fresh[0])),
+                &meta,
+                1_700_000_000_000_000_000,
+                &settings,
+            )
+        })
+    });
+    g.finish();
+    // Criterion reports time per record; per source byte is what says
+    // whether the grounding work scales with the sources.
+    for (name, repeated) in [("new sources", false), ("repeated sources", true)] {
+        let rounds = 4 * fresh.len();
+        let start = Instant::now();
+        for i in 0..rounds {
+            let rec = if repeated {
+                &fresh[0]
+            } else {
+                &fresh[i % fresh.len()]
+            };
+            black_box(process(
+                Some(black_box(rec)),
+                &meta,
+                1_700_000_000_000_000_000,
+                &settings,
+            ));
+        }
+        let ns = start.elapsed().as_nanos() as f64 / rounds as f64;
+        println!(
+            "process_rag {name}: {:.1} µs/record, {:.2} ns per source byte ({mean_source_bytes:.0} source bytes a record)",
+            ns / 1000.0,
+            ns / mean_source_bytes
+        );
+    }
 
     let mut g = c.benchmark_group("citation_scan");
     for kb in [1usize, 4, 8] {

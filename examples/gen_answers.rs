@@ -5,6 +5,9 @@
 //! `cargo run --release --example gen_answers -- 40000 > /tmp/answers-100mb.jsonl`
 //! Fixed-size answers (the scaling and grounding speed measurements):
 //! `cargo run --release --example gen_answers -- 200000 4096 > /tmp/answers-4k.jsonl`
+//! RAG-shaped records (8 sources of ~1.2 KB, 35 cited sentences), each
+//! source slot repeating a recent source with the given percentage:
+//! `cargo run --release --example gen_answers -- 20000 rag 50 > /tmp/rag-50.jsonl`
 use std::io::Write;
 
 fn main() -> std::io::Result<()> {
@@ -17,6 +20,23 @@ fn main() -> std::io::Result<()> {
             )
         })?,
     };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if std::env::args().nth(2).as_deref() == Some("rag") {
+        let repeat: u32 = match std::env::args().nth(3) {
+            None => 0,
+            Some(p) => p.parse().map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("repeat percent {p:?}: {e}"),
+                )
+            })?,
+        };
+        for i in 0..count {
+            out.write_all(&groundgate::sample::rag(i, repeat))?;
+            out.write_all(b"\n")?;
+        }
+        return out.flush();
+    }
     let fixed: Option<usize> = match std::env::args().nth(2) {
         None => None,
         Some(n) => Some(n.parse().map_err(|e| {
@@ -26,7 +46,6 @@ fn main() -> std::io::Result<()> {
             )
         })?),
     };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for i in 0..count {
         // Answers between ~300 bytes and ~2 KB unless a size is given.
         let size = fixed.unwrap_or(300 + (i as usize * 173) % 1700);

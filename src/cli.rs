@@ -260,15 +260,29 @@ pub struct BenchArgs {
     /// Records produced once and drained by each run.
     #[arg(long, default_value_t = 50_000)]
     pub records: u64,
-    /// Approximate answer size in bytes.
+    /// Approximate answer size in bytes (`--shape mixed`).
     #[arg(long, default_value_t = 1000)]
     pub answer_bytes: usize,
+    /// Records: `mixed` (the sample stream) or `rag` (8 sources of ~1.2 KB,
+    /// 35 cited sentences).
+    #[arg(long, value_enum, default_value_t = BenchShape::Mixed)]
+    pub shape: BenchShape,
+    /// Percentage of source slots that repeat a recent source (`--shape rag`).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub repeat_percent: u32,
     /// Partitions of the input and output topics.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(i32).range(1..))]
     pub partitions: i32,
     /// Each run is repeated this many times (interleaved); medians are reported.
     #[arg(long, default_value_t = 5)]
     pub rounds: u32,
+}
+
+/// The records `groundgate bench` produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchShape {
+    Mixed,
+    Rag,
 }
 
 impl ClientFlags {

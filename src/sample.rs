@@ -218,6 +218,280 @@ pub fn record(i: u64, kind: Kind, answer_bytes: usize) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
+/// SplitMix64: a fixed, seedable sequence (no randomness source).
+fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A deterministic stream of numbers from `seed`.
+struct Draw(u64);
+
+impl Draw {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = mix64(self.0);
+        (self.0 % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}
+
+const RAG_NAMES: &[&str] = &[
+    "Aurora",
+    "Maleficent",
+    "Stanford",
+    "Chestnut Hill",
+    "Boston College",
+    "the NFL",
+    "Hawaii",
+    "Aulani",
+    "Disney",
+    "Lisbon",
+    "the Danube",
+    "Marie Curie",
+    "the Senate",
+    "Oxford",
+    "IBM",
+    "the Red Cross",
+    "Nairobi",
+    "the Louvre",
+    "Kyoto",
+    "the Andes",
+    "NASA",
+    "Toyota",
+    "Bavaria",
+    "the Premier League",
+    "Mozart",
+    "the Nile",
+    "Quebec",
+    "UNESCO",
+    "the Atlantic",
+    "Vermont",
+];
+const RAG_NOUNS: &[&str] = &[
+    "season",
+    "album",
+    "river",
+    "company",
+    "university",
+    "team",
+    "film",
+    "novel",
+    "bridge",
+    "election",
+    "treaty",
+    "museum",
+    "species",
+    "railway",
+    "festival",
+    "league",
+    "province",
+    "village",
+    "record",
+    "tournament",
+    "church",
+    "harbour",
+    "castle",
+    "regiment",
+    "school",
+    "painting",
+    "opera",
+    "reactor",
+    "airline",
+    "mountain",
+    "island",
+    "director",
+    "album",
+    "collection",
+    "campaign",
+    "population",
+    "border",
+    "county",
+    "engine",
+    "station",
+];
+const RAG_VERBS: &[&str] = &[
+    "founded",
+    "released",
+    "built",
+    "acquired",
+    "won",
+    "hosted",
+    "described",
+    "recorded",
+    "opened",
+    "restored",
+    "expanded",
+    "signed",
+    "directed",
+    "published",
+    "replaced",
+    "joined",
+    "defeated",
+    "visited",
+    "renamed",
+    "closed",
+    "produced",
+    "designed",
+    "financed",
+    "owned",
+];
+const RAG_ADJECTIVES: &[&str] = &[
+    "first",
+    "largest",
+    "oldest",
+    "regional",
+    "national",
+    "annual",
+    "original",
+    "northern",
+    "popular",
+    "final",
+    "independent",
+    "public",
+    "private",
+    "early",
+    "modern",
+    "famous",
+    "historic",
+    "second",
+    "major",
+    "small",
+    "coastal",
+    "local",
+    "official",
+    "royal",
+];
+const RAG_FUNCTION: &[&str] = &[
+    "in", "during", "after", "before", "with", "near", "for", "under", "across", "from",
+];
+
+/// One sentence of a RAG source: a fact about named things, with a year or
+/// a count now and then.
+fn rag_sentence(d: &mut Draw) -> String {
+    let mut s = String::with_capacity(160);
+    s.push_str(d.pick(&[
+        "The",
+        "In its history, the",
+        "By then the",
+        "Later the",
+        "Since then the",
+    ]));
+    s.push(' ');
+    s.push_str(d.pick(RAG_ADJECTIVES));
+    s.push(' ');
+    s.push_str(d.pick(RAG_NOUNS));
+    s.push_str(" of ");
+    s.push_str(d.pick(RAG_NAMES));
+    s.push_str(" was ");
+    s.push_str(d.pick(RAG_VERBS));
+    s.push(' ');
+    s.push_str(d.pick(RAG_FUNCTION));
+    s.push(' ');
+    if d.below(3) == 0 {
+        s.push_str(&(1850 + d.below(170)).to_string());
+    } else {
+        s.push_str("the ");
+        s.push_str(d.pick(RAG_NOUNS));
+    }
+    s.push_str(" by ");
+    s.push_str(d.pick(RAG_NAMES));
+    if d.below(2) == 0 {
+        s.push_str(", which ");
+        s.push_str(d.pick(RAG_VERBS));
+        s.push(' ');
+        s.push_str(&(2 + d.below(400)).to_string());
+        s.push(' ');
+        s.push_str(d.pick(RAG_NOUNS));
+        s.push_str("s and the ");
+        s.push_str(d.pick(RAG_ADJECTIVES));
+        s.push(' ');
+        s.push_str(d.pick(RAG_NOUNS));
+    }
+    s.push('.');
+    s
+}
+
+/// The sentences of RAG source number `id` (the same id, the same text):
+/// about 1.2 KB.
+fn rag_source(id: u64) -> Vec<String> {
+    let mut d = Draw(mix64(id ^ 0x5eed));
+    let mut out = Vec::new();
+    let mut len = 0;
+    while len < 1200 {
+        let s = rag_sentence(&mut d);
+        len += s.len() + 1;
+        out.push(s);
+    }
+    out
+}
+
+/// Distinct sources a repeated source slot draws from: few enough that a
+/// per-thread cache of a few hundred entries holds them all.
+const RAG_POOL: u64 = 64;
+
+/// The `i`-th record shaped like a RAG answer: 8 sources of ~1.2 KB of
+/// English-like sentences and an answer of 35 sentences, each restating a
+/// sentence of the source it cites (half with a word dropped, one in five
+/// with two words replaced, which makes it unsupported). Each source slot
+/// repeats an earlier record's source with probability `repeat_percent` %
+/// (drawn from a small pool), otherwise it is new.
+pub fn rag(i: u64, repeat_percent: u32) -> Vec<u8> {
+    let mut d = Draw(mix64(i));
+    let ids: Vec<u64> = (0..8u64)
+        .map(|k| {
+            if (d.below(100) as u32) < repeat_percent {
+                // Pool ids are below 2^32, fresh ones above.
+                d.below(RAG_POOL as usize) as u64
+            } else {
+                (1 << 32) + i * 8 + k
+            }
+        })
+        .collect();
+    let sources: Vec<Vec<String>> = ids.iter().map(|&id| rag_source(id)).collect();
+    let mut answer = String::with_capacity(4400);
+    for _ in 0..35 {
+        let k = d.below(8);
+        let sentence = &sources[k][d.below(sources[k].len())];
+        let mut words: Vec<&str> = sentence.trim_end_matches('.').split(' ').collect();
+        if d.below(5) == 0 {
+            for _ in 0..2 {
+                let at = d.below(words.len());
+                words[at] = d.pick(RAG_NOUNS);
+            }
+        } else if d.below(2) == 0 {
+            words.remove(1 + d.below(words.len() - 1));
+        }
+        answer.push_str(&words.join(" "));
+        answer.push_str(&format!("[^{}]. ", k + 1));
+    }
+    answer.truncate(answer.trim_end().len());
+    let v = json!({
+        "request_id": format!("rag-{i:08}"),
+        "question": "What do the sources say?",
+        "answer": answer,
+        "sources": ids.iter().zip(&sources).map(|(id, s)| json!({
+            "urn": format!("urn:doc:{id}"),
+            "payload": s.join(" "),
+        })).collect::<Vec<_>>(),
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "tenant": "acme",
+        "user": "u1",
+        "role": "analyst",
+        "prompt_tokens": 3000,
+        "completion_tokens": 900,
+        "cost_usd": 0.0009,
+        "provenance": "openai:gpt-4o-mini",
+        "mode": "strict",
+    });
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use anyhow::bail;
 
-use crate::cli::BenchArgs;
+use crate::cli::{BenchArgs, BenchShape};
 use crate::config::{Guarantee, RawConfig, RawTopics};
 use crate::core::OutputRole;
 use crate::http::Health;
@@ -90,9 +90,19 @@ pub async fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let base = RawConfig::default().validate()?;
     let producer = produce::producer(&base.kafka, &bootstrap)?;
     let bytes = args.answer_bytes;
-    let records = (0..args.records).map(|i| Ok(crate::sample::mixed(i, bytes)));
+    let (shape, repeat) = (args.shape, args.repeat_percent);
+    let records = (0..args.records).map(|i| {
+        Ok(match shape {
+            BenchShape::Mixed => crate::sample::mixed(i, bytes),
+            BenchShape::Rag => crate::sample::rag(i, repeat),
+        })
+    });
+    let what = match shape {
+        BenchShape::Mixed => format!("~{bytes} B answers"),
+        BenchShape::Rag => format!("RAG shape, {repeat} % repeated sources"),
+    };
     println!(
-        "producing {} records (~{bytes} B answers, {} partitions) to the embedded broker (librdkafka mock cluster)",
+        "producing {} records ({what}, {} partitions) to the embedded broker (librdkafka mock cluster)",
         args.records, args.partitions
     );
     produce::send_all(&producer, INPUT, records, 0).await?;

@@ -5,17 +5,19 @@ use std::ops::Range;
 
 use crate::core::citation::Citation;
 
-/// Splits `answer` into claim spans: sentences end after `.`, `!`, `?` (or
-/// their full-width forms) followed by whitespace, and at every newline; the
-/// markers (and spaces) right after a sentence's end belong to it. Lines
-/// inside a code fence (and the fence lines) are not claims.
+/// Splits `answer` into claim spans, written into `spans` (emptied first):
+/// sentences end after `.`, `!`, `?` (or their full-width forms) followed by
+/// whitespace, and at every newline; the markers (and spaces) right after a
+/// sentence's end belong to it. Lines inside a code fence (and the fence
+/// lines) are not claims.
 pub(super) fn claim_spans(
     answer: &str,
     citations: &[Citation],
     steps: &mut usize,
-) -> Vec<Range<usize>> {
+    spans: &mut Vec<Range<usize>>,
+) {
     let b = answer.as_bytes();
-    let mut spans = Vec::new();
+    spans.clear();
     let mut in_fence = false;
     let mut cite = 0; // next citation not yet passed
     let mut line_start = 0;
@@ -60,15 +62,14 @@ pub(super) fn claim_spans(
                         _ => break,
                     }
                 }
-                push_span(answer, &mut spans, start..end);
+                push_span(answer, spans, start..end);
                 start = end;
                 i = end.max(i + 1);
             }
-            push_span(answer, &mut spans, start..line_end);
+            push_span(answer, spans, start..line_end);
         }
         line_start = line_end + 1;
     }
-    spans
 }
 
 /// Abbreviations (case-folded) whose period does not end a

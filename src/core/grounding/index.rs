@@ -1,7 +1,9 @@
 //! The source index of one record: which cited sources (and which of their
 //! sentences) hold each term and each pair of consecutive content terms.
-//! Built per record into memory kept per thread.
+//! Built per record into memory kept per thread; a source text seen before
+//! on the thread is replayed from the thread's [`SourceCache`].
 
+use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::for_each_word;
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
@@ -37,6 +39,10 @@ pub(super) struct SourceIndex {
     /// between claims; `touched` lists the non-zero ones).
     counts: Vec<u32>,
     touched: Vec<u32>,
+    /// Summaries of source texts seen before (first bank only).
+    cache: SourceCache,
+    /// The summary of the source being indexed, filed in `cache` after.
+    building: Summary,
 }
 
 /// Most sentences listed per term; past it a term is everywhere.
@@ -76,6 +82,8 @@ impl SourceIndex {
             sentences: Vec::new(),
             counts: Vec::new(),
             touched: Vec::new(),
+            cache: SourceCache::new(),
+            building: Summary::default(),
         }
     }
 
@@ -86,6 +94,9 @@ impl SourceIndex {
         if self.stamp == 0 || ids_reset {
             self.marks.clear();
             self.stamp = 1;
+        }
+        if ids_reset {
+            self.cache.clear();
         }
         for bank in &mut self.banks {
             bank.clear(KEEP_SLOTS);
@@ -109,14 +120,74 @@ impl SourceIndex {
         }
         self.built[idx] = true;
         let bank = idx / 64;
-        let bit = 1u64 << (idx % 64);
         while self.banks.len() <= bank {
             self.banks.push(Table::with_capacity(256));
         }
+        let key = if bank == 0 {
+            SourceCache::key(text)
+        } else {
+            None
+        };
+        let Some(key) = key else {
+            return self.read::<false>(idx, text, folder, steps);
+        };
+        if self.replay(idx, key, text, steps) {
+            return;
+        }
+        if self.cache.seen_before(key) {
+            self.read::<true>(idx, text, folder, steps);
+            self.cache.put(key, text, &mut self.building);
+        } else {
+            self.read::<false>(idx, text, folder, steps);
+        }
+    }
+
+    /// Indexes source `idx` from the cached summary of `text`; whether
+    /// there was one.
+    fn replay(&mut self, idx: usize, key: u64, text: &str, steps: &mut usize) -> bool {
+        let Some(summary) = self.cache.get(key, text) else {
+            return false;
+        };
+        let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[0]);
+        let (postings, sentences) = (&mut self.postings, &mut self.sentences);
+        let bit = 1u64 << idx;
+        let first = sentences.len() as u32;
+        sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
+        self.sentence_count[idx] = summary.negations.len() as u32;
+        for &id in &summary.terms {
+            mark_of(marks, id, stamp).mask |= bit;
+        }
+        // Each term's sentences in order, as reading lists them (the lists
+        // are per term, so the order across terms does not matter).
+        for &(id, local) in &summary.postings {
+            list(&mut marks[id as usize], postings, first + local);
+        }
+        for &p in &summary.pairs {
+            *table.entry(p) |= bit;
+        }
+        *steps += summary.terms.len() + summary.postings.len() + summary.pairs.len();
+        true
+    }
+
+    /// Indexes source `idx` by reading `text`; `RECORD`: also writes its
+    /// summary into `building` (first bank only).
+    fn read<const RECORD: bool>(
+        &mut self,
+        idx: usize,
+        text: &str,
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) {
+        let bank = idx / 64;
+        let bit = 1u64 << (idx % 64);
         let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
         let (postings, sentences) = (&mut self.postings, &mut self.sentences);
-        let first_sentence = sentences.len();
-        let mut sentence = sentences.len() as u32;
+        let summary = &mut self.building;
+        if RECORD {
+            summary.clear();
+        }
+        let first = sentences.len() as u32;
+        let mut sentence = first;
         sentences.push((idx as u32, false));
         let mut prev: Option<u64> = None;
         // A negation seen, waiting for the content word it negates.
@@ -127,19 +198,12 @@ impl SourceIndex {
         let mut one =
             |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Option<u64>, bool) {
                 let info = folder.fold(w, ascii);
-                let id = info.id as usize;
-                if id >= marks.len() {
-                    marks.resize(id + 1, Mark::default());
-                }
-                let m = &mut marks[id];
-                if m.stamp != stamp {
-                    *m = Mark {
-                        stamp,
-                        ..Mark::default()
-                    };
-                }
+                let m = mark_of(marks, info.id, stamp);
                 // Stems only: equal surfaces have equal stems.
                 if bank == 0 {
+                    if RECORD && m.mask & bit == 0 {
+                        summary.terms.push(info.id);
+                    }
                     m.mask |= bit;
                 } else {
                     *table.entry(info.key) |= bit;
@@ -147,26 +211,28 @@ impl SourceIndex {
                 if !info.number && (info.stop || info.filler) {
                     return (None, info.negation);
                 }
+                let mut pair = |key: u64| {
+                    let e = table.entry(key);
+                    if RECORD && *e & bit == 0 {
+                        summary.pairs.push(key);
+                    }
+                    *e |= bit;
+                };
                 // A stop word leaves `alt` for the next content word.
                 for p in prev.into_iter().chain(alt.take()) {
-                    *table.entry(pair_hash(p, info.key)) |= bit;
+                    pair(pair_hash(p, info.key));
                 }
                 prev = Some(info.key);
                 if info.negation {
                     pending = true;
                 } else if pending {
-                    *table.entry(pair_hash(NEGATED, info.key)) |= bit;
+                    pair(pair_hash(NEGATED, info.key));
                     pending = false;
                 }
-                // Sentences only grow: the list's last entry is the newest.
-                let last = m.head.checked_sub(1).map(|h| postings[h as usize].0);
-                if last != Some(sentence) && m.listed <= POSTINGS {
-                    m.listed += 1;
-                    if m.listed <= POSTINGS {
-                        postings.push((sentence, m.head));
-                        m.head = postings.len() as u32;
-                    }
+                if RECORD {
+                    summary.postings.push((info.id, sentence - first));
                 }
+                list(m, postings, sentence);
                 (
                     (!info.number && info.dotted).then_some(info.key),
                     info.negation,
@@ -207,7 +273,21 @@ impl SourceIndex {
             }
         });
         *steps += split_bytes;
-        self.sentence_count[idx] = (self.sentences.len() - first_sentence) as u32;
+        self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
+        if RECORD {
+            // Each term's sentences once, in order (see `replay`).
+            summary.postings.sort_unstable();
+            summary.postings.dedup();
+            summary
+                .negations
+                .extend(sentences[first as usize..].iter().map(|s| s.1));
+        }
+    }
+
+    /// Sources indexed from the cache on this thread so far.
+    #[cfg(test)]
+    pub(super) fn cache_hits(&self) -> u64 {
+        self.cache.hits
     }
 
     /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
@@ -362,4 +442,36 @@ pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 /// Key of an ordered pair of terms, distinct from any single term's key.
 pub(super) fn pair_hash(a: u64, b: u64) -> u64 {
     (a.rotate_left(23) ^ b ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// Lists `sentence` among the sentences of the term marked `m` (sentences
+/// only grow: the list's last entry is the newest).
+#[inline(always)]
+fn list(m: &mut Mark, postings: &mut Vec<(u32, u32)>, sentence: u32) {
+    let last = m.head.checked_sub(1).map(|h| postings[h as usize].0);
+    if last != Some(sentence) && m.listed <= POSTINGS {
+        m.listed += 1;
+        if m.listed <= POSTINGS {
+            postings.push((sentence, m.head));
+            m.head = postings.len() as u32;
+        }
+    }
+}
+
+/// The mark of word `id` in the record stamped `stamp` (a stale one is
+/// emptied first).
+#[inline(always)]
+fn mark_of(marks: &mut Vec<Mark>, id: u32, stamp: u32) -> &mut Mark {
+    let id = id as usize;
+    if id >= marks.len() {
+        marks.resize(id + 1, Mark::default());
+    }
+    let m = &mut marks[id];
+    if m.stamp != stamp {
+        *m = Mark {
+            stamp,
+            ..Mark::default()
+        };
+    }
+    m
 }

@@ -30,16 +30,20 @@
 //! its source with the same words scores high).
 //!
 //! Pure: no I/O, no clock, no environment. Terms are compared as 64-bit
-//! hashes, so the hot path allocates per record, per source and per reported
-//! term, not per token. The only state kept between calls is a bounded
-//! per-thread memo of a pure function (word → stem and word classes), which
-//! changes speed, never a result.
+//! hashes, and working memory is kept per thread, so in steady state a
+//! record allocates its result (the claim list, each reported term), not
+//! per claim nor per word. The only state kept between calls is bounded
+//! per-thread memos of pure functions (word → stem and word classes; source
+//! text → what indexing it adds), which change speed, never a result.
 
 use std::ops::Range;
+
+use smallvec::SmallVec;
 
 use super::citation::Citation;
 use super::settings::GroundingSettings;
 
+mod cache;
 mod claims;
 mod explain;
 mod index;
@@ -54,13 +58,17 @@ use score::{SCRATCH, Scratch, analyze_with};
 /// Most terms named per unsupported claim (finding detail and envelope).
 pub const MAX_TERMS: usize = 5;
 
+/// A claim's marker numbers: inline up to four, so a claim costs no
+/// allocation of its own.
+pub type Markers = SmallVec<[u32; 4]>;
+
 /// One claim of the answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
     /// Byte range into the answer, markers included.
     pub span: Range<usize>,
     /// Every marker in the claim, in order of appearance (resolvable or not).
-    pub markers: Vec<u32>,
+    pub markers: Markers,
     /// Support against the cited sources; `None` when no marker resolves.
     pub support: Option<f64>,
     /// Up to [`MAX_TERMS`] case-folded terms not found in the cited sources:
@@ -74,7 +82,7 @@ pub struct Claim {
     /// without negation.
     pub contradicted: bool,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
-    pub sources: Vec<u32>,
+    pub sources: Markers,
     /// Up to [`MAX_TERMS`] numbers or entities in an uncited claim: what makes
     /// it checkable. Filled only when `uncited_claim` is switched on.
     pub checkable_terms: Vec<String>,

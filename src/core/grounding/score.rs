@@ -3,13 +3,14 @@
 //! the fitted model (`model`) turning them into a support in `[0, 1]`.
 
 use std::cell::RefCell;
+use std::ops::Range;
 
 use super::claims::claim_spans;
 use super::index::{Cover, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::Folder;
 use super::model::{COEFFICIENTS, FEATURES, support_of};
-use super::{Claim, Evidence, Grounding, MAX_TERMS};
+use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
 use crate::core::terms::ascii_word;
@@ -22,10 +23,18 @@ pub(super) enum TermClass {
     Function,
 }
 
-/// A thread's grounding state: the word memo and the source index's memory.
+/// A thread's grounding state: the word memo, the source index's memory
+/// and the per-record working lists (reused: a record allocates its result,
+/// not its working memory).
 pub(super) struct Scratch {
     folder: Folder,
-    index: SourceIndex,
+    pub(super) index: SourceIndex,
+    spans: Vec<Range<usize>>,
+    banks: Vec<(usize, u64)>,
+    terms: Vec<Term>,
+    found_ids: Vec<u32>,
+    /// (start in the answer, length, all ASCII) of each word of a claim.
+    words: Vec<(usize, usize, bool)>,
 }
 
 impl Scratch {
@@ -33,7 +42,18 @@ impl Scratch {
         Scratch {
             folder: Folder::new(),
             index: SourceIndex::new(),
+            spans: Vec::new(),
+            banks: Vec::new(),
+            terms: Vec::new(),
+            found_ids: Vec::new(),
+            words: Vec::new(),
         }
+    }
+
+    /// The word memo and the source index, for tests that drive the index.
+    #[cfg(test)]
+    pub(super) fn parts(&mut self) -> (&mut Folder, &mut SourceIndex) {
+        (&mut self.folder, &mut self.index)
     }
 }
 
@@ -68,16 +88,19 @@ pub(super) fn analyze_with(
     steps: &mut usize,
     scratch: &mut Scratch,
 ) -> Grounding {
-    let spans = claim_spans(answer, citations, steps);
-    let Scratch { folder, index } = scratch;
+    let Scratch {
+        folder,
+        index,
+        spans,
+        banks,
+        terms,
+        found_ids,
+        words,
+    } = scratch;
+    claim_spans(answer, citations, steps, spans);
     let ids_reset = folder.reset_if_full();
     index.start(sources.len(), ids_reset);
-    let mut banks: Vec<(usize, u64)> = Vec::new();
     let mut claims = Vec::with_capacity(spans.len());
-    let mut terms: Vec<Term> = Vec::new();
-    let mut found_ids: Vec<u32> = Vec::new();
-    // (start in the answer, length, all ASCII) of each word of a claim.
-    let mut words: Vec<(usize, usize, bool)> = Vec::new();
     let mut cite = 0;
     let mut score: Option<f64> = None;
     // Content terms found and in all, over the answer's cited claims.
@@ -85,7 +108,7 @@ pub(super) fn analyze_with(
     // Every word (stop words too), found and in all.
     let mut pooled_all = (0usize, 0usize);
 
-    for span in spans {
+    for span in spans.iter().cloned() {
         // Markers inside the claim (citations are in order of appearance).
         while cite < citations.len() && citations[cite].span.start < span.start {
             cite += 1;
@@ -95,8 +118,8 @@ pub(super) fn analyze_with(
             cite += 1;
         }
         let inside = &citations[first..cite];
-        let markers: Vec<u32> = inside.iter().map(|c| c.marker).collect();
-        let mut cited: Vec<u32> = inside
+        let markers: Markers = inside.iter().map(|c| c.marker).collect();
+        let mut cited: Markers = inside
             .iter()
             .filter(|c| c.source_index() < sources.len())
             .map(|c| c.marker)
@@ -181,7 +204,7 @@ pub(super) fn analyze_with(
             // What the index knows the term by: its own key, or the other
             // spelling's when only that is found.
             let mut hit = folded;
-            let mut found = index.holds(&hit, &banks);
+            let mut found = index.holds(&hit, banks);
             // "2" against "two" and back: the other spelling's key.
             if !found {
                 let other = if number {
@@ -191,7 +214,7 @@ pub(super) fn analyze_with(
                 };
                 if let Some(other) = other {
                     let o = folder.fold(other, true);
-                    if index.holds(&o, &banks) {
+                    if index.holds(&o, banks) {
                         hit = o;
                         found = true;
                     }
@@ -202,7 +225,7 @@ pub(super) fn analyze_with(
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
                     // A pair can only be in a source whose terms both are.
-                    if found && prev_found && index.holds_pair(pair_hash(p, key), &banks) {
+                    if found && prev_found && index.holds_pair(pair_hash(p, key), banks) {
                         pairs.0 += 1;
                     }
                 }
@@ -211,7 +234,7 @@ pub(super) fn analyze_with(
                 if negation {
                     after_negation = true;
                 } else if after_negation {
-                    negation_stated |= index.holds_pair(pair_hash(NEGATED, key), &banks);
+                    negation_stated |= index.holds_pair(pair_hash(NEGATED, key), banks);
                     after_negation = false;
                 }
             }
@@ -246,23 +269,23 @@ pub(super) fn analyze_with(
                     .filter(|t| t.found && t.class != TermClass::Function && !t.negation)
                     .map(|t| t.id),
             );
-            let cover = index.cover(&found_ids, &banks, steps);
+            let cover = index.cover(found_ids, banks, steps);
             // Found terms outside the best two sentences: the explanation
             // of a claim stitched from scattered words.
             for t in terms.iter_mut() {
                 t.apart = t.found
                     && t.class != TermClass::Function
                     && !t.negation
-                    && !index.sits(t.id, &banks, cover.first, cover.second);
+                    && !index.sits(t.id, banks, cover.first, cover.second);
                 t.aside = t.found
                     && t.class == TermClass::Entity
-                    && !index.sits(t.id, &banks, cover.first, u32::MAX);
+                    && !index.sits(t.id, banks, cover.first, u32::MAX);
             }
             let in_sources: usize = cited
                 .iter()
                 .map(|&m| index.sentences_of(m as usize - 1))
                 .sum();
-            let e = weigh(&terms, pairs, &cover, in_sources);
+            let e = weigh(terms, pairs, &cover, in_sources);
             // Negation, both ways, against the claim's best sentences: a
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
@@ -286,8 +309,8 @@ pub(super) fn analyze_with(
                 && terms.iter().any(|t| {
                     t.found
                         && t.class != TermClass::Function
-                        && index.holds_pair(pair_hash(NEGATED, t.key), &banks)
-                        && index.sits(t.id, &banks, cover.first, u32::MAX)
+                        && index.holds_pair(pair_hash(NEGATED, t.key), banks)
+                        && index.sits(t.id, banks, cover.first, u32::MAX)
                 });
             let number_missing = terms
                 .iter()

@@ -129,7 +129,7 @@ fn claims_split_at_sentence_ends_with_their_markers() {
     let markers: Vec<&[u32]> = g.claims.iter().map(|c| &c.markers[..]).collect();
     assert_eq!(markers, [&[1][..], &[2], &[], &[], &[1, 2]]);
     assert_eq!(g.claims[2].support, None);
-    assert_eq!(g.claims[4].sources, [1, 2]);
+    assert_eq!(g.claims[4].sources[..], [1, 2]);
     // Decimal points and abbreviations without a following space do not split.
     let answer = "Margins were 3.5 points higher (e.g.in Q3) than planned[^1].";
     assert_eq!(run(answer, &["x"]).claims.len(), 1);
@@ -156,7 +156,7 @@ fn unresolvable_markers_leave_a_claim_uncited() {
         &["a"],
         &settings,
     );
-    assert_eq!(g.claims[0].markers, [3]);
+    assert_eq!(g.claims[0].markers[..], [3]);
     assert_eq!(g.claims[0].support, None);
     assert_eq!(g.score, None);
     assert_eq!(g.claims[0].checkable_terms, ["paris"]);
@@ -219,6 +219,123 @@ fn prompt_addendum_lists_claims_and_missing_terms() {
     assert!(p.contains("cite a source that states these terms, or drop the claim"));
     let g = run("Retention fell[^1].", &[NRR]);
     assert_eq!(prompt_addendum("Retention fell[^1].", &g, 0.6, false), None);
+}
+
+/// Every word of `texts`, as the source index knows it.
+fn words_of(texts: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in texts {
+        for_each_word(t, &mut 0, |w, _, _| out.push(w.to_string()));
+    }
+    out
+}
+
+#[test]
+fn a_replayed_source_indexes_exactly_what_reading_it_does() {
+    // Sources of different sentence counts (one whose terms are in more
+    // sentences than a term lists), a dotted word, negations, stop words,
+    // numbers; indexed in another order each time, so each replay starts at
+    // another sentence number.
+    let long: String = (0..70)
+        .map(|i| format!("Sentence {i} names Paris and the river. "))
+        .collect();
+    let texts = [
+        long.as_str(),
+        "The hotel is in Hawaii.Aulani opened in 2011. It has 21 floors.",
+        "No stop words here: revenue grew. Margins fell! Did churn rise? Yes.",
+        "one two three",
+    ];
+    let orders = [[0usize, 1, 2, 3], [2, 0, 3, 1], [3, 2, 1, 0], [1, 3, 0, 2]];
+    let mut warm = Scratch::new();
+    let mut cold = Scratch::new();
+    // Twice over: a text is summarised when seen the second time.
+    for order in orders.iter().chain(&orders) {
+        let sources: Vec<&str> = order.iter().map(|&k| texts[k]).collect();
+        let (fw, iw) = warm.parts();
+        let (fc, ic) = cold.parts();
+        iw.start(sources.len(), false);
+        // Cold: a fresh index (nothing cached) reads every source.
+        *ic = index::SourceIndex::new();
+        ic.start(sources.len(), false);
+        for (idx, text) in sources.iter().enumerate() {
+            iw.add(idx, text, fw, &mut 0);
+            ic.add(idx, text, fc, &mut 0);
+        }
+        for s in 0..300 {
+            assert_eq!(iw.negates(s), ic.negates(s), "{order:?} sentence {s}");
+        }
+        let all = [(0usize, (1u64 << sources.len()) - 1)];
+        let words = words_of(&texts);
+        for pair in words.windows(2) {
+            let (x, y) = (pair[0].as_str(), pair[1].as_str());
+            let (a, b) = (fw.fold(x, x.is_ascii()), fw.fold(y, y.is_ascii()));
+            let (ca, cb) = (fc.fold(x, x.is_ascii()), fc.fold(y, y.is_ascii()));
+            // Where the terms sit: the best sentences for one and for two.
+            assert_eq!(
+                iw.cover(&[a.id], &all, &mut 0),
+                ic.cover(&[ca.id], &all, &mut 0),
+                "{order:?} {x}"
+            );
+            assert_eq!(
+                iw.cover(&[a.id, b.id], &all, &mut 0),
+                ic.cover(&[ca.id, cb.id], &all, &mut 0),
+                "{order:?} {pair:?}"
+            );
+            for k in 0..sources.len() {
+                let cited = [(0usize, 1u64 << k)];
+                assert_eq!(
+                    iw.holds(&a, &cited),
+                    ic.holds(&ca, &cited),
+                    "{order:?} {}",
+                    pair[0]
+                );
+                let (p, cp) = (
+                    index::pair_hash(a.key, b.key),
+                    index::pair_hash(ca.key, cb.key),
+                );
+                assert_eq!(
+                    iw.holds_pair(p, &cited),
+                    ic.holds_pair(cp, &cited),
+                    "{order:?} {pair:?}"
+                );
+            }
+        }
+    }
+    assert!(
+        warm.index.cache_hits() >= 20,
+        "from the third order on, every source is replayed: {}",
+        warm.index.cache_hits()
+    );
+}
+
+#[test]
+fn cached_sources_score_like_fresh_ones() {
+    // RAG-shaped records whose sources mostly repeat, in other slots.
+    let settings = GroundingSettings::default();
+    let mut warm = Scratch::new();
+    for i in 0..120 {
+        let rec: serde_json::Value =
+            serde_json::from_slice(&crate::sample::rag(i, 90)).expect("sample record");
+        let answer = rec["answer"].as_str().unwrap_or_default();
+        let sources: Vec<&str> = rec["sources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["payload"].as_str())
+            .collect();
+        let citations = citation::parse(answer, sources.len()).citations;
+        let fresh = analyze_with(
+            answer,
+            &citations,
+            &sources,
+            &settings,
+            &mut 0,
+            &mut Scratch::new(),
+        );
+        let cached = analyze_with(answer, &citations, &sources, &settings, &mut 0, &mut warm);
+        assert_eq!(cached, fresh, "record {i}");
+    }
+    assert!(warm.index.cache_hits() > 500, "{}", warm.index.cache_hits());
 }
 
 fn steps_for(answer: &str, sources: &[&str]) -> usize {

@@ -1,0 +1,149 @@
+//! The thread's cache of source summaries: what indexing a source text put
+//! into a record's [`SourceIndex`](super::index::SourceIndex), kept by the
+//! text's hash so a source that comes back (RAG streams re-cite the same
+//! chunks) is replayed from its summary instead of being read word by word
+//! again.
+//!
+//! A cache of a pure function: an entry is used only when its stored text
+//! equals the source byte for byte, and its word ids are those of the
+//! thread's current word memo (the cache is emptied when the memo starts
+//! over), so a hit indexes exactly what reading the text would have. It
+//! changes speed, never a result. Bounded in entries and in bytes.
+//!
+//! A text is summarised the second time it is seen, not the first: writing
+//! a summary costs a little on top of reading, which a stream of sources
+//! that never come back should not pay.
+
+use crate::core::terms::term_hash;
+
+/// Entries: a direct-mapped table (a new source evicts the one in its slot).
+const SLOTS: usize = 512;
+
+/// Bytes of text and summaries the cache may hold per thread.
+const BUDGET: usize = 4 << 20;
+
+/// Longest source text worth keeping (longer ones are indexed every time).
+const MAX_TEXT: usize = 64 << 10;
+
+/// Hashes of texts seen once (direct-mapped): the ones worth summarising
+/// when they come back.
+const SEEN: usize = 4096;
+
+/// What indexing one source text adds to a record's index, with sentence
+/// numbers relative to the source's first sentence.
+#[derive(Debug, Default)]
+pub(super) struct Summary {
+    /// Each distinct word id.
+    pub(super) terms: Vec<u32>,
+    /// (word id, sentence) of each content term, once per sentence, by id
+    /// then sentence.
+    pub(super) postings: Vec<(u32, u32)>,
+    /// Each distinct pair key.
+    pub(super) pairs: Vec<u64>,
+    /// By sentence: whether it holds a negation.
+    pub(super) negations: Vec<bool>,
+}
+
+impl Summary {
+    pub(super) fn clear(&mut self) {
+        self.terms.clear();
+        self.postings.clear();
+        self.pairs.clear();
+        self.negations.clear();
+    }
+
+    fn bytes(&self) -> usize {
+        self.terms.capacity() * size_of::<u32>()
+            + self.postings.capacity() * size_of::<(u32, u32)>()
+            + self.pairs.capacity() * size_of::<u64>()
+            + self.negations.capacity()
+    }
+}
+
+#[derive(Default)]
+struct Entry {
+    hash: u64,
+    text: Vec<u8>,
+    summary: Summary,
+    live: bool,
+}
+
+impl Entry {
+    fn bytes(&self) -> usize {
+        self.text.capacity() + self.summary.bytes()
+    }
+}
+
+pub(super) struct SourceCache {
+    entries: Vec<Entry>,
+    seen: Vec<u64>,
+    held: usize,
+    /// Sources served from the cache so far.
+    pub(super) hits: u64,
+}
+
+impl SourceCache {
+    pub(super) fn new() -> Self {
+        SourceCache {
+            entries: Vec::new(),
+            seen: Vec::new(),
+            held: 0,
+            hits: 0,
+        }
+    }
+
+    /// Forgets every entry (their word ids are no longer the memo's).
+    pub(super) fn clear(&mut self) {
+        for e in &mut self.entries {
+            e.live = false;
+        }
+    }
+
+    /// Whether a text filed under `hash` was seen before (it is worth a
+    /// summary now); notes it as seen.
+    pub(super) fn seen_before(&mut self, hash: u64) -> bool {
+        if self.seen.is_empty() {
+            self.seen.resize(SEEN, 0);
+        }
+        let s = &mut self.seen[(hash >> (64 - SEEN.trailing_zeros())) as usize];
+        std::mem::replace(s, hash) == hash
+    }
+
+    /// The hash `text` is filed under; `None` when it is not worth keeping.
+    pub(super) fn key(text: &str) -> Option<u64> {
+        (text.len() <= MAX_TEXT).then(|| term_hash(text))
+    }
+
+    /// The summary of `text` (whose [`SourceCache::key`] is `hash`), when kept.
+    pub(super) fn get(&mut self, hash: u64, text: &str) -> Option<&Summary> {
+        let e = self.entries.get(slot(hash))?;
+        let hit = e.live && e.hash == hash && e.text == text.as_bytes();
+        self.hits += u64::from(hit);
+        hit.then_some(&e.summary)
+    }
+
+    /// Keeps `summary` for `text`, swapping it with the evicted entry's
+    /// (whose memory the caller reuses), unless that would pass the budget.
+    pub(super) fn put(&mut self, hash: u64, text: &str, summary: &mut Summary) {
+        if self.entries.is_empty() {
+            self.entries.resize_with(SLOTS, Entry::default);
+        }
+        let e = &mut self.entries[slot(hash)];
+        let old = e.bytes();
+        let new = text.len().max(e.text.capacity()) + summary.bytes();
+        if self.held - old + new > BUDGET {
+            return;
+        }
+        e.hash = hash;
+        e.text.clear();
+        e.text.extend_from_slice(text.as_bytes());
+        std::mem::swap(&mut e.summary, summary);
+        e.live = true;
+        self.held = self.held - old + e.bytes();
+    }
+}
+
+fn slot(hash: u64) -> usize {
+    // Term hashes mix into their top bits.
+    (hash >> (64 - SLOTS.trailing_zeros())) as usize
+}

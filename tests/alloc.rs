@@ -1,0 +1,119 @@
+//! Allocations of the grounding check, counted by a global allocator of
+//! this test binary: once a thread is warm, a record allocates its result
+//! (the claim list), not per claim nor per word, so the count does not grow
+//! with the answer.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use groundgate::core::citation;
+use groundgate::core::grounding::analyze;
+use groundgate::core::settings::GroundingSettings;
+
+struct Counting;
+
+thread_local! {
+    // Per thread: tests running in parallel do not count each other.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: the slot may be gone while the thread exits.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Eight sources of a few sentences each.
+fn sources() -> Vec<String> {
+    (1..=8)
+        .map(|k| {
+            (0..12)
+                .map(|s| {
+                    format!(
+                        "Report {k} says the regional office number {s} opened in Lisbon \
+                         with forty staff and a new archive for the {k} northern provinces. "
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// An answer of `claims` supported sentences of about `words` words each,
+/// citing the sources in turn.
+fn answer(claims: usize, words: usize) -> String {
+    let mut a = String::new();
+    for c in 0..claims {
+        let k = c % 8 + 1;
+        let s = c % 12;
+        let mut sentence =
+            format!("Report {k} says the regional office number {s} opened in Lisbon");
+        let tail = " with forty staff and a new archive for the northern provinces";
+        for w in tail
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .take(words.saturating_sub(11))
+        {
+            sentence.push(' ');
+            sentence.push_str(w);
+        }
+        a.push_str(&sentence);
+        a.push_str(&format!("[^{k}]. "));
+    }
+    a
+}
+
+/// Allocations made by grounding `answer` on this (warm) thread.
+fn allocations(answer: &str, sources: &[&str]) -> (usize, usize) {
+    let settings = GroundingSettings::default();
+    let parsed = citation::parse(answer, sources.len());
+    let before = ALLOCATIONS.with(Cell::get);
+    let g = analyze(answer, &parsed.citations, sources, &settings);
+    let after = ALLOCATIONS.with(Cell::get);
+    assert!(
+        g.claims.iter().all(|c| c.unsupported_terms.is_empty()),
+        "every claim is supported: {g:?}"
+    );
+    (after - before, g.claims.len())
+}
+
+#[test]
+fn grounding_allocates_per_record_not_per_claim_or_word() {
+    let owned = sources();
+    let sources: Vec<&str> = owned.iter().map(String::as_str).collect();
+    // Warm the thread: memo, index and working lists at their largest.
+    for _ in 0..3 {
+        allocations(&answer(256, 22), &sources);
+    }
+    let mut seen = Vec::new();
+    for (claims, words) in [(8, 12), (64, 12), (256, 12), (8, 22), (256, 22)] {
+        let (n, got) = allocations(&answer(claims, words), &sources);
+        assert_eq!(got, claims);
+        seen.push(((claims, words), n));
+    }
+    let first = seen[0].1;
+    assert!(
+        seen.iter().all(|&(_, n)| n == first),
+        "allocations by (claims, words per claim): {seen:?}"
+    );
+    assert!(first <= 2, "a record's own allocations: {seen:?}");
+}
