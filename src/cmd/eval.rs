@@ -187,7 +187,7 @@ fn print_fit(
                 .zip(preds)
                 .map(|(s, &p)| Scored {
                     score: p,
-                    flagged: p < min_support,
+                    flagged: crate::core::grounding::is_unsupported(p, min_support),
                     ..s.clone()
                 })
                 .collect()

@@ -183,7 +183,8 @@ pub(super) fn worst_answer(c: Candidate, min_support: f64) -> WorstAnswer {
                 });
             }
             let support = claim["support"].as_f64();
-            let flagged = support.is_some_and(|s| s < min_support);
+            let flagged =
+                support.is_some_and(|s| crate::core::grounding::is_unsupported(s, min_support));
             let missing = if flagged {
                 claim["unsupported_terms"]
                     .as_array()

@@ -86,7 +86,7 @@ pub fn prompt_addendum(
     let mut listed = 0usize;
     let mut more = 0usize;
     for (i, c) in g.claims.iter().enumerate() {
-        let flagged = c.support.is_some_and(|s| s < min_support)
+        let flagged = c.is_unsupported(min_support)
             || (uncited && c.support.is_none() && !c.checkable_terms.is_empty());
         if !flagged {
             continue;
@@ -97,7 +97,7 @@ pub fn prompt_addendum(
         }
         listed += 1;
         let text = quote(&answer[c.span.clone()]);
-        if c.support.is_some_and(|s| s < min_support) {
+        if c.is_unsupported(min_support) {
             let _ = write!(
                 p,
                 "- sentence {}: {:?} is not supported by its cited source(s); missing: {}",
@@ -154,7 +154,7 @@ pub fn findings(
     let mut out = Vec::new();
     for (i, c) in g.claims.iter().enumerate() {
         match c.support {
-            Some(s) if s < settings.min_support => out.push((
+            Some(s) if super::is_unsupported(s, settings.min_support) => out.push((
                 Finding::new(FindingKind::UnsupportedClaim, unsupported_detail(i, c)),
                 settings.unsupported_claim,
             )),

@@ -90,6 +90,19 @@ pub struct Claim {
     pub evidence: Option<Evidence>,
 }
 
+/// Whether a cited claim of this support is an `unsupported_claim`: the one
+/// place the threshold rule is written.
+pub fn is_unsupported(support: f64, min_support: f64) -> bool {
+    support < min_support
+}
+
+impl Claim {
+    /// Cited, and its support is below `min_support`.
+    pub fn is_unsupported(&self, min_support: f64) -> bool {
+        self.support.is_some_and(|s| is_unsupported(s, min_support))
+    }
+}
+
 /// A cited claim's evidence: the model's features, and the strict rule
 /// that decided the support instead of the model, if any.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,7 +130,7 @@ impl Grounding {
     pub fn unsupported_claims(&self, min_support: f64) -> usize {
         self.claims
             .iter()
-            .filter(|c| c.support.is_some_and(|s| s < min_support))
+            .filter(|c| c.is_unsupported(min_support))
             .count()
     }
 }
