@@ -13,9 +13,10 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use super::InputError;
 use crate::cli::EvalArgs;
 use crate::config::{Config, RawConfig};
 use crate::core::grounding::model::{FEATURES, probability, support_of};
@@ -24,12 +25,8 @@ use crate::core::{FindingKind, RecordMeta, citation, process};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
-    #[error("{0}")]
-    Config(#[from] crate::config::ConfigError),
-    #[error("cannot open input {path}: {source}")]
-    OpenInput { path: PathBuf, source: io::Error },
-    #[error("cannot read input at line {line}: {source}")]
-    ReadInput { line: u64, source: io::Error },
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("line {line}: {what}")]
     Label { line: u64, what: String },
     #[error("{path}: {source}")]
@@ -148,10 +145,10 @@ pub fn auc(items: &[Scored]) -> Option<f64> {
 
 /// The configuration `eval` measures: the file given, on the defaults.
 pub fn load_config(args: &EvalArgs) -> Result<Config, EvalError> {
-    Ok(RawConfig::load_from_process(
-        args.config.as_deref(),
-        RawConfig::default(),
-    )?)
+    Ok(
+        RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())
+            .map_err(InputError::from)?,
+    )
 }
 
 /// Runs every labelled line of `path` through `process`; `by`: the record
@@ -166,7 +163,7 @@ pub fn score_file(
         path: path.to_path_buf(),
         source: Box::new(e),
     };
-    let file = File::open(path).map_err(|source| EvalError::OpenInput {
+    let file = File::open(path).map_err(|source| InputError::Open {
         path: path.to_path_buf(),
         source,
     })?;
@@ -174,10 +171,10 @@ pub fn score_file(
     for (n, line) in BufReader::new(file).lines().enumerate() {
         let line_no = n as u64 + 1;
         let line = line.map_err(|source| {
-            in_file(EvalError::ReadInput {
+            in_file(EvalError::Input(InputError::Read {
                 line: line_no,
                 source,
-            })
+            }))
         })?;
         if line.trim().is_empty() {
             continue;

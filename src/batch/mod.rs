@@ -17,12 +17,8 @@ pub(crate) mod report;
 /// Why `check` stopped before finishing.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    #[error("{0}")]
-    Config(#[from] crate::config::ConfigError),
-    #[error("cannot open input {path}: {source}")]
-    OpenInput { path: PathBuf, source: io::Error },
-    #[error("cannot read input at line {line}: {source}")]
-    ReadInput { line: u64, source: io::Error },
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("cannot create output directory {path}: {source}")]
     CreateDir { path: PathBuf, source: io::Error },
     #[error("cannot write {path}: {source}")]
@@ -44,4 +40,22 @@ pub enum CheckError {
     },
     #[error("writing the outputs stopped")]
     Flush,
+}
+
+/// Why the input of `check` or `eval` could not be read: their
+/// configuration, or the JSON Lines file.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot open input {path}: {source}")]
+    Open { path: PathBuf, source: io::Error },
+    #[error("cannot read input at line {line}: {source}")]
+    Read { line: u64, source: io::Error },
+}
+
+impl From<crate::config::ConfigError> for CheckError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        CheckError::Input(InputError::Config(e))
+    }
 }

@@ -28,12 +28,12 @@ use serde::Serialize;
 
 use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, ChainId, Sealer};
-use crate::batch::CheckError;
 use crate::batch::files::{
     Layout, Outputs, Piece, SUMMARY, Staged, file_name, partial, refuse_overwrites, write_file,
 };
 use crate::batch::pipeline::{self, Fold, Line, Progress, Shape};
 use crate::batch::report::{Aggregator, Comparison, ReportData};
+use crate::batch::{CheckError, InputError};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::process::too_large_summary;
@@ -418,7 +418,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         (Box::new(io::stdin()), "stdin".into(), None)
     } else {
         let path = PathBuf::from(&args.input);
-        let f = File::open(&path).map_err(|source| CheckError::OpenInput {
+        let f = File::open(&path).map_err(|source| InputError::Open {
             path: path.clone(),
             source,
         })?;
@@ -429,7 +429,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
             .unwrap_or_else(|| args.input.clone());
         (Box::new(f), name, size)
     };
-    let input = skip_bom(input).map_err(|source| CheckError::ReadInput { line: 1, source })?;
+    let input = skip_bom(input).map_err(|source| InputError::Read { line: 1, source })?;
     let key = config
         .audit
         .signing_key_file
@@ -520,7 +520,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         return Err(e);
     }
     result.map_err(|e| match e {
-        pipeline::PipelineError::Read { line, source } => CheckError::ReadInput { line, source },
+        pipeline::PipelineError::Read { line, source } => InputError::Read { line, source }.into(),
         pipeline::PipelineError::Sink(e) => e,
     })?;
     if let Some(mut seal) = sealer.seal(crate::clock::now_nanos()) {

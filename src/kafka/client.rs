@@ -77,12 +77,31 @@ pub fn log(level: RDKafkaLogLevel, fac: &str, msg: &str) {
     }
 }
 
+/// Lets a repeated log line through at most once per [`ERROR_LOG_EVERY`]:
+/// brokers being away is retried by librdkafka forever, and said so, but not
+/// thousands of times a minute.
+#[derive(Debug, Default)]
+pub struct LogLimiter(Mutex<Option<Instant>>);
+
+impl LogLimiter {
+    /// Whether to log now (and, if so, the next one waits).
+    pub fn allow(&self) -> bool {
+        let mut last = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if last.is_some_and(|t| now.duration_since(t) < ERROR_LOG_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
 /// Client context of producers: logs each client error once (at most every
 /// 10 s while it repeats), or only at debug when another client of the same
 /// process (the worker's consumer) already reports the same brokers.
 pub struct LogContext {
     loud: bool,
-    last: Mutex<Option<Instant>>,
+    limiter: LogLimiter,
 }
 
 impl LogContext {
@@ -90,7 +109,7 @@ impl LogContext {
     pub fn loud() -> LogContext {
         LogContext {
             loud: true,
-            last: Mutex::new(None),
+            limiter: LogLimiter::default(),
         }
     }
 
@@ -98,7 +117,7 @@ impl LogContext {
     pub fn quiet() -> LogContext {
         LogContext {
             loud: false,
-            last: Mutex::new(None),
+            limiter: LogLimiter::default(),
         }
     }
 }
@@ -113,9 +132,7 @@ impl ClientContext for LogContext {
             debug!(error = %error, reason, "Kafka producer client error");
             return;
         }
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if last.is_none_or(|t| t.elapsed() >= ERROR_LOG_EVERY) {
-            *last = Some(Instant::now());
+        if self.limiter.allow() {
             warn!(error = %error, reason, "Kafka client error (retrying; check that the brokers are reachable)");
         }
     }

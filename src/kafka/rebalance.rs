@@ -32,9 +32,6 @@ use super::offsets::TopicPartition;
 use super::worker_report::WorkerReport;
 use crate::metrics::Metrics;
 
-/// Minimum spacing of repeated client-error logs.
-const ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
-
 /// Where the worker says whether it is ready (the HTTP shell's `/readyz`
 /// implements it).
 pub trait Readiness: Send + Sync {
@@ -67,7 +64,7 @@ pub struct WorkerContext {
     /// records of partitions it no longer owns.
     revocations: AtomicU64,
     state: Mutex<LoopState>,
-    last_error_log: Mutex<Option<Instant>>,
+    error_log: client::LogLimiter,
     /// When the assignment was lost (not handed over in a rebalance); cleared
     /// by the next assignment. Bounded by `unassigned_timeout`.
     lost_at: Mutex<Option<Instant>>,
@@ -99,7 +96,7 @@ impl WorkerContext {
                 fatal: None,
                 report: WorkerReport::default(),
             }),
-            last_error_log: Mutex::new(None),
+            error_log: client::LogLimiter::default(),
             lost_at: Mutex::new(None),
             unassigned_timeout,
         }
@@ -156,17 +153,10 @@ impl ClientContext for WorkerContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        // Brokers being away is retried by librdkafka forever; say so, but not
-        // thousands of times a minute.
-        let mut last = lock(&self.last_error_log);
-        let log = last.is_none_or(|t| t.elapsed() >= ERROR_LOG_EVERY);
-        if log {
-            *last = Some(Instant::now());
-        }
         ClientError {
             error: &error,
             reason,
-            log,
+            log: self.error_log.allow(),
         }
         .emit(&self.metrics);
     }
