@@ -414,7 +414,7 @@ impl AuditVerifier {
                 )),
                 None if max_sealed.is_none_or(|m| r.offset > m) => {
                     cr.unsealed_tail += 1;
-                    tail.push((r.offset, self.tail_allowed(committed, r.offset)));
+                    tail.push((r.offset, self.opts.tail_allowed(committed, r.offset)));
                 }
                 None => problems.push((
                     ProblemKind::RowForged,
@@ -446,14 +446,6 @@ impl AuditVerifier {
             );
             p.offsets = Some((lo, hi));
         }
-    }
-
-    /// Whether an unsealed row at `offset` after the chain's last seal may
-    /// stand as a live tail: only when asked for, and with a key only where
-    /// the consumer group has not committed it yet (nobody vouched for it).
-    fn tail_allowed(&self, committed: Option<i64>, offset: i64) -> bool {
-        self.opts.allow_unsealed_tail
-            && (self.opts.public_key.is_none() || committed.is_some_and(|c| offset >= c))
     }
 
     /// Rows for input offsets the input topic never held (at or beyond its

@@ -169,6 +169,14 @@ pub struct Anchor {
 }
 
 impl Options {
+    /// Whether an unsealed row at `offset` after the chain's last seal may
+    /// stand as a live tail: only when asked for, and with a key only where
+    /// the consumer group has not committed it yet (nobody vouched for it).
+    pub(super) fn tail_allowed(&self, committed: Option<i64>, offset: i64) -> bool {
+        self.allow_unsealed_tail
+            && (self.public_key.is_none() || committed.is_some_and(|c| offset >= c))
+    }
+
     pub(super) fn in_range(&self, offset: i64) -> bool {
         self.from.is_none_or(|f| offset >= f) && self.to.is_none_or(|t| offset <= t)
     }
