@@ -26,7 +26,6 @@ use crate::kafka::seals::read_head;
 
 const EXIT_CLEAN: u8 = 0;
 const EXIT_PROBLEM: u8 = 1;
-const EXIT_USAGE: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CmdError {
@@ -56,7 +55,7 @@ pub fn main(args: AuditArgs) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("groundgate audit: {e}");
-            ExitCode::from(EXIT_USAGE)
+            ExitCode::from(super::EXIT_USAGE)
         }
     }
 }

@@ -45,15 +45,13 @@ use crate::core::{
 const EXIT_OK: u8 = 0;
 /// Exit code when a `--fail-on` outcome occurred.
 const EXIT_FAILED_ON: u8 = 1;
-/// Exit code for usage, configuration or environment problems.
-const EXIT_USAGE: u8 = 2;
 
 pub fn main(args: CheckArgs) -> ExitCode {
     let data = match run(&args) {
         Ok(data) => data,
         Err(e) => {
             eprintln!("groundgate check: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(super::EXIT_USAGE);
         }
     };
     eprintln!(
@@ -73,7 +71,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
             eprintln!(
                 "groundgate check: cannot write the summary to standard output: {e}; the outputs in {out} are complete"
             );
-            code = EXIT_USAGE;
+            code = super::EXIT_USAGE;
         }
     }
     for f in &args.fail_on {

@@ -22,11 +22,11 @@ pub fn main(args: EvalArgs) -> ExitCode {
         Ok(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Ok(Err(e)) => {
             eprintln!("groundgate eval: cannot write the report to standard output: {e}");
-            ExitCode::from(2)
+            ExitCode::from(super::EXIT_USAGE)
         }
         Err(e) => {
             eprintln!("groundgate eval: {e}");
-            ExitCode::from(2)
+            ExitCode::from(super::EXIT_USAGE)
         }
     }
 }
