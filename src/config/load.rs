@@ -52,11 +52,7 @@ impl RawConfig {
 
     /// Reads the process environment and delegates to [`RawConfig::load`].
     pub fn load_from_process(file: Option<&Path>, flags: RawConfig) -> Result<Config, ConfigError> {
-        let env = process_env();
-        let host = Host {
-            name: std::env::var("HOSTNAME").ok(),
-        };
-        RawConfig::load(file, &env, flags)?.validate_on(&host)
+        RawConfig::load(file, &process_env(), flags)?.validate_on(&process_host())
     }
 
     /// [`RawConfig::load_from_process`] for the commands that connect to
@@ -69,13 +65,7 @@ impl RawConfig {
         flags: RawConfig,
         features: &BTreeSet<String>,
     ) -> Result<Config, ConfigError> {
-        let env: Vec<(String, String)> = std::env::vars()
-            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
-            .collect();
-        let host = Host {
-            name: std::env::var("HOSTNAME").ok(),
-        };
-        let raw = RawConfig::load(file, &env, flags)?;
+        let raw = RawConfig::load(file, &process_env(), flags)?;
         let mut problems = Vec::new();
         if raw
             .kafka
@@ -87,7 +77,7 @@ impl RawConfig {
                 "kafka.brokers is not set or empty: pass --brokers host:port[,host:port], GROUNDGATE_BROKERS or kafka.brokers (for development, `groundgate dev-broker` runs an in-memory broker)".to_string(),
             );
         }
-        let mut config = match raw.validate_on(&host) {
+        let mut config = match raw.validate_on(&process_host()) {
             Ok(c) => c,
             Err(ConfigError::Invalid(p)) => {
                 problems.extend(p);
@@ -119,6 +109,13 @@ fn process_env() -> Vec<(String, String)> {
     std::env::vars()
         .filter(|(k, _)| k.starts_with(ENV_PREFIX))
         .collect()
+}
+
+/// The host this process runs on (for defaults derived from its name).
+fn process_host() -> Host {
+    Host {
+        name: std::env::var("HOSTNAME").ok(),
+    }
 }
 
 /// Names (never values: a broker list may hold credentials) of the
