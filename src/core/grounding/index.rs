@@ -2,6 +2,13 @@
 //! sentences) hold each term and each pair of consecutive content terms.
 //! Built per record into memory kept per thread; a source text seen before
 //! on the thread is replayed from the thread's [`SourceCache`].
+//!
+//! Only the terms the record's answer asks about are kept: the scorer
+//! declares them ([`SourceIndex::want`]) before any source is read, and a
+//! source word no claim can ask about costs one bit test after its memo
+//! look-up. For every wanted term (and every pair of two wanted terms) the
+//! index answers exactly as an index of every word would; it must not be
+//! asked about a term it was not told to want.
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
@@ -43,6 +50,12 @@ pub(super) struct SourceIndex {
     cache: SourceCache,
     /// The summary of the source being indexed, filed in `cache` after.
     building: Summary,
+    /// By word id, one bit each: the terms this record's claims ask about.
+    wanted: Vec<u64>,
+    /// The words of `wanted` set for this record (cleared in `start`).
+    wanted_words: Vec<u32>,
+    /// Every term is wanted (an index of every word, for tests).
+    want_all: bool,
 }
 
 /// Most sentences listed per term; past it a term is everywhere.
@@ -84,7 +97,40 @@ impl SourceIndex {
             touched: Vec::new(),
             cache: SourceCache::new(),
             building: Summary::default(),
+            wanted: Vec::new(),
+            wanted_words: Vec::new(),
+            want_all: false,
         }
+    }
+
+    /// Term `id` may be asked about in this record: the sources index it.
+    #[inline(always)]
+    pub(super) fn want(&mut self, id: u32) {
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        if word >= self.wanted.len() {
+            self.wanted.resize(word + 1, 0);
+        }
+        if self.wanted[word] == 0 {
+            self.wanted_words.push(word as u32);
+        }
+        self.wanted[word] |= bit;
+    }
+
+    /// Whether term `id` is wanted in this record.
+    #[inline(always)]
+    fn wants(&self, id: u32) -> bool {
+        self.want_all
+            || self
+                .wanted
+                .get(id as usize / 64)
+                .is_some_and(|w| w & (1u64 << (id % 64)) != 0)
+    }
+
+    /// Indexes every term from now on, wanted or not (tests compare a
+    /// filtered index against this one).
+    #[cfg(test)]
+    pub(super) fn want_everything(&mut self) {
+        self.want_all = true;
     }
 
     /// Empties the index for a record with `sources` sources; `ids_reset`:
@@ -109,6 +155,10 @@ impl SourceIndex {
         self.sentences.clear();
         self.counts.clear();
         self.touched.clear();
+        for &w in &self.wanted_words {
+            self.wanted[w as usize] = 0;
+        }
+        self.wanted_words.clear();
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
@@ -183,61 +233,85 @@ impl SourceIndex {
         let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
         let (postings, sentences) = (&mut self.postings, &mut self.sentences);
         let summary = &mut self.building;
+        // A summary is replayed for any answer: it holds every term.
+        let (wanted, want_all) = (&self.wanted, self.want_all || RECORD);
+        let wants = |id: u32| {
+            want_all
+                || wanted
+                    .get(id as usize / 64)
+                    .is_some_and(|w| w & (1u64 << (id % 64)) != 0)
+        };
         if RECORD {
             summary.clear();
         }
         let first = sentences.len() as u32;
         let mut sentence = first;
         sentences.push((idx as u32, false));
-        let mut prev: Option<u64> = None;
+        // The previous content term: its key, and whether it is wanted (a
+        // pair is asked about only when both its terms are).
+        let mut prev: Option<(u64, bool)> = None;
         // A negation seen, waiting for the content word it negates.
         let mut pending = false;
         // One word: its key, its pairs with the previous content term (and
         // with `alt`, a dotted word before its parts), and its sentence; the
         // key when it is a dotted word to split; whether it negates.
-        let mut one =
-            |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Option<u64>, bool) {
-                let info = folder.fold(w, ascii);
-                let m = mark_of(marks, info.id, stamp);
+        let mut one = |w: &str,
+                       ascii: bool,
+                       sentence: u32,
+                       alt: &mut Option<(u64, bool)>|
+         -> (Option<(u64, bool)>, bool) {
+            let info = folder.fold(w, ascii);
+            let want = wants(info.id);
+            let mut m = None;
+            if want {
+                let mark = mark_of(marks, info.id, stamp);
                 // Stems only: equal surfaces have equal stems.
                 if bank == 0 {
-                    if RECORD && m.mask & bit == 0 {
+                    if RECORD && mark.mask & bit == 0 {
                         summary.terms.push(info.id);
                     }
-                    m.mask |= bit;
+                    mark.mask |= bit;
                 } else {
                     *table.entry(info.key) |= bit;
                 }
-                if !info.number && (info.stop || info.filler) {
-                    return (None, info.negation);
+                m = Some(mark);
+            }
+            if !info.number && (info.stop || info.filler) {
+                return (None, info.negation);
+            }
+            let mut pair = |key: u64| {
+                let e = table.entry(key);
+                if RECORD && *e & bit == 0 {
+                    summary.pairs.push(key);
                 }
-                let mut pair = |key: u64| {
-                    let e = table.entry(key);
-                    if RECORD && *e & bit == 0 {
-                        summary.pairs.push(key);
-                    }
-                    *e |= bit;
-                };
-                // A stop word leaves `alt` for the next content word.
-                for p in prev.into_iter().chain(alt.take()) {
+                *e |= bit;
+            };
+            // A stop word leaves `alt` for the next content word.
+            for (p, p_wanted) in prev.into_iter().chain(alt.take()) {
+                if want && p_wanted {
                     pair(pair_hash(p, info.key));
                 }
-                prev = Some(info.key);
-                if info.negation {
-                    pending = true;
-                } else if pending {
+            }
+            prev = Some((info.key, want));
+            if info.negation {
+                pending = true;
+            } else if pending {
+                if want {
                     pair(pair_hash(NEGATED, info.key));
-                    pending = false;
                 }
+                pending = false;
+            }
+            if let Some(m) = m {
                 if RECORD {
                     summary.postings.push((info.id, sentence - first));
                 }
                 list(m, postings, sentence);
-                (
-                    (!info.number && info.dotted).then_some(info.key),
-                    info.negation,
-                )
-            };
+            }
+            (
+                (!info.number && info.dotted).then_some((info.key, want)),
+                info.negation,
+            )
+        };
         let bytes = text.as_bytes();
         let mut last_end = 0;
         let mut split_bytes = 0;
@@ -294,6 +368,7 @@ impl SourceIndex {
     /// holds the term.
     #[inline(always)]
     pub(super) fn holds(&self, term: &WordInfo, cited: &[(usize, u64)]) -> bool {
+        debug_assert!(self.wants(term.id), "asked about a term not wanted");
         let (first, rest) = match cited.split_first() {
             Some((&(0, mask), rest)) => (mask, rest),
             _ => (0, cited),

@@ -8,7 +8,7 @@ use std::ops::Range;
 use super::claims::claim_spans;
 use super::index::{Cover, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
-use super::memo::Folder;
+use super::memo::{Folder, WordInfo};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
@@ -31,6 +31,13 @@ pub(super) struct Scratch {
     pub(super) index: SourceIndex,
     spans: Vec<Range<usize>>,
     banks: Vec<(usize, u64)>,
+    /// Every claim's terms, claim after claim, as read before the sources.
+    all_terms: Vec<Term>,
+    /// Per claim: its markers and terms, by range.
+    claim_parts: Vec<ClaimParts>,
+    /// The sources to index, in order of first citation.
+    order: Vec<usize>,
+    ordered: Vec<bool>,
     terms: Vec<Term>,
     found_ids: Vec<u32>,
     /// (start in the answer, length, all ASCII) of each word of a claim.
@@ -44,6 +51,10 @@ impl Scratch {
             index: SourceIndex::new(),
             spans: Vec::new(),
             banks: Vec::new(),
+            all_terms: Vec::new(),
+            claim_parts: Vec::new(),
+            order: Vec::new(),
+            ordered: Vec::new(),
             terms: Vec::new(),
             found_ids: Vec::new(),
             words: Vec::new(),
@@ -64,10 +75,14 @@ thread_local! {
 }
 
 /// One claim term, by class; kept only long enough to score.
+#[derive(Clone, Copy)]
 pub(super) struct Term {
     class: TermClass,
     found: bool,
     negation: bool,
+    /// The term as folded, and its other spelling ("2" for "two"), if any.
+    own: WordInfo,
+    other: Option<WordInfo>,
     /// The word id and key the index knows it by (its own or its other
     /// spelling's).
     id: u32,
@@ -80,35 +95,44 @@ pub(super) struct Term {
     len: usize,
 }
 
-pub(super) fn analyze_with(
+/// A claim as read before the sources: its markers (a range of the
+/// record's citations), the sources it resolves to, and its terms (a range
+/// of `Scratch::all_terms`).
+pub(super) struct ClaimParts {
+    cites: Range<usize>,
+    cited: Markers,
+    terms: Range<usize>,
+}
+
+/// Reads every claim's words (pass one, before any source): each claim's
+/// terms with their classes and other spellings into `all_terms`, the
+/// terms of cited claims declared to the index as wanted, and the cited
+/// sources in order of first citation into `order`.
+fn read_claims(
     answer: &str,
     citations: &[Citation],
     sources: &[&str],
-    settings: &GroundingSettings,
     steps: &mut usize,
     scratch: &mut Scratch,
-) -> Grounding {
+) {
     let Scratch {
         folder,
         index,
         spans,
-        banks,
-        terms,
-        found_ids,
+        all_terms,
+        claim_parts,
+        order,
+        ordered,
         words,
+        ..
     } = scratch;
-    claim_spans(answer, citations, steps, spans);
-    let ids_reset = folder.reset_if_full();
-    index.start(sources.len(), ids_reset);
-    let mut claims = Vec::with_capacity(spans.len());
+    all_terms.clear();
+    claim_parts.clear();
+    order.clear();
+    ordered.clear();
+    ordered.resize(sources.len(), false);
     let mut cite = 0;
-    let mut score: Option<f64> = None;
-    // Content terms found and in all, over the answer's cited claims.
-    let mut pooled = (0usize, 0usize);
-    // Every word (stop words too), found and in all.
-    let mut pooled_all = (0usize, 0usize);
-
-    for span in spans.iter().cloned() {
+    for span in spans.iter() {
         // Markers inside the claim (citations are in order of appearance).
         while cite < citations.len() && citations[cite].span.start < span.start {
             cite += 1;
@@ -118,7 +142,6 @@ pub(super) fn analyze_with(
             cite += 1;
         }
         let inside = &citations[first..cite];
-        let markers: Markers = inside.iter().map(|c| c.marker).collect();
         let mut cited: Markers = inside
             .iter()
             .filter(|c| c.source_index() < sources.len())
@@ -126,21 +149,16 @@ pub(super) fn analyze_with(
             .collect();
         cited.sort_unstable();
         cited.dedup();
-
-        banks.clear();
         for &m in &cited {
             let idx = m as usize - 1;
-            index.add(idx, sources[idx], folder, steps);
-            let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
-            match banks.last_mut() {
-                Some((b, mask)) if *b == bank => *mask |= bit,
-                _ => banks.push((bank, bit)),
+            if !ordered[idx] {
+                ordered[idx] = true;
+                order.push(idx);
             }
         }
 
         // Words of the claim, markers excluded: collected first, then
-        // scored in one plain loop (no call per word).
-        terms.clear();
+        // classified in one plain loop (no call per word).
         words.clear();
         let mut cursor = span.start;
         for k in 0..=inside.len() {
@@ -155,14 +173,7 @@ pub(super) fn analyze_with(
                 words.push((seg.start + off, w.len(), ascii));
             });
         }
-        // Consecutive content-term pairs of the claim: (found, total).
-        let mut pairs = (0u32, 0u32);
-        let mut prev_key: Option<u64> = None;
-        let mut prev_found = false;
-        // A claim's negation followed by a content word the sources also
-        // negate ("did not *win*"): the negation is stated there.
-        let mut after_negation = false;
-        let mut negation_stated = false;
+        let from = all_terms.len();
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
             let w = &answer[at..at + len];
             let sentence_start = i == 0;
@@ -201,27 +212,119 @@ pub(super) fn analyze_with(
             } else {
                 TermClass::Number
             };
-            // What the index knows the term by: its own key, or the other
-            // spelling's when only that is found.
-            let mut hit = folded;
-            let mut found = index.holds(&hit, banks);
-            // "2" against "two" and back: the other spelling's key.
-            if !found {
-                let other = if number {
-                    spelled_other(w, true)
-                } else {
-                    folded.spelled()
-                };
-                if let Some(other) = other {
-                    let o = folder.fold(other, true);
-                    if index.holds(&o, banks) {
-                        hit = o;
-                        found = true;
-                    }
+            // "2" against "two" and back: the other spelling, looked up
+            // when the term itself is not found.
+            let other = if number {
+                spelled_other(w, true)
+            } else {
+                folded.spelled()
+            }
+            .map(|o| folder.fold(o, true));
+            if !cited.is_empty() {
+                index.want(folded.id);
+                if let Some(o) = &other {
+                    index.want(o.id);
                 }
             }
+            all_terms.push(Term {
+                class,
+                found: false,
+                negation,
+                own: folded,
+                other,
+                id: folded.id,
+                key: folded.key,
+                apart: false,
+                aside: false,
+                at,
+                len,
+            });
+        }
+        claim_parts.push(ClaimParts {
+            cites: first..cite,
+            cited,
+            terms: from..all_terms.len(),
+        });
+    }
+}
+
+pub(super) fn analyze_with(
+    answer: &str,
+    citations: &[Citation],
+    sources: &[&str],
+    settings: &GroundingSettings,
+    steps: &mut usize,
+    scratch: &mut Scratch,
+) -> Grounding {
+    claim_spans(answer, citations, steps, &mut scratch.spans);
+    let ids_reset = scratch.folder.reset_if_full();
+    scratch.index.start(sources.len(), ids_reset);
+    read_claims(answer, citations, sources, steps, scratch);
+    let Scratch {
+        folder,
+        index,
+        spans,
+        banks,
+        all_terms,
+        claim_parts,
+        order,
+        terms,
+        found_ids,
+        ..
+    } = scratch;
+    // Sources in order of first citation: sentences are numbered in that
+    // order, which breaks ties between equally good sentences.
+    for &idx in order.iter() {
+        index.add(idx, sources[idx], folder, steps);
+    }
+    let mut claims = Vec::with_capacity(spans.len());
+    let mut score: Option<f64> = None;
+    // Content terms found and in all, over the answer's cited claims.
+    let mut pooled = (0usize, 0usize);
+    // Every word (stop words too), found and in all.
+    let mut pooled_all = (0usize, 0usize);
+
+    for (span, part) in spans.iter().cloned().zip(claim_parts.iter()) {
+        let markers: Markers = citations[part.cites.clone()]
+            .iter()
+            .map(|c| c.marker)
+            .collect();
+        let cited = part.cited.clone();
+        banks.clear();
+        for &m in &cited {
+            let idx = m as usize - 1;
+            let (bank, bit) = (idx / 64, 1u64 << (idx % 64));
+            match banks.last_mut() {
+                Some((b, mask)) if *b == bank => *mask |= bit,
+                _ => banks.push((bank, bit)),
+            }
+        }
+
+        terms.clear();
+        terms.extend_from_slice(&all_terms[part.terms.clone()]);
+        // Consecutive content-term pairs of the claim: (found, total).
+        let mut pairs = (0u32, 0u32);
+        let mut prev_key: Option<u64> = None;
+        let mut prev_found = false;
+        // A claim's negation followed by a content word the sources also
+        // negate ("did not *win*"): the negation is stated there.
+        let mut after_negation = false;
+        let mut negation_stated = false;
+        for t in terms.iter_mut() {
+            // What the index knows the term by: its own key, or the other
+            // spelling's when only that is found.
+            let mut hit = t.own;
+            let mut found = !cited.is_empty() && index.holds(&hit, banks);
+            if !found
+                && !cited.is_empty()
+                && let Some(o) = t.other
+                && index.holds(&o, banks)
+            {
+                hit = o;
+                found = true;
+            }
             let key = hit.key;
-            if class != TermClass::Function {
+            if t.class != TermClass::Function {
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
                     // A pair can only be in a source whose terms both are.
@@ -231,24 +334,16 @@ pub(super) fn analyze_with(
                 }
                 prev_key = Some(key);
                 prev_found = found;
-                if negation {
+                if t.negation {
                     after_negation = true;
                 } else if after_negation {
                     negation_stated |= index.holds_pair(pair_hash(NEGATED, key), banks);
                     after_negation = false;
                 }
             }
-            terms.push(Term {
-                class,
-                found,
-                negation,
-                id: hit.id,
-                key,
-                apart: false,
-                aside: false,
-                at,
-                len,
-            });
+            t.found = found;
+            t.id = hit.id;
+            t.key = key;
         }
 
         // A bare "no" (a yes/no answer) has nothing else to check: a

@@ -253,9 +253,11 @@ fn a_replayed_source_indexes_exactly_what_reading_it_does() {
         let sources: Vec<&str> = order.iter().map(|&k| texts[k]).collect();
         let (fw, iw) = warm.parts();
         let (fc, ic) = cold.parts();
+        iw.want_everything();
         iw.start(sources.len(), false);
         // Cold: a fresh index (nothing cached) reads every source.
         *ic = index::SourceIndex::new();
+        ic.want_everything();
         ic.start(sources.len(), false);
         for (idx, text) in sources.iter().enumerate() {
             iw.add(idx, text, fw, &mut 0);
@@ -306,6 +308,72 @@ fn a_replayed_source_indexes_exactly_what_reading_it_does() {
         "from the third order on, every source is replayed: {}",
         warm.index.cache_hits()
     );
+}
+
+#[test]
+fn an_index_of_the_wanted_terms_answers_like_an_index_of_every_word() {
+    let long: String = (0..40)
+        .map(|i| format!("Sentence {i} names Paris and the river. "))
+        .collect();
+    let texts = [
+        long.as_str(),
+        "The hotel is in Hawaii.Aulani opened in 2011. It has 21 floors.",
+        "Revenue did not grow. Margins fell! Did churn rise? No, never.",
+    ];
+    let words = words_of(&texts);
+    let mut every = Scratch::new();
+    let mut some = Scratch::new();
+    // Every third word wanted, and each word's neighbour now and then, so
+    // pairs of two wanted words, of one, and of none all occur.
+    let wanted: Vec<&String> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 == 0 || i % 7 == 1)
+        .map(|(_, w)| w)
+        .collect();
+    let (fe, ie) = every.parts();
+    let (fs, is) = some.parts();
+    ie.want_everything();
+    ie.start(texts.len(), false);
+    is.start(texts.len(), false);
+    for w in &wanted {
+        is.want(fs.fold(w, w.is_ascii()).id);
+    }
+    for (idx, text) in texts.iter().enumerate() {
+        ie.add(idx, text, fe, &mut 0);
+        is.add(idx, text, fs, &mut 0);
+    }
+    for s in 0..200 {
+        assert_eq!(ie.negates(s), is.negates(s), "sentence {s}");
+    }
+    let all = [(0usize, (1u64 << texts.len()) - 1)];
+    for x in &wanted {
+        for y in &wanted {
+            let (a, b) = (fe.fold(x, x.is_ascii()), fe.fold(y, y.is_ascii()));
+            let (sa, sb) = (fs.fold(x, x.is_ascii()), fs.fold(y, y.is_ascii()));
+            assert_eq!(
+                ie.cover(&[a.id, b.id], &all, &mut 0),
+                is.cover(&[sa.id, sb.id], &all, &mut 0),
+                "{x} {y}"
+            );
+            for k in 0..texts.len() {
+                let cited = [(0usize, 1u64 << k)];
+                assert_eq!(ie.holds(&a, &cited), is.holds(&sa, &cited), "{x}");
+                for key in [(a.key, b.key), (index::NEGATED, b.key)] {
+                    assert_eq!(
+                        ie.holds_pair(index::pair_hash(key.0, key.1), &cited),
+                        is.holds_pair(index::pair_hash(key.0, key.1), &cited),
+                        "{x} {y}"
+                    );
+                }
+                assert_eq!(
+                    ie.sits(a.id, &cited, 0, 3),
+                    is.sits(sa.id, &cited, 0, 3),
+                    "{x}"
+                );
+            }
+        }
+    }
 }
 
 #[test]
