@@ -14,7 +14,7 @@ pub mod normalize;
 pub mod policy;
 pub mod process;
 pub mod settings;
-mod terms;
+pub(crate) mod terms;
 pub mod types;
 pub mod wire;
 

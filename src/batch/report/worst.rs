@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::OutcomeKind;
+use crate::core::terms::term_hash;
 
 /// Longest source or answer text shown for one worst answer.
 const MAX_SHOWN_BYTES: usize = 4000;
@@ -97,7 +98,6 @@ pub(super) fn clip(s: &str) -> String {
 /// threshold, so the worst answers do not depend on how `check` splits the
 /// input between threads.)
 pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
-    use std::hash::{DefaultHasher, Hash, Hasher};
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
         #[serde(borrow)]
@@ -107,15 +107,16 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
         .map(|a| a.answer)
         .unwrap_or_default();
     let mut sentences: Vec<u64> = Vec::new();
-    let mut h = DefaultHasher::new();
-    let mut words = 0usize;
+    // The sentence's words, lower-cased, each after a space; hashed whole
+    // at the sentence's end (one hash per sentence, not per character).
+    let mut words = String::new();
     let mut in_word = false;
     let mut rest = answer.as_ref();
-    let mut end_sentence = |h: &mut DefaultHasher, words: &mut usize| {
-        if *words > 0 {
-            sentences.push(std::mem::take(h).finish());
+    let mut end_sentence = |words: &mut String| {
+        if !words.is_empty() {
+            sentences.push(term_hash(words));
         }
-        *words = 0;
+        words.clear();
     };
     while let Some(c) = rest.chars().next() {
         // A marker `[^…]` is skipped whole.
@@ -128,11 +129,12 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
         rest = &rest[c.len_utf8()..];
         if c.is_alphanumeric() {
             if !in_word {
-                words += 1;
-                ' '.hash(&mut h);
+                words.push(' ');
             }
-            for l in c.to_lowercase() {
-                l.hash(&mut h);
+            if c.is_ascii() {
+                words.push(c.to_ascii_lowercase());
+            } else {
+                words.extend(c.to_lowercase());
             }
             in_word = true;
             continue;
@@ -145,15 +147,21 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
                     .next()
                     .is_none_or(|n| n.is_whitespace() || n == '['));
         if ends {
-            end_sentence(&mut h, &mut words);
+            end_sentence(&mut words);
         }
     }
-    end_sentence(&mut h, &mut words);
+    end_sentence(&mut words);
     sentences.sort_unstable();
     sentences.dedup();
-    let mut all = DefaultHasher::new();
-    sentences.hash(&mut all);
-    all.finish()
+    sentences
+        .iter()
+        .fold(sentences.len() as u64, |h, &s| term_hash_pair(h, s))
+}
+
+/// Folds the sentence hash `s` into the running key `h` (order matters; the
+/// list is sorted first).
+fn term_hash_pair(h: u64, s: u64) -> u64 {
+    (h.rotate_left(5) ^ s).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 /// Splits the answer into plain and claim segments using the envelope's

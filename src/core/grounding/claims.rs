@@ -32,11 +32,19 @@ pub(super) fn claim_spans(
             let mut i = line_start;
             let ascii = line.is_ascii();
             while i < line_end {
+                // Only `.`, `!`, `?` and the lead bytes of their full-width
+                // forms can end a sentence: jump to them.
                 if ascii {
-                    // Only `.`, `!`, `?` can end an ASCII sentence: jump to them.
                     match memchr::memchr3(b'.', b'!', b'?', &b[i..line_end]) {
                         Some(p) => i += p,
                         None => break,
+                    }
+                } else {
+                    while i < line_end && !matches!(b[i], b'.' | b'!' | b'?' | 0xE3 | 0xEF) {
+                        i += 1;
+                    }
+                    if i == line_end {
+                        break;
                     }
                 }
                 let (end_len, is_end) = sentence_end(b, i, line_end);

@@ -46,6 +46,9 @@ pub(super) struct SourceIndex {
     /// between claims; `touched` lists the non-zero ones).
     counts: Vec<u32>,
     touched: Vec<u32>,
+    /// A claim's terms' sentence lists, read once per cover.
+    lists: Vec<u32>,
+    ranges: Vec<Option<(u32, u32)>>,
     /// Summaries of source texts seen before (first bank only).
     cache: SourceCache,
     /// The summary of the source being indexed, filed in `cache` after.
@@ -57,6 +60,11 @@ pub(super) struct SourceIndex {
     /// Every term is wanted (an index of every word, for tests).
     want_all: bool,
 }
+
+/// Where a term sits against a [`Cover`]: in its best sentence.
+pub(super) const IN_BEST: u8 = 1;
+/// In its best two sentences.
+pub(super) const IN_BEST_TWO: u8 = 2;
 
 /// Most sentences listed per term; past it a term is everywhere.
 pub(super) const POSTINGS: u32 = 24;
@@ -95,6 +103,8 @@ impl SourceIndex {
             sentences: Vec::new(),
             counts: Vec::new(),
             touched: Vec::new(),
+            lists: Vec::new(),
+            ranges: Vec::new(),
             cache: SourceCache::new(),
             building: Summary::default(),
             wanted: Vec::new(),
@@ -437,33 +447,43 @@ impl SourceIndex {
     /// The best one and two sentences for the found content terms `ids`
     /// (word ids): a greedy cover, first the sentence holding most of them,
     /// then the one holding most of the rest. Ties go to the earlier
-    /// sentence. Work bounded by [`POSTINGS`] per term.
+    /// sentence. Work bounded by [`POSTINGS`] per term. `seats` gets, per
+    /// id, where it sits: [`IN_BEST`] (in the best sentence) and
+    /// [`IN_BEST_TWO`] (in the best two), both for a term too common to list.
     pub(super) fn cover(
         &mut self,
         ids: &[u32],
         cited: &[(usize, u64)],
         steps: &mut usize,
+        seats: &mut Vec<u8>,
     ) -> Cover {
+        // Each term's sentences, read once: `lists[ranges[k]]`, or `None`
+        // for a term too common to list.
+        let mut lists = std::mem::take(&mut self.lists);
+        let mut ranges = std::mem::take(&mut self.ranges);
+        lists.clear();
+        ranges.clear();
         let mut everywhere = 0;
+        for &id in ids {
+            match self.listed(id, cited) {
+                Some(list) => {
+                    let from = lists.len() as u32;
+                    lists.extend(list);
+                    ranges.push(Some((from, lists.len() as u32)));
+                }
+                None => {
+                    everywhere += 1;
+                    ranges.push(None);
+                }
+            }
+        }
         let mut best = |this: &mut Self, skip: u32| -> (u32, u32) {
-            for &id in ids {
-                let Some(list) = this.listed(id, cited) else {
-                    if skip == u32::MAX {
-                        everywhere += 1;
-                    }
-                    continue;
-                };
-                let list: [u32; POSTINGS as usize] = {
-                    let mut a = [u32::MAX; POSTINGS as usize];
-                    for (slot, s) in a.iter_mut().zip(list) {
-                        *slot = s;
-                    }
-                    a
-                };
+            for r in ranges.iter().flatten() {
+                let list = &lists[r.0 as usize..r.1 as usize];
                 if skip != u32::MAX && list.contains(&skip) {
                     continue;
                 }
-                for &s in list.iter().take_while(|&&s| s != u32::MAX) {
+                for &s in list {
                     *steps += 1;
                     let s = s as usize;
                     if s >= this.counts.len() {
@@ -492,6 +512,18 @@ impl SourceIndex {
         } else {
             best(self, first)
         };
+        seats.clear();
+        seats.extend(ranges.iter().map(|r| match r {
+            None => IN_BEST | IN_BEST_TWO,
+            Some((a, b)) => {
+                let list = &lists[*a as usize..*b as usize];
+                let one = list.contains(&first);
+                let two = one || list.contains(&second);
+                (if one { IN_BEST } else { 0 }) | (if two { IN_BEST_TWO } else { 0 })
+            }
+        }));
+        self.lists = lists;
+        self.ranges = ranges;
         Cover {
             one: n1 + everywhere,
             two: n1 + n2 + everywhere,
@@ -502,6 +534,7 @@ impl SourceIndex {
 
     /// Whether term `id` is in sentence `a` or `b` of the cited sources, or
     /// too common to list (everywhere).
+    #[cfg(test)]
     pub(super) fn sits(&self, id: u32, cited: &[(usize, u64)], a: u32, b: u32) -> bool {
         match self.listed(id, cited) {
             None => true,

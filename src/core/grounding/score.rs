@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::ops::Range;
 
 use super::claims::claim_spans;
-use super::index::{Cover, NEGATED, SourceIndex, pair_hash};
+use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::{Folder, WordInfo};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -40,6 +40,8 @@ pub(super) struct Scratch {
     ordered: Vec<bool>,
     terms: Vec<Term>,
     found_ids: Vec<u32>,
+    /// Where each of `found_ids` sits against the claim's cover.
+    seats: Vec<u8>,
     /// (start in the answer, length, all ASCII) of each word of a claim.
     words: Vec<(usize, usize, bool)>,
 }
@@ -57,6 +59,7 @@ impl Scratch {
             ordered: Vec::new(),
             terms: Vec::new(),
             found_ids: Vec::new(),
+            seats: Vec::new(),
             words: Vec::new(),
         }
     }
@@ -91,6 +94,8 @@ pub(super) struct Term {
     apart: bool,
     /// An entity found, but not in the claim's best sentence.
     aside: bool,
+    /// A content term found in the claim's best sentence.
+    in_best: bool,
     at: usize,
     len: usize,
 }
@@ -236,6 +241,7 @@ fn read_claims(
                 key: folded.key,
                 apart: false,
                 aside: false,
+                in_best: false,
                 at,
                 len,
             });
@@ -270,6 +276,7 @@ pub(super) fn analyze_with(
         order,
         terms,
         found_ids,
+        seats,
         ..
     } = scratch;
     // Sources in order of first citation: sentences are numbered in that
@@ -364,17 +371,19 @@ pub(super) fn analyze_with(
                     .filter(|t| t.found && t.class != TermClass::Function && !t.negation)
                     .map(|t| t.id),
             );
-            let cover = index.cover(found_ids, banks, steps);
+            let cover = index.cover(found_ids, banks, steps, seats);
             // Found terms outside the best two sentences: the explanation
             // of a claim stitched from scattered words.
+            let mut seat = seats.iter();
             for t in terms.iter_mut() {
-                t.apart = t.found
-                    && t.class != TermClass::Function
-                    && !t.negation
-                    && !index.sits(t.id, banks, cover.first, cover.second);
-                t.aside = t.found
-                    && t.class == TermClass::Entity
-                    && !index.sits(t.id, banks, cover.first, u32::MAX);
+                let at = if t.found && t.class != TermClass::Function && !t.negation {
+                    seat.next().copied().unwrap_or(0)
+                } else {
+                    IN_BEST | IN_BEST_TWO
+                };
+                t.apart = at & IN_BEST_TWO == 0;
+                t.aside = t.class == TermClass::Entity && at & IN_BEST == 0;
+                t.in_best = t.found && at & IN_BEST != 0;
             }
             let in_sources: usize = cited
                 .iter()
@@ -404,8 +413,8 @@ pub(super) fn analyze_with(
                 && terms.iter().any(|t| {
                     t.found
                         && t.class != TermClass::Function
+                        && t.in_best
                         && index.holds_pair(pair_hash(NEGATED, t.key), banks)
-                        && index.sits(t.id, banks, cover.first, u32::MAX)
                 });
             let number_missing = terms
                 .iter()

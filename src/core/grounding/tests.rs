@@ -230,6 +230,17 @@ fn words_of(texts: &[&str]) -> Vec<String> {
     out
 }
 
+/// The cover of `ids` and where each sits.
+fn cover_of(
+    index: &mut index::SourceIndex,
+    ids: &[u32],
+    cited: &[(usize, u64)],
+) -> (index::Cover, Vec<u8>) {
+    let mut seats = Vec::new();
+    let cover = index.cover(ids, cited, &mut 0, &mut seats);
+    (cover, seats)
+}
+
 #[test]
 fn a_replayed_source_indexes_exactly_what_reading_it_does() {
     // Sources of different sentence counts (one whose terms are in more
@@ -274,13 +285,13 @@ fn a_replayed_source_indexes_exactly_what_reading_it_does() {
             let (ca, cb) = (fc.fold(x, x.is_ascii()), fc.fold(y, y.is_ascii()));
             // Where the terms sit: the best sentences for one and for two.
             assert_eq!(
-                iw.cover(&[a.id], &all, &mut 0),
-                ic.cover(&[ca.id], &all, &mut 0),
+                cover_of(iw, &[a.id], &all),
+                cover_of(ic, &[ca.id], &all),
                 "{order:?} {x}"
             );
             assert_eq!(
-                iw.cover(&[a.id, b.id], &all, &mut 0),
-                ic.cover(&[ca.id, cb.id], &all, &mut 0),
+                cover_of(iw, &[a.id, b.id], &all),
+                cover_of(ic, &[ca.id, cb.id], &all),
                 "{order:?} {pair:?}"
             );
             for k in 0..sources.len() {
@@ -352,8 +363,8 @@ fn an_index_of_the_wanted_terms_answers_like_an_index_of_every_word() {
             let (a, b) = (fe.fold(x, x.is_ascii()), fe.fold(y, y.is_ascii()));
             let (sa, sb) = (fs.fold(x, x.is_ascii()), fs.fold(y, y.is_ascii()));
             assert_eq!(
-                ie.cover(&[a.id, b.id], &all, &mut 0),
-                is.cover(&[sa.id, sb.id], &all, &mut 0),
+                cover_of(ie, &[a.id, b.id], &all),
+                cover_of(is, &[sa.id, sb.id], &all),
                 "{x} {y}"
             );
             for k in 0..texts.len() {
