@@ -741,6 +741,9 @@ mod tests {
         // Another sentence is another answer.
         assert_ne!(a, key("Revenue fell 5%[^1]. Churn rose in April[^2]."));
         assert_ne!(a, key("Revenue fell 5%[^1]."));
+        // Letters past ASCII are lower-cased too, and stay themselves.
+        assert_eq!(key("Ärger über Café[^1]."), key("ärger ÜBER café[^3]."));
+        assert_ne!(key("Ärger über Café[^1]."), key("Arger uber Cafe[^1]."));
     }
 
     #[test]

@@ -111,22 +111,30 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
     // at the sentence's end (one hash per sentence, not per character).
     let mut words = String::new();
     let mut in_word = false;
-    let mut rest = answer.as_ref();
     let mut end_sentence = |words: &mut String| {
         if !words.is_empty() {
             sentences.push(term_hash(words));
         }
         words.clear();
     };
-    while let Some(c) = rest.chars().next() {
+    let text = answer.as_ref();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
         // A marker `[^…]` is skipped whole.
-        if let Some(after) = rest.strip_prefix("[^")
-            && let Some(close) = after.find(']')
-        {
-            rest = &after[close + 1..];
-            continue;
+        if b[i] == b'[' && b.get(i + 1) == Some(&b'^') {
+            if let Some(close) = memchr::memchr(b']', &b[i + 2..]) {
+                i += close + 3;
+                continue;
+            }
         }
-        rest = &rest[c.len_utf8()..];
+        // ASCII bytes are characters; anything else is decoded.
+        let c = if b[i].is_ascii() {
+            char::from(b[i])
+        } else {
+            text[i..].chars().next().unwrap_or(char::REPLACEMENT_CHARACTER)
+        };
+        i += c.len_utf8();
         if c.is_alphanumeric() {
             if !in_word {
                 words.push(' ');
@@ -142,7 +150,7 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
         in_word = false;
         let ends = c == '\n'
             || (matches!(c, '.' | '!' | '?')
-                && rest
+                && text[i..]
                     .chars()
                     .next()
                     .is_none_or(|n| n.is_whitespace() || n == '['));
