@@ -282,7 +282,7 @@ impl SourceIndex {
                     }
                     mark.mask |= bit;
                 } else {
-                    *table.entry(info.key) |= bit;
+                    *table.entry(info.key()) |= bit;
                 }
                 m = Some(mark);
             }
@@ -299,15 +299,15 @@ impl SourceIndex {
             // A stop word leaves `alt` for the next content word.
             for (p, p_wanted) in prev.into_iter().chain(alt.take()) {
                 if want && p_wanted {
-                    pair(pair_hash(p, info.key));
+                    pair(pair_hash(p, info.key()));
                 }
             }
-            prev = Some((info.key, want));
+            prev = Some((info.key(), want));
             if info.negation {
                 pending = true;
             } else if pending {
                 if want {
-                    pair(pair_hash(NEGATED, info.key));
+                    pair(pair_hash(NEGATED, info.key()));
                 }
                 pending = false;
             }
@@ -318,7 +318,7 @@ impl SourceIndex {
                 list(m, postings, sentence);
             }
             (
-                (!info.number && info.dotted).then_some((info.key, want)),
+                (!info.number && info.dotted).then_some((info.key(), want)),
                 info.negation,
             )
         };
@@ -391,7 +391,7 @@ impl SourceIndex {
         marked
             || rest.iter().any(|&(bank, mask)| {
                 self.banks[bank]
-                    .get(term.key)
+                    .get(term.key())
                     .is_some_and(|m| m & mask != 0)
             })
     }

@@ -11,11 +11,9 @@ use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
 /// What a case-folded word is, looked up once per distinct word.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct WordInfo {
-    /// What the source index knows it by: the stem's hash for a word, the
-    /// folded number's hash for a number.
-    pub(super) key: u64,
-    /// The key's dense number in this thread's [`Folder`]: where the source
-    /// index marks it (an array slot, not a hash probe).
+    /// The term's dense number in this thread's [`Folder`] (one per stem
+    /// of a word, one per folded number): where the source index marks it
+    /// (an array slot, not a hash probe).
     pub(super) id: u32,
     pub(super) number: bool,
     pub(super) stop: bool,
@@ -31,10 +29,106 @@ pub(super) struct WordInfo {
 }
 
 impl WordInfo {
+    /// What the source index's tables know the term by: its id, mixed so
+    /// that its top bits spread over a table's slots (a bijection: distinct
+    /// ids have distinct keys).
+    #[inline(always)]
+    pub(super) fn key(&self) -> u64 {
+        (u64::from(self.id) ^ 0x2545_f491_4f6c_dd1d).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// The memo's packed form: id, word classes and spelled digits in one
+    /// word, with a bit that marks it present.
+    fn pack(&self) -> u64 {
+        u64::from(self.id)
+            | u64::from(self.number) << 32
+            | u64::from(self.stop) << 33
+            | u64::from(self.filler) << 34
+            | u64::from(self.negation) << 35
+            | u64::from(self.dotted) << 36
+            | u64::from(self.spelled) << 40
+            | PRESENT
+    }
+
+    fn unpack(x: u64) -> WordInfo {
+        WordInfo {
+            id: x as u32,
+            number: x & 1 << 32 != 0,
+            stop: x & 1 << 33 != 0,
+            filler: x & 1 << 34 != 0,
+            negation: x & 1 << 35 != 0,
+            dotted: x & 1 << 36 != 0,
+            spelled: (x >> 40) as u8,
+        }
+    }
+
     /// The digits of a small number written as a word ("two": "2").
     pub(super) fn spelled(&self) -> Option<&'static str> {
         let i = usize::from(self.spelled.checked_sub(1)?);
         SPELLED.get(i).map(|&(_, digits)| digits)
+    }
+}
+
+/// Marks a memo slot in use.
+const PRESENT: u64 = 1 << 63;
+
+/// The word memo's table: surface hash → packed [`WordInfo`], 16 bytes a
+/// slot so a large vocabulary stays in the core's own cache. Linear
+/// probing, a power of two slots at most 3/4 full; emptied only when the
+/// memo starts over.
+struct Memo {
+    slots: Vec<(u64, u64)>,
+    len: usize,
+    shift: u32,
+}
+
+impl Memo {
+    fn with_slots(slots: usize) -> Memo {
+        Memo {
+            slots: vec![(0, 0); slots],
+            len: 0,
+            shift: 64 - slots.trailing_zeros(),
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, surface: u64) -> Option<WordInfo> {
+        let mask = self.slots.len() - 1;
+        let mut i = (surface >> self.shift) as usize;
+        loop {
+            let (k, v) = self.slots[i & mask];
+            if v == 0 {
+                return None;
+            }
+            if k == surface {
+                return Some(WordInfo::unpack(v));
+            }
+            i += 1;
+        }
+    }
+
+    /// Files `info` under `surface`, which is not in the memo.
+    fn insert(&mut self, surface: u64, info: WordInfo) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            let old = std::mem::replace(self, Memo::with_slots(self.slots.len() * 2));
+            for (k, v) in old.slots {
+                if v != 0 {
+                    self.insert(k, WordInfo::unpack(v));
+                }
+            }
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = (surface >> self.shift) as usize & mask;
+        while self.slots[i].1 != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = (surface, info.pack());
+        self.len += 1;
+    }
+
+    fn clear(&mut self) {
+        self.slots.fill((0, 0));
+        self.len = 0;
     }
 }
 
@@ -53,7 +147,7 @@ pub(super) struct Folder {
     /// Memo of a pure function (case-folded word, by hash → [`WordInfo`]),
     /// kept across records: vocabularies repeat, and the Snowball stemmer
     /// is the costliest step per word. It changes only speed, never a result.
-    words: Table<WordInfo>,
+    words: Memo,
     /// Index key → dense id.
     ids: Table<u32>,
 }
@@ -63,7 +157,7 @@ impl Folder {
         Folder {
             stemmer: Stemmer::create(Algorithm::English),
             buf: String::with_capacity(64),
-            words: Table::with_capacity(1024),
+            words: Memo::with_slots(2048),
             ids: Table::with_capacity(1024),
         }
     }
@@ -71,10 +165,10 @@ impl Folder {
     /// Starts the memo over when full; only between records, so the ids a
     /// record's index uses stay valid through it. Whether it did.
     pub(super) fn reset_if_full(&mut self) -> bool {
-        if self.words.len() < MEMO_WORDS && self.ids.len() < MEMO_WORDS {
+        if self.words.len < MEMO_WORDS && self.ids.len() < MEMO_WORDS {
             return false;
         }
-        self.words.clear(usize::MAX);
+        self.words.clear();
         self.ids.clear(usize::MAX);
         true
     }
@@ -111,7 +205,7 @@ impl Folder {
         } else {
             self.word()
         };
-        *self.words.entry(surface) = info;
+        self.words.insert(surface, info);
         info
     }
 
@@ -126,7 +220,7 @@ impl Folder {
             return info;
         }
         let info = self.word();
-        *self.words.entry(surface) = info;
+        self.words.insert(surface, info);
         info
     }
 
@@ -134,7 +228,6 @@ impl Folder {
     pub(super) fn number(&mut self) -> WordInfo {
         let key = term_hash(&self.buf);
         WordInfo {
-            key,
             id: self.id(key),
             number: true,
             ..WordInfo::default()
@@ -151,7 +244,6 @@ impl Folder {
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
             .map_or(0, |i| i as u8 + 1);
         WordInfo {
-            key,
             id: self.id(key),
             number: false,
             stop,

@@ -238,7 +238,7 @@ fn read_claims(
                 own: folded,
                 other,
                 id: folded.id,
-                key: folded.key,
+                key: folded.key(),
                 apart: false,
                 aside: false,
                 in_best: false,
@@ -330,7 +330,7 @@ pub(super) fn analyze_with(
                 hit = o;
                 found = true;
             }
-            let key = hit.key;
+            let key = hit.key();
             if t.class != TermClass::Function {
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
