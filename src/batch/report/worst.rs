@@ -132,7 +132,10 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
         let c = if b[i].is_ascii() {
             char::from(b[i])
         } else {
-            text[i..].chars().next().unwrap_or(char::REPLACEMENT_CHARACTER)
+            text[i..]
+                .chars()
+                .next()
+                .unwrap_or(char::REPLACEMENT_CHARACTER)
         };
         i += c.len_utf8();
         if c.is_alphanumeric() {

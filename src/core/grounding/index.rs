@@ -19,7 +19,8 @@ use crate::core::terms::Table;
 /// Which of a record's sources hold each key (term stem, number, or pair of
 /// consecutive content terms): one lookup per key whatever the number of
 /// sources a claim cites. Sources are bits of a mask, 64 per bank. Kept per
-/// thread and emptied per record without a pass over its memory (stamps).
+/// thread and emptied per record (the wanted terms' marks are a dense
+/// array of the record's own, so what a record touches stays close).
 ///
 /// Also which source sentences hold each content term (numbers, non-stop
 /// words), as a short list per term: sentences are numbered across the
@@ -27,10 +28,9 @@ use crate::core::terms::Table;
 /// the record and counts as present in every sentence, so a claim's look-up
 /// stays bounded per term: linear work.
 pub(super) struct SourceIndex {
-    /// By word id: which of the first 64 sources hold it and its sentence
-    /// list, valid when its stamp is the record's.
+    /// By wanted term (its slot in `wanted`): which of the first 64 sources
+    /// hold it and its sentence list.
     marks: Vec<Mark>,
-    stamp: u32,
     /// By bank: the pairs, and (past the first bank, whose terms are in
     /// `marks`) the terms, each with the mask of the bank's sources holding it.
     banks: Vec<Table<u64>>,
@@ -53,12 +53,65 @@ pub(super) struct SourceIndex {
     cache: SourceCache,
     /// The summary of the source being indexed, filed in `cache` after.
     building: Summary,
-    /// By word id, one bit each: the terms this record's claims ask about.
-    wanted: Vec<u64>,
-    /// The words of `wanted` set for this record (cleared in `start`).
-    wanted_words: Vec<u32>,
+    /// The terms this record's claims ask about, and their marks' slots.
+    wanted: Wanted,
+}
+
+/// The terms a record's claims ask about: a bit per word id (a quick no for
+/// most source words) and, per wanted id, the slot of its [`Mark`].
+#[derive(Default)]
+struct Wanted {
+    bits: Vec<u64>,
+    /// By word id: its mark's slot + 1 (valid where its bit is set).
+    slot: Vec<u32>,
+    /// The ids wanted in this record (cleared in `SourceIndex::start`).
+    ids: Vec<u32>,
     /// Every term is wanted (an index of every word, for tests).
-    want_all: bool,
+    all: bool,
+}
+
+impl Wanted {
+    /// The mark slot of term `id`, if wanted.
+    #[inline(always)]
+    fn slot(&self, id: u32) -> Option<usize> {
+        let bits = self.bits.get(id as usize / 64)?;
+        (bits & (1u64 << (id % 64)) != 0).then(|| self.slot[id as usize] as usize - 1)
+    }
+
+    /// Wants term `id` (giving it a fresh mark in `marks`); its mark's slot.
+    fn want(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
+        if let Some(s) = self.slot(id) {
+            return s;
+        }
+        let i = id as usize;
+        if i / 64 >= self.bits.len() {
+            self.bits.resize(i / 64 + 1, 0);
+        }
+        if i >= self.slot.len() {
+            self.slot.resize(i + 1, 0);
+        }
+        self.bits[i / 64] |= 1u64 << (i % 64);
+        marks.push(Mark::default());
+        self.slot[i] = marks.len() as u32;
+        self.ids.push(id);
+        marks.len() - 1
+    }
+
+    /// [`Wanted::slot`], wanting every term met when all are wanted.
+    #[inline(always)]
+    fn slot_or_all(&mut self, id: u32, marks: &mut Vec<Mark>) -> Option<usize> {
+        match self.slot(id) {
+            None if self.all => Some(self.want(id, marks)),
+            s => s,
+        }
+    }
+
+    fn clear(&mut self) {
+        for &id in &self.ids {
+            self.bits[id as usize / 64] = 0;
+        }
+        self.ids.clear();
+    }
 }
 
 /// Where a term sits against a [`Cover`]: in its best sentence.
@@ -71,7 +124,6 @@ pub(super) const POSTINGS: u32 = 24;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Mark {
-    stamp: u32,
     mask: u64,
     /// Last entry of the term's sentence list + 1 (0: none).
     head: u32,
@@ -95,7 +147,6 @@ impl SourceIndex {
     pub(super) fn new() -> Self {
         SourceIndex {
             marks: Vec::new(),
-            stamp: 0,
             banks: Vec::new(),
             built: Vec::new(),
             sentence_count: Vec::new(),
@@ -107,50 +158,33 @@ impl SourceIndex {
             ranges: Vec::new(),
             cache: SourceCache::new(),
             building: Summary::default(),
-            wanted: Vec::new(),
-            wanted_words: Vec::new(),
-            want_all: false,
+            wanted: Wanted::default(),
         }
     }
 
     /// Term `id` may be asked about in this record: the sources index it.
     #[inline(always)]
     pub(super) fn want(&mut self, id: u32) {
-        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
-        if word >= self.wanted.len() {
-            self.wanted.resize(word + 1, 0);
-        }
-        if self.wanted[word] == 0 {
-            self.wanted_words.push(word as u32);
-        }
-        self.wanted[word] |= bit;
+        self.wanted.want(id, &mut self.marks);
     }
 
     /// Whether term `id` is wanted in this record.
-    #[inline(always)]
     fn wants(&self, id: u32) -> bool {
-        self.want_all
-            || self
-                .wanted
-                .get(id as usize / 64)
-                .is_some_and(|w| w & (1u64 << (id % 64)) != 0)
+        self.wanted.all || self.wanted.slot(id).is_some()
     }
 
     /// Indexes every term from now on, wanted or not (tests compare a
     /// filtered index against this one).
     #[cfg(test)]
     pub(super) fn want_everything(&mut self) {
-        self.want_all = true;
+        self.wanted.all = true;
     }
 
     /// Empties the index for a record with `sources` sources; `ids_reset`:
     /// the folder's ids started over, so old marks mean nothing.
     pub(super) fn start(&mut self, sources: usize, ids_reset: bool) {
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 || ids_reset {
-            self.marks.clear();
-            self.stamp = 1;
-        }
+        self.marks.clear();
+        self.wanted.clear();
         if ids_reset {
             self.cache.clear();
         }
@@ -165,10 +199,6 @@ impl SourceIndex {
         self.sentences.clear();
         self.counts.clear();
         self.touched.clear();
-        for &w in &self.wanted_words {
-            self.wanted[w as usize] = 0;
-        }
-        self.wanted_words.clear();
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
@@ -208,19 +238,23 @@ impl SourceIndex {
         let Some(summary) = self.cache.get(key, text) else {
             return false;
         };
-        let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[0]);
+        let (marks, wanted, table) = (&mut self.marks, &mut self.wanted, &mut self.banks[0]);
         let (postings, sentences) = (&mut self.postings, &mut self.sentences);
         let bit = 1u64 << idx;
         let first = sentences.len() as u32;
         sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
         self.sentence_count[idx] = summary.negations.len() as u32;
         for &id in &summary.terms {
-            mark_of(marks, id, stamp).mask |= bit;
+            if let Some(s) = wanted.slot_or_all(id, marks) {
+                marks[s].mask |= bit;
+            }
         }
         // Each term's sentences in order, as reading lists them (the lists
         // are per term, so the order across terms does not matter).
         for &(id, local) in &summary.postings {
-            list(&mut marks[id as usize], postings, first + local);
+            if let Some(s) = wanted.slot(id) {
+                list(&mut marks[s], postings, first + local);
+            }
         }
         for &p in &summary.pairs {
             *table.entry(p) |= bit;
@@ -240,17 +274,9 @@ impl SourceIndex {
     ) {
         let bank = idx / 64;
         let bit = 1u64 << (idx % 64);
-        let (marks, stamp, table) = (&mut self.marks, self.stamp, &mut self.banks[bank]);
+        let (marks, wanted, table) = (&mut self.marks, &mut self.wanted, &mut self.banks[bank]);
         let (postings, sentences) = (&mut self.postings, &mut self.sentences);
         let summary = &mut self.building;
-        // A summary is replayed for any answer: it holds every term.
-        let (wanted, want_all) = (&self.wanted, self.want_all || RECORD);
-        let wants = |id: u32| {
-            want_all
-                || wanted
-                    .get(id as usize / 64)
-                    .is_some_and(|w| w & (1u64 << (id % 64)) != 0)
-        };
         if RECORD {
             summary.clear();
         }
@@ -271,20 +297,20 @@ impl SourceIndex {
                        alt: &mut Option<(u64, bool)>|
          -> (Option<(u64, bool)>, bool) {
             let info = folder.fold(w, ascii);
-            let want = wants(info.id);
-            let mut m = None;
-            if want {
-                let mark = mark_of(marks, info.id, stamp);
+            // A summary is replayed for any answer: it holds every term
+            // (each once: deduplicated at the end).
+            if RECORD {
+                summary.terms.push(info.id);
+            }
+            let slot = wanted.slot_or_all(info.id, marks);
+            let want = slot.is_some();
+            if let Some(s) = slot {
                 // Stems only: equal surfaces have equal stems.
                 if bank == 0 {
-                    if RECORD && mark.mask & bit == 0 {
-                        summary.terms.push(info.id);
-                    }
-                    mark.mask |= bit;
+                    marks[s].mask |= bit;
                 } else {
                     *table.entry(info.key()) |= bit;
                 }
-                m = Some(mark);
             }
             if !info.number && (info.stop || info.filler) {
                 return (None, info.negation);
@@ -297,8 +323,9 @@ impl SourceIndex {
                 *e |= bit;
             };
             // A stop word leaves `alt` for the next content word.
+            // A summary keeps every pair (a later answer may ask for any).
             for (p, p_wanted) in prev.into_iter().chain(alt.take()) {
-                if want && p_wanted {
+                if RECORD || (want && p_wanted) {
                     pair(pair_hash(p, info.key()));
                 }
             }
@@ -306,16 +333,16 @@ impl SourceIndex {
             if info.negation {
                 pending = true;
             } else if pending {
-                if want {
+                if RECORD || want {
                     pair(pair_hash(NEGATED, info.key()));
                 }
                 pending = false;
             }
-            if let Some(m) = m {
-                if RECORD {
-                    summary.postings.push((info.id, sentence - first));
-                }
-                list(m, postings, sentence);
+            if RECORD {
+                summary.postings.push((info.id, sentence - first));
+            }
+            if let Some(s) = slot {
+                list(&mut marks[s], postings, sentence);
             }
             (
                 (!info.number && info.dotted).then_some((info.key(), want)),
@@ -359,6 +386,8 @@ impl SourceIndex {
         *steps += split_bytes;
         self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
         if RECORD {
+            summary.terms.sort_unstable();
+            summary.terms.dedup();
             // Each term's sentences once, in order (see `replay`).
             summary.postings.sort_unstable();
             summary.postings.dedup();
@@ -385,9 +414,9 @@ impl SourceIndex {
         };
         let marked = first != 0
             && self
-                .marks
-                .get(term.id as usize)
-                .is_some_and(|m| m.stamp == self.stamp && m.mask & first != 0);
+                .wanted
+                .slot(term.id)
+                .is_some_and(|s| self.marks[s].mask & first != 0);
         marked
             || rest.iter().any(|&(bank, mask)| {
                 self.banks[bank]
@@ -420,10 +449,7 @@ impl SourceIndex {
         id: u32,
         cited: &'a [(usize, u64)],
     ) -> Option<impl Iterator<Item = u32> + 'a> {
-        let m = self
-            .marks
-            .get(id as usize)
-            .filter(|m| m.stamp == self.stamp)?;
+        let m = &self.marks[self.wanted.slot(id)?];
         if m.listed > POSTINGS {
             return None;
         }
@@ -564,22 +590,4 @@ fn list(m: &mut Mark, postings: &mut Vec<(u32, u32)>, sentence: u32) {
             m.head = postings.len() as u32;
         }
     }
-}
-
-/// The mark of word `id` in the record stamped `stamp` (a stale one is
-/// emptied first).
-#[inline(always)]
-fn mark_of(marks: &mut Vec<Mark>, id: u32, stamp: u32) -> &mut Mark {
-    let id = id as usize;
-    if id >= marks.len() {
-        marks.resize(id + 1, Mark::default());
-    }
-    let m = &mut marks[id];
-    if m.stamp != stamp {
-        *m = Mark {
-            stamp,
-            ..Mark::default()
-        };
-    }
-    m
 }
