@@ -194,50 +194,54 @@ impl SourceIndex {
         let mut pending = false;
         // One word: its key, its pairs with the previous content term (and
         // with `alt`, a dotted word before its parts), and its sentence; the
-        // key when it is a dotted word to split; whether it negates.
-        let mut one =
-            |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Option<u64>, bool) {
-                let info = folder.fold(w, ascii);
-                let m = mark_of(marks, info.id, stamp);
-                // Stems only: equal surfaces have equal stems.
-                if bank == 0 {
-                    if RECORD && m.mask & bit == 0 {
-                        summary.terms.push(info.id);
-                    }
-                    m.mask |= bit;
-                } else {
-                    *table.entry(info.key) |= bit;
+        // key when it is a dotted word to split, with the content term
+        // before it (its first part pairs with that too); whether it negates.
+        let mut one = |w: &str,
+                       ascii: bool,
+                       sentence: u32,
+                       alt: &mut Option<u64>|
+         -> (Option<(u64, Option<u64>)>, bool) {
+            let info = folder.fold(w, ascii);
+            let m = mark_of(marks, info.id, stamp);
+            // Stems only: equal surfaces have equal stems.
+            if bank == 0 {
+                if RECORD && m.mask & bit == 0 {
+                    summary.terms.push(info.id);
                 }
-                if !info.number && (info.stop || info.filler) {
-                    return (None, info.negation);
+                m.mask |= bit;
+            } else {
+                *table.entry(info.key) |= bit;
+            }
+            if !info.number && (info.stop || info.filler) {
+                return (None, info.negation);
+            }
+            let mut pair = |key: u64| {
+                let e = table.entry(key);
+                if RECORD && *e & bit == 0 {
+                    summary.pairs.push(key);
                 }
-                let mut pair = |key: u64| {
-                    let e = table.entry(key);
-                    if RECORD && *e & bit == 0 {
-                        summary.pairs.push(key);
-                    }
-                    *e |= bit;
-                };
-                // A stop word leaves `alt` for the next content word.
-                for p in prev.into_iter().chain(alt.take()) {
-                    pair(pair_hash(p, info.key));
-                }
-                prev = Some(info.key);
-                if info.negation {
-                    pending = true;
-                } else if pending {
-                    pair(pair_hash(NEGATED, info.key));
-                    pending = false;
-                }
-                if RECORD {
-                    summary.postings.push((info.id, sentence - first));
-                }
-                list(m, postings, sentence);
-                (
-                    (!info.number && info.dotted).then_some(info.key),
-                    info.negation,
-                )
+                *e |= bit;
             };
+            // A stop word leaves `alt` for the next content word.
+            for p in prev.into_iter().chain(alt.take()) {
+                pair(pair_hash(p, info.key));
+            }
+            let before = prev.replace(info.key);
+            if info.negation {
+                pending = true;
+            } else if pending {
+                pair(pair_hash(NEGATED, info.key));
+                pending = false;
+            }
+            if RECORD {
+                summary.postings.push((info.id, sentence - first));
+            }
+            list(m, postings, sentence);
+            (
+                (!info.number && info.dotted).then_some((info.key, before)),
+                info.negation,
+            )
+        };
         let bytes = text.as_bytes();
         let mut last_end = 0;
         let mut split_bytes = 0;
@@ -252,11 +256,12 @@ impl SourceIndex {
             if negation {
                 sentences[sentence as usize].1 = true;
             }
-            if let Some(whole) = dotted {
+            if let Some((whole, mut before)) = dotted {
                 // "Hawaii.Aulani": the whole word, then its parts, each in
                 // its sentence (two sentences run together, by the one
                 // sentence rule). The next word pairs with the whole word
-                // ("D.C today") and with the last part.
+                // ("D.C today") and with the last part; the first part
+                // pairs with the word before ("12 Hour" of "12 Hour.Mount").
                 split_bytes += w.len();
                 let mut at = off;
                 for part in w.split('.') {
@@ -266,7 +271,7 @@ impl SourceIndex {
                     }
                     at += part.len() + 1;
                     if !part.is_empty() {
-                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut None);
+                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut before);
                     }
                 }
                 alt = Some(whole);

@@ -30,6 +30,9 @@ pub(super) struct Scratch {
     folder: Folder,
     pub(super) index: SourceIndex,
     spans: Vec<Range<usize>>,
+    /// Per claim: its own citations, and the citations it is checked
+    /// against (its own, or those of the cited claim after it on its line).
+    owns: Vec<(Range<usize>, Range<usize>)>,
     banks: Vec<(usize, u64)>,
     terms: Vec<Term>,
     found_ids: Vec<u32>,
@@ -43,6 +46,7 @@ impl Scratch {
             folder: Folder::new(),
             index: SourceIndex::new(),
             spans: Vec::new(),
+            owns: Vec::new(),
             banks: Vec::new(),
             terms: Vec::new(),
             found_ids: Vec::new(),
@@ -92,34 +96,30 @@ pub(super) fn analyze_with(
         folder,
         index,
         spans,
+        owns,
         banks,
         terms,
         found_ids,
         words,
     } = scratch;
     claim_spans(answer, citations, steps, spans);
+    covering(answer, citations, sources.len(), spans, owns);
     let ids_reset = folder.reset_if_full();
     index.start(sources.len(), ids_reset);
     let mut claims = Vec::with_capacity(spans.len());
-    let mut cite = 0;
     let mut score: Option<f64> = None;
     // Content terms found and in all, over the answer's cited claims.
     let mut pooled = (0usize, 0usize);
     // Every word (stop words too), found and in all.
     let mut pooled_all = (0usize, 0usize);
 
-    for span in spans.iter().cloned() {
-        // Markers inside the claim (citations are in order of appearance).
-        while cite < citations.len() && citations[cite].span.start < span.start {
-            cite += 1;
-        }
-        let first = cite;
-        while cite < citations.len() && citations[cite].span.end <= span.end {
-            cite += 1;
-        }
-        let inside = &citations[first..cite];
+    for (span, (own, checked)) in spans.iter().cloned().zip(owns.iter().cloned()) {
+        let inside = &citations[own];
         let markers: Markers = inside.iter().map(|c| c.marker).collect();
-        let mut cited: Markers = inside
+        // No marker of its own, checked against the next cited claim's
+        // sources (kept only if it states a number or a name, below).
+        let covered = inside.is_empty() && !checked.is_empty();
+        let mut cited: Markers = citations[checked]
             .iter()
             .filter(|c| c.source_index() < sources.len())
             .map(|c| c.marker)
@@ -251,6 +251,16 @@ pub(super) fn analyze_with(
             });
         }
 
+        // A covered sentence is checked only when it states something a
+        // source can contradict: a number or a name ("Great question!"
+        // before a cited sentence is not a claim about the source).
+        if covered
+            && !terms
+                .iter()
+                .any(|t| matches!(t.class, TermClass::Number | TermClass::Entity))
+        {
+            cited.clear();
+        }
         // A bare "no" (a yes/no answer) has nothing else to check: a
         // negation only counts next to other content.
         if terms
@@ -424,6 +434,52 @@ pub(super) fn analyze_with(
         }
     }
     Grounding { claims, score }
+}
+
+/// Which citations each claim of `spans` is checked against, written into
+/// `owns` as (its own citations, the citations it is checked against).
+/// A claim with no marker of its own, followed on its line by a claim whose
+/// markers resolve (directly, or past more such claims), is checked against
+/// that claim's citations: a marker at the end of a run of sentences covers
+/// the run ("Born in 1991. She writes fantasy[^1]." cites [^1] for both).
+fn covering(
+    answer: &str,
+    citations: &[Citation],
+    sources: usize,
+    spans: &[Range<usize>],
+    owns: &mut Vec<(Range<usize>, Range<usize>)>,
+) {
+    owns.clear();
+    let mut cite = 0;
+    for span in spans {
+        // Markers inside the claim (citations are in order of appearance).
+        while cite < citations.len() && citations[cite].span.start < span.start {
+            cite += 1;
+        }
+        let first = cite;
+        while cite < citations.len() && citations[cite].span.end <= span.end {
+            cite += 1;
+        }
+        owns.push((first..cite, first..cite));
+    }
+    let mut next: Range<usize> = 0..0;
+    for i in (0..owns.len()).rev() {
+        let same_line = spans
+            .get(i + 1)
+            .is_some_and(|n| !answer.as_bytes()[spans[i].end..n.start].contains(&b'\n'));
+        if !same_line {
+            next = 0..0;
+        }
+        let own = owns[i].0.clone();
+        if own.is_empty() {
+            owns[i].1 = next.clone();
+        } else {
+            let resolves = citations[own.clone()]
+                .iter()
+                .any(|c| c.source_index() < sources);
+            next = if resolves { own } else { 0..0 };
+        }
+    }
 }
 
 /// Where the answer-level features go (filled once every claim is seen).

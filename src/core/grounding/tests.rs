@@ -164,7 +164,8 @@ fn unresolvable_markers_leave_a_claim_uncited() {
 
 #[test]
 fn uncited_claims_are_reported_only_when_switched_on_and_checkable() {
-    let answer = "Revenue grew 12% in EMEA. It was a good quarter. Churn fell[^1].";
+    // On a line of its own: no marker covers it.
+    let answer = "Revenue grew 12% in EMEA.\nIt was a good quarter. Churn fell[^1].";
     let parsed = citation::parse(answer, 1);
     let mut s = GroundingSettings::default();
     let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
@@ -178,6 +179,45 @@ fn uncited_claims_are_reported_only_when_switched_on_and_checkable() {
         f[0].0.detail,
         "sentence 1 has no citation but states \"12\", \"emea\""
     );
+}
+
+#[test]
+fn a_marker_covers_the_sentences_before_it_on_its_line() {
+    let source = "Sarah Maas was born in 1986. She writes fantasy novels for Bloomsbury.";
+    let answer = "Sarah Maas was born in 1991. She writes fantasy novels for Bloomsbury[^1].";
+    let g = run(answer, &[source]);
+    let c = &g.claims[0];
+    assert!(c.support.unwrap() <= model::BROKEN, "{g:?}");
+    assert!(c.markers.is_empty());
+    assert_eq!(c.sources[..], [1]);
+    assert_eq!(c.unsupported_terms, ["1991"]);
+    assert_eq!(g.score, c.support);
+    let d = unsupported_detail(0, c);
+    assert!(
+        d.starts_with("sentence 1, covered by [^1] after it: support 0."),
+        "{d}"
+    );
+    // Through a run of unmarked sentences, up to the marker.
+    let g = run(
+        "Sarah Maas was born in 1986. She lives in Bucks County. She writes fantasy novels for Bloomsbury[^1].",
+        &[source],
+    );
+    assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+    assert!(g.claims[1].support.unwrap() < 0.5, "{g:?}");
+    assert_eq!(g.claims[1].unsupported_terms, ["bucks", "county", "lives"]);
+    // Not across a line break, and not a sentence with no number or name
+    // in it: nothing a source could contradict.
+    for answer in [
+        "Sarah Maas was born in 1991.\nShe writes fantasy novels for Bloomsbury[^1].",
+        "Great question, thanks! She writes fantasy novels for Bloomsbury[^1].",
+    ] {
+        let g = run(answer, &[source]);
+        assert_eq!(g.claims[0].support, None, "{answer}: {g:?}");
+        assert_eq!(g.claims[1].support, Some(1.0), "{answer}: {g:?}");
+    }
+    // A marker that resolves to no source covers nothing.
+    let g = run("Sarah Maas was born in 1991. She writes[^4].", &[source]);
+    assert_eq!(g.score, None, "{g:?}");
 }
 
 #[test]
