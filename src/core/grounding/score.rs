@@ -441,7 +441,7 @@ pub(super) fn analyze_with(
 /// A claim with no marker of its own, followed on its line by a claim whose
 /// markers resolve (directly, or past more such claims), is checked against
 /// that claim's citations: a marker at the end of a run of sentences covers
-/// the run ("Born in 1991. She writes fantasy[^1]." cites [^1] for both).
+/// the run (`Born in 1991. She writes fantasy[^1].` cites `[^1]` for both).
 fn covering(
     answer: &str,
     citations: &[Citation],
