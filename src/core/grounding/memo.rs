@@ -6,6 +6,7 @@
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::lexicon::{SPELLED, fold_into, is_filler, is_negation, is_stop, spelled_other};
+use super::variants;
 use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
 
 /// What a case-folded word is, looked up once per distinct word.
@@ -28,6 +29,9 @@ pub(super) struct WordInfo {
     /// 1 + its index in [`SPELLED`]; 0 for none (one byte keeps the memo's
     /// slots small).
     pub(super) spelled: u8,
+    /// Other spellings and synonyms it may be found by, as a
+    /// [`variants::group`] handle (0: none).
+    pub(super) variants: u32,
 }
 
 impl WordInfo {
@@ -146,6 +150,11 @@ impl Folder {
         let buf = &self.buf;
         let key = term_hash(&self.stemmer.stem(buf));
         let (stop, filler, negation) = (is_stop(buf), is_filler(buf), is_negation(buf));
+        let variants = if stop || filler || negation {
+            0
+        } else {
+            variants::group(key)
+        };
         let dotted = buf.contains('.');
         let spelled = spelled_other(buf, false)
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
@@ -159,6 +168,7 @@ impl Folder {
             negation,
             dotted,
             spelled,
+            variants,
         }
     }
 

@@ -8,8 +8,9 @@ use std::ops::Range;
 use super::claims::claim_spans;
 use super::index::{Cover, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
-use super::memo::Folder;
+use super::memo::{Folder, WordInfo};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
+use super::variants;
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
@@ -217,6 +218,21 @@ pub(super) fn analyze_with(
                     if index.holds(&o, banks) {
                         hit = o;
                         found = true;
+                    }
+                }
+            }
+            // "favourite" against "favorite", "enroll" against "register".
+            if !found {
+                for &key in variants::alternates(folded.variants) {
+                    let o = WordInfo {
+                        key,
+                        id: folder.id(key),
+                        ..WordInfo::default()
+                    };
+                    if index.holds(&o, banks) {
+                        hit = o;
+                        found = true;
+                        break;
                     }
                 }
             }

@@ -556,6 +556,52 @@ fn spelling_variants_are_found() {
         "It ended in the fourteenth round.",
     );
     assert_fully_supported("She didn’t win[^1].", "She didn't win.");
+    // UK and US spellings, both ways, inflected.
+    assert_fully_supported(
+        "It was her favourite colour[^1].",
+        "It was her favorite color.",
+    );
+    assert_fully_supported(
+        "The students enrolled in the autumn programme[^1].",
+        "The students enrolled in the autumn program.",
+    );
+    assert_fully_supported(
+        "He analyzed the center's data[^1].",
+        "He analysed the centre's data.",
+    );
+    // A synonym, and a verb's more general word.
+    assert_fully_supported(
+        "Students can enroll online before the course starts[^1].",
+        "Students can register online before the course starts.",
+    );
+    assert_fully_supported(
+        "The big house stands on the hill[^1].",
+        "The large house stands on the hill.",
+    );
+    // A word that is neither a variant nor a synonym is still missing.
+    let g = run(
+        "Students can enroll online before the course starts[^1].",
+        &["Students can apply online before the course starts."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["enroll"], "{g:?}");
+}
+
+#[test]
+fn word_variants_come_from_the_claim_word_alone() {
+    use super::memo::Folder;
+    let mut folder = Folder::new();
+    let alternates = |folder: &mut Folder, w: &str| {
+        let info = folder.fold(w, true);
+        variants::alternates(info.variants).to_vec()
+    };
+    let favourite = alternates(&mut folder, "favourite");
+    assert_eq!(favourite, alternates(&mut folder, "Favourite"));
+    assert!(favourite.contains(&folder.fold("favorite", true).key));
+    let enrolled = alternates(&mut folder, "enrolled");
+    assert!(enrolled.contains(&folder.fold("registered", true).key));
+    // Stop words and negations have none: they are never looked up.
+    assert!(alternates(&mut folder, "the").is_empty());
+    assert!(alternates(&mut folder, "not").is_empty());
 }
 
 #[test]
