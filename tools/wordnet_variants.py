@@ -49,37 +49,38 @@ def rewrites(w):
             start = i + 1
 
 
+def records(kind, pos):
+    """The fields of each entry line of WordNet's `kind` file (data, index) for `pos`."""
+    with open(os.path.join(WN, kind + "." + POS[pos]), encoding="latin-1") as f:
+        for line in f:
+            # The licence header's lines start with two spaces.
+            if not line.startswith("  "):
+                yield line.split(" | ")[0].split()
+
+
 def synsets(pos):
     """offset → (lemmas, hypernym offsets)."""
     out = {}
-    with open(os.path.join(WN, "data." + POS[pos]), encoding="latin-1") as f:
-        for line in f:
-            if line.startswith("  "):
-                continue
-            parts = line.split(" | ")[0].split()
-            off, n = parts[0], int(parts[3], 16)
-            lemmas = [parts[4 + 2 * i].lower() for i in range(n)]
-            # Adjective satellites mark their position: "big(a)".
-            lemmas = [re.sub(r"\(.*\)$", "", x) for x in lemmas]
-            k = 4 + 2 * n
-            p = int(parts[k])
-            hyper = [parts[k + 1 + 4 * j + 1] for j in range(p) if parts[k + 1 + 4 * j] in ("@", "@i")]
-            out[off] = (lemmas, hyper)
+    for parts in records("data", pos):
+        off, n = parts[0], int(parts[3], 16)
+        lemmas = [parts[4 + 2 * i].lower() for i in range(n)]
+        # Adjective satellites mark their position: "big(a)".
+        lemmas = [re.sub(r"\(.*\)$", "", x) for x in lemmas]
+        k = 4 + 2 * n
+        p = int(parts[k])
+        hyper = [parts[k + 2 + 4 * j] for j in range(p) if parts[k + 1 + 4 * j] in ("@", "@i")]
+        out[off] = (lemmas, hyper)
     return out
 
 
 def first_senses(pos):
-    """lemma → its most frequent synset."""
+    """lemma → its most frequent synset (index files list senses by frequency)."""
     out = {}
-    with open(os.path.join(WN, "index." + POS[pos]), encoding="latin-1") as f:
-        for line in f:
-            if line.startswith("  "):
-                continue
-            parts = line.split()
-            lemma, synset_cnt, p_cnt = parts[0], int(parts[2]), int(parts[3])
-            offsets = parts[4 + p_cnt + 2:]
-            if offsets:
-                out[lemma] = offsets[0]
+    for parts in records("index", pos):
+        lemma, p_cnt = parts[0], int(parts[3])
+        offsets = parts[4 + p_cnt + 2:]
+        if offsets:
+            out[lemma] = offsets[0]
     return out
 
 
