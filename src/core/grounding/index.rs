@@ -196,52 +196,49 @@ impl SourceIndex {
         // with `alt`, a dotted word before its parts), and its sentence; the
         // key when it is a dotted word to split, with the content term
         // before it (its first part pairs with that too); whether it negates.
-        let mut one = |w: &str,
-                       ascii: bool,
-                       sentence: u32,
-                       alt: &mut Option<u64>|
-         -> (Option<(u64, Option<u64>)>, bool) {
-            let info = folder.fold(w, ascii);
-            let m = mark_of(marks, info.id, stamp);
-            // Stems only: equal surfaces have equal stems.
-            if bank == 0 {
-                if RECORD && m.mask & bit == 0 {
-                    summary.terms.push(info.id);
+        let mut one =
+            |w: &str, ascii: bool, sentence: u32, alt: &mut Option<u64>| -> (Dotted, bool) {
+                let info = folder.fold(w, ascii);
+                let m = mark_of(marks, info.id, stamp);
+                // Stems only: equal surfaces have equal stems.
+                if bank == 0 {
+                    if RECORD && m.mask & bit == 0 {
+                        summary.terms.push(info.id);
+                    }
+                    m.mask |= bit;
+                } else {
+                    *table.entry(info.key) |= bit;
                 }
-                m.mask |= bit;
-            } else {
-                *table.entry(info.key) |= bit;
-            }
-            if !info.number && (info.stop || info.filler) {
-                return (None, info.negation);
-            }
-            let mut pair = |key: u64| {
-                let e = table.entry(key);
-                if RECORD && *e & bit == 0 {
-                    summary.pairs.push(key);
+                if !info.number && (info.stop || info.filler) {
+                    return (None, info.negation);
                 }
-                *e |= bit;
+                let mut pair = |key: u64| {
+                    let e = table.entry(key);
+                    if RECORD && *e & bit == 0 {
+                        summary.pairs.push(key);
+                    }
+                    *e |= bit;
+                };
+                // A stop word leaves `alt` for the next content word.
+                for p in prev.into_iter().chain(alt.take()) {
+                    pair(pair_hash(p, info.key));
+                }
+                let before = prev.replace(info.key);
+                if info.negation {
+                    pending = true;
+                } else if pending {
+                    pair(pair_hash(NEGATED, info.key));
+                    pending = false;
+                }
+                if RECORD {
+                    summary.postings.push((info.id, sentence - first));
+                }
+                list(m, postings, sentence);
+                (
+                    (!info.number && info.dotted).then_some((info.key, before)),
+                    info.negation,
+                )
             };
-            // A stop word leaves `alt` for the next content word.
-            for p in prev.into_iter().chain(alt.take()) {
-                pair(pair_hash(p, info.key));
-            }
-            let before = prev.replace(info.key);
-            if info.negation {
-                pending = true;
-            } else if pending {
-                pair(pair_hash(NEGATED, info.key));
-                pending = false;
-            }
-            if RECORD {
-                summary.postings.push((info.id, sentence - first));
-            }
-            list(m, postings, sentence);
-            (
-                (!info.number && info.dotted).then_some((info.key, before)),
-                info.negation,
-            )
-        };
         let bytes = text.as_bytes();
         let mut last_end = 0;
         let mut split_bytes = 0;
@@ -439,6 +436,9 @@ impl SourceIndex {
         }
     }
 }
+
+/// A dotted word's key, and the content term's key before it.
+type Dotted = Option<(u64, Option<u64>)>;
 
 /// The key paired with a content word right after a negation ("did not
 /// *declare*"): whether a source negates that word.
