@@ -20,6 +20,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --no-create-home groundgate
 COPY --from=builder /src/target/release/groundgate /usr/local/bin/groundgate
+# The binary embeds word tables derived from WordNet: its notice travels with it.
+COPY --from=builder /src/src/core/grounding/data/LICENSE-WordNet /usr/share/doc/groundgate/LICENSE-WordNet
 USER 10001
 EXPOSE 9464
 ENTRYPOINT ["/usr/local/bin/groundgate"]

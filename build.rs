@@ -1,5 +1,71 @@
-//! Stamps the git commit into the binary for `groundgate_build_info`.
+//! Stamps the git commit into the binary for `groundgate_build_info`, and
+//! stems the word-variant tables of the grounding check
+//! (`src/core/grounding/data/*.txt`, see `tools/wordnet_variants.py`) into
+//! `$OUT_DIR/variants.txt`, so the binary does not stem them at run time.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// The tables, in order: a word's alternates from the first table are
+/// tried first.
+const TABLES: [&str; 2] = [
+    "src/core/grounding/data/spellings.txt",
+    "src/core/grounding/data/synonyms.txt",
+];
+
 fn main() {
+    stamp_commit();
+    stem_variants();
+}
+
+/// `stem<TAB>alternate-stem …` per line, one line per stem with
+/// alternates, lines and alternates in table order; a word whose stem is
+/// its alternate's gains nothing and is left out.
+fn stem_variants() {
+    let stemmer = Stemmer::create(Algorithm::English);
+    let mut stems: HashMap<String, String> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut alternates: HashMap<String, Vec<String>> = HashMap::new();
+    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+    for path in TABLES {
+        println!("cargo:rerun-if-changed={path}");
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{path}: {e} (generate it with tools/wordnet_variants.py)"));
+        let mut stem = |w: &str| {
+            stems
+                .entry(w.to_string())
+                .or_insert_with(|| stemmer.stem(w).into_owned())
+                .clone()
+        };
+        for line in text.lines() {
+            let Some((word, others)) = line.split_once('\t') else {
+                continue;
+            };
+            let k = stem(word);
+            for other in others.split(' ') {
+                let o = stem(other);
+                if o != k && seen.insert((k.clone(), o.clone())) {
+                    if !alternates.contains_key(&k) {
+                        order.push(k.clone());
+                    }
+                    alternates.entry(k.clone()).or_default().push(o);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for k in &order {
+        out.push_str(k);
+        out.push('\t');
+        out.push_str(&alternates[k].join(" "));
+        out.push('\n');
+    }
+    let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    std::fs::write(format!("{dir}/variants.txt"), out).expect("OUT_DIR is writable");
+}
+
+fn stamp_commit() {
     let sha = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .output()

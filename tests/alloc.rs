@@ -50,7 +50,7 @@ fn sources() -> Vec<String> {
                 .map(|s| {
                     format!(
                         "Report {k} says the regional office number {s} opened in Lisbon \
-                         with forty staff and a new archive for the {k} northern provinces. "
+                         with forty staff and a new archive center for the {k} northern provinces. "
                     )
                 })
                 .collect()
@@ -67,7 +67,8 @@ fn answer(claims: usize, words: usize) -> String {
         let s = c % 12;
         let mut sentence =
             format!("Report {k} says the regional office number {s} opened in Lisbon");
-        let tail = " with forty staff and a new archive for the northern provinces";
+        // "centre": found by its US spelling, an alternate of the claim's word.
+        let tail = " with forty staff and a new archive centre for the northern provinces";
         for w in tail
             .split(' ')
             .filter(|w| !w.is_empty())

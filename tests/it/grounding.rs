@@ -144,11 +144,12 @@ fn a_wrong_number_is_flagged_even_when_every_word_matches() {
     );
 }
 
-/// 300 attributed records (tests/data/README.md). The floor sits below the
-/// measured value (BEGIN+HaluEval mix, default config: AUC 0.966, balanced
-/// accuracy 0.919) so a real regression of the method fails it, not noise
-/// from an unrelated change; the method before the sentence-spread rule and
-/// the dotted-word split (0.939 / 0.875) fails it.
+/// 300 attributed records (tests/data/README.md). The floors sit just below
+/// the measured values (BEGIN+HaluEval mix, default config: AUC 0.959,
+/// balanced accuracy 0.895; WiCE 0.970 / 0.925; claims 0.998 / 0.978), so a
+/// real regression of the method fails them; the method without synonyms
+/// and without checking an unmarked sentence against the marker after it
+/// (0.956 / 0.873; WiCE 0.900 / 0.800; claims 0.982 / 0.967) fails them.
 fn subset(file: &str) -> Vec<groundgate::batch::eval::Scored> {
     let config = groundgate::config::RawConfig::load_from_process(
         None,
@@ -171,10 +172,10 @@ fn labelled_subset_keeps_its_auc() {
     let scored = subset("tests/data/grounding_subset.jsonl");
     assert_eq!(scored.len(), 300);
     let (auc, bal) = figures(&scored);
-    assert!(auc >= 0.94, "AUC {auc:.3} fell below the 0.94 floor");
+    assert!(auc >= 0.95, "AUC {auc:.3} fell below the 0.95 floor");
     assert!(
-        bal >= 0.85,
-        "balanced accuracy {bal:.3} fell below the 0.85 floor"
+        bal >= 0.88,
+        "balanced accuracy {bal:.3} fell below the 0.88 floor"
     );
 }
 
@@ -187,16 +188,16 @@ fn wice_and_claims_subsets_keep_their_figures() {
         .partition(|s| s.group.as_deref().is_some_and(|g| g.starts_with("wice")));
     assert_eq!((wice.len(), claims.len()), (30, 90));
     let (auc, bal) = figures(&wice);
-    assert!(auc >= 0.75, "WiCE AUC {auc:.3} fell below the 0.75 floor");
+    assert!(auc >= 0.95, "WiCE AUC {auc:.3} fell below the 0.95 floor");
     assert!(
-        bal >= 0.65,
-        "WiCE balanced accuracy {bal:.3} fell below the 0.65 floor"
+        bal >= 0.85,
+        "WiCE balanced accuracy {bal:.3} fell below the 0.85 floor"
     );
     let (auc, bal) = figures(&claims);
-    assert!(auc >= 0.95, "claims AUC {auc:.3} fell below the 0.95 floor");
+    assert!(auc >= 0.99, "claims AUC {auc:.3} fell below the 0.99 floor");
     assert!(
-        bal >= 0.92,
-        "claims balanced accuracy {bal:.3} fell below the 0.92 floor"
+        bal >= 0.975,
+        "claims balanced accuracy {bal:.3} fell below the 0.975 floor"
     );
     // Faithful merges and copies are never flagged.
     let wrongly_flagged: Vec<u64> = claims

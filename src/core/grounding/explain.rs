@@ -12,11 +12,21 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
     let mut d = String::with_capacity(64 + 6 * claim.markers.len() + 32 * MAX_TERMS);
     d.push_str("sentence ");
     d.push_str(num.format(index + 1));
-    d.push_str(" cites ");
-    for &m in &claim.markers {
+    // A sentence without a marker is checked against the markers after it
+    // on its line (the sources are the markers' numbers).
+    let (lead, markers) = if claim.markers.is_empty() {
+        (", covered by ", &claim.sources)
+    } else {
+        (" cites ", &claim.markers)
+    };
+    d.push_str(lead);
+    for &m in markers {
         d.push_str("[^");
         d.push_str(num.format(m));
         d.push(']');
+    }
+    if claim.markers.is_empty() {
+        d.push_str(" after it");
     }
     // Two decimals by integer arithmetic: float formatting is the slow part.
     let cents = (claim.support.unwrap_or(0.0) * 100.0).round() as u32;

@@ -290,12 +290,13 @@ impl SourceIndex {
         let mut pending = false;
         // One word: its key, its pairs with the previous content term (and
         // with `alt`, a dotted word before its parts), and its sentence; the
-        // key when it is a dotted word to split; whether it negates.
+        // key when it is a dotted word to split, with the content term
+        // before it (its first part pairs with that too); whether it negates.
         let mut one = |w: &str,
                        ascii: bool,
                        sentence: u32,
                        alt: &mut Option<(u64, bool)>|
-         -> (Option<(u64, bool)>, bool) {
+         -> (Dotted, bool) {
             let info = folder.fold(w, ascii);
             // A summary is replayed for any answer: it holds every term
             // (each once: deduplicated at the end).
@@ -329,7 +330,7 @@ impl SourceIndex {
                     pair(pair_hash(p, info.key()));
                 }
             }
-            prev = Some((info.key(), want));
+            let before = prev.replace((info.key(), want));
             if info.negation {
                 pending = true;
             } else if pending {
@@ -345,7 +346,7 @@ impl SourceIndex {
                 list(&mut marks[s], postings, sentence);
             }
             (
-                (!info.number && info.dotted).then_some((info.key(), want)),
+                (!info.number && info.dotted).then_some(((info.key(), want), before)),
                 info.negation,
             )
         };
@@ -363,11 +364,12 @@ impl SourceIndex {
             if negation {
                 sentences[sentence as usize].1 = true;
             }
-            if let Some(whole) = dotted {
+            if let Some((whole, mut before)) = dotted {
                 // "Hawaii.Aulani": the whole word, then its parts, each in
                 // its sentence (two sentences run together, by the one
                 // sentence rule). The next word pairs with the whole word
-                // ("D.C today") and with the last part.
+                // ("D.C today") and with the last part; the first part
+                // pairs with the word before ("12 Hour" of "12 Hour.Mount").
                 split_bytes += w.len();
                 let mut at = off;
                 for part in w.split('.') {
@@ -377,7 +379,7 @@ impl SourceIndex {
                     }
                     at += part.len() + 1;
                     if !part.is_empty() {
-                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut None);
+                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut before);
                     }
                 }
                 alt = Some(whole);
@@ -568,6 +570,10 @@ impl SourceIndex {
         }
     }
 }
+
+/// A dotted word's key, and the content term's key before it (each with
+/// whether it is wanted).
+type Dotted = Option<((u64, bool), Option<(u64, bool)>)>;
 
 /// The key paired with a content word right after a negation ("did not
 /// *declare*"): whether a source negates that word.

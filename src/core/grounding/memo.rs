@@ -6,6 +6,7 @@
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::lexicon::{SPELLED, fold_into, is_filler, is_negation, is_stop, spelled_other};
+use super::variants;
 use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
 
 /// What a case-folded word is, looked up once per distinct word.
@@ -26,6 +27,9 @@ pub(super) struct WordInfo {
     /// 1 + its index in [`SPELLED`]; 0 for none (one byte keeps the memo's
     /// slots small).
     pub(super) spelled: u8,
+    /// Other spellings and synonyms it may be found by, as a
+    /// [`variants::group`] handle (0: none).
+    pub(super) variants: u32,
 }
 
 impl WordInfo {
@@ -37,8 +41,10 @@ impl WordInfo {
         (u64::from(self.id) ^ 0x2545_f491_4f6c_dd1d).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
-    /// The memo's packed form: id, word classes and spelled digits in one
-    /// word, with a bit that marks it present.
+    /// The memo's packed form: id (32 bits), word classes (5), spelled
+    /// digits (6: fewer than 64 entries in `SPELLED`), variants group (17:
+    /// at most `variants::MAX_GROUPS`) in one word, with a bit that marks
+    /// it present.
     fn pack(&self) -> u64 {
         u64::from(self.id)
             | u64::from(self.number) << 32
@@ -46,7 +52,8 @@ impl WordInfo {
             | u64::from(self.filler) << 34
             | u64::from(self.negation) << 35
             | u64::from(self.dotted) << 36
-            | u64::from(self.spelled) << 40
+            | u64::from(self.spelled) << 37
+            | u64::from(self.variants) << 45
             | PRESENT
     }
 
@@ -58,7 +65,8 @@ impl WordInfo {
             filler: x & 1 << 34 != 0,
             negation: x & 1 << 35 != 0,
             dotted: x & 1 << 36 != 0,
-            spelled: (x >> 40) as u8,
+            spelled: (x >> 37) as u8 & 0x3f,
+            variants: (x >> 45) as u32 & 0x1_ffff,
         }
     }
 
@@ -239,6 +247,11 @@ impl Folder {
         let buf = &self.buf;
         let key = term_hash(&self.stemmer.stem(buf));
         let (stop, filler, negation) = (is_stop(buf), is_filler(buf), is_negation(buf));
+        let variants = if stop || filler || negation {
+            0
+        } else {
+            variants::group(key)
+        };
         let dotted = buf.contains('.');
         let spelled = spelled_other(buf, false)
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
@@ -251,6 +264,7 @@ impl Folder {
             negation,
             dotted,
             spelled,
+            variants,
         }
     }
 
@@ -264,3 +278,6 @@ impl Folder {
         id
     }
 }
+
+// The packed memo slot keeps a spelled number's index + 1 in 6 bits.
+const _: () = assert!(SPELLED.len() < 63);

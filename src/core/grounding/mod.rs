@@ -10,7 +10,12 @@
 //! sources. Terms are words from Unicode word segmentation, case-folded and
 //! Snowball-stemmed; stop words count apart, fillers not at all; named
 //! entities (capitalised non-stop words past the sentence start, all-caps
-//! words) count apart from other words.
+//! words) count apart from other words. A claim word the sources lack is
+//! also looked up by its other spellings (numbers in words or digits, UK/US
+//! spellings) and its WordNet synonyms (`variants`): alternates that depend
+//! on the claim's word alone, never on the sources. A sentence without a
+//! marker, followed on its line by a cited one, is checked against that
+//! one's sources when it states a number or a name.
 //!
 //! A claim whose content terms are all found, with every pair of
 //! consecutive content terms side by side in a source, scores 1. Strict
@@ -51,6 +56,7 @@ mod lexicon;
 mod memo;
 pub mod model;
 mod score;
+mod variants;
 
 pub use explain::{findings, prompt_addendum, uncited_detail, unsupported_detail};
 use score::{SCRATCH, Scratch, analyze_with};

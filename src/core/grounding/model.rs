@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.6922, // intercept
-    -0.2686, // found
-    -2.9914, // entity_missing
-    1.6065,  // entity_missing_share
-    -0.0137, // pairs
-    0.0768,  // best_sentence
-    0.4144,  // best_two_sentences
-    0.6316,  // length
-    0.0078,  // function_words
-    -0.1587, // missing
-    -0.5071, // entity_aside
-    -0.2401, // pairs_missing
-    -0.4889, // short_scattered
-    -0.9015, // short_pairs_missing
-    0.1035,  // source_sentences
-    1.6433,  // answer_found
-    1.0953,  // answer_words_found
+    -2.4386, // intercept
+    -0.4039, // found
+    -2.8570, // entity_missing
+    1.1552,  // entity_missing_share
+    0.1551,  // pairs
+    0.0346,  // best_sentence
+    0.3804,  // best_two_sentences
+    0.6147,  // length
+    -0.0229, // function_words
+    -0.3225, // missing
+    -0.5112, // entity_aside
+    -0.1487, // pairs_missing
+    -0.5267, // short_scattered
+    -1.0690, // short_pairs_missing
+    0.0625,  // source_sentences
+    1.5230,  // answer_found
+    1.1089,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

@@ -10,6 +10,7 @@ use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash}
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::{Folder, WordInfo};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
+use super::variants;
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
@@ -30,9 +31,14 @@ pub(super) struct Scratch {
     folder: Folder,
     pub(super) index: SourceIndex,
     spans: Vec<Range<usize>>,
+    /// Per claim: its own citations, and the citations it is checked
+    /// against (its own, or those of the cited claim after it on its line).
+    owns: Vec<(Range<usize>, Range<usize>)>,
     banks: Vec<(usize, u64)>,
     /// Every claim's terms, claim after claim, as read before the sources.
     all_terms: Vec<Term>,
+    /// The word ids of the terms' alternates (UK/US spellings, synonyms).
+    alt_ids: Vec<u32>,
     /// Per claim: its markers and terms, by range.
     claim_parts: Vec<ClaimParts>,
     /// The sources to index, in order of first citation.
@@ -52,8 +58,10 @@ impl Scratch {
             folder: Folder::new(),
             index: SourceIndex::new(),
             spans: Vec::new(),
+            owns: Vec::new(),
             banks: Vec::new(),
             all_terms: Vec::new(),
+            alt_ids: Vec::new(),
             claim_parts: Vec::new(),
             order: Vec::new(),
             ordered: Vec::new(),
@@ -78,7 +86,7 @@ thread_local! {
 }
 
 /// One claim term, by class; kept only long enough to score.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct Term {
     class: TermClass,
     found: bool,
@@ -96,6 +104,8 @@ pub(super) struct Term {
     aside: bool,
     /// A content term found in the claim's best sentence.
     in_best: bool,
+    /// Its alternates' word ids (a range of `Scratch::alt_ids`).
+    alts: Range<u32>,
     at: usize,
     len: usize,
 }
@@ -124,36 +134,36 @@ fn read_claims(
         folder,
         index,
         spans,
+        owns,
         all_terms,
+        alt_ids,
         claim_parts,
         order,
         ordered,
         words,
         ..
     } = scratch;
+    covering(answer, citations, sources.len(), spans, owns);
     all_terms.clear();
+    alt_ids.clear();
     claim_parts.clear();
     order.clear();
     ordered.clear();
     ordered.resize(sources.len(), false);
-    let mut cite = 0;
-    for span in spans.iter() {
-        // Markers inside the claim (citations are in order of appearance).
-        while cite < citations.len() && citations[cite].span.start < span.start {
-            cite += 1;
-        }
-        let first = cite;
-        while cite < citations.len() && citations[cite].span.end <= span.end {
-            cite += 1;
-        }
-        let inside = &citations[first..cite];
-        let mut cited: Markers = inside
+    for (span, (own, checked)) in spans.iter().zip(owns.iter().cloned()) {
+        let inside = &citations[own.clone()];
+        // No marker of its own, checked against the next cited claim's
+        // sources (kept only if it states a number or a name, below).
+        let covered = inside.is_empty() && !checked.is_empty();
+        let mut cited: Markers = citations[checked]
             .iter()
             .filter(|c| c.source_index() < sources.len())
             .map(|c| c.marker)
             .collect();
         cited.sort_unstable();
         cited.dedup();
+        // A covered sentence's sources are numbered here even when it
+        // turns out not to be checked.
         for &m in &cited {
             let idx = m as usize - 1;
             if !ordered[idx] {
@@ -225,11 +235,10 @@ fn read_claims(
                 folded.spelled()
             }
             .map(|o| folder.fold(o, true));
-            if !cited.is_empty() {
-                index.want(folded.id);
-                if let Some(o) = &other {
-                    index.want(o.id);
-                }
+            // "favourite" against "favorite", "enroll" against "register".
+            let from_alt = alt_ids.len() as u32;
+            for &key in variants::alternates(folded.variants) {
+                alt_ids.push(folder.id(key));
             }
             all_terms.push(Term {
                 class,
@@ -242,12 +251,35 @@ fn read_claims(
                 apart: false,
                 aside: false,
                 in_best: false,
+                alts: from_alt..alt_ids.len() as u32,
                 at,
                 len,
             });
         }
+        let claim_terms = &all_terms[from..];
+        // A covered sentence is checked only when it states something a
+        // source can contradict: a number or a name ("Great question!"
+        // before a cited sentence is not a claim about the source).
+        if covered
+            && !claim_terms
+                .iter()
+                .any(|t| matches!(t.class, TermClass::Number | TermClass::Entity))
+        {
+            cited.clear();
+        }
+        if !cited.is_empty() {
+            for t in claim_terms {
+                index.want(t.own.id);
+                if let Some(o) = &t.other {
+                    index.want(o.id);
+                }
+                for &id in &alt_ids[t.alts.start as usize..t.alts.end as usize] {
+                    index.want(id);
+                }
+            }
+        }
         claim_parts.push(ClaimParts {
-            cites: first..cite,
+            cites: own,
             cited,
             terms: from..all_terms.len(),
         });
@@ -272,6 +304,7 @@ pub(super) fn analyze_with(
         spans,
         banks,
         all_terms,
+        alt_ids,
         claim_parts,
         order,
         terms,
@@ -329,6 +362,19 @@ pub(super) fn analyze_with(
             {
                 hit = o;
                 found = true;
+            }
+            if !found && !cited.is_empty() {
+                for &id in &alt_ids[t.alts.start as usize..t.alts.end as usize] {
+                    let o = WordInfo {
+                        id,
+                        ..WordInfo::default()
+                    };
+                    if index.holds(&o, banks) {
+                        hit = o;
+                        found = true;
+                        break;
+                    }
+                }
             }
             let key = hit.key();
             if t.class != TermClass::Function {
@@ -528,6 +574,52 @@ pub(super) fn analyze_with(
         }
     }
     Grounding { claims, score }
+}
+
+/// Which citations each claim of `spans` is checked against, written into
+/// `owns` as (its own citations, the citations it is checked against).
+/// A claim with no marker of its own, followed on its line by a claim whose
+/// markers resolve (directly, or past more such claims), is checked against
+/// that claim's citations: a marker at the end of a run of sentences covers
+/// the run (`Born in 1991. She writes fantasy[^1].` cites `[^1]` for both).
+fn covering(
+    answer: &str,
+    citations: &[Citation],
+    sources: usize,
+    spans: &[Range<usize>],
+    owns: &mut Vec<(Range<usize>, Range<usize>)>,
+) {
+    owns.clear();
+    let mut cite = 0;
+    for span in spans {
+        // Markers inside the claim (citations are in order of appearance).
+        while cite < citations.len() && citations[cite].span.start < span.start {
+            cite += 1;
+        }
+        let first = cite;
+        while cite < citations.len() && citations[cite].span.end <= span.end {
+            cite += 1;
+        }
+        owns.push((first..cite, first..cite));
+    }
+    let mut next: Range<usize> = 0..0;
+    for i in (0..owns.len()).rev() {
+        let same_line = spans
+            .get(i + 1)
+            .is_some_and(|n| !answer.as_bytes()[spans[i].end..n.start].contains(&b'\n'));
+        if !same_line {
+            next = 0..0;
+        }
+        let own = owns[i].0.clone();
+        if own.is_empty() {
+            owns[i].1 = next.clone();
+        } else {
+            let resolves = citations[own.clone()]
+                .iter()
+                .any(|c| c.source_index() < sources);
+            next = if resolves { own } else { 0..0 };
+        }
+    }
 }
 
 /// Where the answer-level features go (filled once every claim is seen).

@@ -164,7 +164,8 @@ fn unresolvable_markers_leave_a_claim_uncited() {
 
 #[test]
 fn uncited_claims_are_reported_only_when_switched_on_and_checkable() {
-    let answer = "Revenue grew 12% in EMEA. It was a good quarter. Churn fell[^1].";
+    // On a line of its own: no marker covers it.
+    let answer = "Revenue grew 12% in EMEA.\nIt was a good quarter. Churn fell[^1].";
     let parsed = citation::parse(answer, 1);
     let mut s = GroundingSettings::default();
     let g = analyze(answer, &parsed.citations, &["Churn fell."], &s);
@@ -178,6 +179,45 @@ fn uncited_claims_are_reported_only_when_switched_on_and_checkable() {
         f[0].0.detail,
         "sentence 1 has no citation but states \"12\", \"emea\""
     );
+}
+
+#[test]
+fn a_marker_covers_the_sentences_before_it_on_its_line() {
+    let source = "Sarah Maas was born in 1986. She writes fantasy novels for Bloomsbury.";
+    let answer = "Sarah Maas was born in 1991. She writes fantasy novels for Bloomsbury[^1].";
+    let g = run(answer, &[source]);
+    let c = &g.claims[0];
+    assert!(c.support.unwrap() <= model::BROKEN, "{g:?}");
+    assert!(c.markers.is_empty());
+    assert_eq!(c.sources[..], [1]);
+    assert_eq!(c.unsupported_terms, ["1991"]);
+    assert_eq!(g.score, c.support);
+    let d = unsupported_detail(0, c);
+    assert!(
+        d.starts_with("sentence 1, covered by [^1] after it: support 0."),
+        "{d}"
+    );
+    // Through a run of unmarked sentences, up to the marker.
+    let g = run(
+        "Sarah Maas was born in 1986. She lives in Bucks County. She writes fantasy novels for Bloomsbury[^1].",
+        &[source],
+    );
+    assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+    assert!(g.claims[1].support.unwrap() < 0.5, "{g:?}");
+    assert_eq!(g.claims[1].unsupported_terms, ["bucks", "county", "lives"]);
+    // Not across a line break, and not a sentence with no number or name
+    // in it: nothing a source could contradict.
+    for answer in [
+        "Sarah Maas was born in 1991.\nShe writes fantasy novels for Bloomsbury[^1].",
+        "Great question, thanks! She writes fantasy novels for Bloomsbury[^1].",
+    ] {
+        let g = run(answer, &[source]);
+        assert_eq!(g.claims[0].support, None, "{answer}: {g:?}");
+        assert_eq!(g.claims[1].support, Some(1.0), "{answer}: {g:?}");
+    }
+    // A marker that resolves to no source covers nothing.
+    let g = run("Sarah Maas was born in 1991. She writes[^4].", &[source]);
+    assert_eq!(g.score, None, "{g:?}");
 }
 
 #[test]
@@ -599,6 +639,54 @@ fn spelling_variants_are_found() {
         "It ended in the fourteenth round.",
     );
     assert_fully_supported("She didn’t win[^1].", "She didn't win.");
+    // UK and US spellings, both ways, inflected.
+    assert_fully_supported(
+        "It was her favourite colour[^1].",
+        "It was her favorite color.",
+    );
+    assert_fully_supported(
+        "The students enrolled in the autumn programme[^1].",
+        "The students enrolled in the autumn program.",
+    );
+    assert_fully_supported(
+        "He analyzed the center's data[^1].",
+        "He analysed the centre's data.",
+    );
+    // A synonym, and a verb's more general word.
+    assert_fully_supported(
+        "Students can enroll online before the course starts[^1].",
+        "Students can register online before the course starts.",
+    );
+    assert_fully_supported(
+        "The big house stands on the hill[^1].",
+        "The large house stands on the hill.",
+    );
+    // A word that is neither a variant nor a synonym is still missing.
+    let g = run(
+        "Students can enroll online before the course starts[^1].",
+        &["Students can apply online before the course starts."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["enroll"], "{g:?}");
+}
+
+#[test]
+fn word_variants_come_from_the_claim_word_alone() {
+    use super::memo::Folder;
+    let mut folder = Folder::new();
+    // The alternates as word ids (what the index knows a word by).
+    let alternates = |folder: &mut Folder, w: &str| {
+        let info = folder.fold(w, true);
+        let keys = variants::alternates(info.variants);
+        keys.iter().map(|&k| folder.id(k)).collect::<Vec<u32>>()
+    };
+    let favourite = alternates(&mut folder, "favourite");
+    assert_eq!(favourite, alternates(&mut folder, "Favourite"));
+    assert!(favourite.contains(&folder.fold("favorite", true).id));
+    let enrolled = alternates(&mut folder, "enrolled");
+    assert!(enrolled.contains(&folder.fold("registered", true).id));
+    // Stop words and negations have none: they are never looked up.
+    assert!(alternates(&mut folder, "the").is_empty());
+    assert!(alternates(&mut folder, "not").is_empty());
 }
 
 #[test]
