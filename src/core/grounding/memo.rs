@@ -158,6 +158,11 @@ pub(super) struct Folder {
     words: Memo,
     /// Index key → dense id.
     ids: Table<u32>,
+    /// By variants group: where its alternates' ids start in `alts` + 1
+    /// (0: not looked up since the memo started over). Each run in `alts`
+    /// is its length, then the ids.
+    group_alts: Vec<u32>,
+    alts: Vec<u32>,
 }
 
 impl Folder {
@@ -167,7 +172,34 @@ impl Folder {
             buf: String::with_capacity(64),
             words: Memo::with_slots(2048),
             ids: Table::with_capacity(1024),
+            group_alts: Vec::new(),
+            alts: Vec::new(),
         }
+    }
+
+    /// The word ids `info` may also be found by (UK/US spellings,
+    /// synonyms): looked up once per group while the memo lasts.
+    pub(super) fn alternates(&mut self, info: &WordInfo) -> &[u32] {
+        let g = info.variants as usize;
+        if g == 0 {
+            return &[];
+        }
+        if g >= self.group_alts.len() {
+            self.group_alts.resize(g + 1, 0);
+        }
+        if self.group_alts[g] == 0 {
+            let at = self.alts.len();
+            self.alts.push(0);
+            for &key in variants::alternates(info.variants) {
+                let id = self.id(key);
+                self.alts.push(id);
+            }
+            self.alts[at] = (self.alts.len() - at - 1) as u32;
+            self.group_alts[g] = at as u32 + 1;
+        }
+        let at = self.group_alts[g] as usize - 1;
+        let n = self.alts[at] as usize;
+        &self.alts[at + 1..at + 1 + n]
     }
 
     /// Starts the memo over when full; only between records, so the ids a
@@ -178,6 +210,8 @@ impl Folder {
         }
         self.words.clear();
         self.ids.clear(usize::MAX);
+        self.group_alts.fill(0);
+        self.alts.clear();
         true
     }
 

@@ -10,7 +10,6 @@ use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash}
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::{Folder, WordInfo};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
-use super::variants;
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
@@ -237,9 +236,7 @@ fn read_claims(
             .map(|o| folder.fold(o, true));
             // "favourite" against "favorite", "enroll" against "register".
             let from_alt = alt_ids.len() as u32;
-            for &key in variants::alternates(folded.variants) {
-                alt_ids.push(folder.id(key));
-            }
+            alt_ids.extend_from_slice(folder.alternates(&folded));
             all_terms.push(Term {
                 class,
                 found: false,

@@ -676,8 +676,7 @@ fn word_variants_come_from_the_claim_word_alone() {
     // The alternates as word ids (what the index knows a word by).
     let alternates = |folder: &mut Folder, w: &str| {
         let info = folder.fold(w, true);
-        let keys = variants::alternates(info.variants);
-        keys.iter().map(|&k| folder.id(k)).collect::<Vec<u32>>()
+        folder.alternates(&info).to_vec()
     };
     let favourite = alternates(&mut folder, "favourite");
     assert_eq!(favourite, alternates(&mut folder, "Favourite"));
