@@ -493,6 +493,10 @@ pub(super) fn analyze_with(
 
         let names = |want: &dyn Fn(&Term) -> bool| {
             let mut out: Vec<String> = Vec::new();
+            // Most claims have none: one pass to find out.
+            if !terms.iter().any(want) {
+                return out;
+            }
             let mut buf = String::new();
             // Numbers, then entities, then words, each in order of appearance;
             // one buffer, a String only for a term kept.
