@@ -79,10 +79,17 @@ impl Wanted {
     }
 
     /// Wants term `id` (giving it a fresh mark in `marks`); its mark's slot.
+    #[inline(always)]
     fn want(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
-        if let Some(s) = self.slot(id) {
-            return s;
+        match self.slot(id) {
+            Some(s) => s,
+            None => self.add(id, marks),
         }
+    }
+
+    /// A term not wanted yet.
+    #[inline(never)]
+    fn add(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
         let i = id as usize;
         if i / 64 >= self.bits.len() {
             self.bits.resize(i / 64 + 1, 0);
@@ -444,32 +451,30 @@ impl SourceIndex {
         self.sentences.get(s as usize).is_some_and(|x| x.1)
     }
 
-    /// The sentences of the cited sources holding term `id`, newest first;
-    /// `None` when it is in too many to list.
-    fn listed<'a>(
-        &'a self,
-        id: u32,
-        cited: &'a [(usize, u64)],
-    ) -> Option<impl Iterator<Item = u32> + 'a> {
-        let m = &self.marks[self.wanted.slot(id)?];
+    /// The sentences of the cited sources holding term `id`, newest first,
+    /// appended to `out`; false (nothing appended) when it is in too many
+    /// to list.
+    fn list_into(&self, id: u32, cited: &[(usize, u64)], out: &mut Vec<u32>) -> bool {
+        let Some(slot) = self.wanted.slot(id) else {
+            return false;
+        };
+        let m = &self.marks[slot];
         if m.listed > POSTINGS {
-            return None;
+            return false;
         }
         let mut at = m.head;
-        Some(std::iter::from_fn(move || {
-            while at != 0 {
-                let (s, next) = self.postings[at as usize - 1];
-                at = next;
-                let src = self.sentences[s as usize].0 as usize;
-                if cited
-                    .iter()
-                    .any(|&(bank, mask)| bank == src / 64 && mask & (1 << (src % 64)) != 0)
-                {
-                    return Some(s);
-                }
+        while at != 0 {
+            let (s, next) = self.postings[at as usize - 1];
+            at = next;
+            let src = self.sentences[s as usize].0 as usize;
+            if cited
+                .iter()
+                .any(|&(bank, mask)| bank == src / 64 && mask & (1 << (src % 64)) != 0)
+            {
+                out.push(s);
             }
-            None
-        }))
+        }
+        true
     }
 
     /// The best one and two sentences for the found content terms `ids`
@@ -492,17 +497,14 @@ impl SourceIndex {
         lists.clear();
         ranges.clear();
         let mut everywhere = 0;
+        lists.reserve(ids.len() * POSTINGS as usize);
         for &id in ids {
-            match self.listed(id, cited) {
-                Some(list) => {
-                    let from = lists.len() as u32;
-                    lists.extend(list);
-                    ranges.push(Some((from, lists.len() as u32)));
-                }
-                None => {
-                    everywhere += 1;
-                    ranges.push(None);
-                }
+            let from = lists.len() as u32;
+            if self.list_into(id, cited, &mut lists) {
+                ranges.push(Some((from, lists.len() as u32)));
+            } else {
+                everywhere += 1;
+                ranges.push(None);
             }
         }
         let mut best = |this: &mut Self, skip: u32| -> (u32, u32) {
@@ -564,10 +566,8 @@ impl SourceIndex {
     /// too common to list (everywhere).
     #[cfg(test)]
     pub(super) fn sits(&self, id: u32, cited: &[(usize, u64)], a: u32, b: u32) -> bool {
-        match self.listed(id, cited) {
-            None => true,
-            Some(mut list) => list.any(|s| s == a || s == b),
-        }
+        let mut list = Vec::new();
+        !self.list_into(id, cited, &mut list) || list.iter().any(|&s| s == a || s == b)
     }
 }
 

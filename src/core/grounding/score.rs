@@ -43,6 +43,7 @@ pub(super) struct Scratch {
     /// The sources to index, in order of first citation.
     order: Vec<usize>,
     ordered: Vec<bool>,
+    /// A bare "no" claim's terms without its negations.
     terms: Vec<Term>,
     found_ids: Vec<u32>,
     /// Where each of `found_ids` sits against the claim's cover.
@@ -304,7 +305,7 @@ pub(super) fn analyze_with(
         alt_ids,
         claim_parts,
         order,
-        terms,
+        terms: bare,
         found_ids,
         seats,
         ..
@@ -337,8 +338,8 @@ pub(super) fn analyze_with(
             }
         }
 
-        terms.clear();
-        terms.extend_from_slice(&all_terms[part.terms.clone()]);
+        // The claim's terms, scored where pass one left them.
+        let mut terms: &mut [Term] = &mut all_terms[part.terms.clone()];
         // Consecutive content-term pairs of the claim: (found, total).
         let mut pairs = (0u32, 0u32);
         let mut prev_key: Option<u64> = None;
@@ -402,7 +403,9 @@ pub(super) fn analyze_with(
             .iter()
             .all(|t| t.negation || t.class == TermClass::Function)
         {
-            terms.retain(|t| !t.negation);
+            bare.clear();
+            bare.extend(terms.iter().filter(|t| !t.negation).cloned());
+            terms = &mut bare[..];
         }
         let mut evidence = None;
         let mut contradicted = false;
