@@ -68,6 +68,8 @@ struct Wanted {
     ids: Vec<u32>,
     /// Every term is wanted (an index of every word, for tests).
     all: bool,
+    /// Every term is wanted in this record (cleared in `SourceIndex::start`).
+    record_all: bool,
 }
 
 impl Wanted {
@@ -108,7 +110,7 @@ impl Wanted {
     #[inline(always)]
     fn slot_or_all(&mut self, id: u32, marks: &mut Vec<Mark>) -> Option<usize> {
         match self.slot(id) {
-            None if self.all => Some(self.want(id, marks)),
+            None if self.all || self.record_all => Some(self.want(id, marks)),
             s => s,
         }
     }
@@ -177,7 +179,18 @@ impl SourceIndex {
 
     /// Whether term `id` is wanted in this record.
     fn wants(&self, id: u32) -> bool {
-        self.wanted.all || self.wanted.slot(id).is_some()
+        self.wants_every_term() || self.wanted.slot(id).is_some()
+    }
+
+    /// Indexes every term of this record's sources: cheaper than declaring
+    /// the terms when the sources are short next to the answer.
+    pub(super) fn keep_every_term(&mut self) {
+        self.wanted.record_all = true;
+    }
+
+    /// Whether every term is indexed, declared or not.
+    pub(super) fn wants_every_term(&self) -> bool {
+        self.wanted.all || self.wanted.record_all
     }
 
     /// Indexes every term from now on, wanted or not (tests compare a
@@ -192,6 +205,7 @@ impl SourceIndex {
     pub(super) fn start(&mut self, sources: usize, ids_reset: bool) {
         self.marks.clear();
         self.wanted.clear();
+        self.wanted.record_all = false;
         if ids_reset {
             self.cache.clear();
         }

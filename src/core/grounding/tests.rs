@@ -432,6 +432,49 @@ fn an_index_of_the_wanted_terms_answers_like_an_index_of_every_word() {
 }
 
 #[test]
+fn grounding_by_the_declared_terms_scores_like_an_index_of_every_word() {
+    // The sample stream (short sources: every word kept) and RAG-shaped
+    // records (long sources: only the claims' terms kept), each against an
+    // index that keeps every word.
+    let samples = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/answers.jsonl"
+    ))
+    .expect("examples/answers.jsonl");
+    let rag = (0..40).map(|i| String::from_utf8_lossy(&crate::sample::rag(i, 0)).into_owned());
+    let settings = GroundingSettings::default();
+    let mut every = Scratch::new();
+    every.index.want_everything();
+    let mut checked = 0;
+    for line in samples.lines().map(str::to_string).chain(rag) {
+        // The sample stream holds broken lines on purpose.
+        let Ok(rec) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let answer = rec["answer"].as_str().unwrap_or_default();
+        let sources: Vec<&str> = rec["sources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["payload"].as_str())
+            .collect();
+        let citations = citation::parse(answer, sources.len()).citations;
+        let declared = analyze_with(
+            answer,
+            &citations,
+            &sources,
+            &settings,
+            &mut 0,
+            &mut Scratch::new(),
+        );
+        let all = analyze_with(answer, &citations, &sources, &settings, &mut 0, &mut every);
+        assert_eq!(declared, all, "{line}");
+        checked += usize::from(declared.score.is_some());
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+#[test]
 fn cached_sources_score_like_fresh_ones() {
     // RAG-shaped records whose sources mostly repeat, in other slots.
     let settings = GroundingSettings::default();
