@@ -442,11 +442,28 @@ fn grounding_by_the_declared_terms_scores_like_an_index_of_every_word() {
     ))
     .expect("examples/answers.jsonl");
     let rag = (0..40).map(|i| String::from_utf8_lossy(&crate::sample::rag(i, 0)).into_owned());
+    // Words found only by another spelling or a synonym, in sources long
+    // enough that only the declared terms are kept.
+    let filler = "The committee met again in the spring and reviewed the budget. ".repeat(20);
+    let variants = [
+        ("Her favourite colour was blue[^1].", "Her favorite color was blue."),
+        ("She enrolled at the college in two thousand[^1].", "She registered at the college in 2000."),
+        ("It ended in the 14th round[^1].", "It ended in the fourteenth round."),
+    ]
+    .map(|(answer, source)| {
+        serde_json::json!({"answer": answer, "sources": [{"payload": format!("{filler}{source} {filler}")}]})
+            .to_string()
+    });
     let settings = GroundingSettings::default();
     let mut every = Scratch::new();
     every.index.want_everything();
     let mut checked = 0;
-    for line in samples.lines().map(str::to_string).chain(rag) {
+    for line in samples
+        .lines()
+        .map(str::to_string)
+        .chain(rag)
+        .chain(variants)
+    {
         // The sample stream holds broken lines on purpose.
         let Ok(rec) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
