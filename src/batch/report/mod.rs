@@ -741,6 +741,17 @@ mod tests {
         // Another sentence is another answer.
         assert_ne!(a, key("Revenue fell 5%[^1]. Churn rose in April[^2]."));
         assert_ne!(a, key("Revenue fell 5%[^1]."));
+        // The answer read alone (first key) and from a whole parse agree,
+        // escapes included.
+        let answer = "He said \"hi\"\\n, twice[^1].\nThen left[^2].";
+        let first = serde_json::json!({ "answer": answer, "zeta": 1 }).to_string();
+        let later = serde_json::json!({ "aaa": 1, "answer": answer }).to_string();
+        assert!(first.starts_with(r#"{"answer":"#), "{first}");
+        assert_eq!(
+            near_duplicate_key(first.as_bytes()),
+            near_duplicate_key(later.as_bytes())
+        );
+        assert_ne!(near_duplicate_key(first.as_bytes()), key("He said hi."));
         // Letters past ASCII are lower-cased too, and stay themselves.
         assert_eq!(key("Ärger über Café[^1]."), key("ärger ÜBER café[^3]."));
         assert_ne!(key("Ärger über Café[^1]."), key("Arger uber Cafe[^1]."));

@@ -98,14 +98,7 @@ pub(super) fn clip(s: &str) -> String {
 /// threshold, so the worst answers do not depend on how `check` splits the
 /// input between threads.)
 pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
-    #[derive(serde::Deserialize)]
-    struct Answer<'a> {
-        #[serde(borrow)]
-        answer: std::borrow::Cow<'a, str>,
-    }
-    let answer = serde_json::from_slice::<Answer<'_>>(envelope)
-        .map(|a| a.answer)
-        .unwrap_or_default();
+    let answer = answer_of(envelope);
     let mut sentences: Vec<u64> = Vec::new();
     // The sentence's words, lower-cased, each after a space; hashed whole
     // at the sentence's end (one hash per sentence, not per character).
@@ -167,6 +160,36 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
     sentences
         .iter()
         .fold(sentences.len() as u64, |h, &s| term_hash_pair(h, s))
+}
+
+/// The envelope's answer. groundgate writes `answer` as the envelope's
+/// first key, so its string is read alone, without parsing the rest (the
+/// sources make most of an envelope); anything else is parsed whole.
+fn answer_of(envelope: &[u8]) -> std::borrow::Cow<'_, str> {
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow)]
+        answer: std::borrow::Cow<'a, str>,
+    }
+    const LEAD: &[u8] = br#"{"answer":"#;
+    if let Some(rest) = envelope.strip_prefix(LEAD) {
+        let mut i = 0;
+        while i < rest.len() {
+            match rest[i] {
+                b'\\' => i += 2,
+                b'"' => break,
+                _ => i += 1,
+            }
+        }
+        // The string token, quotes included.
+        let token = envelope.get(LEAD.len() - 1..LEAD.len() + i + 1);
+        if let Some(Ok(answer)) = token.map(serde_json::from_slice::<String>) {
+            return answer.into();
+        }
+    }
+    serde_json::from_slice::<Answer<'_>>(envelope)
+        .map(|a| a.answer)
+        .unwrap_or_default()
 }
 
 /// Folds the sentence hash `s` into the running key `h` (order matters; the
