@@ -115,11 +115,12 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
     let mut i = 0;
     while i < b.len() {
         // A marker `[^…]` is skipped whole.
-        if b[i] == b'[' && b.get(i + 1) == Some(&b'^') {
-            if let Some(close) = memchr::memchr(b']', &b[i + 2..]) {
-                i += close + 3;
-                continue;
-            }
+        if b[i] == b'['
+            && b.get(i + 1) == Some(&b'^')
+            && let Some(close) = memchr::memchr(b']', &b[i + 2..])
+        {
+            i += close + 3;
+            continue;
         }
         // ASCII bytes are characters; anything else is decoded.
         let c = if b[i].is_ascii() {
