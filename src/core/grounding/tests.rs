@@ -431,6 +431,24 @@ fn an_index_of_the_wanted_terms_answers_like_an_index_of_every_word() {
     }
 }
 
+/// The grounding of record `rec` (default settings) with a fresh scratch,
+/// and with `kept` (a scratch kept across records or set up otherwise).
+fn fresh_and_kept(rec: &serde_json::Value, kept: &mut Scratch) -> (Grounding, Grounding) {
+    let settings = GroundingSettings::default();
+    let answer = rec["answer"].as_str().unwrap_or_default();
+    let sources: Vec<&str> = rec["sources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["payload"].as_str())
+        .collect();
+    let citations = citation::parse(answer, sources.len()).citations;
+    let mut fresh = Scratch::new();
+    let a = analyze_with(answer, &citations, &sources, &settings, &mut 0, &mut fresh);
+    let b = analyze_with(answer, &citations, &sources, &settings, &mut 0, kept);
+    (a, b)
+}
+
 #[test]
 fn grounding_by_the_declared_terms_scores_like_an_index_of_every_word() {
     // The sample stream (short sources: every word kept) and RAG-shaped
@@ -454,7 +472,6 @@ fn grounding_by_the_declared_terms_scores_like_an_index_of_every_word() {
         serde_json::json!({"answer": answer, "sources": [{"payload": format!("{filler}{source} {filler}")}]})
             .to_string()
     });
-    let settings = GroundingSettings::default();
     let mut every = Scratch::new();
     every.index.want_everything();
     let mut checked = 0;
@@ -468,23 +485,7 @@ fn grounding_by_the_declared_terms_scores_like_an_index_of_every_word() {
         let Ok(rec) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
-        let answer = rec["answer"].as_str().unwrap_or_default();
-        let sources: Vec<&str> = rec["sources"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s["payload"].as_str())
-            .collect();
-        let citations = citation::parse(answer, sources.len()).citations;
-        let declared = analyze_with(
-            answer,
-            &citations,
-            &sources,
-            &settings,
-            &mut 0,
-            &mut Scratch::new(),
-        );
-        let all = analyze_with(answer, &citations, &sources, &settings, &mut 0, &mut every);
+        let (declared, all) = fresh_and_kept(&rec, &mut every);
         assert_eq!(declared, all, "{line}");
         checked += usize::from(declared.score.is_some());
     }
@@ -494,28 +495,11 @@ fn grounding_by_the_declared_terms_scores_like_an_index_of_every_word() {
 #[test]
 fn cached_sources_score_like_fresh_ones() {
     // RAG-shaped records whose sources mostly repeat, in other slots.
-    let settings = GroundingSettings::default();
     let mut warm = Scratch::new();
     for i in 0..120 {
         let rec: serde_json::Value =
             serde_json::from_slice(&crate::sample::rag(i, 90)).expect("sample record");
-        let answer = rec["answer"].as_str().unwrap_or_default();
-        let sources: Vec<&str> = rec["sources"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s["payload"].as_str())
-            .collect();
-        let citations = citation::parse(answer, sources.len()).citations;
-        let fresh = analyze_with(
-            answer,
-            &citations,
-            &sources,
-            &settings,
-            &mut 0,
-            &mut Scratch::new(),
-        );
-        let cached = analyze_with(answer, &citations, &sources, &settings, &mut 0, &mut warm);
+        let (fresh, cached) = fresh_and_kept(&rec, &mut warm);
         assert_eq!(cached, fresh, "record {i}");
     }
     assert!(warm.index.cache_hits() > 500, "{}", warm.index.cache_hits());
