@@ -34,8 +34,10 @@
 //! other words scores low) nor most contradictions (a claim that contradicts
 //! its source with the same words scores high).
 //!
-//! Pure: no I/O, no clock, no environment. Terms are compared as 64-bit
-//! hashes, and working memory is kept per thread, so in steady state a
+//! Pure: no I/O, no clock, no environment. Terms are compared by dense
+//! word ids (one per stem, from the thread's word memo), the claims' terms
+//! are declared before the sources are read so that a source keeps only
+//! what the claims ask about, and working memory is kept per thread, so in steady state a
 //! record allocates its result (the claim list, each reported term), not
 //! per claim nor per word. The only state kept between calls is bounded
 //! per-thread memos of pure functions (word → stem and word classes; source

@@ -1,6 +1,9 @@
-//! Scoring: each cited claim's terms looked up in its cited sources, its
-//! evidence features computed, and the strict rules (numbers, negation) and
-//! the fitted model (`model`) turning them into a support in `[0, 1]`.
+//! Scoring, in two passes over a record: first every claim's words are read
+//! and classified and the terms they can ask about declared to the source
+//! index; then the cited sources are read once each, and each cited claim's
+//! terms are looked up, its evidence features computed, and the strict
+//! rules (numbers, negation) and the fitted model (`model`) turn them into a
+//! support in `[0, 1]`.
 
 use std::cell::RefCell;
 use std::ops::Range;
