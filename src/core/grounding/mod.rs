@@ -37,9 +37,9 @@
 //! Pure: no I/O, no clock, no environment. Terms are compared by dense
 //! word ids (one per stem, from the thread's word memo), the claims' terms
 //! are declared before the sources are read so that a source keeps only
-//! what the claims ask about, and working memory is kept per thread, so in steady state a
-//! record allocates its result (the claim list, each reported term), not
-//! per claim nor per word. The only state kept between calls is bounded
+//! what the claims ask about, and working memory is kept per thread, so in
+//! steady state a record allocates its result (the claim list, each
+//! reported term), not per claim nor per word. The only state kept between calls is bounded
 //! per-thread memos of pure functions (word → stem and word classes; source
 //! text → what indexing it adds), which change speed, never a result.
 
