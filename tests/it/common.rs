@@ -299,20 +299,28 @@ pub fn sum_where(metrics: &str, name: &str, label_filter: &str) -> f64 {
         .sum()
 }
 
-/// Records on `topic` according to kcat, reading every partition to its end.
-pub fn kcat_count(bootstrap: &str, topic: &str) -> usize {
-    let out = Command::new("kcat")
-        .args([
-            "-b", bootstrap, "-C", "-t", topic, "-e", "-q", "-f", "%p:%o\\n",
-        ])
-        .output()
-        .expect("kcat is installed (check need_tool first)");
+/// Runs `cmd` (an external tool whose presence `need_tool` checked, or
+/// groundgate itself) and asserts it succeeded, showing its stderr when it
+/// did not; its stdout.
+pub fn succeeded(cmd: &mut Command, what: &str) -> Vec<u8> {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what} runs: {e}"));
     assert!(
         out.status.success(),
-        "kcat: {}",
+        "{what}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    out.stdout
+}
+
+/// Records on `topic` according to kcat, reading every partition to its end.
+pub fn kcat_count(bootstrap: &str, topic: &str) -> usize {
+    let out = succeeded(
+        Command::new("kcat").args([
+            "-b", bootstrap, "-C", "-t", topic, "-e", "-q", "-f", "%p:%o\\n",
+        ]),
+        "kcat",
+    );
+    String::from_utf8_lossy(&out).lines().count()
 }
 
 /// Percent-encodes a query-string value.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{alert_exprs, dashboard_exprs, metric_names, need_tool, repo};
+use crate::common::{alert_exprs, dashboard_exprs, metric_names, need_tool, repo, succeeded};
 use groundgate::config::{Config, RawConfig};
 use groundgate::core::types::{Mode, OutcomeKind, Summary};
 use serde_json::Value;
@@ -57,17 +57,13 @@ fn compose_file_validates_and_wires_the_stack() {
     ) {
         return;
     }
-    let out = Command::new("docker-compose")
-        .args(["-f", "docker-compose.yml", "config"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("docker-compose is installed (checked by need_tool)");
-    assert!(
-        out.status.success(),
-        "docker-compose config: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        Command::new("docker-compose")
+            .args(["-f", "docker-compose.yml", "config"])
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+        "docker-compose config",
     );
-    let compose: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    let compose: Value = serde_yaml_ng::from_slice(&out).unwrap();
     let services = compose["services"].as_object().unwrap();
     for s in [
         "kafka",
@@ -263,15 +259,11 @@ fn kubernetes_manifests_point_at_what_the_worker_serves() {
         "kubectl",
         "kubernetes-client",
     ) {
-        let out = Command::new("kubectl")
-            .args(["kustomize", "deploy/k8s"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("kubectl runs");
-        assert!(
-            out.status.success(),
-            "kubectl kustomize: {}",
-            String::from_utf8_lossy(&out.stderr)
+        succeeded(
+            Command::new("kubectl")
+                .args(["kustomize", "deploy/k8s"])
+                .current_dir(env!("CARGO_MANIFEST_DIR")),
+            "kubectl kustomize",
         );
     }
 }
@@ -443,17 +435,13 @@ fn the_secured_kubernetes_overlay_mounts_the_secret_the_settings_name() {
     ) {
         return;
     }
-    let out = Command::new("kubectl")
-        .args(["kustomize", "deploy/k8s-secured"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        Command::new("kubectl")
+            .args(["kustomize", "deploy/k8s-secured"])
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+        "kubectl kustomize",
     );
-    let deploy = serde_yaml_ng::Deserializer::from_slice(&out.stdout)
+    let deploy = serde_yaml_ng::Deserializer::from_slice(&out)
         .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
         .find(|d| d["kind"] == "Deployment")
         .expect("a Deployment");

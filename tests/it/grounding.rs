@@ -8,7 +8,7 @@ use groundgate::core::{
 };
 use serde_json::{Value, json};
 
-use crate::common::repo;
+use crate::common::{repo, succeeded};
 
 const META: RecordMeta<'static> = RecordMeta {
     topic: "answers",
@@ -213,18 +213,14 @@ fn wice_and_claims_subsets_keep_their_figures() {
 
 #[test]
 fn eval_command_prints_the_report() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
-        .args(["eval", "--misses", "3", "--by", "provenance"])
-        .arg(repo("tests/data/grounding_subset.jsonl"))
-        .arg(repo("tests/data/grounding_wice_claims.jsonl"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+            .args(["eval", "--misses", "3", "--by", "provenance"])
+            .arg(repo("tests/data/grounding_subset.jsonl"))
+            .arg(repo("tests/data/grounding_wice_claims.jsonl")),
+        "groundgate eval",
     );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = String::from_utf8(out).unwrap();
     for needle in [
         "min_support 0.5",
         "naive AUC",

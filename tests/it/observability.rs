@@ -3,14 +3,15 @@
 
 use std::process::Command;
 
-use crate::common::need_tool;
+use crate::common::{need_tool, succeeded};
 
-fn promtool(args: &[&str]) -> std::process::Output {
-    Command::new("promtool")
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("promtool is installed (checked by need_tool)")
+fn promtool(args: &[&str]) -> Vec<u8> {
+    succeeded(
+        Command::new("promtool")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+        "promtool",
+    )
 }
 
 #[test]
@@ -18,12 +19,7 @@ fn prometheus_config_is_valid() {
     if !need_tool("prometheus_config_is_valid", "promtool", "prometheus") {
         return;
     }
-    let out = promtool(&["check", "config", "deploy/prometheus/prometheus.yml"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool(&["check", "config", "deploy/prometheus/prometheus.yml"]);
 }
 
 #[test]
@@ -35,12 +31,7 @@ fn alert_rules_are_valid_and_each_has_a_runbook() {
     ) {
         return;
     }
-    let out = promtool(&["check", "rules", "deploy/prometheus/alerts.yml"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool(&["check", "rules", "deploy/prometheus/alerts.yml"]);
     let rules = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/alerts.yml"),
     )

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{Proc, WAIT, bin, free_port, http_get, need_tool, wait_for};
+use crate::common::{Proc, WAIT, bin, free_port, http_get, need_tool, succeeded, wait_for};
 
 /// A test CA, a server certificate for 127.0.0.1 and a client certificate
 /// signed by it, and a second CA that signed nothing of these.
@@ -30,15 +30,11 @@ impl Pki {
         let dir = tempfile::tempdir().unwrap();
         let pki = Pki { dir };
         let run = |args: &[&str]| {
-            let out = Command::new("openssl")
-                .args(args)
-                .current_dir(pki.dir.path())
-                .output()
-                .expect("openssl runs");
-            assert!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
+            succeeded(
+                Command::new("openssl")
+                    .args(args)
+                    .current_dir(pki.dir.path()),
+                &format!("openssl {args:?}"),
             );
         };
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
