@@ -38,7 +38,7 @@ impl WordInfo {
     /// ids have distinct keys).
     #[inline(always)]
     pub(super) fn key(&self) -> u64 {
-        (u64::from(self.id) ^ 0x2545_f491_4f6c_dd1d).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        key_of(self.id)
     }
 
     /// The memo's packed form: id (32 bits), word classes (5), spelled
@@ -75,6 +75,12 @@ impl WordInfo {
         let i = usize::from(self.spelled.checked_sub(1)?);
         SPELLED.get(i).map(|&(_, digits)| digits)
     }
+}
+
+/// The source index's key of word id `id` (see [`WordInfo::key`]).
+#[inline(always)]
+pub(super) fn key_of(id: u32) -> u64 {
+    (u64::from(id) ^ 0x2545_f491_4f6c_dd1d).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Marks a memo slot in use.

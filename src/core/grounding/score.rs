@@ -11,7 +11,7 @@ use std::ops::Range;
 use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
-use super::memo::{Folder, WordInfo};
+use super::memo::{Folder, WordInfo, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
@@ -43,9 +43,9 @@ pub(super) struct Scratch {
     alt_ids: Vec<u32>,
     /// Per claim: its markers and terms, by range.
     claim_parts: Vec<ClaimParts>,
-    /// The sources to index, in order of first citation.
+    /// The sources claims cite, in order of citation (the index reads each
+    /// on its first).
     order: Vec<usize>,
-    ordered: Vec<bool>,
     /// A bare "no" claim's terms without its negations.
     terms: Vec<Term>,
     found_ids: Vec<u32>,
@@ -67,7 +67,6 @@ impl Scratch {
             alt_ids: Vec::new(),
             claim_parts: Vec::new(),
             order: Vec::new(),
-            ordered: Vec::new(),
             terms: Vec::new(),
             found_ids: Vec::new(),
             seats: Vec::new(),
@@ -97,10 +96,9 @@ pub(super) struct Term {
     /// The term as folded, and its other spelling ("2" for "two"), if any.
     own: WordInfo,
     other: Option<WordInfo>,
-    /// The word id and key the index knows it by (its own or its other
+    /// The word id the index knows it by (its own or its other
     /// spelling's).
     id: u32,
-    key: u64,
     /// Found, but only outside the claim's best two sentences.
     apart: bool,
     /// An entity found, but not in the claim's best sentence.
@@ -125,7 +123,7 @@ pub(super) struct ClaimParts {
 /// Reads every claim's words (pass one, before any source): each claim's
 /// terms with their classes and other spellings into `all_terms`, the
 /// terms of cited claims declared to the index as wanted, and the cited
-/// sources in order of first citation into `order`.
+/// sources in order of citation into `order`.
 fn read_claims(
     answer: &str,
     citations: &[Citation],
@@ -142,7 +140,6 @@ fn read_claims(
         alt_ids,
         claim_parts,
         order,
-        ordered,
         words,
         ..
     } = scratch;
@@ -151,8 +148,6 @@ fn read_claims(
     alt_ids.clear();
     claim_parts.clear();
     order.clear();
-    ordered.clear();
-    ordered.resize(sources.len(), false);
     for (span, (own, checked)) in spans.iter().zip(owns.iter().cloned()) {
         let inside = &citations[own.clone()];
         // No marker of its own, checked against the next cited claim's
@@ -167,13 +162,7 @@ fn read_claims(
         cited.dedup();
         // A covered sentence's sources are numbered here even when it
         // turns out not to be checked.
-        for &m in &cited {
-            let idx = m as usize - 1;
-            if !ordered[idx] {
-                ordered[idx] = true;
-                order.push(idx);
-            }
-        }
+        order.extend(cited.iter().map(|&m| m as usize - 1));
 
         // Words of the claim, markers excluded: collected first, then
         // classified in one plain loop (no call per word).
@@ -248,7 +237,6 @@ fn read_claims(
                 own: folded,
                 other,
                 id: folded.id,
-                key: folded.key(),
                 apart: false,
                 aside: false,
                 in_best: false,
@@ -321,8 +309,9 @@ pub(super) fn analyze_with(
         seats,
         ..
     } = scratch;
-    // Sources in order of first citation: sentences are numbered in that
-    // order, which breaks ties between equally good sentences.
+    // Sources in order of first citation (`add` reads a source once):
+    // sentences are numbered in that order, which breaks ties between
+    // equally good sentences.
     for &idx in order.iter() {
         index.add(idx, sources[idx], folder, steps);
     }
@@ -405,7 +394,6 @@ pub(super) fn analyze_with(
             }
             t.found = found;
             t.id = hit.id;
-            t.key = key;
         }
 
         // A bare "no" (a yes/no answer) has nothing else to check: a
@@ -471,7 +459,7 @@ pub(super) fn analyze_with(
                     t.found
                         && t.class != TermClass::Function
                         && t.in_best
-                        && index.holds_pair(pair_hash(NEGATED, t.key), banks)
+                        && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
                 });
             let number_missing = terms
                 .iter()
