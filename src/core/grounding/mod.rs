@@ -17,7 +17,7 @@
 //! marker, followed on its line by a cited one, is checked against that
 //! one's sources when it states a number or a name.
 //!
-//! A claim whose content terms are all found, with every pair of
+//! A claim whose words (stop words too) are all found, with every pair of
 //! consecutive content terms side by side in a source, scores 1. Strict
 //! rules hold a claim to at most [`model::BROKEN`] (still ranked by the
 //! model): a number found in none of the cited sources; a negation the
@@ -116,7 +116,7 @@ impl Claim {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Evidence {
     pub features: [f64; model::FEATURES],
-    /// `Some(1.0)`: every term and pair found; `Some(0.0)`: a number or a
+    /// `Some(1.0)`: every word and pair found; `Some(0.0)`: a number or a
     /// negation the sources contradict.
     pub rule: Option<f64>,
 }

@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.4386, // intercept
-    -0.4039, // found
-    -2.8570, // entity_missing
-    1.1552,  // entity_missing_share
-    0.1551,  // pairs
-    0.0346,  // best_sentence
-    0.3804,  // best_two_sentences
-    0.6147,  // length
-    -0.0229, // function_words
-    -0.3225, // missing
-    -0.5112, // entity_aside
-    -0.1487, // pairs_missing
-    -0.5267, // short_scattered
-    -1.0690, // short_pairs_missing
-    0.0625,  // source_sentences
-    1.5230,  // answer_found
-    1.1089,  // answer_words_found
+    -2.2800, // intercept
+    -0.1374, // found
+    -2.8778, // entity_missing
+    1.1881,  // entity_missing_share
+    0.1362,  // pairs
+    -0.0509, // best_sentence
+    0.3471,  // best_two_sentences
+    0.5754,  // length
+    -0.1714, // function_words
+    -0.2088, // missing
+    -0.4730, // entity_aside
+    -0.2554, // pairs_missing
+    -0.7425, // short_scattered
+    -1.2684, // short_pairs_missing
+    0.0872,  // source_sentences
+    1.4529,  // answer_found
+    1.1631,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.
@@ -61,7 +61,7 @@ pub fn probability(features: &[f64; FEATURES], coefficients: &[f64; FEATURES + 1
 /// negation the sources contradict).
 pub const BROKEN: f64 = 0.25;
 
-/// A claim's support from its evidence: 1 when every term and pair is
+/// A claim's support from its evidence: 1 when every word and pair is
 /// found; the model's probability, scaled down to at most [`BROKEN`] when a
 /// strict rule is broken (flagged at any `min_support` above that, yet
 /// still ranked by its evidence); else the model's probability.

@@ -464,9 +464,7 @@ pub(super) fn analyze_with(
             let number_missing = terms
                 .iter()
                 .any(|t| t.class == TermClass::Number && !t.found);
-            let content_missing = terms
-                .iter()
-                .any(|t| t.class != TermClass::Function && !t.found);
+            let any_missing = terms.iter().any(|t| !t.found);
             // Scattered: most of the claim's found words sit outside its
             // best two sentences (a merge of two sentences is fine; words
             // picked from all over a page are not support).
@@ -477,7 +475,7 @@ pub(super) fn analyze_with(
                 || scattered
             {
                 Some(0.0)
-            } else if !content_missing && pairs.0 == pairs.1 {
+            } else if !any_missing && pairs.0 == pairs.1 {
                 Some(1.0)
             } else {
                 None

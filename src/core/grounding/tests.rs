@@ -878,3 +878,22 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_claim_is_fully_supported_only_when_every_word_is_found() {
+    let source = "The Oberoi Group is a hotel company with its head office in Delhi.";
+    assert_fully_supported("The Oberoi Group is a hotel company[^1].", source);
+    // No content word to miss, yet nothing of it is in the source: a
+    // dialogue turn like this says nothing the source supports.
+    let g = run("How about you[^1]?", &[source]);
+    let min = GroundingSettings::default().min_support;
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+    // Every content word found, one small word not: weighed by the model,
+    // and still well supported.
+    let g = run(
+        "The Oberoi Group is a hotel company that has its head office in Delhi[^1].",
+        &[source],
+    );
+    let s = g.claims[0].support.unwrap();
+    assert!(s < 1.0 && s >= min, "{g:?}");
+}
