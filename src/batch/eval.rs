@@ -278,17 +278,24 @@ pub fn naive_share(answer: &str, sources: &[&str]) -> f64 {
 
 /// Balanced accuracy of "flag when `score` < t" at the best threshold t.
 pub fn best_balanced_accuracy(items: &[(f64, bool)]) -> f64 {
+    best_threshold(items).1
+}
+
+/// The threshold t for which "flag when `score` < t" has the best balanced
+/// accuracy, and that accuracy: t is a score of `items`, the lowest left
+/// unflagged. On a tie, the lowest such t. `(0, 0.5)` when `items` hold
+/// one class only.
+pub fn best_threshold(items: &[(f64, bool)]) -> (f64, f64) {
     let mut v: Vec<(f64, bool)> = items.to_vec();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     let pos = v.iter().filter(|x| x.1).count() as f64;
     let neg = v.len() as f64 - pos;
     if pos == 0.0 || neg == 0.0 {
-        return 0.5;
+        return (0.0, 0.5);
     }
-    // Flagging everything below v[i]'s score, for each distinct score (and
-    // everything).
+    // Flagging nothing, then everything up to each distinct score.
     let (mut tp, mut fp) = (0.0, 0.0);
-    let mut best: f64 = 0.5;
+    let mut best = (v[0].0, 0.5);
     let mut i = 0;
     while i < v.len() {
         let mut j = i;
@@ -300,7 +307,13 @@ pub fn best_balanced_accuracy(items: &[(f64, bool)]) -> f64 {
             }
             j += 1;
         }
-        best = best.max((tp / pos + (neg - fp) / neg) / 2.0);
+        let accuracy = (tp / pos + (neg - fp) / neg) / 2.0;
+        // Flagging everything (no next score) is never better than 0.5.
+        if accuracy > best.1
+            && let Some(next) = v.get(j)
+        {
+            best = (next.0, accuracy);
+        }
         i = j;
     }
     best
@@ -323,6 +336,10 @@ pub struct Row {
     pub recall: Option<f64>,
     /// Share of records flagged `unsupported_claim`.
     pub flagged: f64,
+    /// The `min_support` with the best balanced accuracy on these records,
+    /// and that accuracy: what to configure for data like them.
+    pub best_min_support: Option<f64>,
+    pub best_balanced_accuracy: Option<f64>,
     pub naive_auc: Option<f64>,
     pub naive_best_balanced_accuracy: Option<f64>,
 }
@@ -340,6 +357,8 @@ impl Row {
             .collect();
         let pairs: Vec<(f64, bool)> = scored.iter().map(|s| (s.naive, s.unsupported)).collect();
         let both = c.has_both_classes();
+        let ours: Vec<(f64, bool)> = scored.iter().map(|s| (s.score, s.unsupported)).collect();
+        let best = both.then(|| best_threshold(&ours));
         Row {
             file: file.to_string(),
             group,
@@ -350,6 +369,8 @@ impl Row {
             precision: (both && c.tp + c.fp > 0).then(|| c.precision()),
             recall: both.then(|| c.recall()),
             flagged: (c.tp + c.fp) as f64 / scored.len().max(1) as f64,
+            best_min_support: best.map(|b| b.0),
+            best_balanced_accuracy: best.map(|b| b.1),
             naive_auc: auc(&naive),
             naive_best_balanced_accuracy: both.then(|| best_balanced_accuracy(&pairs)),
         }
@@ -566,6 +587,23 @@ mod tests {
             Some(0.75)
         );
         assert_eq!(auc(&[s(0.2, true)]), None);
+    }
+
+    #[test]
+    fn the_best_threshold_is_the_lowest_score_left_unflagged() {
+        // (score, unsupported): flagging below 0.6 catches both unsupported
+        // records and no supported one.
+        let items = [(0.3, true), (0.6, false), (0.5, true), (0.9, false)];
+        assert_eq!(best_threshold(&items), (0.6, 1.0));
+        // Overlapping: below 0.5 flags one of two unsupported records and no
+        // supported one (0.75); below 0.7 flags both and one supported
+        // (0.75 too): the lower threshold is kept.
+        let items = [(0.4, true), (0.5, false), (0.6, true), (0.7, false)];
+        assert_eq!(best_threshold(&items), (0.5, 0.75));
+        // Unsupported records scoring highest: flagging nothing is best.
+        let items = [(0.9, true), (0.2, false)];
+        assert_eq!(best_threshold(&items), (0.2, 0.5));
+        assert_eq!(best_threshold(&[(0.4, true)]), (0.0, 0.5));
     }
 
     #[test]

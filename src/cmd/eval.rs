@@ -81,6 +81,7 @@ fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
         "precision",
         "recall",
         "flagged",
+        "best min_support (bal. acc)",
         "naive AUC",
         "naive best bal. acc",
     ]);
@@ -97,6 +98,10 @@ fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
             f3(r.precision),
             f3(r.recall),
             format!("{:.1} %", 100.0 * r.flagged),
+            match (r.best_min_support, r.best_balanced_accuracy) {
+                (Some(t), Some(a)) => format!("{t:.4} ({a:.3})"),
+                _ => "n/a".to_string(),
+            },
             f3(r.naive_auc),
             f3(r.naive_best_balanced_accuracy),
         ]);
