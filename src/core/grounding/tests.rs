@@ -261,6 +261,39 @@ fn prompt_addendum_lists_claims_and_missing_terms() {
     assert_eq!(prompt_addendum("Retention fell[^1].", &g, 0.6, false), None);
 }
 
+/// Words of `text` chunk by chunk at whitespace, each chunk by the ASCII
+/// scanner when it is ASCII, else by `unicode-segmentation`: the reference
+/// for [`for_each_word`], which scans the ASCII between chunks in runs.
+fn words_by_chunk(text: &str) -> Vec<(usize, String, bool)> {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut out = Vec::new();
+    let mut at = 0;
+    for chunk in text.split(|c: char| c.is_ascii_whitespace()) {
+        if chunk.is_ascii() {
+            crate::core::terms::ascii_words(chunk, at, &mut |w, off| {
+                out.push((off, w.to_string(), true));
+            });
+        } else {
+            for (off, w) in chunk.unicode_word_indices() {
+                out.push((at + off, w.to_string(), w.is_ascii()));
+            }
+        }
+        at += chunk.len() + 1;
+    }
+    out
+}
+
+proptest! {
+    #[test]
+    fn words_of_mixed_text_are_those_of_each_chunk(
+        text in "([a-zA-Z0-9_'.:,;!?\\- ]|\n|\t|é|’|—|ü|。|Ⅻ|\u{2009}){0,120}",
+    ) {
+        let mut words = Vec::new();
+        for_each_word(&text, &mut 0, |w, at, ascii| words.push((at, w.to_string(), ascii)));
+        prop_assert_eq!(words, words_by_chunk(&text));
+    }
+}
+
 /// Every word of `texts`, as the source index knows it.
 fn words_of(texts: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
