@@ -136,6 +136,24 @@ fn claims_split_at_sentence_ends_with_their_markers() {
 }
 
 #[test]
+fn full_width_ends_split_claims_among_other_non_ascii_text() {
+    // あ and ｗ share the lead bytes of 。 and ！: not ends.
+    let answer = "Café in Zürich. あの店は東京にある。大きいｗ！ Really? Ａｎｄ more[^1]. Last";
+    let g = run(answer, &["x"]);
+    assert_eq!(
+        texts(answer, &g),
+        [
+            "Café in Zürich.",
+            "あの店は東京にある。",
+            "大きいｗ！",
+            "Really?",
+            "Ａｎｄ more[^1].",
+            "Last"
+        ]
+    );
+}
+
+#[test]
 fn fenced_code_is_not_a_claim() {
     let answer = "Intro[^1].\n```rust\nlet x = 42; // [^1]\n```\nOutro[^1].";
     let g = run(answer, &["Intro and outro."]);
