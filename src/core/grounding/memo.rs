@@ -185,18 +185,33 @@ impl Folder {
 
     /// The word ids `info` may also be found by (UK/US spellings,
     /// synonyms): looked up once per group while the memo lasts.
+    #[inline(always)]
     pub(super) fn alternates(&mut self, info: &WordInfo) -> &[u32] {
         let g = info.variants as usize;
         if g == 0 {
             return &[];
         }
+        match self.group_alts.get(g) {
+            Some(&at) if at != 0 => {
+                let at = at as usize - 1;
+                let n = self.alts[at] as usize;
+                &self.alts[at + 1..at + 1 + n]
+            }
+            _ => self.learn_alternates(g),
+        }
+    }
+
+    /// [`Folder::alternates`] of a group not looked up since the memo
+    /// started over.
+    #[inline(never)]
+    fn learn_alternates(&mut self, g: usize) -> &[u32] {
         if g >= self.group_alts.len() {
             self.group_alts.resize(g + 1, 0);
         }
         if self.group_alts[g] == 0 {
             let at = self.alts.len();
             self.alts.push(0);
-            for &key in variants::alternates(info.variants) {
+            for &key in variants::alternates(g as u32) {
                 let id = self.id(key);
                 self.alts.push(id);
             }
