@@ -95,20 +95,26 @@ impl Wanted {
     }
 
     /// A term not wanted yet.
-    #[inline(never)]
+    #[inline(always)]
     fn add(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
         let i = id as usize;
-        if i / 64 >= self.bits.len() {
-            self.bits.resize(i / 64 + 1, 0);
-        }
         if i >= self.slot.len() {
-            self.slot.resize(i + 1, 0);
+            self.grow(i);
         }
         self.bits[i / 64] |= 1u64 << (i % 64);
         marks.push(Mark::default());
         self.slot[i] = marks.len() as u32;
         self.ids.push(id);
         marks.len() - 1
+    }
+
+    /// Room for word id `i` (and then some: ids grow one by one).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        let n = (i + 1).next_power_of_two().max(1024);
+        self.slot.resize(n, 0);
+        self.bits.resize(n.div_ceil(64), 0);
     }
 
     /// [`Wanted::slot`], wanting every term met when all are wanted.
