@@ -332,9 +332,7 @@ impl SourceIndex {
         steps: &mut usize,
     ) {
         let bank = idx / 64;
-        let bit = 1u64 << (idx % 64);
-        let (marks, wanted, table) = (&mut self.marks, &mut self.wanted, &mut self.banks[bank]);
-        let (postings, sentences) = (&mut self.postings, &mut self.sentences);
+        let sentences = &mut self.sentences;
         let summary = &mut self.building;
         if RECORD {
             summary.clear();
@@ -342,72 +340,18 @@ impl SourceIndex {
         let first = sentences.len() as u32;
         let mut sentence = first;
         sentences.push((idx as u32, false));
-        // The previous content term: its key, and whether it is wanted (a
-        // pair is asked about only when both its terms are).
-        let mut prev: Option<(u64, bool)> = None;
-        // A negation seen, waiting for the content word it negates.
-        let mut pending = false;
-        // One word: its key, its pairs with the previous content term (and
-        // with `alt`, a dotted word before its parts), and its sentence; the
-        // key when it is a dotted word to split, with the content term
-        // before it (its first part pairs with that too); whether it negates.
-        let mut one = |w: &str,
-                       ascii: bool,
-                       sentence: u32,
-                       alt: &mut Option<(u64, bool)>|
-         -> (Dotted, bool) {
-            let info = folder.fold(w, ascii);
-            // A summary is replayed for any answer: it holds every term
-            // (each once: deduplicated at the end).
-            if RECORD {
-                summary.terms.push(info.id);
-            }
-            let slot = wanted.slot_or_all(info.id, marks);
-            let want = slot.is_some();
-            if let Some(s) = slot {
-                // Stems only: equal surfaces have equal stems.
-                if bank == 0 {
-                    marks[s].mask |= bit;
-                } else {
-                    *table.entry(info.key()) |= bit;
-                }
-            }
-            if !info.number && (info.stop || info.filler) {
-                return (None, info.negation);
-            }
-            let mut pair = |key: u64| {
-                let e = table.entry(key);
-                if RECORD && *e & bit == 0 {
-                    summary.pairs.push(key);
-                }
-                *e |= bit;
-            };
-            // A stop word leaves `alt` for the next content word.
-            // A summary keeps every pair (a later answer may ask for any).
-            for (p, p_wanted) in prev.into_iter().chain(alt.take()) {
-                if RECORD || (want && p_wanted) {
-                    pair(pair_hash(p, info.key()));
-                }
-            }
-            let before = prev.replace((info.key(), want));
-            if info.negation {
-                pending = true;
-            } else if pending {
-                if RECORD || want {
-                    pair(pair_hash(NEGATED, info.key()));
-                }
-                pending = false;
-            }
-            if RECORD {
-                summary.postings.push((info.id, sentence - first));
-            }
-            if let Some(s) = slot {
-                list(&mut marks[s], postings, sentence);
-            }
-            (
-                (!info.number && info.dotted).then_some(((info.key(), want), before)),
-                info.negation,
-            )
+        let mut r = Reading::<RECORD> {
+            folder,
+            marks: &mut self.marks,
+            wanted: &mut self.wanted,
+            table: &mut self.banks[bank],
+            postings: &mut self.postings,
+            summary,
+            bank,
+            bit: 1u64 << (idx % 64),
+            first,
+            prev: None,
+            pending: false,
         };
         let bytes = text.as_bytes();
         let mut last_end = 0;
@@ -419,7 +363,7 @@ impl SourceIndex {
                 sentences.push((idx as u32, false));
             }
             last_end = off + w.len();
-            let (dotted, negation) = one(w, ascii, sentence, &mut alt);
+            let (dotted, negation) = r.word(w, ascii, sentence, &mut alt);
             if negation {
                 sentences[sentence as usize].1 = true;
             }
@@ -438,7 +382,7 @@ impl SourceIndex {
                     }
                     at += part.len() + 1;
                     if !part.is_empty() {
-                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut before);
+                        r.part(part, ascii || part.is_ascii(), sentence, &mut before);
                     }
                 }
                 alt = Some(whole);
@@ -447,6 +391,7 @@ impl SourceIndex {
         *steps += split_bytes;
         self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
         if RECORD {
+            let summary = &mut self.building;
             summary.terms.sort_unstable();
             summary.terms.dedup();
             // Each term's sentences once, in order (see `replay`).
@@ -626,6 +571,107 @@ impl SourceIndex {
 /// A dotted word's key, and the content term's key before it (each with
 /// whether it is wanted).
 type Dotted = Option<((u64, bool), Option<(u64, bool)>)>;
+
+/// What reading one source carries from word to word: the tables it
+/// writes, the previous content term and a negation waiting for its word.
+struct Reading<'a, const RECORD: bool> {
+    folder: &'a mut Folder,
+    marks: &'a mut Vec<Mark>,
+    wanted: &'a mut Wanted,
+    /// The source's bank: its pairs, and (past the first bank) its terms.
+    table: &'a mut Table<u64>,
+    postings: &'a mut Vec<(u32, u32)>,
+    summary: &'a mut Summary,
+    bank: usize,
+    /// The source's bit in its bank.
+    bit: u64,
+    /// The source's first sentence.
+    first: u32,
+    /// The previous content term: its key, and whether it is wanted (a
+    /// pair is asked about only when both its terms are).
+    prev: Option<(u64, bool)>,
+    /// A negation seen, waiting for the content word it negates.
+    pending: bool,
+}
+
+impl<const RECORD: bool> Reading<'_, RECORD> {
+    /// One word: its key, its pairs with the previous content term (and
+    /// with `alt`, a dotted word before its parts), and its sentence. Gives
+    /// the key when it is a dotted word to split, with the content term
+    /// before it (its first part pairs with that too); and whether it
+    /// negates.
+    #[inline(always)]
+    fn word(
+        &mut self,
+        w: &str,
+        ascii: bool,
+        sentence: u32,
+        alt: &mut Option<(u64, bool)>,
+    ) -> (Dotted, bool) {
+        let info = self.folder.fold(w, ascii);
+        // A summary is replayed for any answer: it holds every term
+        // (each once: deduplicated at the end).
+        if RECORD {
+            self.summary.terms.push(info.id);
+        }
+        let slot = self.wanted.slot_or_all(info.id, self.marks);
+        let want = slot.is_some();
+        if let Some(s) = slot {
+            // Stems only: equal surfaces have equal stems.
+            if self.bank == 0 {
+                self.marks[s].mask |= self.bit;
+            } else {
+                *self.table.entry(info.key()) |= self.bit;
+            }
+        }
+        if !info.number && (info.stop || info.filler) {
+            return (None, info.negation);
+        }
+        // A stop word leaves `alt` for the next content word.
+        // A summary keeps every pair (a later answer may ask for any).
+        for (p, p_wanted) in self.prev.into_iter().chain(alt.take()) {
+            if RECORD || (want && p_wanted) {
+                self.pair(pair_hash(p, info.key()));
+            }
+        }
+        let before = self.prev.replace((info.key(), want));
+        if info.negation {
+            self.pending = true;
+        } else if self.pending {
+            if RECORD || want {
+                self.pair(pair_hash(NEGATED, info.key()));
+            }
+            self.pending = false;
+        }
+        if RECORD {
+            self.summary.postings.push((info.id, sentence - self.first));
+        }
+        if let Some(s) = slot {
+            list(&mut self.marks[s], self.postings, sentence);
+        }
+        (
+            (!info.number && info.dotted).then_some(((info.key(), want), before)),
+            info.negation,
+        )
+    }
+
+    /// A part of a dotted word ([`Reading::word`], kept out of the loop:
+    /// dotted words are rare).
+    #[inline(never)]
+    fn part(&mut self, w: &str, ascii: bool, sentence: u32, before: &mut Option<(u64, bool)>) {
+        let _ = self.word(w, ascii, sentence, before);
+    }
+
+    /// Marks pair `key` as in the source.
+    #[inline(always)]
+    fn pair(&mut self, key: u64) {
+        let e = self.table.entry(key);
+        if RECORD && *e & self.bit == 0 {
+            self.summary.pairs.push(key);
+        }
+        *e |= self.bit;
+    }
+}
 
 /// The key paired with a content word right after a negation ("did not
 /// *declare*"): whether a source negates that word.

@@ -13,6 +13,7 @@ use crate::core::terms::ascii_words;
 /// character go through `unicode-segmentation`. Whitespace never joins
 /// words, so the split at whitespace is exact, and the ASCII text between
 /// two such chunks is scanned in one run, however many chunks it holds.
+#[inline(always)]
 pub(super) fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize, bool)) {
     // Each byte is visited a bounded number of times; count them once here.
     *steps += text.len();
