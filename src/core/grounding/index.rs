@@ -608,13 +608,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         sentence: u32,
         alt: &mut Option<(u64, bool)>,
     ) -> (Dotted, bool) {
-        let info = self.folder.fold(w, ascii);
+        let info = self.folder.fold_packed(w, ascii);
         // A summary is replayed for any answer: it holds every term
         // (each once: deduplicated at the end).
         if RECORD {
-            self.summary.terms.push(info.id);
+            self.summary.terms.push(info.id());
         }
-        let slot = self.wanted.slot_or_all(info.id, self.marks);
+        let slot = self.wanted.slot_or_all(info.id(), self.marks);
         let want = slot.is_some();
         if let Some(s) = slot {
             // Stems only: equal surfaces have equal stems.
@@ -624,8 +624,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                 *self.table.entry(info.key()) |= self.bit;
             }
         }
-        if !info.number && (info.stop || info.filler) {
-            return (None, info.negation);
+        if info.function() {
+            return (None, info.negation());
         }
         // A stop word leaves `alt` for the next content word.
         // A summary keeps every pair (a later answer may ask for any).
@@ -635,7 +635,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             }
         }
         let before = self.prev.replace((info.key(), want));
-        if info.negation {
+        if info.negation() {
             self.pending = true;
         } else if self.pending {
             if RECORD || want {
@@ -644,14 +644,16 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             self.pending = false;
         }
         if RECORD {
-            self.summary.postings.push((info.id, sentence - self.first));
+            self.summary
+                .postings
+                .push((info.id(), sentence - self.first));
         }
         if let Some(s) = slot {
             list(&mut self.marks[s], self.postings, sentence);
         }
         (
-            (!info.number && info.dotted).then_some(((info.key(), want), before)),
-            info.negation,
+            (!info.number() && info.dotted()).then_some(((info.key(), want), before)),
+            info.negation(),
         )
     }
 

@@ -86,6 +86,46 @@ pub(super) fn key_of(id: u32) -> u64 {
 /// Marks a memo slot in use.
 const PRESENT: u64 = 1 << 63;
 
+/// A [`WordInfo`] as the memo keeps it: for the source index, which reads
+/// a few of its fields per source word and need not unpack the rest.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Packed(u64);
+
+impl Packed {
+    #[inline(always)]
+    pub(super) fn id(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// See [`WordInfo::key`].
+    #[inline(always)]
+    pub(super) fn key(self) -> u64 {
+        key_of(self.id())
+    }
+
+    #[inline(always)]
+    pub(super) fn number(self) -> bool {
+        self.0 & 1 << 32 != 0
+    }
+
+    /// A stop word or a filler, and not a number: no content term.
+    #[inline(always)]
+    pub(super) fn function(self) -> bool {
+        let classes = (self.0 >> 32) & 0b111;
+        classes & 1 == 0 && classes != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn negation(self) -> bool {
+        self.0 & 1 << 35 != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn dotted(self) -> bool {
+        self.0 & 1 << 36 != 0
+    }
+}
+
 /// The word memo's table: surface hash → packed [`WordInfo`], 16 bytes a
 /// slot so a large vocabulary stays in the core's own cache. Linear
 /// probing, a power of two slots at most 3/4 full; emptied only when the
@@ -107,6 +147,11 @@ impl Memo {
 
     #[inline(always)]
     fn get(&self, surface: u64) -> Option<WordInfo> {
+        self.get_packed(surface).map(|p| WordInfo::unpack(p.0))
+    }
+
+    #[inline(always)]
+    fn get_packed(&self, surface: u64) -> Option<Packed> {
         let mask = self.slots.len() - 1;
         let mut i = (surface >> self.shift) as usize;
         loop {
@@ -115,7 +160,7 @@ impl Memo {
                 return None;
             }
             if k == surface {
-                return Some(WordInfo::unpack(v));
+                return Some(Packed(v));
             }
             i += 1;
         }
@@ -247,6 +292,19 @@ impl Folder {
         }
     }
 
+    /// [`Folder::fold`], packed.
+    #[inline(always)]
+    pub(super) fn fold_packed(&mut self, word: &str, ascii: bool) -> Packed {
+        if ascii {
+            let hash = ascii_word(word.as_bytes()).hash;
+            if let Some(p) = self.words.get_packed(hash) {
+                return p;
+            }
+            return Packed(self.learn_ascii(word, hash).pack());
+        }
+        Packed(self.fold_other(word).pack())
+    }
+
     /// Folds the ASCII `word` whose one-pass scan is `a`: hashed case-folded
     /// in place, copied only when the memo has not seen it.
     #[inline(always)]
@@ -336,3 +394,31 @@ impl Folder {
 
 // The packed memo slot keeps a spelled number's index + 1 in 6 bits.
 const _: () = assert!(SPELLED.len() < 63);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_fields_read_as_unpacked() {
+        for bits in 0u32..64 {
+            let info = WordInfo {
+                id: 0xdead_beef ^ bits,
+                number: bits & 1 != 0,
+                stop: bits & 2 != 0,
+                filler: bits & 4 != 0,
+                negation: bits & 8 != 0,
+                dotted: bits & 16 != 0,
+                spelled: (bits % 7) as u8,
+                variants: 0x1_ffff - bits,
+            };
+            let p = Packed(info.pack());
+            assert_eq!(p.id(), info.id);
+            assert_eq!(p.key(), info.key());
+            assert_eq!(p.number(), info.number);
+            assert_eq!(p.function(), !info.number && (info.stop || info.filler));
+            assert_eq!(p.negation(), info.negation);
+            assert_eq!(p.dotted(), info.dotted);
+        }
+    }
+}
