@@ -42,7 +42,12 @@ fn tail_word(s: &[u8]) -> u64 {
 /// different strings of at most 8 bytes never collide (one step, an odd
 /// multiplier).
 pub(crate) fn term_hash(s: &str) -> u64 {
-    hash_with(s.as_bytes(), |x| x)
+    bytes_hash(s.as_bytes())
+}
+
+/// [`term_hash`] of the string whose bytes are `b`.
+pub(crate) fn bytes_hash(b: &[u8]) -> u64 {
+    hash_with(b, |x| x)
 }
 
 /// What one pass over an ASCII word learns: [`term_hash`] of the word
