@@ -501,6 +501,26 @@ fn fresh_and_kept(rec: &serde_json::Value, kept: &mut Scratch) -> (Grounding, Gr
 }
 
 #[test]
+fn a_kept_index_replaying_repeated_sources_scores_like_a_fresh_one() {
+    // RAG-shaped records, half their sources from a small pool: a thread's
+    // index kept across them replays the repeats from its cache, keeping
+    // only the declared terms and their pairs, and must score every record
+    // as a fresh index reading each source does.
+    let mut kept = Scratch::new();
+    for i in 0..60 {
+        let line = crate::sample::rag(i, 50);
+        let rec: serde_json::Value = serde_json::from_slice(&line).expect("a RAG record");
+        let (fresh, replayed) = fresh_and_kept(&rec, &mut kept);
+        assert_eq!(fresh, replayed, "record {i}");
+    }
+    assert!(
+        kept.index.cache_hits() > 60,
+        "sources replayed: {}",
+        kept.index.cache_hits()
+    );
+}
+
+#[test]
 fn grounding_by_the_declared_terms_scores_like_an_index_of_every_word() {
     // The sample stream (short sources: every word kept) and RAG-shaped
     // records (long sources: only the claims' terms kept), each against an
