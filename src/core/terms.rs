@@ -101,6 +101,18 @@ fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
     above_lo & !above_hi & HIGH
 }
 
+/// The leading ASCII letters and digits of the 8 bytes of `x` (any bytes):
+/// how many there are, and `x` with its ASCII capitals lower-cased.
+#[inline(always)]
+pub(crate) fn leading_alnum_lowered(x: u64) -> (usize, u64) {
+    // Bytes past ASCII are cleared first: the ranges below must not carry.
+    let y = x & !HIGH;
+    let upper = in_range(y, b'A', b'Z');
+    let alnum = (upper | in_range(y, b'a', b'z') | in_range(y, b'0', b'9')) & !x;
+    let leading = (!alnum & HIGH).trailing_zeros() as usize / 8;
+    (leading, x | (upper >> 2))
+}
+
 /// High bit of each byte of the ASCII word `x` that is a letter, a digit or `_`.
 #[inline(always)]
 fn word_bytes(x: u64) -> u64 {
@@ -416,6 +428,19 @@ mod tests {
             ["it's", "U.S", "1,000", "3.5", "x_y", "e.g", "12"]
         );
         assert!(words("").is_empty() && words(" .,;'").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn leading_alnum_bytes_are_counted_and_lowered(bytes in proptest::array::uniform8(any::<u8>())) {
+            let (n, lowered) = leading_alnum_lowered(u64::from_le_bytes(bytes));
+            let want = bytes.iter().take_while(|b| b.is_ascii_alphanumeric()).count();
+            prop_assert_eq!(n, want);
+            let lowered = lowered.to_le_bytes();
+            for (l, b) in lowered.iter().zip(&bytes).take(n) {
+                prop_assert_eq!(*l, b.to_ascii_lowercase());
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::OutcomeKind;
-use crate::core::terms::bytes_hash;
+use crate::core::terms::{bytes_hash, leading_alnum_lowered};
 
 /// Longest source or answer text shown for one worst answer.
 const MAX_SHOWN_BYTES: usize = 4000;
@@ -115,13 +115,25 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
             if !in_word {
                 words.push(b' ');
             }
-            let run = b[i..]
-                .iter()
-                .position(|x| !x.is_ascii_alphanumeric())
-                .map_or(b.len(), |n| i + n);
-            words.extend(b[i..run].iter().map(u8::to_ascii_lowercase));
+            // Eight bytes at a time: all eight appended, the ones past the
+            // run dropped again.
+            while let Some(chunk) = b.get(i..i + 8) {
+                let mut x = [0; 8];
+                x.copy_from_slice(chunk);
+                let (n, lowered) = leading_alnum_lowered(u64::from_le_bytes(x));
+                let kept = words.len() + n;
+                words.extend_from_slice(&lowered.to_le_bytes());
+                words.truncate(kept);
+                i += n;
+                if n < 8 {
+                    break;
+                }
+            }
+            while b.get(i).is_some_and(u8::is_ascii_alphanumeric) {
+                words.push(b[i].to_ascii_lowercase());
+                i += 1;
+            }
             in_word = true;
-            i = run;
             continue;
         }
         // A marker `[^…]` is skipped whole.
