@@ -375,7 +375,7 @@ impl SourceIndex {
                 // pairs with the word before ("12 Hour" of "12 Hour.Mount").
                 split_bytes += w.len();
                 let mut at = off;
-                for part in w.split('.') {
+                for part in w.split(|&b| b == b'.') {
                     if at > off && sentence_end(bytes, at - 1, bytes.len()).1 {
                         sentence += 1;
                         sentences.push((idx as u32, false));
@@ -603,7 +603,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     #[inline(always)]
     fn word(
         &mut self,
-        w: &str,
+        w: &[u8],
         ascii: bool,
         sentence: u32,
         alt: &mut Option<(u64, bool)>,
@@ -660,7 +660,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// A part of a dotted word ([`Reading::word`], kept out of the loop:
     /// dotted words are rare).
     #[inline(never)]
-    fn part(&mut self, w: &str, ascii: bool, sentence: u32, before: &mut Option<(u64, bool)>) {
+    fn part(&mut self, w: &[u8], ascii: bool, sentence: u32, before: &mut Option<(u64, bool)>) {
         let _ = self.word(w, ascii, sentence, before);
     }
 

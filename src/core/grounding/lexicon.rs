@@ -6,7 +6,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use crate::core::terms::ascii_words;
 
-/// Calls `f(word, byte_offset, ascii)` for every word of `text` (UAX #29
+/// Calls `f(word, byte_offset, ascii)` for every word of `text`, as bytes (UAX #29
 /// words with at least one letter or digit). ASCII runs take a scanner that
 /// follows the same rules for ASCII, 64 bytes at a time
 /// ([`ascii_words`]); the whitespace-delimited chunks holding a non-ASCII
@@ -14,7 +14,7 @@ use crate::core::terms::ascii_words;
 /// words, so the split at whitespace is exact, and the ASCII text between
 /// two such chunks is scanned in one run, however many chunks it holds.
 #[inline(always)]
-pub(super) fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize, bool)) {
+pub(super) fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&[u8], usize, bool)) {
     // Each byte is visited a bounded number of times; count them once here.
     *steps += text.len();
     let bytes = text.as_bytes();
@@ -38,7 +38,7 @@ pub(super) fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&st
             ascii_words(&text[i..start], i, &mut |w, at| f(w, at, true));
         }
         for (off, w) in text[start..end].unicode_word_indices() {
-            f(w, start + off, w.is_ascii());
+            f(w.as_bytes(), start + off, w.is_ascii());
         }
         i = end;
     }

@@ -294,15 +294,15 @@ impl Folder {
 
     /// [`Folder::fold`], packed.
     #[inline(always)]
-    pub(super) fn fold_packed(&mut self, word: &str, ascii: bool) -> Packed {
+    pub(super) fn fold_packed(&mut self, word: &[u8], ascii: bool) -> Packed {
         if ascii {
-            let hash = ascii_word(word.as_bytes()).hash;
+            let hash = ascii_word(word).hash;
             if let Some(p) = self.words.get_packed(hash) {
                 return p;
             }
             return Packed(self.learn_ascii(word, hash).pack());
         }
-        Packed(self.fold_other(word).pack())
+        Packed(self.fold_other(&String::from_utf8_lossy(word)).pack())
     }
 
     /// Folds the ASCII `word` whose one-pass scan is `a`: hashed case-folded
@@ -311,14 +311,15 @@ impl Folder {
     pub(super) fn fold_ascii(&mut self, word: &str, a: &AsciiWord) -> WordInfo {
         match self.words.get(a.hash) {
             Some(info) => info,
-            None => self.learn_ascii(word, a.hash),
+            None => self.learn_ascii(word.as_bytes(), a.hash),
         }
     }
 
     /// An ASCII word the memo has not seen.
     #[cold]
     #[inline(never)]
-    pub(super) fn learn_ascii(&mut self, word: &str, surface: u64) -> WordInfo {
+    pub(super) fn learn_ascii(&mut self, word: &[u8], surface: u64) -> WordInfo {
+        let word = &String::from_utf8_lossy(word);
         // Numbers folded exactly as `fold_into` folds them (separators and
         // suffixes dropped); the memo only saves doing it again.
         let info = if fold_into(&mut self.buf, word) {

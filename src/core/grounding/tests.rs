@@ -289,7 +289,7 @@ fn words_by_chunk(text: &str) -> Vec<(usize, String, bool)> {
     for chunk in text.split(|c: char| c.is_ascii_whitespace()) {
         if chunk.is_ascii() {
             crate::core::terms::ascii_words(chunk, at, &mut |w, off| {
-                out.push((off, w.to_string(), true));
+                out.push((off, String::from_utf8_lossy(w).into_owned(), true));
             });
         } else {
             for (off, w) in chunk.unicode_word_indices() {
@@ -307,7 +307,7 @@ proptest! {
         text in "([a-zA-Z0-9_'.:,;!?\\- ]|\n|\t|é|’|—|ü|。|Ⅻ|\u{2009}){0,120}",
     ) {
         let mut words = Vec::new();
-        for_each_word(&text, &mut 0, |w, at, ascii| words.push((at, w.to_string(), ascii)));
+        for_each_word(&text, &mut 0, |w, at, ascii| words.push((at, String::from_utf8_lossy(w).into_owned(), ascii)));
         prop_assert_eq!(words, words_by_chunk(&text));
     }
 }
@@ -316,7 +316,9 @@ proptest! {
 fn words_of(texts: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for t in texts {
-        for_each_word(t, &mut 0, |w, _, _| out.push(w.to_string()));
+        for_each_word(t, &mut 0, |w, _, _| {
+            out.push(String::from_utf8_lossy(w).into_owned())
+        });
     }
     out
 }
