@@ -12,7 +12,7 @@
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
-use super::lexicon::for_each_word;
+use super::lexicon::{Words, for_each_word};
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
 
@@ -332,14 +332,12 @@ impl SourceIndex {
         steps: &mut usize,
     ) {
         let bank = idx / 64;
-        let sentences = &mut self.sentences;
         let summary = &mut self.building;
         if RECORD {
             summary.clear();
         }
-        let first = sentences.len() as u32;
-        let mut sentence = first;
-        sentences.push((idx as u32, false));
+        let first = self.sentences.len() as u32;
+        self.sentences.push((idx as u32, false));
         let mut r = Reading::<RECORD> {
             folder,
             marks: &mut self.marks,
@@ -352,43 +350,17 @@ impl SourceIndex {
             first,
             prev: None,
             pending: false,
+            bytes: text.as_bytes(),
+            idx: idx as u32,
+            sentences: &mut self.sentences,
+            sentence: first,
+            last_end: 0,
+            split_bytes: 0,
+            alt: None,
         };
-        let bytes = text.as_bytes();
-        let mut last_end = 0;
-        let mut split_bytes = 0;
-        let mut alt = None;
-        for_each_word(text, steps, |w, off, ascii| {
-            if off > last_end && ends_between(bytes, last_end, off) {
-                sentence += 1;
-                sentences.push((idx as u32, false));
-            }
-            last_end = off + w.len();
-            let (dotted, negation) = r.word(w, ascii, sentence, &mut alt);
-            if negation {
-                sentences[sentence as usize].1 = true;
-            }
-            if let Some((whole, mut before)) = dotted {
-                // "Hawaii.Aulani": the whole word, then its parts, each in
-                // its sentence (two sentences run together, by the one
-                // sentence rule). The next word pairs with the whole word
-                // ("D.C today") and with the last part; the first part
-                // pairs with the word before ("12 Hour" of "12 Hour.Mount").
-                split_bytes += w.len();
-                let mut at = off;
-                for part in w.split(|&b| b == b'.') {
-                    if at > off && sentence_end(bytes, at - 1, bytes.len()).1 {
-                        sentence += 1;
-                        sentences.push((idx as u32, false));
-                    }
-                    at += part.len() + 1;
-                    if !part.is_empty() {
-                        r.part(part, ascii || part.is_ascii(), sentence, &mut before);
-                    }
-                }
-                alt = Some(whole);
-            }
-        });
-        *steps += split_bytes;
+        for_each_word(text, steps, &mut r);
+        *steps += r.split_bytes;
+        let sentences = &self.sentences;
         self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
         if RECORD {
             let summary = &mut self.building;
@@ -592,6 +564,26 @@ struct Reading<'a, const RECORD: bool> {
     prev: Option<(u64, bool)>,
     /// A negation seen, waiting for the content word it negates.
     pending: bool,
+    /// The source's text and number.
+    bytes: &'a [u8],
+    idx: u32,
+    /// By sentence: its source and whether it negates (the index's list).
+    sentences: &'a mut Vec<(u32, bool)>,
+    /// The sentence being read, and where the last word ended.
+    sentence: u32,
+    last_end: usize,
+    /// Bytes of dotted words read again part by part.
+    split_bytes: usize,
+    /// A dotted word just read: the next content word pairs with it too.
+    alt: Option<(u64, bool)>,
+}
+
+impl<const RECORD: bool> Words for Reading<'_, RECORD> {
+    /// Inlined: the word's work runs in the scanner's loop.
+    #[inline(always)]
+    fn on_word(&mut self, w: &[u8], at: usize, ascii: bool) {
+        self.next(w, at, ascii);
+    }
 }
 
 impl<const RECORD: bool> Reading<'_, RECORD> {
@@ -657,11 +649,56 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         )
     }
 
-    /// A part of a dotted word ([`Reading::word`], kept out of the loop:
-    /// dotted words are rare).
+    /// The next word of the source, at `off`: a new sentence first when one
+    /// ends before it.
+    #[inline(always)]
+    fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if off > self.last_end && ends_between(self.bytes, self.last_end, off) {
+            self.new_sentence();
+        }
+        self.last_end = off + w.len();
+        let mut alt = self.alt.take();
+        let (dotted, negation) = self.word(w, ascii, self.sentence, &mut alt);
+        self.alt = alt;
+        if negation {
+            self.sentences[self.sentence as usize].1 = true;
+        }
+        if let Some((whole, before)) = dotted {
+            self.split(w, off, ascii, whole, before);
+        }
+    }
+
+    /// "Hawaii.Aulani": after the whole word, its parts, each in its
+    /// sentence (two sentences run together, by the one sentence rule). The
+    /// next word pairs with the whole word ("D.C today") and with the last
+    /// part; the first part pairs with the word before ("12 Hour" of "12
+    /// Hour.Mount"). Kept out of the loop: dotted words are rare.
     #[inline(never)]
-    fn part(&mut self, w: &[u8], ascii: bool, sentence: u32, before: &mut Option<(u64, bool)>) {
-        let _ = self.word(w, ascii, sentence, before);
+    fn split(
+        &mut self,
+        w: &[u8],
+        off: usize,
+        ascii: bool,
+        whole: (u64, bool),
+        mut before: Option<(u64, bool)>,
+    ) {
+        self.split_bytes += w.len();
+        let mut at = off;
+        for part in w.split(|&b| b == b'.') {
+            if at > off && sentence_end(self.bytes, at - 1, self.bytes.len()).1 {
+                self.new_sentence();
+            }
+            at += part.len() + 1;
+            if !part.is_empty() {
+                let _ = self.word(part, ascii || part.is_ascii(), self.sentence, &mut before);
+            }
+        }
+        self.alt = Some(whole);
+    }
+
+    fn new_sentence(&mut self) {
+        self.sentence += 1;
+        self.sentences.push((self.idx, false));
     }
 
     /// Marks pair `key` as in the source.

@@ -6,6 +6,20 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use crate::core::terms::ascii_words;
 
+/// What receives a text's words from [`for_each_word`]: a closure
+/// `f(word, byte_offset, ascii)`, or a reader whose per-word work is
+/// inlined into the scanner's loop.
+pub(super) trait Words {
+    fn on_word(&mut self, w: &[u8], at: usize, ascii: bool);
+}
+
+impl<F: FnMut(&[u8], usize, bool)> Words for F {
+    #[inline(always)]
+    fn on_word(&mut self, w: &[u8], at: usize, ascii: bool) {
+        self(w, at, ascii);
+    }
+}
+
 /// Calls `f(word, byte_offset, ascii)` for every word of `text`, as bytes (UAX #29
 /// words with at least one letter or digit). ASCII runs take a scanner that
 /// follows the same rules for ASCII, 64 bytes at a time
@@ -14,31 +28,33 @@ use crate::core::terms::ascii_words;
 /// words, so the split at whitespace is exact, and the ASCII text between
 /// two such chunks is scanned in one run, however many chunks it holds.
 #[inline(always)]
-pub(super) fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&[u8], usize, bool)) {
+pub(super) fn for_each_word(text: &str, steps: &mut usize, f: &mut impl Words) {
     // Each byte is visited a bounded number of times; count them once here.
     *steps += text.len();
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        let Some(p) = first_non_ascii(&bytes[i..]).map(|p| i + p) else {
-            ascii_words(&text[i..], i, &mut |w, at| f(w, at, true));
-            return;
+        // The ASCII run from `i`: to the text's end, or to the chunk holding
+        // the next non-ASCII byte (both ends of a chunk are ASCII whitespace
+        // or the text's ends, so char boundaries).
+        let (start, end) = match first_non_ascii(&bytes[i..]) {
+            None => (bytes.len(), bytes.len()),
+            Some(p) => (
+                bytes[i..i + p]
+                    .iter()
+                    .rposition(u8::is_ascii_whitespace)
+                    .map_or(i, |w| i + w + 1),
+                bytes[i + p..]
+                    .iter()
+                    .position(u8::is_ascii_whitespace)
+                    .map_or(bytes.len(), |w| i + p + w),
+            ),
         };
-        // The chunk holding byte `p`: both its ends are ASCII whitespace or
-        // the text's ends, so char boundaries.
-        let start = bytes[i..p]
-            .iter()
-            .rposition(u8::is_ascii_whitespace)
-            .map_or(i, |w| i + w + 1);
-        let end = bytes[p..]
-            .iter()
-            .position(u8::is_ascii_whitespace)
-            .map_or(bytes.len(), |w| p + w);
         if start > i {
-            ascii_words(&text[i..start], i, &mut |w, at| f(w, at, true));
+            ascii_words(&text[i..start], i, &mut |w, at| f.on_word(w, at, true));
         }
         for (off, w) in text[start..end].unicode_word_indices() {
-            f(w.as_bytes(), start + off, w.is_ascii());
+            f.on_word(w.as_bytes(), start + off, w.is_ascii());
         }
         i = end;
     }

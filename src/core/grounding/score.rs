@@ -169,7 +169,7 @@ fn read_claims(
             if let Some(c) = inside.get(k) {
                 cursor = c.span.end;
             }
-            for_each_word(&answer[seg.clone()], steps, |w, off, ascii| {
+            for_each_word(&answer[seg.clone()], steps, &mut |w: &[u8], off, ascii| {
                 words.push((seg.start + off, w.len(), ascii));
             });
         }

@@ -307,7 +307,7 @@ proptest! {
         text in "([a-zA-Z0-9_'.:,;!?\\- ]|\n|\t|é|’|—|ü|。|Ⅻ|\u{2009}){0,120}",
     ) {
         let mut words = Vec::new();
-        for_each_word(&text, &mut 0, |w, at, ascii| words.push((at, String::from_utf8_lossy(w).into_owned(), ascii)));
+        for_each_word(&text, &mut 0, &mut |w: &[u8], at, ascii| words.push((at, String::from_utf8_lossy(w).into_owned(), ascii)));
         prop_assert_eq!(words, words_by_chunk(&text));
     }
 }
@@ -316,7 +316,7 @@ proptest! {
 fn words_of(texts: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for t in texts {
-        for_each_word(t, &mut 0, |w, _, _| {
+        for_each_word(t, &mut 0, &mut |w: &[u8], _, _| {
             out.push(String::from_utf8_lossy(w).into_owned())
         });
     }
