@@ -42,7 +42,12 @@ fn tail_word(s: &[u8]) -> u64 {
 /// different strings of at most 8 bytes never collide (one step, an odd
 /// multiplier).
 pub(crate) fn term_hash(s: &str) -> u64 {
-    hash_with(s.as_bytes(), |x| x)
+    bytes_hash(s.as_bytes())
+}
+
+/// [`term_hash`] of the string whose bytes are `b`.
+pub(crate) fn bytes_hash(b: &[u8]) -> u64 {
+    hash_with(b, |x| x)
 }
 
 /// What one pass over an ASCII word learns: [`term_hash`] of the word
@@ -94,6 +99,18 @@ fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
     let above_lo = x.wrapping_add(u64::from(0x80 - lo) * ONES);
     let above_hi = x.wrapping_add(u64::from(0x7f - hi) * ONES);
     above_lo & !above_hi & HIGH
+}
+
+/// The leading ASCII letters and digits of the 8 bytes of `x` (any bytes):
+/// how many there are, and `x` with its ASCII capitals lower-cased.
+#[inline(always)]
+pub(crate) fn leading_alnum_lowered(x: u64) -> (usize, u64) {
+    // Bytes past ASCII are cleared first: the ranges below must not carry.
+    let y = x & !HIGH;
+    let upper = in_range(y, b'A', b'Z');
+    let alnum = (upper | in_range(y, b'a', b'z') | in_range(y, b'0', b'9')) & !x;
+    let leading = (!alnum & HIGH).trailing_zeros() as usize / 8;
+    (leading, x | (upper >> 2))
 }
 
 /// High bit of each byte of the ASCII word `x` that is a letter, a digit or `_`.
@@ -172,9 +189,10 @@ impl WordBits<'_> {
 }
 
 /// Calls `f(word, offset)` for every word of the ASCII `chunk` (`offset` is
-/// `base` plus the word's start in `chunk`). UAX #29 for ASCII: letters,
-/// digits and `_` join; `'` `.` `:` join letters; `,` `.` `'` `;` join digits.
-pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'a str, usize)) {
+/// `base` plus the word's start in `chunk`), as bytes: slicing ASCII needs
+/// no character-boundary checks. UAX #29 for ASCII: letters, digits and `_`
+/// join; `'` `.` `:` join letters; `,` `.` `'` `;` join digits.
+pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'a [u8], usize)) {
     let b = chunk.as_bytes();
     let n = b.len();
     let mut bits = WordBits {
@@ -192,7 +210,7 @@ pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'
         while end + 1 < n && JOINERS[usize::from(b[end])] && joins(b[end - 1], b[end], b[end + 1]) {
             end = bits.find(end + 1, false);
         }
-        f(&chunk[start..end], base + start);
+        f(&b[start..end], base + start);
         i = bits.find(end, true);
     }
 }
@@ -384,7 +402,9 @@ mod tests {
 
     fn words(chunk: &str) -> Vec<(usize, &str)> {
         let mut out = Vec::new();
-        ascii_words(chunk, 0, &mut |w, at| out.push((at, w)));
+        ascii_words(chunk, 0, &mut |w, at| {
+            out.push((at, std::str::from_utf8(w).unwrap_or_default()));
+        });
         out
     }
 
@@ -411,6 +431,19 @@ mod tests {
             ["it's", "U.S", "1,000", "3.5", "x_y", "e.g", "12"]
         );
         assert!(words("").is_empty() && words(" .,;'").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn leading_alnum_bytes_are_counted_and_lowered(bytes in proptest::array::uniform8(any::<u8>())) {
+            let (n, lowered) = leading_alnum_lowered(u64::from_le_bytes(bytes));
+            let want = bytes.iter().take_while(|b| b.is_ascii_alphanumeric()).count();
+            prop_assert_eq!(n, want);
+            let lowered = lowered.to_le_bytes();
+            for (l, b) in lowered.iter().zip(&bytes).take(n) {
+                prop_assert_eq!(*l, b.to_ascii_lowercase());
+            }
+        }
     }
 
     #[test]

@@ -757,6 +757,62 @@ mod tests {
         assert_ne!(key("Ärger über Café[^1]."), key("Arger uber Cafe[^1]."));
     }
 
+    /// The near-duplicate key computed character by character, each
+    /// sentence's words in a `String`: the reference for the byte scan.
+    fn reference_key(answer: &str) -> u64 {
+        let mut sentences: Vec<u64> = Vec::new();
+        let mut words = String::new();
+        let mut in_word = false;
+        let mut chars = answer.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if answer[i..].starts_with("[^")
+                && let Some(close) = answer[i + 2..].find(']')
+            {
+                while chars.peek().is_some_and(|&(j, _)| j <= i + 2 + close) {
+                    chars.next();
+                }
+                continue;
+            }
+            if c.is_alphanumeric() {
+                if !in_word {
+                    words.push(' ');
+                }
+                words.extend(c.to_lowercase());
+                in_word = true;
+                continue;
+            }
+            in_word = false;
+            let next = chars.peek().map(|&(_, n)| n);
+            if c == '\n'
+                || (matches!(c, '.' | '!' | '?')
+                    && next.is_none_or(|n| n.is_whitespace() || n == '['))
+            {
+                if !words.is_empty() {
+                    sentences.push(crate::core::terms::term_hash(&words));
+                }
+                words.clear();
+            }
+        }
+        if !words.is_empty() {
+            sentences.push(crate::core::terms::term_hash(&words));
+        }
+        sentences.sort_unstable();
+        sentences.dedup();
+        sentences.iter().fold(sentences.len() as u64, |h, &s| {
+            (h.rotate_left(5) ^ s).wrapping_mul(0x517c_c1b7_2722_0a95)
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_near_duplicate_key_matches_the_character_scan(
+            answer in "([a-zA-Z0-9 .!?\\[\\]^\n\t\u{0B}]|Ä|é|ß|İ|\u{2009}|\u{00A0}|。|ǅ|[^1]|\\[\\^2\\]){0,80}",
+        ) {
+            let env = serde_json::json!({ "answer": answer }).to_string();
+            proptest::prop_assert_eq!(near_duplicate_key(env.as_bytes()), reference_key(&answer));
+        }
+    }
+
     #[test]
     fn worst_answers_keep_one_per_near_duplicate_and_prefer_more_unsupported_claims() {
         let mut a = Aggregator::new("in", "v", 0.5, 3);

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::OutcomeKind;
-use crate::core::terms::term_hash;
+use crate::core::terms::{bytes_hash, leading_alnum_lowered};
 
 /// Longest source or answer text shown for one worst answer.
 const MAX_SHOWN_BYTES: usize = 4000;
@@ -102,29 +102,51 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
     let mut sentences: Vec<u64> = Vec::new();
     // The sentence's words, lower-cased, each after a space; hashed whole
     // at the sentence's end (one hash per sentence, not per character).
-    let mut words = String::new();
+    let mut words: Vec<u8> = Vec::new();
     let mut in_word = false;
-    let mut end_sentence = |words: &mut String| {
-        if !words.is_empty() {
-            sentences.push(term_hash(words));
-        }
-        words.clear();
-    };
     let text = answer.as_ref();
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
+        let c = b[i];
+        // A run of ASCII letters and digits, the most of any answer: copied
+        // lower-cased in one go.
+        if c.is_ascii_alphanumeric() {
+            if !in_word {
+                words.push(b' ');
+            }
+            // Eight bytes at a time: all eight appended, the ones past the
+            // run dropped again.
+            while let Some(chunk) = b.get(i..i + 8) {
+                let mut x = [0; 8];
+                x.copy_from_slice(chunk);
+                let (n, lowered) = leading_alnum_lowered(u64::from_le_bytes(x));
+                let kept = words.len() + n;
+                words.extend_from_slice(&lowered.to_le_bytes());
+                words.truncate(kept);
+                i += n;
+                if n < 8 {
+                    break;
+                }
+            }
+            while b.get(i).is_some_and(u8::is_ascii_alphanumeric) {
+                words.push(b[i].to_ascii_lowercase());
+                i += 1;
+            }
+            in_word = true;
+            continue;
+        }
         // A marker `[^…]` is skipped whole.
-        if b[i] == b'['
+        if c == b'['
             && b.get(i + 1) == Some(&b'^')
             && let Some(close) = memchr::memchr(b']', &b[i + 2..])
         {
             i += close + 3;
             continue;
         }
-        // ASCII bytes are characters; anything else is decoded.
-        let c = if b[i].is_ascii() {
-            char::from(b[i])
+        // Any other ASCII byte is a character; anything else is decoded.
+        let c = if c.is_ascii() {
+            char::from(c)
         } else {
             text[i..]
                 .chars()
@@ -134,12 +156,10 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
         i += c.len_utf8();
         if c.is_alphanumeric() {
             if !in_word {
-                words.push(' ');
+                words.push(b' ');
             }
-            if c.is_ascii() {
-                words.push(c.to_ascii_lowercase());
-            } else {
-                words.extend(c.to_lowercase());
+            for l in c.to_lowercase() {
+                words.extend_from_slice(l.encode_utf8(&mut [0; 4]).as_bytes());
             }
             in_word = true;
             continue;
@@ -151,11 +171,14 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
                     .chars()
                     .next()
                     .is_none_or(|n| n.is_whitespace() || n == '['));
-        if ends {
-            end_sentence(&mut words);
+        if ends && !words.is_empty() {
+            sentences.push(bytes_hash(&words));
+            words.clear();
         }
     }
-    end_sentence(&mut words);
+    if !words.is_empty() {
+        sentences.push(bytes_hash(&words));
+    }
     sentences.sort_unstable();
     sentences.dedup();
     sentences
@@ -174,16 +197,18 @@ fn answer_of(envelope: &[u8]) -> std::borrow::Cow<'_, str> {
     }
     const LEAD: &[u8] = br#"{"answer":"#;
     if let Some(rest) = envelope.strip_prefix(LEAD) {
-        let mut i = 0;
-        while i < rest.len() {
-            match rest[i] {
-                b'\\' => i += 2,
-                b'"' => break,
-                _ => i += 1,
+        // `rest` starts at the string's opening quote: its closing one is
+        // the first quote not escaped.
+        let mut i = 1;
+        while let Some(at) = memchr::memchr2(b'\\', b'"', rest.get(i..).unwrap_or_default()) {
+            i += at;
+            if rest[i] == b'"' {
+                break;
             }
+            i += 2;
         }
         // The string token, quotes included.
-        let token = envelope.get(LEAD.len() - 1..LEAD.len() + i + 1);
+        let token = rest.get(..i + 1);
         if let Some(Ok(answer)) = token.map(serde_json::from_slice::<String>) {
             return answer.into();
         }

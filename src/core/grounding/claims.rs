@@ -30,22 +30,21 @@ pub(super) fn claim_spans(
         } else if !in_fence {
             let mut start = line_start;
             let mut i = line_start;
-            let ascii = line.is_ascii();
+            // The next lead byte of a full-width end at or after `i` (the
+            // line's end when none); found again once `i` passes it.
+            let wide_from =
+                |i: usize| memchr::memchr2(0xE3, 0xEF, &b[i..line_end]).map_or(line_end, |p| i + p);
+            let mut wide = wide_from(i);
             while i < line_end {
                 // Only `.`, `!`, `?` and the lead bytes of their full-width
                 // forms can end a sentence: jump to them.
-                if ascii {
-                    match memchr::memchr3(b'.', b'!', b'?', &b[i..line_end]) {
-                        Some(p) => i += p,
-                        None => break,
-                    }
-                } else {
-                    while i < line_end && !matches!(b[i], b'.' | b'!' | b'?' | 0xE3 | 0xEF) {
-                        i += 1;
-                    }
-                    if i == line_end {
-                        break;
-                    }
+                if wide < i {
+                    wide = wide_from(i);
+                }
+                match memchr::memchr3(b'.', b'!', b'?', &b[i..wide]) {
+                    Some(p) => i += p,
+                    None if wide < line_end => i = wide,
+                    None => break,
                 }
                 let (end_len, is_end) = sentence_end(b, i, line_end);
                 if !is_end {
@@ -152,7 +151,17 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
 
 /// Whether a sentence ends in `b[from..to]` (the bytes between two words of
 /// a source): at a newline, or where [`sentence_end`] says so.
+#[inline(always)]
 pub(super) fn ends_between(b: &[u8], from: usize, to: usize) -> bool {
+    // Most words are one space apart.
+    if to == from + 1 && b[from] == b' ' {
+        return false;
+    }
+    ends_in(b, from, to)
+}
+
+/// [`ends_between`] past its one-space test.
+fn ends_in(b: &[u8], from: usize, to: usize) -> bool {
     let mut i = from;
     while i < to {
         match b[i] {

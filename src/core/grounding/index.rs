@@ -12,7 +12,7 @@
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
-use super::lexicon::for_each_word;
+use super::lexicon::{Words, for_each_word};
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
 
@@ -55,6 +55,11 @@ pub(super) struct SourceIndex {
     building: Summary,
     /// The terms this record's claims ask about, and their marks' slots.
     wanted: Wanted,
+    /// By variants group: the record whose claims last asked for its
+    /// alternates (see [`SourceIndex::want_alternates`]).
+    groups: Vec<u32>,
+    /// This record's number on the thread (wraps; groups start over then).
+    record: u32,
 }
 
 /// The terms a record's claims ask about: a bit per word id (a quick no for
@@ -90,20 +95,26 @@ impl Wanted {
     }
 
     /// A term not wanted yet.
-    #[inline(never)]
+    #[inline(always)]
     fn add(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
         let i = id as usize;
-        if i / 64 >= self.bits.len() {
-            self.bits.resize(i / 64 + 1, 0);
-        }
         if i >= self.slot.len() {
-            self.slot.resize(i + 1, 0);
+            self.grow(i);
         }
         self.bits[i / 64] |= 1u64 << (i % 64);
         marks.push(Mark::default());
         self.slot[i] = marks.len() as u32;
         self.ids.push(id);
         marks.len() - 1
+    }
+
+    /// Room for word id `i` (and then some: ids grow one by one).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        let n = (i + 1).next_power_of_two().max(1024);
+        self.slot.resize(n, 0);
+        self.bits.resize(n.div_ceil(64), 0);
     }
 
     /// [`Wanted::slot`], wanting every term met when all are wanted.
@@ -168,6 +179,9 @@ impl SourceIndex {
             cache: SourceCache::new(),
             building: Summary::default(),
             wanted: Wanted::default(),
+            groups: Vec::new(),
+            // Never 0, the stamp of a group not asked for yet.
+            record: 1,
         }
     }
 
@@ -175,6 +189,24 @@ impl SourceIndex {
     #[inline(always)]
     pub(super) fn want(&mut self, id: u32) {
         self.wanted.want(id, &mut self.marks);
+    }
+
+    /// Terms `ids`, the alternates of variants group `group` (0: none), may
+    /// be asked about in this record; a group asked for again in the same
+    /// record costs one look-up.
+    #[inline(always)]
+    pub(super) fn want_alternates(&mut self, group: u32, ids: &[u32]) {
+        let g = group as usize;
+        if g == 0 || self.groups.get(g) == Some(&self.record) {
+            return;
+        }
+        if g >= self.groups.len() {
+            self.groups.resize(g + 1, 0);
+        }
+        self.groups[g] = self.record;
+        for &id in ids {
+            self.want(id);
+        }
     }
 
     /// Whether term `id` is wanted in this record.
@@ -206,6 +238,12 @@ impl SourceIndex {
         self.marks.clear();
         self.wanted.clear();
         self.wanted.record_all = false;
+        self.record = self.record.wrapping_add(1);
+        if self.record == 0 {
+            // Stamps of 2^32 records ago could match again.
+            self.groups.fill(0);
+            self.record = 1;
+        }
         if ids_reset {
             self.cache.clear();
         }
@@ -294,121 +332,38 @@ impl SourceIndex {
         steps: &mut usize,
     ) {
         let bank = idx / 64;
-        let bit = 1u64 << (idx % 64);
-        let (marks, wanted, table) = (&mut self.marks, &mut self.wanted, &mut self.banks[bank]);
-        let (postings, sentences) = (&mut self.postings, &mut self.sentences);
         let summary = &mut self.building;
         if RECORD {
             summary.clear();
         }
-        let first = sentences.len() as u32;
-        let mut sentence = first;
-        sentences.push((idx as u32, false));
-        // The previous content term: its key, and whether it is wanted (a
-        // pair is asked about only when both its terms are).
-        let mut prev: Option<(u64, bool)> = None;
-        // A negation seen, waiting for the content word it negates.
-        let mut pending = false;
-        // One word: its key, its pairs with the previous content term (and
-        // with `alt`, a dotted word before its parts), and its sentence; the
-        // key when it is a dotted word to split, with the content term
-        // before it (its first part pairs with that too); whether it negates.
-        let mut one = |w: &str,
-                       ascii: bool,
-                       sentence: u32,
-                       alt: &mut Option<(u64, bool)>|
-         -> (Dotted, bool) {
-            let info = folder.fold(w, ascii);
-            // A summary is replayed for any answer: it holds every term
-            // (each once: deduplicated at the end).
-            if RECORD {
-                summary.terms.push(info.id);
-            }
-            let slot = wanted.slot_or_all(info.id, marks);
-            let want = slot.is_some();
-            if let Some(s) = slot {
-                // Stems only: equal surfaces have equal stems.
-                if bank == 0 {
-                    marks[s].mask |= bit;
-                } else {
-                    *table.entry(info.key()) |= bit;
-                }
-            }
-            if !info.number && (info.stop || info.filler) {
-                return (None, info.negation);
-            }
-            let mut pair = |key: u64| {
-                let e = table.entry(key);
-                if RECORD && *e & bit == 0 {
-                    summary.pairs.push(key);
-                }
-                *e |= bit;
-            };
-            // A stop word leaves `alt` for the next content word.
-            // A summary keeps every pair (a later answer may ask for any).
-            for (p, p_wanted) in prev.into_iter().chain(alt.take()) {
-                if RECORD || (want && p_wanted) {
-                    pair(pair_hash(p, info.key()));
-                }
-            }
-            let before = prev.replace((info.key(), want));
-            if info.negation {
-                pending = true;
-            } else if pending {
-                if RECORD || want {
-                    pair(pair_hash(NEGATED, info.key()));
-                }
-                pending = false;
-            }
-            if RECORD {
-                summary.postings.push((info.id, sentence - first));
-            }
-            if let Some(s) = slot {
-                list(&mut marks[s], postings, sentence);
-            }
-            (
-                (!info.number && info.dotted).then_some(((info.key(), want), before)),
-                info.negation,
-            )
+        let first = self.sentences.len() as u32;
+        self.sentences.push((idx as u32, false));
+        let mut r = Reading::<RECORD> {
+            folder,
+            marks: &mut self.marks,
+            wanted: &mut self.wanted,
+            table: &mut self.banks[bank],
+            postings: &mut self.postings,
+            summary,
+            bank,
+            bit: 1u64 << (idx % 64),
+            first,
+            prev: None,
+            pending: false,
+            bytes: text.as_bytes(),
+            idx: idx as u32,
+            sentences: &mut self.sentences,
+            sentence: first,
+            last_end: 0,
+            split_bytes: 0,
+            alt: None,
         };
-        let bytes = text.as_bytes();
-        let mut last_end = 0;
-        let mut split_bytes = 0;
-        let mut alt = None;
-        for_each_word(text, steps, |w, off, ascii| {
-            if off > last_end && ends_between(bytes, last_end, off) {
-                sentence += 1;
-                sentences.push((idx as u32, false));
-            }
-            last_end = off + w.len();
-            let (dotted, negation) = one(w, ascii, sentence, &mut alt);
-            if negation {
-                sentences[sentence as usize].1 = true;
-            }
-            if let Some((whole, mut before)) = dotted {
-                // "Hawaii.Aulani": the whole word, then its parts, each in
-                // its sentence (two sentences run together, by the one
-                // sentence rule). The next word pairs with the whole word
-                // ("D.C today") and with the last part; the first part
-                // pairs with the word before ("12 Hour" of "12 Hour.Mount").
-                split_bytes += w.len();
-                let mut at = off;
-                for part in w.split('.') {
-                    if at > off && sentence_end(bytes, at - 1, bytes.len()).1 {
-                        sentence += 1;
-                        sentences.push((idx as u32, false));
-                    }
-                    at += part.len() + 1;
-                    if !part.is_empty() {
-                        let _ = one(part, ascii || part.is_ascii(), sentence, &mut before);
-                    }
-                }
-                alt = Some(whole);
-            }
-        });
-        *steps += split_bytes;
+        for_each_word(text, steps, &mut r);
+        *steps += r.split_bytes;
+        let sentences = &self.sentences;
         self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
         if RECORD {
+            let summary = &mut self.building;
             summary.terms.sort_unstable();
             summary.terms.dedup();
             // Each term's sentences once, in order (see `replay`).
@@ -588,6 +543,174 @@ impl SourceIndex {
 /// A dotted word's key, and the content term's key before it (each with
 /// whether it is wanted).
 type Dotted = Option<((u64, bool), Option<(u64, bool)>)>;
+
+/// What reading one source carries from word to word: the tables it
+/// writes, the previous content term and a negation waiting for its word.
+struct Reading<'a, const RECORD: bool> {
+    folder: &'a mut Folder,
+    marks: &'a mut Vec<Mark>,
+    wanted: &'a mut Wanted,
+    /// The source's bank: its pairs, and (past the first bank) its terms.
+    table: &'a mut Table<u64>,
+    postings: &'a mut Vec<(u32, u32)>,
+    summary: &'a mut Summary,
+    bank: usize,
+    /// The source's bit in its bank.
+    bit: u64,
+    /// The source's first sentence.
+    first: u32,
+    /// The previous content term: its key, and whether it is wanted (a
+    /// pair is asked about only when both its terms are).
+    prev: Option<(u64, bool)>,
+    /// A negation seen, waiting for the content word it negates.
+    pending: bool,
+    /// The source's text and number.
+    bytes: &'a [u8],
+    idx: u32,
+    /// By sentence: its source and whether it negates (the index's list).
+    sentences: &'a mut Vec<(u32, bool)>,
+    /// The sentence being read, and where the last word ended.
+    sentence: u32,
+    last_end: usize,
+    /// Bytes of dotted words read again part by part.
+    split_bytes: usize,
+    /// A dotted word just read: the next content word pairs with it too.
+    alt: Option<(u64, bool)>,
+}
+
+impl<const RECORD: bool> Words for Reading<'_, RECORD> {
+    /// Inlined: the word's work runs in the scanner's loop.
+    #[inline(always)]
+    fn on_word(&mut self, w: &[u8], at: usize, ascii: bool) {
+        self.next(w, at, ascii);
+    }
+}
+
+impl<const RECORD: bool> Reading<'_, RECORD> {
+    /// One word: its key, its pairs with the previous content term (and
+    /// with `alt`, a dotted word before its parts), and its sentence. Gives
+    /// the key when it is a dotted word to split, with the content term
+    /// before it (its first part pairs with that too); and whether it
+    /// negates.
+    #[inline(always)]
+    fn word(
+        &mut self,
+        w: &[u8],
+        ascii: bool,
+        sentence: u32,
+        alt: &mut Option<(u64, bool)>,
+    ) -> (Dotted, bool) {
+        let info = self.folder.fold_packed(w, ascii);
+        // A summary is replayed for any answer: it holds every term
+        // (each once: deduplicated at the end).
+        if RECORD {
+            self.summary.terms.push(info.id());
+        }
+        let slot = self.wanted.slot_or_all(info.id(), self.marks);
+        let want = slot.is_some();
+        if let Some(s) = slot {
+            // Stems only: equal surfaces have equal stems.
+            if self.bank == 0 {
+                self.marks[s].mask |= self.bit;
+            } else {
+                *self.table.entry(info.key()) |= self.bit;
+            }
+        }
+        if info.function() {
+            return (None, info.negation());
+        }
+        // A stop word leaves `alt` for the next content word.
+        // A summary keeps every pair (a later answer may ask for any).
+        for (p, p_wanted) in self.prev.into_iter().chain(alt.take()) {
+            if RECORD || (want && p_wanted) {
+                self.pair(pair_hash(p, info.key()));
+            }
+        }
+        let before = self.prev.replace((info.key(), want));
+        if info.negation() {
+            self.pending = true;
+        } else if self.pending {
+            if RECORD || want {
+                self.pair(pair_hash(NEGATED, info.key()));
+            }
+            self.pending = false;
+        }
+        if RECORD {
+            self.summary
+                .postings
+                .push((info.id(), sentence - self.first));
+        }
+        if let Some(s) = slot {
+            list(&mut self.marks[s], self.postings, sentence);
+        }
+        (
+            (!info.number() && info.dotted()).then_some(((info.key(), want), before)),
+            info.negation(),
+        )
+    }
+
+    /// The next word of the source, at `off`: a new sentence first when one
+    /// ends before it.
+    #[inline(always)]
+    fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if off > self.last_end && ends_between(self.bytes, self.last_end, off) {
+            self.new_sentence();
+        }
+        self.last_end = off + w.len();
+        let mut alt = self.alt.take();
+        let (dotted, negation) = self.word(w, ascii, self.sentence, &mut alt);
+        self.alt = alt;
+        if negation {
+            self.sentences[self.sentence as usize].1 = true;
+        }
+        if let Some((whole, before)) = dotted {
+            self.split(w, off, ascii, whole, before);
+        }
+    }
+
+    /// "Hawaii.Aulani": after the whole word, its parts, each in its
+    /// sentence (two sentences run together, by the one sentence rule). The
+    /// next word pairs with the whole word ("D.C today") and with the last
+    /// part; the first part pairs with the word before ("12 Hour" of "12
+    /// Hour.Mount"). Kept out of the loop: dotted words are rare.
+    #[inline(never)]
+    fn split(
+        &mut self,
+        w: &[u8],
+        off: usize,
+        ascii: bool,
+        whole: (u64, bool),
+        mut before: Option<(u64, bool)>,
+    ) {
+        self.split_bytes += w.len();
+        let mut at = off;
+        for part in w.split(|&b| b == b'.') {
+            if at > off && sentence_end(self.bytes, at - 1, self.bytes.len()).1 {
+                self.new_sentence();
+            }
+            at += part.len() + 1;
+            if !part.is_empty() {
+                let _ = self.word(part, ascii || part.is_ascii(), self.sentence, &mut before);
+            }
+        }
+        self.alt = Some(whole);
+    }
+
+    fn new_sentence(&mut self) {
+        self.sentence += 1;
+        self.sentences.push((self.idx, false));
+    }
+
+    /// Marks pair `key` as in the source.
+    #[inline(always)]
+    fn pair(&mut self, key: u64) {
+        let e = self.table.entry(key);
+        if RECORD && *e & self.bit == 0 {
+            self.summary.pairs.push(key);
+        }
+        *e |= self.bit;
+    }
+}
 
 /// The key paired with a content word right after a negation ("did not
 /// *declare*"): whether a source negates that word.

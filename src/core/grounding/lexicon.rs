@@ -6,43 +6,71 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use crate::core::terms::ascii_words;
 
-/// Calls `f(word, byte_offset, ascii)` for every word of `text` (UAX #29
+/// What receives a text's words from [`for_each_word`]: a closure
+/// `f(word, byte_offset, ascii)`, or a reader whose per-word work is
+/// inlined into the scanner's loop.
+pub(super) trait Words {
+    fn on_word(&mut self, w: &[u8], at: usize, ascii: bool);
+}
+
+impl<F: FnMut(&[u8], usize, bool)> Words for F {
+    #[inline(always)]
+    fn on_word(&mut self, w: &[u8], at: usize, ascii: bool) {
+        self(w, at, ascii);
+    }
+}
+
+/// Calls `f(word, byte_offset, ascii)` for every word of `text`, as bytes (UAX #29
 /// words with at least one letter or digit). ASCII runs take a scanner that
 /// follows the same rules for ASCII, 64 bytes at a time
-/// ([`ascii_words`]); anything else goes through `unicode-segmentation`.
-/// Whitespace never joins words, so the split at whitespace is exact.
-pub(super) fn for_each_word(text: &str, steps: &mut usize, mut f: impl FnMut(&str, usize, bool)) {
+/// ([`ascii_words`]); the whitespace-delimited chunks holding a non-ASCII
+/// character go through `unicode-segmentation`. Whitespace never joins
+/// words, so the split at whitespace is exact, and the ASCII text between
+/// two such chunks is scanned in one run, however many chunks it holds.
+#[inline(always)]
+pub(super) fn for_each_word(text: &str, steps: &mut usize, f: &mut impl Words) {
     // Each byte is visited a bounded number of times; count them once here.
     *steps += text.len();
-    if text.is_ascii() {
-        ascii_words(text, 0, &mut |w, at| f(w, at, true));
-        return;
-    }
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
+        // The ASCII run from `i`: to the text's end, or to the chunk holding
+        // the next non-ASCII byte (both ends of a chunk are ASCII whitespace
+        // or the text's ends, so char boundaries).
+        let (start, end) = match first_non_ascii(&bytes[i..]) {
+            None => (bytes.len(), bytes.len()),
+            Some(p) => (
+                bytes[i..i + p]
+                    .iter()
+                    .rposition(u8::is_ascii_whitespace)
+                    .map_or(i, |w| i + w + 1),
+                bytes[i + p..]
+                    .iter()
+                    .position(u8::is_ascii_whitespace)
+                    .map_or(bytes.len(), |w| i + p + w),
+            ),
+        };
+        if start > i {
+            ascii_words(&text[i..start], i, &mut |w, at| f.on_word(w, at, true));
         }
-        let start = i;
-        let mut ascii = true;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-            ascii &= bytes[i].is_ascii();
-            i += 1;
+        for (off, w) in text[start..end].unicode_word_indices() {
+            f.on_word(w.as_bytes(), start + off, w.is_ascii());
         }
-        if start == i {
-            break;
-        }
-        // Both ends are ASCII whitespace or the text's ends: char boundaries.
-        let chunk = &text[start..i];
-        if ascii {
-            ascii_words(chunk, start, &mut |w, at| f(w, at, true));
-        } else {
-            for (off, w) in chunk.unicode_word_indices() {
-                f(w, start + off, w.is_ascii());
-            }
+        i = end;
+    }
+}
+
+/// Where the first non-ASCII byte of `b` is, 8 bytes at a time.
+fn first_non_ascii(b: &[u8]) -> Option<usize> {
+    let (words, tail) = b.as_chunks::<8>();
+    for (k, w) in words.iter().enumerate() {
+        let high = u64::from_le_bytes(*w) & 0x8080_8080_8080_8080;
+        if high != 0 {
+            return Some(k * 8 + high.trailing_zeros() as usize / 8);
         }
     }
+    let at = words.len() * 8;
+    tail.iter().position(|c| !c.is_ascii()).map(|p| at + p)
 }
 
 /// English stop words (case-folded, sorted): little checkable content, so

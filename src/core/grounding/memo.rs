@@ -86,6 +86,46 @@ pub(super) fn key_of(id: u32) -> u64 {
 /// Marks a memo slot in use.
 const PRESENT: u64 = 1 << 63;
 
+/// A [`WordInfo`] as the memo keeps it: for the source index, which reads
+/// a few of its fields per source word and need not unpack the rest.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Packed(u64);
+
+impl Packed {
+    #[inline(always)]
+    pub(super) fn id(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// See [`WordInfo::key`].
+    #[inline(always)]
+    pub(super) fn key(self) -> u64 {
+        key_of(self.id())
+    }
+
+    #[inline(always)]
+    pub(super) fn number(self) -> bool {
+        self.0 & 1 << 32 != 0
+    }
+
+    /// A stop word or a filler, and not a number: no content term.
+    #[inline(always)]
+    pub(super) fn function(self) -> bool {
+        let classes = (self.0 >> 32) & 0b111;
+        classes & 1 == 0 && classes != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn negation(self) -> bool {
+        self.0 & 1 << 35 != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn dotted(self) -> bool {
+        self.0 & 1 << 36 != 0
+    }
+}
+
 /// The word memo's table: surface hash → packed [`WordInfo`], 16 bytes a
 /// slot so a large vocabulary stays in the core's own cache. Linear
 /// probing, a power of two slots at most 3/4 full; emptied only when the
@@ -107,6 +147,11 @@ impl Memo {
 
     #[inline(always)]
     fn get(&self, surface: u64) -> Option<WordInfo> {
+        self.get_packed(surface).map(|p| WordInfo::unpack(p.0))
+    }
+
+    #[inline(always)]
+    fn get_packed(&self, surface: u64) -> Option<Packed> {
         let mask = self.slots.len() - 1;
         let mut i = (surface >> self.shift) as usize;
         loop {
@@ -115,7 +160,7 @@ impl Memo {
                 return None;
             }
             if k == surface {
-                return Some(WordInfo::unpack(v));
+                return Some(Packed(v));
             }
             i += 1;
         }
@@ -185,18 +230,33 @@ impl Folder {
 
     /// The word ids `info` may also be found by (UK/US spellings,
     /// synonyms): looked up once per group while the memo lasts.
+    #[inline(always)]
     pub(super) fn alternates(&mut self, info: &WordInfo) -> &[u32] {
         let g = info.variants as usize;
         if g == 0 {
             return &[];
         }
+        match self.group_alts.get(g) {
+            Some(&at) if at != 0 => {
+                let at = at as usize - 1;
+                let n = self.alts[at] as usize;
+                &self.alts[at + 1..at + 1 + n]
+            }
+            _ => self.learn_alternates(g),
+        }
+    }
+
+    /// [`Folder::alternates`] of a group not looked up since the memo
+    /// started over.
+    #[inline(never)]
+    fn learn_alternates(&mut self, g: usize) -> &[u32] {
         if g >= self.group_alts.len() {
             self.group_alts.resize(g + 1, 0);
         }
         if self.group_alts[g] == 0 {
             let at = self.alts.len();
             self.alts.push(0);
-            for &key in variants::alternates(info.variants) {
+            for &key in variants::alternates(g as u32) {
                 let id = self.id(key);
                 self.alts.push(id);
             }
@@ -232,20 +292,34 @@ impl Folder {
         }
     }
 
+    /// [`Folder::fold`], packed.
+    #[inline(always)]
+    pub(super) fn fold_packed(&mut self, word: &[u8], ascii: bool) -> Packed {
+        if ascii {
+            let hash = ascii_word(word).hash;
+            if let Some(p) = self.words.get_packed(hash) {
+                return p;
+            }
+            return Packed(self.learn_ascii(word, hash).pack());
+        }
+        Packed(self.fold_other(&String::from_utf8_lossy(word)).pack())
+    }
+
     /// Folds the ASCII `word` whose one-pass scan is `a`: hashed case-folded
     /// in place, copied only when the memo has not seen it.
     #[inline(always)]
     pub(super) fn fold_ascii(&mut self, word: &str, a: &AsciiWord) -> WordInfo {
         match self.words.get(a.hash) {
             Some(info) => info,
-            None => self.learn_ascii(word, a.hash),
+            None => self.learn_ascii(word.as_bytes(), a.hash),
         }
     }
 
     /// An ASCII word the memo has not seen.
     #[cold]
     #[inline(never)]
-    pub(super) fn learn_ascii(&mut self, word: &str, surface: u64) -> WordInfo {
+    pub(super) fn learn_ascii(&mut self, word: &[u8], surface: u64) -> WordInfo {
+        let word = &String::from_utf8_lossy(word);
         // Numbers folded exactly as `fold_into` folds them (separators and
         // suffixes dropped); the memo only saves doing it again.
         let info = if fold_into(&mut self.buf, word) {
@@ -321,3 +395,31 @@ impl Folder {
 
 // The packed memo slot keeps a spelled number's index + 1 in 6 bits.
 const _: () = assert!(SPELLED.len() < 63);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_fields_read_as_unpacked() {
+        for bits in 0u32..64 {
+            let info = WordInfo {
+                id: 0xdead_beef ^ bits,
+                number: bits & 1 != 0,
+                stop: bits & 2 != 0,
+                filler: bits & 4 != 0,
+                negation: bits & 8 != 0,
+                dotted: bits & 16 != 0,
+                spelled: (bits % 7) as u8,
+                variants: 0x1_ffff - bits,
+            };
+            let p = Packed(info.pack());
+            assert_eq!(p.id(), info.id);
+            assert_eq!(p.key(), info.key());
+            assert_eq!(p.number(), info.number);
+            assert_eq!(p.function(), !info.number && (info.stop || info.filler));
+            assert_eq!(p.negation(), info.negation);
+            assert_eq!(p.dotted(), info.dotted);
+        }
+    }
+}

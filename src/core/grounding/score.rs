@@ -39,8 +39,6 @@ pub(super) struct Scratch {
     banks: Vec<(usize, u64)>,
     /// Every claim's terms, claim after claim, as read before the sources.
     all_terms: Vec<Term>,
-    /// The word ids of the terms' alternates (UK/US spellings, synonyms).
-    alt_ids: Vec<u32>,
     /// Per claim: its markers and terms, by range.
     claim_parts: Vec<ClaimParts>,
     /// The sources claims cite, in order of citation (the index reads each
@@ -64,7 +62,6 @@ impl Scratch {
             owns: Vec::new(),
             banks: Vec::new(),
             all_terms: Vec::new(),
-            alt_ids: Vec::new(),
             claim_parts: Vec::new(),
             order: Vec::new(),
             terms: Vec::new(),
@@ -105,8 +102,6 @@ pub(super) struct Term {
     aside: bool,
     /// A content term found in the claim's best sentence.
     in_best: bool,
-    /// Its alternates' word ids (a range of `Scratch::alt_ids`).
-    alts: Range<u32>,
     at: usize,
     len: usize,
 }
@@ -137,7 +132,6 @@ fn read_claims(
         spans,
         owns,
         all_terms,
-        alt_ids,
         claim_parts,
         order,
         words,
@@ -145,7 +139,6 @@ fn read_claims(
     } = scratch;
     covering(answer, citations, sources.len(), spans, owns);
     all_terms.clear();
-    alt_ids.clear();
     claim_parts.clear();
     order.clear();
     for (span, (own, checked)) in spans.iter().zip(owns.iter().cloned()) {
@@ -176,7 +169,7 @@ fn read_claims(
             if let Some(c) = inside.get(k) {
                 cursor = c.span.end;
             }
-            for_each_word(&answer[seg.clone()], steps, |w, off, ascii| {
+            for_each_word(&answer[seg.clone()], steps, &mut |w: &[u8], off, ascii| {
                 words.push((seg.start + off, w.len(), ascii));
             });
         }
@@ -227,9 +220,6 @@ fn read_claims(
                 folded.spelled()
             }
             .map(|o| folder.fold(o, true));
-            // "favourite" against "favorite", "enroll" against "register".
-            let from_alt = alt_ids.len() as u32;
-            alt_ids.extend_from_slice(folder.alternates(&folded));
             all_terms.push(Term {
                 class,
                 found: false,
@@ -240,7 +230,6 @@ fn read_claims(
                 apart: false,
                 aside: false,
                 in_best: false,
-                alts: from_alt..alt_ids.len() as u32,
                 at,
                 len,
             });
@@ -262,9 +251,8 @@ fn read_claims(
                 if let Some(o) = &t.other {
                     index.want(o.id);
                 }
-                for &id in &alt_ids[t.alts.start as usize..t.alts.end as usize] {
-                    index.want(id);
-                }
+                // "favourite" against "favorite", "enroll" against "register".
+                index.want_alternates(t.own.variants, folder.alternates(&t.own));
             }
         }
         claim_parts.push(ClaimParts {
@@ -301,7 +289,6 @@ pub(super) fn analyze_with(
         spans,
         banks,
         all_terms,
-        alt_ids,
         claim_parts,
         order,
         terms: bare,
@@ -362,7 +349,7 @@ pub(super) fn analyze_with(
                 found = true;
             }
             if !found && !cited.is_empty() {
-                for &id in &alt_ids[t.alts.start as usize..t.alts.end as usize] {
+                for &id in folder.alternates(&t.own) {
                     let o = WordInfo {
                         id,
                         ..WordInfo::default()

@@ -136,6 +136,24 @@ fn claims_split_at_sentence_ends_with_their_markers() {
 }
 
 #[test]
+fn full_width_ends_split_claims_among_other_non_ascii_text() {
+    // あ and ｗ share the lead bytes of 。 and ！: not ends.
+    let answer = "Café in Zürich. あの店は東京にある。大きいｗ！ Really? Ａｎｄ more[^1]. Last";
+    let g = run(answer, &["x"]);
+    assert_eq!(
+        texts(answer, &g),
+        [
+            "Café in Zürich.",
+            "あの店は東京にある。",
+            "大きいｗ！",
+            "Really?",
+            "Ａｎｄ more[^1].",
+            "Last"
+        ]
+    );
+}
+
+#[test]
 fn fenced_code_is_not_a_claim() {
     let answer = "Intro[^1].\n```rust\nlet x = 42; // [^1]\n```\nOutro[^1].";
     let g = run(answer, &["Intro and outro."]);
@@ -261,11 +279,46 @@ fn prompt_addendum_lists_claims_and_missing_terms() {
     assert_eq!(prompt_addendum("Retention fell[^1].", &g, 0.6, false), None);
 }
 
+/// Words of `text` chunk by chunk at whitespace, each chunk by the ASCII
+/// scanner when it is ASCII, else by `unicode-segmentation`: the reference
+/// for [`for_each_word`], which scans the ASCII between chunks in runs.
+fn words_by_chunk(text: &str) -> Vec<(usize, String, bool)> {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut out = Vec::new();
+    let mut at = 0;
+    for chunk in text.split(|c: char| c.is_ascii_whitespace()) {
+        if chunk.is_ascii() {
+            crate::core::terms::ascii_words(chunk, at, &mut |w, off| {
+                out.push((off, String::from_utf8_lossy(w).into_owned(), true));
+            });
+        } else {
+            for (off, w) in chunk.unicode_word_indices() {
+                out.push((at + off, w.to_string(), w.is_ascii()));
+            }
+        }
+        at += chunk.len() + 1;
+    }
+    out
+}
+
+proptest! {
+    #[test]
+    fn words_of_mixed_text_are_those_of_each_chunk(
+        text in "([a-zA-Z0-9_'.:,;!?\\- ]|\n|\t|é|’|—|ü|。|Ⅻ|\u{2009}){0,120}",
+    ) {
+        let mut words = Vec::new();
+        for_each_word(&text, &mut 0, &mut |w: &[u8], at, ascii| words.push((at, String::from_utf8_lossy(w).into_owned(), ascii)));
+        prop_assert_eq!(words, words_by_chunk(&text));
+    }
+}
+
 /// Every word of `texts`, as the source index knows it.
 fn words_of(texts: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for t in texts {
-        for_each_word(t, &mut 0, |w, _, _| out.push(w.to_string()));
+        for_each_word(t, &mut 0, &mut |w: &[u8], _, _| {
+            out.push(String::from_utf8_lossy(w).into_owned())
+        });
     }
     out
 }
@@ -447,6 +500,26 @@ fn fresh_and_kept(rec: &serde_json::Value, kept: &mut Scratch) -> (Grounding, Gr
     let a = analyze_with(answer, &citations, &sources, &settings, &mut 0, &mut fresh);
     let b = analyze_with(answer, &citations, &sources, &settings, &mut 0, kept);
     (a, b)
+}
+
+#[test]
+fn a_kept_index_replaying_repeated_sources_scores_like_a_fresh_one() {
+    // RAG-shaped records, half their sources from a small pool: a thread's
+    // index kept across them replays the repeats from its cache, keeping
+    // only the declared terms and their pairs, and must score every record
+    // as a fresh index reading each source does.
+    let mut kept = Scratch::new();
+    for i in 0..60 {
+        let line = crate::sample::rag(i, 50);
+        let rec: serde_json::Value = serde_json::from_slice(&line).expect("a RAG record");
+        let (fresh, replayed) = fresh_and_kept(&rec, &mut kept);
+        assert_eq!(fresh, replayed, "record {i}");
+    }
+    assert!(
+        kept.index.cache_hits() > 60,
+        "sources replayed: {}",
+        kept.index.cache_hits()
+    );
 }
 
 #[test]
