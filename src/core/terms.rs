@@ -12,7 +12,9 @@ const K: u64 = 0x517c_c1b7_2722_0a95;
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
-fn mix(h: u64, x: u64) -> u64 {
+/// One FxHash-style step: folds `x` into the running hash `h` (order
+/// matters).
+pub(crate) fn mix(h: u64, x: u64) -> u64 {
     (h.rotate_left(5) ^ x).wrapping_mul(K)
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::OutcomeKind;
-use crate::core::terms::{bytes_hash, leading_alnum_lowered};
+use crate::core::terms::{bytes_hash, leading_alnum_lowered, mix};
 
 /// Longest source or answer text shown for one worst answer.
 const MAX_SHOWN_BYTES: usize = 4000;
@@ -183,7 +183,7 @@ pub(super) fn near_duplicate_key(envelope: &[u8]) -> u64 {
     sentences.dedup();
     sentences
         .iter()
-        .fold(sentences.len() as u64, |h, &s| term_hash_pair(h, s))
+        .fold(sentences.len() as u64, |h, &s| mix(h, s))
 }
 
 /// The envelope's answer. groundgate writes `answer` as the envelope's
@@ -216,12 +216,6 @@ fn answer_of(envelope: &[u8]) -> std::borrow::Cow<'_, str> {
     serde_json::from_slice::<Answer<'_>>(envelope)
         .map(|a| a.answer)
         .unwrap_or_default()
-}
-
-/// Folds the sentence hash `s` into the running key `h` (order matters; the
-/// list is sorted first).
-fn term_hash_pair(h: u64, s: u64) -> u64 {
-    (h.rotate_left(5) ^ s).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 /// Splits the answer into plain and claim segments using the envelope's
