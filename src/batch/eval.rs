@@ -421,7 +421,9 @@ fn examples(files: &[Vec<&Scored>], current: &[f64; FEATURES + 1]) -> Vec<Exampl
     for recs in files {
         let mut picked: Vec<([f64; FEATURES], bool)> = Vec::new();
         for r in recs {
-            // Broken-rule claims are trained on too: the model ranks them.
+            // Only claims no strict rule decided: a broken rule caps a claim
+            // whatever the model says, and fitting on those claims too
+            // lowers AttributionBench and BEGIN (measured).
             let weakest = r
                 .evidence
                 .iter()
