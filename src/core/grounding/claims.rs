@@ -88,6 +88,16 @@ const ABBREVIATIONS: &[&[u8]] = &[
     b"prof", b"rep", b"rev", b"sen", b"sep", b"sept", b"sgt", b"sr", b"st", b"univ", b"vol", b"vs",
 ];
 
+/// Whether the word at `at..at + len` of `b` is "No." ("No. 21 on the
+/// Billboard chart", "No.1", "Symphony No. 5"): the number sign, which the
+/// sentence rule already reads as an abbreviation, not a negation. Claims
+/// and sources both drop it, so a chart position is neither a
+/// contradiction nor a missing word.
+#[inline]
+pub(super) fn is_number_sign(b: &[u8], at: usize, len: usize) -> bool {
+    len == 2 && b[at] | 0x20 == b'n' && b[at + 1] | 0x20 == b'o' && b.get(at + 2) == Some(&b'.')
+}
+
 /// Whether a sentence ends at `i`: terminal punctuation followed by
 /// whitespace, a marker, a closing quote/bracket, or the end of the line;
 /// or a period glued between two sentences ("12 Hour.Mount Panorama").

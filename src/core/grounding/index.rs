@@ -11,7 +11,7 @@
 //! asked about a term it was not told to want.
 
 use super::cache::{SourceCache, Summary};
-use super::claims::{ends_between, sentence_end};
+use super::claims::{ends_between, is_number_sign, sentence_end};
 use super::lexicon::{Words, for_each_word};
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
@@ -657,6 +657,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             self.new_sentence();
         }
         self.last_end = off + w.len();
+        if w.len() == 2 && is_number_sign(self.bytes, off, 2) {
+            return;
+        }
         let mut alt = self.alt.take();
         let (dotted, negation) = self.word(w, ascii, self.sentence, &mut alt);
         self.alt = alt;

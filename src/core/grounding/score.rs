@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::claims::claim_spans;
+use super::claims::{claim_spans, is_number_sign};
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{fold_into, for_each_word, spelled_other};
 use super::memo::{Folder, WordInfo, key_of};
@@ -175,6 +175,9 @@ fn read_claims(
         }
         let from = all_terms.len();
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
+            if is_number_sign(answer.as_bytes(), at, len) {
+                continue;
+            }
             let w = &answer[at..at + len];
             let sentence_start = i == 0;
             // ASCII: case and classes come with the hash, in one pass.

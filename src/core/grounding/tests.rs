@@ -691,7 +691,29 @@ const TRICKY: &[&str] = &[
     "Dr. Jonathan Crane does not declare him fit for trial.",
     "It hosts the Bathurst 12 Hour.Mount Panorama Circuit is a motor racing track.",
     "Sales rose 14% in the fourteenth week, e.g. in Texas.",
+    "The single peaked at No. 21 on the Billboard Hot 100.",
 ];
+
+#[test]
+fn the_number_sign_is_not_a_negation() {
+    let source = "The single peaked at No. 21 on the Billboard Hot 100 in 1967.";
+    // The position without its sign, and with a sign the source lacks.
+    assert_fully_supported(
+        "The single peaked at 21 on the Billboard Hot 100 in 1967[^1].",
+        source,
+    );
+    assert_fully_supported(
+        "It peaked at No.21 on the Billboard Hot 100[^1].",
+        "It peaked at 21 on the Billboard Hot 100.",
+    );
+    // A negation next to it still is one.
+    let min = GroundingSettings::default().min_support;
+    let g = run(
+        "The single did not peak at No. 21 on the Billboard Hot 100[^1].",
+        &[source],
+    );
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+}
 
 #[test]
 fn a_verbatim_copy_scores_one() {
@@ -969,4 +991,40 @@ fn a_claim_is_fully_supported_only_when_every_word_is_found() {
     );
     let s = g.claims[0].support.unwrap();
     assert!(s < 1.0 && s >= min, "{g:?}");
+}
+
+#[test]
+fn any_stretch_of_a_real_source_copied_verbatim_scores_one() {
+    // Real web pages and knowledge texts, cut at every sentence-looking
+    // end (". ", "! ", "? ") whether or not the sentence rule ends a
+    // sentence there ("No. 21", "J. Ford"): a copy of one or two pieces
+    // is still the source's own text.
+    let data = [
+        include_str!("../../../tests/data/grounding_wice_claims.jsonl"),
+        include_str!("../../../tests/data/grounding_subset.jsonl"),
+    ];
+    let mut checked = 0;
+    for line in data.iter().flat_map(|d| d.lines()) {
+        let rec: serde_json::Value = serde_json::from_str(line).expect("a labelled record");
+        let Some(source) = rec["sources"][0]["payload"].as_str() else {
+            continue;
+        };
+        let b = source.as_bytes();
+        let mut cuts = vec![0];
+        cuts.extend(
+            (1..b.len()).filter(|&i| matches!(b[i - 1], b'.' | b'!' | b'?') && b[i] == b' '),
+        );
+        cuts.push(b.len());
+        for w in cuts.windows(3) {
+            for piece in [&source[w[0]..w[1]], &source[w[0]..w[2]]] {
+                let piece = piece.trim();
+                if piece.chars().any(char::is_alphanumeric) {
+                    let answer = format!("{piece}[^1]");
+                    assert_eq!(run(&answer, &[source]).score, Some(1.0), "{answer}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 1_000, "{checked}");
 }
