@@ -60,6 +60,10 @@ pub(super) struct SourceIndex {
     groups: Vec<u32>,
     /// This record's number on the thread (wraps; groups start over then).
     record: u32,
+    /// Sources read again for what they negate in this record, and their
+    /// content words: (sentence, word id, right after a negation), sorted.
+    negations_read: Vec<bool>,
+    negated: Vec<(u32, u32, bool)>,
 }
 
 /// The terms a record's claims ask about: a bit per word id (a quick no for
@@ -182,6 +186,8 @@ impl SourceIndex {
             groups: Vec::new(),
             // Never 0, the stamp of a group not asked for yet.
             record: 1,
+            negations_read: Vec::new(),
+            negated: Vec::new(),
         }
     }
 
@@ -258,6 +264,9 @@ impl SourceIndex {
         self.sentences.clear();
         self.counts.clear();
         self.touched.clear();
+        self.negations_read.clear();
+        self.negations_read.resize(sources, false);
+        self.negated.clear();
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
@@ -418,6 +427,54 @@ impl SourceIndex {
     /// Whether sentence `s` holds a negation.
     pub(super) fn negates(&self, s: u32) -> bool {
         self.sentences.get(s as usize).is_some_and(|x| x.1)
+    }
+
+    /// Whether sentence `s` negates term `id`: it comes right after a
+    /// negation there ("did not *win*"), and nowhere else in the sentence
+    /// ("a single *stop* … without stopping" states it plainly too). The
+    /// pairs say only that a source negates the term somewhere; where takes
+    /// reading the source (`texts`, by index) again, at most once a record,
+    /// so this stays linear.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn negated_in(
+        &mut self,
+        s: u32,
+        id: u32,
+        texts: &[&str],
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) -> bool {
+        let Some(&(idx, _)) = self.sentences.get(s as usize) else {
+            return false;
+        };
+        if !self.negations_read[idx as usize] {
+            self.negations_read[idx as usize] = true;
+            // The source's sentences are one run, numbered from its first.
+            let first = self.sentences[..s as usize]
+                .iter()
+                .rposition(|x| x.0 != idx)
+                .map_or(0, |p| p + 1) as u32;
+            let text = texts[idx as usize];
+            let mut scan = NegationScan {
+                folder,
+                bytes: text.as_bytes(),
+                sentence: first,
+                last_end: 0,
+                pending: false,
+                out: &mut self.negated,
+            };
+            for_each_word(text, steps, &mut scan);
+            debug_assert_eq!(
+                scan.sentence + 1 - first,
+                self.sentence_count[idx as usize],
+                "read again, a source has other sentences"
+            );
+            self.negated.sort_unstable();
+            self.negated.dedup();
+        }
+        let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
+        has(true) && !has(false)
     }
 
     /// The sentences of the cited sources holding term `id`, newest first,
@@ -653,11 +710,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        if off > self.last_end && ends_between(self.bytes, self.last_end, off) {
+        let (ends_before, read) = step(self.bytes, &mut self.last_end, w, off);
+        if ends_before {
             self.new_sentence();
         }
-        self.last_end = off + w.len();
-        if w.len() == 2 && is_number_sign(self.bytes, off, 2) {
+        if !read {
             return;
         }
         let mut alt = self.alt.take();
@@ -686,22 +743,23 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         mut before: Option<(u64, bool)>,
     ) {
         self.split_bytes += w.len();
-        let mut at = off;
-        for part in w.split(|&b| b == b'.') {
-            if at > off && sentence_end(self.bytes, at - 1, self.bytes.len()).1 {
+        for_each_part(self.bytes, w, off, |part, ends_before| {
+            if ends_before {
                 self.new_sentence();
             }
-            at += part.len() + 1;
             if !part.is_empty() {
                 let _ = self.word(part, ascii || part.is_ascii(), self.sentence, &mut before);
             }
-        }
+        });
         self.alt = Some(whole);
     }
 
     fn new_sentence(&mut self) {
         self.sentence += 1;
         self.sentences.push((self.idx, false));
+        // A negation ends with its sentence ("Ready or Not." does not
+        // negate the next sentence's first word).
+        self.pending = false;
     }
 
     /// Marks pair `key` as in the source.
@@ -712,6 +770,89 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             self.summary.pairs.push(key);
         }
         *e |= self.bit;
+    }
+}
+
+/// The word `w` at `off` of `bytes`, the previous one having ended at
+/// `last_end` (moved past `w`): whether a sentence ends before it, and
+/// whether it is read at all ("No." is not: the number sign).
+#[inline(always)]
+fn step(bytes: &[u8], last_end: &mut usize, w: &[u8], off: usize) -> (bool, bool) {
+    let ends_before = off > *last_end && ends_between(bytes, *last_end, off);
+    *last_end = off + w.len();
+    (
+        ends_before,
+        !(w.len() == 2 && is_number_sign(bytes, off, 2)),
+    )
+}
+
+/// The parts of the dotted word `w` at `off` of `bytes` ("Hawaii.Aulani"),
+/// empty ones too, each with whether a sentence ends before it (by the one
+/// sentence rule: "Hour.Mount" ends one, "D.C" does not).
+fn for_each_part(bytes: &[u8], w: &[u8], off: usize, mut f: impl FnMut(&[u8], bool)) {
+    let mut at = off;
+    for part in w.split(|&b| b == b'.') {
+        let ends_before = at > off && sentence_end(bytes, at - 1, bytes.len()).1;
+        at += part.len() + 1;
+        f(part, ends_before);
+    }
+}
+
+/// Reads a source again for the words it negates, numbering sentences as
+/// [`Reading`] does (the same sentence rule, dotted words split the same
+/// way), so a sentence number means the same sentence in both.
+struct NegationScan<'a> {
+    folder: &'a mut Folder,
+    bytes: &'a [u8],
+    sentence: u32,
+    last_end: usize,
+    /// A negation seen in this sentence, waiting for its content word.
+    pending: bool,
+    out: &'a mut Vec<(u32, u32, bool)>,
+}
+
+impl Words for NegationScan<'_> {
+    fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
+        let (ends_before, read) = step(self.bytes, &mut self.last_end, w, off);
+        if ends_before {
+            self.new_sentence();
+        }
+        if !read {
+            return;
+        }
+        let info = self.folder.fold_packed(w, ascii);
+        self.word(info.id(), info.function(), info.negation());
+        if info.number() || !info.dotted() {
+            return;
+        }
+        for_each_part(self.bytes, w, off, |part, ends_before| {
+            if ends_before {
+                self.new_sentence();
+            }
+            if !part.is_empty() {
+                let p = self.folder.fold_packed(part, ascii || part.is_ascii());
+                self.word(p.id(), p.function(), p.negation());
+            }
+        });
+    }
+}
+
+impl NegationScan<'_> {
+    fn new_sentence(&mut self) {
+        self.sentence += 1;
+        self.pending = false;
+    }
+
+    fn word(&mut self, id: u32, function: bool, negation: bool) {
+        if function {
+            return;
+        }
+        if negation {
+            self.pending = true;
+        } else {
+            self.out.push((self.sentence, id, self.pending));
+            self.pending = false;
+        }
     }
 }
 

@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2902, // intercept
-    -0.1386, // found
-    -2.8809, // entity_missing
-    1.1884,  // entity_missing_share
-    0.1429,  // pairs
-    -0.0509, // best_sentence
-    0.3486,  // best_two_sentences
-    0.5740,  // length
-    -0.1671, // function_words
-    -0.2075, // missing
-    -0.4754, // entity_aside
-    -0.2530, // pairs_missing
-    -0.7418, // short_scattered
-    -1.2674, // short_pairs_missing
-    0.0867,  // source_sentences
-    1.4550,  // answer_found
-    1.1668,  // answer_words_found
+    -2.3137, // intercept
+    -0.1426, // found
+    -2.8950, // entity_missing
+    1.1882,  // entity_missing_share
+    0.1529,  // pairs
+    -0.0419, // best_sentence
+    0.3458,  // best_two_sentences
+    0.5766,  // length
+    -0.1588, // function_words
+    -0.2030, // missing
+    -0.4823, // entity_aside
+    -0.2554, // pairs_missing
+    -0.7404, // short_scattered
+    -1.2613, // short_pairs_missing
+    0.0872,  // source_sentences
+    1.4549,  // answer_found
+    1.1723,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

@@ -443,6 +443,9 @@ pub(super) fn analyze_with(
             let negation_missing = terms.iter().any(|t| t.negation && !t.found);
             // The source's best sentence negates a content word the claim
             // states plainly ("did not win" against "won").
+            // The pair says the sources negate the word somewhere; the
+            // best sentence must negate it there ("without stopping" later
+            // on does not contradict "a single stop").
             contradicted = !negates
                 && in_best(cover.first)
                 && terms.iter().any(|t| {
@@ -450,6 +453,7 @@ pub(super) fn analyze_with(
                         && t.class != TermClass::Function
                         && t.in_best
                         && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
+                        && index.negated_in(cover.first, t.id, sources, folder, steps)
                 });
             let number_missing = terms
                 .iter()

@@ -1028,3 +1028,62 @@ fn any_stretch_of_a_real_source_copied_verbatim_scores_one() {
     }
     assert!(checked > 1_000, "{checked}");
 }
+
+#[test]
+fn a_source_contradicts_a_word_only_where_its_best_sentence_negates_it() {
+    let min = GroundingSettings::default().min_support;
+    // Negated in another sentence, while the best sentence negates
+    // something else: no contradiction.
+    let source = "The plant does not export coal, and it employs 300 workers. \
+                  No workers were hired in 2001.";
+    assert_fully_supported("It employs 300 workers[^1].", source);
+    // Negated later in the best sentence, and stated plainly there too.
+    assert_fully_supported(
+        "An intercity bus generally has a single stop in a city[^1].",
+        "An intercity bus generally has a single stop in a city, and travels long distances without stopping.",
+    );
+    // Negated where the claim states it plainly: contradicted.
+    let g = run(
+        "The plant exports coal[^1].",
+        &["The plant does not export coal, and it employs 300 workers."],
+    );
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+    // A negation ends with its sentence: "Not." does not negate "Won",
+    // so the claim's negation is not in the source.
+    let g = run(
+        "The award was not won by Weaving[^1].",
+        &["The film is Ready or Not. Won by Weaving, the award came late."],
+    );
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+}
+
+#[test]
+fn reading_a_source_again_numbers_its_sentences_as_the_index_does() {
+    // `negated_in` reads a source again and checks (in debug builds) that
+    // it counts the sentences the index holds: real pages, in both orders.
+    let data = include_str!("../../../tests/data/grounding_wice_claims.jsonl");
+    let texts: Vec<String> = data
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|r| r["sources"][0]["payload"].as_str().map(str::to_string))
+        .take(20)
+        .chain(["The hotel is in Hawaii.Aulani opened in 2011. It has 21 floors.".to_string()])
+        .collect();
+    let mut scratch = Scratch::new();
+    for order in [false, true] {
+        let mut sources: Vec<&str> = texts.iter().map(String::as_str).collect();
+        if order {
+            sources.reverse();
+        }
+        let (folder, index) = scratch.parts();
+        index.want_everything();
+        index.start(sources.len(), false);
+        for (idx, text) in sources.iter().enumerate() {
+            index.add(idx, text, folder, &mut 0);
+        }
+        let total: usize = (0..sources.len()).map(|i| index.sentences_of(i)).sum();
+        for s in 0..total as u32 {
+            index.negated_in(s, 0, &sources, folder, &mut 0);
+        }
+    }
+}
