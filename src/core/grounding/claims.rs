@@ -8,8 +8,8 @@ use crate::core::citation::Citation;
 /// Splits `answer` into claim spans, written into `spans` (emptied first):
 /// sentences end after `.`, `!`, `?` (or their full-width forms) followed by
 /// whitespace, and at every newline; the markers (and spaces) right after a
-/// sentence's end belong to it. Lines inside a code fence (and the fence
-/// lines) are not claims.
+/// sentence's end belong to it. A list item's number is not a claim. Lines
+/// inside a code fence (and the fence lines) are not claims.
 pub(super) fn claim_spans(
     answer: &str,
     citations: &[Citation],
@@ -28,8 +28,12 @@ pub(super) fn claim_spans(
         if line.trim_start_matches([' ', '\t']).starts_with("```") {
             in_fence = !in_fence;
         } else if !in_fence {
-            let mut start = line_start;
-            let mut i = line_start;
+            // A list item's number ("1. ", "12) ") is not a sentence of
+            // its own (nor a claim about the number 1): the claim starts
+            // after it.
+            let item = list_number(&b[line_start..line_end]);
+            let mut start = line_start + item;
+            let mut i = start;
             // The next lead byte of a full-width end at or after `i` (the
             // line's end when none); found again once `i` passes it.
             let wide_from =
@@ -77,6 +81,24 @@ pub(super) fn claim_spans(
         }
         line_start = line_end + 1;
     }
+}
+
+/// Length of the list-item number that opens `line` (indent, one to three
+/// digits, `.` or `)`, then a space or tab), or 0.
+fn list_number(line: &[u8]) -> usize {
+    let indent = line
+        .iter()
+        .take_while(|&&c| c == b' ' || c == b'\t')
+        .count();
+    let digits = line[indent..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    let after = indent + digits;
+    let item = (1..=3).contains(&digits)
+        && matches!(line.get(after), Some(b'.' | b')'))
+        && matches!(line.get(after + 1), Some(b' ' | b'\t'));
+    if item { after + 1 } else { 0 }
 }
 
 /// Abbreviations (case-folded) whose period does not end a

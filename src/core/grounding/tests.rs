@@ -1087,3 +1087,25 @@ fn reading_a_source_again_numbers_its_sentences_as_the_index_does() {
         }
     }
 }
+
+#[test]
+fn a_numbered_list_item_is_checked_without_its_number() {
+    let source =
+        "Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903.";
+    for answer in [
+        "1. Marie Curie was born in Warsaw in 1867[^1].\n2. She won the Nobel Prize in Physics in 1903[^1].",
+        "Facts:\n  1) Marie Curie was born in Warsaw in 1867.[^1]\n  12) She won the Nobel Prize in Physics in 1903.[^1]",
+    ] {
+        let g = run(answer, &[source]);
+        let checked: Vec<_> = g.claims.iter().filter_map(|c| c.support).collect();
+        assert_eq!(checked, [1.0, 1.0], "{answer}: {g:?}");
+    }
+    // A year opening a line is a claim's number, not a list item.
+    let g = run("1868. She was born in Warsaw that year[^1].", &[source]);
+    assert!(
+        g.claims
+            .iter()
+            .any(|c| c.unsupported_terms.contains(&"1868".to_string())),
+        "{g:?}"
+    );
+}
