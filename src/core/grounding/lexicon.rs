@@ -229,6 +229,151 @@ pub(super) const FILLERS: &[&str] = &[
     "yes",
 ];
 
+/// Words that name the sources themselves ("the provided documents"),
+/// their verbs ("states", "mentions") and what may stand between.
+const REF_DETERMINERS: &[&str] = &["each", "my", "our", "the", "these", "this", "those", "your"];
+const REF_ADJECTIVES: &[&str] = &[
+    "above",
+    "attached",
+    "available",
+    "cited",
+    "given",
+    "provided",
+    "referenced",
+    "relevant",
+    "retrieved",
+    "search",
+    "supplied",
+];
+const REF_NOUNS: &[&str] = &[
+    "article",
+    "articles",
+    "author",
+    "authors",
+    "context",
+    "document",
+    "documents",
+    "excerpt",
+    "excerpts",
+    "information",
+    "material",
+    "materials",
+    "page",
+    "pages",
+    "paper",
+    "papers",
+    "passage",
+    "passages",
+    "reference",
+    "references",
+    "report",
+    "reports",
+    "results",
+    "snippet",
+    "snippets",
+    "source",
+    "sources",
+    "studies",
+    "study",
+    "text",
+    "texts",
+    "website",
+];
+const REF_VERBS: &[&str] = &[
+    "confirm",
+    "confirmed",
+    "confirms",
+    "describe",
+    "described",
+    "describes",
+    "explain",
+    "explained",
+    "explains",
+    "indicate",
+    "indicated",
+    "indicates",
+    "mention",
+    "mentioned",
+    "mentions",
+    "note",
+    "noted",
+    "notes",
+    "report",
+    "reported",
+    "reports",
+    "say",
+    "says",
+    "show",
+    "showed",
+    "shown",
+    "shows",
+    "state",
+    "stated",
+    "states",
+    "suggest",
+    "suggested",
+    "suggests",
+];
+
+/// Which of a claim's `n` words (word `i` is `word(i)`) refer to the
+/// sources rather than state anything, as `(lead, trail)`: words before
+/// `lead` and from `trail` on. A claim may open with such words ("According
+/// to the provided sources, …", "Based on the documents, …", "The passage
+/// states that …", "As mentioned in the article, …", after fillers such as
+/// "Yes,") or close with them ("…, according to the sources"). Only at the
+/// ends: within a claim they would join words the sources hold apart.
+pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -> (usize, usize) {
+    let is = |i: usize, list: &[&str]| {
+        i < n && {
+            let w = word(i);
+            list.iter().any(|l| l.as_bytes().eq_ignore_ascii_case(w))
+        }
+    };
+    // [determiner] [adjectives] noun, from `i`: where it ends.
+    let noun_phrase = |mut i: usize| {
+        if is(i, REF_DETERMINERS) {
+            i += 1;
+        }
+        while is(i, REF_ADJECTIVES) {
+            i += 1;
+        }
+        is(i, REF_NOUNS).then_some(i + 1)
+    };
+    // "according to …" / "based on …" from `i`: where it ends.
+    let attributed = |i: usize| {
+        if (is(i, &["according"]) && is(i + 1, &["to"]))
+            || (is(i, &["based"]) && is(i + 1, &["on"]))
+        {
+            noun_phrase(i + 2)
+        } else {
+            None
+        }
+    };
+    let mut start = 0;
+    while is(start, FILLERS) {
+        start += 1;
+    }
+    let lead = attributed(start)
+        .or_else(|| {
+            (is(start, &["as"]) && is(start + 1, REF_VERBS) && is(start + 2, &["by", "in"]))
+                .then(|| noun_phrase(start + 3))
+                .flatten()
+        })
+        .or_else(|| {
+            noun_phrase(start)
+                .filter(|&i| is(i, REF_VERBS))
+                .map(|i| i + 1 + usize::from(is(i + 1, &["that"])))
+        })
+        .unwrap_or(0);
+    // The shortest closing phrase is "according to sources": three words.
+    let trail = (lead..n.saturating_sub(2))
+        .rev()
+        .take(6)
+        .find(|&i| attributed(i) == Some(n))
+        .unwrap_or(n);
+    (lead, trail)
+}
+
 /// Negations count as content words, weighted like entities: a claim that
 /// says "not" where its source does not is the cheapest contradiction to see.
 /// Sorted: looked up by binary search.

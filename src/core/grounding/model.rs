@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.3137, // intercept
-    -0.1426, // found
-    -2.8950, // entity_missing
-    1.1882,  // entity_missing_share
-    0.1529,  // pairs
-    -0.0419, // best_sentence
-    0.3458,  // best_two_sentences
-    0.5766,  // length
-    -0.1588, // function_words
-    -0.2030, // missing
+    -2.3068, // intercept
+    -0.1444, // found
+    -2.8947, // entity_missing
+    1.1887,  // entity_missing_share
+    0.1527,  // pairs
+    -0.0414, // best_sentence
+    0.3426,  // best_two_sentences
+    0.5770,  // length
+    -0.1592, // function_words
+    -0.2061, // missing
     -0.4823, // entity_aside
-    -0.2554, // pairs_missing
-    -0.7404, // short_scattered
-    -1.2613, // short_pairs_missing
+    -0.2551, // pairs_missing
+    -0.7430, // short_scattered
+    -1.2620, // short_pairs_missing
     0.0872,  // source_sentences
-    1.4549,  // answer_found
-    1.1723,  // answer_words_found
+    1.4521,  // answer_found
+    1.1729,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use super::claims::{claim_spans, is_number_sign};
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
-use super::lexicon::{fold_into, for_each_word, spelled_other};
+use super::lexicon::{fold_into, for_each_word, source_reference, spelled_other};
 use super::memo::{Folder, WordInfo, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
@@ -174,8 +174,12 @@ fn read_claims(
             });
         }
         let from = all_terms.len();
+        let (lead, trail) = source_reference(words.len(), |i| {
+            let (at, len, _) = words[i];
+            &answer.as_bytes()[at..at + len]
+        });
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
-            if is_number_sign(answer.as_bytes(), at, len) {
+            if i < lead || i >= trail || is_number_sign(answer.as_bytes(), at, len) {
                 continue;
             }
             let w = &answer[at..at + len];

@@ -1109,3 +1109,35 @@ fn a_numbered_list_item_is_checked_without_its_number() {
         "{g:?}"
     );
 }
+
+#[test]
+fn words_that_name_the_sources_are_not_claimed() {
+    let source = "Revenue grew 5% in 2023, driven by strong demand in Europe.";
+    for answer in [
+        "According to the provided sources, revenue grew 5% in 2023[^1].",
+        "Yes, based on the retrieved documents, revenue grew 5% in 2023[^1].",
+        "The passage states that revenue grew 5% in 2023[^1].",
+        "As mentioned in the report, revenue grew 5% in 2023[^1].",
+        "Revenue grew 5% in 2023, according to the sources[^1].",
+    ] {
+        assert_fully_supported(answer, source);
+    }
+    // What follows them is still checked.
+    let min = GroundingSettings::default().min_support;
+    for answer in [
+        "According to the sources, revenue did not grow in 2023[^1].",
+        "The document states that revenue grew 7% in 2023[^1].",
+    ] {
+        let g = run(answer, &[source]);
+        assert!(g.claims[0].support.unwrap() < min, "{answer}: {g:?}");
+    }
+    // Within a claim they are words like any other: the source does not
+    // hold "according" or "report".
+    let g = run("Revenue, according to the report, grew 5%[^1].", &[source]);
+    assert!(g.claims[0].support.unwrap() < 1.0, "{g:?}");
+    // A source that opens that way, copied verbatim, is still found whole.
+    assert_fully_supported(
+        "According to the report, revenue grew 5% in 2023[^1].",
+        "According to the report, revenue grew 5% in 2023.",
+    );
+}
