@@ -12,7 +12,7 @@
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, is_number_sign, sentence_end};
-use super::lexicon::{Words, for_each_word};
+use super::lexicon::{Words, for_each_word, is_scale_of_number, with_scale};
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
 
@@ -717,6 +717,24 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if !read {
             return;
         }
+        if w[0].is_ascii_digit() && self.bytes.get(off + w.len()) == Some(&b' ') {
+            return self.number(w, off, ascii);
+        }
+        self.take(w, off, ascii);
+    }
+
+    /// A number a word follows: with its scale ("1.2 million"), written
+    /// out. Kept out of the loop.
+    #[inline(never)]
+    fn number(&mut self, w: &[u8], off: usize, ascii: bool) {
+        let mut written = [0u8; 48];
+        let w = with_scale(self.bytes, w, off + w.len(), &mut written);
+        self.take(w, off, ascii);
+    }
+
+    /// The word `w` read at `off`, in the sentence it is in.
+    #[inline(always)]
+    fn take(&mut self, w: &[u8], off: usize, ascii: bool) {
         let mut alt = self.alt.take();
         let (dotted, negation) = self.word(w, ascii, self.sentence, &mut alt);
         self.alt = alt;
@@ -775,15 +793,15 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
 
 /// The word `w` at `off` of `bytes`, the previous one having ended at
 /// `last_end` (moved past `w`): whether a sentence ends before it, and
-/// whether it is read at all ("No." is not: the number sign).
+/// whether it is read at all (not "No.", the number sign, nor the scale
+/// word of "1.2 million", read with its number).
 #[inline(always)]
 fn step(bytes: &[u8], last_end: &mut usize, w: &[u8], off: usize) -> (bool, bool) {
     let ends_before = off > *last_end && ends_between(bytes, *last_end, off);
     *last_end = off + w.len();
-    (
-        ends_before,
-        !(w.len() == 2 && is_number_sign(bytes, off, 2)),
-    )
+    let skipped = (w.len() == 2 && is_number_sign(bytes, off, 2))
+        || (w.len() >= 7 && is_scale_of_number(bytes, off, w.len()));
+    (ends_before, !skipped)
 }
 
 /// The parts of the dotted word `w` at `off` of `bytes` ("Hawaii.Aulani"),
@@ -820,6 +838,12 @@ impl Words for NegationScan<'_> {
         if !read {
             return;
         }
+        let mut scaled = [0u8; 48];
+        let w = if w[0].is_ascii_digit() {
+            with_scale(self.bytes, w, off + w.len(), &mut scaled)
+        } else {
+            w
+        };
         let info = self.folder.fold_packed(w, ascii);
         self.word(info.id(), info.function(), info.negation());
         if info.number() || !info.dotted() {

@@ -315,6 +315,45 @@ const REF_VERBS: &[&str] = &[
     "suggests",
 ];
 
+/// Lower-case words, and a bit per letter one of them starts with (a quick
+/// no for most words).
+struct List(&'static [&'static str], u32);
+
+impl List {
+    const fn new(words: &'static [&'static str]) -> List {
+        let mut letters = 0;
+        let mut i = 0;
+        while i < words.len() {
+            letters |= 1 << (words[i].as_bytes()[0] - b'a');
+            i += 1;
+        }
+        List(words, letters)
+    }
+
+    fn has(&self, w: &[u8]) -> bool {
+        let first = w[0].to_ascii_lowercase().wrapping_sub(b'a');
+        first < 26
+            && self.1 & (1 << first) != 0
+            && self
+                .0
+                .iter()
+                .any(|l| l.len() == w.len() && l.as_bytes().eq_ignore_ascii_case(w))
+    }
+}
+
+const DETERMINER: List = List::new(REF_DETERMINERS);
+const ADJECTIVE: List = List::new(REF_ADJECTIVES);
+const NOUN: List = List::new(REF_NOUNS);
+const VERB: List = List::new(REF_VERBS);
+const FILLER: List = List::new(FILLERS);
+const ACCORDING: List = List::new(&["according"]);
+const BASED: List = List::new(&["based"]);
+const TO: List = List::new(&["to"]);
+const ON: List = List::new(&["on"]);
+const AS: List = List::new(&["as"]);
+const BY_IN: List = List::new(&["by", "in"]);
+const THAT: List = List::new(&["that"]);
+
 /// Which of a claim's `n` words (word `i` is `word(i)`) refer to the
 /// sources rather than state anything, as `(lead, trail)`: words before
 /// `lead` and from `trail` on. A claim may open with such words ("According
@@ -323,54 +362,52 @@ const REF_VERBS: &[&str] = &[
 /// "Yes,") or close with them ("…, according to the sources"). Only at the
 /// ends: within a claim they would join words the sources hold apart.
 pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -> (usize, usize) {
-    let is = |i: usize, list: &[&str]| {
-        i < n && {
-            let w = word(i);
-            list.iter().any(|l| l.as_bytes().eq_ignore_ascii_case(w))
-        }
-    };
+    let is = |i: usize, list: &List| i < n && list.has(word(i));
     // [determiner] [adjectives] noun, from `i`: where it ends.
     let noun_phrase = |mut i: usize| {
-        if is(i, REF_DETERMINERS) {
+        if is(i, &DETERMINER) {
             i += 1;
         }
-        while is(i, REF_ADJECTIVES) {
+        while is(i, &ADJECTIVE) {
             i += 1;
         }
-        is(i, REF_NOUNS).then_some(i + 1)
+        is(i, &NOUN).then_some(i + 1)
     };
     // "according to …" / "based on …" from `i`: where it ends.
     let attributed = |i: usize| {
-        if (is(i, &["according"]) && is(i + 1, &["to"]))
-            || (is(i, &["based"]) && is(i + 1, &["on"]))
-        {
+        if (is(i, &ACCORDING) && is(i + 1, &TO)) || (is(i, &BASED) && is(i + 1, &ON)) {
             noun_phrase(i + 2)
         } else {
             None
         }
     };
     let mut start = 0;
-    while is(start, FILLERS) {
+    while is(start, &FILLER) {
         start += 1;
     }
     let lead = attributed(start)
         .or_else(|| {
-            (is(start, &["as"]) && is(start + 1, REF_VERBS) && is(start + 2, &["by", "in"]))
+            (is(start, &AS) && is(start + 1, &VERB) && is(start + 2, &BY_IN))
                 .then(|| noun_phrase(start + 3))
                 .flatten()
         })
         .or_else(|| {
             noun_phrase(start)
-                .filter(|&i| is(i, REF_VERBS))
-                .map(|i| i + 1 + usize::from(is(i + 1, &["that"])))
+                .filter(|&i| is(i, &VERB))
+                .map(|i| i + 1 + usize::from(is(i + 1, &THAT)))
         })
         .unwrap_or(0);
-    // The shortest closing phrase is "according to sources": three words.
-    let trail = (lead..n.saturating_sub(2))
-        .rev()
-        .take(6)
-        .find(|&i| attributed(i) == Some(n))
-        .unwrap_or(n);
+    // A closing phrase ends with its noun; the shortest is "according to
+    // sources": three words.
+    let trail = if n > lead && is(n - 1, &NOUN) {
+        (lead..n.saturating_sub(2))
+            .rev()
+            .take(6)
+            .find(|&i| attributed(i) == Some(n))
+            .unwrap_or(n)
+    } else {
+        n
+    };
     (lead, trail)
 }
 
@@ -425,8 +462,155 @@ pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
                 break;
             }
         }
+        // "$5bn", "3k": the number written out.
+        let digits = buf
+            .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+            .len();
+        if let Some(zeros) = scale_of(&buf.as_bytes()[digits..], SCALE_SUFFIXES)
+            && is_numeral(&buf.as_bytes()[..digits])
+        {
+            let mut out = [0u8; 48];
+            if let Some(len) = scaled_numeral(&buf.as_bytes()[..digits], zeros, &mut out) {
+                buf.clear();
+                buf.extend(out[..len].iter().map(|&b| char::from(b)));
+            }
+        }
     }
     number
+}
+
+/// Scale words that may follow a number ("1.2 million", "$5 billion") and
+/// the same glued to it ("$5bn", "3k", "1.2m"), as powers of ten: a number
+/// with its scale is one number, written out ("1200000"), so each way of
+/// writing it finds the others.
+const SCALES: &[(&str, u32)] = &[
+    ("billion", 9),
+    ("million", 6),
+    ("thousand", 3),
+    ("trillion", 12),
+];
+const SCALE_SUFFIXES: &[(&str, u32)] = &[
+    ("b", 9),
+    ("bn", 9),
+    ("k", 3),
+    ("m", 6),
+    ("mn", 6),
+    ("tn", 12),
+];
+
+fn scale_of(word: &[u8], table: &[(&str, u32)]) -> Option<u32> {
+    table
+        .iter()
+        .find(|(s, _)| s.as_bytes().eq_ignore_ascii_case(word))
+        .map(|&(_, zeros)| zeros)
+}
+
+/// Digits with `,` separators and at most one `.`, from a digit to a digit.
+fn is_numeral(w: &[u8]) -> bool {
+    w.first().is_some_and(u8::is_ascii_digit)
+        && w.last().is_some_and(u8::is_ascii_digit)
+        && w.iter()
+            .all(|&b| b.is_ascii_digit() || b == b',' || b == b'.')
+        && w.iter().filter(|&&b| b == b'.').count() <= 1
+}
+
+/// `numeral` times ten to the `zeros`, written as a folded number is
+/// ("1.2", 6: "1200000"; "2.25", 1: "22.5"), into `out`: its length, or
+/// `None` when it does not fit.
+fn scaled_numeral(numeral: &[u8], zeros: u32, out: &mut [u8; 48]) -> Option<usize> {
+    let zeros = zeros as usize;
+    let mut digits = [0u8; 48];
+    let mut n = 0;
+    let mut point = None;
+    for &b in numeral {
+        match b {
+            b',' => {}
+            b'.' => point = Some(n),
+            _ => {
+                *digits.get_mut(n)? = b;
+                n += 1;
+            }
+        }
+    }
+    // The point moves `zeros` places right.
+    let point = point.unwrap_or(n) + zeros;
+    let end = n.max(point);
+    let mut len = 0;
+    let mut push = |b: u8, len: &mut usize| -> Option<()> {
+        *out.get_mut(*len)? = b;
+        *len += 1;
+        Some(())
+    };
+    for i in 0..end {
+        if i == point && i < n {
+            if len == 0 {
+                push(b'0', &mut len)?;
+            }
+            push(b'.', &mut len)?;
+        }
+        let d = digits[..n].get(i).copied().unwrap_or(b'0');
+        // No leading zeros before the point.
+        if len == 0 && d == b'0' && i + 1 < point {
+            continue;
+        }
+        push(d, &mut len)?;
+    }
+    if out[..len].contains(&b'.') {
+        while out[len - 1] == b'0' {
+            len -= 1;
+        }
+        if out[len - 1] == b'.' {
+            len -= 1;
+        }
+    }
+    Some(len)
+}
+
+/// The number word `w`, ending at `end` of `bytes`, with the scale word
+/// after it ("1.2" of "1.2 million"): the number written out, in `out`.
+pub(super) fn with_scale<'b>(
+    bytes: &[u8],
+    w: &'b [u8],
+    end: usize,
+    out: &'b mut [u8; 48],
+) -> &'b [u8] {
+    let scaled = (bytes.get(end) == Some(&b' ') && is_numeral(w))
+        .then(|| {
+            let rest = &bytes[end + 1..];
+            let word = &rest[..rest.iter().take_while(|b| b.is_ascii_alphabetic()).count()];
+            scale_of(word, SCALES)
+        })
+        .flatten()
+        .and_then(|zeros| scaled_numeral(w, zeros, out));
+    match scaled {
+        Some(len) => &out[..len],
+        None => w,
+    }
+}
+
+/// Whether the word at `at..at + len` of `bytes` belongs to the number
+/// before it: its scale ("million" of "1.2 million"), read with it, or
+/// "percent", which "5%" writes as a sign (not a word).
+#[inline(always)]
+pub(super) fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
+    // Most words: not after a digit and a space.
+    at >= 2 && bytes[at - 1] == b' ' && bytes[at - 2].is_ascii_digit() && scales(bytes, at, len)
+}
+
+/// [`is_scale_of_number`] past its first test.
+#[inline(never)]
+fn scales(bytes: &[u8], at: usize, len: usize) -> bool {
+    let word = &bytes[at..at + len];
+    if scale_of(word, SCALES).is_none() && !word.eq_ignore_ascii_case(b"percent") {
+        return false;
+    }
+    let before = &bytes[..at - 1];
+    let start = before
+        .iter()
+        .rposition(|b| !(b.is_ascii_digit() || *b == b',' || *b == b'.'))
+        .map_or(0, |p| p + 1);
+    // The numeral is a word of its own ("$5", not "A5").
+    is_numeral(&before[start..]) && (start == 0 || !before[start - 1].is_ascii_alphanumeric())
 }
 
 /// Small numbers and ordinals in words and in digits (sorted by word): a

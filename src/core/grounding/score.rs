@@ -10,7 +10,9 @@ use std::ops::Range;
 
 use super::claims::{claim_spans, is_number_sign};
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
-use super::lexicon::{fold_into, for_each_word, source_reference, spelled_other};
+use super::lexicon::{
+    fold_into, for_each_word, is_scale_of_number, source_reference, spelled_other, with_scale,
+};
 use super::memo::{Folder, WordInfo, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
@@ -179,10 +181,23 @@ fn read_claims(
             &answer.as_bytes()[at..at + len]
         });
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
-            if i < lead || i >= trail || is_number_sign(answer.as_bytes(), at, len) {
+            let bytes = answer.as_bytes();
+            if i < lead
+                || i >= trail
+                || is_number_sign(bytes, at, len)
+                || (len >= 7 && is_scale_of_number(bytes, at, len))
+            {
                 continue;
             }
             let w = &answer[at..at + len];
+            // "1.2 million": one number, written out.
+            let mut written = [0u8; 48];
+            let w = if bytes[at].is_ascii_digit() && bytes.get(at + len) == Some(&b' ') {
+                let scaled = with_scale(bytes, w.as_bytes(), at + len, &mut written);
+                std::str::from_utf8(scaled).unwrap_or(w)
+            } else {
+                w
+            };
             let sentence_start = i == 0;
             // ASCII: case and classes come with the hash, in one pass.
             let scan = ascii.then(|| ascii_word(w.as_bytes()));

@@ -1141,3 +1141,64 @@ fn words_that_name_the_sources_are_not_claimed() {
         "According to the report, revenue grew 5% in 2023.",
     );
 }
+
+#[test]
+fn a_number_is_found_however_it_is_written() {
+    let pairs = [
+        (
+            "The city has 1.2 million residents",
+            "The city has 1,200,000 residents.",
+        ),
+        (
+            "The city has 1,200,000 residents",
+            "The city has 1.2 million residents.",
+        ),
+        ("The deal was worth $5 billion", "The deal was worth $5bn."),
+        (
+            "The deal was worth $5bn",
+            "The deal was worth $5,000,000,000.",
+        ),
+        ("Revenue grew 5 percent in 2023", "Revenue grew 5% in 2023."),
+        ("Revenue grew 5% in 2023", "Revenue grew 5 percent in 2023."),
+        ("It sold 2.5 thousand copies", "It sold 2,500 copies."),
+    ];
+    for (claim, source) in pairs {
+        assert_fully_supported(&format!("{claim}[^1]."), source);
+    }
+    // Another scale is another number.
+    let min = GroundingSettings::default().min_support;
+    for (claim, source) in [
+        ("The deal was worth $5 million", "The deal was worth $5bn."),
+        (
+            "The city has 1.3 million residents",
+            "The city has 1,200,000 residents.",
+        ),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        assert!(g.claims[0].support.unwrap() < min, "{claim}: {g:?}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_scaled_number_matches_its_digits(
+        whole in 1u64..1000,
+        hundredths in 0u64..100,
+        scale in 0usize..3,
+    ) {
+        let (word, zeros) = [("thousand", 3u32), ("million", 6), ("billion", 9)][scale];
+        let value = (whole * 100 + hundredths) * 10u64.pow(zeros) / 100;
+        let digits = value.to_string();
+        // Thousands separators, as a source writes them.
+        let mut grouped = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        let claim = format!("The fund holds {whole}.{hundredths:02} {word} dollars[^1].");
+        let g = run(&claim, &[&format!("The fund holds {grouped} dollars.")]);
+        prop_assert_eq!(g.score, Some(1.0), "{}: {:?}", claim, g);
+    }
+}
