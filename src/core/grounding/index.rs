@@ -12,7 +12,7 @@
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, is_number_sign, sentence_end};
-use super::lexicon::{Words, for_each_word, is_scale_of_number, with_scale};
+use super::lexicon::{Words, for_each_word, is_scale_of_number, web_address, with_scale};
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
 
@@ -364,6 +364,7 @@ impl SourceIndex {
             sentences: &mut self.sentences,
             sentence: first,
             last_end: 0,
+            address_end: 0,
             split_bytes: 0,
             alt: None,
         };
@@ -461,6 +462,7 @@ impl SourceIndex {
                 bytes: text.as_bytes(),
                 sentence: first,
                 last_end: 0,
+                address_end: 0,
                 pending: false,
                 out: &mut self.negated,
             };
@@ -626,9 +628,11 @@ struct Reading<'a, const RECORD: bool> {
     idx: u32,
     /// By sentence: its source and whether it negates (the index's list).
     sentences: &'a mut Vec<(u32, bool)>,
-    /// The sentence being read, and where the last word ended.
+    /// The sentence being read, where the last word ended, and where the
+    /// web address being read ends.
     sentence: u32,
     last_end: usize,
+    address_end: usize,
     /// Bytes of dotted words read again part by part.
     split_bytes: usize,
     /// A dotted word just read: the next content word pairs with it too.
@@ -710,7 +714,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let (ends_before, read) = step(self.bytes, &mut self.last_end, w, off);
+        let (ends_before, read) = step(
+            self.bytes,
+            &mut self.last_end,
+            &mut self.address_end,
+            w,
+            off,
+        );
         if ends_before {
             self.new_sentence();
         }
@@ -794,11 +804,25 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
 /// The word `w` at `off` of `bytes`, the previous one having ended at
 /// `last_end` (moved past `w`): whether a sentence ends before it, and
 /// whether it is read at all (not "No.", the number sign, nor the scale
-/// word of "1.2 million", read with its number).
+/// word of "1.2 million", read with its number, nor a word of a web
+/// address, which ends at `address_end`: claims skip those too).
 #[inline(always)]
-fn step(bytes: &[u8], last_end: &mut usize, w: &[u8], off: usize) -> (bool, bool) {
+fn step(
+    bytes: &[u8],
+    last_end: &mut usize,
+    address_end: &mut usize,
+    w: &[u8],
+    off: usize,
+) -> (bool, bool) {
     let ends_before = off > *last_end && ends_between(bytes, *last_end, off);
     *last_end = off + w.len();
+    if off < *address_end {
+        return (ends_before, false);
+    }
+    if let Some(end) = web_address(bytes, off, w.len()) {
+        *address_end = end;
+        return (ends_before, false);
+    }
     let skipped = (w.len() == 2 && is_number_sign(bytes, off, 2))
         || (w.len() >= 7 && is_scale_of_number(bytes, off, w.len()));
     (ends_before, !skipped)
@@ -824,6 +848,7 @@ struct NegationScan<'a> {
     bytes: &'a [u8],
     sentence: u32,
     last_end: usize,
+    address_end: usize,
     /// A negation seen in this sentence, waiting for its content word.
     pending: bool,
     out: &'a mut Vec<(u32, u32, bool)>,
@@ -831,7 +856,13 @@ struct NegationScan<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let (ends_before, read) = step(self.bytes, &mut self.last_end, w, off);
+        let (ends_before, read) = step(
+            self.bytes,
+            &mut self.last_end,
+            &mut self.address_end,
+            w,
+            off,
+        );
         if ends_before {
             self.new_sentence();
         }

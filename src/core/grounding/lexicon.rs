@@ -211,8 +211,13 @@ pub(super) const FILLERS: &[&str] = &[
     "actually",
     "ah",
     "certainly",
+    // Latin abbreviations ("e.g.", "i.e.") introduce, they do not state.
+    "cf",
     "definitely",
+    "e.g",
+    "etc",
     "hmm",
+    "i.e",
     "indeed",
     "lol",
     "oh",
@@ -223,6 +228,7 @@ pub(super) const FILLERS: &[&str] = &[
     "s",
     "sure",
     "um",
+    "viz",
     "well",
     "wow",
     "yeah",
@@ -314,6 +320,33 @@ const REF_VERBS: &[&str] = &[
     "suggested",
     "suggests",
 ];
+
+/// Where the web address that the word at `at..at + len` of `bytes` opens
+/// ends ("https" of "https://…", "www" of "www.…"): at the next whitespace
+/// or marker. `None` when the word opens none.
+#[inline]
+pub(super) fn web_address(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
+    if !matches!(bytes[at] | 0x20, b'h' | b'w') {
+        return None;
+    }
+    let word = &bytes[at..at + len];
+    let next = bytes.get(at + len).copied();
+    // "https" before "://"; "www" before "." or joined to it as one word
+    // ("www.example.org").
+    let opens = (next == Some(b':')
+        && (word.eq_ignore_ascii_case(b"https") || word.eq_ignore_ascii_case(b"http"))
+        && bytes[at + len..].starts_with(b"://"))
+        || (next == Some(b'.') && word.eq_ignore_ascii_case(b"www"))
+        || (len > 4 && word[..4].eq_ignore_ascii_case(b"www."));
+    opens.then(|| {
+        let tail = &bytes[at..];
+        at + tail
+            .iter()
+            .enumerate()
+            .position(|(k, &b)| b.is_ascii_whitespace() || tail[k..].starts_with(b"[^"))
+            .unwrap_or(tail.len())
+    })
+}
 
 /// Lower-case words, and a bit per letter one of them starts with (a quick
 /// no for most words).

@@ -11,7 +11,8 @@ use std::ops::Range;
 use super::claims::{claim_spans, is_number_sign};
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{
-    fold_into, for_each_word, is_scale_of_number, source_reference, spelled_other, with_scale,
+    fold_into, for_each_word, is_scale_of_number, source_reference, spelled_other, web_address,
+    with_scale,
 };
 use super::memo::{Folder, WordInfo, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -180,8 +181,18 @@ fn read_claims(
             let (at, len, _) = words[i];
             &answer.as_bytes()[at..at + len]
         });
+        // A web address ("https://en.wikipedia.org/…", a Markdown link's
+        // target) says where, not what: its words are not claimed.
+        let mut address_end = 0;
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
             let bytes = answer.as_bytes();
+            if at < address_end {
+                continue;
+            }
+            if let Some(end) = web_address(bytes, at, len) {
+                address_end = end;
+                continue;
+            }
             if i < lead
                 || i >= trail
                 || is_number_sign(bytes, at, len)

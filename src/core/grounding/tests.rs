@@ -1202,3 +1202,28 @@ proptest! {
         prop_assert_eq!(g.score, Some(1.0), "{}: {:?}", claim, g);
     }
 }
+
+#[test]
+fn a_web_address_says_where_not_what() {
+    let source = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.";
+    for answer in [
+        "The Eiffel Tower was completed in 1889 for the [World's Fair](https://en.wikipedia.org/wiki/Exposition_Universelle_(1889)) in Paris[^1].",
+        "The Eiffel Tower was completed in 1889 (www.toureiffel.paris/en) for the World's Fair[^1].",
+        "The Eiffel Tower was completed in 1889, i.e. for the World's Fair in Paris[^1].",
+    ] {
+        assert_fully_supported(answer, source);
+    }
+    // A source's own address, copied with the text around it.
+    assert_fully_supported(
+        "Details are at https://example.org/tower-history for visitors[^1].",
+        "Details are at https://example.org/tower-history for visitors.",
+    );
+}
+
+#[test]
+fn the_word_lists_are_sorted_for_their_binary_search() {
+    use super::lexicon::{FILLERS, NEGATIONS, STOP_WORDS};
+    for list in [STOP_WORDS, FILLERS, NEGATIONS] {
+        assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+    }
+}
