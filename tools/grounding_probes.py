@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Writes probe answers for the grounding check from the source texts of labelled
+files (the dev sets under ../shared/grounding/), one `check` record per line, each
+citing its own source as [^1]:
+
+    python3 tools/grounding_probes.py spans     FILE... > spans.jsonl
+    python3 tools/grounding_probes.py fragments FILE... > fragments.jsonl
+    python3 tools/grounding_probes.py edits     FILE... > edits.jsonl
+    groundgate check spans.jsonl --out /tmp/spans
+
+- spans: one to three pieces of a source, cut at every ". ", "! " or "? " whether
+  or not the sentence rule ends a sentence there, copied verbatim: every one should
+  score 1.0.
+- fragments: 2 to 25 words of a source from a random word on, copied verbatim
+  (trailing punctuation dropped): every one should score 1.0 unless it drops a
+  negation its source sentence states ("to enter any tournaments" out of "decided
+  not to enter any tournaments").
+- edits: sentences of 40 to 300 characters with one number of two to four digits
+  changed (request ids "num…") or with "not" put after the first auxiliary verb of
+  a sentence that has no negation ("neg…"): every one should be flagged. Sentences
+  spanning lines are left out (only a line's last sentence would carry the marker).
+
+Deterministic: a fixed seed per mode.
+"""
+import json
+import random
+import re
+import sys
+
+AUX = re.compile(r"\b(is|was|are|were|has|have|had|will|can|could|would|does|did)\b")
+
+
+def sources(files):
+    seen = set()
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                for s in json.loads(line).get("sources", []):
+                    seen.add(str(s["payload"]))
+    return sorted(seen)
+
+
+def record(rid, answer, source):
+    return {"request_id": rid, "answer": answer,
+            "sources": [{"urn": "urn:probe:source", "payload": source}], "mode": "lenient"}
+
+
+def spans(texts, rng):
+    for s in texts:
+        parts = [p for p in re.split(r"(?<=[.!?])\s+", s) if p.strip()]
+        for _ in range(4):
+            if not parts:
+                break
+            a = rng.randrange(len(parts))
+            b = min(len(parts), a + rng.randint(1, 3))
+            start = s.find(parts[a])
+            end = s.find(parts[b - 1], start) + len(parts[b - 1])
+            answer = s[start:end].strip()
+            if answer and len(answer) <= 3000:
+                yield answer + "[^1]", s
+
+
+def fragments(texts, rng):
+    for s in texts:
+        words = list(re.finditer(r"\S+", s))
+        for _ in range(3):
+            if len(words) < 3:
+                break
+            a = rng.randrange(len(words))
+            b = min(len(words), a + rng.randint(2, 25))
+            answer = s[words[a].start():words[b - 1].end()].rstrip(".!?,;:")
+            yield answer + "[^1].", s
+
+
+def edits(texts, rng):
+    for s in texts:
+        parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", s) if 40 < len(p.strip()) < 300]
+        rng.shuffle(parts)
+        for p in parts[:3]:
+            p = p.rstrip(".!?")
+            numbers = list(re.finditer(r"(?<![\d.,])\d{2,4}(?![\d,.])", p))
+            if numbers:
+                n = rng.choice(numbers)
+                changed = int(n.group()) + rng.choice([1, 2, 3, 7, 10])
+                yield "num", p[:n.start()] + str(changed) + p[n.end():] + "[^1].", s
+            aux = AUX.search(p)
+            if aux and not re.search(r"\b(not|never|no)\b|n't", p):
+                yield "neg", p[:aux.end()] + " not" + p[aux.end():] + "[^1].", s
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits"):
+        sys.exit(__doc__)
+    mode, texts = sys.argv[1], sources(sys.argv[2:])
+    seed = {"spans": 5, "fragments": 7, "edits": 9}[mode]
+    rng = random.Random(seed)
+    out = sys.stdout
+    if mode == "edits":
+        for i, (kind, answer, source) in enumerate(edits(texts, rng)):
+            if "\n" not in answer:
+                out.write(json.dumps(record(f"{kind}{i}", answer, source)) + "\n")
+    else:
+        gen = spans if mode == "spans" else fragments
+        for i, (answer, source) in enumerate(gen(texts, rng)):
+            out.write(json.dumps(record(f"{mode}{i}", answer, source)) + "\n")
+
+
+if __name__ == "__main__":
+    main()
