@@ -815,17 +815,31 @@ fn step(
     off: usize,
 ) -> (bool, bool) {
     let ends_before = off > *last_end && ends_between(bytes, *last_end, off);
-    *last_end = off + w.len();
+    let end = off + w.len();
+    *last_end = end;
+    // Most words: outside an address, followed by neither ':' nor '.', not
+    // "www.…", and not two bytes after a digit.
+    let unusual = off < *address_end
+        || matches!(bytes.get(end), Some(b':' | b'.'))
+        || (w.len() > 4 && w[3] == b'.')
+        || (off >= 2 && bytes[off - 2].is_ascii_digit());
+    let plain = !unusual;
+    (ends_before, plain || !skipped(bytes, address_end, w, off))
+}
+
+/// [`step`] for a word its first test could not pass: whether it is
+/// skipped.
+#[inline(never)]
+fn skipped(bytes: &[u8], address_end: &mut usize, w: &[u8], off: usize) -> bool {
     if off < *address_end {
-        return (ends_before, false);
+        return true;
     }
     if let Some(end) = web_address(bytes, off, w.len()) {
         *address_end = end;
-        return (ends_before, false);
+        return true;
     }
-    let skipped = (w.len() == 2 && is_number_sign(bytes, off, 2))
-        || (w.len() >= 7 && is_scale_of_number(bytes, off, w.len()));
-    (ends_before, !skipped)
+    (w.len() == 2 && is_number_sign(bytes, off, 2))
+        || (w.len() >= 7 && is_scale_of_number(bytes, off, w.len()))
 }
 
 /// The parts of the dotted word `w` at `off` of `bytes` ("Hawaii.Aulani"),

@@ -324,8 +324,20 @@ const REF_VERBS: &[&str] = &[
 /// Where the web address that the word at `at..at + len` of `bytes` opens
 /// ends ("https" of "https://…", "www" of "www.…"): at the next whitespace
 /// or marker. `None` when the word opens none.
-#[inline]
+#[inline(always)]
 pub(super) fn web_address(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
+    // Most words: followed by neither ':' nor '.', and not "www.…".
+    let next = bytes.get(at + len).copied();
+    let maybe = matches!(next, Some(b':' | b'.')) || (len > 4 && bytes[at + 3] == b'.');
+    if !maybe {
+        return None;
+    }
+    opens_address(bytes, at, len)
+}
+
+/// [`web_address`] past its first test.
+#[inline(never)]
+fn opens_address(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
     if !matches!(bytes[at] | 0x20, b'h' | b'w') {
         return None;
     }
@@ -363,6 +375,7 @@ impl List {
         List(words, letters)
     }
 
+    #[inline(always)]
     fn has(&self, w: &[u8]) -> bool {
         let first = w[0].to_ascii_lowercase().wrapping_sub(b'a');
         first < 26
