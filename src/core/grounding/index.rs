@@ -55,11 +55,6 @@ pub(super) struct SourceIndex {
     building: Summary,
     /// The terms this record's claims ask about, and their marks' slots.
     wanted: Wanted,
-    /// By variants group: the record whose claims last asked for its
-    /// alternates (see [`SourceIndex::want_alternates`]).
-    groups: Vec<u32>,
-    /// This record's number on the thread (wraps; groups start over then).
-    record: u32,
     /// Sources read again for what they negate in this record, and their
     /// content words: (sentence, word id, right after a negation), sorted.
     negations_read: Vec<bool>,
@@ -183,9 +178,6 @@ impl SourceIndex {
             cache: SourceCache::new(),
             building: Summary::default(),
             wanted: Wanted::default(),
-            groups: Vec::new(),
-            // Never 0, the stamp of a group not asked for yet.
-            record: 1,
             negations_read: Vec::new(),
             negated: Vec::new(),
         }
@@ -195,24 +187,6 @@ impl SourceIndex {
     #[inline(always)]
     pub(super) fn want(&mut self, id: u32) {
         self.wanted.want(id, &mut self.marks);
-    }
-
-    /// Terms `ids`, the alternates of variants group `group` (0: none), may
-    /// be asked about in this record; a group asked for again in the same
-    /// record costs one look-up.
-    #[inline(always)]
-    pub(super) fn want_alternates(&mut self, group: u32, ids: &[u32]) {
-        let g = group as usize;
-        if g == 0 || self.groups.get(g) == Some(&self.record) {
-            return;
-        }
-        if g >= self.groups.len() {
-            self.groups.resize(g + 1, 0);
-        }
-        self.groups[g] = self.record;
-        for &id in ids {
-            self.want(id);
-        }
     }
 
     /// Whether term `id` is wanted in this record.
@@ -244,12 +218,6 @@ impl SourceIndex {
         self.marks.clear();
         self.wanted.clear();
         self.wanted.record_all = false;
-        self.record = self.record.wrapping_add(1);
-        if self.record == 0 {
-            // Stamps of 2^32 records ago could match again.
-            self.groups.fill(0);
-            self.record = 1;
-        }
         if ids_reset {
             self.cache.clear();
         }

@@ -209,11 +209,24 @@ pub(super) struct Folder {
     words: Memo,
     /// Index key → dense id.
     ids: Table<u32>,
-    /// By variants group: where its alternates' ids start in `alts` + 1
-    /// (0: not looked up since the memo started over). Each run in `alts`
-    /// is its length, then the ids.
-    group_alts: Vec<u32>,
+    /// By variants group: where its alternates' ids start in `alts`, and
+    /// the record that last asked for them, side by side (one cache line
+    /// for both). Each run in `alts` is its length, then the ids.
+    groups: Vec<Group>,
     alts: Vec<u32>,
+    /// This record's number on the thread (never 0; wraps, and the groups'
+    /// stamps start over then).
+    record: u32,
+}
+
+/// A variants group's entry in the [`Folder`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Group {
+    /// Where its run starts in `alts` + 1 (0: not looked up since the
+    /// memo started over).
+    at: u32,
+    /// The record that last asked for its alternates (0: none).
+    asked: u32,
 }
 
 impl Folder {
@@ -223,8 +236,9 @@ impl Folder {
             buf: String::with_capacity(64),
             words: Memo::with_slots(2048),
             ids: Table::with_capacity(1024),
-            group_alts: Vec::new(),
+            groups: Vec::new(),
             alts: Vec::new(),
+            record: 1,
         }
     }
 
@@ -236,24 +250,54 @@ impl Folder {
         if g == 0 {
             return &[];
         }
-        match self.group_alts.get(g) {
-            Some(&at) if at != 0 => {
-                let at = at as usize - 1;
-                let n = self.alts[at] as usize;
-                &self.alts[at + 1..at + 1 + n]
-            }
+        let at = match self.groups.get(g) {
+            Some(e) if e.at != 0 => e.at,
             _ => self.learn_alternates(g),
-        }
+        };
+        self.run(at)
     }
 
-    /// [`Folder::alternates`] of a group not looked up since the memo
-    /// started over.
-    #[inline(never)]
-    fn learn_alternates(&mut self, g: usize) -> &[u32] {
-        if g >= self.group_alts.len() {
-            self.group_alts.resize(g + 1, 0);
+    /// [`Folder::alternates`] the first time this record asks for `info`'s
+    /// group; nothing when the record asked for the group before (one
+    /// look-up, in the group's own entry).
+    #[inline(always)]
+    pub(super) fn new_alternates(&mut self, info: &WordInfo) -> &[u32] {
+        let g = info.variants as usize;
+        if g == 0 {
+            return &[];
         }
-        if self.group_alts[g] == 0 {
+        let record = self.record;
+        let at = match self.groups.get_mut(g) {
+            Some(e) if e.asked == record => return &[],
+            Some(e) if e.at != 0 => {
+                e.asked = record;
+                e.at
+            }
+            _ => {
+                let at = self.learn_alternates(g);
+                self.groups[g].asked = record;
+                at
+            }
+        };
+        self.run(at)
+    }
+
+    /// The run of alternates that starts at `at` - 1 in `alts`.
+    #[inline(always)]
+    fn run(&self, at: u32) -> &[u32] {
+        let at = at as usize - 1;
+        let n = self.alts[at] as usize;
+        &self.alts[at + 1..at + 1 + n]
+    }
+
+    /// Looks up the alternates of group `g` (not looked up since the memo
+    /// started over): where their run starts in `alts` + 1.
+    #[inline(never)]
+    fn learn_alternates(&mut self, g: usize) -> u32 {
+        if g >= self.groups.len() {
+            self.groups.resize(g + 1, Group::default());
+        }
+        if self.groups[g].at == 0 {
             let at = self.alts.len();
             self.alts.push(0);
             for &key in variants::alternates(g as u32) {
@@ -261,11 +305,21 @@ impl Folder {
                 self.alts.push(id);
             }
             self.alts[at] = (self.alts.len() - at - 1) as u32;
-            self.group_alts[g] = at as u32 + 1;
+            self.groups[g].at = at as u32 + 1;
         }
-        let at = self.group_alts[g] as usize - 1;
-        let n = self.alts[at] as usize;
-        &self.alts[at + 1..at + 1 + n]
+        self.groups[g].at
+    }
+
+    /// Starts a record: [`Folder::new_alternates`] gives every group again.
+    pub(super) fn start_record(&mut self) {
+        self.record = self.record.wrapping_add(1);
+        if self.record == 0 {
+            // Stamps of 2^32 records ago could match again.
+            for e in &mut self.groups {
+                e.asked = 0;
+            }
+            self.record = 1;
+        }
     }
 
     /// Starts the memo over when full; only between records, so the ids a
@@ -276,7 +330,7 @@ impl Folder {
         }
         self.words.clear();
         self.ids.clear(usize::MAX);
-        self.group_alts.fill(0);
+        self.groups.fill(Group::default());
         self.alts.clear();
         true
     }

@@ -284,8 +284,11 @@ fn read_claims(
                 if let Some(o) = &t.other {
                     index.want(o.id);
                 }
-                // "favourite" against "favorite", "enroll" against "register".
-                index.want_alternates(t.own.variants, folder.alternates(&t.own));
+                // "favourite" against "favorite", "enroll" against "register";
+                // each group once per record.
+                for &id in folder.new_alternates(&t.own) {
+                    index.want(id);
+                }
             }
         }
         claim_parts.push(ClaimParts {
@@ -306,6 +309,7 @@ pub(super) fn analyze_with(
 ) -> Grounding {
     claim_spans(answer, citations, steps, &mut scratch.spans);
     let ids_reset = scratch.folder.reset_if_full();
+    scratch.folder.start_record();
     scratch.index.start(sources.len(), ids_reset);
     // Declaring the claims' terms pays when the sources are long next to
     // the answer (most of their words are then never asked about); against

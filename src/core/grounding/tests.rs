@@ -809,6 +809,33 @@ fn spelling_variants_are_found() {
 }
 
 #[test]
+fn every_record_finds_a_word_by_its_alternates_on_a_kept_thread() {
+    // A thread asks for a variants group's alternates once per record: the
+    // same claim grounded again, and after another record, still finds its
+    // words by the source's spellings and synonyms. Long sources, so only
+    // the declared terms are kept.
+    let filler = "The committee met again in the spring and reviewed the budget. ".repeat(20);
+    let record = |answer: &str, source: &str| serde_json::json!({"answer": answer, "sources": [{"payload": format!("{filler}{source} {filler}")}]});
+    let favourite = record(
+        "Her favourite colour was blue[^1].",
+        "Her favorite color was blue.",
+    );
+    let enrolled = record(
+        "She enrolled in the autumn programme[^1].",
+        "She registered in the autumn program.",
+    );
+    let mut kept = Scratch::new();
+    for (i, rec) in [&favourite, &favourite, &enrolled, &favourite, &enrolled]
+        .into_iter()
+        .enumerate()
+    {
+        let (fresh, again) = fresh_and_kept(rec, &mut kept);
+        assert!(fresh.claims[0].unsupported_terms.is_empty(), "{fresh:?}");
+        assert_eq!(again, fresh, "record {i}");
+    }
+}
+
+#[test]
 fn word_variants_come_from_the_claim_word_alone() {
     use super::memo::Folder;
     let mut folder = Folder::new();

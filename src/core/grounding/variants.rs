@@ -8,19 +8,20 @@
 //! known before any source is read. Read once per process on first use
 //! into a map of stem keys; it must never look at a source.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use crate::core::terms::term_hash;
+use crate::core::terms::{Table, term_hash};
 
 /// The tables stemmed by `build.rs`: `stem<TAB>alternate-stem …` per line,
 /// UK/US spellings first, then synonyms (the first alternate found wins).
 const STEMMED: &str = include_str!(concat!(env!("OUT_DIR"), "/variants.txt"));
 
 /// Stem key → its group (1-based); a group's alternates are
-/// `keys[ends[g - 1]..ends[g]]` (with `ends[0] = 0`).
+/// `keys[ends[g - 1]..ends[g]]` (with `ends[0] = 0`). Keys are term
+/// hashes, already mixed: the open-addressing table needs no hasher of its
+/// own (every word the memo learns is looked up here).
 struct Variants {
-    groups: HashMap<u64, u32>,
+    groups: Table<u32>,
     ends: Vec<u32>,
     keys: Vec<u64>,
 }
@@ -33,7 +34,7 @@ pub(super) const MAX_GROUPS: usize = (1 << 17) - 1;
 
 impl Variants {
     fn build(table: &str) -> Self {
-        let mut groups = HashMap::new();
+        let mut groups = Table::with_capacity(1024);
         let mut ends = vec![0];
         let mut keys = Vec::new();
         for line in table.lines().take(MAX_GROUPS) {
@@ -42,7 +43,7 @@ impl Variants {
             };
             keys.extend(others.split(' ').map(term_hash));
             ends.push(keys.len() as u32);
-            groups.insert(term_hash(stem), (ends.len() - 1) as u32);
+            *groups.entry(term_hash(stem)) = (ends.len() - 1) as u32;
         }
         Variants { groups, ends, keys }
     }
@@ -51,7 +52,7 @@ impl Variants {
 /// The alternates of the word whose stem key is `stem`, as a handle for
 /// [`alternates`] (0: none).
 pub(super) fn group(stem: u64) -> u32 {
-    VARIANTS.groups.get(&stem).copied().unwrap_or(0)
+    VARIANTS.groups.get(stem).unwrap_or(0)
 }
 
 /// The stem keys a word of `group` may also be found by.
