@@ -202,8 +202,9 @@ fn read_claims(
             }
             let w = &answer[at..at + len];
             // "1.2 million": one number, written out.
-            let mut written = [0u8; 48];
+            let mut written;
             let w = if bytes[at].is_ascii_digit() && bytes.get(at + len) == Some(&b' ') {
+                written = [0u8; 48];
                 let scaled = with_scale(bytes, w.as_bytes(), at + len, &mut written);
                 std::str::from_utf8(scaled).unwrap_or(w)
             } else {
