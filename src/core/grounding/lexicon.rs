@@ -237,8 +237,9 @@ pub(super) const FILLERS: &[&str] = &[
 
 /// Words that name the sources themselves ("the provided documents"),
 /// their verbs ("states", "mentions") and what may stand between.
-const REF_DETERMINERS: &[&str] = &["each", "my", "our", "the", "these", "this", "those", "your"];
-const REF_ADJECTIVES: &[&str] = &[
+pub(super) const REF_DETERMINERS: &[&str] =
+    &["each", "my", "our", "the", "these", "this", "those", "your"];
+pub(super) const REF_ADJECTIVES: &[&str] = &[
     "above",
     "attached",
     "available",
@@ -251,7 +252,7 @@ const REF_ADJECTIVES: &[&str] = &[
     "search",
     "supplied",
 ];
-const REF_NOUNS: &[&str] = &[
+pub(super) const REF_NOUNS: &[&str] = &[
     "article",
     "articles",
     "author",
@@ -285,7 +286,7 @@ const REF_NOUNS: &[&str] = &[
     "texts",
     "website",
 ];
-const REF_VERBS: &[&str] = &[
+pub(super) const REF_VERBS: &[&str] = &[
     "confirm",
     "confirmed",
     "confirms",
@@ -360,28 +361,31 @@ fn opens_address(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
     })
 }
 
-/// Lower-case words, and a bit per letter one of them starts with (a quick
-/// no for most words).
-struct List(&'static [&'static str], u32);
+/// Lower-case words, sorted, and where the words of each first letter
+/// start among them: a word is compared with the few that share its first
+/// letter only.
+struct List(&'static [&'static str], [u8; 27]);
 
 impl List {
     const fn new(words: &'static [&'static str]) -> List {
-        let mut letters = 0;
-        let mut i = 0;
-        while i < words.len() {
-            letters |= 1 << (words[i].as_bytes()[0] - b'a');
-            i += 1;
+        let mut starts = [0u8; 27];
+        let mut letter = 0;
+        while letter < 27 {
+            let mut i = 0;
+            while i < words.len() && (words[i].as_bytes()[0] - b'a') < letter as u8 {
+                i += 1;
+            }
+            starts[letter] = i as u8;
+            letter += 1;
         }
-        List(words, letters)
+        List(words, starts)
     }
 
     #[inline(always)]
     fn has(&self, w: &[u8]) -> bool {
-        let first = w[0].to_ascii_lowercase().wrapping_sub(b'a');
+        let first = usize::from(w[0].to_ascii_lowercase().wrapping_sub(b'a'));
         first < 26
-            && self.1 & (1 << first) != 0
-            && self
-                .0
+            && self.0[usize::from(self.1[first])..usize::from(self.1[first + 1])]
                 .iter()
                 .any(|l| l.len() == w.len() && l.as_bytes().eq_ignore_ascii_case(w))
     }

@@ -1249,8 +1249,18 @@ fn a_web_address_says_where_not_what() {
 
 #[test]
 fn the_word_lists_are_sorted_for_their_binary_search() {
-    use super::lexicon::{FILLERS, NEGATIONS, STOP_WORDS};
-    for list in [STOP_WORDS, FILLERS, NEGATIONS] {
+    use super::lexicon::{
+        FILLERS, NEGATIONS, REF_ADJECTIVES, REF_DETERMINERS, REF_NOUNS, REF_VERBS, STOP_WORDS,
+    };
+    for list in [
+        STOP_WORDS,
+        FILLERS,
+        NEGATIONS,
+        REF_DETERMINERS,
+        REF_ADJECTIVES,
+        REF_NOUNS,
+        REF_VERBS,
+    ] {
         assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
     }
 }
