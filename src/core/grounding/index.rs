@@ -11,8 +11,8 @@
 //! asked about a term it was not told to want.
 
 use super::cache::{SourceCache, Summary};
-use super::claims::{ends_between, is_number_sign, sentence_end};
-use super::lexicon::{Words, for_each_word, is_scale_of_number, web_address, with_scale};
+use super::claims::{ends_between, sentence_end};
+use super::lexicon::{Words, for_each_word, skipped, with_scale};
 use super::memo::{Folder, KEEP_SLOTS, WordInfo};
 use crate::core::terms::Table;
 
@@ -327,12 +327,10 @@ impl SourceIndex {
             first,
             prev: None,
             pending: false,
-            bytes: text.as_bytes(),
+            at: Cursor::new(text.as_bytes()),
             idx: idx as u32,
             sentences: &mut self.sentences,
             sentence: first,
-            last_end: 0,
-            address_end: 0,
             split_bytes: 0,
             alt: None,
         };
@@ -427,10 +425,8 @@ impl SourceIndex {
             let text = texts[idx as usize];
             let mut scan = NegationScan {
                 folder,
-                bytes: text.as_bytes(),
+                at: Cursor::new(text.as_bytes()),
                 sentence: first,
-                last_end: 0,
-                address_end: 0,
                 pending: false,
                 out: &mut self.negated,
             };
@@ -591,16 +587,13 @@ struct Reading<'a, const RECORD: bool> {
     prev: Option<(u64, bool)>,
     /// A negation seen, waiting for the content word it negates.
     pending: bool,
-    /// The source's text and number.
-    bytes: &'a [u8],
+    /// Where in the source's text the reading is, and the source's number.
+    at: Cursor<'a>,
     idx: u32,
     /// By sentence: its source and whether it negates (the index's list).
     sentences: &'a mut Vec<(u32, bool)>,
-    /// The sentence being read, where the last word ended, and where the
-    /// web address being read ends.
+    /// The sentence being read.
     sentence: u32,
-    last_end: usize,
-    address_end: usize,
     /// Bytes of dotted words read again part by part.
     split_bytes: usize,
     /// A dotted word just read: the next content word pairs with it too.
@@ -682,20 +675,14 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let (ends_before, read) = step(
-            self.bytes,
-            &mut self.last_end,
-            &mut self.address_end,
-            w,
-            off,
-        );
+        let (ends_before, read) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }
         if !read {
             return;
         }
-        if w[0].is_ascii_digit() && self.bytes.get(off + w.len()) == Some(&b' ') {
+        if w[0].is_ascii_digit() && self.at.bytes.get(off + w.len()) == Some(&b' ') {
             return self.number(w, off, ascii);
         }
         self.take(w, off, ascii);
@@ -706,7 +693,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     #[inline(never)]
     fn number(&mut self, w: &[u8], off: usize, ascii: bool) {
         let mut written = [0u8; 48];
-        let w = with_scale(self.bytes, w, off + w.len(), &mut written);
+        let w = with_scale(self.at.bytes, w, off + w.len(), &mut written);
         self.take(w, off, ascii);
     }
 
@@ -739,7 +726,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         mut before: Option<(u64, bool)>,
     ) {
         self.split_bytes += w.len();
-        for_each_part(self.bytes, w, off, |part, ends_before| {
+        for_each_part(self.at.bytes, w, off, |part, ends_before| {
             if ends_before {
                 self.new_sentence();
             }
@@ -769,45 +756,36 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     }
 }
 
-/// The word `w` at `off` of `bytes`, the previous one having ended at
-/// `last_end` (moved past `w`): whether a sentence ends before it, and
-/// whether it is read at all (not "No.", the number sign, nor the scale
-/// word of "1.2 million", read with its number, nor a word of a web
-/// address, which ends at `address_end`: claims skip those too).
-#[inline(always)]
-fn step(
-    bytes: &[u8],
-    last_end: &mut usize,
-    address_end: &mut usize,
-    w: &[u8],
-    off: usize,
-) -> (bool, bool) {
-    let ends_before = off > *last_end && ends_between(bytes, *last_end, off);
-    let end = off + w.len();
-    *last_end = end;
-    // Most words: outside an address, followed by neither ':' nor '.', not
-    // "www.…", and not two bytes after a digit.
-    let unusual = off < *address_end
-        || matches!(bytes.get(end), Some(b':' | b'.'))
-        || (w.len() > 4 && w[3] == b'.')
-        || (off >= 2 && bytes[off - 2].is_ascii_digit());
-    let plain = !unusual;
-    (ends_before, plain || !skipped(bytes, address_end, w, off))
+/// Where a reading of a source stands: its text, where the last word
+/// ended, and where the web address being read ends. Both readers of a
+/// source step through it with one, so they cut the same sentences and
+/// skip the same words.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    last_end: usize,
+    address_end: usize,
 }
 
-/// [`step`] for a word its first test could not pass: whether it is
-/// skipped.
-#[inline(never)]
-fn skipped(bytes: &[u8], address_end: &mut usize, w: &[u8], off: usize) -> bool {
-    if off < *address_end {
-        return true;
+impl<'a> Cursor<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Cursor {
+            bytes,
+            last_end: 0,
+            address_end: 0,
+        }
     }
-    if let Some(end) = web_address(bytes, off, w.len()) {
-        *address_end = end;
-        return true;
+
+    /// To the word `w` at `off`: whether a sentence ends before it, and
+    /// whether it is read at all (see [`skipped`]).
+    #[inline(always)]
+    fn step(&mut self, w: &[u8], off: usize) -> (bool, bool) {
+        let ends_before = off > self.last_end && ends_between(self.bytes, self.last_end, off);
+        self.last_end = off + w.len();
+        (
+            ends_before,
+            !skipped(self.bytes, &mut self.address_end, off, w.len()),
+        )
     }
-    (w.len() == 2 && is_number_sign(bytes, off, 2))
-        || (w.len() >= 7 && is_scale_of_number(bytes, off, w.len()))
 }
 
 /// The parts of the dotted word `w` at `off` of `bytes` ("Hawaii.Aulani"),
@@ -827,10 +805,8 @@ fn for_each_part(bytes: &[u8], w: &[u8], off: usize, mut f: impl FnMut(&[u8], bo
 /// way), so a sentence number means the same sentence in both.
 struct NegationScan<'a> {
     folder: &'a mut Folder,
-    bytes: &'a [u8],
+    at: Cursor<'a>,
     sentence: u32,
-    last_end: usize,
-    address_end: usize,
     /// A negation seen in this sentence, waiting for its content word.
     pending: bool,
     out: &'a mut Vec<(u32, u32, bool)>,
@@ -838,13 +814,7 @@ struct NegationScan<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let (ends_before, read) = step(
-            self.bytes,
-            &mut self.last_end,
-            &mut self.address_end,
-            w,
-            off,
-        );
+        let (ends_before, read) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }
@@ -853,7 +823,7 @@ impl Words for NegationScan<'_> {
         }
         let mut scaled = [0u8; 48];
         let w = if w[0].is_ascii_digit() {
-            with_scale(self.bytes, w, off + w.len(), &mut scaled)
+            with_scale(self.at.bytes, w, off + w.len(), &mut scaled)
         } else {
             w
         };
@@ -862,7 +832,7 @@ impl Words for NegationScan<'_> {
         if info.number() || !info.dotted() {
             return;
         }
-        for_each_part(self.bytes, w, off, |part, ends_before| {
+        for_each_part(self.at.bytes, w, off, |part, ends_before| {
             if ends_before {
                 self.new_sentence();
             }

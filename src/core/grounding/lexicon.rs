@@ -4,6 +4,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
+use super::claims::is_number_sign;
 use crate::core::terms::ascii_words;
 
 /// What receives a text's words from [`for_each_word`]: a closure
@@ -322,23 +323,39 @@ pub(super) const REF_VERBS: &[&str] = &[
     "suggests",
 ];
 
+/// Whether the word at `at..at + len` of `bytes` is read as no word of its
+/// own: a word of a web address (which, once one opens, ends at
+/// `*address_end`), "No." (the number sign), or the scale of the number
+/// before it ("million" of "1.2 million"). Claims and sources skip the same
+/// words, so a source copied verbatim is still found whole.
+#[inline(always)]
+pub(super) fn skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usize) -> bool {
+    // Most words: outside an address, followed by neither ':' nor '.', not
+    // "www.…", and not a word of seven letters or more after a number.
+    let unusual = at < *address_end
+        || matches!(bytes.get(at + len), Some(b':' | b'.'))
+        || (len > 4 && bytes[at + 3] == b'.')
+        || (len >= 7 && at >= 2 && bytes[at - 2].is_ascii_digit());
+    unusual && unusual_skipped(bytes, address_end, at, len)
+}
+
+/// [`skipped`] for a word its first test could not pass.
+#[inline(never)]
+fn unusual_skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usize) -> bool {
+    if at < *address_end {
+        return true;
+    }
+    if let Some(end) = web_address(bytes, at, len) {
+        *address_end = end;
+        return true;
+    }
+    (len == 2 && is_number_sign(bytes, at, 2)) || (len >= 7 && is_scale_of_number(bytes, at, len))
+}
+
 /// Where the web address that the word at `at..at + len` of `bytes` opens
 /// ends ("https" of "https://…", "www" of "www.…"): at the next whitespace
 /// or marker. `None` when the word opens none.
-#[inline(always)]
-pub(super) fn web_address(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
-    // Most words: followed by neither ':' nor '.', and not "www.…".
-    let next = bytes.get(at + len).copied();
-    let maybe = matches!(next, Some(b':' | b'.')) || (len > 4 && bytes[at + 3] == b'.');
-    if !maybe {
-        return None;
-    }
-    opens_address(bytes, at, len)
-}
-
-/// [`web_address`] past its first test.
-#[inline(never)]
-fn opens_address(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
+fn web_address(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
     if !matches!(bytes[at] | 0x20, b'h' | b'w') {
         return None;
     }
@@ -641,17 +658,12 @@ pub(super) fn with_scale<'b>(
 /// Whether the word at `at..at + len` of `bytes` belongs to the number
 /// before it: its scale ("million" of "1.2 million"), read with it, or
 /// "percent", which "5%" writes as a sign (not a word).
-#[inline(always)]
-pub(super) fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
-    // Most words: not after a digit and a space.
-    at >= 2 && bytes[at - 1] == b' ' && bytes[at - 2].is_ascii_digit() && scales(bytes, at, len)
-}
-
-/// [`is_scale_of_number`] past its first test.
-#[inline(never)]
-fn scales(bytes: &[u8], at: usize, len: usize) -> bool {
+fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
     let word = &bytes[at..at + len];
-    if scale_of(word, SCALES).is_none() && !word.eq_ignore_ascii_case(b"percent") {
+    if at < 2
+        || bytes[at - 1] != b' '
+        || (scale_of(word, SCALES).is_none() && !word.eq_ignore_ascii_case(b"percent"))
+    {
         return false;
     }
     let before = &bytes[..at - 1];

@@ -8,11 +8,10 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::claims::{claim_spans, is_number_sign};
+use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{
-    fold_into, for_each_word, is_scale_of_number, source_reference, spelled_other, web_address,
-    with_scale,
+    fold_into, for_each_word, skipped, source_reference, spelled_other, with_scale,
 };
 use super::memo::{Folder, WordInfo, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -186,18 +185,7 @@ fn read_claims(
         let mut address_end = 0;
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
             let bytes = answer.as_bytes();
-            if at < address_end {
-                continue;
-            }
-            if let Some(end) = web_address(bytes, at, len) {
-                address_end = end;
-                continue;
-            }
-            if i < lead
-                || i >= trail
-                || is_number_sign(bytes, at, len)
-                || (len >= 7 && is_scale_of_number(bytes, at, len))
-            {
+            if skipped(bytes, &mut address_end, at, len) || i < lead || i >= trail {
                 continue;
             }
             let w = &answer[at..at + len];
@@ -477,10 +465,10 @@ pub(super) fn analyze_with(
             }
             let negation_missing = terms.iter().any(|t| t.negation && !t.found);
             // The source's best sentence negates a content word the claim
-            // states plainly ("did not win" against "won").
-            // The pair says the sources negate the word somewhere; the
-            // best sentence must negate it there ("without stopping" later
-            // on does not contradict "a single stop").
+            // states plainly ("did not win" against "won"). The pair, a
+            // cheap first test, says only that the sources negate the word
+            // somewhere; the best sentence must negate it itself ("without
+            // stopping" later on does not contradict "a single stop").
             contradicted = !negates
                 && in_best(cover.first)
                 && terms.iter().any(|t| {
