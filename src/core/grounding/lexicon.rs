@@ -330,26 +330,44 @@ pub(super) const REF_VERBS: &[&str] = &[
 /// words, so a source copied verbatim is still found whole.
 #[inline(always)]
 pub(super) fn skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usize) -> bool {
-    // Most words: outside an address, followed by neither ':' nor '.', not
-    // "www.…", and not a word of seven letters or more after a number.
-    let unusual = at < *address_end
-        || matches!(bytes.get(at + len), Some(b':' | b'.'))
-        || (len > 4 && bytes[at + 3] == b'.')
-        || (len >= 7 && at >= 2 && bytes[at - 2].is_ascii_digit());
-    unusual && unusual_skipped(bytes, address_end, at, len)
-}
-
-/// [`skipped`] for a word its first test could not pass.
-#[inline(never)]
-fn unusual_skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usize) -> bool {
     if at < *address_end {
         return true;
     }
-    if let Some(end) = web_address(bytes, at, len) {
-        *address_end = end;
-        return true;
+    // Most words: followed by neither ':' nor '.', not "www.…", and not a
+    // word of seven letters or more after a number.
+    let unusual = matches!(bytes.get(at + len), Some(b':' | b'.'))
+        || (len > 4 && bytes[at + 3] == b'.')
+        || (len >= 7 && at >= 2 && bytes[at - 2].is_ascii_digit());
+    if !unusual {
+        return false;
     }
-    (len == 2 && is_number_sign(bytes, at, 2)) || (len >= 7 && is_scale_of_number(bytes, at, len))
+    match unusual_word(bytes, at, len) {
+        Unusual::Read => false,
+        Unusual::Skipped => true,
+        Unusual::Address(end) => {
+            *address_end = end;
+            true
+        }
+    }
+}
+
+/// What [`skipped`] makes of a word its first test could not pass.
+enum Unusual {
+    Read,
+    Skipped,
+    /// It opens a web address, which ends there.
+    Address(usize),
+}
+
+#[inline(never)]
+fn unusual_word(bytes: &[u8], at: usize, len: usize) -> Unusual {
+    if let Some(end) = web_address(bytes, at, len) {
+        Unusual::Address(end)
+    } else if is_number_sign(bytes, at, len) || (len >= 7 && is_scale_of_number(bytes, at, len)) {
+        Unusual::Skipped
+    } else {
+        Unusual::Read
+    }
 }
 
 /// Where the web address that the word at `at..at + len` of `bytes` opens
@@ -465,7 +483,7 @@ pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -
         })
         .unwrap_or(0);
     // A closing phrase ends with its noun; the shortest is "according to
-    // sources": three words.
+    // sources" (three words), the longest looked for eight.
     let trail = if n > lead && is(n - 1, &NOUN) {
         (lead..n.saturating_sub(2))
             .rev()

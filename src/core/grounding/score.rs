@@ -180,8 +180,9 @@ fn read_claims(
             let (at, len, _) = words[i];
             &answer.as_bytes()[at..at + len]
         });
-        // A web address ("https://en.wikipedia.org/…", a Markdown link's
-        // target) says where, not what: its words are not claimed.
+        // Not claimed: the words sources skip too (a web address, the
+        // number sign, a number's scale: `skipped`) and the words that name
+        // the sources.
         let mut address_end = 0;
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
             let bytes = answer.as_bytes();
