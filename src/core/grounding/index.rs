@@ -12,8 +12,8 @@
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
-use super::lexicon::{Words, for_each_word, skipped, with_scale};
-use super::memo::{Folder, KEEP_SLOTS, WordInfo};
+use super::lexicon::{Words, for_each_word, skipped, spelled_run, with_scale};
+use super::memo::{Folder, KEEP_SLOTS, Packed, WordInfo};
 use crate::core::terms::Table;
 
 /// Which of a record's sources hold each key (term stem, number, or pair of
@@ -618,11 +618,15 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     fn word(
         &mut self,
         w: &[u8],
+        off: Option<usize>,
         ascii: bool,
         sentence: u32,
         alt: &mut Option<(u64, bool)>,
     ) -> (Dotted, bool) {
-        let info = self.folder.fold_packed(w, ascii);
+        let mut info = self.folder.fold_packed(w, ascii);
+        if info.spelled() {
+            info = self.at.spelled_number(self.folder, info, w, off);
+        }
         // A summary is replayed for any answer: it holds every term
         // (each once: deduplicated at the end).
         if RECORD {
@@ -701,7 +705,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     #[inline(always)]
     fn take(&mut self, w: &[u8], off: usize, ascii: bool) {
         let mut alt = self.alt.take();
-        let (dotted, negation) = self.word(w, ascii, self.sentence, &mut alt);
+        let (dotted, negation) = self.word(w, Some(off), ascii, self.sentence, &mut alt);
         self.alt = alt;
         if negation {
             self.sentences[self.sentence as usize].1 = true;
@@ -731,7 +735,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                 self.new_sentence();
             }
             if !part.is_empty() {
-                let _ = self.word(part, ascii || part.is_ascii(), self.sentence, &mut before);
+                let _ = self.word(
+                    part,
+                    None,
+                    ascii || part.is_ascii(),
+                    self.sentence,
+                    &mut before,
+                );
             }
         });
         self.alt = Some(whole);
@@ -788,6 +798,33 @@ impl<'a> Cursor<'a> {
     }
 }
 
+impl Cursor<'_> {
+    /// The number word `w` at `off` (`None`: part of a dotted word) as it
+    /// is read: with the words after it when they spell one number with it
+    /// ("twenty-one": 21), which are then skipped; else as it is.
+    #[inline(never)]
+    fn spelled_number(
+        &mut self,
+        folder: &mut Folder,
+        info: Packed,
+        w: &[u8],
+        off: Option<usize>,
+    ) -> Packed {
+        let Some(off) = off.filter(|&o| matches!(self.bytes.get(o + w.len()), Some(b' ' | b'-')))
+        else {
+            return info;
+        };
+        let mut out = [0u8; 48];
+        match spelled_run(self.bytes, off, w.len(), &mut out) {
+            Some((n, end)) => {
+                self.address_end = end;
+                folder.fold_packed(&out[..n], true)
+            }
+            None => info,
+        }
+    }
+}
+
 /// The parts of the dotted word `w` at `off` of `bytes` ("Hawaii.Aulani"),
 /// empty ones too, each with whether a sentence ends before it (by the one
 /// sentence rule: "Hour.Mount" ends one, "D.C" does not).
@@ -827,7 +864,10 @@ impl Words for NegationScan<'_> {
         } else {
             w
         };
-        let info = self.folder.fold_packed(w, ascii);
+        let mut info = self.folder.fold_packed(w, ascii);
+        if info.spelled() {
+            info = self.at.spelled_number(self.folder, info, w, Some(off));
+        }
         self.word(info.id(), info.function(), info.negation());
         if info.number() || !info.dotted() {
             return;

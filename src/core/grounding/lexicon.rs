@@ -693,6 +693,171 @@ fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
     is_numeral(&before[start..]) && (start == 0 || !before[start - 1].is_ascii_alphanumeric())
 }
 
+/// What a number word of a run is worth, and how it joins the words
+/// before it.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    /// 1–9, 10–19, or a multiple of ten from 20 to 90.
+    Unit(u64),
+    Teen(u64),
+    Tens(u64),
+    /// "hundred", or a scale: thousand, million, …
+    Hundred,
+    Scale(u64),
+    And,
+}
+
+/// The number words a spelled number is made of (those of [`SPELLED`] and
+/// the scales), with whether each is an ordinal ("twenty-*first*", "one
+/// *hundredth*").
+fn number_part(word: &[u8]) -> Option<(Part, bool)> {
+    if word.len() > 11 || !word.iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let mut lower = [0u8; 11];
+    for (l, c) in lower.iter_mut().zip(word) {
+        *l = c.to_ascii_lowercase();
+    }
+    let w = std::str::from_utf8(&lower[..word.len()]).ok()?;
+    if w == "and" {
+        return Some((Part::And, false));
+    }
+    if let Ok(i) = SPELLED.binary_search_by(|(s, _)| s.cmp(&w)) {
+        let (spelled, digits) = SPELLED[i];
+        let part = match digits.parse::<u64>().ok()? {
+            v @ 1..=9 => Part::Unit(v),
+            v @ 10..=19 => Part::Teen(v),
+            v @ 20..=90 => Part::Tens(v),
+            100 => Part::Hundred,
+            v @ 1000 => Part::Scale(v),
+            _ => return None,
+        };
+        return Some((part, is_ordinal(spelled)));
+    }
+    let (scale, ordinal) = match w.strip_suffix("th") {
+        Some(s) => (s, true),
+        None => (w, false),
+    };
+    scale_of(scale.as_bytes(), SCALES).map(|zeros| (Part::Scale(10u64.pow(zeros)), ordinal))
+}
+
+/// A number spelled in two or more words, from the word at `at..at + len`
+/// of `bytes` on ("twenty-one", "one hundred and five", "fifteen hundred",
+/// "two million", "twenty-first"): its value written in digits into `out`
+/// (an ordinal with "th", so it stays an ordinal), and where the run ends.
+/// Claims and sources read the run as this one number and skip its other
+/// words, so "twenty-one" finds "21" and "21" finds "twenty-one". `None`
+/// for a single number word ("two" is found by its spelling alone) or a
+/// run that is no number ("one two", "nineteen eighty").
+pub(super) fn spelled_run(
+    bytes: &[u8],
+    at: usize,
+    len: usize,
+    out: &mut [u8; 48],
+) -> Option<(usize, usize)> {
+    let (mut total, mut group) = (0u64, 0u64);
+    // The smallest scale used so far: scales must fall ("two million
+    // three thousand").
+    let mut last_scale = u64::MAX;
+    let mut prev: Option<Part> = None;
+    let (mut words, mut end, mut ordinal) = (0usize, at, false);
+    let mut pos = at;
+    let mut word_end = at + len;
+    loop {
+        let word = &bytes[pos..word_end];
+        let Some((part, th)) = number_part(word) else {
+            break;
+        };
+        let fits = match (prev, part) {
+            (None, Part::Unit(_) | Part::Teen(_) | Part::Tens(_)) => true,
+            (Some(Part::Tens(_)), Part::Unit(_)) => group.is_multiple_of(10),
+            (Some(Part::Unit(_) | Part::Teen(_) | Part::Tens(_)), Part::Hundred) => {
+                group > 0 && group < 100
+            }
+            (
+                Some(Part::Unit(_) | Part::Teen(_) | Part::Tens(_) | Part::Hundred),
+                Part::Scale(s),
+            ) => group > 0 && s < last_scale,
+            (Some(Part::Hundred | Part::Scale(_)), Part::And) => !ordinal,
+            (
+                Some(Part::Hundred | Part::Scale(_) | Part::And),
+                Part::Unit(_) | Part::Teen(_) | Part::Tens(_),
+            ) => group.is_multiple_of(100),
+            _ => false,
+        };
+        if !fits || ordinal {
+            break;
+        }
+        match part {
+            Part::Unit(v) | Part::Teen(v) | Part::Tens(v) => group += v,
+            Part::Hundred => group *= 100,
+            Part::Scale(s) => {
+                total += group * s;
+                group = 0;
+                last_scale = s;
+            }
+            Part::And => {}
+        }
+        prev = Some(part);
+        words += 1;
+        if part != Part::And {
+            end = word_end;
+            ordinal = th;
+        }
+        // The next word, after a space, a hyphen, or a hyphen between
+        // spaces (tokenised text: "twenty - one").
+        let gap = match bytes.get(word_end..word_end + 3) {
+            Some(b" - ") => 3,
+            _ if matches!(bytes.get(word_end), Some(b' ' | b'-')) => 1,
+            _ => break,
+        };
+        pos = word_end + gap;
+        word_end = pos
+            + bytes[pos..]
+                .iter()
+                .take_while(|b| b.is_ascii_alphabetic())
+                .count();
+        if word_end == pos {
+            break;
+        }
+    }
+    if prev == Some(Part::And) {
+        words -= 1;
+    }
+    if words < 2 {
+        return None;
+    }
+    // "seventy-five percent" is "75%", as "75 percent" is.
+    if bytes.get(end) == Some(&b' ')
+        && bytes
+            .get(end + 1..end + 8)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"percent"))
+        && !bytes.get(end + 8).is_some_and(u8::is_ascii_alphanumeric)
+    {
+        end += 8;
+    }
+    let value = total + group;
+    let mut digits = [0u8; 24];
+    let mut n = 0;
+    let mut v = value;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for (k, d) in digits[..n].iter().rev().enumerate() {
+        out[k] = *d;
+    }
+    if ordinal {
+        out[n..n + 2].copy_from_slice(b"th");
+        n += 2;
+    }
+    Some((n, end))
+}
+
 /// Small numbers and ordinals in words and in digits (sorted by word): a
 /// claim's "2" is found in a source that says "two", "14th" in one that
 /// says "fourteenth", and the other way round.

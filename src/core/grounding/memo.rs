@@ -124,6 +124,12 @@ impl Packed {
     pub(super) fn dotted(self) -> bool {
         self.0 & 1 << 36 != 0
     }
+
+    /// A number written as a word ("two", "twenty").
+    #[inline(always)]
+    pub(super) fn spelled(self) -> bool {
+        self.0 & 0x3f << 37 != 0
+    }
 }
 
 /// The word memo's table: surface hash → packed [`WordInfo`], 16 bytes a

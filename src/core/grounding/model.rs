@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2590, // intercept
-    -0.1817, // found
-    -2.8927, // entity_missing
-    1.2048,  // entity_missing_share
-    0.1684,  // pairs
-    -0.0154, // best_sentence
-    0.3368,  // best_two_sentences
-    0.5790,  // length
-    -0.1822, // function_words
-    -0.2134, // missing
-    -0.4722, // entity_aside
-    -0.2445, // pairs_missing
-    -0.7649, // short_scattered
-    -1.2816, // short_pairs_missing
-    0.0888,  // source_sentences
-    1.4358,  // answer_found
-    1.1512,  // answer_words_found
+    -2.2435, // intercept
+    -0.2125, // found
+    -2.8871, // entity_missing
+    1.2070,  // entity_missing_share
+    0.1735,  // pairs
+    -0.0194, // best_sentence
+    0.3552,  // best_two_sentences
+    0.5828,  // length
+    -0.1894, // function_words
+    -0.2358, // missing
+    -0.4822, // entity_aside
+    -0.2274, // pairs_missing
+    -0.7629, // short_scattered
+    -1.2865, // short_pairs_missing
+    0.0875,  // source_sentences
+    1.4250,  // answer_found
+    1.1497,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

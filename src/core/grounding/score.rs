@@ -11,7 +11,7 @@ use std::ops::Range;
 use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::lexicon::{
-    fold_into, for_each_word, skipped, source_reference, spelled_other, with_scale,
+    fold_into, for_each_word, skipped, source_reference, spelled_other, spelled_run, with_scale,
 };
 use super::memo::{Folder, WordInfo, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -205,6 +205,21 @@ fn read_claims(
             let folded = match &scan {
                 Some(a) => folder.fold_ascii(w, a),
                 None => folder.fold_other(w),
+            };
+            // "twenty-one": one number, read as its digits, as sources read
+            // it; the run's other words are skipped.
+            let mut run = [0u8; 48];
+            let (w, folded, len) = match (folded.spelled != 0
+                && matches!(bytes.get(at + len), Some(b' ' | b'-')))
+            .then(|| spelled_run(bytes, at, len, &mut run))
+            .flatten()
+            {
+                Some((n, end)) => {
+                    address_end = end;
+                    let digits = std::str::from_utf8(&run[..n]).unwrap_or(w);
+                    (digits, folder.fold(digits, true), end - at)
+                }
+                None => (w, folded, len),
             };
             let number = folded.number;
             let mut negation = false;

@@ -1264,3 +1264,167 @@ fn the_word_lists_are_sorted_for_their_binary_search() {
         assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
     }
 }
+
+#[test]
+fn a_number_spelled_in_words_is_its_digits() {
+    let pairs = [
+        (
+            "The band released twenty-one albums",
+            "The band released 21 albums.",
+        ),
+        (
+            "The band released 21 albums",
+            "The band released twenty-one albums.",
+        ),
+        (
+            "It sold one hundred thousand copies",
+            "It sold 100,000 copies.",
+        ),
+        (
+            "The company has 1,500 employees",
+            "The company has fifteen hundred employees.",
+        ),
+        (
+            "It was built in the twenty-first century",
+            "It was built in the 21st century.",
+        ),
+        (
+            "The bill passed with 305 votes",
+            "The bill passed with three hundred and five votes.",
+        ),
+        (
+            "The city has two million residents",
+            "The city has 2 million residents.",
+        ),
+        ("Turnout was seventy-five percent", "Turnout was 75%."),
+        // Spelled differently, the same number.
+        (
+            "The band released twenty one albums",
+            "The band released Twenty-One albums.",
+        ),
+    ];
+    for (claim, source) in pairs {
+        assert_fully_supported(&format!("{claim}[^1]."), source);
+    }
+    // Another number, spelled or not, breaks the number rule; words that
+    // spell no one number are read one by one, as before.
+    let min = GroundingSettings::default().min_support;
+    for (claim, source) in [
+        (
+            "The band released twenty-two albums",
+            "The band released 21 albums.",
+        ),
+        (
+            "The band released 22 albums",
+            "The band released twenty-one albums.",
+        ),
+        ("It sold one hundred copies", "It sold one thousand copies."),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        assert!(g.claims[0].support.unwrap() < min, "{claim}: {g:?}");
+    }
+    assert_fully_supported("Pick one or two options[^1].", "Pick one or two options.");
+    let g = run(
+        "He came second in nineteen eighty[^1].",
+        &["He came second in 1980."],
+    );
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+    // The finding names the number as the claim spells it.
+    let g = run(
+        "The band released twenty-two albums[^1].",
+        &["The band released 21 albums."],
+    );
+    assert_eq!(
+        g.claims[0].unsupported_terms,
+        vec!["twenty-two".to_string()],
+        "{g:?}"
+    );
+}
+
+/// `n` (below a million) in English words, as a writer spells it.
+fn spell(n: u64) -> String {
+    const SMALL: [&str; 20] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+    ];
+    const TENS: [&str; 10] = [
+        "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    fn below_thousand(n: u64, out: &mut Vec<String>) {
+        if n >= 100 {
+            out.push(format!("{} hundred", SMALL[(n / 100) as usize]));
+            if !n.is_multiple_of(100) {
+                out.push("and".to_string());
+            }
+        }
+        let r = n % 100;
+        if r >= 20 {
+            out.push(match r % 10 {
+                0 => TENS[(r / 10) as usize].to_string(),
+                u => format!("{}-{}", TENS[(r / 10) as usize], SMALL[u as usize]),
+            });
+        } else if r > 0 {
+            out.push(SMALL[r as usize].to_string());
+        }
+    }
+    let mut words = Vec::new();
+    if n >= 1000 {
+        below_thousand(n / 1000, &mut words);
+        words.push("thousand".to_string());
+    }
+    below_thousand(n % 1000, &mut words);
+    words.join(" ")
+}
+
+proptest! {
+    #[test]
+    fn a_spelled_number_matches_its_digits(n in 21u64..1_000_000) {
+        let words = spell(n);
+        let claim = format!("The archive holds {words} letters[^1].");
+        let g = run(&claim, &[&format!("The archive holds {n} letters.")]);
+        prop_assert_eq!(g.score, Some(1.0), "{}: {:?}", claim, g);
+        let g = run(&format!("The archive holds {n} letters[^1]."), &[&format!("The archive holds {words} letters.")]);
+        prop_assert_eq!(g.score, Some(1.0), "{}: {:?}", words, g);
+        let g = run(&claim, &[&format!("The archive holds {} letters.", n + 1)]);
+        prop_assert!(g.score.unwrap() < 0.5, "{}: {:?}", claim, g);
+    }
+}
+
+#[test]
+fn an_abbreviation_finds_its_word() {
+    let pairs = [
+        ("The tower is 330 metres tall", "The tower is 330 m tall."),
+        ("The tower is 330 m tall", "The tower is 330 meters tall."),
+        (
+            "The bridge is 2 km long",
+            "The bridge is 2 kilometres long.",
+        ),
+        ("The parcel weighs 5 kilograms", "The parcel weighs 5 kg."),
+        (
+            "The treaty was signed on 4 Sept 1920",
+            "The treaty was signed on 4 September 1920.",
+        ),
+        ("They climbed Mount Kenya", "They climbed Mt. Kenya."),
+    ];
+    for (claim, source) in pairs {
+        assert_fully_supported(&format!("{claim}[^1]."), source);
+    }
+}

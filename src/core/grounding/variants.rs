@@ -1,8 +1,10 @@
 //! Other words a claim's word may be found by in its sources: UK/US
-//! spellings ("favourite" = "favorite") and WordNet synonyms ("enroll" →
-//! "register"), from the data files `tools/wordnet_variants.py` generates
-//! from WordNet 3.0 (notice in `data/LICENSE-WordNet`), stemmed by
-//! `build.rs`.
+//! spellings ("favourite" = "favorite"), abbreviations of units, months
+//! and titles ("km" = "kilometre", "Sept" = "September", "Mt" = "Mount")
+//! and WordNet synonyms ("enroll" → "register"), from the data files
+//! `tools/wordnet_variants.py` generates from WordNet 3.0 (notice in
+//! `data/LICENSE-WordNet`) and the hand-written `data/abbreviations.txt`,
+//! stemmed by `build.rs`.
 //!
 //! A pure function of the claim's word (by its stem): the alternates are
 //! known before any source is read. Read once per process on first use
