@@ -340,7 +340,8 @@ pub struct EvalArgs {
     /// Also break each file down by this record field (e.g. `kind`).
     #[arg(long)]
     pub by: Option<String>,
-    /// Print the rows as JSON instead of a table.
+    /// Print the rows as JSON instead of a table (with --fit: the
+    /// cross-validated rows and the coefficients by feature name).
     #[arg(long)]
     pub json: bool,
     /// How many worst misses to list per file.

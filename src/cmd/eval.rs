@@ -198,15 +198,29 @@ fn print_fit(
                 .collect()
         })
         .collect();
+    let all: Vec<Vec<&Scored>> = files.iter().map(|f| f.iter().collect()).collect();
+    let w = fit(&all);
+    let folds = args.folds.max(2);
+    if args.json {
+        let mut coefficients = serde_json::Map::new();
+        coefficients.insert("intercept".into(), w[0].into());
+        for i in 0..FEATURES {
+            coefficients.insert(FEATURE_NAMES[i].into(), w[i + 1].into());
+        }
+        let report = serde_json::json!({
+            "folds": folds,
+            "min_support": min_support,
+            "cross_validated": all_rows(args, &cv),
+            "coefficients": coefficients,
+        });
+        let text = serde_json::to_string_pretty(&report).map_err(io::Error::other)?;
+        return writeln!(out, "{text}");
+    }
     let t = table(args, &cv);
     writeln!(
         out,
-        "{}-fold cross-validated (record i of a file in fold i mod {}; flagged when support < {min_support}):\n{t}",
-        args.folds.max(2),
-        args.folds.max(2)
+        "{folds}-fold cross-validated (record i of a file in fold i mod {folds}; flagged when support < {min_support}):\n{t}",
     )?;
-    let all: Vec<Vec<&Scored>> = files.iter().map(|f| f.iter().collect()).collect();
-    let w = fit(&all);
     writeln!(
         out,
         "coefficients fitted on all inputs (src/core/grounding/model.rs):\n\

@@ -263,6 +263,20 @@ fn eval_command_prints_the_report() {
         "{text}"
     );
     assert!(text.contains("// answer_found"), "{text}");
+    // … and the same for machines.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .args(["eval", "--fit", "--folds", "3", "--json"])
+        .arg(repo("tests/data/grounding_subset.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let fit: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fit["folds"], 3);
+    assert_eq!(fit["cross_validated"][0]["records"], 300);
+    assert!(fit["cross_validated"][0]["auc"].as_f64().unwrap() > 0.5);
+    let coefficients = fit["coefficients"].as_object().unwrap();
+    assert_eq!(coefficients.len(), 17, "{coefficients:?}");
+    assert!(coefficients["answer_found"].is_f64(), "{coefficients:?}");
 
     // A line without a usable label is an error naming the line.
     let dir = tempfile::tempdir().unwrap();
