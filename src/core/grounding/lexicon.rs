@@ -693,6 +693,15 @@ fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
     is_numeral(&before[start..]) && (start == 0 || !before[start - 1].is_ascii_alphanumeric())
 }
 
+/// `word` in ASCII lower case, in `buf`; `None` when longer.
+pub(super) fn lower_case<'b>(word: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b [u8]> {
+    let lower = buf.get_mut(..word.len())?;
+    for (l, c) in lower.iter_mut().zip(word) {
+        *l = c.to_ascii_lowercase();
+    }
+    Some(lower)
+}
+
 /// What a number word of a run is worth, and how it joins the words
 /// before it.
 #[derive(Clone, Copy, PartialEq)]
@@ -714,11 +723,8 @@ fn number_part(word: &[u8]) -> Option<(Part, bool)> {
     if word.len() > 11 || !word.iter().all(u8::is_ascii_alphabetic) {
         return None;
     }
-    let mut lower = [0u8; 11];
-    for (l, c) in lower.iter_mut().zip(word) {
-        *l = c.to_ascii_lowercase();
-    }
-    let w = std::str::from_utf8(&lower[..word.len()]).ok()?;
+    let mut buf = [0u8; 16];
+    let w = std::str::from_utf8(lower_case(word, &mut buf)?).ok()?;
     if w == "and" {
         return Some((Part::And, false));
     }
@@ -741,6 +747,61 @@ fn number_part(word: &[u8]) -> Option<(Part, bool)> {
     scale_of(scale.as_bytes(), SCALES).map(|zeros| (Part::Scale(10u64.pow(zeros)), ordinal))
 }
 
+/// The letters of the word after the one ending at `end`, when a space,
+/// a hyphen, or a hyphen between spaces (tokenised text: "twenty - one")
+/// is all that comes between.
+fn next_word(bytes: &[u8], end: usize) -> Option<(usize, usize)> {
+    let gap = match bytes.get(end..end + 3) {
+        Some(b" - ") => 3,
+        _ if matches!(bytes.get(end), Some(b' ' | b'-')) => 1,
+        _ => return None,
+    };
+    let pos = end + gap;
+    let word_end = pos
+        + bytes[pos..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+    (word_end > pos).then_some((pos, word_end))
+}
+
+/// Whether `word` can follow the first word of a spelled number: a unit
+/// ("twenty-*one*", "twenty-*first*"), "hundred" or a scale.
+fn goes_on_a_number(word: &[u8]) -> bool {
+    let mut buf = [0u8; 16];
+    matches!(
+        lower_case(word, &mut buf).unwrap_or_default(),
+        b"one"
+            | b"two"
+            | b"three"
+            | b"four"
+            | b"five"
+            | b"six"
+            | b"seven"
+            | b"eight"
+            | b"nine"
+            | b"first"
+            | b"second"
+            | b"third"
+            | b"fourth"
+            | b"fifth"
+            | b"sixth"
+            | b"seventh"
+            | b"eighth"
+            | b"ninth"
+            | b"hundred"
+            | b"hundredth"
+            | b"thousand"
+            | b"thousandth"
+            | b"million"
+            | b"millionth"
+            | b"billion"
+            | b"billionth"
+            | b"trillion"
+            | b"trillionth"
+    )
+}
+
 /// A number spelled in two or more words, from the word at `at..at + len`
 /// of `bytes` on ("twenty-one", "one hundred and five", "fifteen hundred",
 /// "two million", "twenty-first"): its value written in digits into `out`
@@ -755,6 +816,12 @@ pub(super) fn spelled_run(
     len: usize,
     out: &mut [u8; 48],
 ) -> Option<(usize, usize)> {
+    // Most number words start no run ("one of", "two years"): the word
+    // after must be one a number goes on with.
+    let next = next_word(bytes, at + len)?;
+    if !goes_on_a_number(&bytes[next.0..next.1]) {
+        return None;
+    }
     let (mut total, mut group) = (0u64, 0u64);
     // The smallest scale used so far: scales must fall ("two million
     // three thousand").
@@ -804,22 +871,10 @@ pub(super) fn spelled_run(
             end = word_end;
             ordinal = th;
         }
-        // The next word, after a space, a hyphen, or a hyphen between
-        // spaces (tokenised text: "twenty - one").
-        let gap = match bytes.get(word_end..word_end + 3) {
-            Some(b" - ") => 3,
-            _ if matches!(bytes.get(word_end), Some(b' ' | b'-')) => 1,
-            _ => break,
-        };
-        pos = word_end + gap;
-        word_end = pos
-            + bytes[pos..]
-                .iter()
-                .take_while(|b| b.is_ascii_alphabetic())
-                .count();
-        if word_end == pos {
+        let Some((p, e)) = next_word(bytes, word_end) else {
             break;
-        }
+        };
+        (pos, word_end) = (p, e);
     }
     if prev == Some(Part::And) {
         words -= 1;
@@ -942,11 +997,8 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
     if !(3..=11).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
         return None;
     }
-    let mut lower = [0u8; 11];
-    for (l, c) in lower.iter_mut().zip(b) {
-        *l = c.to_ascii_lowercase();
-    }
-    let lower = &lower[..b.len()];
+    let mut buf = [0u8; 16];
+    let lower = lower_case(b, &mut buf)?;
     SPELLED
         .binary_search_by(|(word, _)| word.as_bytes().cmp(lower))
         .ok()

@@ -12,8 +12,11 @@
 //! entities (capitalised non-stop words past the sentence start, all-caps
 //! words) count apart from other words. A claim word the sources lack is
 //! also looked up by its other spellings (numbers in words or digits, UK/US
-//! spellings) and its WordNet synonyms (`variants`): alternates that depend
-//! on the claim's word alone, never on the sources. A sentence without a
+//! spellings, abbreviations) and its WordNet synonyms (`variants`):
+//! alternates that depend on the claim's word alone, never on the sources;
+//! a capitalised word or name still missing is looked for as an acronym
+//! the sources spell out, or as the acronym of a name (`initials`). A
+//! sentence without a
 //! marker, followed on its line by a cited one, is checked against that
 //! one's sources when it states a number or a name.
 //!
@@ -54,6 +57,7 @@ mod cache;
 mod claims;
 mod explain;
 mod index;
+mod initials;
 mod lexicon;
 mod memo;
 pub mod model;

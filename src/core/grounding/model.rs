@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2435, // intercept
-    -0.2125, // found
-    -2.8871, // entity_missing
-    1.2070,  // entity_missing_share
-    0.1735,  // pairs
-    -0.0194, // best_sentence
-    0.3552,  // best_two_sentences
-    0.5828,  // length
-    -0.1894, // function_words
-    -0.2358, // missing
-    -0.4822, // entity_aside
-    -0.2274, // pairs_missing
-    -0.7629, // short_scattered
-    -1.2865, // short_pairs_missing
-    0.0875,  // source_sentences
-    1.4250,  // answer_found
-    1.1497,  // answer_words_found
+    -2.2423, // intercept
+    -0.2081, // found
+    -2.9011, // entity_missing
+    1.2217,  // entity_missing_share
+    0.1770,  // pairs
+    -0.0201, // best_sentence
+    0.3578,  // best_two_sentences
+    0.5846,  // length
+    -0.1761, // function_words
+    -0.2360, // missing
+    -0.4852, // entity_aside
+    -0.2307, // pairs_missing
+    -0.7632, // short_scattered
+    -1.2878, // short_pairs_missing
+    0.0891,  // source_sentences
+    1.4115,  // answer_found
+    1.1372,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

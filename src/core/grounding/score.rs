@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
+use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
 use super::lexicon::{
     fold_into, for_each_word, skipped, source_reference, spelled_other, spelled_run, with_scale,
 };
@@ -438,19 +439,40 @@ pub(super) fn analyze_with(
         let mut evidence = None;
         let mut contradicted = false;
         if !cited.is_empty() {
+            // "EU" against "European Union" and back: found by a scan of the
+            // cited sources' text, in no sentence in particular.
+            let by_initials = if terms
+                .iter()
+                .any(|t| !t.found && t.class == TermClass::Entity)
+            {
+                find_by_initials(answer, terms, &cited, sources)
+            } else {
+                0
+            };
             found_ids.clear();
             found_ids.extend(
                 terms
                     .iter()
-                    .filter(|t| t.found && t.class != TermClass::Function && !t.negation)
+                    .filter(|t| {
+                        t.found
+                            && t.class != TermClass::Function
+                            && !t.negation
+                            && t.id != BY_INITIALS
+                    })
                     .map(|t| t.id),
             );
-            let cover = index.cover(found_ids, banks, steps, seats);
+            let mut cover = index.cover(found_ids, banks, steps, seats);
+            cover.one += by_initials;
+            cover.two += by_initials;
             // Found terms outside the best two sentences: the explanation
             // of a claim stitched from scattered words.
             let mut seat = seats.iter();
             for t in terms.iter_mut() {
-                let at = if t.found && t.class != TermClass::Function && !t.negation {
+                let at = if t.found
+                    && t.class != TermClass::Function
+                    && !t.negation
+                    && t.id != BY_INITIALS
+                {
                     seat.next().copied().unwrap_or(0)
                 } else {
                     IN_BEST | IN_BEST_TWO
@@ -665,6 +687,87 @@ struct Weighed {
     features: [f64; FEATURES],
     found: usize,
     content: usize,
+}
+
+/// The id of a term found by [`find_by_initials`]: in no sentence of the
+/// index, so it counts in the claim's best sentences, as a term too common
+/// to list does.
+const BY_INITIALS: u32 = u32::MAX;
+
+/// Marks found the claim's missing entities that the cited sources hold as
+/// an acronym and its name: a missing acronym ("EU") whose name a source
+/// spells out ("European Union"), and a run of missing capitalised words
+/// one space or joiner apart ("Federal Bureau of Investigation") whose
+/// initials a source writes as a word ("FBI", "F.B.I."). Gives how many
+/// terms it marked. Cold: only for claims with a missing entity.
+#[inline(never)]
+fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: &[&str]) -> u32 {
+    let texts = || cited.iter().filter_map(|&m| sources.get(m as usize - 1));
+    let bytes = answer.as_bytes();
+    let mut marked = 0;
+    let mut letters = [0u8; 6];
+    let mut i = 0;
+    while i < terms.len() {
+        let t = &terms[i];
+        // A capitalised first word is a word, not an entity, but may open
+        // a name ("European Union imposed …").
+        let capitalised = t.class == TermClass::Entity
+            || (t.class == TermClass::Word && bytes[t.at].is_ascii_uppercase());
+        if t.found || !capitalised {
+            i += 1;
+            continue;
+        }
+        if let Some(n) = acronym_letters(&bytes[t.at..t.at + t.len], &mut letters) {
+            if texts().any(|s| spelled_out_in(s, &letters[..n])) {
+                terms[i].found = true;
+                terms[i].id = BY_INITIALS;
+                marked += 1;
+            }
+            i += 1;
+            continue;
+        }
+        // A name: missing capitalised words, one space or joiner apart.
+        let mut last = i;
+        let mut n = 1;
+        letters[0] = bytes[t.at].to_ascii_uppercase();
+        let mut j = i + 1;
+        while j < terms.len() && n < letters.len() {
+            let next = &terms[j];
+            if next.class == TermClass::Function
+                && is_name_joiner(&answer[next.at..next.at + next.len])
+            {
+                j += 1;
+                continue;
+            }
+            let prev = &terms[last];
+            let gap = &answer[prev.at + prev.len..next.at];
+            let joined = gap.starts_with(' ')
+                && gap.ends_with(' ')
+                && gap.split(' ').all(|w| w.is_empty() || is_name_joiner(w));
+            if next.found || next.class != TermClass::Entity || !joined {
+                break;
+            }
+            letters[n] = bytes[next.at].to_ascii_uppercase();
+            n += 1;
+            last = j;
+            j += 1;
+        }
+        let end = last + 1;
+        if n >= 2
+            && letters[..n].iter().all(u8::is_ascii_uppercase)
+            && texts().any(|s| written_in(s, &letters[..n]))
+        {
+            for t in &mut terms[i..end] {
+                if !t.found {
+                    t.found = true;
+                    t.id = BY_INITIALS;
+                    marked += u32::from(t.class != TermClass::Function);
+                }
+            }
+        }
+        i = end;
+    }
+    marked
 }
 
 fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover, sentences: usize) -> Weighed {

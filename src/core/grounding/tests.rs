@@ -1428,3 +1428,65 @@ fn an_abbreviation_finds_its_word() {
         assert_fully_supported(&format!("{claim}[^1]."), source);
     }
 }
+
+#[test]
+fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
+    let min = GroundingSettings::default().min_support;
+    for (claim, source) in [
+        (
+            "The EU imposed tariffs on steel",
+            "The European Union imposed tariffs on steel.",
+        ),
+        (
+            "The European Union imposed tariffs on steel",
+            "The EU imposed tariffs on steel.",
+        ),
+        (
+            "European Union members imposed tariffs",
+            "EU members imposed tariffs.",
+        ),
+        (
+            "The FBI opened an inquiry in 2019",
+            "The Federal Bureau of Investigation opened an inquiry in 2019.",
+        ),
+        (
+            "The Federal Bureau of Investigation opened an inquiry",
+            "The F.B.I. opened an inquiry.",
+        ),
+        (
+            "Talks with NATO resumed",
+            "Talks with the North Atlantic Treaty Organization resumed.",
+        ),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        let c = &g.claims[0];
+        assert!(c.unsupported_terms.is_empty(), "{claim}: {g:?}");
+        assert!(c.support.unwrap() >= min, "{claim}: {g:?}");
+    }
+    // Other initials, another name: still missing.
+    for (claim, source, missing) in [
+        (
+            "The EU imposed tariffs on steel",
+            "The European Commission imposed tariffs on steel.",
+            "eu",
+        ),
+        (
+            "The European Union imposed tariffs",
+            "The UN imposed tariffs.",
+            "european",
+        ),
+        (
+            "The FBI opened an inquiry",
+            "The Federal Reserve of Boston opened an inquiry.",
+            "fbi",
+        ),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        let c = &g.claims[0];
+        assert!(
+            c.unsupported_terms.iter().any(|t| t == missing),
+            "{claim}: {g:?}"
+        );
+        assert!(c.support.unwrap() < min, "{claim}: {g:?}");
+    }
+}

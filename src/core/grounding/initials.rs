@@ -1,0 +1,183 @@
+//! Acronyms and the names they stand for: a claim's "EU" is found in a
+//! source that spells out "European Union", and a claim's "Federal Bureau
+//! of Investigation" in one that writes "FBI" or "F.B.I.". Plain scans of a
+//! cited source's text, run only for a claim's capitalised words that the
+//! source index did not find; this module must not touch the index or the
+//! word memo.
+
+use super::lexicon::{is_stop, lower_case};
+
+/// Most letters an acronym has here; longer all-capital words are words.
+const MAX_LETTERS: usize = 6;
+
+/// Words inside a name that its initials leave out ("Bureau *of*
+/// Investigation"); not "and", which joins names in lists more often than
+/// it sits inside one ("India and Pakistan").
+const JOINERS: &[&str] = &["for", "of", "on", "the"];
+
+fn is_joiner(word: &[u8]) -> bool {
+    JOINERS
+        .iter()
+        .any(|j| j.as_bytes().eq_ignore_ascii_case(word))
+}
+
+/// Whether `word` may sit inside a name between its capitalised words.
+pub(super) fn is_name_joiner(word: &str) -> bool {
+    is_joiner(word.as_bytes())
+}
+
+/// The letters of `word` when it reads as an acronym: 2 to 6 capital
+/// letters, or single capitals joined by dots ("U.K", "E.U.").
+pub(super) fn acronym_letters(word: &[u8], out: &mut [u8; MAX_LETTERS]) -> Option<usize> {
+    let mut n = 0;
+    let dotted = word.contains(&b'.');
+    for (i, &b) in word.iter().enumerate() {
+        if b == b'.' {
+            // Dots only between single letters.
+            if !dotted || i % 2 == 0 {
+                return None;
+            }
+            continue;
+        }
+        if !b.is_ascii_uppercase() || (dotted && i % 2 == 1) || n == MAX_LETTERS {
+            return None;
+        }
+        out[n] = b;
+        n += 1;
+    }
+    (n >= 2).then_some(n)
+}
+
+/// The ASCII words of `text` with where each ends, a word being letters,
+/// digits, `'` and `-`.
+fn words(text: &[u8]) -> impl Iterator<Item = (&[u8], usize)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'\'' || *b == b'-';
+        let start = at + text[at..].iter().position(is_word)?;
+        let len = text[start..].iter().take_while(|b| is_word(b)).count();
+        at = start + len;
+        Some((&text[start..at], at))
+    })
+}
+
+/// Whether `word` is a stop word ("In", "The"): it opens no name.
+fn is_stop_word(word: &[u8]) -> bool {
+    let mut buf = [0u8; 16];
+    lower_case(word, &mut buf)
+        .and_then(|w| std::str::from_utf8(w).ok())
+        .is_some_and(is_stop)
+}
+
+/// Whether `text` spells out the acronym `letters` as a name: a run of
+/// capitalised words one space apart (joiners allowed between them, stop
+/// words not) whose last words have its letters as initials ("the Council
+/// of the European Union" spells out "EU"; "In Paris" spells out nothing).
+pub(super) fn spelled_out_in(text: &str, letters: &[u8]) -> bool {
+    let bytes = text.as_bytes();
+    // The initials of the name being read, and where its last word ended.
+    let mut initials = [0u8; 32];
+    let mut n = 0;
+    let mut last_end = 0;
+    let spelled = |initials: &[u8]| initials.ends_with(letters);
+    for (w, end) in words(bytes) {
+        let start = end - w.len();
+        let joined = n > 0 && bytes[last_end..start].iter().all(|&b| b == b' ');
+        let name_word = w[0].is_ascii_uppercase() && !is_joiner(w) && !is_stop_word(w);
+        if name_word && joined {
+            if n == initials.len() {
+                initials.copy_within(1.., 0);
+                n -= 1;
+            }
+        } else if joined && is_joiner(w) {
+            last_end = end;
+            continue;
+        } else {
+            // The name read so far ends here.
+            if spelled(&initials[..n]) {
+                return true;
+            }
+            n = 0;
+        }
+        if name_word {
+            initials[n] = w[0];
+            n += 1;
+            last_end = end;
+        }
+    }
+    spelled(&initials[..n])
+}
+
+/// Whether `text` holds the acronym `letters` as a word of its own, plain
+/// ("EU") or dotted ("E.U.").
+pub(super) fn written_in(text: &str, letters: &[u8]) -> bool {
+    words(text.as_bytes()).any(|(w, end)| {
+        let bytes = text.as_bytes();
+        let dotted = w.len() == 1 && bytes.get(end) == Some(&b'.');
+        if dotted {
+            // "E.U." is split at its dots: read it whole.
+            let start = end - 1;
+            let whole = bytes[start..]
+                .iter()
+                .take_while(|b| b.is_ascii_uppercase() || **b == b'.')
+                .count();
+            let mut out = [0u8; MAX_LETTERS];
+            return acronym_letters(&bytes[start..start + whole], &mut out)
+                .is_some_and(|k| &out[..k] == letters);
+        }
+        w == letters
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn letters(w: &str) -> Option<String> {
+        let mut out = [0u8; MAX_LETTERS];
+        acronym_letters(w.as_bytes(), &mut out)
+            .map(|n| String::from_utf8_lossy(&out[..n]).into_owned())
+    }
+
+    #[test]
+    fn an_acronym_is_two_to_six_capitals_plain_or_dotted() {
+        assert_eq!(letters("EU").as_deref(), Some("EU"));
+        assert_eq!(letters("NATO").as_deref(), Some("NATO"));
+        assert_eq!(letters("U.K").as_deref(), Some("UK"));
+        for word in ["E", "Eu", "EUROPEAN", "U.KK", "U..K", "E-U", "G7"] {
+            assert_eq!(letters(word), None, "{word}");
+        }
+    }
+
+    #[test]
+    fn a_name_spells_out_its_initials() {
+        assert!(spelled_out_in("The European Union imposed tariffs.", b"EU"));
+        assert!(spelled_out_in(
+            "the Federal Bureau of Investigation said",
+            b"FBI"
+        ));
+        assert!(spelled_out_in(
+            "a report of the Council of the European Union",
+            b"EU"
+        ));
+        // Not across a comma, a full stop or a lower-case word.
+        assert!(!spelled_out_in("Europe, Union", b"EU"));
+        // Only the end of a name, and no stop word in it.
+        assert!(!spelled_out_in("the European Union Commission met", b"EU"));
+        assert!(!spelled_out_in("In Paris the", b"IP"));
+        assert!(!spelled_out_in("New Zealand, India and Pakistan", b"IP"));
+        assert!(!spelled_out_in("in Europe. Unions met", b"EU"));
+        assert!(!spelled_out_in("European trade Union", b"EU"));
+        // Joiners only inside a name.
+        assert!(!spelled_out_in("The Union", b"TU"));
+    }
+
+    #[test]
+    fn an_acronym_is_found_plain_or_dotted_as_a_word_of_its_own() {
+        assert!(written_in("Tariffs imposed by the EU in 2018.", b"EU"));
+        assert!(written_in("He moved to the U.K. in 1990.", b"UK"));
+        assert!(written_in("He moved to the U.K in 1990.", b"UK"));
+        assert!(!written_in("The EUR fell.", b"EU"));
+        assert!(!written_in("The E.U.R. fell.", b"EU"));
+    }
+}
