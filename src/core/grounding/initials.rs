@@ -73,17 +73,27 @@ fn is_stop_word(word: &[u8]) -> bool {
 /// capitalised words one space apart (joiners allowed between them, stop
 /// words not) whose last words have its letters as initials ("the Council
 /// of the European Union" spells out "EU"; "In Paris" spells out nothing).
+/// An acronym of three letters or more may also stand for words in lower
+/// case ("the chief executive officer" spells out "CEO").
 pub(super) fn spelled_out_in(text: &str, letters: &[u8]) -> bool {
     let bytes = text.as_bytes();
-    // The initials of the name being read, and where its last word ended.
+    // The initials of the name being read, whether it is in lower case,
+    // and where its last word ended.
     let mut initials = [0u8; 32];
     let mut n = 0;
+    let mut lower = false;
     let mut last_end = 0;
     let spelled = |initials: &[u8]| initials.ends_with(letters);
     for (w, end) in words(bytes) {
         let start = end - w.len();
-        let joined = n > 0 && bytes[last_end..start].iter().all(|&b| b == b' ');
-        let name_word = w[0].is_ascii_uppercase() && !is_joiner(w) && !is_stop_word(w);
+        let upper = w[0].is_ascii_uppercase();
+        // A name of three or more words may be written in lower case
+        // ("chief executive officer"); a shorter one must be capitalised.
+        let cased = upper || (letters.len() >= 3 && w[0].is_ascii_lowercase());
+        let name_word = cased && !is_joiner(w) && !is_stop_word(w);
+        let joined = n > 0
+            && bytes[last_end..start].iter().all(|&b| b == b' ')
+            && (!name_word || upper != lower);
         if name_word && joined {
             if n == initials.len() {
                 initials.copy_within(1.., 0);
@@ -93,16 +103,22 @@ pub(super) fn spelled_out_in(text: &str, letters: &[u8]) -> bool {
             last_end = end;
             continue;
         } else {
-            // The name read so far ends here.
+            // A capitalised name read so far ends here.
             if spelled(&initials[..n]) {
                 return true;
             }
             n = 0;
         }
         if name_word {
-            initials[n] = w[0];
+            initials[n] = w[0].to_ascii_uppercase();
             n += 1;
+            lower = !upper;
             last_end = end;
+            // Words in lower case run on into the sentence: any of their
+            // stretches may be the name.
+            if lower && spelled(&initials[..n]) {
+                return true;
+            }
         }
     }
     spelled(&initials[..n])
@@ -166,6 +182,13 @@ mod tests {
         assert!(!spelled_out_in("the European Union Commission met", b"EU"));
         assert!(!spelled_out_in("In Paris the", b"IP"));
         assert!(!spelled_out_in("New Zealand, India and Pakistan", b"IP"));
+        // Lower case for three letters or more only.
+        assert!(spelled_out_in(
+            "the chief executive officer resigned",
+            b"CEO"
+        ));
+        assert!(spelled_out_in("gross domestic product", b"GDP"));
+        assert!(!spelled_out_in("artificial intelligence", b"AI"));
         assert!(!spelled_out_in("in Europe. Unions met", b"EU"));
         assert!(!spelled_out_in("European trade Union", b"EU"));
         // Joiners only inside a name.

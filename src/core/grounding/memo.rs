@@ -419,14 +419,24 @@ impl Folder {
     /// The case-folded word in `buf`: stem and classes.
     pub(super) fn word(&mut self) -> WordInfo {
         let buf = &self.buf;
-        let key = term_hash(&self.stemmer.stem(buf));
         let (stop, filler, negation) = (is_stop(buf), is_filler(buf), is_negation(buf));
+        let initials = dotted_initials(buf);
+        let key = if negation && (buf.ends_with("n't") || buf == "cannot") {
+            // "didn't" says what "did not" says: the same negation, so
+            // "did not report" finds "didn't report" side by side.
+            term_hash("not")
+        } else if let Some(letters) = &initials {
+            // "U.S." is "US", "p.m." "pm".
+            term_hash(&self.stemmer.stem(letters))
+        } else {
+            term_hash(&self.stemmer.stem(buf))
+        };
         let variants = if stop || filler || negation {
             0
         } else {
             variants::group(key)
         };
-        let dotted = buf.contains('.');
+        let dotted = buf.contains('.') && initials.is_none();
         let spelled = spelled_other(buf, false)
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
             .map_or(0, |i| i as u8 + 1);
@@ -451,6 +461,22 @@ impl Folder {
         *self.ids.entry(key) = id;
         id
     }
+}
+
+/// The letters of single letters joined by dots ("u.s", "p.m", "j.r"),
+/// read as one word without its dots; `None` for any other word.
+fn dotted_initials(word: &str) -> Option<String> {
+    let b = word.as_bytes();
+    let initials = b.len() >= 3
+        && b.len() % 2 == 1
+        && b.iter().enumerate().all(|(i, &c)| {
+            if i % 2 == 0 {
+                c.is_ascii_alphabetic()
+            } else {
+                c == b'.'
+            }
+        });
+    initials.then(|| b.iter().step_by(2).map(|&c| char::from(c)).collect())
 }
 
 // The packed memo slot keeps a spelled number's index + 1 in 6 bits.

@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2423, // intercept
-    -0.2081, // found
-    -2.9011, // entity_missing
-    1.2217,  // entity_missing_share
-    0.1770,  // pairs
-    -0.0201, // best_sentence
-    0.3578,  // best_two_sentences
-    0.5846,  // length
-    -0.1761, // function_words
-    -0.2360, // missing
-    -0.4852, // entity_aside
-    -0.2307, // pairs_missing
-    -0.7632, // short_scattered
-    -1.2878, // short_pairs_missing
-    0.0891,  // source_sentences
-    1.4115,  // answer_found
-    1.1372,  // answer_words_found
+    -2.1866, // intercept
+    -0.2341, // found
+    -2.8962, // entity_missing
+    1.1869,  // entity_missing_share
+    0.1883,  // pairs
+    -0.0130, // best_sentence
+    0.3245,  // best_two_sentences
+    0.5909,  // length
+    -0.1807, // function_words
+    -0.2439, // missing
+    -0.4874, // entity_aside
+    -0.2230, // pairs_missing
+    -0.7992, // short_scattered
+    -1.3131, // short_pairs_missing
+    0.0878,  // source_sentences
+    1.4119,  // answer_found
+    1.1096,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

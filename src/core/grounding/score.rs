@@ -441,10 +441,7 @@ pub(super) fn analyze_with(
         if !cited.is_empty() {
             // "EU" against "European Union" and back: found by a scan of the
             // cited sources' text, in no sentence in particular.
-            let by_initials = if terms
-                .iter()
-                .any(|t| !t.found && t.class == TermClass::Entity)
-            {
+            let by_initials = if may_be_initials(terms) {
                 find_by_initials(answer, terms, &cited, sources)
             } else {
                 0
@@ -694,12 +691,34 @@ struct Weighed {
 /// to list does.
 const BY_INITIALS: u32 = u32::MAX;
 
-/// Marks found the claim's missing entities that the cited sources hold as
+/// Whether the claim has a missing term [`find_by_initials`] may find: an
+/// entity, or three missing words in a row.
+fn may_be_initials(terms: &[Term]) -> bool {
+    let mut run = 0;
+    for t in terms {
+        match (t.found, t.class) {
+            (false, TermClass::Entity) => return true,
+            (false, TermClass::Word) => {
+                run += 1;
+                if run == 3 {
+                    return true;
+                }
+            }
+            (_, TermClass::Function) => {}
+            _ => run = 0,
+        }
+    }
+    false
+}
+
+/// Marks found the claim's missing terms that the cited sources hold as
 /// an acronym and its name: a missing acronym ("EU") whose name a source
-/// spells out ("European Union"), and a run of missing capitalised words
-/// one space or joiner apart ("Federal Bureau of Investigation") whose
-/// initials a source writes as a word ("FBI", "F.B.I."). Gives how many
-/// terms it marked. Cold: only for claims with a missing entity.
+/// spells out ("European Union"), and a run of missing words one space or
+/// joiner apart, capitalised ("Federal Bureau of Investigation") or three
+/// or more in lower case ("chief executive officer"), whose initials a
+/// source writes as a word ("FBI", "F.B.I.", "CEO"). Gives how many
+/// content terms it marked. Cold: only for claims [`may_be_initials`]
+/// lets through.
 #[inline(never)]
 fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: &[&str]) -> u32 {
     let texts = || cited.iter().filter_map(|&m| sources.get(m as usize - 1));
@@ -711,9 +730,7 @@ fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: 
         let t = &terms[i];
         // A capitalised first word is a word, not an entity, but may open
         // a name ("European Union imposed …").
-        let capitalised = t.class == TermClass::Entity
-            || (t.class == TermClass::Word && bytes[t.at].is_ascii_uppercase());
-        if t.found || !capitalised {
+        if t.found || !matches!(t.class, TermClass::Entity | TermClass::Word) {
             i += 1;
             continue;
         }
@@ -726,7 +743,8 @@ fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: 
             i += 1;
             continue;
         }
-        // A name: missing capitalised words, one space or joiner apart.
+        // A name: missing words, one space or joiner apart, capitalised or
+        // (three or more) in lower case.
         let mut last = i;
         let mut n = 1;
         letters[0] = bytes[t.at].to_ascii_uppercase();
@@ -744,7 +762,7 @@ fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: 
             let joined = gap.starts_with(' ')
                 && gap.ends_with(' ')
                 && gap.split(' ').all(|w| w.is_empty() || is_name_joiner(w));
-            if next.found || next.class != TermClass::Entity || !joined {
+            if next.found || !matches!(next.class, TermClass::Entity | TermClass::Word) || !joined {
                 break;
             }
             letters[n] = bytes[next.at].to_ascii_uppercase();
@@ -753,7 +771,10 @@ fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: 
             j += 1;
         }
         let end = last + 1;
-        if n >= 2
+        let lower_case = terms[i..end]
+            .iter()
+            .any(|t| t.class != TermClass::Function && bytes[t.at].is_ascii_lowercase());
+        if n >= if lower_case { 3 } else { 2 }
             && letters[..n].iter().all(u8::is_ascii_uppercase)
             && texts().any(|s| written_in(s, &letters[..n]))
         {

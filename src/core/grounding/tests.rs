@@ -1457,6 +1457,14 @@ fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
             "Talks with NATO resumed",
             "Talks with the North Atlantic Treaty Organization resumed.",
         ),
+        (
+            "The CEO resigned in March",
+            "The chief executive officer resigned in March.",
+        ),
+        (
+            "The chief executive officer resigned in March",
+            "The CEO resigned in March.",
+        ),
     ] {
         let g = run(&format!("{claim}[^1]."), &[source]);
         let c = &g.claims[0];
@@ -1489,4 +1497,51 @@ fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
         );
         assert!(c.support.unwrap() < min, "{claim}: {g:?}");
     }
+}
+
+#[test]
+fn a_contraction_and_dotted_initials_read_as_their_plain_words() {
+    // "didn't" is "did not": the negation is the same, found side by side.
+    for (claim, source) in [
+        (
+            "The company did not report a loss",
+            "The company didn't report a loss.",
+        ),
+        (
+            "The company didn’t report a loss",
+            "The company did not report a loss.",
+        ),
+        (
+            "The council cannot approve the plan",
+            "The council can not approve the plan.",
+        ),
+        (
+            "The meeting is at 3 p.m. on Friday",
+            "The meeting is at 3 pm on Friday.",
+        ),
+        (
+            "He moved to the U.S. in 1990",
+            "He moved to the US in 1990.",
+        ),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        let c = &g.claims[0];
+        assert!(c.unsupported_terms.is_empty(), "{claim}: {g:?}");
+        assert!(!c.contradicted, "{claim}: {g:?}");
+        // Only the auxiliary ("did" of "didn't") may be missing.
+        assert!(
+            c.support.unwrap() >= GroundingSettings::default().min_support,
+            "{claim}: {g:?}"
+        );
+    }
+    // A negation the source does not state is still one.
+    let g = run(
+        "The company didn't report a loss[^1].",
+        &["The company reported a loss."],
+    );
+    assert!(g.claims[0].support.unwrap() < 0.5, "{g:?}");
+    assert_fully_supported(
+        "He moved to the U.S. in 1990[^1].",
+        "He moved to the U.S. in 1990.",
+    );
 }
