@@ -59,6 +59,9 @@ pub(super) struct SourceIndex {
     /// content words: (sentence, word id, right after a negation), sorted.
     negations_read: Vec<bool>,
     negated: Vec<(u32, u32, bool)>,
+    /// By sentence of the sources read again: how many negations it holds
+    /// (sentences without one left out), sorted.
+    negation_counts: Vec<(u32, u32)>,
 }
 
 /// The terms a record's claims ask about: a bit per word id (a quick no for
@@ -180,6 +183,7 @@ impl SourceIndex {
             wanted: Wanted::default(),
             negations_read: Vec::new(),
             negated: Vec::new(),
+            negation_counts: Vec::new(),
         }
     }
 
@@ -235,6 +239,7 @@ impl SourceIndex {
         self.negations_read.clear();
         self.negations_read.resize(sources, false);
         self.negated.clear();
+        self.negation_counts.clear();
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
@@ -412,35 +417,65 @@ impl SourceIndex {
         folder: &mut Folder,
         steps: &mut usize,
     ) -> bool {
-        let Some(&(idx, _)) = self.sentences.get(s as usize) else {
-            return false;
-        };
-        if !self.negations_read[idx as usize] {
-            self.negations_read[idx as usize] = true;
-            // The source's sentences are one run, numbered from its first.
-            let first = self.sentences[..s as usize]
-                .iter()
-                .rposition(|x| x.0 != idx)
-                .map_or(0, |p| p + 1) as u32;
-            let text = texts[idx as usize];
-            let mut scan = NegationScan {
-                folder,
-                at: Cursor::new(text.as_bytes()),
-                sentence: first,
-                pending: false,
-                out: &mut self.negated,
-            };
-            for_each_word(text, steps, &mut scan);
-            debug_assert_eq!(
-                scan.sentence + 1 - first,
-                self.sentence_count[idx as usize],
-                "read again, a source has other sentences"
-            );
-            self.negated.sort_unstable();
-            self.negated.dedup();
-        }
+        self.read_negations(s, texts, folder, steps);
         let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
         has(true) && !has(false)
+    }
+
+    /// How many negations ("not", "n't", "never", "without", …) sentence
+    /// `s` holds. Reads its source again, as [`SourceIndex::negated_in`]
+    /// does (once a record).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn negations_in(
+        &mut self,
+        s: u32,
+        texts: &[&str],
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) -> u32 {
+        self.read_negations(s, texts, folder, steps);
+        match self.negation_counts.binary_search_by_key(&s, |&(at, _)| at) {
+            Ok(i) => self.negation_counts[i].1,
+            Err(_) => 0,
+        }
+    }
+
+    /// Reads the source of sentence `s` again for its negations, unless
+    /// this record already has.
+    fn read_negations(&mut self, s: u32, texts: &[&str], folder: &mut Folder, steps: &mut usize) {
+        let Some(&(idx, _)) = self.sentences.get(s as usize) else {
+            return;
+        };
+        if self.negations_read[idx as usize] {
+            return;
+        }
+        self.negations_read[idx as usize] = true;
+        // The source's sentences are one run, numbered from its first.
+        let first = self.sentences[..s as usize]
+            .iter()
+            .rposition(|x| x.0 != idx)
+            .map_or(0, |p| p + 1) as u32;
+        let text = texts[idx as usize];
+        let mut scan = NegationScan {
+            folder,
+            at: Cursor::new(text.as_bytes()),
+            sentence: first,
+            pending: false,
+            negations: 0,
+            out: &mut self.negated,
+            counts: &mut self.negation_counts,
+        };
+        for_each_word(text, steps, &mut scan);
+        scan.new_sentence();
+        debug_assert_eq!(
+            scan.sentence - first,
+            self.sentence_count[idx as usize],
+            "read again, a source has other sentences"
+        );
+        self.negated.sort_unstable();
+        self.negated.dedup();
+        self.negation_counts.sort_unstable();
     }
 
     /// The sentences of the cited sources holding term `id`, newest first,
@@ -846,7 +881,10 @@ struct NegationScan<'a> {
     sentence: u32,
     /// A negation seen in this sentence, waiting for its content word.
     pending: bool,
+    /// Negations seen in this sentence.
+    negations: u32,
     out: &'a mut Vec<(u32, u32, bool)>,
+    counts: &'a mut Vec<(u32, u32)>,
 }
 
 impl Words for NegationScan<'_> {
@@ -886,11 +924,18 @@ impl Words for NegationScan<'_> {
 
 impl NegationScan<'_> {
     fn new_sentence(&mut self) {
+        if self.negations > 0 {
+            self.counts.push((self.sentence, self.negations));
+        }
+        self.negations = 0;
         self.sentence += 1;
         self.pending = false;
     }
 
     fn word(&mut self, id: u32, function: bool, negation: bool) {
+        if negation {
+            self.negations += 1;
+        }
         if function {
             return;
         }

@@ -487,17 +487,32 @@ pub(super) fn analyze_with(
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
             let negates = terms.iter().any(|t| t.negation);
-            let in_best = |s: u32| s != u32::MAX && index.negates(s);
-            if negates
-                && !negation_stated
-                && cover.first != u32::MAX
-                && !in_best(cover.first)
-                && !in_best(cover.second)
-            {
+            let best_negate = [cover.first, cover.second]
+                .into_iter()
+                .any(|s| s != u32::MAX && index.negates(s));
+            // More negations than its best sentences hold: one is the
+            // claim's own ("won't have not to worry" against "won't have to
+            // worry"), however the others match.
+            let unstated = if negates && cover.first != u32::MAX && best_negate {
+                let claimed = terms.iter().filter(|t| t.negation).count() as u32;
+                let stated: u32 = [cover.first, cover.second]
+                    .into_iter()
+                    .filter(|&s| s != u32::MAX)
+                    .map(|s| index.negations_in(s, sources, folder, steps))
+                    .sum();
+                claimed > stated
+            } else {
+                negates && !negation_stated && cover.first != u32::MAX
+            };
+            // Else a negation its best sentences state is found, in
+            // whichever words ("did not report a loss" against "reported no
+            // loss").
+            if negates && cover.first != u32::MAX && (unstated || best_negate) {
                 for t in terms.iter_mut().filter(|t| t.negation) {
-                    t.found = false;
+                    t.found = !unstated;
                 }
             }
+            let in_best = |s: u32| s != u32::MAX && index.negates(s);
             let negation_missing = terms.iter().any(|t| t.negation && !t.found);
             // The source's best sentence negates a content word the claim
             // states plainly ("did not win" against "won"). The pair, a

@@ -1534,12 +1534,28 @@ fn a_contraction_and_dotted_initials_read_as_their_plain_words() {
             "{claim}: {g:?}"
         );
     }
-    // A negation the source does not state is still one.
+    // A negation the source does not state is still one, also next to one
+    // it does state.
     let g = run(
         "The company didn't report a loss[^1].",
         &["The company reported a loss."],
     );
     assert!(g.claims[0].support.unwrap() < 0.5, "{g:?}");
+    let g = run(
+        "Choose a place where you won't have not to worry about being overheard[^1].",
+        &["Choose a place where you won't have to worry about being overheard."],
+    );
+    assert!(g.claims[0].support.unwrap() <= model::BROKEN, "{g:?}");
+    assert!(
+        g.claims[0].unsupported_terms.iter().any(|t| t == "not"),
+        "{g:?}"
+    );
+    // One negation for another is no negation added.
+    let g = run(
+        "The company did not report a loss[^1].",
+        &["The company reported no loss."],
+    );
+    assert!(g.claims[0].support.unwrap() > model::BROKEN, "{g:?}");
     assert_fully_supported(
         "He moved to the U.S. in 1990[^1].",
         "He moved to the U.S. in 1990.",
