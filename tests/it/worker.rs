@@ -523,8 +523,13 @@ fn one_request_in_flight(cfg: &Config) -> Arc<Config> {
 /// row (one pair each, duplicates in pairs) and its offset committed by
 /// `group`. A failure names each input without its outputs and whether its
 /// offset was committed (the output lost behind a committed offset) or not
-/// (the worker stalled or stopped before it).
-async fn all_delivered(bootstrap: &str, group: &str, n: u64) -> [Vec<OwnedMessage>; 4] {
+/// (`worker` stalled, or stopped, before it).
+async fn all_delivered(
+    bootstrap: &str,
+    group: &str,
+    n: u64,
+    worker: &Running,
+) -> [Vec<OwnedMessage>; 4] {
     let out = read_outputs(bootstrap, n as usize).await;
     let b = bootstrap.to_string();
     let ends = tokio::task::spawn_blocking(move || input_ends(&b))
@@ -538,10 +543,16 @@ async fn all_delivered(bootstrap: &str, group: &str, n: u64) -> [Vec<OwnedMessag
     let committed = committed_offsets(bootstrap, group).await;
     let missing = undelivered(&out, &ends, &committed);
     let total: i64 = committed.values().sum();
+    let worker = if worker.handle.is_finished() {
+        "has stopped"
+    } else {
+        "is still running"
+    };
     assert!(
         missing.is_empty() && total == n as i64,
         "{} of {n} inputs without their outputs, {total} offsets committed \
-         (next offset per partition {committed:?}, input ends {ends:?}):\n{}",
+         (next offset per partition {committed:?}, input ends {ends:?}), \
+         the worker {worker}:\n{}",
         missing.len(),
         missing.join("\n")
     );
@@ -941,7 +952,7 @@ async fn retriable_produce_errors_lose_nothing() {
         .collect::<Vec<_>>();
     let (_broker, bs, cfg) = inputs_then_failing_produces(n, &errors, "g-retriable").await;
     let w = start(&cfg, &bs);
-    all_delivered(&bs, "g-retriable", n).await;
+    all_delivered(&bs, "g-retriable", n, &w).await;
     w.stop().await.unwrap();
 }
 
@@ -958,7 +969,7 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     .await;
     let w = start(&cfg, &bs);
     // Never retried forever: everything is committed.
-    let out = all_delivered(&bs, "g-too-large", n).await;
+    let out = all_delivered(&bs, "g-too-large", n, &w).await;
     // The refused outputs were replaced by their bounded stand-ins.
     let stand_ins: Vec<Value> = out[3]
         .iter()
@@ -1008,7 +1019,7 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
         .cluster()
         .clear_request_errors(RDKafkaApiKey::Produce);
     let w = start(&cfg, &bs);
-    all_delivered(&bs, "g-fatal", n).await;
+    all_delivered(&bs, "g-fatal", n, &w).await;
     w.stop().await.unwrap();
 }
 
@@ -1114,7 +1125,7 @@ async fn broker_down_and_coordinator_moves_lose_nothing() {
         .cluster()
         .coordinator(MockCoordinator::Group("g-down".into()), 1)
         .unwrap();
-    all_delivered(&bs, "g-down", n).await;
+    all_delivered(&bs, "g-down", n, &w).await;
     w.stop().await.unwrap();
 }
 
@@ -1295,7 +1306,7 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     read_outputs(&bs, (n / 4) as usize).await;
     let report_b = b.stop().await.unwrap();
     // Nothing lost when a worker leaves.
-    all_delivered(&bs, "g-rebalance", n).await;
+    all_delivered(&bs, "g-rebalance", n, &a).await;
     let report_a = a.stop().await.unwrap();
     assert!(report_a.records + report_b.records >= n);
     // Partitions moved between the workers twice; their chains continued.
