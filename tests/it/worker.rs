@@ -1040,11 +1040,13 @@ async fn the_embedded_broker_loses_a_refused_batch_unless_one_request_is_in_flig
     assert_eq!(
         refused_then_next(&cfg).await,
         ["b"],
-        "the embedded broker kept a refused batch: it may check sequence numbers now"
+        "the embedded broker no longer loses the refused batch: it may check \
+         idempotent sequence numbers now"
     );
     assert_eq!(
         refused_then_next(&one_request_in_flight(&cfg)).await,
-        ["a", "b"]
+        ["a", "b"],
+        "with one request in flight the refused batch is sent again"
     );
 }
 
