@@ -1,8 +1,15 @@
 //! The embedded broker: librdkafka's in-process mock cluster, a real
 //! wire-protocol Kafka broker that keeps everything in memory. Used by
-//! `dev-broker`, `demo`, `bench` and the tests, never by `run`. It is NOT durable and NOT a production broker: it keeps roughly
-//! 5 MB / 100k messages per partition, does not enforce `read_committed`
-//! and does not store offsets committed inside a transaction.
+//! `dev-broker`, `demo`, `bench` and the tests, never by `run`. It is NOT
+//! durable and NOT a production broker: it keeps roughly 5 MB / 100k
+//! messages per partition, does not enforce `read_committed`, does not store
+//! offsets committed inside a transaction, and checks the sequence numbers
+//! of transactional producers only. So when it is made to refuse a produce
+//! request (tests inject errors through [`EmbeddedBroker::cluster`]) while
+//! an idempotent producer's next request for the same partition is in
+//! flight, it appends that next one, and librdkafka then reports the refused
+//! batch delivered too. Tests that inject produce errors keep one request in
+//! flight.
 //!
 //! The mock listens on a random port. To offer a stable address (so a worker
 //! can be killed and restarted against a long-lived `dev-broker`), a TCP

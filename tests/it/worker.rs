@@ -46,16 +46,36 @@ fn config(bootstrap: &str, group: &str, guarantee: Guarantee) -> Arc<Config> {
 struct Running {
     token: CancellationToken,
     handle: JoinHandle<Result<WorkerReport, WorkerError>>,
-    /// A failing assertion unwinds past `stop`; the worker must still stop,
-    /// or the runtime waits forever for its blocking thread and the test
-    /// hangs instead of failing.
-    _stop_on_drop: tokio_util::sync::DropGuard,
+    _stop_on_drop: StopOnDrop,
 }
 
 impl Running {
     async fn stop(self) -> Result<WorkerReport, WorkerError> {
         self.token.cancel();
         self.handle.await.unwrap()
+    }
+}
+
+/// How long an unwinding test waits for its worker to finish.
+const STOP_WAIT: Duration = Duration::from_secs(60);
+
+/// Stops the worker when a failing assertion unwinds past `stop`. The
+/// worker must finish before the test's broker is dropped (right after it):
+/// a worker still closing its consumer then waits for the broker forever,
+/// and the runtime for the worker's blocking thread, so the test would hang
+/// instead of failing.
+struct StopOnDrop {
+    token: CancellationToken,
+    /// Disconnected once the worker's task has finished.
+    finished: std::sync::mpsc::Receiver<()>,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.token.cancel();
+        if std::thread::panicking() {
+            let _ = self.finished.recv_timeout(STOP_WAIT);
+        }
     }
 }
 
@@ -69,15 +89,23 @@ fn start(cfg: &Arc<Config>, bootstrap: &str) -> Running {
 
 fn start_with(cfg: &Arc<Config>, bootstrap: &str, metrics: Arc<Metrics>) -> Running {
     let token = CancellationToken::new();
-    let handle = tokio::spawn(worker::run_worker(
+    let (finishing, finished) = std::sync::mpsc::channel();
+    let run = worker::run_worker(
         cfg.clone(),
         bootstrap.to_string(),
         metrics,
         Arc::new(Health::default()),
         token.clone(),
-    ));
+    );
+    let handle = tokio::spawn(async move {
+        let _finishing = finishing;
+        run.await
+    });
     Running {
-        _stop_on_drop: token.clone().drop_guard(),
+        _stop_on_drop: StopOnDrop {
+            token: token.clone(),
+            finished,
+        },
         token,
         handle,
     }
@@ -453,37 +481,152 @@ fn json_of(m: &OwnedMessage) -> Value {
     serde_json::from_slice(m.payload().unwrap()).unwrap()
 }
 
-/// Every input has at least one audit row and as many terminal records as
-/// audit rows (duplicates come in pairs after a redelivery); returns the
-/// distinct input coordinates seen.
 /// A broker holding `n` mixed input records, whose next produce requests
-/// fail with `errors`, in order.
+/// fail with `errors`, in order, and the configuration of an at-least-once
+/// worker of `group` for it, with one produce request in flight
+/// ([`one_request_in_flight`]).
 async fn inputs_then_failing_produces(
     n: u64,
     errors: &[RDKafkaRespErr],
-) -> (EmbeddedBroker, String) {
+    group: &str,
+) -> (EmbeddedBroker, String, Arc<Config>) {
     let broker = broker();
     let bs = broker.bootstrap();
     produce_mixed(&bs, n, 300).await;
     broker
         .cluster()
         .request_errors(RDKafkaApiKey::Produce, errors);
-    (broker, bs)
+    let cfg = one_request_in_flight(&config(&bs, group, Guarantee::AtLeastOnce));
+    (broker, bs, cfg)
+}
+
+/// `cfg` with at most one produce request in flight per broker connection,
+/// for tests that make the embedded broker refuse produce requests. The
+/// embedded broker checks the sequence numbers of transactional producers
+/// only: when it refuses a batch of an idempotent producer while the next
+/// batch of the same partition is already in flight, it appends that next
+/// batch, and librdkafka, seeing a later sequence acknowledged, reports the
+/// refused batch delivered too. A real broker refuses the later batch as
+/// out of sequence, and both are sent again. With one request in flight
+/// there is no next batch in flight, so a record such a test finds missing
+/// is the worker's doing. Both halves are checked by
+/// `the_embedded_broker_loses_a_refused_batch_unless_one_request_is_in_flight`.
+fn one_request_in_flight(cfg: &Config) -> Arc<Config> {
+    let mut cfg = cfg.clone();
+    cfg.kafka
+        .properties
+        .insert("max.in.flight.requests.per.connection".into(), "1".into());
+    Arc::new(cfg)
 }
 
 /// Waits until every one of `n` inputs has its terminal record and audit
-/// row (exactly one pair each) and its offset committed by `group`.
-async fn all_delivered(bootstrap: &str, group: &str, n: u64) -> [Vec<OwnedMessage>; 4] {
+/// row (one pair each, duplicates in pairs) and its offset committed by
+/// `group`. A failure names each input without its outputs and whether its
+/// offset was committed (the output lost behind a committed offset) or not
+/// (`worker` stalled, or stopped, before it).
+async fn all_delivered(
+    bootstrap: &str,
+    group: &str,
+    n: u64,
+    worker: &Running,
+) -> [Vec<OwnedMessage>; 4] {
     let out = read_outputs(bootstrap, n as usize).await;
+    let b = bootstrap.to_string();
+    let ends = tokio::task::spawn_blocking(move || input_ends(&b))
+        .await
+        .unwrap();
+    // Outputs missing at the read deadline will not come: wait for the
+    // commits only when every output is there.
+    if undelivered(&out, &ends, &BTreeMap::new()).is_empty() {
+        wait_committed(bootstrap, group, n as i64).await;
+    }
+    let committed = committed_offsets(bootstrap, group).await;
+    let missing = undelivered(&out, &ends, &committed);
+    let total: i64 = committed.values().sum();
+    let worker = if worker.handle.is_finished() {
+        "has stopped"
+    } else {
+        "is still running"
+    };
+    assert!(
+        missing.is_empty() && total == n as i64,
+        "{} of {n} inputs without their outputs, {total} offsets committed \
+         (next offset per partition {committed:?}, input ends {ends:?}), \
+         the worker {worker}:\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
     assert_eq!(
         assert_pairs(&out).len(),
         n as usize,
         "one terminal record and one audit row per input"
     );
-    assert_eq!(wait_committed(bootstrap, group, n as i64).await, n as i64);
     out
 }
 
+/// The end offset of each partition of the input topic `answers`.
+fn input_ends(bootstrap: &str) -> BTreeMap<i32, i64> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    (0..PARTITIONS)
+        .map(|p| {
+            let (_, high) = c
+                .fetch_watermarks("answers", p, Duration::from_secs(10))
+                .unwrap();
+            (p, high)
+        })
+        .collect()
+}
+
+/// Each input below `ends` that lacks its terminal record or its audit row
+/// in `out`, said with whether `committed` (the next offset to read, per
+/// partition) has moved past it.
+fn undelivered(
+    out: &[Vec<OwnedMessage>; 4],
+    ends: &BTreeMap<i32, i64>,
+    committed: &BTreeMap<i32, i64>,
+) -> Vec<String> {
+    let audited: BTreeSet<(i32, i64)> = out[2].iter().map(coords).collect();
+    let terminal: BTreeSet<(i32, i64)> = out[0]
+        .iter()
+        .chain(&out[1])
+        .chain(&out[3])
+        .map(coords)
+        .collect();
+    let mut found = Vec::new();
+    for (&p, &end) in ends {
+        let next = committed.get(&p).copied().unwrap_or(0);
+        for o in 0..end {
+            let missing: Vec<&str> = [
+                (!terminal.contains(&(p, o))).then_some("terminal record"),
+                (!audited.contains(&(p, o))).then_some("audit row"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if missing.is_empty() {
+                continue;
+            }
+            let state = if o < next {
+                "offset COMMITTED: the output was lost"
+            } else {
+                "offset not committed: the worker stalled or stopped"
+            };
+            found.push(format!(
+                "answers/{p}@{o}: no {}; {state}",
+                missing.join(", no ")
+            ));
+        }
+    }
+    found
+}
+
+/// Every input has at least one audit row and as many terminal records as
+/// audit rows (duplicates come in pairs after a redelivery); returns the
+/// distinct input coordinates seen.
 fn assert_pairs(out: &[Vec<OwnedMessage>; 4]) -> BTreeSet<(i32, i64)> {
     let mut audits: BTreeMap<(i32, i64), usize> = BTreeMap::new();
     for m in &out[2] {
@@ -497,14 +640,18 @@ fn assert_pairs(out: &[Vec<OwnedMessage>; 4]) -> BTreeSet<(i32, i64)> {
     audits.keys().copied().collect()
 }
 
+/// The committed offsets of `group` on the input topic, per partition.
+async fn committed_offsets(bootstrap: &str, group: &str) -> BTreeMap<i32, i64> {
+    let (b, g) = (bootstrap.to_string(), group.to_string());
+    tokio::task::spawn_blocking(move || committed(&b, &g, PARTITIONS))
+        .await
+        .unwrap()
+}
+
 async fn wait_committed(bootstrap: &str, group: &str, want: i64) -> i64 {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let b = bootstrap.to_string();
-        let g = group.to_string();
-        let got = tokio::task::spawn_blocking(move || committed(&b, &g, PARTITIONS).values().sum())
-            .await
-            .unwrap();
+        let got = committed_offsets(bootstrap, group).await.values().sum();
         if got >= want || tokio::time::Instant::now() > deadline {
             return got;
         }
@@ -803,9 +950,9 @@ async fn retriable_produce_errors_lose_nothing() {
         .chain(&[RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT; 2])
         .copied()
         .collect::<Vec<_>>();
-    let (_broker, bs) = inputs_then_failing_produces(n, &errors).await;
-    let w = start(&config(&bs, "g-retriable", Guarantee::AtLeastOnce), &bs);
-    all_delivered(&bs, "g-retriable", n).await;
+    let (_broker, bs, cfg) = inputs_then_failing_produces(n, &errors, "g-retriable").await;
+    let w = start(&cfg, &bs);
+    all_delivered(&bs, "g-retriable", n, &w).await;
     w.stop().await.unwrap();
 }
 
@@ -814,14 +961,15 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     let n = 6;
     // As from a topic whose max.message.bytes is below what the worker may
     // send.
-    let (_broker, bs) = inputs_then_failing_produces(
+    let (_broker, bs, cfg) = inputs_then_failing_produces(
         n,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 2],
+        "g-too-large",
     )
     .await;
-    let w = start(&config(&bs, "g-too-large", Guarantee::AtLeastOnce), &bs);
+    let w = start(&cfg, &bs);
     // Never retried forever: everything is committed.
-    let out = all_delivered(&bs, "g-too-large", n).await;
+    let out = all_delivered(&bs, "g-too-large", n, &w).await;
     // The refused outputs were replaced by their bounded stand-ins.
     let stand_ins: Vec<Value> = out[3]
         .iter()
@@ -847,12 +995,12 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_delivers() {
     let n = 20;
-    let (broker, bs) = inputs_then_failing_produces(
+    let (broker, bs, cfg) = inputs_then_failing_produces(
         n,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 50],
+        "g-fatal",
     )
     .await;
-    let cfg = config(&bs, "g-fatal", Guarantee::AtLeastOnce);
     let w = start(&cfg, &bs);
     let err = tokio::time::timeout(WAIT, w.handle)
         .await
@@ -871,8 +1019,80 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
         .cluster()
         .clear_request_errors(RDKafkaApiKey::Produce);
     let w = start(&cfg, &bs);
-    all_delivered(&bs, "g-fatal", n).await;
+    all_delivered(&bs, "g-fatal", n, &w).await;
     w.stop().await.unwrap();
+}
+
+/// What `one_request_in_flight` is for, on the embedded broker: two
+/// single-record batches ("a" then "b") of one partition are sent together
+/// by the worker's producer, and the broker refuses the first once with a
+/// retriable error. With several requests in flight it appends "b" and
+/// librdkafka reports "a" delivered without "a" ever being written; with one
+/// request in flight "a" is sent again and written before "b". Should the
+/// first half ever fail, the embedded broker checks idempotent sequence
+/// numbers and the fault-injection tests no longer need the setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_broker_loses_a_refused_batch_unless_one_request_is_in_flight() {
+    let mut cfg = Config::default();
+    cfg.kafka
+        .properties
+        .insert("batch.num.messages".into(), "1".into());
+    assert_eq!(
+        refused_then_next(&cfg).await,
+        ["b"],
+        "the embedded broker no longer loses the refused batch: it may check \
+         idempotent sequence numbers now"
+    );
+    assert_eq!(
+        refused_then_next(&one_request_in_flight(&cfg)).await,
+        ["a", "b"],
+        "with one request in flight the refused batch is sent again"
+    );
+}
+
+/// Sends "a" and "b" to `answers.final` partition 0 with `cfg`'s producer
+/// settings, the first produce request refused with NOT_ENOUGH_REPLICAS;
+/// both must be reported delivered. Returns the values the partition holds.
+async fn refused_then_next(cfg: &Config) -> Vec<String> {
+    use rdkafka::producer::FutureRecord;
+    let broker = broker();
+    let bs = broker.bootstrap();
+    // Both records are queued while the broker is down, so the producer
+    // builds their requests together once it is up.
+    broker.cluster().broker_down(1).unwrap();
+    broker.cluster().request_errors(
+        RDKafkaApiKey::Produce,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS],
+    );
+    let p = produce::producer(&cfg.kafka, &bs).unwrap();
+    let deliveries: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|v| {
+            let r = FutureRecord::<(), str>::to("answers.final")
+                .partition(0)
+                .payload(v);
+            p.send_result(r).map_err(|(e, _)| e).unwrap()
+        })
+        .collect();
+    broker.cluster().broker_up(1).unwrap();
+    for (v, d) in ["a", "b"].iter().zip(deliveries) {
+        let r = tokio::time::timeout(WAIT, d).await.unwrap().unwrap();
+        assert!(r.is_ok(), "{v}: {r:?}");
+    }
+    let b = bs.clone();
+    let got = tokio::task::spawn_blocking(move || {
+        inspect::read_until(&b, &["answers.final"], WAIT, |got| {
+            got[0].iter().any(|m| m.payload() == Some(b"b"))
+        })
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    got[0]
+        .iter()
+        .filter(|m| m.partition() == 0)
+        .map(|m| String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -907,7 +1127,7 @@ async fn broker_down_and_coordinator_moves_lose_nothing() {
         .cluster()
         .coordinator(MockCoordinator::Group("g-down".into()), 1)
         .unwrap();
-    all_delivered(&bs, "g-down", n).await;
+    all_delivered(&bs, "g-down", n, &w).await;
     w.stop().await.unwrap();
 }
 
@@ -1088,7 +1308,7 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     read_outputs(&bs, (n / 4) as usize).await;
     let report_b = b.stop().await.unwrap();
     // Nothing lost when a worker leaves.
-    all_delivered(&bs, "g-rebalance", n).await;
+    all_delivered(&bs, "g-rebalance", n, &a).await;
     let report_a = a.stop().await.unwrap();
     assert!(report_a.records + report_b.records >= n);
     // Partitions moved between the workers twice; their chains continued.
