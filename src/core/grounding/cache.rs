@@ -40,8 +40,8 @@ pub(super) struct Summary {
     pub(super) postings: Vec<(u32, u32)>,
     /// Each distinct pair key.
     pub(super) pairs: Vec<u64>,
-    /// By sentence: whether it holds a negation.
-    pub(super) negations: Vec<bool>,
+    /// By sentence: how many negations it holds.
+    pub(super) negations: Vec<u16>,
 }
 
 impl Summary {
@@ -56,7 +56,7 @@ impl Summary {
         self.terms.capacity() * size_of::<u32>()
             + self.postings.capacity() * size_of::<(u32, u32)>()
             + self.pairs.capacity() * size_of::<u64>()
-            + self.negations.capacity()
+            + self.negations.capacity() * size_of::<u16>()
     }
 }
 

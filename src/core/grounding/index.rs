@@ -40,8 +40,8 @@ pub(super) struct SourceIndex {
     sentence_count: Vec<u32>,
     /// Sentence lists, linked backwards: (sentence, previous entry + 1).
     postings: Vec<(u32, u32)>,
-    /// By sentence: its source and whether it holds a negation.
-    sentences: Vec<(u32, bool)>,
+    /// By sentence: its source and how many negations it holds.
+    sentences: Vec<(u32, u16)>,
     /// By sentence: a claim's running count of terms found there (zero
     /// between claims; `touched` lists the non-zero ones).
     counts: Vec<u32>,
@@ -59,9 +59,6 @@ pub(super) struct SourceIndex {
     /// content words: (sentence, word id, right after a negation), sorted.
     negations_read: Vec<bool>,
     negated: Vec<(u32, u32, bool)>,
-    /// By sentence of the sources read again: how many negations it holds
-    /// (sentences without one left out), sorted.
-    negation_counts: Vec<(u32, u32)>,
 }
 
 /// The terms a record's claims ask about: a bit per word id (a quick no for
@@ -183,7 +180,6 @@ impl SourceIndex {
             wanted: Wanted::default(),
             negations_read: Vec::new(),
             negated: Vec::new(),
-            negation_counts: Vec::new(),
         }
     }
 
@@ -239,7 +235,6 @@ impl SourceIndex {
         self.negations_read.clear();
         self.negations_read.resize(sources, false);
         self.negated.clear();
-        self.negation_counts.clear();
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
@@ -319,7 +314,7 @@ impl SourceIndex {
             summary.clear();
         }
         let first = self.sentences.len() as u32;
-        self.sentences.push((idx as u32, false));
+        self.sentences.push((idx as u32, 0));
         let mut r = Reading::<RECORD> {
             folder,
             marks: &mut self.marks,
@@ -398,7 +393,7 @@ impl SourceIndex {
 
     /// Whether sentence `s` holds a negation.
     pub(super) fn negates(&self, s: u32) -> bool {
-        self.sentences.get(s as usize).is_some_and(|x| x.1)
+        self.sentences.get(s as usize).is_some_and(|x| x.1 > 0)
     }
 
     /// Whether sentence `s` negates term `id`: it comes right after a
@@ -417,65 +412,41 @@ impl SourceIndex {
         folder: &mut Folder,
         steps: &mut usize,
     ) -> bool {
-        self.read_negations(s, texts, folder, steps);
+        let Some(&(idx, _)) = self.sentences.get(s as usize) else {
+            return false;
+        };
+        if !self.negations_read[idx as usize] {
+            self.negations_read[idx as usize] = true;
+            // The source's sentences are one run, numbered from its first.
+            let first = self.sentences[..s as usize]
+                .iter()
+                .rposition(|x| x.0 != idx)
+                .map_or(0, |p| p + 1) as u32;
+            let text = texts[idx as usize];
+            let mut scan = NegationScan {
+                folder,
+                at: Cursor::new(text.as_bytes()),
+                sentence: first,
+                pending: false,
+                out: &mut self.negated,
+            };
+            for_each_word(text, steps, &mut scan);
+            debug_assert_eq!(
+                scan.sentence + 1 - first,
+                self.sentence_count[idx as usize],
+                "read again, a source has other sentences"
+            );
+            self.negated.sort_unstable();
+            self.negated.dedup();
+        }
         let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
         has(true) && !has(false)
     }
 
     /// How many negations ("not", "n't", "never", "without", …) sentence
-    /// `s` holds. Reads its source again, as [`SourceIndex::negated_in`]
-    /// does (once a record).
-    #[cold]
-    #[inline(never)]
-    pub(super) fn negations_in(
-        &mut self,
-        s: u32,
-        texts: &[&str],
-        folder: &mut Folder,
-        steps: &mut usize,
-    ) -> u32 {
-        self.read_negations(s, texts, folder, steps);
-        match self.negation_counts.binary_search_by_key(&s, |&(at, _)| at) {
-            Ok(i) => self.negation_counts[i].1,
-            Err(_) => 0,
-        }
-    }
-
-    /// Reads the source of sentence `s` again for its negations, unless
-    /// this record already has.
-    fn read_negations(&mut self, s: u32, texts: &[&str], folder: &mut Folder, steps: &mut usize) {
-        let Some(&(idx, _)) = self.sentences.get(s as usize) else {
-            return;
-        };
-        if self.negations_read[idx as usize] {
-            return;
-        }
-        self.negations_read[idx as usize] = true;
-        // The source's sentences are one run, numbered from its first.
-        let first = self.sentences[..s as usize]
-            .iter()
-            .rposition(|x| x.0 != idx)
-            .map_or(0, |p| p + 1) as u32;
-        let text = texts[idx as usize];
-        let mut scan = NegationScan {
-            folder,
-            at: Cursor::new(text.as_bytes()),
-            sentence: first,
-            pending: false,
-            negations: 0,
-            out: &mut self.negated,
-            counts: &mut self.negation_counts,
-        };
-        for_each_word(text, steps, &mut scan);
-        scan.new_sentence();
-        debug_assert_eq!(
-            scan.sentence - first,
-            self.sentence_count[idx as usize],
-            "read again, a source has other sentences"
-        );
-        self.negated.sort_unstable();
-        self.negated.dedup();
-        self.negation_counts.sort_unstable();
+    /// `s` holds.
+    pub(super) fn negations_in(&self, s: u32) -> u32 {
+        self.sentences.get(s as usize).map_or(0, |x| u32::from(x.1))
     }
 
     /// The sentences of the cited sources holding term `id`, newest first,
@@ -625,8 +596,9 @@ struct Reading<'a, const RECORD: bool> {
     /// Where in the source's text the reading is, and the source's number.
     at: Cursor<'a>,
     idx: u32,
-    /// By sentence: its source and whether it negates (the index's list).
-    sentences: &'a mut Vec<(u32, bool)>,
+    /// By sentence: its source and how many negations it holds (the
+    /// index's list).
+    sentences: &'a mut Vec<(u32, u16)>,
     /// The sentence being read.
     sentence: u32,
     /// Bytes of dotted words read again part by part.
@@ -743,7 +715,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         let (dotted, negation) = self.word(w, Some(off), ascii, self.sentence, &mut alt);
         self.alt = alt;
         if negation {
-            self.sentences[self.sentence as usize].1 = true;
+            let n = &mut self.sentences[self.sentence as usize].1;
+            *n = n.saturating_add(1);
         }
         if let Some((whole, before)) = dotted {
             self.split(w, off, ascii, whole, before);
@@ -784,7 +757,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
 
     fn new_sentence(&mut self) {
         self.sentence += 1;
-        self.sentences.push((self.idx, false));
+        self.sentences.push((self.idx, 0));
         // A negation ends with its sentence ("Ready or Not." does not
         // negate the next sentence's first word).
         self.pending = false;
@@ -881,10 +854,7 @@ struct NegationScan<'a> {
     sentence: u32,
     /// A negation seen in this sentence, waiting for its content word.
     pending: bool,
-    /// Negations seen in this sentence.
-    negations: u32,
     out: &'a mut Vec<(u32, u32, bool)>,
-    counts: &'a mut Vec<(u32, u32)>,
 }
 
 impl Words for NegationScan<'_> {
@@ -924,18 +894,11 @@ impl Words for NegationScan<'_> {
 
 impl NegationScan<'_> {
     fn new_sentence(&mut self) {
-        if self.negations > 0 {
-            self.counts.push((self.sentence, self.negations));
-        }
-        self.negations = 0;
         self.sentence += 1;
         self.pending = false;
     }
 
     fn word(&mut self, id: u32, function: bool, negation: bool) {
-        if negation {
-            self.negations += 1;
-        }
         if function {
             return;
         }

@@ -498,7 +498,7 @@ pub(super) fn analyze_with(
                 let stated: u32 = [cover.first, cover.second]
                     .into_iter()
                     .filter(|&s| s != u32::MAX)
-                    .map(|s| index.negations_in(s, sources, folder, steps))
+                    .map(|s| index.negations_in(s))
                     .sum();
                 claimed > stated
             } else {
