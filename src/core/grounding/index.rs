@@ -13,7 +13,9 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{Words, for_each_word, skipped, with_scale};
-use super::memo::{Folder, KEEP_SLOTS, WordInfo};
+#[cfg(test)]
+use super::memo::WordInfo;
+use super::memo::{Folder, KEEP_SLOTS, key_of};
 use crate::core::terms::Table;
 
 /// Which of a record's sources hold each key (term stem, number, or pair of
@@ -357,11 +359,17 @@ impl SourceIndex {
         self.cache.hits
     }
 
-    /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
-    /// holds the term.
-    #[inline(always)]
+    /// [`SourceIndex::holds_id`] of `term`.
+    #[cfg(test)]
     pub(super) fn holds(&self, term: &WordInfo, cited: &[(usize, u64)]) -> bool {
-        debug_assert!(self.wants(term.id), "asked about a term not wanted");
+        self.holds_id(term.id, cited)
+    }
+
+    /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
+    /// holds the term whose word id is `id`.
+    #[inline(always)]
+    pub(super) fn holds_id(&self, id: u32, cited: &[(usize, u64)]) -> bool {
+        debug_assert!(self.wants(id), "asked about a term not wanted");
         let (first, rest) = match cited.split_first() {
             Some((&(0, mask), rest)) => (mask, rest),
             _ => (0, cited),
@@ -369,12 +377,12 @@ impl SourceIndex {
         let marked = first != 0
             && self
                 .wanted
-                .slot(term.id)
+                .slot(id)
                 .is_some_and(|s| self.marks[s].mask & first != 0);
         marked
             || rest.iter().any(|&(bank, mask)| {
                 self.banks[bank]
-                    .get(term.key())
+                    .get(key_of(id))
                     .is_some_and(|m| m & mask != 0)
             })
     }

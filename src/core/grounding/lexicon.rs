@@ -766,7 +766,15 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         // "14th" is the ordinal "fourteenth", "14" the cardinal "fourteen".
         let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
         let ordinal = digits.len() < w.len();
-        if digits.len() > 4 {
+        // The table's digits are whole numbers up to 100, and 1000: any
+        // other numeral (most are years, decimals, amounts) has none, and
+        // is ruled out without a pass over the table.
+        let d = digits.as_bytes();
+        if d.is_empty() || d.len() > 4 || !d.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let value = d.iter().fold(0u32, |v, &b| v * 10 + u32::from(b - b'0'));
+        if value > 100 && value != 1000 {
             return None;
         }
         return SPELLED
@@ -786,4 +794,37 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         .binary_search_by(|(word, _)| word.as_bytes().cmp(lower))
         .ok()
         .map(|i| SPELLED[i].1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table looked up entry by entry, without the numeral filter.
+    fn spelled_by_scan(w: &str) -> Option<&'static str> {
+        let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let ordinal = digits.len() < w.len();
+        SPELLED
+            .iter()
+            .find_map(|&(word, d)| (d == digits && is_ordinal(word) == ordinal).then_some(word))
+    }
+
+    #[test]
+    fn numerals_ruled_out_early_have_no_spelling() {
+        let mut numerals: Vec<String> = (0..=10_000).map(|n| n.to_string()).collect();
+        numerals.extend((0..=100).map(|n| format!("0{n}")));
+        numerals.extend(["", "1,000", "1.5", "100.0", "2.", "٣", "99999"].map(String::from));
+        for n in numerals {
+            for w in [
+                n.clone(),
+                format!("{n}th"),
+                format!("{n}st"),
+                format!("{n}s"),
+            ] {
+                assert_eq!(spelled_other(&w, true), spelled_by_scan(&w), "{w:?}");
+            }
+        }
+        assert_eq!(spelled_other("1000", true), Some("thousand"));
+        assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
 }

@@ -36,7 +36,7 @@ impl WordInfo {
     /// What the source index's tables know the term by: its id, mixed so
     /// that its top bits spread over a table's slots (a bijection: distinct
     /// ids have distinct keys).
-    #[inline(always)]
+    #[cfg(test)]
     pub(super) fn key(&self) -> u64 {
         key_of(self.id)
     }
@@ -69,12 +69,13 @@ impl WordInfo {
             variants: (x >> 45) as u32 & 0x1_ffff,
         }
     }
+}
 
-    /// The digits of a small number written as a word ("two": "2").
-    pub(super) fn spelled(&self) -> Option<&'static str> {
-        let i = usize::from(self.spelled.checked_sub(1)?);
-        SPELLED.get(i).map(|&(_, digits)| digits)
-    }
+/// The digits of the [`WordInfo::spelled`] entry `spelled` ("2" for "two").
+#[inline(always)]
+fn spelled_digits(spelled: u8) -> Option<&'static str> {
+    let i = usize::from(spelled.checked_sub(1)?);
+    SPELLED.get(i).map(|&(_, digits)| digits)
 }
 
 /// The source index's key of word id `id` (see [`WordInfo::key`]).
@@ -123,6 +124,28 @@ impl Packed {
     #[inline(always)]
     pub(super) fn dotted(self) -> bool {
         self.0 & 1 << 36 != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn stop(self) -> bool {
+        self.0 & 1 << 33 != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn filler(self) -> bool {
+        self.0 & 1 << 34 != 0
+    }
+
+    /// The digits of a small number written as a word ("two": "2").
+    #[inline(always)]
+    pub(super) fn spelled(self) -> Option<&'static str> {
+        spelled_digits((self.0 >> 37) as u8 & 0x3f)
+    }
+
+    /// See [`WordInfo::variants`].
+    #[inline(always)]
+    pub(super) fn variants(self) -> u32 {
+        (self.0 >> 45) as u32 & 0x1_ffff
     }
 }
 
@@ -242,11 +265,18 @@ impl Folder {
         }
     }
 
-    /// The word ids `info` may also be found by (UK/US spellings,
-    /// synonyms): looked up once per group while the memo lasts.
-    #[inline(always)]
+    /// [`Folder::alternates_of`] the group of `info`.
+    #[cfg(test)]
     pub(super) fn alternates(&mut self, info: &WordInfo) -> &[u32] {
-        let g = info.variants as usize;
+        self.alternates_of(info.variants)
+    }
+
+    /// The word ids a word of variants group `group` may also be found by
+    /// (UK/US spellings, synonyms): looked up once per group while the
+    /// memo lasts.
+    #[inline(always)]
+    pub(super) fn alternates_of(&mut self, group: u32) -> &[u32] {
+        let g = group as usize;
         if g == 0 {
             return &[];
         }
@@ -257,12 +287,12 @@ impl Folder {
         self.run(at)
     }
 
-    /// [`Folder::alternates`] the first time this record asks for `info`'s
-    /// group; nothing when the record asked for the group before (one
+    /// [`Folder::alternates_of`] the first time this record asks for
+    /// `group`; nothing when the record asked for the group before (one
     /// look-up, in the group's own entry).
     #[inline(always)]
-    pub(super) fn new_alternates(&mut self, info: &WordInfo) -> &[u32] {
-        let g = info.variants as usize;
+    pub(super) fn new_alternates(&mut self, group: u32) -> &[u32] {
+        let g = group as usize;
         if g == 0 {
             return &[];
         }
@@ -350,13 +380,18 @@ impl Folder {
     #[inline(always)]
     pub(super) fn fold_packed(&mut self, word: &[u8], ascii: bool) -> Packed {
         if ascii {
-            let hash = ascii_word(word).hash;
-            if let Some(p) = self.words.get_packed(hash) {
-                return p;
-            }
-            return Packed(self.learn_ascii(word, hash).pack());
+            return self.fold_ascii_packed(word, ascii_word(word).hash);
         }
         Packed(self.fold_other(&String::from_utf8_lossy(word)).pack())
+    }
+
+    /// The ASCII `word` whose case-folded hash is `hash`, packed.
+    #[inline(always)]
+    pub(super) fn fold_ascii_packed(&mut self, word: &[u8], hash: u64) -> Packed {
+        match self.words.get_packed(hash) {
+            Some(p) => p,
+            None => Packed(self.learn_ascii(word, hash).pack()),
+        }
     }
 
     /// Folds the ASCII `word` whose one-pass scan is `a`: hashed case-folded
@@ -474,6 +509,9 @@ mod tests {
             assert_eq!(p.function(), !info.number && (info.stop || info.filler));
             assert_eq!(p.negation(), info.negation);
             assert_eq!(p.dotted(), info.dotted);
+            assert_eq!((p.stop(), p.filler()), (info.stop, info.filler));
+            assert_eq!(p.spelled(), spelled_digits(info.spelled));
+            assert_eq!(p.variants(), info.variants);
         }
     }
 }
