@@ -64,11 +64,14 @@ pub(super) struct SourceIndex {
 }
 
 /// The terms a record's claims ask about: a bit per word id (a quick no for
-/// most source words) and, per wanted id, the slot of its [`Mark`].
+/// most source words) and, per wanted id a source holds, the slot of its
+/// [`Mark`]. A mark is given when a source first holds the term, not when it
+/// is declared: many declared alternates occur in no source, and declaring
+/// a term stays one bit and one push.
 #[derive(Default)]
 struct Wanted {
     bits: Vec<u64>,
-    /// By word id: its mark's slot + 1 (valid where its bit is set).
+    /// By word id: its mark's slot + 1 (0: no mark in this record).
     slot: Vec<u32>,
     /// The ids wanted in this record (cleared in `SourceIndex::start`).
     ids: Vec<u32>,
@@ -79,34 +82,36 @@ struct Wanted {
 }
 
 impl Wanted {
-    /// The mark slot of term `id`, if wanted.
+    /// Whether term `id` is wanted.
+    #[inline(always)]
+    fn wanted(&self, id: u32) -> bool {
+        self.bits
+            .get(id as usize / 64)
+            .is_some_and(|b| b & (1u64 << (id % 64)) != 0)
+    }
+
+    /// The mark slot of term `id`, if wanted and held by a source read so
+    /// far.
     #[inline(always)]
     fn slot(&self, id: u32) -> Option<usize> {
-        let bits = self.bits.get(id as usize / 64)?;
-        (bits & (1u64 << (id % 64)) != 0).then(|| self.slot[id as usize] as usize - 1)
-    }
-
-    /// Wants term `id` (giving it a fresh mark in `marks`); its mark's slot.
-    #[inline(always)]
-    fn want(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
-        match self.slot(id) {
-            Some(s) => s,
-            None => self.add(id, marks),
+        if !self.wanted(id) {
+            return None;
         }
+        (self.slot[id as usize] as usize).checked_sub(1)
     }
 
-    /// A term not wanted yet.
+    /// Wants term `id`.
     #[inline(always)]
-    fn add(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
+    fn want(&mut self, id: u32) {
         let i = id as usize;
         if i >= self.slot.len() {
             self.grow(i);
         }
-        self.bits[i / 64] |= 1u64 << (i % 64);
-        marks.push(Mark::default());
-        self.slot[i] = marks.len() as u32;
-        self.ids.push(id);
-        marks.len() - 1
+        let (word, bit) = (&mut self.bits[i / 64], 1u64 << (i % 64));
+        if *word & bit == 0 {
+            *word |= bit;
+            self.ids.push(id);
+        }
     }
 
     /// Room for word id `i` (and then some: ids grow one by one).
@@ -118,18 +123,29 @@ impl Wanted {
         self.bits.resize(n.div_ceil(64), 0);
     }
 
-    /// [`Wanted::slot`], wanting every term met when all are wanted.
+    /// The mark slot of term `id`, which a source holds (a fresh mark in
+    /// `marks` the first time), if wanted; every term met is wanted when
+    /// all are.
     #[inline(always)]
-    fn slot_or_all(&mut self, id: u32, marks: &mut Vec<Mark>) -> Option<usize> {
-        match self.slot(id) {
-            None if self.all || self.record_all => Some(self.want(id, marks)),
-            s => s,
+    fn mark(&mut self, id: u32, marks: &mut Vec<Mark>) -> Option<usize> {
+        if !self.wanted(id) {
+            if !(self.all || self.record_all) {
+                return None;
+            }
+            self.want(id);
         }
+        let s = &mut self.slot[id as usize];
+        if *s == 0 {
+            marks.push(Mark::default());
+            *s = marks.len() as u32;
+        }
+        Some(*s as usize - 1)
     }
 
     fn clear(&mut self) {
         for &id in &self.ids {
             self.bits[id as usize / 64] = 0;
+            self.slot[id as usize] = 0;
         }
         self.ids.clear();
     }
@@ -188,12 +204,12 @@ impl SourceIndex {
     /// Term `id` may be asked about in this record: the sources index it.
     #[inline(always)]
     pub(super) fn want(&mut self, id: u32) {
-        self.wanted.want(id, &mut self.marks);
+        self.wanted.want(id);
     }
 
     /// Whether term `id` is wanted in this record.
     fn wants(&self, id: u32) -> bool {
-        self.wants_every_term() || self.wanted.slot(id).is_some()
+        self.wants_every_term() || self.wanted.wanted(id)
     }
 
     /// Indexes every term of this record's sources: cheaper than declaring
@@ -283,7 +299,7 @@ impl SourceIndex {
         sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
         self.sentence_count[idx] = summary.negations.len() as u32;
         for &id in &summary.terms {
-            if let Some(s) = wanted.slot_or_all(id, marks) {
+            if let Some(s) = wanted.mark(id, marks) {
                 marks[s].mask |= bit;
             }
         }
@@ -456,7 +472,8 @@ impl SourceIndex {
     /// to list.
     fn list_into(&self, id: u32, cited: &[(usize, u64)], out: &mut Vec<u32>) -> bool {
         let Some(slot) = self.wanted.slot(id) else {
-            return false;
+            // Wanted, and in no source read: no sentence holds it.
+            return self.wanted.wanted(id);
         };
         let m = &self.marks[slot];
         if m.listed > POSTINGS {
@@ -636,7 +653,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if RECORD {
             self.summary.terms.push(info.id());
         }
-        let slot = self.wanted.slot_or_all(info.id(), self.marks);
+        let slot = self.wanted.mark(info.id(), self.marks);
         let want = slot.is_some();
         if let Some(s) = slot {
             // Stems only: equal surfaces have equal stems.
