@@ -103,8 +103,9 @@ pub(super) struct Term {
     /// a claim's terms are written once per word and read once per claim.
     own: u32,
     other: u32,
-    /// Its variants group (UK/US spellings, synonyms; 0: none).
-    variants: u32,
+    /// The handle of its other spellings and synonyms in the word memo
+    /// (`Folder::alternates_at`; 0: none).
+    alternates: u32,
     /// The word id the index knows it by (its own or its other
     /// spelling's).
     id: u32,
@@ -270,7 +271,7 @@ fn read_claims(
                 in_best: false,
                 own: folded.id(),
                 other,
-                variants: folded.variants(),
+                alternates: folder.alternates_handle(folded.variants()),
                 id: folded.id(),
                 at,
                 len,
@@ -308,7 +309,7 @@ fn want(index: &mut SourceIndex, folder: &mut Folder, t: &Term) {
     if t.other != NO_WORD {
         index.want(t.other);
     }
-    for &id in folder.new_alternates(t.variants) {
+    for &id in folder.new_alternates(t.alternates) {
         index.want(id);
     }
 }
@@ -396,7 +397,7 @@ pub(super) fn analyze_with(
                 found = true;
             }
             if !found && !cited.is_empty() {
-                for &id in folder.alternates_of(t.variants) {
+                for &id in folder.alternates_at(t.alternates) {
                     if index.holds_id(id, banks) {
                         hit = id;
                         found = true;
