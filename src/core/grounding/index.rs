@@ -40,6 +40,9 @@ pub(super) struct SourceIndex {
     built: Vec<bool>,
     /// Sentences of each source (0 until indexed).
     sentence_count: Vec<u32>,
+    /// The first sentence of each source (valid once indexed): a source's
+    /// sentences are one run.
+    sentence_first: Vec<u32>,
     /// Sentence lists, linked backwards: (sentence, previous entry + 1).
     postings: Vec<(u32, u32)>,
     /// By sentence: its source and whether it holds a negation.
@@ -187,6 +190,7 @@ impl SourceIndex {
             banks: Vec::new(),
             built: Vec::new(),
             sentence_count: Vec::new(),
+            sentence_first: Vec::new(),
             postings: Vec::new(),
             sentences: Vec::new(),
             counts: Vec::new(),
@@ -246,6 +250,8 @@ impl SourceIndex {
         self.built.resize(sources, false);
         self.sentence_count.clear();
         self.sentence_count.resize(sources, 0);
+        self.sentence_first.clear();
+        self.sentence_first.resize(sources, 0);
         self.postings.clear();
         self.sentences.clear();
         self.counts.clear();
@@ -298,6 +304,7 @@ impl SourceIndex {
         let first = sentences.len() as u32;
         sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
         self.sentence_count[idx] = summary.negations.len() as u32;
+        self.sentence_first[idx] = first;
         for &id in &summary.terms {
             if let Some(s) = wanted.mark(id, marks) {
                 marks[s].mask |= bit;
@@ -356,6 +363,7 @@ impl SourceIndex {
         *steps += r.split_bytes;
         let sentences = &self.sentences;
         self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
+        self.sentence_first[idx] = first;
         if RECORD {
             let summary = &mut self.building;
             summary.terms.sort_unstable();
@@ -470,7 +478,15 @@ impl SourceIndex {
     /// The sentences of the cited sources holding term `id`, newest first,
     /// appended to `out`; false (nothing appended) when it is in too many
     /// to list.
-    fn list_into(&self, id: u32, cited: &[(usize, u64)], out: &mut Vec<u32>) -> bool {
+    /// `run`: the cited sources' sentences when they are one run (see
+    /// [`SourceIndex::cited_run`]), which spares a look-up per sentence.
+    fn list_into(
+        &self,
+        id: u32,
+        cited: &[(usize, u64)],
+        run: Option<(u32, u32)>,
+        out: &mut Vec<u32>,
+    ) -> bool {
         let Some(slot) = self.wanted.slot(id) else {
             // Wanted, and in no source read: no sentence holds it.
             return self.wanted.wanted(id);
@@ -483,11 +499,16 @@ impl SourceIndex {
         while at != 0 {
             let (s, next) = self.postings[at as usize - 1];
             at = next;
-            let src = self.sentences[s as usize].0 as usize;
-            if cited
-                .iter()
-                .any(|&(bank, mask)| bank == src / 64 && mask & (1 << (src % 64)) != 0)
-            {
+            let held = match run {
+                Some((from, to)) => from <= s && s < to,
+                None => {
+                    let src = self.sentences[s as usize].0 as usize;
+                    cited
+                        .iter()
+                        .any(|&(bank, mask)| bank == src / 64 && mask & (1 << (src % 64)) != 0)
+                }
+            };
+            if held {
                 out.push(s);
             }
         }
@@ -514,10 +535,11 @@ impl SourceIndex {
         lists.clear();
         ranges.clear();
         let mut everywhere = 0;
+        let run = self.cited_run(cited);
         lists.reserve(ids.len() * POSTINGS as usize);
         for &id in ids {
             let from = lists.len() as u32;
-            if self.list_into(id, cited, &mut lists) {
+            if self.list_into(id, cited, run, &mut lists) {
                 ranges.push(Some((from, lists.len() as u32)));
             } else {
                 everywhere += 1;
@@ -579,12 +601,27 @@ impl SourceIndex {
         }
     }
 
+    /// The sentences of the cited sources as `from..to`, when one source is
+    /// cited (most claims cite one).
+    fn cited_run(&self, cited: &[(usize, u64)]) -> Option<(u32, u32)> {
+        let &[(bank, mask)] = cited else {
+            return None;
+        };
+        if mask.count_ones() != 1 {
+            return None;
+        }
+        let idx = bank * 64 + mask.trailing_zeros() as usize;
+        let from = *self.sentence_first.get(idx)?;
+        Some((from, from + self.sentence_count[idx]))
+    }
+
     /// Whether term `id` is in sentence `a` or `b` of the cited sources, or
     /// too common to list (everywhere).
     #[cfg(test)]
     pub(super) fn sits(&self, id: u32, cited: &[(usize, u64)], a: u32, b: u32) -> bool {
         let mut list = Vec::new();
-        !self.list_into(id, cited, &mut list) || list.iter().any(|&s| s == a || s == b)
+        !self.list_into(id, cited, self.cited_run(cited), &mut list)
+            || list.iter().any(|&s| s == a || s == b)
     }
 }
 
