@@ -13,7 +13,9 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{Words, for_each_word, skipped, spelled_run, with_scale};
-use super::memo::{Folder, KEEP_SLOTS, Packed, WordInfo};
+#[cfg(test)]
+use super::memo::WordInfo;
+use super::memo::{Folder, KEEP_SLOTS, Packed, key_of};
 use crate::core::terms::Table;
 
 /// Which of a record's sources hold each key (term stem, number, or pair of
@@ -38,6 +40,9 @@ pub(super) struct SourceIndex {
     built: Vec<bool>,
     /// Sentences of each source (0 until indexed).
     sentence_count: Vec<u32>,
+    /// The first sentence of each source (valid once indexed): a source's
+    /// sentences are one run.
+    sentence_first: Vec<u32>,
     /// Sentence lists, linked backwards: (sentence, previous entry + 1).
     postings: Vec<(u32, u32)>,
     /// By sentence: its source and how many negations it holds.
@@ -62,11 +67,14 @@ pub(super) struct SourceIndex {
 }
 
 /// The terms a record's claims ask about: a bit per word id (a quick no for
-/// most source words) and, per wanted id, the slot of its [`Mark`].
+/// most source words) and, per wanted id a source holds, the slot of its
+/// [`Mark`]. A mark is given when a source first holds the term, not when it
+/// is declared: many declared alternates occur in no source, and declaring
+/// a term stays one bit and one push.
 #[derive(Default)]
 struct Wanted {
     bits: Vec<u64>,
-    /// By word id: its mark's slot + 1 (valid where its bit is set).
+    /// By word id: its mark's slot + 1 (0: no mark in this record).
     slot: Vec<u32>,
     /// The ids wanted in this record (cleared in `SourceIndex::start`).
     ids: Vec<u32>,
@@ -77,34 +85,36 @@ struct Wanted {
 }
 
 impl Wanted {
-    /// The mark slot of term `id`, if wanted.
+    /// Whether term `id` is wanted.
+    #[inline(always)]
+    fn wanted(&self, id: u32) -> bool {
+        self.bits
+            .get(id as usize / 64)
+            .is_some_and(|b| b & (1u64 << (id % 64)) != 0)
+    }
+
+    /// The mark slot of term `id`, if wanted and held by a source read so
+    /// far.
     #[inline(always)]
     fn slot(&self, id: u32) -> Option<usize> {
-        let bits = self.bits.get(id as usize / 64)?;
-        (bits & (1u64 << (id % 64)) != 0).then(|| self.slot[id as usize] as usize - 1)
-    }
-
-    /// Wants term `id` (giving it a fresh mark in `marks`); its mark's slot.
-    #[inline(always)]
-    fn want(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
-        match self.slot(id) {
-            Some(s) => s,
-            None => self.add(id, marks),
+        if !self.wanted(id) {
+            return None;
         }
+        (self.slot[id as usize] as usize).checked_sub(1)
     }
 
-    /// A term not wanted yet.
+    /// Wants term `id`.
     #[inline(always)]
-    fn add(&mut self, id: u32, marks: &mut Vec<Mark>) -> usize {
+    fn want(&mut self, id: u32) {
         let i = id as usize;
         if i >= self.slot.len() {
             self.grow(i);
         }
-        self.bits[i / 64] |= 1u64 << (i % 64);
-        marks.push(Mark::default());
-        self.slot[i] = marks.len() as u32;
-        self.ids.push(id);
-        marks.len() - 1
+        let (word, bit) = (&mut self.bits[i / 64], 1u64 << (i % 64));
+        if *word & bit == 0 {
+            *word |= bit;
+            self.ids.push(id);
+        }
     }
 
     /// Room for word id `i` (and then some: ids grow one by one).
@@ -116,18 +126,29 @@ impl Wanted {
         self.bits.resize(n.div_ceil(64), 0);
     }
 
-    /// [`Wanted::slot`], wanting every term met when all are wanted.
+    /// The mark slot of term `id`, which a source holds (a fresh mark in
+    /// `marks` the first time), if wanted; every term met is wanted when
+    /// all are.
     #[inline(always)]
-    fn slot_or_all(&mut self, id: u32, marks: &mut Vec<Mark>) -> Option<usize> {
-        match self.slot(id) {
-            None if self.all || self.record_all => Some(self.want(id, marks)),
-            s => s,
+    fn mark(&mut self, id: u32, marks: &mut Vec<Mark>) -> Option<usize> {
+        if !self.wanted(id) {
+            if !(self.all || self.record_all) {
+                return None;
+            }
+            self.want(id);
         }
+        let s = &mut self.slot[id as usize];
+        if *s == 0 {
+            marks.push(Mark::default());
+            *s = marks.len() as u32;
+        }
+        Some(*s as usize - 1)
     }
 
     fn clear(&mut self) {
         for &id in &self.ids {
             self.bits[id as usize / 64] = 0;
+            self.slot[id as usize] = 0;
         }
         self.ids.clear();
     }
@@ -169,6 +190,7 @@ impl SourceIndex {
             banks: Vec::new(),
             built: Vec::new(),
             sentence_count: Vec::new(),
+            sentence_first: Vec::new(),
             postings: Vec::new(),
             sentences: Vec::new(),
             counts: Vec::new(),
@@ -186,12 +208,12 @@ impl SourceIndex {
     /// Term `id` may be asked about in this record: the sources index it.
     #[inline(always)]
     pub(super) fn want(&mut self, id: u32) {
-        self.wanted.want(id, &mut self.marks);
+        self.wanted.want(id);
     }
 
     /// Whether term `id` is wanted in this record.
     fn wants(&self, id: u32) -> bool {
-        self.wants_every_term() || self.wanted.slot(id).is_some()
+        self.wants_every_term() || self.wanted.wanted(id)
     }
 
     /// Indexes every term of this record's sources: cheaper than declaring
@@ -228,6 +250,8 @@ impl SourceIndex {
         self.built.resize(sources, false);
         self.sentence_count.clear();
         self.sentence_count.resize(sources, 0);
+        self.sentence_first.clear();
+        self.sentence_first.resize(sources, 0);
         self.postings.clear();
         self.sentences.clear();
         self.counts.clear();
@@ -280,8 +304,9 @@ impl SourceIndex {
         let first = sentences.len() as u32;
         sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
         self.sentence_count[idx] = summary.negations.len() as u32;
+        self.sentence_first[idx] = first;
         for &id in &summary.terms {
-            if let Some(s) = wanted.slot_or_all(id, marks) {
+            if let Some(s) = wanted.mark(id, marks) {
                 marks[s].mask |= bit;
             }
         }
@@ -338,6 +363,7 @@ impl SourceIndex {
         *steps += r.split_bytes;
         let sentences = &self.sentences;
         self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
+        self.sentence_first[idx] = first;
         if RECORD {
             let summary = &mut self.building;
             summary.terms.sort_unstable();
@@ -357,11 +383,17 @@ impl SourceIndex {
         self.cache.hits
     }
 
-    /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
-    /// holds the term.
-    #[inline(always)]
+    /// [`SourceIndex::holds_id`] of `term`.
+    #[cfg(test)]
     pub(super) fn holds(&self, term: &WordInfo, cited: &[(usize, u64)]) -> bool {
-        debug_assert!(self.wants(term.id), "asked about a term not wanted");
+        self.holds_id(term.id, cited)
+    }
+
+    /// Whether any of the cited sources (`(bank, mask)` pairs, by bank)
+    /// holds the term whose word id is `id`.
+    #[inline(always)]
+    pub(super) fn holds_id(&self, id: u32, cited: &[(usize, u64)]) -> bool {
+        debug_assert!(self.wants(id), "asked about a term not wanted");
         let (first, rest) = match cited.split_first() {
             Some((&(0, mask), rest)) => (mask, rest),
             _ => (0, cited),
@@ -369,12 +401,12 @@ impl SourceIndex {
         let marked = first != 0
             && self
                 .wanted
-                .slot(term.id)
+                .slot(id)
                 .is_some_and(|s| self.marks[s].mask & first != 0);
         marked
             || rest.iter().any(|&(bank, mask)| {
                 self.banks[bank]
-                    .get(term.key())
+                    .get(key_of(id))
                     .is_some_and(|m| m & mask != 0)
             })
     }
@@ -452,9 +484,18 @@ impl SourceIndex {
     /// The sentences of the cited sources holding term `id`, newest first,
     /// appended to `out`; false (nothing appended) when it is in too many
     /// to list.
-    fn list_into(&self, id: u32, cited: &[(usize, u64)], out: &mut Vec<u32>) -> bool {
+    /// `run`: the cited sources' sentences when they are one run (see
+    /// [`SourceIndex::cited_run`]), which spares a look-up per sentence.
+    fn list_into(
+        &self,
+        id: u32,
+        cited: &[(usize, u64)],
+        run: Option<(u32, u32)>,
+        out: &mut Vec<u32>,
+    ) -> bool {
         let Some(slot) = self.wanted.slot(id) else {
-            return false;
+            // Wanted, and in no source read: no sentence holds it.
+            return self.wanted.wanted(id);
         };
         let m = &self.marks[slot];
         if m.listed > POSTINGS {
@@ -464,11 +505,16 @@ impl SourceIndex {
         while at != 0 {
             let (s, next) = self.postings[at as usize - 1];
             at = next;
-            let src = self.sentences[s as usize].0 as usize;
-            if cited
-                .iter()
-                .any(|&(bank, mask)| bank == src / 64 && mask & (1 << (src % 64)) != 0)
-            {
+            let held = match run {
+                Some((from, to)) => from <= s && s < to,
+                None => {
+                    let src = self.sentences[s as usize].0 as usize;
+                    cited
+                        .iter()
+                        .any(|&(bank, mask)| bank == src / 64 && mask & (1 << (src % 64)) != 0)
+                }
+            };
+            if held {
                 out.push(s);
             }
         }
@@ -495,10 +541,11 @@ impl SourceIndex {
         lists.clear();
         ranges.clear();
         let mut everywhere = 0;
+        let run = self.cited_run(cited);
         lists.reserve(ids.len() * POSTINGS as usize);
         for &id in ids {
             let from = lists.len() as u32;
-            if self.list_into(id, cited, &mut lists) {
+            if self.list_into(id, cited, run, &mut lists) {
                 ranges.push(Some((from, lists.len() as u32)));
             } else {
                 everywhere += 1;
@@ -560,12 +607,27 @@ impl SourceIndex {
         }
     }
 
+    /// The sentences of the cited sources as `from..to`, when one source is
+    /// cited (most claims cite one).
+    fn cited_run(&self, cited: &[(usize, u64)]) -> Option<(u32, u32)> {
+        let &[(bank, mask)] = cited else {
+            return None;
+        };
+        if mask.count_ones() != 1 {
+            return None;
+        }
+        let idx = bank * 64 + mask.trailing_zeros() as usize;
+        let from = *self.sentence_first.get(idx)?;
+        Some((from, from + self.sentence_count[idx]))
+    }
+
     /// Whether term `id` is in sentence `a` or `b` of the cited sources, or
     /// too common to list (everywhere).
     #[cfg(test)]
     pub(super) fn sits(&self, id: u32, cited: &[(usize, u64)], a: u32, b: u32) -> bool {
         let mut list = Vec::new();
-        !self.list_into(id, cited, &mut list) || list.iter().any(|&s| s == a || s == b)
+        !self.list_into(id, cited, self.cited_run(cited), &mut list)
+            || list.iter().any(|&s| s == a || s == b)
     }
 }
 
@@ -631,7 +693,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         alt: &mut Option<(u64, bool)>,
     ) -> (Dotted, bool) {
         let mut info = self.folder.fold_packed(w, ascii);
-        if info.spelled() {
+        if info.spelled().is_some() {
             info = self.at.spelled_number(self.folder, info, w, off);
         }
         // A summary is replayed for any answer: it holds every term
@@ -639,7 +701,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if RECORD {
             self.summary.terms.push(info.id());
         }
-        let slot = self.wanted.slot_or_all(info.id(), self.marks);
+        let slot = self.wanted.mark(info.id(), self.marks);
         let want = slot.is_some();
         if let Some(s) = slot {
             // Stems only: equal surfaces have equal stems.
@@ -873,7 +935,7 @@ impl Words for NegationScan<'_> {
             w
         };
         let mut info = self.folder.fold_packed(w, ascii);
-        if info.spelled() {
+        if info.spelled().is_some() {
             info = self.at.spelled_number(self.folder, info, w, Some(off));
         }
         self.word(info.id(), info.function(), info.negation());

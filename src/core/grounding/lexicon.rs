@@ -974,9 +974,63 @@ pub(super) const SPELLED: &[(&str, &str)] = &[
 ];
 
 /// Whether a spelled number is an ordinal ("fourteenth", "first").
-fn is_ordinal(word: &str) -> bool {
-    word.ends_with("th") || matches!(word, "first" | "second" | "third")
+const fn is_ordinal(word: &str) -> bool {
+    let w = word.as_bytes();
+    let n = w.len();
+    (n >= 2 && w[n - 2] == b't' && w[n - 1] == b'h')
+        || same(w, b"first")
+        || same(w, b"second")
+        || same(w, b"third")
 }
+
+/// `a == b`, in a constant.
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Rows of [`SPELLED_BY_NUMBER`]: 0 to 100, then 1000.
+const SPELLED_ROWS: usize = 102;
+
+/// [`SPELLED`] by number (its row: the value up to 100, then 1000) and
+/// ordinal (cardinal, ordinal): 1 + the index of the first entry that
+/// spells it, 0 for none. A number's word is one look-up, not a pass over
+/// the table. An entry of another number fails the build (its row is out
+/// of bounds).
+const SPELLED_BY_NUMBER: [[u8; 2]; SPELLED_ROWS] = {
+    let mut rows = [[0u8; 2]; SPELLED_ROWS];
+    let mut i = 0;
+    while i < SPELLED.len() {
+        let (word, digits) = SPELLED[i];
+        let d = digits.as_bytes();
+        let mut value = 0;
+        let mut k = 0;
+        while k < d.len() {
+            value = value * 10 + (d[k] - b'0') as usize;
+            k += 1;
+        }
+        let row = if value == 1000 {
+            SPELLED_ROWS - 1
+        } else {
+            value
+        };
+        let ordinal = is_ordinal(word) as usize;
+        if rows[row][ordinal] == 0 {
+            rows[row][ordinal] = i as u8 + 1;
+        }
+        i += 1;
+    }
+    rows
+};
 
 /// The other spelling of `w` (as written in the claim) when it is a small
 /// number: its word for digits, its digits for a word. Digits are looked up
@@ -986,12 +1040,26 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         // "14th" is the ordinal "fourteenth", "14" the cardinal "fourteen".
         let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
         let ordinal = digits.len() < w.len();
-        if digits.len() > 4 {
+        // Digits as the table writes them: no sign, separator or leading
+        // zero, at most four.
+        let d = digits.as_bytes();
+        if d.is_empty() || d.len() > 4 || (d.len() > 1 && d[0] == b'0') {
             return None;
         }
-        return SPELLED
-            .iter()
-            .find_map(|&(word, d)| (d == digits && is_ordinal(word) == ordinal).then_some(word));
+        let mut value = 0usize;
+        for &b in d {
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            value = value * 10 + usize::from(b - b'0');
+        }
+        let row = match value {
+            0..=100 => value,
+            1000 => SPELLED_ROWS - 1,
+            _ => return None,
+        };
+        let entry = SPELLED_BY_NUMBER[row][usize::from(ordinal)];
+        return (entry != 0).then(|| SPELLED[usize::from(entry) - 1].0);
     }
     let b = w.as_bytes();
     if !(3..=11).contains(&b.len()) || !b.iter().all(u8::is_ascii_alphabetic) {
@@ -1003,4 +1071,37 @@ pub(super) fn spelled_other(w: &str, number: bool) -> Option<&'static str> {
         .binary_search_by(|(word, _)| word.as_bytes().cmp(lower))
         .ok()
         .map(|i| SPELLED[i].1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table read entry by entry.
+    fn spelled_by_scan(w: &str) -> Option<&'static str> {
+        let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let ordinal = digits.len() < w.len();
+        SPELLED
+            .iter()
+            .find_map(|&(word, d)| (d == digits && is_ordinal(word) == ordinal).then_some(word))
+    }
+
+    #[test]
+    fn numbers_are_spelled_as_the_table_reads() {
+        let mut numerals: Vec<String> = (0..=10_000).map(|n| n.to_string()).collect();
+        numerals.extend((0..=100).map(|n| format!("0{n}")));
+        numerals.extend(["", "1,000", "1.5", "100.0", "2.", "٣", "99999"].map(String::from));
+        for n in numerals {
+            for w in [
+                n.clone(),
+                format!("{n}th"),
+                format!("{n}st"),
+                format!("{n}s"),
+            ] {
+                assert_eq!(spelled_other(&w, true), spelled_by_scan(&w), "{w:?}");
+            }
+        }
+        assert_eq!(spelled_other("1000", true), Some("thousand"));
+        assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
 }

@@ -36,7 +36,7 @@ impl WordInfo {
     /// What the source index's tables know the term by: its id, mixed so
     /// that its top bits spread over a table's slots (a bijection: distinct
     /// ids have distinct keys).
-    #[inline(always)]
+    #[cfg(test)]
     pub(super) fn key(&self) -> u64 {
         key_of(self.id)
     }
@@ -69,12 +69,13 @@ impl WordInfo {
             variants: (x >> 45) as u32 & 0x1_ffff,
         }
     }
+}
 
-    /// The digits of a small number written as a word ("two": "2").
-    pub(super) fn spelled(&self) -> Option<&'static str> {
-        let i = usize::from(self.spelled.checked_sub(1)?);
-        SPELLED.get(i).map(|&(_, digits)| digits)
-    }
+/// The digits of the [`WordInfo::spelled`] entry `spelled` ("2" for "two").
+#[inline(always)]
+fn spelled_digits(spelled: u8) -> Option<&'static str> {
+    let i = usize::from(spelled.checked_sub(1)?);
+    SPELLED.get(i).map(|&(_, digits)| digits)
 }
 
 /// The source index's key of word id `id` (see [`WordInfo::key`]).
@@ -125,10 +126,26 @@ impl Packed {
         self.0 & 1 << 36 != 0
     }
 
-    /// A number written as a word ("two", "twenty").
     #[inline(always)]
-    pub(super) fn spelled(self) -> bool {
-        self.0 & 0x3f << 37 != 0
+    pub(super) fn stop(self) -> bool {
+        self.0 & 1 << 33 != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn filler(self) -> bool {
+        self.0 & 1 << 34 != 0
+    }
+
+    /// The digits of a small number written as a word ("two": "2").
+    #[inline(always)]
+    pub(super) fn spelled(self) -> Option<&'static str> {
+        spelled_digits((self.0 >> 37) as u8 & 0x3f)
+    }
+
+    /// See [`WordInfo::variants`].
+    #[inline(always)]
+    pub(super) fn variants(self) -> u32 {
+        (self.0 >> 45) as u32 & 0x1_ffff
     }
 }
 
@@ -215,24 +232,17 @@ pub(super) struct Folder {
     words: Memo,
     /// Index key → dense id.
     ids: Table<u32>,
-    /// By variants group: where its alternates' ids start in `alts`, and
-    /// the record that last asked for them, side by side (one cache line
-    /// for both). Each run in `alts` is its length, then the ids.
-    groups: Vec<Group>,
+    /// By variants group: where its run starts in `alts` + 1 (0: not
+    /// looked up since the memo started over), the group's handle.
+    groups: Vec<u32>,
+    /// One run per group looked up: its length, the record that last
+    /// asked for it (0: none), then its alternates' ids. A claim term
+    /// keeps its group's handle, so declaring and scoring it read only this
+    /// dense list, which the record's claims have just touched.
     alts: Vec<u32>,
-    /// This record's number on the thread (never 0; wraps, and the groups'
+    /// This record's number on the thread (never 0; wraps, and the runs'
     /// stamps start over then).
     record: u32,
-}
-
-/// A variants group's entry in the [`Folder`].
-#[derive(Debug, Clone, Copy, Default)]
-struct Group {
-    /// Where its run starts in `alts` + 1 (0: not looked up since the
-    /// memo started over).
-    at: u32,
-    /// The record that last asked for its alternates (0: none).
-    asked: u32,
 }
 
 impl Folder {
@@ -248,72 +258,73 @@ impl Folder {
         }
     }
 
-    /// The word ids `info` may also be found by (UK/US spellings,
-    /// synonyms): looked up once per group while the memo lasts.
-    #[inline(always)]
+    /// [`Folder::alternates_at`] the group of `info`.
+    #[cfg(test)]
     pub(super) fn alternates(&mut self, info: &WordInfo) -> &[u32] {
-        let g = info.variants as usize;
+        let at = self.alternates_handle(info.variants);
+        self.alternates_at(at)
+    }
+
+    /// The handle of the alternates of variants group `group` (UK/US
+    /// spellings, synonyms), for [`Folder::alternates_at`] and
+    /// [`Folder::new_alternates`]; 0 for none. Looked up once per group
+    /// while the memo lasts; valid until it starts over.
+    #[inline(always)]
+    pub(super) fn alternates_handle(&mut self, group: u32) -> u32 {
+        let g = group as usize;
         if g == 0 {
-            return &[];
+            return 0;
         }
-        let at = match self.groups.get(g) {
-            Some(e) if e.at != 0 => e.at,
+        match self.groups.get(g) {
+            Some(&at) if at != 0 => at,
             _ => self.learn_alternates(g),
-        };
-        self.run(at)
+        }
     }
 
-    /// [`Folder::alternates`] the first time this record asks for `info`'s
-    /// group; nothing when the record asked for the group before (one
-    /// look-up, in the group's own entry).
+    /// The word ids a word may also be found by, from its alternates'
+    /// handle.
     #[inline(always)]
-    pub(super) fn new_alternates(&mut self, info: &WordInfo) -> &[u32] {
-        let g = info.variants as usize;
-        if g == 0 {
+    pub(super) fn alternates_at(&self, at: u32) -> &[u32] {
+        if at == 0 {
             return &[];
         }
-        let record = self.record;
-        let at = match self.groups.get_mut(g) {
-            Some(e) if e.asked == record => return &[],
-            Some(e) if e.at != 0 => {
-                e.asked = record;
-                e.at
-            }
-            _ => {
-                let at = self.learn_alternates(g);
-                self.groups[g].asked = record;
-                at
-            }
-        };
-        self.run(at)
-    }
-
-    /// The run of alternates that starts at `at` - 1 in `alts`.
-    #[inline(always)]
-    fn run(&self, at: u32) -> &[u32] {
         let at = at as usize - 1;
         let n = self.alts[at] as usize;
-        &self.alts[at + 1..at + 1 + n]
+        &self.alts[at + 2..at + 2 + n]
+    }
+
+    /// [`Folder::alternates_at`] the first time this record asks for
+    /// them; nothing when the record asked for the group before (one
+    /// look-up, in the group's own run).
+    #[inline(always)]
+    pub(super) fn new_alternates(&mut self, at: u32) -> &[u32] {
+        if at == 0 {
+            return &[];
+        }
+        let asked = &mut self.alts[at as usize];
+        if *asked == self.record {
+            return &[];
+        }
+        *asked = self.record;
+        self.alternates_at(at)
     }
 
     /// Looks up the alternates of group `g` (not looked up since the memo
-    /// started over): where their run starts in `alts` + 1.
+    /// started over): its handle.
     #[inline(never)]
     fn learn_alternates(&mut self, g: usize) -> u32 {
         if g >= self.groups.len() {
-            self.groups.resize(g + 1, Group::default());
+            self.groups.resize(g + 1, 0);
         }
-        if self.groups[g].at == 0 {
-            let at = self.alts.len();
-            self.alts.push(0);
-            for &key in variants::alternates(g as u32) {
-                let id = self.id(key);
-                self.alts.push(id);
-            }
-            self.alts[at] = (self.alts.len() - at - 1) as u32;
-            self.groups[g].at = at as u32 + 1;
+        let at = self.alts.len();
+        self.alts.extend([0, 0]);
+        for &key in variants::alternates(g as u32) {
+            let id = self.id(key);
+            self.alts.push(id);
         }
-        self.groups[g].at
+        self.alts[at] = (self.alts.len() - at - 2) as u32;
+        self.groups[g] = at as u32 + 1;
+        self.groups[g]
     }
 
     /// Starts a record: [`Folder::new_alternates`] gives every group again.
@@ -321,8 +332,10 @@ impl Folder {
         self.record = self.record.wrapping_add(1);
         if self.record == 0 {
             // Stamps of 2^32 records ago could match again.
-            for e in &mut self.groups {
-                e.asked = 0;
+            let mut at = 0;
+            while at < self.alts.len() {
+                self.alts[at + 1] = 0;
+                at += 2 + self.alts[at] as usize;
             }
             self.record = 1;
         }
@@ -336,7 +349,7 @@ impl Folder {
         }
         self.words.clear();
         self.ids.clear(usize::MAX);
-        self.groups.fill(Group::default());
+        self.groups.fill(0);
         self.alts.clear();
         true
     }
@@ -356,13 +369,18 @@ impl Folder {
     #[inline(always)]
     pub(super) fn fold_packed(&mut self, word: &[u8], ascii: bool) -> Packed {
         if ascii {
-            let hash = ascii_word(word).hash;
-            if let Some(p) = self.words.get_packed(hash) {
-                return p;
-            }
-            return Packed(self.learn_ascii(word, hash).pack());
+            return self.fold_ascii_packed(word, ascii_word(word).hash);
         }
         Packed(self.fold_other(&String::from_utf8_lossy(word)).pack())
+    }
+
+    /// The ASCII `word` whose case-folded hash is `hash`, packed.
+    #[inline(always)]
+    pub(super) fn fold_ascii_packed(&mut self, word: &[u8], hash: u64) -> Packed {
+        match self.words.get_packed(hash) {
+            Some(p) => p,
+            None => Packed(self.learn_ascii(word, hash).pack()),
+        }
     }
 
     /// Folds the ASCII `word` whose one-pass scan is `a`: hashed case-folded
@@ -506,6 +524,9 @@ mod tests {
             assert_eq!(p.function(), !info.number && (info.stop || info.filler));
             assert_eq!(p.negation(), info.negation);
             assert_eq!(p.dotted(), info.dotted);
+            assert_eq!((p.stop(), p.filler()), (info.stop, info.filler));
+            assert_eq!(p.spelled(), spelled_digits(info.spelled));
+            assert_eq!(p.variants(), info.variants);
         }
     }
 }

@@ -14,7 +14,7 @@ use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_i
 use super::lexicon::{
     fold_into, for_each_word, skipped, source_reference, spelled_other, spelled_run, with_scale,
 };
-use super::memo::{Folder, WordInfo, key_of};
+use super::memo::{Folder, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
@@ -93,21 +93,29 @@ pub(super) struct Term {
     class: TermClass,
     found: bool,
     negation: bool,
-    /// The term as folded, and its other spelling ("2" for "two"), if any.
-    own: WordInfo,
-    other: Option<WordInfo>,
-    /// The word id the index knows it by (its own or its other
-    /// spelling's).
-    id: u32,
     /// Found, but only outside the claim's best two sentences.
     apart: bool,
     /// An entity found, but not in the claim's best sentence.
     aside: bool,
     /// A content term found in the claim's best sentence.
     in_best: bool,
+    /// The word id of the term as folded, and of its other spelling ("2"
+    /// for "two"; [`NO_WORD`]: none). Ids, not the memo's whole entries:
+    /// a claim's terms are written once per word and read once per claim.
+    own: u32,
+    other: u32,
+    /// The handle of its other spellings and synonyms in the word memo
+    /// (`Folder::alternates_at`; 0: none).
+    alternates: u32,
+    /// The word id the index knows it by (its own or its other
+    /// spelling's).
+    id: u32,
     at: usize,
     len: usize,
 }
+
+/// [`Term::other`] of a term with no other spelling.
+const NO_WORD: u32 = u32::MAX;
 
 /// A claim as read before the sources: its markers (a range of the
 /// record's citations), the sources it resolves to, and its terms (a range
@@ -177,66 +185,74 @@ fn read_claims(
             });
         }
         let from = all_terms.len();
+        let bytes = answer.as_bytes();
         let (lead, trail) = source_reference(words.len(), |i| {
             let (at, len, _) = words[i];
-            &answer.as_bytes()[at..at + len]
+            &bytes[at..at + len]
         });
+        // A claim with markers of its own declares its terms as it reads
+        // them; a covered one only once it is known to be checked (below).
+        let declare = !covered && !cited.is_empty() && !index.wants_every_term();
+        // It states a number or a name.
+        let mut checkable = false;
         // Not claimed: the words sources skip too (a web address, the
         // number sign, a number's scale: `skipped`) and the words that name
         // the sources.
         let mut address_end = 0;
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
-            let bytes = answer.as_bytes();
             if skipped(bytes, &mut address_end, at, len) || i < lead || i >= trail {
                 continue;
             }
-            let w = &answer[at..at + len];
+            let w = &bytes[at..at + len];
             // "1.2 million": one number, written out.
             let mut written;
-            let w = if bytes[at].is_ascii_digit() && bytes.get(at + len) == Some(&b' ') {
+            let w = if w[0].is_ascii_digit() && bytes.get(at + len) == Some(&b' ') {
                 written = [0u8; 48];
-                let scaled = with_scale(bytes, w.as_bytes(), at + len, &mut written);
-                std::str::from_utf8(scaled).unwrap_or(w)
+                with_scale(bytes, w, at + len, &mut written)
             } else {
                 w
             };
             let sentence_start = i == 0;
             // ASCII: case and classes come with the hash, in one pass.
-            let scan = ascii.then(|| ascii_word(w.as_bytes()));
+            let scan = ascii.then(|| ascii_word(w));
             let folded = match &scan {
-                Some(a) => folder.fold_ascii(w, a),
-                None => folder.fold_other(w),
+                Some(a) => folder.fold_ascii_packed(w, a.hash),
+                None => folder.fold_packed(w, false),
             };
             // "twenty-one": one number, read as its digits, as sources read
             // it; the run's other words are skipped.
             let mut run = [0u8; 48];
-            let (w, folded, len) = match (folded.spelled != 0
+            let (w, folded, len) = match (folded.spelled().is_some()
                 && matches!(bytes.get(at + len), Some(b' ' | b'-')))
             .then(|| spelled_run(bytes, at, len, &mut run))
             .flatten()
             {
                 Some((n, end)) => {
                     address_end = end;
-                    let digits = std::str::from_utf8(&run[..n]).unwrap_or(w);
-                    (digits, folder.fold(digits, true), end - at)
+                    let digits = &run[..n];
+                    (digits, folder.fold_packed(digits, true), end - at)
                 }
                 None => (w, folded, len),
             };
-            let number = folded.number;
+            let number = folded.number();
             let mut negation = false;
             let class = if !number {
                 let info = folded;
-                negation = info.negation;
-                if info.filler {
+                negation = info.negation();
+                if info.filler() {
                     continue;
                 }
-                let stop = info.stop;
+                let stop = info.stop();
                 let (upper_first, all_caps) = match &scan {
                     Some(a) => (a.upper_first, len >= 2 && !a.lower),
-                    None => (
-                        w.chars().next().is_some_and(char::is_uppercase),
-                        w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
-                    ),
+                    None => {
+                        // Not a scaled number: the word as written.
+                        let w = &answer[at..at + len];
+                        (
+                            w.chars().next().is_some_and(char::is_uppercase),
+                            w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
+                        )
+                    }
                 };
                 // A capitalised stop word ("The" in a title) is still a
                 // stop word: sources index stop words without pairs.
@@ -251,50 +267,45 @@ fn read_claims(
             } else {
                 TermClass::Number
             };
+            checkable |= matches!(class, TermClass::Number | TermClass::Entity);
             // "2" against "two" and back: the other spelling, looked up
             // when the term itself is not found.
             let other = if number {
-                spelled_other(w, true)
+                std::str::from_utf8(w)
+                    .ok()
+                    .and_then(|w| spelled_other(w, true))
             } else {
                 folded.spelled()
             }
-            .map(|o| folder.fold(o, true));
-            all_terms.push(Term {
+            .map_or(NO_WORD, |o| folder.fold(o, true).id);
+            let term = Term {
                 class,
                 found: false,
                 negation,
-                own: folded,
-                other,
-                id: folded.id,
                 apart: false,
                 aside: false,
                 in_best: false,
+                own: folded.id(),
+                other,
+                alternates: folder.alternates_handle(folded.variants()),
+                id: folded.id(),
                 at,
                 len,
-            });
+            };
+            if declare {
+                want(index, folder, &term);
+            }
+            all_terms.push(term);
         }
-        let claim_terms = &all_terms[from..];
         // A covered sentence is checked only when it states something a
         // source can contradict: a number or a name ("Great question!"
         // before a cited sentence is not a claim about the source).
-        if covered
-            && !claim_terms
-                .iter()
-                .any(|t| matches!(t.class, TermClass::Number | TermClass::Entity))
-        {
+        if covered && !checkable {
             cited.clear();
         }
-        if !cited.is_empty() && !index.wants_every_term() {
-            for t in claim_terms {
-                index.want(t.own.id);
-                if let Some(o) = &t.other {
-                    index.want(o.id);
-                }
-                // "favourite" against "favorite", "enroll" against "register";
-                // each group once per record.
-                for &id in folder.new_alternates(&t.own) {
-                    index.want(id);
-                }
+        if covered && !cited.is_empty() && !index.wants_every_term() {
+            for t in &all_terms[from..] {
+                want(index, folder, t);
             }
         }
         claim_parts.push(ClaimParts {
@@ -302,6 +313,20 @@ fn read_claims(
             cited,
             terms: from..all_terms.len(),
         });
+    }
+}
+
+/// Declares what claim term `t` can ask the index about: its own word, its
+/// other spelling, and ("favourite" against "favorite", "enroll" against
+/// "register") its variants group's alternates, each group once per record.
+#[inline(always)]
+fn want(index: &mut SourceIndex, folder: &mut Folder, t: &Term) {
+    index.want(t.own);
+    if t.other != NO_WORD {
+        index.want(t.other);
+    }
+    for &id in folder.new_alternates(t.alternates) {
+        index.want(id);
     }
 }
 
@@ -382,29 +407,21 @@ pub(super) fn analyze_with(
             // What the index knows the term by: its own key, or the other
             // spelling's when only that is found.
             let mut hit = t.own;
-            let mut found = !cited.is_empty() && index.holds(&hit, banks);
-            if !found
-                && !cited.is_empty()
-                && let Some(o) = t.other
-                && index.holds(&o, banks)
-            {
-                hit = o;
+            let mut found = !cited.is_empty() && index.holds_id(hit, banks);
+            if !found && !cited.is_empty() && t.other != NO_WORD && index.holds_id(t.other, banks) {
+                hit = t.other;
                 found = true;
             }
             if !found && !cited.is_empty() {
-                for &id in folder.alternates(&t.own) {
-                    let o = WordInfo {
-                        id,
-                        ..WordInfo::default()
-                    };
-                    if index.holds(&o, banks) {
-                        hit = o;
+                for &id in folder.alternates_at(t.alternates) {
+                    if index.holds_id(id, banks) {
+                        hit = id;
                         found = true;
                         break;
                     }
                 }
             }
-            let key = hit.key();
+            let key = key_of(hit);
             if t.class != TermClass::Function {
                 if let Some(p) = prev_key {
                     pairs.1 += 1;
@@ -423,7 +440,7 @@ pub(super) fn analyze_with(
                 }
             }
             t.found = found;
-            t.id = hit.id;
+            t.id = hit;
         }
 
         // A bare "no" (a yes/no answer) has nothing else to check: a
