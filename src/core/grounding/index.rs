@@ -12,7 +12,9 @@
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
-use super::lexicon::{Words, for_each_word, skipped, spelled_run, with_scale};
+use super::lexicon::{
+    Words, closed_up, for_each_word, hyphen_joined, skipped, spelled_run, with_scale,
+};
 #[cfg(test)]
 use super::memo::WordInfo;
 use super::memo::{Folder, KEEP_SLOTS, Packed, key_of};
@@ -759,6 +761,27 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             return self.number(w, off, ascii);
         }
         self.take(w, off, ascii);
+        if let Some(start) = self.at.joined {
+            self.closed_up(start, off + w.len());
+        }
+    }
+
+    /// "e-mail", read as its two words, is also read as "email": a term of
+    /// its sentence that pairs with the next content word (as "mail" does),
+    /// so a claim that closes the compound up finds it. Kept out of the
+    /// loop: such compounds are rare.
+    #[inline(never)]
+    fn closed_up(&mut self, start: usize, end: usize) {
+        let mut out = [0u8; 48];
+        let Some(n) = closed_up(self.at.bytes, start, end, &mut out) else {
+            return;
+        };
+        let prev = self.prev.take();
+        let _ = self.word(&out[..n], None, true, self.sentence, &mut None);
+        let whole = std::mem::replace(&mut self.prev, prev);
+        if self.alt.is_none() {
+            self.alt = whole;
+        }
     }
 
     /// A number a word follows: with its scale ("1.2 million"), written
@@ -842,16 +865,22 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
 /// skip the same words.
 struct Cursor<'a> {
     bytes: &'a [u8],
+    last_start: usize,
     last_end: usize,
     address_end: usize,
+    /// The word just stepped to closes up with the one before it into one
+    /// word ("e-mail"), which starts here.
+    joined: Option<usize>,
 }
 
 impl<'a> Cursor<'a> {
     fn new(bytes: &'a [u8]) -> Self {
         Cursor {
             bytes,
+            last_start: 0,
             last_end: 0,
             address_end: 0,
+            joined: None,
         }
     }
 
@@ -860,6 +889,9 @@ impl<'a> Cursor<'a> {
     #[inline(always)]
     fn step(&mut self, w: &[u8], off: usize) -> (bool, bool) {
         let ends_before = off > self.last_end && ends_between(self.bytes, self.last_end, off);
+        self.joined = hyphen_joined(self.bytes, self.last_start, self.last_end, off, w.len())
+            .then_some(self.last_start);
+        self.last_start = off;
         self.last_end = off + w.len();
         (
             ends_before,

@@ -702,6 +702,41 @@ pub(super) fn lower_case<'b>(word: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b [
     Some(lower)
 }
 
+/// Whether the word at `at` joins the one at `prev..prev_end` by a hyphen
+/// as the second half of a compound a writer may also close up: a prefix of
+/// one to five letters and a word ("e-mail", "co-founder", "re-elected"),
+/// two halves only. Claims and sources then also read the two as one word
+/// ("email", "cofounder"), so either spelling finds the other.
+#[inline(always)]
+pub(super) fn hyphen_joined(
+    bytes: &[u8],
+    prev: usize,
+    prev_end: usize,
+    at: usize,
+    len: usize,
+) -> bool {
+    at == prev_end + 1
+        && bytes[prev_end] == b'-'
+        && (1..=5).contains(&(prev_end - prev))
+        && bytes[prev..prev_end].iter().all(u8::is_ascii_alphabetic)
+        && bytes[at..at + len].iter().all(u8::is_ascii_alphabetic)
+        && (prev == 0 || bytes[prev - 1] != b'-')
+        && bytes.get(at + len) != Some(&b'-')
+}
+
+/// The compound `bytes[from..to]` closed up ("e-mail": "email") into
+/// `out`: its length, or `None` when it does not fit.
+pub(super) fn closed_up(bytes: &[u8], from: usize, to: usize, out: &mut [u8; 48]) -> Option<usize> {
+    let mut n = 0;
+    for &b in &bytes[from..to] {
+        if b != b'-' {
+            *out.get_mut(n)? = b;
+            n += 1;
+        }
+    }
+    Some(n)
+}
+
 /// What a number word of a run is worth, and how it joins the words
 /// before it.
 #[derive(Clone, Copy, PartialEq)]

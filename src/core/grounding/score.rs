@@ -12,7 +12,8 @@ use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
 use super::lexicon::{
-    fold_into, for_each_word, skipped, source_reference, spelled_other, spelled_run, with_scale,
+    closed_up, fold_into, for_each_word, hyphen_joined, skipped, source_reference, spelled_other,
+    spelled_run, with_scale,
 };
 use super::memo::{Folder, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -99,8 +100,11 @@ pub(super) struct Term {
     aside: bool,
     /// A content term found in the claim's best sentence.
     in_best: bool,
+    /// The second half of a compound ("mail" of "e-mail") whose other
+    /// spelling is the compound closed up ("email").
+    closes_up: bool,
     /// The word id of the term as folded, and of its other spelling ("2"
-    /// for "two"; [`NO_WORD`]: none). Ids, not the memo's whole entries:
+    /// for "two", "email" for the "mail" of "e-mail"; [`NO_WORD`]: none). Ids, not the memo's whole entries:
     /// a claim's terms are written once per word and read once per claim.
     own: u32,
     other: u32,
@@ -278,6 +282,19 @@ fn read_claims(
                 folded.spelled()
             }
             .map_or(NO_WORD, |o| folder.fold(o, true).id);
+            // "co-founder" is also "cofounder".
+            let mut closed = [0u8; 48];
+            let (other, closes_up) = match (other, i.checked_sub(1).map(|p| words[p])) {
+                (NO_WORD, Some((prev, prev_len, _)))
+                    if hyphen_joined(bytes, prev, prev + prev_len, at, len) =>
+                {
+                    match closed_up(bytes, prev, at + len, &mut closed) {
+                        Some(n) => (folder.fold_packed(&closed[..n], true).id(), true),
+                        None => (NO_WORD, false),
+                    }
+                }
+                (other, _) => (other, false),
+            };
             let term = Term {
                 class,
                 found: false,
@@ -285,6 +302,7 @@ fn read_claims(
                 apart: false,
                 aside: false,
                 in_best: false,
+                closes_up,
                 own: folded.id(),
                 other,
                 alternates: folder.alternates_handle(folded.variants()),
@@ -441,6 +459,19 @@ pub(super) fn analyze_with(
             }
             t.found = found;
             t.id = hit;
+        }
+        // "co-founder" found as "cofounder": its first half too.
+        for i in 1..terms.len() {
+            let (first, second) = (&terms[i - 1], &terms[i]);
+            if second.closes_up
+                && second.found
+                && second.id == second.other
+                && !first.found
+                && first.at + first.len + 1 == second.at
+            {
+                terms[i - 1].found = true;
+                terms[i - 1].id = terms[i].id;
+            }
         }
 
         // A bare "no" (a yes/no answer) has nothing else to check: a

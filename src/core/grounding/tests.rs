@@ -25,6 +25,17 @@ fn assert_fully_supported(answer: &str, source: &str) {
     assert_eq!(g.claims[0].support, Some(1.0), "{answer}: {g:?}");
 }
 
+/// `claim`, cited against `source`, has every word found, no contradiction,
+/// and is not flagged at the default `min_support`.
+fn assert_found_not_flagged(claim: &str, source: &str) {
+    let g = run(&format!("{claim}[^1]."), &[source]);
+    let c = &g.claims[0];
+    assert!(c.unsupported_terms.is_empty(), "{claim}: {g:?}");
+    assert!(!c.contradicted, "{claim}: {g:?}");
+    let min = GroundingSettings::default().min_support;
+    assert!(c.support.unwrap() >= min, "{claim}: {g:?}");
+}
+
 const NRR: &str =
     "Net revenue retention fell from 118% to 109% as two enterprise accounts downgraded.";
 
@@ -1466,10 +1477,7 @@ fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
             "The CEO resigned in March.",
         ),
     ] {
-        let g = run(&format!("{claim}[^1]."), &[source]);
-        let c = &g.claims[0];
-        assert!(c.unsupported_terms.is_empty(), "{claim}: {g:?}");
-        assert!(c.support.unwrap() >= min, "{claim}: {g:?}");
+        assert_found_not_flagged(claim, source);
     }
     // Other initials, another name: still missing.
     for (claim, source, missing) in [
@@ -1524,15 +1532,8 @@ fn a_contraction_and_dotted_initials_read_as_their_plain_words() {
             "He moved to the US in 1990.",
         ),
     ] {
-        let g = run(&format!("{claim}[^1]."), &[source]);
-        let c = &g.claims[0];
-        assert!(c.unsupported_terms.is_empty(), "{claim}: {g:?}");
-        assert!(!c.contradicted, "{claim}: {g:?}");
         // Only the auxiliary ("did" of "didn't") may be missing.
-        assert!(
-            c.support.unwrap() >= GroundingSettings::default().min_support,
-            "{claim}: {g:?}"
-        );
+        assert_found_not_flagged(claim, source);
     }
     // A negation the source does not state is still one, also next to one
     // it does state.
@@ -1559,5 +1560,45 @@ fn a_contraction_and_dotted_initials_read_as_their_plain_words() {
     assert_fully_supported(
         "He moved to the U.S. in 1990[^1].",
         "He moved to the U.S. in 1990.",
+    );
+}
+
+#[test]
+fn a_compound_is_found_hyphenated_or_closed_up() {
+    for (claim, source) in [
+        (
+            "She sent an email to the board",
+            "She sent an e-mail to the board.",
+        ),
+        (
+            "She sent an e-mail to the board",
+            "She sent an email to the board.",
+        ),
+        (
+            "He is the co-founder of the firm",
+            "He is the cofounder of the firm.",
+        ),
+        (
+            "He is the cofounder of the firm",
+            "He is the co-founder of the firm.",
+        ),
+    ] {
+        assert_found_not_flagged(claim, source);
+    }
+    for text in [
+        "She sent an e-mail to the board",
+        "It is a state-of-the-art plant",
+        "He was re-elected in 2004",
+    ] {
+        assert_fully_supported(&format!("{text}[^1]."), &format!("{text}."));
+    }
+    // Another compound is another word.
+    let g = run(
+        "She sent a letter to the board[^1].",
+        &["She sent an e-mail to the board."],
+    );
+    assert!(
+        g.claims[0].unsupported_terms.iter().any(|t| t == "letter"),
+        "{g:?}"
     );
 }
