@@ -750,7 +750,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let (ends_before, read) = self.at.step(w, off);
+        let (ends_before, read, hyphen) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }
@@ -761,8 +761,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             return self.number(w, off, ascii);
         }
         self.take(w, off, ascii);
-        if let Some(start) = self.at.joined {
-            self.closed_up(start, off + w.len());
+        if hyphen {
+            self.closed_up(off, w.len());
         }
     }
 
@@ -771,9 +771,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// so a claim that closes the compound up finds it. Kept out of the
     /// loop: such compounds are rare.
     #[inline(never)]
-    fn closed_up(&mut self, start: usize, end: usize) {
+    fn closed_up(&mut self, at: usize, len: usize) {
         let mut out = [0u8; 48];
-        let Some(n) = closed_up(self.at.bytes, start, end, &mut out) else {
+        let Some(n) = hyphen_joined(self.at.bytes, at, len)
+            .and_then(|start| closed_up(self.at.bytes, start, at + len, &mut out))
+        else {
             return;
         };
         let prev = self.prev.take();
@@ -865,37 +867,36 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
 /// skip the same words.
 struct Cursor<'a> {
     bytes: &'a [u8],
-    last_start: usize,
     last_end: usize,
     address_end: usize,
-    /// The word just stepped to closes up with the one before it into one
-    /// word ("e-mail"), which starts here.
-    joined: Option<usize>,
 }
 
 impl<'a> Cursor<'a> {
     fn new(bytes: &'a [u8]) -> Self {
         Cursor {
             bytes,
-            last_start: 0,
             last_end: 0,
             address_end: 0,
-            joined: None,
         }
     }
 
-    /// To the word `w` at `off`: whether a sentence ends before it, and
-    /// whether it is read at all (see [`skipped`]).
+    /// To the word `w` at `off`: whether a sentence ends before it,
+    /// whether it is read at all (see [`skipped`]), and whether a hyphen
+    /// joins it to the word before ("e-mail").
     #[inline(always)]
-    fn step(&mut self, w: &[u8], off: usize) -> (bool, bool) {
-        let ends_before = off > self.last_end && ends_between(self.bytes, self.last_end, off);
-        self.joined = hyphen_joined(self.bytes, self.last_start, self.last_end, off, w.len())
-            .then_some(self.last_start);
-        self.last_start = off;
+    fn step(&mut self, w: &[u8], off: usize) -> (bool, bool, bool) {
+        let from = self.last_end;
         self.last_end = off + w.len();
+        let read = !skipped(self.bytes, &mut self.address_end, off, w.len());
+        // Most words are one space apart: no sentence end, no hyphen.
+        if off == from + 1 && self.bytes[from] == b' ' {
+            return (false, read, false);
+        }
+        let ends_before = off > from && ends_between(self.bytes, from, off);
         (
             ends_before,
-            !skipped(self.bytes, &mut self.address_end, off, w.len()),
+            read,
+            off == from + 1 && self.bytes[from] == b'-',
         )
     }
 }
@@ -953,7 +954,7 @@ struct NegationScan<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let (ends_before, read) = self.at.step(w, off);
+        let (ends_before, read, _) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }

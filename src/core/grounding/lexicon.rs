@@ -702,26 +702,30 @@ pub(super) fn lower_case<'b>(word: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b [
     Some(lower)
 }
 
-/// Whether the word at `at` joins the one at `prev..prev_end` by a hyphen
-/// as the second half of a compound a writer may also close up: a prefix of
-/// one to five letters and a word ("e-mail", "co-founder", "re-elected"),
-/// two halves only. Claims and sources then also read the two as one word
-/// ("email", "cofounder"), so either spelling finds the other.
-#[inline(always)]
-pub(super) fn hyphen_joined(
-    bytes: &[u8],
-    prev: usize,
-    prev_end: usize,
-    at: usize,
-    len: usize,
-) -> bool {
-    at == prev_end + 1
-        && bytes[prev_end] == b'-'
-        && (1..=5).contains(&(prev_end - prev))
-        && bytes[prev..prev_end].iter().all(u8::is_ascii_alphabetic)
+/// Where the compound ends that the word at `at..at + len` closes by a
+/// hyphen, as the second half of one a writer may also close up: a prefix
+/// of one to five letters and a word ("e-mail", "co-founder",
+/// "re-elected"), two halves only. Gives the prefix's start. Claims and
+/// sources then also read the two as one word ("email", "cofounder"), so
+/// either spelling finds the other. Callers test first that a hyphen
+/// comes right before the word (`at > 0 && bytes[at - 1] == b'-'`).
+#[inline(never)]
+pub(super) fn hyphen_joined(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
+    let prev_end = at.checked_sub(1)?;
+    let prefix = bytes[..prev_end]
+        .iter()
+        .rev()
+        .take(6)
+        .take_while(|b| b.is_ascii_alphabetic())
+        .count();
+    let start = prev_end - prefix;
+    let whole_word =
+        start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'-');
+    ((1..=5).contains(&prefix)
+        && whole_word
         && bytes[at..at + len].iter().all(u8::is_ascii_alphabetic)
-        && (prev == 0 || bytes[prev - 1] != b'-')
-        && bytes.get(at + len) != Some(&b'-')
+        && bytes.get(at + len) != Some(&b'-'))
+    .then_some(start)
 }
 
 /// The compound `bytes[from..to]` closed up ("e-mail": "email") into

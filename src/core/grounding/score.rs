@@ -283,17 +283,10 @@ fn read_claims(
             }
             .map_or(NO_WORD, |o| folder.fold(o, true).id);
             // "co-founder" is also "cofounder".
-            let mut closed = [0u8; 48];
-            let (other, closes_up) = match (other, i.checked_sub(1).map(|p| words[p])) {
-                (NO_WORD, Some((prev, prev_len, _)))
-                    if hyphen_joined(bytes, prev, prev + prev_len, at, len) =>
-                {
-                    match closed_up(bytes, prev, at + len, &mut closed) {
-                        Some(n) => (folder.fold_packed(&closed[..n], true).id(), true),
-                        None => (NO_WORD, false),
-                    }
-                }
-                (other, _) => (other, false),
+            let (other, closes_up) = if other == NO_WORD && at > 0 && bytes[at - 1] == b'-' {
+                closed_other(bytes, at, len, folder)
+            } else {
+                (other, false)
             };
             let term = Term {
                 class,
@@ -332,6 +325,18 @@ fn read_claims(
             terms: from..all_terms.len(),
         });
     }
+}
+
+/// The other spelling of the word at `at..at + len` when it closes a
+/// compound by a hyphen ("mail" of "e-mail": "email"), and whether it does.
+#[inline(never)]
+fn closed_other(bytes: &[u8], at: usize, len: usize, folder: &mut Folder) -> (u32, bool) {
+    let mut closed = [0u8; 48];
+    hyphen_joined(bytes, at, len)
+        .and_then(|start| closed_up(bytes, start, at + len, &mut closed))
+        .map_or((NO_WORD, false), |n| {
+            (folder.fold_packed(&closed[..n], true).id(), true)
+        })
 }
 
 /// Declares what claim term `t` can ask the index about: its own word, its
