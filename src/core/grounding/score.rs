@@ -397,6 +397,10 @@ pub(super) fn analyze_with(
     let mut score: Option<f64> = None;
     // Content terms found and in all, over the answer's cited claims.
     let mut pooled = (0usize, 0usize);
+    // What the acronym scans may read (see `find_by_initials`): a few
+    // times the record, enough for a handful of claims each missing a name
+    // in long sources.
+    let mut initials_budget = INITIALS_BUDGET * (answer.len() + source_bytes);
     // Every word (stop words too), found and in all.
     let mut pooled_all = (0usize, 0usize);
 
@@ -495,7 +499,7 @@ pub(super) fn analyze_with(
             // "EU" against "European Union" and back: found by a scan of the
             // cited sources' text, in no sentence in particular.
             let by_initials = if may_be_initials(terms) {
-                find_by_initials(answer, terms, &cited, sources)
+                find_by_initials(answer, terms, &cited, sources, &mut initials_budget, steps)
             } else {
                 0
             };
@@ -759,6 +763,9 @@ struct Weighed {
 /// to list does.
 const BY_INITIALS: u32 = u32::MAX;
 
+/// How many times its own size a record's acronym scans may read.
+const INITIALS_BUDGET: usize = 8;
+
 /// Whether the claim has a missing term [`find_by_initials`] may find: an
 /// entity, or three missing words in a row.
 fn may_be_initials(terms: &[Term]) -> bool {
@@ -788,8 +795,30 @@ fn may_be_initials(terms: &[Term]) -> bool {
 /// content terms it marked. Cold: only for claims [`may_be_initials`]
 /// lets through.
 #[inline(never)]
-fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: &[&str]) -> u32 {
-    let texts = || cited.iter().filter_map(|&m| sources.get(m as usize - 1));
+fn find_by_initials(
+    answer: &str,
+    terms: &mut [Term],
+    cited: &Markers,
+    sources: &[&str],
+    budget: &mut usize,
+    steps: &mut usize,
+) -> u32 {
+    // Each scan reads a cited source whole, so a record's scans share a
+    // budget of [`INITIALS_BUDGET`] times its size: past it, a term stays
+    // missing (work stays linear however many claims lack a name).
+    let mut scan = |found: &dyn Fn(&str) -> bool| {
+        cited
+            .iter()
+            .filter_map(|&m| sources.get(m as usize - 1))
+            .any(|s| {
+                let Some(left) = budget.checked_sub(s.len()) else {
+                    return false;
+                };
+                *budget = left;
+                *steps += s.len();
+                found(s)
+            })
+    };
     let bytes = answer.as_bytes();
     let mut marked = 0;
     let mut letters = [0u8; 6];
@@ -803,7 +832,8 @@ fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: 
             continue;
         }
         if let Some(n) = acronym_letters(&bytes[t.at..t.at + t.len], &mut letters) {
-            if texts().any(|s| spelled_out_in(s, &letters[..n])) {
+            let acronym = &letters[..n];
+            if scan(&|s| spelled_out_in(s, acronym)) {
                 terms[i].found = true;
                 terms[i].id = BY_INITIALS;
                 marked += 1;
@@ -844,7 +874,7 @@ fn find_by_initials(answer: &str, terms: &mut [Term], cited: &Markers, sources: 
             .any(|t| t.class != TermClass::Function && bytes[t.at].is_ascii_lowercase());
         if n >= if lower_case { 3 } else { 2 }
             && letters[..n].iter().all(u8::is_ascii_uppercase)
-            && texts().any(|s| written_in(s, &letters[..n]))
+            && scan(&|s| written_in(s, &letters[..n]))
         {
             for t in &mut terms[i..end] {
                 if !t.found {

@@ -641,6 +641,17 @@ fn work_is_linear_on_adversarial_text() {
         big <= small * 16 + 1_000,
         "claims x sentences: {small} -> {big} steps"
     );
+    // Many claims missing an acronym or a name, against a source that
+    // grows with them: the scans for their initials stay within budget.
+    for claim in ["The ZQ met today[^1]. ", "Zeta Quill met Xu Vo today[^1]. "] {
+        let source = "Alpha Beta met Gamma today. ";
+        let small = steps_for(&claim.repeat(100), &[&source.repeat(100)]);
+        let big = steps_for(&claim.repeat(1_600), &[&source.repeat(1_600)]);
+        assert!(
+            big <= small * 16 + 1_000,
+            "{claim:?} x source: {small} -> {big} steps"
+        );
+    }
 }
 
 #[test]
