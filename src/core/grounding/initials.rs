@@ -1,9 +1,9 @@
 //! Acronyms and the names they stand for: a claim's "EU" is found in a
 //! source that spells out "European Union", and a claim's "Federal Bureau
-//! of Investigation" in one that writes "FBI" or "F.B.I.". Plain scans of a
-//! cited source's text, run only for a claim's capitalised words that the
-//! source index did not find; this module must not touch the index or the
-//! word memo.
+//! of Investigation" (or "chief executive officer") in one that writes
+//! "FBI" or "F.B.I." ("CEO"). Plain scans of a cited source's text, run only
+//! for a claim's words that the source index did not find; this module must
+//! not touch the index or the word memo.
 
 use super::lexicon::{is_stop, lower_case};
 
