@@ -13,7 +13,8 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Words, closed_up, for_each_word, hyphen_joined, skipped, spelled_run, with_scale,
+    Words, closed_up, currency_before, for_each_word, hyphen_joined, skipped, spelled_run,
+    with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -757,6 +758,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if !read {
             return;
         }
+        if w[0].is_ascii_digit() && off > 0 && !self.at.bytes[off - 1].is_ascii_whitespace() {
+            self.currency(off);
+        }
         if w[0].is_ascii_digit() && self.at.bytes.get(off + w.len()) == Some(&b' ') {
             return self.number(w, off, ascii);
         }
@@ -783,6 +787,17 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         let whole = std::mem::replace(&mut self.prev, prev);
         if self.alt.is_none() {
             self.alt = whole;
+        }
+    }
+
+    /// "$5": the sign read as its word ("dollar") before the number, as
+    /// claims read it. Kept out of the loop.
+    #[inline(never)]
+    fn currency(&mut self, off: usize) {
+        if let Some((word, _)) = currency_before(self.at.bytes, off) {
+            let mut alt = self.alt.take();
+            let _ = self.word(word, None, true, self.sentence, &mut alt);
+            self.alt = alt;
         }
     }
 

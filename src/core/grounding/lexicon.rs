@@ -741,6 +741,24 @@ pub(super) fn closed_up(bytes: &[u8], from: usize, to: usize, out: &mut [u8; 48]
     Some(n)
 }
 
+/// The currency sign right before the number at `at` ("$5", "€2.3bn"), as
+/// the word a writer may use instead ("dollar", "euro"), and the sign's
+/// length. Claims and sources read the sign as that word before the number,
+/// so "$5 million" finds "5 million dollars" and "€5m" does not find "$5m".
+#[inline(never)]
+pub(super) fn currency_before(bytes: &[u8], at: usize) -> Option<(&'static [u8], usize)> {
+    const SIGNS: [(&str, &[u8]); 4] = [
+        ("$", b"dollar"),
+        ("€", b"euro"),
+        ("£", b"pound"),
+        ("¥", b"yen"),
+    ];
+    SIGNS.iter().find_map(|&(sign, word)| {
+        let from = at.checked_sub(sign.len())?;
+        (&bytes[from..at] == sign.as_bytes()).then_some((word, sign.len()))
+    })
+}
+
 /// What a number word of a run is worth, and how it joins the words
 /// before it.
 #[derive(Clone, Copy, PartialEq)]

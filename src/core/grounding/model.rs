@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.1628, // intercept
-    -0.2860, // found
-    -2.9114, // entity_missing
-    1.1844,  // entity_missing_share
-    0.2134,  // pairs
-    0.0249,  // best_sentence
-    0.3387,  // best_two_sentences
-    0.5914,  // length
-    -0.1700, // function_words
-    -0.2521, // missing
-    -0.4879, // entity_aside
-    -0.2190, // pairs_missing
-    -0.8026, // short_scattered
-    -1.3210, // short_pairs_missing
-    0.0899,  // source_sentences
-    1.3616,  // answer_found
-    1.1158,  // answer_words_found
+    -2.1755, // intercept
+    -0.2782, // found
+    -2.9126, // entity_missing
+    1.1846,  // entity_missing_share
+    0.2093,  // pairs
+    0.0188,  // best_sentence
+    0.3446,  // best_two_sentences
+    0.5900,  // length
+    -0.1682, // function_words
+    -0.2428, // missing
+    -0.4871, // entity_aside
+    -0.2248, // pairs_missing
+    -0.7986, // short_scattered
+    -1.3185, // short_pairs_missing
+    0.0894,  // source_sentences
+    1.3723,  // answer_found
+    1.1170,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

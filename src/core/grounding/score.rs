@@ -12,8 +12,8 @@ use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
 use super::lexicon::{
-    closed_up, fold_into, for_each_word, hyphen_joined, skipped, source_reference, spelled_other,
-    spelled_run, with_scale,
+    closed_up, currency_before, fold_into, for_each_word, hyphen_joined, skipped, source_reference,
+    spelled_other, spelled_run, with_scale,
 };
 use super::memo::{Folder, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -208,6 +208,33 @@ fn read_claims(
                 continue;
             }
             let w = &bytes[at..at + len];
+            // "$5": the sign is a word of its own ("dollar"), before the number.
+            if w[0].is_ascii_digit()
+                && at > 0
+                && !bytes[at - 1].is_ascii_whitespace()
+                && let Some((word, sign)) = currency_before(bytes, at)
+            {
+                let f = folder.fold_packed(word, true);
+                let term = Term {
+                    class: TermClass::Word,
+                    found: false,
+                    negation: false,
+                    apart: false,
+                    aside: false,
+                    in_best: false,
+                    closes_up: false,
+                    own: f.id(),
+                    other: NO_WORD,
+                    alternates: folder.alternates_handle(f.variants()),
+                    id: f.id(),
+                    at: at - sign,
+                    len: sign,
+                };
+                if declare {
+                    want(index, folder, &term);
+                }
+                all_terms.push(term);
+            }
             // "1.2 million": one number, written out.
             let mut written;
             let w = if w[0].is_ascii_digit() && bytes.get(at + len) == Some(&b' ') {

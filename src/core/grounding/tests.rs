@@ -1613,3 +1613,40 @@ fn a_compound_is_found_hyphenated_or_closed_up() {
         "{g:?}"
     );
 }
+
+#[test]
+fn a_currency_sign_reads_as_its_word() {
+    for (claim, source) in [
+        (
+            "The fund raised 5 million dollars",
+            "The fund raised $5 million.",
+        ),
+        (
+            "The fund raised $5 million",
+            "The fund raised 5 million dollars.",
+        ),
+        (
+            "The bank holds €2.3bn in reserves",
+            "The bank holds 2.3 billion euros in reserves.",
+        ),
+    ] {
+        assert_found_not_flagged(claim, source);
+    }
+    assert_fully_supported(
+        "The fund raised $5 million[^1].",
+        "The fund raised $5 million.",
+    );
+    // Another currency is another amount.
+    let g = run(
+        "The fund raised €5 million[^1].",
+        &["The fund raised $5 million."],
+    );
+    assert!(
+        g.claims[0].unsupported_terms.iter().any(|t| t == "€"),
+        "{g:?}"
+    );
+    assert!(
+        g.claims[0].support.unwrap() < GroundingSettings::default().min_support,
+        "{g:?}"
+    );
+}
