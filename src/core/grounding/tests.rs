@@ -1629,6 +1629,14 @@ fn a_currency_sign_reads_as_its_word() {
             "The bank holds €2.3bn in reserves",
             "The bank holds 2.3 billion euros in reserves.",
         ),
+        (
+            "The fund raised USD 5 million",
+            "The fund raised $5 million.",
+        ),
+        (
+            "The fund raised $5 million",
+            "The fund raised USD 5 million.",
+        ),
     ] {
         assert_found_not_flagged(claim, source);
     }
