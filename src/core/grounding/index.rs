@@ -13,8 +13,7 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Words, closed_up, currency_before, for_each_word, hyphen_joined, skipped, spelled_run,
-    with_scale,
+    Words, closed_compound, currency_before, for_each_word, skipped, spelled_run, with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -758,8 +757,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if !read {
             return;
         }
-        if w[0].is_ascii_digit() && off > 0 && !self.at.bytes[off - 1].is_ascii_whitespace() {
-            self.currency(off);
+        if let Some((word, _)) = currency_before(self.at.bytes, off) {
+            self.currency(word);
         }
         if w[0].is_ascii_digit() && self.at.bytes.get(off + w.len()) == Some(&b' ') {
             return self.number(w, off, ascii);
@@ -777,9 +776,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     #[inline(never)]
     fn closed_up(&mut self, at: usize, len: usize) {
         let mut out = [0u8; 48];
-        let Some(n) = hyphen_joined(self.at.bytes, at, len)
-            .and_then(|start| closed_up(self.at.bytes, start, at + len, &mut out))
-        else {
+        let Some(n) = closed_compound(self.at.bytes, at, len, &mut out) else {
             return;
         };
         let prev = self.prev.take();
@@ -793,12 +790,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// "$5": the sign read as its word ("dollar") before the number, as
     /// claims read it. Kept out of the loop.
     #[inline(never)]
-    fn currency(&mut self, off: usize) {
-        if let Some((word, _)) = currency_before(self.at.bytes, off) {
-            let mut alt = self.alt.take();
-            let _ = self.word(word, None, true, self.sentence, &mut alt);
-            self.alt = alt;
-        }
+    fn currency(&mut self, word: &[u8]) {
+        let mut alt = self.alt.take();
+        let _ = self.word(word, None, true, self.sentence, &mut alt);
+        self.alt = alt;
     }
 
     /// A number a word follows: with its scale ("1.2 million"), written
@@ -928,8 +923,7 @@ impl Cursor<'_> {
         w: &[u8],
         off: Option<usize>,
     ) -> Packed {
-        let Some(off) = off.filter(|&o| matches!(self.bytes.get(o + w.len()), Some(b' ' | b'-')))
-        else {
+        let Some(off) = off else {
             return info;
         };
         let mut out = [0u8; 48];

@@ -702,15 +702,20 @@ pub(super) fn lower_case<'b>(word: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b [
     Some(lower)
 }
 
-/// Where the compound ends that the word at `at..at + len` closes by a
-/// hyphen, as the second half of one a writer may also close up: a prefix
-/// of one to five letters and a word ("e-mail", "co-founder",
-/// "re-elected"), two halves only. Gives the prefix's start. Claims and
-/// sources then also read the two as one word ("email", "cofounder"), so
-/// either spelling finds the other. Callers test first that a hyphen
-/// comes right before the word (`at > 0 && bytes[at - 1] == b'-'`).
+/// The compound that the word at `at..at + len` closes by a hyphen,
+/// closed up ("mail" of "e-mail": "email") into `out`: its length. Only a
+/// compound a writer may also close up: a prefix of one to five letters and
+/// a word ("e-mail", "co-founder", "re-elected"), two halves only. Claims
+/// and sources also read such a compound as one word, so either spelling
+/// finds the other. Callers test first that a hyphen comes right before
+/// the word.
 #[inline(never)]
-pub(super) fn hyphen_joined(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
+pub(super) fn closed_compound(
+    bytes: &[u8],
+    at: usize,
+    len: usize,
+    out: &mut [u8; 48],
+) -> Option<usize> {
     let prev_end = at.checked_sub(1)?;
     let prefix = bytes[..prev_end]
         .iter()
@@ -721,18 +726,15 @@ pub(super) fn hyphen_joined(bytes: &[u8], at: usize, len: usize) -> Option<usize
     let start = prev_end - prefix;
     let whole_word =
         start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'-');
-    ((1..=5).contains(&prefix)
+    if !((1..=5).contains(&prefix)
         && whole_word
         && bytes[at..at + len].iter().all(u8::is_ascii_alphabetic)
         && bytes.get(at + len) != Some(&b'-'))
-    .then_some(start)
-}
-
-/// The compound `bytes[from..to]` closed up ("e-mail": "email") into
-/// `out`: its length, or `None` when it does not fit.
-pub(super) fn closed_up(bytes: &[u8], from: usize, to: usize, out: &mut [u8; 48]) -> Option<usize> {
+    {
+        return None;
+    }
     let mut n = 0;
-    for &b in &bytes[from..to] {
+    for &b in &bytes[start..at + len] {
         if b != b'-' {
             *out.get_mut(n)? = b;
             n += 1;
@@ -745,8 +747,17 @@ pub(super) fn closed_up(bytes: &[u8], from: usize, to: usize, out: &mut [u8; 48]
 /// the word a writer may use instead ("dollar", "euro"), and the sign's
 /// length. Claims and sources read the sign as that word before the number,
 /// so "$5 million" finds "5 million dollars" and "€5m" does not find "$5m".
-#[inline(never)]
+#[inline(always)]
 pub(super) fn currency_before(bytes: &[u8], at: usize) -> Option<(&'static [u8], usize)> {
+    // Most words follow a space, and most numbers no sign.
+    if !bytes[at].is_ascii_digit() || at == 0 || bytes[at - 1].is_ascii_whitespace() {
+        return None;
+    }
+    currency_sign(bytes, at)
+}
+
+#[inline(never)]
+fn currency_sign(bytes: &[u8], at: usize) -> Option<(&'static [u8], usize)> {
     const SIGNS: [(&str, &[u8]); 4] = [
         ("$", b"dollar"),
         ("€", b"euro"),
@@ -825,37 +836,9 @@ fn next_word(bytes: &[u8], end: usize) -> Option<(usize, usize)> {
 /// Whether `word` can follow the first word of a spelled number: a unit
 /// ("twenty-*one*", "twenty-*first*"), "hundred" or a scale.
 fn goes_on_a_number(word: &[u8]) -> bool {
-    let mut buf = [0u8; 16];
     matches!(
-        lower_case(word, &mut buf).unwrap_or_default(),
-        b"one"
-            | b"two"
-            | b"three"
-            | b"four"
-            | b"five"
-            | b"six"
-            | b"seven"
-            | b"eight"
-            | b"nine"
-            | b"first"
-            | b"second"
-            | b"third"
-            | b"fourth"
-            | b"fifth"
-            | b"sixth"
-            | b"seventh"
-            | b"eighth"
-            | b"ninth"
-            | b"hundred"
-            | b"hundredth"
-            | b"thousand"
-            | b"thousandth"
-            | b"million"
-            | b"millionth"
-            | b"billion"
-            | b"billionth"
-            | b"trillion"
-            | b"trillionth"
+        number_part(word),
+        Some((Part::Unit(_) | Part::Hundred | Part::Scale(_), _))
     )
 }
 

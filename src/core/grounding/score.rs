@@ -12,10 +12,10 @@ use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
 use super::lexicon::{
-    closed_up, currency_before, fold_into, for_each_word, hyphen_joined, skipped, source_reference,
+    closed_compound, currency_before, fold_into, for_each_word, skipped, source_reference,
     spelled_other, spelled_run, with_scale,
 };
-use super::memo::{Folder, key_of};
+use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
@@ -121,6 +121,34 @@ pub(super) struct Term {
 /// [`Term::other`] of a term with no other spelling.
 const NO_WORD: u32 = u32::MAX;
 
+impl Term {
+    /// The word `folded` at `at..at + len` of the answer, of `class`, not
+    /// yet looked up; no negation, no other spelling.
+    fn new(folder: &mut Folder, folded: Packed, class: TermClass, at: usize, len: usize) -> Term {
+        Term {
+            class,
+            found: false,
+            negation: false,
+            apart: false,
+            aside: false,
+            in_best: false,
+            closes_up: false,
+            own: folded.id(),
+            other: NO_WORD,
+            alternates: folder.alternates_handle(folded.variants()),
+            id: folded.id(),
+            at,
+            len,
+        }
+    }
+
+    /// A found content term that the index places in sentences (the cover
+    /// reads these, in order, and gives each a seat).
+    fn seated(&self) -> bool {
+        self.found && self.class != TermClass::Function && !self.negation && self.id != BY_INITIALS
+    }
+}
+
 /// A claim as read before the sources: its markers (a range of the
 /// record's citations), the sources it resolves to, and its terms (a range
 /// of `Scratch::all_terms`).
@@ -209,27 +237,9 @@ fn read_claims(
             }
             let w = &bytes[at..at + len];
             // "$5": the sign is a word of its own ("dollar"), before the number.
-            if w[0].is_ascii_digit()
-                && at > 0
-                && !bytes[at - 1].is_ascii_whitespace()
-                && let Some((word, sign)) = currency_before(bytes, at)
-            {
-                let f = folder.fold_packed(word, true);
-                let term = Term {
-                    class: TermClass::Word,
-                    found: false,
-                    negation: false,
-                    apart: false,
-                    aside: false,
-                    in_best: false,
-                    closes_up: false,
-                    own: f.id(),
-                    other: NO_WORD,
-                    alternates: folder.alternates_handle(f.variants()),
-                    id: f.id(),
-                    at: at - sign,
-                    len: sign,
-                };
+            if let Some((word, sign)) = currency_before(bytes, at) {
+                let folded = folder.fold_packed(word, true);
+                let term = Term::new(folder, folded, TermClass::Word, at - sign, sign);
                 if declare {
                     want(index, folder, &term);
                 }
@@ -253,10 +263,9 @@ fn read_claims(
             // "twenty-one": one number, read as its digits, as sources read
             // it; the run's other words are skipped.
             let mut run = [0u8; 48];
-            let (w, folded, len) = match (folded.spelled().is_some()
-                && matches!(bytes.get(at + len), Some(b' ' | b'-')))
-            .then(|| spelled_run(bytes, at, len, &mut run))
-            .flatten()
+            let (w, folded, len) = match folded
+                .spelled()
+                .and_then(|_| spelled_run(bytes, at, len, &mut run))
             {
                 Some((n, end)) => {
                     address_end = end;
@@ -316,19 +325,10 @@ fn read_claims(
                 (other, false)
             };
             let term = Term {
-                class,
-                found: false,
                 negation,
-                apart: false,
-                aside: false,
-                in_best: false,
-                closes_up,
-                own: folded.id(),
                 other,
-                alternates: folder.alternates_handle(folded.variants()),
-                id: folded.id(),
-                at,
-                len,
+                closes_up,
+                ..Term::new(folder, folded, class, at, len)
             };
             if declare {
                 want(index, folder, &term);
@@ -359,11 +359,9 @@ fn read_claims(
 #[inline(never)]
 fn closed_other(bytes: &[u8], at: usize, len: usize, folder: &mut Folder) -> (u32, bool) {
     let mut closed = [0u8; 48];
-    hyphen_joined(bytes, at, len)
-        .and_then(|start| closed_up(bytes, start, at + len, &mut closed))
-        .map_or((NO_WORD, false), |n| {
-            (folder.fold_packed(&closed[..n], true).id(), true)
-        })
+    closed_compound(bytes, at, len, &mut closed).map_or((NO_WORD, false), |n| {
+        (folder.fold_packed(&closed[..n], true).id(), true)
+    })
 }
 
 /// Declares what claim term `t` can ask the index about: its own word, its
@@ -531,17 +529,7 @@ pub(super) fn analyze_with(
                 0
             };
             found_ids.clear();
-            found_ids.extend(
-                terms
-                    .iter()
-                    .filter(|t| {
-                        t.found
-                            && t.class != TermClass::Function
-                            && !t.negation
-                            && t.id != BY_INITIALS
-                    })
-                    .map(|t| t.id),
-            );
+            found_ids.extend(terms.iter().filter(|t| t.seated()).map(|t| t.id));
             let mut cover = index.cover(found_ids, banks, steps, seats);
             cover.one += by_initials;
             cover.two += by_initials;
@@ -549,11 +537,7 @@ pub(super) fn analyze_with(
             // of a claim stitched from scattered words.
             let mut seat = seats.iter();
             for t in terms.iter_mut() {
-                let at = if t.found
-                    && t.class != TermClass::Function
-                    && !t.negation
-                    && t.id != BY_INITIALS
-                {
+                let at = if t.seated() {
                     seat.next().copied().unwrap_or(0)
                 } else {
                     IN_BEST | IN_BEST_TWO
@@ -571,29 +555,25 @@ pub(super) fn analyze_with(
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
             let negates = terms.iter().any(|t| t.negation);
-            let best_negate = [cover.first, cover.second]
-                .into_iter()
-                .any(|s| s != u32::MAX && index.negates(s));
-            // More negations than its best sentences hold: one is the
-            // claim's own ("won't have not to worry" against "won't have to
-            // worry"), however the others match.
-            let unstated = if negates && cover.first != u32::MAX && best_negate {
-                let claimed = terms.iter().filter(|t| t.negation).count() as u32;
-                let stated: u32 = [cover.first, cover.second]
+            if negates && cover.first != u32::MAX {
+                let best = [cover.first, cover.second]
                     .into_iter()
-                    .filter(|&s| s != u32::MAX)
-                    .map(|s| index.negations_in(s))
-                    .sum();
-                claimed > stated
-            } else {
-                negates && !negation_stated && cover.first != u32::MAX
-            };
-            // Else a negation its best sentences state is found, in
-            // whichever words ("did not report a loss" against "reported no
-            // loss").
-            if negates && cover.first != u32::MAX && (unstated || best_negate) {
-                for t in terms.iter_mut().filter(|t| t.negation) {
-                    t.found = !unstated;
+                    .filter(|&s| s != u32::MAX);
+                let stated = if best.clone().any(|s| index.negates(s)) {
+                    // As many negations as its best sentences hold, or
+                    // fewer: stated, in whichever words ("did not report a
+                    // loss" against "reported no loss"). More: one is the
+                    // claim's own ("won't have not to worry" against "won't
+                    // have to worry"), however the others match.
+                    let claimed = terms.iter().filter(|t| t.negation).count() as u32;
+                    Some(claimed <= best.map(|s| index.negations_in(s)).sum())
+                } else {
+                    (!negation_stated).then_some(false)
+                };
+                if let Some(stated) = stated {
+                    for t in terms.iter_mut().filter(|t| t.negation) {
+                        t.found = stated;
+                    }
                 }
             }
             let in_best = |s: u32| s != u32::MAX && index.negates(s);
