@@ -13,7 +13,8 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Words, closed_compound, currency_before, for_each_word, skipped, spelled_run, with_scale,
+    Words, closed_compound, currency_before, for_each_word, glued_unit, iso_date, may_glue_unit,
+    may_open_date, skipped, spelled_run, with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -750,6 +751,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if may_glue_unit(w) && self.glued(w, off) {
+            return;
+        }
         let (ends_before, read, hyphen) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
@@ -759,6 +763,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
         if let Some((word, _)) = currency_before(self.at.bytes, off) {
             self.currency(word);
+        }
+        if may_open_date(self.at.bytes, off, w.len()) {
+            self.date(off);
         }
         if w[0].is_ascii_digit() && self.at.bytes.get(off + w.len()) == Some(&b' ') {
             return self.number(w, off, ascii);
@@ -787,12 +794,38 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
     }
 
+    /// "5km": its number and its unit, each a word, as claims read it.
+    /// Whether `w` was one. Kept out of the loop.
+    #[inline(never)]
+    fn glued(&mut self, w: &[u8], off: usize) -> bool {
+        let Some(n) = glued_unit(w) else {
+            return false;
+        };
+        self.next(&w[..n], off, true);
+        self.next(&w[n..], off + n, true);
+        true
+    }
+
     /// "$5": the sign read as its word ("dollar") before the number, as
     /// claims read it. Kept out of the loop.
     #[inline(never)]
     fn currency(&mut self, word: &[u8]) {
         let mut alt = self.alt.take();
         let _ = self.word(word, None, true, self.sentence, &mut alt);
+        self.alt = alt;
+    }
+
+    /// "2004-05-12": the month's name and the day before the year, as
+    /// claims read them. Kept out of the loop.
+    #[inline(never)]
+    fn date(&mut self, off: usize) {
+        let Some(words) = self.at.date(off) else {
+            return;
+        };
+        let mut alt = self.alt.take();
+        for w in words {
+            let _ = self.word(w, None, true, self.sentence, &mut alt);
+        }
         self.alt = alt;
     }
 
@@ -912,6 +945,15 @@ impl<'a> Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    /// The month's name and the day of the ISO date that the year at `off`
+    /// opens; the date's other words are then skipped.
+    #[inline(never)]
+    fn date(&mut self, off: usize) -> Option<[&'static [u8]; 2]> {
+        let date = iso_date(self.bytes, off)?;
+        self.address_end = date.end;
+        Some([date.month, date.day])
+    }
+
     /// The number word `w` at `off` (`None`: part of a dotted word) as it
     /// is read: with the words after it when they spell one number with it
     /// ("twenty-one": 21), which are then skipped; else as it is.
@@ -963,12 +1005,23 @@ struct NegationScan<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if let Some(n) = may_glue_unit(w).then(|| glued_unit(w)).flatten() {
+            self.on_word(&w[..n], off, true);
+            self.on_word(&w[n..], off + n, true);
+            return;
+        }
         let (ends_before, read, _) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }
         if !read {
             return;
+        }
+        if may_open_date(self.at.bytes, off, w.len()) {
+            for part in self.at.date(off).into_iter().flatten() {
+                let p = self.folder.fold_packed(part, true);
+                self.word(p.id(), p.function(), p.negation());
+            }
         }
         let mut scaled = [0u8; 48];
         let w = if w[0].is_ascii_digit() {

@@ -337,14 +337,14 @@ pub(super) fn skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usi
     // word of seven letters or more after a number.
     let unusual = matches!(bytes.get(at + len), Some(b':' | b'.'))
         || (len > 4 && bytes[at + 3] == b'.')
-        || (len >= 7 && at >= 2 && bytes[at - 2].is_ascii_digit());
+        || ((len >= 7 || len == 3) && at >= 2 && bytes[at - 2].is_ascii_digit());
     if !unusual {
         return false;
     }
     match unusual_word(bytes, at, len) {
         Unusual::Read => false,
         Unusual::Skipped => true,
-        Unusual::Address(end) => {
+        Unusual::Through(end) => {
             *address_end = end;
             true
         }
@@ -355,14 +355,15 @@ pub(super) fn skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usi
 enum Unusual {
     Read,
     Skipped,
-    /// It opens a web address, which ends there.
-    Address(usize),
+    /// It opens words read as none, which end there: a web address, or
+    /// the "per cent" of "5 per cent" (as "5%").
+    Through(usize),
 }
 
 #[inline(never)]
 fn unusual_word(bytes: &[u8], at: usize, len: usize) -> Unusual {
-    if let Some(end) = web_address(bytes, at, len) {
-        Unusual::Address(end)
+    if let Some(end) = web_address(bytes, at, len).or_else(|| per_cent(bytes, at, len)) {
+        Unusual::Through(end)
     } else if is_number_sign(bytes, at, len) || (len >= 7 && is_scale_of_number(bytes, at, len)) {
         Unusual::Skipped
     } else {
@@ -520,6 +521,16 @@ pub(super) fn is_negation(lower: &str) -> bool {
 /// separators so `1,000` and `1000` agree, and an ordinal or plural suffix
 /// after the last digit so `7th` and `7`, `1960s` and `1960` agree.
 pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
+    fold_with(buf, word, true)
+}
+
+/// [`fold_into`] keeping accents: how a finding names a claim's word
+/// ("zürich", which the check also finds as "Zurich").
+pub(super) fn name_into(buf: &mut String, word: &str) -> bool {
+    fold_with(buf, word, false)
+}
+
+fn fold_with(buf: &mut String, word: &str, plain: bool) -> bool {
     buf.clear();
     let mut number = false;
     if word.is_ascii() {
@@ -532,7 +543,7 @@ pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
             // A curly apostrophe ("people’s", "didn’t") is the straight one.
             if c == '\u{2019}' {
                 buf.push('\'');
-            } else {
+            } else if !(plain && plain_latin(c, buf)) {
                 buf.extend(c.to_lowercase());
             }
         }
@@ -562,6 +573,39 @@ pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
         }
     }
     number
+}
+
+/// A Latin letter with a diacritic written as its plain letter, in lower
+/// case, into `buf` ("é" → "e", "ß" → "ss", "ø" → "o"): answers and
+/// sources spell names with and without accents ("São Paulo", "Sao Paulo").
+/// Whether `c` was one; letters of other scripts keep their marks.
+fn plain_latin(c: char, buf: &mut String) -> bool {
+    if !('\u{c0}'..'\u{250}').contains(&c) {
+        return false;
+    }
+    let plain = match c {
+        'ß' => "ss",
+        'æ' | 'Æ' => "ae",
+        'œ' | 'Œ' => "oe",
+        'ø' | 'Ø' => "o",
+        'ł' | 'Ł' => "l",
+        'đ' | 'Đ' | 'ð' | 'Ð' => "d",
+        'þ' | 'Þ' => "th",
+        'ı' => "i",
+        _ => {
+            let mut letters = 0;
+            unicode_normalization::char::decompose_canonical(c, |d| {
+                // The combining diacritical marks (acute, grave, umlaut, …).
+                if !('\u{300}'..'\u{370}').contains(&d) {
+                    buf.extend(d.to_lowercase());
+                    letters += 1;
+                }
+            });
+            return letters > 0;
+        }
+    };
+    buf.push_str(plain);
+    true
 }
 
 /// Scale words that may follow a number ("1.2 million", "$5 billion") and
@@ -684,12 +728,31 @@ fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
     {
         return false;
     }
+    follows_numeral(bytes, at)
+}
+
+/// Where "per cent" ends when the word at `at` is its "per", after a
+/// number ("5 per cent", British for "5 percent"): read as none, as
+/// "percent" and "%" are.
+fn per_cent(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
+    let end = at + len + 5;
+    let words = bytes.get(at..end)?;
+    let whole = bytes.get(end).is_none_or(|b| !b.is_ascii_alphanumeric());
+    (words.eq_ignore_ascii_case(b"per cent")
+        && whole
+        && bytes[at - 1] == b' '
+        && follows_numeral(bytes, at))
+    .then_some(end)
+}
+
+/// Whether a numeral that is a word of its own ("$5", not "A5") ends one
+/// space before `at`.
+fn follows_numeral(bytes: &[u8], at: usize) -> bool {
     let before = &bytes[..at - 1];
     let start = before
         .iter()
         .rposition(|b| !(b.is_ascii_digit() || *b == b',' || *b == b'.'))
         .map_or(0, |p| p + 1);
-    // The numeral is a word of its own ("$5", not "A5").
     is_numeral(&before[start..]) && (start == 0 || !before[start - 1].is_ascii_alphanumeric())
 }
 
@@ -741,6 +804,103 @@ pub(super) fn closed_compound(
         }
     }
     Some(n)
+}
+
+/// Units a number is written glued to ("5km", "3GB", "2pm"): such a
+/// word is read as its number and its unit, as "5 km" is. Not the scales
+/// ("5m", "3k": [`SCALE_SUFFIXES`]) nor ordinals and decades ("7th",
+/// "1960s").
+pub(super) const GLUED_UNITS: &[&str] = &[
+    "am", "cm", "ft", "gb", "ghz", "gw", "ha", "hr", "hrs", "hz", "kb", "kg", "khz", "km", "kmh",
+    "kph", "kw", "kwh", "lb", "lbs", "mb", "mg", "mhz", "mi", "min", "mins", "ml", "mm", "mph",
+    "mw", "oz", "pm", "tb", "yd", "yr", "yrs",
+];
+
+/// Whether the word `w` may be a number glued to its unit: a cheap test
+/// for the scanners' loops, before [`glued_unit`].
+#[inline(always)]
+pub(super) fn may_glue_unit(w: &[u8]) -> bool {
+    w.len() >= 3 && w[0].is_ascii_digit() && w[w.len() - 1].is_ascii_alphabetic()
+}
+
+/// The length of the number of `w` when `w` is a number glued to one of
+/// the [`GLUED_UNITS`] ("5km": 1, "1.5GB": 3).
+#[inline(never)]
+pub(super) fn glued_unit(w: &[u8]) -> Option<usize> {
+    let n = w.len()
+        - w.iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+    let mut buf = [0u8; 16];
+    let unit = lower_case(&w[n..], &mut buf)?;
+    let known = GLUED_UNITS
+        .binary_search_by(|u| u.as_bytes().cmp(unit))
+        .is_ok();
+    (known && is_numeral(&w[..n])).then_some(n)
+}
+
+/// An ISO date ("2004-05-12") read as a writer spells it: its month's
+/// name, its day and its year ("May 12 2004"), so that it finds "May 12,
+/// 2004" and is found by it. Claims and sources read the year where the
+/// date stands, the month and the day before it, and skip the digits of
+/// the month and the day.
+#[derive(Debug, PartialEq)]
+pub(super) struct IsoDate {
+    pub(super) month: &'static [u8],
+    pub(super) day: &'static [u8],
+    /// Where the date's text ends: its month and day words are skipped.
+    pub(super) end: usize,
+}
+
+/// Whether the word at `at..at + len` may open an ISO date: a cheap test
+/// for the scanners' loops, before [`iso_date`].
+#[inline(always)]
+pub(super) fn may_open_date(bytes: &[u8], at: usize, len: usize) -> bool {
+    len == 4 && bytes[at].is_ascii_digit() && bytes.get(at + 4) == Some(&b'-')
+}
+
+/// The ISO date `YYYY-MM-DD` that the four-digit word at `at` opens. Not
+/// a date: a run of more numbers ("2004-05-12-7"), one glued to letters
+/// ("2004-05-12T10:00", a timestamp), a month past 12 or a day past 31,
+/// and a season ("2004-05").
+#[inline(never)]
+pub(super) fn iso_date(bytes: &[u8], at: usize) -> Option<IsoDate> {
+    const MONTHS: [&[u8]; 12] = [
+        b"January",
+        b"February",
+        b"March",
+        b"April",
+        b"May",
+        b"June",
+        b"July",
+        b"August",
+        b"September",
+        b"October",
+        b"November",
+        b"December",
+    ];
+    const DAYS: [&[u8]; 31] = [
+        b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9", b"10", b"11", b"12", b"13", b"14",
+        b"15", b"16", b"17", b"18", b"19", b"20", b"21", b"22", b"23", b"24", b"25", b"26", b"27",
+        b"28", b"29", b"30", b"31",
+    ];
+    let text = bytes.get(at..at + 10)?;
+    let digits = |r: std::ops::Range<usize>| text[r].iter().all(u8::is_ascii_digit);
+    if !(digits(0..4) && text[4] == b'-' && digits(5..7) && text[7] == b'-' && digits(8..10)) {
+        return None;
+    }
+    let joined = |b: &u8| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_';
+    if (at > 0 && joined(&bytes[at - 1])) || bytes.get(at + 10).is_some_and(joined) {
+        return None;
+    }
+    let two = |i: usize| usize::from(text[i] - b'0') * 10 + usize::from(text[i + 1] - b'0');
+    let (month, day) = (two(5), two(8));
+    Some(IsoDate {
+        month: MONTHS.get(month.checked_sub(1)?)?,
+        day: DAYS.get(day.checked_sub(1)?)?,
+        end: at + 10,
+    })
 }
 
 /// The currency sign right before the number at `at` ("$5", "€2.3bn"), as
@@ -1143,5 +1303,37 @@ mod tests {
         }
         assert_eq!(spelled_other("1000", true), Some("thousand"));
         assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
+
+    #[test]
+    fn an_iso_date_is_read_as_month_day_and_year() {
+        let date = |text: &str, at: usize| {
+            iso_date(text.as_bytes(), at).map(|d| {
+                let word = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                (word(d.month), word(d.day), d.end)
+            })
+        };
+        let d = |m: &str, day: &str, end| Some((m.to_string(), day.to_string(), end));
+        assert_eq!(date("2004-05-12", 0), d("May", "12", 10));
+        assert_eq!(date("on 1999-12-01.", 3), d("December", "1", 13));
+        assert_eq!(date("(2020-01-31)", 1), d("January", "31", 11));
+        for not_a_date in [
+            "2004-05",
+            "2004-05 season",
+            "2004-13-01",
+            "2004-00-10",
+            "2004-05-00",
+            "2004-05-32",
+            "2004-05-12-7",
+            "2004-05-12T10:00",
+            "2004-5-12",
+            "2004-05-123",
+        ] {
+            assert_eq!(date(not_a_date, 0), None, "{not_a_date}");
+        }
+        assert_eq!(date("ID-2004-05-12", 3), None);
+        assert_eq!(date("12004-05-12", 1), None);
+        assert!(may_open_date(b"2004-05-12", 0, 4));
+        assert!(!may_open_date(b"2004 05 12", 0, 4));
     }
 }

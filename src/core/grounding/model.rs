@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.1755, // intercept
-    -0.2782, // found
-    -2.9126, // entity_missing
-    1.1846,  // entity_missing_share
-    0.2093,  // pairs
-    0.0188,  // best_sentence
-    0.3446,  // best_two_sentences
-    0.5900,  // length
-    -0.1682, // function_words
-    -0.2428, // missing
-    -0.4871, // entity_aside
-    -0.2248, // pairs_missing
-    -0.7986, // short_scattered
-    -1.3185, // short_pairs_missing
-    0.0894,  // source_sentences
-    1.3723,  // answer_found
-    1.1170,  // answer_words_found
+    -2.1883, // intercept
+    -0.2700, // found
+    -2.9308, // entity_missing
+    1.2060,  // entity_missing_share
+    0.2057,  // pairs
+    0.0106,  // best_sentence
+    0.3185,  // best_two_sentences
+    0.5953,  // length
+    -0.1656, // function_words
+    -0.2383, // missing
+    -0.4925, // entity_aside
+    -0.2311, // pairs_missing
+    -0.8058, // short_scattered
+    -1.3141, // short_pairs_missing
+    0.0880,  // source_sentences
+    1.4050,  // answer_found
+    1.1191,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

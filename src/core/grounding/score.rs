@@ -12,8 +12,8 @@ use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
 use super::lexicon::{
-    closed_compound, currency_before, fold_into, for_each_word, skipped, source_reference,
-    spelled_other, spelled_run, with_scale,
+    IsoDate, closed_compound, currency_before, for_each_word, glued_unit, iso_date, may_glue_unit,
+    may_open_date, name_into, skipped, source_reference, spelled_other, spelled_run, with_scale,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -213,7 +213,12 @@ fn read_claims(
                 cursor = c.span.end;
             }
             for_each_word(&answer[seg.clone()], steps, &mut |w: &[u8], off, ascii| {
-                words.push((seg.start + off, w.len(), ascii));
+                let at = seg.start + off;
+                // "5km": its number and its unit, as sources read it.
+                match may_glue_unit(w).then(|| glued_unit(w)).flatten() {
+                    Some(n) => words.extend([(at, n, true), (at + n, w.len() - n, true)]),
+                    None => words.push((at, w.len(), ascii)),
+                }
             });
         }
         let from = all_terms.len();
@@ -244,6 +249,19 @@ fn read_claims(
                     want(index, folder, &term);
                 }
                 all_terms.push(term);
+            }
+            // "2004-05-12": the month's name and the day before the year.
+            if may_open_date(bytes, at, len)
+                && let Some(date) = iso_date(bytes, at)
+            {
+                address_end = date.end;
+                let from = all_terms.len();
+                date_terms(folder, &date, at, all_terms);
+                if declare {
+                    for t in &all_terms[from..] {
+                        want(index, folder, t);
+                    }
+                }
             }
             // "1.2 million": one number, written out.
             let mut written;
@@ -311,13 +329,12 @@ fn read_claims(
             // "2" against "two" and back: the other spelling, looked up
             // when the term itself is not found.
             let other = if number {
-                std::str::from_utf8(w)
-                    .ok()
-                    .and_then(|w| spelled_other(w, true))
+                number_other(folder, w)
             } else {
-                folded.spelled()
-            }
-            .map_or(NO_WORD, |o| folder.fold(o, true).id);
+                folded
+                    .spelled()
+                    .map_or(NO_WORD, |o| folder.fold(o, true).id)
+            };
             // "co-founder" is also "cofounder".
             let (other, closes_up) = if other == NO_WORD && at > 0 && bytes[at - 1] == b'-' {
                 closed_other(bytes, at, len, folder)
@@ -352,6 +369,33 @@ fn read_claims(
             terms: from..all_terms.len(),
         });
     }
+}
+
+/// The other spelling of the number `w` ("two" for "2"), or [`NO_WORD`].
+fn number_other(folder: &mut Folder, w: &[u8]) -> u32 {
+    std::str::from_utf8(w)
+        .ok()
+        .and_then(|w| spelled_other(w, true))
+        .map_or(NO_WORD, |o| folder.fold(o, true).id)
+}
+
+/// The month's name and the day of the ISO date whose year is at `at`, as
+/// terms before the year's (a source reads "2004-05-12" as "May 12 2004").
+/// A finding names them by the claim's own digits ("05", "12").
+#[inline(never)]
+fn date_terms(folder: &mut Folder, date: &IsoDate, at: usize, out: &mut Vec<Term>) {
+    let month = folder.fold_packed(date.month, true);
+    let class = if month.stop() {
+        TermClass::Function
+    } else {
+        TermClass::Entity
+    };
+    out.push(Term::new(folder, month, class, at + 5, 2));
+    let day = folder.fold_packed(date.day, true);
+    out.push(Term {
+        other: number_other(folder, date.day),
+        ..Term::new(folder, day, TermClass::Number, at + 8, 2)
+    });
 }
 
 /// The other spelling of the word at `at..at + len` when it closes a
@@ -641,7 +685,7 @@ pub(super) fn analyze_with(
                     if out.len() == MAX_TERMS {
                         break 'classes;
                     }
-                    let _ = fold_into(&mut buf, &answer[t.at..t.at + t.len]);
+                    let _ = name_into(&mut buf, &answer[t.at..t.at + t.len]);
                     if !out.contains(&buf) {
                         out.push(buf.clone());
                     }

@@ -1272,10 +1272,12 @@ fn a_web_address_says_where_not_what() {
 #[test]
 fn the_word_lists_are_sorted_for_their_binary_search() {
     use super::lexicon::{
-        FILLERS, NEGATIONS, REF_ADJECTIVES, REF_DETERMINERS, REF_NOUNS, REF_VERBS, STOP_WORDS,
+        FILLERS, GLUED_UNITS, NEGATIONS, REF_ADJECTIVES, REF_DETERMINERS, REF_NOUNS, REF_VERBS,
+        STOP_WORDS,
     };
     for list in [
         STOP_WORDS,
+        GLUED_UNITS,
         FILLERS,
         NEGATIONS,
         REF_DETERMINERS,
@@ -1657,4 +1659,134 @@ fn a_currency_sign_reads_as_its_word() {
         g.claims[0].support.unwrap() < GroundingSettings::default().min_support,
         "{g:?}"
     );
+}
+
+#[test]
+fn an_iso_date_is_the_date_written_out() {
+    for (claim, source) in [
+        (
+            "The treaty was signed on 2004-05-12 in Dublin[^1].",
+            "The treaty was signed on May 12, 2004 in Dublin.",
+        ),
+        (
+            "The treaty was signed on May 12, 2004 in Dublin[^1].",
+            "The treaty was signed on 2004-05-12 in Dublin.",
+        ),
+        (
+            "The treaty was signed on 2004-05-12 in Dublin[^1].",
+            "The treaty was signed on 2004-05-12 in Dublin.",
+        ),
+        (
+            "The plant opened on 1999-03-01[^1].",
+            "The plant opened on March 1, 1999.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    assert_found_not_flagged(
+        "The treaty was signed in May 2004",
+        "The treaty was signed on 2004-05-12 in Dublin.",
+    );
+    // Another day is another date, named by the claim's own digits.
+    let g = run(
+        "The treaty was signed on 2004-05-13 in Dublin[^1].",
+        &["The treaty was signed on May 12, 2004 in Dublin."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["13"], "{g:?}");
+    assert!(
+        g.claims[0].support.unwrap() < GroundingSettings::default().min_support,
+        "{g:?}"
+    );
+    // A season is two years, not a date.
+    assert_fully_supported(
+        "The 2004-05 season was his best[^1].",
+        "The 2004-05 season was his best.",
+    );
+}
+
+#[test]
+fn a_letter_with_an_accent_finds_its_plain_letter() {
+    for (claim, source) in [
+        (
+            "Sebastien Buemi won the race in Sao Paulo[^1].",
+            "Sébastien Buemi won the race in São Paulo.",
+        ),
+        (
+            "Sébastien Buemi won the race in São Paulo[^1].",
+            "Sebastien Buemi won the race in Sao Paulo.",
+        ),
+        (
+            "The summit was held in Zürich[^1].",
+            "The summit was held in Zurich.",
+        ),
+        (
+            "The café draws naïve painters[^1].",
+            "The cafe draws naive painters.",
+        ),
+        ("Łódź lies near Kraków[^1].", "Lodz lies near Krakow."),
+        ("The Straße is closed[^1].", "The Strasse is closed."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another name is still another name, and a finding names the word as
+    // the claim writes it.
+    let g = run(
+        "The summit was held in Zürich[^1].",
+        &["The summit was held in Geneva."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["zürich"], "{g:?}");
+}
+
+#[test]
+fn a_number_glued_to_its_unit_is_the_number_and_the_unit() {
+    for (claim, source) in [
+        ("The route is 5 km long[^1].", "The route is 5km long."),
+        ("The route is 5km long[^1].", "The route is 5 km long."),
+        (
+            "The drive holds 1.5GB of data[^1].",
+            "The drive holds 1.5 GB of data.",
+        ),
+        (
+            "The meeting starts at 2 pm[^1].",
+            "The meeting starts at 2pm.",
+        ),
+        (
+            "The meeting starts at 2pm[^1].",
+            "The meeting starts at 2 p.m.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    assert_found_not_flagged("The route is 5 kilometres long", "The route is 5km long.");
+    // The number stays strict.
+    let g = run("The route is 6km long[^1].", &["The route is 5 km long."]);
+    assert_eq!(g.claims[0].unsupported_terms, ["6"], "{g:?}");
+    // Ordinals, decades and scales keep their reading.
+    assert_fully_supported(
+        "He finished 7th in the 1960s[^1].",
+        "He finished 7th in the 1960s.",
+    );
+    assert_fully_supported("The fund raised $5m[^1].", "The fund raised $5 million.");
+}
+
+#[test]
+fn per_cent_is_percent() {
+    assert_fully_supported(
+        "Inflation rose 5 per cent last year[^1].",
+        "Inflation rose 5% last year.",
+    );
+    assert_fully_supported(
+        "Inflation rose 5% last year[^1].",
+        "Inflation rose 5 per cent last year.",
+    );
+    assert_fully_supported(
+        "Inflation rose 5 percent last year[^1].",
+        "Inflation rose 5 per cent last year.",
+    );
+    // Only after a number: "per" and "cent" are words elsewhere.
+    let g = run(
+        "The tax is charged per cent of value[^1].",
+        &["The tax is charged on the value."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["per", "cent"], "{g:?}");
 }
