@@ -13,8 +13,8 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Words, closed_compound, currency_before, for_each_word, glued_unit, iso_date, may_glue_unit,
-    may_open_date, skipped, spelled_run, with_scale,
+    Words, closed_compound, currency_before, for_each_word, glued_unit, iso_date, skipped,
+    spelled_run, with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -751,8 +751,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        if may_glue_unit(w) && self.glued(w, off) {
-            return;
+        if let Some(n) = glued_unit(w) {
+            return self.glued(w, off, n);
         }
         let (ends_before, read, hyphen) = self.at.step(w, off);
         if ends_before {
@@ -764,8 +764,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if let Some((word, _)) = currency_before(self.at.bytes, off) {
             self.currency(word);
         }
-        if may_open_date(self.at.bytes, off, w.len()) {
-            self.date(off);
+        if let Some(words) = self.at.date(off, w.len()) {
+            self.date(words);
         }
         if w[0].is_ascii_digit() && self.at.bytes.get(off + w.len()) == Some(&b' ') {
             return self.number(w, off, ascii);
@@ -794,16 +794,12 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
     }
 
-    /// "5km": its number and its unit, each a word, as claims read it.
-    /// Whether `w` was one. Kept out of the loop.
+    /// "5km", whose number is `n` bytes: its number and its unit, each a
+    /// word, as claims read it. Kept out of the loop.
     #[inline(never)]
-    fn glued(&mut self, w: &[u8], off: usize) -> bool {
-        let Some(n) = glued_unit(w) else {
-            return false;
-        };
+    fn glued(&mut self, w: &[u8], off: usize, n: usize) {
         self.next(&w[..n], off, true);
         self.next(&w[n..], off + n, true);
-        true
     }
 
     /// "$5": the sign read as its word ("dollar") before the number, as
@@ -815,13 +811,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         self.alt = alt;
     }
 
-    /// "2004-05-12": the month's name and the day before the year, as
-    /// claims read them. Kept out of the loop.
+    /// "2004-05-12": the month's name and the day (`words`) before the
+    /// year, as claims read them. Kept out of the loop.
     #[inline(never)]
-    fn date(&mut self, off: usize) {
-        let Some(words) = self.at.date(off) else {
-            return;
-        };
+    fn date(&mut self, words: [&'static [u8]; 2]) {
         let mut alt = self.alt.take();
         for w in words {
             let _ = self.word(w, None, true, self.sentence, &mut alt);
@@ -945,11 +938,11 @@ impl<'a> Cursor<'a> {
 }
 
 impl Cursor<'_> {
-    /// The month's name and the day of the ISO date that the year at `off`
-    /// opens; the date's other words are then skipped.
-    #[inline(never)]
-    fn date(&mut self, off: usize) -> Option<[&'static [u8]; 2]> {
-        let date = iso_date(self.bytes, off)?;
+    /// The month's name and the day of the ISO date that the word at
+    /// `off..off + len` opens; the date's other words are then skipped.
+    #[inline(always)]
+    fn date(&mut self, off: usize, len: usize) -> Option<[&'static [u8]; 2]> {
+        let date = iso_date(self.bytes, off, len)?;
         self.address_end = date.end;
         Some([date.month, date.day])
     }
@@ -1005,7 +998,7 @@ struct NegationScan<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
-        if let Some(n) = may_glue_unit(w).then(|| glued_unit(w)).flatten() {
+        if let Some(n) = glued_unit(w) {
             self.on_word(&w[..n], off, true);
             self.on_word(&w[n..], off + n, true);
             return;
@@ -1017,11 +1010,9 @@ impl Words for NegationScan<'_> {
         if !read {
             return;
         }
-        if may_open_date(self.at.bytes, off, w.len()) {
-            for part in self.at.date(off).into_iter().flatten() {
-                let p = self.folder.fold_packed(part, true);
-                self.word(p.id(), p.function(), p.negation());
-            }
+        for part in self.at.date(off, w.len()).into_iter().flatten() {
+            let p = self.folder.fold_packed(part, true);
+            self.word(p.id(), p.function(), p.negation());
         }
         let mut scaled = [0u8; 48];
         let w = if w[0].is_ascii_digit() {

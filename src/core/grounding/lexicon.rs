@@ -816,17 +816,23 @@ pub(super) const GLUED_UNITS: &[&str] = &[
     "mw", "oz", "pm", "tb", "yd", "yr", "yrs",
 ];
 
-/// Whether the word `w` may be a number glued to its unit: a cheap test
-/// for the scanners' loops, before [`glued_unit`].
+/// The length of the number of `w` when `w` is a number glued to one of
+/// the [`GLUED_UNITS`] ("5km": 1, "1.5GB": 3).
 #[inline(always)]
-pub(super) fn may_glue_unit(w: &[u8]) -> bool {
+pub(super) fn glued_unit(w: &[u8]) -> Option<usize> {
+    // Most words start with a letter.
+    if !may_glue_unit(w) {
+        return None;
+    }
+    unit_split(w)
+}
+
+fn may_glue_unit(w: &[u8]) -> bool {
     w.len() >= 3 && w[0].is_ascii_digit() && w[w.len() - 1].is_ascii_alphabetic()
 }
 
-/// The length of the number of `w` when `w` is a number glued to one of
-/// the [`GLUED_UNITS`] ("5km": 1, "1.5GB": 3).
 #[inline(never)]
-pub(super) fn glued_unit(w: &[u8]) -> Option<usize> {
+fn unit_split(w: &[u8]) -> Option<usize> {
     let n = w.len()
         - w.iter()
             .rev()
@@ -853,19 +859,25 @@ pub(super) struct IsoDate {
     pub(super) end: usize,
 }
 
-/// Whether the word at `at..at + len` may open an ISO date: a cheap test
-/// for the scanners' loops, before [`iso_date`].
-#[inline(always)]
-pub(super) fn may_open_date(bytes: &[u8], at: usize, len: usize) -> bool {
-    len == 4 && bytes[at].is_ascii_digit() && bytes.get(at + 4) == Some(&b'-')
-}
-
-/// The ISO date `YYYY-MM-DD` that the four-digit word at `at` opens. Not
+/// The ISO date `YYYY-MM-DD` that the word at `at..at + len` opens. Not
 /// a date: a run of more numbers ("2004-05-12-7"), one glued to letters
 /// ("2004-05-12T10:00", a timestamp), a month past 12 or a day past 31,
 /// and a season ("2004-05").
+#[inline(always)]
+pub(super) fn iso_date(bytes: &[u8], at: usize, len: usize) -> Option<IsoDate> {
+    // Most words are no four-digit number before a hyphen.
+    if !may_open_date(bytes, at, len) {
+        return None;
+    }
+    parse_iso_date(bytes, at)
+}
+
+fn may_open_date(bytes: &[u8], at: usize, len: usize) -> bool {
+    len == 4 && bytes[at].is_ascii_digit() && bytes.get(at + 4) == Some(&b'-')
+}
+
 #[inline(never)]
-pub(super) fn iso_date(bytes: &[u8], at: usize) -> Option<IsoDate> {
+fn parse_iso_date(bytes: &[u8], at: usize) -> Option<IsoDate> {
     const MONTHS: [&[u8]; 12] = [
         b"January",
         b"February",
@@ -1308,7 +1320,7 @@ mod tests {
     #[test]
     fn an_iso_date_is_read_as_month_day_and_year() {
         let date = |text: &str, at: usize| {
-            iso_date(text.as_bytes(), at).map(|d| {
+            iso_date(text.as_bytes(), at, 4).map(|d| {
                 let word = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 (word(d.month), word(d.day), d.end)
             })

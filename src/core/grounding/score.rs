@@ -12,8 +12,8 @@ use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
 use super::lexicon::{
-    IsoDate, closed_compound, currency_before, for_each_word, glued_unit, iso_date, may_glue_unit,
-    may_open_date, name_into, skipped, source_reference, spelled_other, spelled_run, with_scale,
+    IsoDate, closed_compound, currency_before, for_each_word, glued_unit, iso_date, name_into,
+    skipped, source_reference, spelled_other, spelled_run, with_scale,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -215,7 +215,7 @@ fn read_claims(
             for_each_word(&answer[seg.clone()], steps, &mut |w: &[u8], off, ascii| {
                 let at = seg.start + off;
                 // "5km": its number and its unit, as sources read it.
-                match may_glue_unit(w).then(|| glued_unit(w)).flatten() {
+                match glued_unit(w) {
                     Some(n) => words.extend([(at, n, true), (at + n, w.len() - n, true)]),
                     None => words.push((at, w.len(), ascii)),
                 }
@@ -251,9 +251,7 @@ fn read_claims(
                 all_terms.push(term);
             }
             // "2004-05-12": the month's name and the day before the year.
-            if may_open_date(bytes, at, len)
-                && let Some(date) = iso_date(bytes, at)
-            {
+            if let Some(date) = iso_date(bytes, at, len) {
                 address_end = date.end;
                 let from = all_terms.len();
                 date_terms(folder, &date, at, all_terms);
