@@ -13,8 +13,8 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Words, closed_compound, currency_before, for_each_word, glued_unit, iso_date, skipped,
-    spelled_run, with_scale,
+    Date, Words, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
+    skipped, spelled_run, with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -751,29 +751,58 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        if let Some(n) = glued_unit(w) {
-            return self.glued(w, off, n);
+        if w[0].is_ascii_digit() {
+            return self.numeral(w, off, ascii);
         }
+        if let Some(hyphen) = self.enter(w, off) {
+            self.plain(w, off, ascii, hyphen);
+        }
+    }
+
+    /// To the word `w` at `off`: a new sentence first when one ends
+    /// before it. Gives whether a hyphen joins it to the word before, or
+    /// `None` when it is not read (see [`skipped`]).
+    #[inline(always)]
+    fn enter(&mut self, w: &[u8], off: usize) -> Option<bool> {
         let (ends_before, read, hyphen) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }
-        if !read {
-            return;
-        }
-        if let Some((word, _)) = currency_before(self.at.bytes, off) {
-            self.currency(word);
-        }
-        if let Some(words) = self.at.date(off, w.len()) {
-            self.date(words);
-        }
-        if w[0].is_ascii_digit() && self.at.bytes.get(off + w.len()) == Some(&b' ') {
-            return self.number(w, off, ascii);
-        }
+        read.then_some(hyphen)
+    }
+
+    /// The word `w` read as it is, and as one word with the word before
+    /// when a hyphen joins them ("e-mail": "email").
+    #[inline(always)]
+    fn plain(&mut self, w: &[u8], off: usize, ascii: bool, hyphen: bool) {
         self.take(w, off, ascii);
         if hyphen {
             self.closed_up(off, w.len());
         }
+    }
+
+    /// A word that starts with a digit: glued to a unit ("5km"), after a
+    /// currency sign ("$5"), opening a date, or a number a scale may
+    /// follow ("1.2 million"). Kept out of the loop, so other words pass
+    /// these tests with one.
+    #[inline(never)]
+    fn numeral(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if let Some(n) = glued_unit(w) {
+            return self.glued(w, off, n);
+        }
+        let Some(hyphen) = self.enter(w, off) else {
+            return;
+        };
+        if let Some((word, _)) = currency_before(self.at.bytes, off) {
+            self.currency(word);
+        }
+        if may_open_date(self.at.bytes, off, w.len()) {
+            self.date(off, w);
+        }
+        if self.at.bytes.get(off + w.len()) == Some(&b' ') {
+            return self.number(w, off, ascii);
+        }
+        self.plain(w, off, ascii, hyphen);
     }
 
     /// "e-mail", read as its two words, is also read as "email": a term of
@@ -811,15 +840,35 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         self.alt = alt;
     }
 
-    /// "2004-05-12": the month's name and the day (`words`) before the
-    /// year, as claims read them. Kept out of the loop.
+    /// "2004-05-12", "12 May": the month's name (and an ISO date's day)
+    /// before the date's first word `first` (at `off`), if it opens a date,
+    /// as claims read them, and the
+    /// pairs the date states that its words so read do not put side by
+    /// side. Kept out of the loop.
     #[inline(never)]
-    fn date(&mut self, words: [&'static [u8]; 2]) {
+    fn date(&mut self, off: usize, first: &[u8]) {
+        let Some(date) = self.at.date(off, first.len()) else {
+            return;
+        };
+        let before = self.prev;
         let mut alt = self.alt.take();
-        for w in words {
+        for w in date.words() {
             let _ = self.word(w, None, true, self.sentence, &mut alt);
         }
         self.alt = alt;
+        // "born 17 March", read "born March 17", still has "born 17".
+        if let (true, None, Some((p, _))) = (date.month_first_read, date.day, before) {
+            let day = self.folder.fold_packed(first, true).key();
+            self.pair(pair_hash(p, day));
+        }
+        if let Some(at) = date.year {
+            let month = self.folder.fold_packed(date.month.0, true).key();
+            let year = self
+                .folder
+                .fold_packed(&self.at.bytes[at..at + 4], true)
+                .key();
+            self.pair(pair_hash(month, year));
+        }
     }
 
     /// A number a word follows: with its scale ("1.2 million"), written
@@ -938,13 +987,13 @@ impl<'a> Cursor<'a> {
 }
 
 impl Cursor<'_> {
-    /// The month's name and the day of the ISO date that the word at
-    /// `off..off + len` opens; the date's other words are then skipped.
+    /// The date that the word at `off..off + len` opens (see [`Date`]);
+    /// its words up to its end are then skipped.
     #[inline(always)]
-    fn date(&mut self, off: usize, len: usize) -> Option<[&'static [u8]; 2]> {
-        let date = iso_date(self.bytes, off, len)?;
+    fn date(&mut self, off: usize, len: usize) -> Option<Date> {
+        let date = date(self.bytes, off, len)?;
         self.address_end = date.end;
-        Some([date.month, date.day])
+        Some(date)
     }
 
     /// The number word `w` at `off` (`None`: part of a dotted word) as it
@@ -1010,7 +1059,7 @@ impl Words for NegationScan<'_> {
         if !read {
             return;
         }
-        for part in self.at.date(off, w.len()).into_iter().flatten() {
+        for part in self.at.date(off, w.len()).iter().flat_map(Date::words) {
             let p = self.folder.fold_packed(part, true);
             self.word(p.id(), p.function(), p.negation());
         }

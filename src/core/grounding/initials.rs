@@ -74,16 +74,32 @@ fn is_stop_word(word: &[u8]) -> bool {
 /// words not) whose last words have its letters as initials ("the Council
 /// of the European Union" spells out "EU"; "In Paris" spells out nothing).
 /// An acronym of three letters or more may also stand for words in lower
-/// case ("the chief executive officer" spells out "CEO").
-pub(super) fn spelled_out_in(text: &str, letters: &[u8]) -> bool {
+/// case ("the chief executive officer" spells out "CEO"). Calls `each`
+/// with where each such name starts and ends (a name may come more than
+/// once), and also with the places where a longer name's words before its
+/// last have the letters as initials ("United States" of "United States
+/// Senate"), marked as such (`false`): those stand for the acronym only
+/// followed by the name's other words.
+pub(super) fn spelled_out_in(
+    text: &str,
+    letters: &[u8],
+    mut each: impl FnMut(usize, usize, bool),
+) -> bool {
     let bytes = text.as_bytes();
-    // The initials of the name being read, whether it is in lower case,
-    // and where its last word ended.
+    // The initials of the name being read and where each of its words
+    // starts, whether it is in lower case, and where its last word ended.
     let mut initials = [0u8; 32];
+    let mut starts = [0usize; 32];
     let mut n = 0;
     let mut lower = false;
     let mut last_end = 0;
-    let spelled = |initials: &[u8]| initials.ends_with(letters);
+    let mut any = false;
+    let mut spelled = |initials: &[u8], starts: &[usize], end: usize, whole: bool| {
+        if initials.ends_with(letters) {
+            each(starts[initials.len() - letters.len()], end, whole);
+            any |= whole;
+        }
+    };
     for (w, end) in words(bytes) {
         let start = end - w.len();
         let upper = w[0].is_ascii_uppercase();
@@ -97,40 +113,47 @@ pub(super) fn spelled_out_in(text: &str, letters: &[u8]) -> bool {
         if name_word && joined {
             if n == initials.len() {
                 initials.copy_within(1.., 0);
+                starts.copy_within(1.., 0);
                 n -= 1;
             }
         } else if joined && is_joiner(w) {
             last_end = end;
             continue;
         } else {
-            // A capitalised name read so far ends here.
-            if spelled(&initials[..n]) {
-                return true;
+            // A capitalised name read so far ends here (a name in lower
+            // case was reported word by word).
+            if !lower {
+                spelled(&initials[..n], &starts[..n], last_end, true);
             }
             n = 0;
         }
         if name_word {
             initials[n] = w[0].to_ascii_uppercase();
+            starts[n] = start;
             n += 1;
             lower = !upper;
             last_end = end;
             // Words in lower case run on into the sentence: any of their
-            // stretches may be the name.
-            if lower && spelled(&initials[..n]) {
-                return true;
-            }
+            // stretches may be the name. A capitalised name's stretch is a
+            // name only where the name ends (below).
+            spelled(&initials[..n], &starts[..n], end, lower);
         }
     }
-    spelled(&initials[..n])
+    if !lower {
+        spelled(&initials[..n], &starts[..n], last_end, true);
+    }
+    any
 }
 
 /// Whether `text` holds the acronym `letters` as a word of its own, plain
-/// ("EU") or dotted ("E.U.").
-pub(super) fn written_in(text: &str, letters: &[u8]) -> bool {
-    words(text.as_bytes()).any(|(w, end)| {
-        let bytes = text.as_bytes();
+/// ("EU") or dotted ("E.U."). Calls `each` with where each such word
+/// starts and ends.
+pub(super) fn written_in(text: &str, letters: &[u8], mut each: impl FnMut(usize, usize)) -> bool {
+    let bytes = text.as_bytes();
+    let mut any = false;
+    for (w, end) in words(bytes) {
         let dotted = w.len() == 1 && bytes.get(end) == Some(&b'.');
-        if dotted {
+        let span = if dotted {
             // "E.U." is split at its dots: read it whole.
             let start = end - 1;
             let whole = bytes[start..]
@@ -138,16 +161,39 @@ pub(super) fn written_in(text: &str, letters: &[u8]) -> bool {
                 .take_while(|b| b.is_ascii_uppercase() || **b == b'.')
                 .count();
             let mut out = [0u8; MAX_LETTERS];
-            return acronym_letters(&bytes[start..start + whole], &mut out)
-                .is_some_and(|k| &out[..k] == letters);
+            acronym_letters(&bytes[start..start + whole], &mut out)
+                .is_some_and(|k| &out[..k] == letters)
+                .then_some((start, start + whole))
+        } else {
+            (w == letters).then_some((end - w.len(), end))
+        };
+        if let Some((start, end)) = span {
+            each(start, end);
+            any = true;
         }
-        w == letters
-    })
+    }
+    any
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spelled(text: &str, letters: &[u8]) -> bool {
+        spelled_out_in(text, letters, |_, _, _| {})
+    }
+
+    fn written(text: &str, letters: &[u8]) -> bool {
+        written_in(text, letters, |_, _| {})
+    }
+
+    /// Each place `find` reports, as the text there.
+    fn places(text: &str, find: impl Fn(&str, &mut dyn FnMut(usize, usize))) -> Vec<&str> {
+        let mut out = Vec::new();
+        find(text, &mut |start, end| out.push((start, &text[start..end])));
+        out.dedup();
+        out.into_iter().map(|(_, name)| name).collect()
+    }
 
     fn letters(w: &str) -> Option<String> {
         let mut out = [0u8; MAX_LETTERS];
@@ -167,40 +213,86 @@ mod tests {
 
     #[test]
     fn a_name_spells_out_its_initials() {
-        assert!(spelled_out_in("The European Union imposed tariffs.", b"EU"));
-        assert!(spelled_out_in(
-            "the Federal Bureau of Investigation said",
-            b"FBI"
-        ));
-        assert!(spelled_out_in(
+        assert!(spelled("The European Union imposed tariffs.", b"EU"));
+        assert!(spelled("the Federal Bureau of Investigation said", b"FBI"));
+        assert!(spelled(
             "a report of the Council of the European Union",
             b"EU"
         ));
         // Not across a comma, a full stop or a lower-case word.
-        assert!(!spelled_out_in("Europe, Union", b"EU"));
+        assert!(!spelled("Europe, Union", b"EU"));
         // Only the end of a name, and no stop word in it.
-        assert!(!spelled_out_in("the European Union Commission met", b"EU"));
-        assert!(!spelled_out_in("In Paris the", b"IP"));
-        assert!(!spelled_out_in("New Zealand, India and Pakistan", b"IP"));
+        assert!(!spelled("the European Union Commission met", b"EU"));
+        assert!(!spelled("In Paris the", b"IP"));
+        assert!(!spelled("New Zealand, India and Pakistan", b"IP"));
         // Lower case for three letters or more only.
-        assert!(spelled_out_in(
-            "the chief executive officer resigned",
-            b"CEO"
-        ));
-        assert!(spelled_out_in("gross domestic product", b"GDP"));
-        assert!(!spelled_out_in("artificial intelligence", b"AI"));
-        assert!(!spelled_out_in("in Europe. Unions met", b"EU"));
-        assert!(!spelled_out_in("European trade Union", b"EU"));
+        assert!(spelled("the chief executive officer resigned", b"CEO"));
+        assert!(spelled("gross domestic product", b"GDP"));
+        assert!(!spelled("artificial intelligence", b"AI"));
+        assert!(!spelled("in Europe. Unions met", b"EU"));
+        assert!(!spelled("European trade Union", b"EU"));
         // Joiners only inside a name.
-        assert!(!spelled_out_in("The Union", b"TU"));
+        assert!(!spelled("The Union", b"TU"));
+    }
+
+    #[test]
+    fn each_place_a_name_or_an_acronym_stands_is_reported() {
+        let names = |text, letters: &'static [u8]| {
+            places(text, |t, each| {
+                spelled_out_in(t, letters, |start, end, whole| {
+                    if whole {
+                        each(start, end)
+                    }
+                });
+            })
+        };
+        let inside = |text, letters: &'static [u8]| {
+            places(text, |t, each| {
+                spelled_out_in(t, letters, |start, end, whole| {
+                    if !whole {
+                        each(start, end)
+                    }
+                });
+            })
+        };
+        assert_eq!(
+            inside("The United States Senate passed it", b"US"),
+            ["United States"]
+        );
+        assert!(names("The United States Senate passed it", b"US").is_empty());
+        assert_eq!(
+            names(
+                "The European Union met. Later the European Union voted",
+                b"EU"
+            ),
+            ["European Union", "European Union"]
+        );
+        assert_eq!(
+            names("the Council of the European Union.", b"EU"),
+            ["European Union"]
+        );
+        assert_eq!(
+            names("the Federal Bureau of Investigation said", b"FBI"),
+            ["Federal Bureau of Investigation"]
+        );
+        assert_eq!(
+            names("the chief executive officer resigned", b"CEO"),
+            ["chief executive officer"]
+        );
+        let acronyms = |text, letters: &'static [u8]| {
+            places(text, |t, each| {
+                written_in(t, letters, each);
+            })
+        };
+        assert_eq!(acronyms("The EU and the E.U. agree", b"EU"), ["EU", "E.U."]);
     }
 
     #[test]
     fn an_acronym_is_found_plain_or_dotted_as_a_word_of_its_own() {
-        assert!(written_in("Tariffs imposed by the EU in 2018.", b"EU"));
-        assert!(written_in("He moved to the U.K. in 1990.", b"UK"));
-        assert!(written_in("He moved to the U.K in 1990.", b"UK"));
-        assert!(!written_in("The EUR fell.", b"EU"));
-        assert!(!written_in("The E.U.R. fell.", b"EU"));
+        assert!(written("Tariffs imposed by the EU in 2018.", b"EU"));
+        assert!(written("He moved to the U.K. in 1990.", b"UK"));
+        assert!(written("He moved to the U.K in 1990.", b"UK"));
+        assert!(!written("The EUR fell.", b"EU"));
+        assert!(!written("The E.U.R. fell.", b"EU"));
     }
 }

@@ -846,57 +846,114 @@ fn unit_split(w: &[u8]) -> Option<usize> {
     (known && is_numeral(&w[..n])).then_some(n)
 }
 
-/// An ISO date ("2004-05-12") read as a writer spells it: its month's
-/// name, its day and its year ("May 12 2004"), so that it finds "May 12,
-/// 2004" and is found by it. Claims and sources read the year where the
-/// date stands, the month and the day before it, and skip the digits of
-/// the month and the day.
+/// A date read the way a writer in the US spells it: its month's name,
+/// its day and its year ("May 12 2004"), so that "May 12, 2004" finds the
+/// ISO date "2004-05-12" and the day-first "12 May 2004", and is found by
+/// them. Claims and sources read the month's name (and, for an ISO date,
+/// its day) before the word the date opens with, and skip the date's
+/// other words up to `end`. A source's date with a year also states its
+/// month with its year, which its words do not put side by side ("in May
+/// 2004" finds "May 12, 2004"), and a day written first still follows the
+/// word before it ("born 17" finds "born 17 March").
 #[derive(Debug, PartialEq)]
-pub(super) struct IsoDate {
-    pub(super) month: &'static [u8],
-    pub(super) day: &'static [u8],
-    /// Where the date's text ends: its month and day words are skipped.
+pub(super) struct Date {
+    /// The month's name, and where the text names it (`at`, `len`): a
+    /// finding names it in the claim's own spelling ("05", "May").
+    pub(super) month: (&'static [u8], usize, usize),
+    /// Whether the month is read before the date's first word ("12 May",
+    /// an ISO date); not when the text names it first ("May 12, 2004").
+    pub(super) month_first_read: bool,
+    /// An ISO date's day, and where its digits are; any other date's day
+    /// is a word of its own.
+    pub(super) day: Option<(&'static [u8], usize, usize)>,
+    /// Where the year's four digits are, if the date has a year.
+    pub(super) year: Option<usize>,
+    /// Where the words the date reads before its first word end: the ones
+    /// up to here are skipped.
     pub(super) end: usize,
 }
 
-/// The ISO date `YYYY-MM-DD` that the word at `at..at + len` opens. Not
-/// a date: a run of more numbers ("2004-05-12-7"), one glued to letters
-/// ("2004-05-12T10:00", a timestamp), a month past 12 or a day past 31,
-/// and a season ("2004-05").
+impl Date {
+    /// The words read before the date's first word.
+    pub(super) fn words(&self) -> impl Iterator<Item = &'static [u8]> {
+        self.month_first_read
+            .then_some(self.month.0)
+            .into_iter()
+            .chain(self.day.map(|d| d.0))
+    }
+}
+
+const MONTHS: [&[u8]; 12] = [
+    b"January",
+    b"February",
+    b"March",
+    b"April",
+    b"May",
+    b"June",
+    b"July",
+    b"August",
+    b"September",
+    b"October",
+    b"November",
+    b"December",
+];
+
+/// The date that the word at `at..at + len` opens: an ISO date
+/// (`YYYY-MM-DD`), a day before its month's name ("12 May", "12 May
+/// 2004"), or the day of a month named first, with its year ("12" of "May
+/// 12, 2004"). Not a date: a run of more numbers ("2004-05-12-7"), one
+/// glued to letters ("2004-05-12T10:00", a timestamp), a month past 12 or
+/// a day past 31, a season ("2004-05"), a number that ends another ("1.12
+/// May"), and a month's name in lower case ("5 may").
 #[inline(always)]
-pub(super) fn iso_date(bytes: &[u8], at: usize, len: usize) -> Option<IsoDate> {
-    // Most words are no four-digit number before a hyphen.
+pub(super) fn date(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
+    // Most words are no number, and most numbers no date.
     if !may_open_date(bytes, at, len) {
         return None;
     }
-    parse_iso_date(bytes, at)
+    parse_date(bytes, at, len)
 }
 
-fn may_open_date(bytes: &[u8], at: usize, len: usize) -> bool {
-    len == 4 && bytes[at].is_ascii_digit() && bytes.get(at + 4) == Some(&b'-')
+/// The cheap first test of [`date`]: whether the word at `at..at + len`
+/// may open a date.
+#[inline(always)]
+pub(super) fn may_open_date(bytes: &[u8], at: usize, len: usize) -> bool {
+    if !bytes[at].is_ascii_digit() {
+        return false;
+    }
+    let after = |i: usize| bytes.get(at + len + i).copied().unwrap_or(0);
+    // "May 12": a word ends right before the day ("Sept." too).
+    let named_before =
+        at >= 2 && bytes[at - 1] == b' ' && matches!(bytes[at - 2], b'a'..=b'z' | b'.');
+    match after(0) {
+        b'-' => len == 4,
+        // "12 May", or "May 12 2004".
+        b' ' => {
+            len <= 2
+                && (after(1).is_ascii_uppercase() || (named_before && after(1).is_ascii_digit()))
+        }
+        // "May 12, 2004".
+        b',' => len <= 2 && named_before && after(1) == b' ' && after(2).is_ascii_digit(),
+        _ => false,
+    }
 }
 
 #[inline(never)]
-fn parse_iso_date(bytes: &[u8], at: usize) -> Option<IsoDate> {
-    const MONTHS: [&[u8]; 12] = [
-        b"January",
-        b"February",
-        b"March",
-        b"April",
-        b"May",
-        b"June",
-        b"July",
-        b"August",
-        b"September",
-        b"October",
-        b"November",
-        b"December",
-    ];
-    const DAYS: [&[u8]; 31] = [
-        b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9", b"10", b"11", b"12", b"13", b"14",
-        b"15", b"16", b"17", b"18", b"19", b"20", b"21", b"22", b"23", b"24", b"25", b"26", b"27",
-        b"28", b"29", b"30", b"31",
-    ];
+fn parse_date(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
+    if len == 4 {
+        iso_date(bytes, at)
+    } else {
+        day_first(bytes, at, len).or_else(|| month_first(bytes, at, len))
+    }
+}
+
+const DAYS: [&[u8]; 31] = [
+    b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9", b"10", b"11", b"12", b"13", b"14", b"15",
+    b"16", b"17", b"18", b"19", b"20", b"21", b"22", b"23", b"24", b"25", b"26", b"27", b"28",
+    b"29", b"30", b"31",
+];
+
+fn iso_date(bytes: &[u8], at: usize) -> Option<Date> {
     let text = bytes.get(at..at + 10)?;
     let digits = |r: std::ops::Range<usize>| text[r].iter().all(u8::is_ascii_digit);
     if !(digits(0..4) && text[4] == b'-' && digits(5..7) && text[7] == b'-' && digits(8..10)) {
@@ -908,11 +965,102 @@ fn parse_iso_date(bytes: &[u8], at: usize) -> Option<IsoDate> {
     }
     let two = |i: usize| usize::from(text[i] - b'0') * 10 + usize::from(text[i + 1] - b'0');
     let (month, day) = (two(5), two(8));
-    Some(IsoDate {
-        month: MONTHS.get(month.checked_sub(1)?)?,
-        day: DAYS.get(day.checked_sub(1)?)?,
+    Some(Date {
+        month: (MONTHS.get(month.checked_sub(1)?)?, at + 5, 2),
+        month_first_read: true,
+        day: Some((DAYS.get(day.checked_sub(1)?)?, at + 8, 2)),
+        year: Some(at),
         end: at + 10,
     })
+}
+
+/// "12 May", "4 Sept": a day of one or two digits, one space, and a
+/// month's name in capitals, whole or cut to its first three letters
+/// ("Sept" too), ending there.
+fn day_first(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
+    if !is_day(&bytes[at..at + len]) || bytes[at + len] != b' ' {
+        return None;
+    }
+    // "1.12 May", "3,12 May": the end of another number.
+    if at > 0 && matches!(bytes[at - 1], b'0'..=b'9' | b'.' | b',' | b':' | b'/') {
+        return None;
+    }
+    let name = at + len + 1;
+    let word = bytes.get(name..)?;
+    let n = word.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    if word.get(n).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let month = month_named(&word[..n])?;
+    Some(Date {
+        month: (month, name, n),
+        month_first_read: true,
+        day: None,
+        year: year_after(bytes, name + n),
+        end: name + n,
+    })
+}
+
+/// "12" of "May 12, 2004" or "Sept. 4 1920": a day right after its
+/// month's name, then a year. Nothing is read differently; only the
+/// month's pair with the year is new.
+fn month_first(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
+    if !is_day(&bytes[at..at + len]) || at < 4 || bytes[at - 1] != b' ' {
+        return None;
+    }
+    let before = &bytes[..at - 1];
+    let before = before.strip_suffix(b".").unwrap_or(before);
+    let n = before
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_alphabetic())
+        .count();
+    let from = before.len() - n;
+    if from > 0 && bytes[from - 1].is_ascii_alphanumeric() {
+        return None;
+    }
+    let month = month_named(&before[from..])?;
+    Some(Date {
+        month: (month, from, n),
+        month_first_read: false,
+        day: None,
+        year: Some(year_after(bytes, at + len)?),
+        end: at + len,
+    })
+}
+
+/// A day of the month as digits: 1 to 31, without a leading zero.
+fn is_day(w: &[u8]) -> bool {
+    match *w {
+        [b'1'..=b'9'] => true,
+        [a @ b'1'..=b'3', b @ b'0'..=b'9'] => (a - b'0') * 10 + (b - b'0') <= 31,
+        _ => false,
+    }
+}
+
+/// The month `word` names: its whole name or its first three letters
+/// ("Sept" too), in capitals.
+fn month_named(word: &[u8]) -> Option<&'static [u8]> {
+    let [a, b, c, ..] = *word else {
+        return None;
+    };
+    let month = MONTHS
+        .iter()
+        .find(|m| m[0] == a && m[1] == b && m[2] == c)?;
+    (word.len() == 3 || word == *month || (word == b"Sept" && month[0] == b'S')).then_some(month)
+}
+
+/// Where the year of a date is when one follows `at` (", 2004", " 2004").
+fn year_after(bytes: &[u8], at: usize) -> Option<usize> {
+    let at = at + usize::from(bytes.get(at) == Some(&b','));
+    if bytes.get(at) != Some(&b' ') {
+        return None;
+    }
+    let year = bytes.get(at + 1..at + 5)?;
+    let joined = bytes
+        .get(at + 5)
+        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'-');
+    (year.iter().all(u8::is_ascii_digit) && !joined).then_some(at + 1)
 }
 
 /// The currency sign right before the number at `at` ("$5", "€2.3bn"), as
@@ -1318,17 +1466,29 @@ mod tests {
     }
 
     #[test]
-    fn an_iso_date_is_read_as_month_day_and_year() {
-        let date = |text: &str, at: usize| {
-            iso_date(text.as_bytes(), at, 4).map(|d| {
-                let word = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                (word(d.month), word(d.day), d.end)
+    fn a_date_is_read_as_month_day_and_year() {
+        let date = |text: &str, at: usize, len: usize| {
+            date(text.as_bytes(), at, len).map(|d| {
+                let words: Vec<_> = d.words().map(String::from_utf8_lossy).collect();
+                (words.join(" "), d.year, d.end)
             })
         };
-        let d = |m: &str, day: &str, end| Some((m.to_string(), day.to_string(), end));
-        assert_eq!(date("2004-05-12", 0), d("May", "12", 10));
-        assert_eq!(date("on 1999-12-01.", 3), d("December", "1", 13));
-        assert_eq!(date("(2020-01-31)", 1), d("January", "31", 11));
+        let d = |words: &str, year, end| Some((words.to_string(), year, end));
+        assert_eq!(date("2004-05-12", 0, 4), d("May 12", Some(0), 10));
+        assert_eq!(date("on 1999-12-01.", 3, 4), d("December 1", Some(3), 13));
+        assert_eq!(date("(2020-01-31)", 1, 4), d("January 31", Some(1), 11));
+        assert_eq!(date("on 12 May 2004", 3, 2), d("May", Some(10), 9));
+        assert_eq!(date("1 March, 1999", 0, 1), d("March", Some(9), 7));
+        assert_eq!(date("(31 December)", 1, 2), d("December", None, 12));
+        assert_eq!(date("4 Sept. 1920", 0, 1), d("September", None, 6));
+        assert_eq!(date("4 Dec 1920", 0, 1), d("December", Some(6), 5));
+        // Named first: nothing read before the day, the year found.
+        assert_eq!(date("on May 12, 2004.", 7, 2), d("", Some(11), 9));
+        assert_eq!(date("Sept. 4 1920", 6, 1), d("", Some(8), 7));
+        assert_eq!(date("May 12 2004-05", 4, 2), None);
+        assert_eq!(date("May 12, in 2004", 4, 2), None);
+        assert_eq!(date("Mayor 12, 2004", 6, 2), None);
+        assert_eq!(date("XMay 12, 2004", 5, 2), None);
         for not_a_date in [
             "2004-05",
             "2004-05 season",
@@ -1341,11 +1501,31 @@ mod tests {
             "2004-5-12",
             "2004-05-123",
         ] {
-            assert_eq!(date(not_a_date, 0), None, "{not_a_date}");
+            assert_eq!(date(not_a_date, 0, 4), None, "{not_a_date}");
         }
-        assert_eq!(date("ID-2004-05-12", 3), None);
-        assert_eq!(date("12004-05-12", 1), None);
+        for not_a_date in [
+            "32 May",
+            "0 May",
+            "05 May",
+            "12 may",
+            "12 Mayfair",
+            "12 Ma",
+            "12  May",
+            "12 Mays",
+        ] {
+            let len = not_a_date.find(' ').unwrap_or(0);
+            assert_eq!(date(not_a_date, 0, len), None, "{not_a_date}");
+        }
+        assert_eq!(date("1.12 May", 2, 2), None);
+        assert_eq!(date("ID-2004-05-12", 3, 4), None);
+        assert_eq!(date("12004-05-12", 1, 4), None);
         assert!(may_open_date(b"2004-05-12", 0, 4));
+        assert!(may_open_date(b"12 May", 0, 2));
+        assert!(may_open_date(b"May 12, 2004", 4, 2));
+        assert!(may_open_date(b"Sept. 4 1920", 6, 1));
         assert!(!may_open_date(b"2004 05 12", 0, 4));
+        assert!(!may_open_date(b"123 May", 0, 3));
+        assert!(!may_open_date(b"12 members", 0, 2));
+        assert!(!may_open_date(b"with 12, the", 5, 2));
     }
 }

@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.1883, // intercept
-    -0.2700, // found
-    -2.9308, // entity_missing
-    1.2060,  // entity_missing_share
-    0.2057,  // pairs
-    0.0106,  // best_sentence
-    0.3185,  // best_two_sentences
-    0.5953,  // length
-    -0.1656, // function_words
-    -0.2383, // missing
-    -0.4925, // entity_aside
-    -0.2311, // pairs_missing
-    -0.8058, // short_scattered
-    -1.3141, // short_pairs_missing
-    0.0880,  // source_sentences
-    1.4050,  // answer_found
-    1.1191,  // answer_words_found
+    -2.1988, // intercept
+    -0.2653, // found
+    -2.9337, // entity_missing
+    1.2077,  // entity_missing_share
+    0.2138,  // pairs
+    0.0100,  // best_sentence
+    0.3149,  // best_two_sentences
+    0.5965,  // length
+    -0.1655, // function_words
+    -0.2340, // missing
+    -0.4922, // entity_aside
+    -0.2340, // pairs_missing
+    -0.8068, // short_scattered
+    -1.2998, // short_pairs_missing
+    0.0879,  // source_sentences
+    1.4062,  // answer_found
+    1.1188,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

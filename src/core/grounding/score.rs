@@ -12,7 +12,7 @@ use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
 use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
 use super::lexicon::{
-    IsoDate, closed_compound, currency_before, for_each_word, glued_unit, iso_date, name_into,
+    closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date, name_into,
     skipped, source_reference, spelled_other, spelled_run, with_scale,
 };
 use super::memo::{Folder, Packed, key_of};
@@ -241,23 +241,29 @@ fn read_claims(
                 continue;
             }
             let w = &bytes[at..at + len];
-            // "$5": the sign is a word of its own ("dollar"), before the number.
-            if let Some((word, sign)) = currency_before(bytes, at) {
-                let folded = folder.fold_packed(word, true);
-                let term = Term::new(folder, folded, TermClass::Word, at - sign, sign);
-                if declare {
-                    want(index, folder, &term);
+            // Words that start with a digit: the other words pass these
+            // tests with one.
+            if w[0].is_ascii_digit() {
+                // "$5": the sign is a word of its own ("dollar"), before the number.
+                if let Some((word, sign)) = currency_before(bytes, at) {
+                    let folded = folder.fold_packed(word, true);
+                    let term = Term::new(folder, folded, TermClass::Word, at - sign, sign);
+                    if declare {
+                        want(index, folder, &term);
+                    }
+                    all_terms.push(term);
                 }
-                all_terms.push(term);
-            }
-            // "2004-05-12": the month's name and the day before the year.
-            if let Some(date) = iso_date(bytes, at, len) {
-                address_end = date.end;
-                let from = all_terms.len();
-                date_terms(folder, &date, at, all_terms);
-                if declare {
-                    for t in &all_terms[from..] {
-                        want(index, folder, t);
+                // "2004-05-12", "12 May": the month's name (and an ISO date's
+                // day) first.
+                if may_open_date(bytes, at, len) {
+                    let from = all_terms.len();
+                    if let Some(end) = date_terms(folder, (bytes, at, len), all_terms) {
+                        address_end = end;
+                    }
+                    if declare {
+                        for t in &all_terms[from..] {
+                            want(index, folder, t);
+                        }
                     }
                 }
             }
@@ -377,23 +383,36 @@ fn number_other(folder: &mut Folder, w: &[u8]) -> u32 {
         .map_or(NO_WORD, |o| folder.fold(o, true).id)
 }
 
-/// The month's name and the day of the ISO date whose year is at `at`, as
-/// terms before the year's (a source reads "2004-05-12" as "May 12 2004").
-/// A finding names them by the claim's own digits ("05", "12").
+/// The month's name (and an ISO date's day) of the date that the word
+/// at `at..at + len` opens, if it opens one, as terms before that word's
+/// (a source reads "2004-05-12" as "May 12 2004" and "12 May" as "May
+/// 12"), and where the date's words so read end. A finding names them in
+/// the claim's own spelling ("05", "12").
 #[inline(never)]
-fn date_terms(folder: &mut Folder, date: &IsoDate, at: usize, out: &mut Vec<Term>) {
-    let month = folder.fold_packed(date.month, true);
-    let class = if month.stop() {
-        TermClass::Function
-    } else {
-        TermClass::Entity
-    };
-    out.push(Term::new(folder, month, class, at + 5, 2));
-    let day = folder.fold_packed(date.day, true);
-    out.push(Term {
-        other: number_other(folder, date.day),
-        ..Term::new(folder, day, TermClass::Number, at + 8, 2)
-    });
+fn date_terms(
+    folder: &mut Folder,
+    (bytes, at, len): (&[u8], usize, usize),
+    out: &mut Vec<Term>,
+) -> Option<usize> {
+    let date = date(bytes, at, len)?;
+    if date.month_first_read {
+        let (name, at, len) = date.month;
+        let month = folder.fold_packed(name, true);
+        let class = if month.stop() {
+            TermClass::Function
+        } else {
+            TermClass::Entity
+        };
+        out.push(Term::new(folder, month, class, at, len));
+    }
+    if let Some((day, at, len)) = date.day {
+        let folded = folder.fold_packed(day, true);
+        out.push(Term {
+            other: number_other(folder, day),
+            ..Term::new(folder, folded, TermClass::Number, at, len)
+        });
+    }
+    Some(date.end)
 }
 
 /// The other spelling of the word at `at..at + len` when it closes a
@@ -566,7 +585,16 @@ pub(super) fn analyze_with(
             // "EU" against "European Union" and back: found by a scan of the
             // cited sources' text, in no sentence in particular.
             let by_initials = if may_be_initials(terms) {
-                find_by_initials(answer, terms, &cited, sources, &mut initials_budget, steps)
+                let (marked, beside) = find_by_initials(
+                    answer,
+                    terms,
+                    (&cited, sources),
+                    folder,
+                    &mut initials_budget,
+                    steps,
+                );
+                pairs.0 = (pairs.0 + beside).min(pairs.1);
+                marked
             } else {
                 0
             };
@@ -841,21 +869,24 @@ fn may_be_initials(terms: &[Term]) -> bool {
 /// joiner apart, capitalised ("Federal Bureau of Investigation") or three
 /// or more in lower case ("chief executive officer"), whose initials a
 /// source writes as a word ("FBI", "F.B.I.", "CEO"). Gives how many
-/// content terms it marked. Cold: only for claims [`may_be_initials`]
-/// lets through.
+/// content terms it marked, and how many of the claim's pairs of content
+/// terms it found: a name's own words side by side, and the claim's words
+/// beside the name that stand beside it in the source too ("The EU
+/// imposed" against "The European Union imposed"). Cold: only for claims
+/// [`may_be_initials`] lets through.
 #[inline(never)]
 fn find_by_initials(
     answer: &str,
     terms: &mut [Term],
-    cited: &Markers,
-    sources: &[&str],
+    (cited, sources): (&Markers, &[&str]),
+    folder: &mut Folder,
     budget: &mut usize,
     steps: &mut usize,
-) -> u32 {
+) -> (u32, u32) {
     // Each scan reads a cited source whole, so a record's scans share a
     // budget of [`INITIALS_BUDGET`] times its size: past it, a term stays
     // missing (work stays linear however many claims lack a name).
-    let mut scan = |found: &dyn Fn(&str) -> bool| {
+    let mut scan = |found: &mut dyn FnMut(&str) -> bool| {
         cited
             .iter()
             .filter_map(|&m| sources.get(m as usize - 1))
@@ -870,6 +901,7 @@ fn find_by_initials(
     };
     let bytes = answer.as_bytes();
     let mut marked = 0;
+    let mut paired = 0;
     let mut letters = [0u8; 6];
     let mut i = 0;
     while i < terms.len() {
@@ -882,10 +914,26 @@ fn find_by_initials(
         }
         if let Some(n) = acronym_letters(&bytes[t.at..t.at + t.len], &mut letters) {
             let acronym = &letters[..n];
-            if scan(&|s| spelled_out_in(s, acronym)) {
+            let around = found_beside(terms, i, i + 1);
+            let mut beside = 0;
+            if scan(&mut |s| {
+                let mut found = false;
+                spelled_out_in(s, acronym, |start, end, whole| {
+                    // Inside a longer name ("United States" of "United
+                    // States Senate"), only with the claim's next word
+                    // after it ("US Senate").
+                    let (before, after) = stands_beside(s, (start, end), around, folder);
+                    if whole || after {
+                        found = true;
+                        beside = beside.max(u32::from(before) + u32::from(after));
+                    }
+                });
+                found
+            }) {
                 terms[i].found = true;
                 terms[i].id = BY_INITIALS;
                 marked += 1;
+                paired += beside;
             }
             i += 1;
             continue;
@@ -905,7 +953,11 @@ fn find_by_initials(
                 continue;
             }
             let prev = &terms[last];
-            let gap = &answer[prev.at + prev.len..next.at];
+            // A date's month stands before its day among the terms, after
+            // it in the text ("12 May"): no gap, no name.
+            let Some(gap) = answer.get(prev.at + prev.len..next.at) else {
+                break;
+            };
             let joined = gap.starts_with(' ')
                 && gap.ends_with(' ')
                 && gap.split(' ').all(|w| w.is_empty() || is_name_joiner(w));
@@ -921,21 +973,100 @@ fn find_by_initials(
         let lower_case = terms[i..end]
             .iter()
             .any(|t| t.class != TermClass::Function && bytes[t.at].is_ascii_lowercase());
+        let around = found_beside(terms, i, end);
+        let mut beside = 0;
         if n >= if lower_case { 3 } else { 2 }
             && letters[..n].iter().all(u8::is_ascii_uppercase)
-            && scan(&|s| written_in(s, &letters[..n]))
+            && scan(&mut |s| {
+                written_in(s, &letters[..n], |start, end| {
+                    let (before, after) = stands_beside(s, (start, end), around, folder);
+                    beside = beside.max(u32::from(before) + u32::from(after));
+                })
+            })
         {
+            let mut words = 0;
             for t in &mut terms[i..end] {
+                if t.class != TermClass::Function {
+                    words += 1;
+                }
                 if !t.found {
                     t.found = true;
                     t.id = BY_INITIALS;
                     marked += u32::from(t.class != TermClass::Function);
                 }
             }
+            paired += beside + words - 1;
         }
         i = end;
     }
-    marked
+    (marked, paired)
+}
+
+/// The ids of the found content terms right before `terms[from..to]` and
+/// right after it, if found.
+fn found_beside(terms: &[Term], from: usize, to: usize) -> (Option<u32>, Option<u32>) {
+    let content = |t: &&Term| t.class != TermClass::Function;
+    let id = |t: &Term| (t.found && t.id != BY_INITIALS).then_some(t.id);
+    (
+        terms[..from].iter().rev().find(content).and_then(id),
+        terms[to..].iter().find(content).and_then(id),
+    )
+}
+
+/// Whether the claim's content words beside a name (`around`: their ids
+/// before and after it) stand beside it where source `s` writes it
+/// (`span`), stop words aside and within its sentence: the one before, the
+/// one after.
+fn stands_beside(
+    s: &str,
+    span: (usize, usize),
+    around: (Option<u32>, Option<u32>),
+    folder: &mut Folder,
+) -> (bool, bool) {
+    let before = around
+        .0
+        .is_some_and(|id| content_word_beside(s, span.0, true, folder) == Some(id));
+    let after = around
+        .1
+        .is_some_and(|id| content_word_beside(s, span.1, false, folder) == Some(id));
+    (before, after)
+}
+
+/// The id of the first content word of `s` before (`back`) or after
+/// `at`, within its sentence and a few words.
+fn content_word_beside(s: &str, mut at: usize, back: bool, folder: &mut Folder) -> Option<u32> {
+    // Non-ASCII bytes count as word bytes, so a word never splits a
+    // character.
+    let is_word = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'\'' | b'-') || *b >= 0x80;
+    let ends_sentence = |gap: &[u8]| gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b'\n'));
+    let bytes = s.as_bytes();
+    for _ in 0..6 {
+        let (start, end) = if back {
+            let end = bytes[..at].iter().rposition(is_word)? + 1;
+            if ends_sentence(&bytes[end..at]) {
+                return None;
+            }
+            let start = bytes[..end]
+                .iter()
+                .rposition(|b| !is_word(b))
+                .map_or(0, |p| p + 1);
+            (start, end)
+        } else {
+            let start = at + bytes[at..].iter().position(is_word)?;
+            if ends_sentence(&bytes[at..start]) {
+                return None;
+            }
+            let len = bytes[start..].iter().take_while(|b| is_word(b)).count();
+            (start, start + len)
+        };
+        let w = &bytes[start..end];
+        let info = folder.fold_packed(w, w.is_ascii());
+        if !info.function() {
+            return Some(info.id());
+        }
+        at = if back { start } else { end };
+    }
+    None
 }
 
 fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover, sentences: usize) -> Weighed {

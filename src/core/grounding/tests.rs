@@ -1490,8 +1490,37 @@ fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
             "The CEO resigned in March.",
         ),
     ] {
-        assert_found_not_flagged(claim, source);
+        // Found where the source writes it, beside the claim's own words:
+        // full support.
+        assert_fully_supported(&format!("{claim}[^1]."), source);
     }
+    // Found elsewhere in the source: found, but not beside the claim's
+    // words.
+    for (claim, source) in [
+        (
+            "The EU imposed tariffs on steel",
+            "The European Union met in May. China imposed tariffs on steel.",
+        ),
+        (
+            "Exports to the UK fell by 5%",
+            "Exports to France fell by 5%, said the United Kingdom.",
+        ),
+    ] {
+        assert_found_not_flagged(claim, source);
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        assert!(g.claims[0].support.unwrap() < 1.0, "{claim}: {g:?}");
+    }
+    // A name's first words stand for an acronym when its last follows it in
+    // the claim too.
+    assert_fully_supported(
+        "The US Senate passed the bill[^1].",
+        "The United States Senate passed the bill.",
+    );
+    let g = run(
+        "The US passed the bill[^1].",
+        &["The United States Senate passed the bill."],
+    );
+    assert!(g.claims[0].support.unwrap() < 1.0, "{g:?}");
     // Other initials, another name: still missing.
     for (claim, source, missing) in [
         (
@@ -1702,6 +1731,61 @@ fn an_iso_date_is_the_date_written_out() {
         "The 2004-05 season was his best[^1].",
         "The 2004-05 season was his best.",
     );
+}
+
+#[test]
+fn a_date_is_the_same_date_however_it_is_written() {
+    for (claim, source) in [
+        (
+            "The treaty was signed on 12 May 2004 in Dublin[^1].",
+            "The treaty was signed on May 12, 2004 in Dublin.",
+        ),
+        (
+            "The treaty was signed on May 12, 2004 in Dublin[^1].",
+            "The treaty was signed on 12 May 2004 in Dublin.",
+        ),
+        (
+            "The treaty was signed on 12 May 2004 in Dublin[^1].",
+            "The treaty was signed on 2004-05-12 in Dublin.",
+        ),
+        (
+            "The plant opened on 1 March[^1].",
+            "The plant opened on March 1.",
+        ),
+        (
+            "The plant opened on 1 March 1999[^1].",
+            "The plant opened on 1 March 1999.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // A source's date states its month with its year, however it is
+    // written.
+    for source in [
+        "The treaty was signed on May 12, 2004 in Dublin.",
+        "The treaty was signed on 12 May 2004 in Dublin.",
+        "The treaty was signed on 2004-05-12 in Dublin.",
+    ] {
+        assert_fully_supported("The treaty was signed in May 2004[^1].", source);
+        let g = run("The treaty was signed in May 2005[^1].", &[source]);
+        assert_eq!(g.claims[0].unsupported_terms, ["2005"], "{g:?}");
+    }
+    // Another day is another date, named as the claim writes it.
+    let g = run(
+        "The treaty was signed on 13 May 2004 in Dublin[^1].",
+        &["The treaty was signed on May 12, 2004 in Dublin."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["13"], "{g:?}");
+    assert!(
+        g.claims[0].support.unwrap() < GroundingSettings::default().min_support,
+        "{g:?}"
+    );
+    // Another month too.
+    let g = run(
+        "The treaty was signed on 12 June 2004 in Dublin[^1].",
+        &["The treaty was signed on May 12, 2004 in Dublin."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["june"], "{g:?}");
 }
 
 #[test]
