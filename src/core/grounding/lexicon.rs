@@ -925,22 +925,25 @@ pub(super) fn may_open_date(bytes: &[u8], at: usize, len: usize) -> bool {
     // "May 12": a word ends right before the day ("Sept." too).
     let named_before =
         at >= 2 && bytes[at - 1] == b' ' && matches!(bytes[at - 2], b'a'..=b'z' | b'.');
+    // A day: one or two digits, or an ordinal ("12th").
+    let day = len <= 2 || (len <= 4 && bytes[at + len - 1].is_ascii_lowercase());
     match after(0) {
         b'-' => len == 4,
-        // "12 May", or "May 12 2004".
+        // "12 May", "12th of May", or "May 12 2004".
         b' ' => {
-            len <= 2
-                && (after(1).is_ascii_uppercase() || (named_before && after(1).is_ascii_digit()))
+            day && (after(1).is_ascii_uppercase()
+                || (after(1) == b'o' && after(2) == b'f')
+                || (named_before && after(1).is_ascii_digit()))
         }
         // "May 12, 2004".
-        b',' => len <= 2 && named_before && after(1) == b' ' && after(2).is_ascii_digit(),
+        b',' => day && named_before && after(1) == b' ' && after(2).is_ascii_digit(),
         _ => false,
     }
 }
 
 #[inline(never)]
 fn parse_date(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
-    if len == 4 {
+    if bytes.get(at + len) == Some(&b'-') {
         iso_date(bytes, at)
     } else {
         day_first(bytes, at, len).or_else(|| month_first(bytes, at, len))
@@ -974,9 +977,9 @@ fn iso_date(bytes: &[u8], at: usize) -> Option<Date> {
     })
 }
 
-/// "12 May", "4 Sept": a day of one or two digits, one space, and a
-/// month's name in capitals, whole or cut to its first three letters
-/// ("Sept" too), ending there.
+/// "12 May", "4 Sept", "12th of May": a day of one or two digits (or its
+/// ordinal), one space (or " of "), and a month's name in capitals, whole
+/// or cut to its first three letters ("Sept" too), ending there.
 fn day_first(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
     if !is_day(&bytes[at..at + len]) || bytes[at + len] != b' ' {
         return None;
@@ -985,7 +988,10 @@ fn day_first(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
     if at > 0 && matches!(bytes[at - 1], b'0'..=b'9' | b'.' | b',' | b':' | b'/') {
         return None;
     }
-    let name = at + len + 1;
+    let mut name = at + len + 1;
+    if bytes[name..].starts_with(b"of ") {
+        name += 3;
+    }
     let word = bytes.get(name..)?;
     let n = word.iter().take_while(|b| b.is_ascii_alphabetic()).count();
     if word.get(n).is_some_and(u8::is_ascii_digit) {
@@ -1029,8 +1035,13 @@ fn month_first(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
     })
 }
 
-/// A day of the month as digits: 1 to 31, without a leading zero.
+/// A day of the month as digits: 1 to 31, without a leading zero, and
+/// perhaps its ordinal's suffix ("12th", "1st").
 fn is_day(w: &[u8]) -> bool {
+    let w = [b"st", b"nd", b"rd", b"th"]
+        .iter()
+        .find_map(|s| w.strip_suffix(*s))
+        .unwrap_or(w);
     match *w {
         [b'1'..=b'9'] => true,
         [a @ b'1'..=b'3', b @ b'0'..=b'9'] => (a - b'0') * 10 + (b - b'0') <= 31,
@@ -1482,6 +1493,11 @@ mod tests {
         assert_eq!(date("(31 December)", 1, 2), d("December", None, 12));
         assert_eq!(date("4 Sept. 1920", 0, 1), d("September", None, 6));
         assert_eq!(date("4 Dec 1920", 0, 1), d("December", Some(6), 5));
+        assert_eq!(date("the 12th of May, 2004", 4, 4), d("May", Some(17), 15));
+        assert_eq!(date("1st March 1999", 0, 3), d("March", Some(10), 9));
+        assert_eq!(date("on May 12th, 2004", 7, 4), d("", Some(13), 11));
+        assert_eq!(date("the 1st Battalion", 4, 3), None);
+        assert_eq!(date("the 40th May", 4, 4), None);
         // Named first: nothing read before the day, the year found.
         assert_eq!(date("on May 12, 2004.", 7, 2), d("", Some(11), 9));
         assert_eq!(date("Sept. 4 1920", 6, 1), d("", Some(8), 7));

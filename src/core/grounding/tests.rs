@@ -1756,6 +1756,14 @@ fn a_date_is_the_same_date_however_it_is_written() {
             "The plant opened on 1 March 1999[^1].",
             "The plant opened on 1 March 1999.",
         ),
+        (
+            "The treaty was signed on the 12th of May 2004 in Dublin[^1].",
+            "The treaty was signed on May 12, 2004 in Dublin.",
+        ),
+        (
+            "The treaty was signed on May 12th, 2004 in Dublin[^1].",
+            "The treaty was signed on 12 May 2004 in Dublin.",
+        ),
     ] {
         assert_fully_supported(claim, source);
     }
