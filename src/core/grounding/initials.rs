@@ -26,6 +26,26 @@ pub(super) fn is_name_joiner(word: &str) -> bool {
     is_joiner(word.as_bytes())
 }
 
+/// Whether `word` is "and", which sits inside a name only when the name
+/// spells four letters or more ("National Aeronautics and Space
+/// Administration": NASA), not in a list of two ("India and Pakistan").
+pub(super) fn is_and(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"and")
+}
+
+/// Fewest letters of an acronym whose name may hold "and".
+pub(super) const AND_LETTERS: usize = 4;
+
+/// The other acronym of what `letters` names, where it has two ("USA",
+/// "US" for the United States).
+pub(super) fn other_acronym(letters: &[u8]) -> Option<&'static [u8]> {
+    match letters {
+        b"USA" => Some(b"US"),
+        b"US" => Some(b"USA"),
+        _ => None,
+    }
+}
+
 /// The letters of `word` when it reads as an acronym: 2 to 6 capital
 /// letters, or single capitals joined by dots ("U.K", "E.U.").
 pub(super) fn acronym_letters(word: &[u8], out: &mut [u8; MAX_LETTERS]) -> Option<usize> {
@@ -116,7 +136,7 @@ pub(super) fn spelled_out_in(
                 starts.copy_within(1.., 0);
                 n -= 1;
             }
-        } else if joined && is_joiner(w) {
+        } else if joined && (is_joiner(w) || (letters.len() >= AND_LETTERS && is_and(w))) {
             last_end = end;
             continue;
         } else {
@@ -233,6 +253,12 @@ mod tests {
         assert!(!spelled("European trade Union", b"EU"));
         // Joiners only inside a name.
         assert!(!spelled("The Union", b"TU"));
+        // "and" inside a name of four initials or more.
+        assert!(spelled(
+            "the National Aeronautics and Space Administration said",
+            b"NASA"
+        ));
+        assert!(!spelled("New Zealand, India and Pakistan", b"IP"));
     }
 
     #[test]

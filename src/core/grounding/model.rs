@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.1991, // intercept
-    -0.2652, // found
-    -2.9338, // entity_missing
-    1.2081,  // entity_missing_share
-    0.2192,  // pairs
-    0.0086,  // best_sentence
-    0.3140,  // best_two_sentences
-    0.5959,  // length
-    -0.1682, // function_words
-    -0.2340, // missing
-    -0.4928, // entity_aside
-    -0.2336, // pairs_missing
-    -0.8043, // short_scattered
-    -1.2994, // short_pairs_missing
-    0.0881,  // source_sentences
-    1.4051,  // answer_found
-    1.1212,  // answer_words_found
+    -2.2066, // intercept
+    -0.2667, // found
+    -2.9319, // entity_missing
+    1.2091,  // entity_missing_share
+    0.2153,  // pairs
+    0.0162,  // best_sentence
+    0.3121,  // best_two_sentences
+    0.5942,  // length
+    -0.1627, // function_words
+    -0.2295, // missing
+    -0.4883, // entity_aside
+    -0.2347, // pairs_missing
+    -0.8073, // short_scattered
+    -1.2945, // short_pairs_missing
+    0.0886,  // source_sentences
+    1.4056,  // answer_found
+    1.1206,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

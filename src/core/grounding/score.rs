@@ -10,7 +10,9 @@ use std::ops::Range;
 
 use super::claims::claim_spans;
 use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
-use super::initials::{acronym_letters, is_name_joiner, spelled_out_in, written_in};
+use super::initials::{
+    AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
+};
 use super::lexicon::{
     closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date, name_into,
     skipped, source_reference, spelled_other, spelled_run, with_scale,
@@ -916,18 +918,21 @@ fn find_by_initials(
             let acronym = &letters[..n];
             let around = found_beside(terms, i, i + 1);
             let mut beside = 0;
+            let other = other_acronym(acronym);
             if scan(&mut |s| {
                 let mut found = false;
-                spelled_out_in(s, acronym, |start, end, whole| {
-                    // Inside a longer name ("United States" of "United
-                    // States Senate"), only with the claim's next word
-                    // after it ("US Senate").
-                    let (before, after) = stands_beside(s, (start, end), around, folder);
-                    if whole || after {
-                        found = true;
-                        beside = beside.max(u32::from(before) + u32::from(after));
-                    }
-                });
+                for letters in std::iter::once(acronym).chain(other) {
+                    spelled_out_in(s, letters, |start, end, whole| {
+                        // Inside a longer name ("United States" of "United
+                        // States Senate"), only with the claim's next word
+                        // after it ("US Senate").
+                        let (before, after) = stands_beside(s, (start, end), around, folder);
+                        if whole || after {
+                            found = true;
+                            beside = beside.max(u32::from(before) + u32::from(after));
+                        }
+                    });
+                }
                 found
             }) {
                 terms[i].found = true;
@@ -943,12 +948,18 @@ fn find_by_initials(
         let mut last = i;
         let mut n = 1;
         letters[0] = bytes[t.at].to_ascii_uppercase();
+        // Where the name stood before its first "and" (see `is_and`).
+        let mut before_and = None;
         let mut j = i + 1;
         while j < terms.len() && n < letters.len() {
             let next = &terms[j];
+            let word = &answer[next.at..next.at + next.len];
             if next.class == TermClass::Function
-                && is_name_joiner(&answer[next.at..next.at + next.len])
+                && (is_name_joiner(word) || is_and(word.as_bytes()))
             {
+                if is_and(word.as_bytes()) {
+                    before_and.get_or_insert((last, n));
+                }
                 j += 1;
                 continue;
             }
@@ -960,14 +971,22 @@ fn find_by_initials(
             };
             let joined = gap.starts_with(' ')
                 && gap.ends_with(' ')
-                && gap.split(' ').all(|w| w.is_empty() || is_name_joiner(w));
+                && gap
+                    .split(' ')
+                    .all(|w| w.is_empty() || is_name_joiner(w) || is_and(w.as_bytes()));
             if next.found || !matches!(next.class, TermClass::Entity | TermClass::Word) || !joined {
                 break;
+            }
+            if gap.split(' ').any(|w| is_and(w.as_bytes())) {
+                before_and.get_or_insert((last, n));
             }
             letters[n] = bytes[next.at].to_ascii_uppercase();
             n += 1;
             last = j;
             j += 1;
+        }
+        if let (true, Some((l, k))) = (n < AND_LETTERS, before_and) {
+            (last, n) = (l, k);
         }
         let end = last + 1;
         let lower_case = terms[i..end]
@@ -978,10 +997,14 @@ fn find_by_initials(
         if n >= if lower_case { 3 } else { 2 }
             && letters[..n].iter().all(u8::is_ascii_uppercase)
             && scan(&mut |s| {
-                written_in(s, &letters[..n], |start, end| {
-                    let (before, after) = stands_beside(s, (start, end), around, folder);
-                    beside = beside.max(u32::from(before) + u32::from(after));
-                })
+                let mut found = false;
+                for letters in std::iter::once(&letters[..n]).chain(other_acronym(&letters[..n])) {
+                    found |= written_in(s, letters, |start, end| {
+                        let (before, after) = stands_beside(s, (start, end), around, folder);
+                        beside = beside.max(u32::from(before) + u32::from(after));
+                    });
+                }
+                found
             })
         {
             let mut words = 0;

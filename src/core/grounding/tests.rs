@@ -1489,6 +1489,18 @@ fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
             "The chief executive officer resigned in March",
             "The CEO resigned in March.",
         ),
+        // "and" inside a name of four initials or more.
+        (
+            "NASA launched the probe in 1977",
+            "The National Aeronautics and Space Administration launched the probe in 1977.",
+        ),
+        (
+            "The National Aeronautics and Space Administration launched the probe",
+            "NASA launched the probe.",
+        ),
+        // A country with two acronyms.
+        ("The USA won the match", "The United States won the match."),
+        ("The United States won the match", "The USA won the match."),
     ] {
         // Found where the source writes it, beside the claim's own words:
         // full support.
@@ -1537,6 +1549,17 @@ fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
             "The FBI opened an inquiry",
             "The Federal Reserve of Boston opened an inquiry.",
             "fbi",
+        ),
+        // "and" joins no name of two initials.
+        (
+            "The IP address changed",
+            "India and Pakistan changed the address.",
+            "ip",
+        ),
+        (
+            "India and Pakistan signed the treaty",
+            "IP signed the treaty.",
+            "india",
         ),
     ] {
         let g = run(&format!("{claim}[^1]."), &[source]);
