@@ -319,6 +319,39 @@ pub fn best_threshold(items: &[(f64, bool)]) -> (f64, f64) {
     best
 }
 
+/// The naive baseline held to one threshold for all `files` (each a
+/// file's (naive score, unsupported) pairs), as the grounding check is held
+/// to one `min_support`: the threshold with the best mean balanced
+/// accuracy over the files that hold both labels, and each such file's
+/// balanced accuracy there (`None` for a file with one label). `None` with
+/// fewer than two such files.
+pub fn naive_shared(files: &[Vec<(f64, bool)>]) -> Option<(f64, Vec<Option<f64>>)> {
+    let both = |f: &Vec<(f64, bool)>| f.iter().any(|x| x.1) && f.iter().any(|x| !x.1);
+    if files.iter().filter(|f| both(f)).count() < 2 {
+        return None;
+    }
+    let at = |f: &Vec<(f64, bool)>, t: f64| {
+        both(f).then(|| Confusion::of(f.iter().map(|&(s, u)| (u, s < t))).balanced_accuracy())
+    };
+    let mut candidates: Vec<f64> = files.iter().flatten().map(|x| x.0).collect();
+    candidates.push(f64::INFINITY);
+    candidates.sort_by(f64::total_cmp);
+    candidates.dedup();
+    let mean = |t: f64| {
+        let v: Vec<f64> = files.iter().filter_map(|f| at(f, t)).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    // The lowest threshold of the best mean (scores are few thousand).
+    let mut best = (candidates[0], mean(candidates[0]));
+    for &t in &candidates[1..] {
+        let m = mean(t);
+        if m > best.1 {
+            best = (t, m);
+        }
+    }
+    Some((best.0, files.iter().map(|f| at(f, best.0)).collect()))
+}
+
 /// One row of the eval table: a file, or one group of it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Row {
@@ -606,6 +639,25 @@ mod tests {
         let items = [(0.9, true), (0.2, false)];
         assert_eq!(best_threshold(&items), (0.2, 0.5));
         assert_eq!(best_threshold(&[(0.4, true)]), (0.0, 0.5));
+    }
+
+    #[test]
+    fn the_naive_baseline_shares_one_threshold_across_files() {
+        // Alone, the first file is best cut below 0.6 and the second below
+        // 0.9; held to one threshold, 0.9 serves both best on average
+        // (first file: both unsupported flagged and one supported, 0.75;
+        // second: 1.0), where 0.6 would give 1.0 and 0.5.
+        let a = vec![(0.3, true), (0.5, true), (0.6, false), (0.95, false)];
+        let b = vec![(0.7, true), (0.8, true), (0.9, false), (0.95, false)];
+        let (t, each) = naive_shared(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(t, 0.9);
+        assert_eq!(each, [Some(0.75), Some(1.0)]);
+        // A file with one label has no balanced accuracy and no say; with
+        // fewer than two files to share a threshold there is none.
+        let one = vec![(0.2, true)];
+        let (_, each) = naive_shared(&[a.clone(), one.clone(), b]).unwrap();
+        assert_eq!(each[1], None);
+        assert_eq!(naive_shared(&[a, one]), None);
     }
 
     #[test]

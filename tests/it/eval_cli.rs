@@ -1,5 +1,5 @@
-//! `groundgate eval` on inputs it cannot measure well: labels of the wrong
-//! type, and files holding a single class.
+//! `groundgate eval` on inputs it cannot measure well (labels of the wrong
+//! type, files holding a single class), and its comparison across files.
 
 use serde_json::json;
 
@@ -78,4 +78,49 @@ fn one_class_only_prints_no_rates_that_need_both() {
     // the naive figures.
     assert_eq!(row.matches("n/a").count(), 7, "{row}");
     assert!(!out.contains("0.500") && !out.contains("0.000"), "{out}");
+}
+
+#[test]
+fn two_files_show_the_naive_baseline_at_one_threshold_for_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = |id: &str, answer: &str, label: &str| {
+        json!({
+            "request_id": id,
+            "answer": answer,
+            "sources": [{"urn": "u", "payload": "Revenue grew 5% in Q3."}],
+            "provenance": "p",
+            "label": label,
+        })
+    };
+    let mut paths = Vec::new();
+    for name in ["first", "second"] {
+        let lines = [
+            answer("a", "Revenue grew 5% in Q3[^1].", "supported"),
+            answer("b", "Profit fell 9% in Q1[^1].", "unsupported"),
+        ];
+        let path = dir.path().join(format!("{name}.jsonl"));
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(&path, text.join("\n")).unwrap();
+        paths.push(path);
+    }
+    let o = crate::common::bin()
+        .arg("eval")
+        .args(&paths)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("naive at one threshold for all files"))
+        .unwrap_or_else(|| panic!("no shared-threshold line: {out}"));
+    // Each file is separated perfectly by the same threshold.
+    assert!(
+        line.contains("first.jsonl 1.000") && line.contains("second.jsonl 1.000"),
+        "{line}"
+    );
+    // One file: no line.
+    let o = eval(&paths[0]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("naive at one threshold"), "{out}");
 }

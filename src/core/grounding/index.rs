@@ -840,11 +840,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         self.alt = alt;
     }
 
-    /// "2004-05-12", "12 May": the month's name (and an ISO date's day)
-    /// before the date's first word `first` (at `off`), if it opens a date,
-    /// as claims read them, and the
-    /// pairs the date states that its words so read do not put side by
-    /// side. Kept out of the loop.
+    /// "2004-05-12", "12 May": if the word `first` at `off` opens a date,
+    /// the month's name (and an ISO date's day) before it, as claims read
+    /// them, and the pairs the date states that its words so read do not
+    /// put side by side. Kept out of the loop.
     #[inline(never)]
     fn date(&mut self, off: usize, first: &[u8]) {
         let Some(date) = self.at.date(off, first.len()) else {
