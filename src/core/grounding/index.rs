@@ -13,8 +13,8 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Date, Words, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
-    skipped, spelled_run, with_scale,
+    Date, PER, Words, closed_compound, currency_before, date, for_each_word, glued_unit,
+    may_open_date, per_unit, skipped, spelled_run, with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -754,29 +754,49 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if w[0].is_ascii_digit() {
             return self.numeral(w, off, ascii);
         }
-        if let Some(hyphen) = self.enter(w, off) {
-            self.plain(w, off, ascii, hyphen);
+        if let Some(joint) = self.enter(w, off) {
+            self.plain(w, off, ascii, joint);
         }
     }
 
     /// To the word `w` at `off`: a new sentence first when one ends
-    /// before it. Gives whether a hyphen joins it to the word before, or
-    /// `None` when it is not read (see [`skipped`]).
+    /// before it. Gives the byte that joins it to the word before (see
+    /// [`Cursor::step`]), or `None` when it is not read (see [`skipped`]).
     #[inline(always)]
-    fn enter(&mut self, w: &[u8], off: usize) -> Option<bool> {
-        let (ends_before, read, hyphen) = self.at.step(w, off);
+    fn enter(&mut self, w: &[u8], off: usize) -> Option<u8> {
+        let (ends_before, read, joint) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }
-        read.then_some(hyphen)
+        read.then_some(joint)
     }
 
     /// The word `w` read as it is, and as one word with the word before
-    /// when a hyphen joins them ("e-mail": "email").
+    /// when a hyphen joins them ("e-mail": "email"); a unit after a slash
+    /// as "per" and its word ("km/h": "km per hour").
     #[inline(always)]
-    fn plain(&mut self, w: &[u8], off: usize, ascii: bool, hyphen: bool) {
+    fn plain(&mut self, w: &[u8], off: usize, ascii: bool, joint: u8) {
+        // Most words follow a space.
+        if joint != b' ' {
+            return self.joined(w, off, ascii, joint);
+        }
         self.take(w, off, ascii);
-        if hyphen {
+    }
+
+    /// A word after anything but one space: after a slash, "h" of "km/h"
+    /// is "per hour", as claims read it; after a hyphen, the word is also
+    /// read closed up with the word before. Kept out of the loop.
+    #[inline(never)]
+    fn joined(&mut self, w: &[u8], off: usize, ascii: bool, joint: u8) {
+        if let Some(unit) = (joint == b'/')
+            .then(|| per_unit(self.at.bytes, off, w.len()))
+            .flatten()
+        {
+            self.implied(PER);
+            return self.take(unit, off, true);
+        }
+        self.take(w, off, ascii);
+        if joint == b'-' {
             self.closed_up(off, w.len());
         }
     }
@@ -790,11 +810,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if let Some(n) = glued_unit(w) {
             return self.glued(w, off, n);
         }
-        let Some(hyphen) = self.enter(w, off) else {
+        let Some(joint) = self.enter(w, off) else {
             return;
         };
         if let Some((word, _)) = currency_before(self.at.bytes, off) {
-            self.currency(word);
+            self.implied(word);
         }
         if may_open_date(self.at.bytes, off, w.len()) {
             self.date(off, w);
@@ -802,7 +822,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if self.at.bytes.get(off + w.len()) == Some(&b' ') {
             return self.number(w, off, ascii);
         }
-        self.plain(w, off, ascii, hyphen);
+        self.plain(w, off, ascii, joint);
     }
 
     /// "e-mail", read as its two words, is also read as "email": a term of
@@ -831,10 +851,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         self.next(&w[n..], off + n, true);
     }
 
-    /// "$5": the sign read as its word ("dollar") before the number, as
-    /// claims read it. Kept out of the loop.
+    /// A word the text implies before the next one: "$5", the sign read as
+    /// its word ("dollar") before the number; "km/h", the slash read as
+    /// "per". As claims read them. Kept out of the loop.
     #[inline(never)]
-    fn currency(&mut self, word: &[u8]) {
+    fn implied(&mut self, word: &[u8]) {
         let mut alt = self.alt.take();
         let _ = self.word(word, None, true, self.sentence, &mut alt);
         self.alt = alt;
@@ -965,23 +986,21 @@ impl<'a> Cursor<'a> {
     }
 
     /// To the word `w` at `off`: whether a sentence ends before it,
-    /// whether it is read at all (see [`skipped`]), and whether a hyphen
-    /// joins it to the word before ("e-mail").
+    /// whether it is read at all (see [`skipped`]), and the one byte
+    /// between it and the word before, if one byte parts them (a hyphen:
+    /// "e-mail"; a slash: "km/h"), else 0.
     #[inline(always)]
-    fn step(&mut self, w: &[u8], off: usize) -> (bool, bool, bool) {
+    fn step(&mut self, w: &[u8], off: usize) -> (bool, bool, u8) {
         let from = self.last_end;
         self.last_end = off + w.len();
         let read = !skipped(self.bytes, &mut self.address_end, off, w.len());
         // Most words are one space apart: no sentence end, no hyphen.
         if off == from + 1 && self.bytes[from] == b' ' {
-            return (false, read, false);
+            return (false, read, b' ');
         }
         let ends_before = off > from && ends_between(self.bytes, from, off);
-        (
-            ends_before,
-            read,
-            off == from + 1 && self.bytes[from] == b'-',
-        )
+        let joint = if off == from + 1 { self.bytes[from] } else { 0 };
+        (ends_before, read, joint)
     }
 }
 
@@ -1051,11 +1070,21 @@ impl Words for NegationScan<'_> {
             self.on_word(&w[n..], off + n, true);
             return;
         }
-        let (ends_before, read, _) = self.at.step(w, off);
+        let (ends_before, read, joint) = self.at.step(w, off);
         if ends_before {
             self.new_sentence();
         }
         if !read {
+            return;
+        }
+        if let Some(unit) = (joint == b'/')
+            .then(|| per_unit(self.at.bytes, off, w.len()))
+            .flatten()
+        {
+            for part in [PER, unit] {
+                let p = self.folder.fold_packed(part, true);
+                self.word(p.id(), p.function(), p.negation());
+            }
             return;
         }
         for part in self.at.date(off, w.len()).iter().flat_map(Date::words) {

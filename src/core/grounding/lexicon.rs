@@ -806,6 +806,50 @@ pub(super) fn closed_compound(
     Some(n)
 }
 
+/// The word a slash between two units stands for ("km/h").
+pub(super) const PER: &[u8] = b"per";
+
+/// Units of time after a slash, and the words they abbreviate: "km/h" is
+/// read "km per hour", so "300 km/h" finds "300 kilometres per hour".
+const PER_UNITS: [(&[u8], &[u8]); 6] = [
+    (b"h", b"hour"),
+    (b"hr", b"hour"),
+    (b"min", b"minute"),
+    (b"s", b"second"),
+    (b"sec", b"second"),
+    (b"yr", b"year"),
+];
+
+/// The word that the unit at `at..at + len` abbreviates when a slash
+/// joins it to a unit before it ("h" of "km/h", "s" of "m/s"): a word of
+/// one to three letters in lower case. Claims and sources read the slash
+/// as [`PER`] before it.
+#[inline(always)]
+pub(super) fn per_unit(bytes: &[u8], at: usize, len: usize) -> Option<&'static [u8]> {
+    // Most words follow no slash.
+    if at < 2 || bytes[at - 1] != b'/' {
+        return None;
+    }
+    unit_after_slash(bytes, at, len)
+}
+
+#[inline(never)]
+fn unit_after_slash(bytes: &[u8], at: usize, len: usize) -> Option<&'static [u8]> {
+    let unit = &bytes[at..at + len];
+    let (_, word) = PER_UNITS.iter().find(|(u, _)| *u == unit)?;
+    if bytes.get(at + len).is_some_and(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    let before = &bytes[..at - 1];
+    let n = before
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_lowercase())
+        .count();
+    let joined = n < before.len() && before[before.len() - n - 1].is_ascii_alphanumeric();
+    ((1..=3).contains(&n) && !joined).then_some(*word)
+}
+
 /// Units a number is written glued to ("5km", "3GB", "2pm"): such a
 /// word is read as its number and its unit, as "5 km" is. Not the scales
 /// ("5m", "3k": [`SCALE_SUFFIXES`]) nor ordinals and decades ("7th",
@@ -1474,6 +1518,28 @@ mod tests {
         }
         assert_eq!(spelled_other("1000", true), Some("thousand"));
         assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
+
+    #[test]
+    fn a_unit_after_a_slash_is_read_per_its_word() {
+        let per = |text: &str, at: usize, len: usize| {
+            per_unit(text.as_bytes(), at, len).map(|w| String::from_utf8_lossy(w).into_owned())
+        };
+        assert_eq!(per("300 km/h", 7, 1).as_deref(), Some("hour"));
+        assert_eq!(per("9.8 m/s", 6, 1).as_deref(), Some("second"));
+        assert_eq!(per("60 mi/hr.", 6, 2).as_deref(), Some("hour"));
+        for (text, at, len) in [
+            ("and/or", 4, 2),
+            ("TCP/IP", 4, 2),
+            ("km/hour", 3, 4),
+            ("Km/h", 3, 1),
+            ("km/h2", 3, 2),
+            ("kilo/h", 5, 1),
+            ("5/h", 2, 1),
+            ("km h", 3, 1),
+        ] {
+            assert_eq!(per(text, at, len), None, "{text}");
+        }
     }
 
     #[test]

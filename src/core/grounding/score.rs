@@ -14,8 +14,8 @@ use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
 };
 use super::lexicon::{
-    closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date, name_into,
-    skipped, source_reference, spelled_other, spelled_run, with_scale,
+    PER, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
+    name_into, per_unit, skipped, source_reference, spelled_other, spelled_run, with_scale,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -242,7 +242,17 @@ fn read_claims(
             if skipped(bytes, &mut address_end, at, len) || i < lead || i >= trail {
                 continue;
             }
-            let w = &bytes[at..at + len];
+            let mut w = &bytes[at..at + len];
+            // "km/h": "per" and the unit's word ("hour"), as sources read it.
+            if let Some(unit) = per_unit(bytes, at, len) {
+                let folded = folder.fold_packed(PER, true);
+                let term = Term::new(folder, folded, TermClass::Word, at - 1, 1);
+                if declare {
+                    want(index, folder, &term);
+                }
+                all_terms.push(term);
+                w = unit;
+            }
             // Words that start with a digit: the other words pass these
             // tests with one.
             if w[0].is_ascii_digit() {

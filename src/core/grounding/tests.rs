@@ -1820,6 +1820,36 @@ fn a_date_is_the_same_date_however_it_is_written() {
 }
 
 #[test]
+fn a_slash_between_units_is_per() {
+    for (claim, source) in [
+        (
+            "The train reaches 300 kilometres per hour[^1].",
+            "The train reaches 300 km/h.",
+        ),
+        (
+            "The train reaches 300 km/h[^1].",
+            "The train reaches 300 kilometres per hour.",
+        ),
+        (
+            "The ball fell at 9.8 metres per second[^1].",
+            "The ball fell at 9.8 m/s.",
+        ),
+        ("Use TCP/IP and/or UDP[^1].", "Use TCP/IP and/or UDP."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another unit is still another unit.
+    let g = run(
+        "The train reaches 300 km/h[^1].",
+        &["The train reaches 300 mph."],
+    );
+    assert!(
+        g.claims[0].support.unwrap() < GroundingSettings::default().min_support,
+        "{g:?}"
+    );
+}
+
+#[test]
 fn a_letter_with_an_accent_finds_its_plain_letter() {
     for (claim, source) in [
         (
