@@ -14,7 +14,7 @@ use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
     Date, PER, Words, closed_compound, currency_before, date, for_each_word, glued_unit,
-    may_open_date, per_unit, skipped, spelled_run, with_scale,
+    may_open_date, minus_before, per_unit, skipped, spelled_run, with_minus, with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -819,10 +819,22 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if may_open_date(self.at.bytes, off, w.len()) {
             self.date(off, w);
         }
+        if minus_before(self.at.bytes, off).is_some() {
+            return self.signed(w, off, ascii);
+        }
         if self.at.bytes.get(off + w.len()) == Some(&b' ') {
             return self.number(w, off, ascii);
         }
         self.plain(w, off, ascii, joint);
+    }
+
+    /// A negative number ("-5", "minus 5"): with its sign (and its scale),
+    /// as claims read it.
+    fn signed(&mut self, w: &[u8], off: usize, ascii: bool) {
+        let mut written = [0u8; 48];
+        let w = with_scale(self.at.bytes, w, off + w.len(), &mut written);
+        let mut out = [0u8; 49];
+        self.take(with_minus(w, &mut out), off, ascii);
     }
 
     /// "e-mail", read as its two words, is also read as "email": a term of
@@ -1094,6 +1106,12 @@ impl Words for NegationScan<'_> {
         let mut scaled = [0u8; 48];
         let w = if w[0].is_ascii_digit() {
             with_scale(self.at.bytes, w, off + w.len(), &mut scaled)
+        } else {
+            w
+        };
+        let mut signed = [0u8; 49];
+        let w = if w[0].is_ascii_digit() && minus_before(self.at.bytes, off).is_some() {
+            with_minus(w, &mut signed)
         } else {
             w
         };

@@ -221,6 +221,8 @@ pub(super) const FILLERS: &[&str] = &[
     "i.e",
     "indeed",
     "lol",
+    // Before a number, its sign ("minus 5" is "-5": `minus_before`).
+    "minus",
     "oh",
     "ok",
     "okay",
@@ -369,6 +371,58 @@ fn unusual_word(bytes: &[u8], at: usize, len: usize) -> Unusual {
     } else {
         Unusual::Read
     }
+}
+
+/// Whether the number at `at` is negative, and how many bytes before it
+/// its sign starts: a minus sign right before it ("-5", "−5") after a
+/// space, a bracket, a quote or the start (not "5-10", not "2004-05"), or
+/// the word "minus" and a space ("minus 5"; the word itself is a filler).
+/// Claims and sources read such a number with its sign, so "-5" and "5"
+/// are two numbers and "minus 5" is "-5".
+#[inline(always)]
+pub(super) fn minus_before(bytes: &[u8], at: usize) -> Option<usize> {
+    // Most numbers follow a space after anything but "minus".
+    let may = at > 0
+        && match bytes[at - 1] {
+            b'-' | 0x92 => true,
+            b' ' => at >= 6 && bytes[at - 2] | 0x20 == b's' && bytes[at - 3] | 0x20 == b'u',
+            _ => false,
+        };
+    if !may {
+        return None;
+    }
+    sign_before(bytes, at)
+}
+
+#[inline(never)]
+fn sign_before(bytes: &[u8], at: usize) -> Option<usize> {
+    let before = &bytes[..at];
+    let (rest, sign) = if let Some(r) = before.strip_suffix(b"-") {
+        (r, 1)
+    } else if let Some(r) = before.strip_suffix("\u{2212}".as_bytes()) {
+        (r, 3)
+    } else {
+        let r = before.strip_suffix(b" ")?;
+        let n = r
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        return r[r.len() - n..]
+            .eq_ignore_ascii_case(b"minus")
+            .then_some(n + 1);
+    };
+    rest.last()
+        .is_none_or(|b| matches!(b, b' ' | b'(' | b'[' | b'"' | b'\n' | b'\t'))
+        .then_some(sign)
+}
+
+/// `number` with a minus sign before it, into `out`.
+pub(super) fn with_minus<'a>(number: &[u8], out: &'a mut [u8; 49]) -> &'a [u8] {
+    let n = number.len().min(48);
+    out[0] = b'-';
+    out[1..=n].copy_from_slice(&number[..n]);
+    &out[..=n]
 }
 
 /// Where the web address that the word at `at..at + len` of `bytes` opens
@@ -1518,6 +1572,29 @@ mod tests {
         }
         assert_eq!(spelled_other("1000", true), Some("thousand"));
         assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
+
+    #[test]
+    fn a_number_after_a_minus_sign_is_negative() {
+        let minus = |text: &str, at: usize| minus_before(text.as_bytes(), at);
+        assert_eq!(minus("-5", 1), Some(1));
+        assert_eq!(minus("fell to -5 degrees", 9), Some(1));
+        assert_eq!(minus("fell to \u{2212}5", 11), Some(3));
+        assert_eq!(minus("(-5)", 2), Some(1));
+        assert_eq!(minus("fell to minus 5", 14), Some(6));
+        assert_eq!(minus("Minus 5", 6), Some(6));
+        assert_eq!(minus("a negative 5% return", 11), None);
+        for (text, at) in [
+            ("5-10", 2),
+            ("2004-05", 5),
+            ("e-5", 2),
+            ("fell to 5", 8),
+            ("Xminus 5", 7),
+        ] {
+            assert_eq!(minus(text, at), None, "{text}");
+        }
+        let mut out = [0u8; 49];
+        assert_eq!(with_minus(b"5.2", &mut out), b"-5.2");
     }
 
     #[test]

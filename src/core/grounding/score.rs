@@ -15,7 +15,8 @@ use super::initials::{
 };
 use super::lexicon::{
     PER, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
-    name_into, per_unit, skipped, source_reference, spelled_other, spelled_run, with_scale,
+    minus_before, name_into, per_unit, skipped, source_reference, spelled_other, spelled_run,
+    with_minus, with_scale,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -279,13 +280,13 @@ fn read_claims(
                     }
                 }
             }
-            // "1.2 million": one number, written out.
+            // "1.2 million", "-5": one number, written out.
             let mut written;
-            let w = if w[0].is_ascii_digit() && bytes.get(at + len) == Some(&b' ') {
-                written = [0u8; 48];
-                with_scale(bytes, w, at + len, &mut written)
+            let (w, at, len) = if w[0].is_ascii_digit() {
+                written = ([0u8; 48], [0u8; 49]);
+                number_text(bytes, at, len, &mut written)
             } else {
-                w
+                (w, at, len)
             };
             let sentence_start = i == 0;
             // ASCII: case and classes come with the hash, in one pass.
@@ -393,6 +394,24 @@ fn number_other(folder: &mut Folder, w: &[u8]) -> u32 {
         .ok()
         .and_then(|w| spelled_other(w, true))
         .map_or(NO_WORD, |o| folder.fold(o, true).id)
+}
+
+/// The number at `at..at + len` as claims and sources read it: with its
+/// scale ("1.2 million": 1200000) and its sign ("-5", "minus 5"), and
+/// where its text starts and how long it is, the sign included (a finding
+/// names it so).
+#[inline(never)]
+fn number_text<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    len: usize,
+    (scaled, signed): &'a mut ([u8; 48], [u8; 49]),
+) -> (&'a [u8], usize, usize) {
+    let w = with_scale(bytes, &bytes[at..at + len], at + len, scaled);
+    match minus_before(bytes, at) {
+        Some(k) => (with_minus(w, signed), at - k, len + k),
+        None => (w, at, len),
+    }
 }
 
 /// The month's name (and an ISO date's day) of the date that the word

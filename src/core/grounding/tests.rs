@@ -1820,6 +1820,45 @@ fn a_date_is_the_same_date_however_it_is_written() {
 }
 
 #[test]
+fn a_negative_number_is_not_its_positive() {
+    for (claim, source) in [
+        (
+            "The temperature fell to -5 degrees[^1].",
+            "The temperature fell to -5 degrees.",
+        ),
+        (
+            "The temperature fell to minus 5 degrees[^1].",
+            "The temperature fell to \u{2212}5 degrees.",
+        ),
+        ("The range is 5-10 metres[^1].", "The range is 5-10 metres."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    let min = GroundingSettings::default().min_support;
+    for (claim, source, missing) in [
+        (
+            "The temperature fell to 5 degrees[^1].",
+            "The temperature fell to -5 degrees.",
+            "5",
+        ),
+        (
+            "The temperature fell to -5 degrees[^1].",
+            "The temperature fell to 5 degrees.",
+            "-5",
+        ),
+        (
+            "The temperature fell to minus 5 degrees[^1].",
+            "The temperature fell to 5 degrees.",
+            "minus 5",
+        ),
+    ] {
+        let g = run(claim, &[source]);
+        assert_eq!(g.claims[0].unsupported_terms, [missing], "{claim}: {g:?}");
+        assert!(g.claims[0].support.unwrap() < min, "{claim}: {g:?}");
+    }
+}
+
+#[test]
 fn a_slash_between_units_is_per() {
     for (claim, source) in [
         (
