@@ -13,8 +13,8 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Date, PER, Words, closed_compound, currency_before, date, for_each_word, glued_unit,
-    may_open_date, minus_before, per_unit, skipped, spelled_run, with_minus, with_scale,
+    Date, PER, Period, Words, closed_compound, currency_before, date, for_each_word, glued_unit,
+    may_open_date, minus_before, per_unit, period, skipped, spelled_run, with_minus, with_scale,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -751,11 +751,26 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        if w[0].is_ascii_digit() {
+        // Words with a digit at either end ("5km", "Q3") go out of the loop.
+        if w[0].is_ascii_digit() || w[w.len() - 1].is_ascii_digit() {
             return self.numeral(w, off, ascii);
         }
         if let Some(joint) = self.enter(w, off) {
             self.plain(w, off, ascii, joint);
+        }
+    }
+
+    /// "Q3", "FY2023": the period's words ("3rd quarter", "fiscal year"),
+    /// then the rest of the word ("2023"), as claims read them.
+    fn period(&mut self, w: &[u8], off: usize, p: &Period) {
+        if self.enter(w, off).is_none() {
+            return;
+        }
+        for word in p.words {
+            self.implied(word);
+        }
+        if p.rest < w.len() {
+            self.take(&w[p.rest..], off + p.rest, true);
         }
     }
 
@@ -801,12 +816,22 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
     }
 
-    /// A word that starts with a digit: glued to a unit ("5km"), after a
-    /// currency sign ("$5"), opening a date, or a number a scale may
-    /// follow ("1.2 million"). Kept out of the loop, so other words pass
-    /// these tests with one.
+    /// A word with a digit at either end: a period written short ("Q3");
+    /// a number glued to a unit ("5km"), after a currency sign ("$5"),
+    /// opening a date, or one a scale may follow ("1.2 million"). Kept out
+    /// of the loop, so other words pass these tests with one.
     #[inline(never)]
     fn numeral(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if !w[0].is_ascii_digit() {
+            return match period(w) {
+                Some(p) => self.period(w, off, &p),
+                None => {
+                    if let Some(joint) = self.enter(w, off) {
+                        self.plain(w, off, ascii, joint);
+                    }
+                }
+            };
+        }
         if let Some(n) = glued_unit(w) {
             return self.glued(w, off, n);
         }
@@ -1096,6 +1121,15 @@ impl Words for NegationScan<'_> {
             for part in [PER, unit] {
                 let p = self.folder.fold_packed(part, true);
                 self.word(p.id(), p.function(), p.negation());
+            }
+            return;
+        }
+        if let Some(period) = period(w) {
+            for part in period.words.into_iter().chain(Some(&w[period.rest..])) {
+                if !part.is_empty() {
+                    let p = self.folder.fold_packed(part, true);
+                    self.word(p.id(), p.function(), p.negation());
+                }
             }
             return;
         }

@@ -860,6 +860,47 @@ pub(super) fn closed_compound(
     Some(n)
 }
 
+/// A period of a financial year written short, read as its words: "Q3"
+/// is "3rd quarter", "H1" is "1st half", "FY2023" is "fiscal year" before
+/// "2023". `words` come before the rest of the word, from `rest` on (the
+/// year's digits of "FY2023"; nothing for "Q3").
+#[derive(Debug, PartialEq)]
+pub(super) struct Period {
+    pub(super) words: [&'static [u8]; 2],
+    pub(super) rest: usize,
+}
+
+/// The period that `w` writes short (see [`Period`]): `Q1`–`Q4`, `H1`,
+/// `H2`, and `FY` glued to a year of four digits.
+#[inline(always)]
+pub(super) fn period(w: &[u8]) -> Option<Period> {
+    // Most words end in a letter; a period ends in a digit.
+    if !w.last().is_some_and(u8::is_ascii_digit) || w[0].is_ascii_digit() {
+        return None;
+    }
+    period_words(w)
+}
+
+#[inline(never)]
+fn period_words(w: &[u8]) -> Option<Period> {
+    const ORDINALS: [&[u8]; 4] = [b"1st", b"2nd", b"3rd", b"4th"];
+    let ordinal = |d: u8, most: u8| {
+        (b'1'..=most)
+            .contains(&d)
+            .then(|| ORDINALS[usize::from(d - b'1')])
+    };
+    let words = match *w {
+        [b'Q', d] => [ordinal(d, b'4')?, b"quarter".as_slice()],
+        [b'H', d] => [ordinal(d, b'2')?, b"half".as_slice()],
+        [b'F', b'Y', ref year @ ..] if year.len() == 4 && year.iter().all(u8::is_ascii_digit) => {
+            [b"fiscal".as_slice(), b"year".as_slice()]
+        }
+        _ => return None,
+    };
+    let rest = if w[0] == b'F' { 2 } else { w.len() };
+    Some(Period { words, rest })
+}
+
 /// The word a slash between two units stands for ("km/h").
 pub(super) const PER: &[u8] = b"per";
 
@@ -1572,6 +1613,30 @@ mod tests {
         }
         assert_eq!(spelled_other("1000", true), Some("thousand"));
         assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
+
+    #[test]
+    fn a_period_written_short_is_read_as_its_words() {
+        let read = |w: &str| {
+            period(w.as_bytes()).map(|p| {
+                let mut out: Vec<String> = p
+                    .words
+                    .iter()
+                    .map(|x| String::from_utf8_lossy(x).into())
+                    .collect();
+                out.push(w[p.rest..].to_string());
+                out.join(" ").trim_end().to_string()
+            })
+        };
+        assert_eq!(read("Q3").as_deref(), Some("3rd quarter"));
+        assert_eq!(read("Q1").as_deref(), Some("1st quarter"));
+        assert_eq!(read("H2").as_deref(), Some("2nd half"));
+        assert_eq!(read("FY2023").as_deref(), Some("fiscal year 2023"));
+        for w in [
+            "Q5", "Q0", "H3", "q3", "FY23", "FY2023a", "G7", "A4", "3Q", "Q", "FY",
+        ] {
+            assert_eq!(read(w), None, "{w}");
+        }
     }
 
     #[test]

@@ -14,9 +14,9 @@ use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
 };
 use super::lexicon::{
-    PER, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
-    minus_before, name_into, per_unit, skipped, source_reference, spelled_other, spelled_run,
-    with_minus, with_scale,
+    PER, Period, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
+    minus_before, name_into, per_unit, period, skipped, source_reference, spelled_other,
+    spelled_run, with_minus, with_scale,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -254,6 +254,24 @@ fn read_claims(
                 all_terms.push(term);
                 w = unit;
             }
+            // "Q3": "3rd quarter"; "FY2023": "fiscal year", then "2023".
+            let (w, at, len) = match period(w) {
+                Some(p) => {
+                    let from = all_terms.len();
+                    period_terms(folder, &p, (at, len), all_terms);
+                    if declare {
+                        for t in &all_terms[from..] {
+                            want(index, folder, t);
+                        }
+                    }
+                    checkable = true;
+                    if p.rest == len {
+                        continue;
+                    }
+                    (&w[p.rest..], at + p.rest, len - p.rest)
+                }
+                None => (w, at, len),
+            };
             // Words that start with a digit: the other words pass these
             // tests with one.
             if w[0].is_ascii_digit() {
@@ -394,6 +412,24 @@ fn number_other(folder: &mut Folder, w: &[u8]) -> u32 {
         .ok()
         .and_then(|w| spelled_other(w, true))
         .map_or(NO_WORD, |o| folder.fold(o, true).id)
+}
+
+/// The words of the period the claim's word at `at..at + len` writes
+/// short ("3rd quarter" for "Q3"), as terms named by that word.
+#[inline(never)]
+fn period_terms(folder: &mut Folder, p: &Period, (at, len): (usize, usize), out: &mut Vec<Term>) {
+    for word in p.words {
+        let folded = folder.fold_packed(word, true);
+        let (class, other) = if folded.number() {
+            (TermClass::Number, number_other(folder, word))
+        } else {
+            (TermClass::Word, NO_WORD)
+        };
+        out.push(Term {
+            other,
+            ..Term::new(folder, folded, class, at, len)
+        });
+    }
 }
 
 /// The number at `at..at + len` as claims and sources read it: with its

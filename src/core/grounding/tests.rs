@@ -1820,6 +1820,44 @@ fn a_date_is_the_same_date_however_it_is_written() {
 }
 
 #[test]
+fn a_period_written_short_is_its_words() {
+    for (claim, source) in [
+        (
+            "Revenue rose 5% in Q3 2023[^1].",
+            "Revenue rose 5% in third quarter 2023.",
+        ),
+        (
+            "Revenue rose 5% in third quarter 2023[^1].",
+            "Revenue rose 5% in Q3 2023.",
+        ),
+        (
+            "Profit fell in FY2023[^1].",
+            "Profit fell in fiscal year 2023.",
+        ),
+        (
+            "Profit fell in fiscal year 2023[^1].",
+            "Profit fell in FY2023.",
+        ),
+        ("Sales grew in H1 2024[^1].", "Sales grew in 1st half 2024."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another quarter, another year: flagged, named as the claim writes it.
+    let min = GroundingSettings::default().min_support;
+    for (claim, missing) in [
+        ("Revenue rose 5% in Q2 2023[^1].", "q2"),
+        ("Profit fell in FY2022[^1].", "2022"),
+    ] {
+        let g = run(
+            claim,
+            &["Revenue rose 5% in Q3 2023. Profit fell in fiscal year 2023."],
+        );
+        assert_eq!(g.claims[0].unsupported_terms, [missing], "{claim}: {g:?}");
+        assert!(g.claims[0].support.unwrap() < min, "{claim}: {g:?}");
+    }
+}
+
+#[test]
 fn a_negative_number_is_not_its_positive() {
     for (claim, source) in [
         (
