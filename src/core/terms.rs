@@ -172,6 +172,7 @@ impl WordBits<'_> {
     }
 
     /// [`WordBits::find`] past the loaded block.
+    #[inline]
     fn find_on(&mut self, mut from: usize, word: bool) -> usize {
         let n = self.b.len();
         while from < n {
@@ -194,6 +195,7 @@ impl WordBits<'_> {
 /// `base` plus the word's start in `chunk`), as bytes: slicing ASCII needs
 /// no character-boundary checks. UAX #29 for ASCII: letters, digits and `_`
 /// join; `'` `.` `:` join letters; `,` `.` `'` `;` join digits.
+#[inline]
 pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'a [u8], usize)) {
     let b = chunk.as_bytes();
     let n = b.len();

@@ -239,6 +239,7 @@ impl SourceIndex {
 
     /// Empties the index for a record with `sources` sources; `ids_reset`:
     /// the folder's ids started over, so old marks mean nothing.
+    #[inline]
     pub(super) fn start(&mut self, sources: usize, ids_reset: bool) {
         self.marks.clear();
         self.wanted.clear();
@@ -267,6 +268,7 @@ impl SourceIndex {
     /// Adds source `idx` (once): every term by stem (numbers as written), and
     /// every pair of consecutive content terms (stop words skipped) by stem.
     /// A word of letters joined by `.` is also indexed part by part.
+    #[inline]
     pub(super) fn add(&mut self, idx: usize, text: &str, folder: &mut Folder, steps: &mut usize) {
         if self.built[idx] {
             return;
@@ -530,6 +532,7 @@ impl SourceIndex {
     /// sentence. Work bounded by [`POSTINGS`] per term. `seats` gets, per
     /// id, where it sits: [`IN_BEST`] (in the best sentence) and
     /// [`IN_BEST_TWO`] (in the best two), both for a term too common to list.
+    #[inline]
     pub(super) fn cover(
         &mut self,
         ids: &[u32],
