@@ -25,6 +25,16 @@ fn assert_fully_supported(answer: &str, source: &str) {
     assert_eq!(g.claims[0].support, Some(1.0), "{answer}: {g:?}");
 }
 
+/// Asserts that the one claim of `answer`, cited against `source`, misses
+/// exactly the terms `missing` (as its finding names them) and is flagged
+/// at the default `min_support`.
+fn assert_flagged_missing(answer: &str, source: &str, missing: &[&str]) {
+    let g = run(answer, &[source]);
+    assert_eq!(g.claims[0].unsupported_terms, missing, "{answer}: {g:?}");
+    let min = GroundingSettings::default().min_support;
+    assert!(g.claims[0].support.unwrap() < min, "{answer}: {g:?}");
+}
+
 /// `claim`, cited against `source`, has every word found, no contradiction,
 /// and is not flagged at the default `min_support`.
 fn assert_found_not_flagged(claim: &str, source: &str) {
@@ -1740,14 +1750,10 @@ fn an_iso_date_is_the_date_written_out() {
         "The treaty was signed on 2004-05-12 in Dublin.",
     );
     // Another day is another date, named by the claim's own digits.
-    let g = run(
+    assert_flagged_missing(
         "The treaty was signed on 2004-05-13 in Dublin[^1].",
-        &["The treaty was signed on May 12, 2004 in Dublin."],
-    );
-    assert_eq!(g.claims[0].unsupported_terms, ["13"], "{g:?}");
-    assert!(
-        g.claims[0].support.unwrap() < GroundingSettings::default().min_support,
-        "{g:?}"
+        "The treaty was signed on May 12, 2004 in Dublin.",
+        &["13"],
     );
     // A season is two years, not a date.
     assert_fully_supported(
@@ -1798,25 +1804,23 @@ fn a_date_is_the_same_date_however_it_is_written() {
         "The treaty was signed on 2004-05-12 in Dublin.",
     ] {
         assert_fully_supported("The treaty was signed in May 2004[^1].", source);
-        let g = run("The treaty was signed in May 2005[^1].", &[source]);
-        assert_eq!(g.claims[0].unsupported_terms, ["2005"], "{g:?}");
+        assert_flagged_missing("The treaty was signed in May 2005[^1].", source, &["2005"]);
     }
-    // Another day is another date, named as the claim writes it.
-    let g = run(
-        "The treaty was signed on 13 May 2004 in Dublin[^1].",
-        &["The treaty was signed on May 12, 2004 in Dublin."],
-    );
-    assert_eq!(g.claims[0].unsupported_terms, ["13"], "{g:?}");
-    assert!(
-        g.claims[0].support.unwrap() < GroundingSettings::default().min_support,
-        "{g:?}"
-    );
-    // Another month too.
-    let g = run(
-        "The treaty was signed on 12 June 2004 in Dublin[^1].",
-        &["The treaty was signed on May 12, 2004 in Dublin."],
-    );
-    assert_eq!(g.claims[0].unsupported_terms, ["june"], "{g:?}");
+    // Another day is another date, named as the claim writes it; another
+    // month too.
+    for (claim, missing) in [
+        ("The treaty was signed on 13 May 2004 in Dublin[^1].", "13"),
+        (
+            "The treaty was signed on 12 June 2004 in Dublin[^1].",
+            "june",
+        ),
+    ] {
+        assert_flagged_missing(
+            claim,
+            "The treaty was signed on May 12, 2004 in Dublin.",
+            &[missing],
+        );
+    }
 }
 
 #[test]
@@ -1843,17 +1847,15 @@ fn a_period_written_short_is_its_words() {
         assert_fully_supported(claim, source);
     }
     // Another quarter, another year: flagged, named as the claim writes it.
-    let min = GroundingSettings::default().min_support;
     for (claim, missing) in [
         ("Revenue rose 5% in Q2 2023[^1].", "q2"),
         ("Profit fell in FY2022[^1].", "2022"),
     ] {
-        let g = run(
+        assert_flagged_missing(
             claim,
-            &["Revenue rose 5% in Q3 2023. Profit fell in fiscal year 2023."],
+            "Revenue rose 5% in Q3 2023. Profit fell in fiscal year 2023.",
+            &[missing],
         );
-        assert_eq!(g.claims[0].unsupported_terms, [missing], "{claim}: {g:?}");
-        assert!(g.claims[0].support.unwrap() < min, "{claim}: {g:?}");
     }
 }
 
@@ -1872,7 +1874,6 @@ fn a_negative_number_is_not_its_positive() {
     ] {
         assert_fully_supported(claim, source);
     }
-    let min = GroundingSettings::default().min_support;
     for (claim, source, missing) in [
         (
             "The temperature fell to 5 degrees[^1].",
@@ -1890,9 +1891,7 @@ fn a_negative_number_is_not_its_positive() {
             "minus 5",
         ),
     ] {
-        let g = run(claim, &[source]);
-        assert_eq!(g.claims[0].unsupported_terms, [missing], "{claim}: {g:?}");
-        assert!(g.claims[0].support.unwrap() < min, "{claim}: {g:?}");
+        assert_flagged_missing(claim, source, &[missing]);
     }
 }
 
