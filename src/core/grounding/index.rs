@@ -14,7 +14,7 @@ use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
     Date, PER, Period, Words, closed_compound, currency_before, date, for_each_word, glued_unit,
-    may_open_date, minus_before, per_unit, period, skipped, spelled_run, with_minus, with_scale,
+    may_open_date, number_text, per_unit, period, skipped, spelled_run,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -847,22 +847,14 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if may_open_date(self.at.bytes, off, w.len()) {
             self.date(off, w);
         }
-        if minus_before(self.at.bytes, off).is_some() {
-            return self.signed(w, off, ascii);
-        }
-        if self.at.bytes.get(off + w.len()) == Some(&b' ') {
-            return self.number(w, off, ascii);
+        // A negative number ("-5", "minus 5"), or one a scale may follow
+        // ("1.2 million"): written out, as claims read it.
+        let mut written = ([0u8; 48], [0u8; 49]);
+        let (text, sign) = number_text(self.at.bytes, off, w.len(), &mut written);
+        if sign.is_some() || self.at.bytes.get(off + w.len()) == Some(&b' ') {
+            return self.take(text, off, ascii);
         }
         self.plain(w, off, ascii, joint);
-    }
-
-    /// A negative number ("-5", "minus 5"): with its sign (and its scale),
-    /// as claims read it.
-    fn signed(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let mut written = [0u8; 48];
-        let w = with_scale(self.at.bytes, w, off + w.len(), &mut written);
-        let mut out = [0u8; 49];
-        self.take(with_minus(w, &mut out), off, ascii);
     }
 
     /// "e-mail", read as its two words, is also read as "email": a term of
@@ -929,15 +921,6 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                 .key();
             self.pair(pair_hash(month, year));
         }
-    }
-
-    /// A number a word follows: with its scale ("1.2 million"), written
-    /// out. Kept out of the loop.
-    #[inline(never)]
-    fn number(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let mut written = [0u8; 48];
-        let w = with_scale(self.at.bytes, w, off + w.len(), &mut written);
-        self.take(w, off, ascii);
     }
 
     /// The word `w` read at `off`, in the sentence it is in.
@@ -1140,15 +1123,10 @@ impl Words for NegationScan<'_> {
             let p = self.folder.fold_packed(part, true);
             self.word(p.id(), p.function(), p.negation());
         }
-        let mut scaled = [0u8; 48];
+        let mut written;
         let w = if w[0].is_ascii_digit() {
-            with_scale(self.at.bytes, w, off + w.len(), &mut scaled)
-        } else {
-            w
-        };
-        let mut signed = [0u8; 49];
-        let w = if w[0].is_ascii_digit() && minus_before(self.at.bytes, off).is_some() {
-            with_minus(w, &mut signed)
+            written = ([0u8; 48], [0u8; 49]);
+            number_text(self.at.bytes, off, w.len(), &mut written).0
         } else {
             w
         };

@@ -402,23 +402,48 @@ fn sign_before(bytes: &[u8], at: usize) -> Option<usize> {
     } else if let Some(r) = before.strip_suffix("\u{2212}".as_bytes()) {
         (r, 3)
     } else {
-        let r = before.strip_suffix(b" ")?;
-        let n = r
-            .iter()
-            .rev()
-            .take_while(|b| b.is_ascii_alphabetic())
-            .count();
-        return r[r.len() - n..]
+        let word = trailing_letters(before.strip_suffix(b" ")?);
+        return word
             .eq_ignore_ascii_case(b"minus")
-            .then_some(n + 1);
+            .then_some(word.len() + 1);
     };
     rest.last()
         .is_none_or(|b| matches!(b, b' ' | b'(' | b'[' | b'"' | b'\n' | b'\t'))
         .then_some(sign)
 }
 
+/// The run of ASCII letters that ends `s` ("May" of "on May").
+fn trailing_letters(s: &[u8]) -> &[u8] {
+    let n = s
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_alphabetic())
+        .count();
+    &s[s.len() - n..]
+}
+
+/// Room for a number written out: with its scale, then with its sign.
+pub(super) type NumberText = ([u8; 48], [u8; 49]);
+
+/// The number at `at..at + len` as claims and sources read it: with its
+/// scale ("1.2 million": 1200000) and its sign ("-5", "minus 5"), and how
+/// many bytes before `at` its sign starts, if it has one.
+#[inline(never)]
+pub(super) fn number_text<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    len: usize,
+    (scaled, signed): &'a mut NumberText,
+) -> (&'a [u8], Option<usize>) {
+    let w = with_scale(bytes, &bytes[at..at + len], at + len, scaled);
+    match minus_before(bytes, at) {
+        Some(k) => (with_minus(w, signed), Some(k)),
+        None => (w, None),
+    }
+}
+
 /// `number` with a minus sign before it, into `out`.
-pub(super) fn with_minus<'a>(number: &[u8], out: &'a mut [u8; 49]) -> &'a [u8] {
+fn with_minus<'a>(number: &[u8], out: &'a mut [u8; 49]) -> &'a [u8] {
     let n = number.len().min(48);
     out[0] = b'-';
     out[1..=n].copy_from_slice(&number[..n]);
@@ -889,15 +914,14 @@ fn period_words(w: &[u8]) -> Option<Period> {
             .contains(&d)
             .then(|| ORDINALS[usize::from(d - b'1')])
     };
-    let words = match *w {
-        [b'Q', d] => [ordinal(d, b'4')?, b"quarter".as_slice()],
-        [b'H', d] => [ordinal(d, b'2')?, b"half".as_slice()],
+    let (words, rest) = match *w {
+        [b'Q', d] => ([ordinal(d, b'4')?, b"quarter".as_slice()], w.len()),
+        [b'H', d] => ([ordinal(d, b'2')?, b"half".as_slice()], w.len()),
         [b'F', b'Y', ref year @ ..] if year.len() == 4 && year.iter().all(u8::is_ascii_digit) => {
-            [b"fiscal".as_slice(), b"year".as_slice()]
+            ([b"fiscal".as_slice(), b"year".as_slice()], 2)
         }
         _ => return None,
     };
-    let rest = if w[0] == b'F' { 2 } else { w.len() };
     Some(Period { words, rest })
 }
 
@@ -972,11 +996,7 @@ fn may_glue_unit(w: &[u8]) -> bool {
 
 #[inline(never)]
 fn unit_split(w: &[u8]) -> Option<usize> {
-    let n = w.len()
-        - w.iter()
-            .rev()
-            .take_while(|b| b.is_ascii_alphabetic())
-            .count();
+    let n = w.len() - trailing_letters(w).len();
     let mut buf = [0u8; 16];
     let unit = lower_case(&w[n..], &mut buf)?;
     let known = GLUED_UNITS
@@ -1155,16 +1175,12 @@ fn month_first(bytes: &[u8], at: usize, len: usize) -> Option<Date> {
     }
     let before = &bytes[..at - 1];
     let before = before.strip_suffix(b".").unwrap_or(before);
-    let n = before
-        .iter()
-        .rev()
-        .take_while(|b| b.is_ascii_alphabetic())
-        .count();
-    let from = before.len() - n;
+    let name = trailing_letters(before);
+    let (from, n) = (before.len() - name.len(), name.len());
     if from > 0 && bytes[from - 1].is_ascii_alphanumeric() {
         return None;
     }
-    let month = month_named(&before[from..])?;
+    let month = month_named(name)?;
     Some(Date {
         month: (month, from, n),
         month_first_read: false,

@@ -15,8 +15,8 @@ use super::initials::{
 };
 use super::lexicon::{
     PER, Period, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
-    minus_before, name_into, per_unit, period, skipped, source_reference, spelled_other,
-    spelled_run, with_minus, with_scale,
+    name_into, number_text, per_unit, period, skipped, source_reference, spelled_other,
+    spelled_run,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -246,12 +246,9 @@ fn read_claims(
             let mut w = &bytes[at..at + len];
             // "km/h": "per" and the unit's word ("hour"), as sources read it.
             if let Some(unit) = per_unit(bytes, at, len) {
-                let folded = folder.fold_packed(PER, true);
-                let term = Term::new(folder, folded, TermClass::Word, at - 1, 1);
-                if declare {
-                    want(index, folder, &term);
-                }
-                all_terms.push(term);
+                let from = all_terms.len();
+                all_terms.push(implied_term(folder, PER, at - 1, 1));
+                declare_terms(declare, index, folder, &all_terms[from..]);
                 w = unit;
             }
             // "Q3": "3rd quarter"; "FY2023": "fiscal year", then "2023".
@@ -259,11 +256,7 @@ fn read_claims(
                 Some(p) => {
                     let from = all_terms.len();
                     period_terms(folder, &p, (at, len), all_terms);
-                    if declare {
-                        for t in &all_terms[from..] {
-                            want(index, folder, t);
-                        }
-                    }
+                    declare_terms(declare, index, folder, &all_terms[from..]);
                     checkable = true;
                     if p.rest == len {
                         continue;
@@ -277,12 +270,9 @@ fn read_claims(
             if w[0].is_ascii_digit() {
                 // "$5": the sign is a word of its own ("dollar"), before the number.
                 if let Some((word, sign)) = currency_before(bytes, at) {
-                    let folded = folder.fold_packed(word, true);
-                    let term = Term::new(folder, folded, TermClass::Word, at - sign, sign);
-                    if declare {
-                        want(index, folder, &term);
-                    }
-                    all_terms.push(term);
+                    let from = all_terms.len();
+                    all_terms.push(implied_term(folder, word, at - sign, sign));
+                    declare_terms(declare, index, folder, &all_terms[from..]);
                 }
                 // "2004-05-12", "12 May": the month's name (and an ISO date's
                 // day) first.
@@ -291,18 +281,17 @@ fn read_claims(
                     if let Some(end) = date_terms(folder, (bytes, at, len), all_terms) {
                         address_end = end;
                     }
-                    if declare {
-                        for t in &all_terms[from..] {
-                            want(index, folder, t);
-                        }
-                    }
+                    declare_terms(declare, index, folder, &all_terms[from..]);
                 }
             }
             // "1.2 million", "-5": one number, written out.
             let mut written;
             let (w, at, len) = if w[0].is_ascii_digit() {
                 written = ([0u8; 48], [0u8; 49]);
-                number_text(bytes, at, len, &mut written)
+                // A finding names a negative number with its sign.
+                let (text, sign) = number_text(bytes, at, len, &mut written);
+                let k = sign.unwrap_or(0);
+                (text, at - k, len + k)
             } else {
                 (w, at, len)
             };
@@ -393,11 +382,8 @@ fn read_claims(
         if covered && !checkable {
             cited.clear();
         }
-        if covered && !cited.is_empty() && !index.wants_every_term() {
-            for t in &all_terms[from..] {
-                want(index, folder, t);
-            }
-        }
+        let declare_now = covered && !cited.is_empty() && !index.wants_every_term();
+        declare_terms(declare_now, index, folder, &all_terms[from..]);
         claim_parts.push(ClaimParts {
             cites: own,
             cited,
@@ -412,6 +398,25 @@ fn number_other(folder: &mut Folder, w: &[u8]) -> u32 {
         .ok()
         .and_then(|w| spelled_other(w, true))
         .map_or(NO_WORD, |o| folder.fold(o, true).id)
+}
+
+/// A word the claim's text implies, named by the text at `at..at + len`
+/// that implies it: "dollar" for "$", "per" for the slash of "km/h".
+#[inline(always)]
+fn implied_term(folder: &mut Folder, word: &[u8], at: usize, len: usize) -> Term {
+    let folded = folder.fold_packed(word, true);
+    Term::new(folder, folded, TermClass::Word, at, len)
+}
+
+/// Declares `terms` to the index when the claim declares as it reads
+/// (see [`want`]).
+#[inline(always)]
+fn declare_terms(declare: bool, index: &mut SourceIndex, folder: &mut Folder, terms: &[Term]) {
+    if declare {
+        for t in terms {
+            want(index, folder, t);
+        }
+    }
 }
 
 /// The words of the period the claim's word at `at..at + len` writes
@@ -429,24 +434,6 @@ fn period_terms(folder: &mut Folder, p: &Period, (at, len): (usize, usize), out:
             other,
             ..Term::new(folder, folded, class, at, len)
         });
-    }
-}
-
-/// The number at `at..at + len` as claims and sources read it: with its
-/// scale ("1.2 million": 1200000) and its sign ("-5", "minus 5"), and
-/// where its text starts and how long it is, the sign included (a finding
-/// names it so).
-#[inline(never)]
-fn number_text<'a>(
-    bytes: &'a [u8],
-    at: usize,
-    len: usize,
-    (scaled, signed): &'a mut ([u8; 48], [u8; 49]),
-) -> (&'a [u8], usize, usize) {
-    let w = with_scale(bytes, &bytes[at..at + len], at + len, scaled);
-    match minus_before(bytes, at) {
-        Some(k) => (with_minus(w, signed), at - k, len + k),
-        None => (w, at, len),
     }
 }
 
