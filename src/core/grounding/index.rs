@@ -13,8 +13,8 @@
 use super::cache::{SourceCache, Summary};
 use super::claims::{ends_between, sentence_end};
 use super::lexicon::{
-    Date, PER, Period, Words, closed_compound, currency_before, date, for_each_word, glued_unit,
-    may_open_date, number_text, per_unit, period, skipped, spelled_run,
+    Date, PER, Period, Words, answer_particle, closed_compound, currency_before, date,
+    for_each_word, glued_unit, may_open_date, number_text, per_unit, period, skipped, spelled_run,
 };
 #[cfg(test)]
 use super::memo::WordInfo;
@@ -720,6 +720,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if info.function() {
             return (None, info.negation());
         }
+        if info.negation() && off.is_some_and(|o| answer_particle(self.at.bytes, o, w.len())) {
+            return (None, false);
+        }
         // A stop word leaves `alt` for the next content word.
         // A summary keeps every pair (a later answer may ask for any).
         for (p, p_wanted) in self.prev.into_iter().chain(alt.take()) {
@@ -1133,6 +1136,9 @@ impl Words for NegationScan<'_> {
         let mut info = self.folder.fold_packed(w, ascii);
         if info.spelled().is_some() {
             info = self.at.spelled_number(self.folder, info, w, Some(off));
+        }
+        if info.negation() && answer_particle(self.at.bytes, off, w.len()) {
+            return;
         }
         self.word(info.id(), info.function(), info.negation());
         if info.number() || !info.dotted() {

@@ -596,6 +596,28 @@ pub(super) fn is_negation(lower: &str) -> bool {
     NEGATIONS.binary_search(&lower).is_ok() || lower.ends_with("n't")
 }
 
+/// Whether the word at `at..at + len` of `bytes` is a "no" that answers a
+/// question ("No, the fund is closed to new investors."): first in its
+/// sentence, and followed by a comma or an exclamation mark. Such a "no"
+/// negates nothing after it and states nothing a source could hold, so
+/// claims and sources alike read it as a filler.
+pub(super) fn answer_particle(bytes: &[u8], at: usize, len: usize) -> bool {
+    if !bytes[at..at + len].eq_ignore_ascii_case(b"no") {
+        return false;
+    }
+    let after = bytes[at + len..].iter().find(|b| !b.is_ascii_whitespace());
+    if !matches!(after, Some(b',' | b'!')) {
+        return false;
+    }
+    // Quotes and brackets may open the sentence; a citation marker ("[^1]")
+    // may close the one before.
+    let before = bytes[..at]
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace() && !matches!(b, b'"' | b'\'' | b'('));
+    matches!(before, None | Some(b'.' | b'?' | b'!' | b':' | b']'))
+}
+
 /// Case folding into a reused buffer. Numbers drop their digit-group
 /// separators so `1,000` and `1000` agree, and an ordinal or plural suffix
 /// after the last digit so `7th` and `7`, `1960s` and `1960` agree.
@@ -1629,6 +1651,32 @@ mod tests {
         }
         assert_eq!(spelled_other("1000", true), Some("thousand"));
         assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
+
+    #[test]
+    fn a_no_answers_a_question_first_in_its_sentence_before_a_comma() {
+        let particle = |text: &str| {
+            let at = text.find("No").or_else(|| text.find("no")).unwrap();
+            answer_particle(text.as_bytes(), at, 2)
+        };
+        for yes in [
+            "No, it is closed.",
+            "no , it is closed.",
+            "No! It is closed.",
+            "Is it open? No, it is closed.",
+            "Q: Is it open? A: No, it is closed.",
+            "It opened in May[^1]. \"No, it is closed.\"",
+        ] {
+            assert!(particle(yes), "{yes}");
+        }
+        for no in [
+            "No fee is charged.",
+            "No. It is closed.",
+            "There is no, or almost no, fee.",
+            "It has no fee, and no minimum.",
+        ] {
+            assert!(!particle(no), "{no}");
+        }
     }
 
     #[test]

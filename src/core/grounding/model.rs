@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2066, // intercept
-    -0.2667, // found
-    -2.9319, // entity_missing
-    1.2091,  // entity_missing_share
-    0.2153,  // pairs
-    0.0162,  // best_sentence
-    0.3121,  // best_two_sentences
-    0.5942,  // length
-    -0.1627, // function_words
-    -0.2295, // missing
-    -0.4883, // entity_aside
-    -0.2347, // pairs_missing
-    -0.8073, // short_scattered
-    -1.2945, // short_pairs_missing
-    0.0886,  // source_sentences
-    1.4056,  // answer_found
-    1.1206,  // answer_words_found
+    -2.2041, // intercept
+    -0.2713, // found
+    -2.9291, // entity_missing
+    1.2117,  // entity_missing_share
+    0.2299,  // pairs
+    0.0040,  // best_sentence
+    0.3086,  // best_two_sentences
+    0.5958,  // length
+    -0.1668, // function_words
+    -0.2361, // missing
+    -0.4920, // entity_aside
+    -0.2299, // pairs_missing
+    -0.7915, // short_scattered
+    -1.3036, // short_pairs_missing
+    0.0892,  // source_sentences
+    1.3968,  // answer_found
+    1.1282,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

@@ -14,9 +14,9 @@ use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
 };
 use super::lexicon::{
-    PER, Period, closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
-    name_into, number_text, per_unit, period, skipped, source_reference, spelled_other,
-    spelled_run,
+    PER, Period, answer_particle, closed_compound, currency_before, date, for_each_word,
+    glued_unit, may_open_date, name_into, number_text, per_unit, period, skipped, source_reference,
+    spelled_other, spelled_run,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
@@ -321,7 +321,7 @@ fn read_claims(
             let class = if !number {
                 let info = folded;
                 negation = info.negation();
-                if info.filler() {
+                if info.filler() || (negation && answer_particle(bytes, at, len)) {
                     continue;
                 }
                 let stop = info.stop();

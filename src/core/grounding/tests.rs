@@ -796,6 +796,38 @@ fn negation_is_strict_both_ways() {
 }
 
 #[test]
+fn a_no_that_answers_a_question_negates_nothing() {
+    let source = "The fund is not open to retail investors. It is reserved for institutions.";
+    // The answer's "No," answers the question; the "not" after it is the
+    // one negation, and the source states it.
+    assert_fully_supported("No, the fund is not open to retail investors[^1].", source);
+    assert_fully_supported("No, it is reserved for institutions[^1].", source);
+    // The "No," does not stand for the source's "not": the claim that
+    // drops the "not" is contradicted.
+    let g = run("No, the fund is open to retail investors[^1].", &[source]);
+    let c = &g.claims[0];
+    let min = GroundingSettings::default().min_support;
+    assert!(c.contradicted && c.support.unwrap() < min, "{g:?}");
+    // A source's "No," (a questions-and-answers page) negates nothing
+    // after it either.
+    assert_fully_supported(
+        "Accounts opened online get a welcome bonus[^1].",
+        "Is there a fee for opening an account? No, accounts opened online get a welcome bonus instead.",
+    );
+    // Anywhere else, or before a noun, "no" is a negation.
+    assert_flagged_missing(
+        "There is no fee for accounts opened online[^1].",
+        "There is a fee for accounts opened online.",
+        &["no"],
+    );
+    assert_flagged_missing(
+        "No fee is charged for accounts opened online[^1].",
+        "A fee is charged for accounts opened online.",
+        &["no"],
+    );
+}
+
+#[test]
 fn spelling_variants_are_found() {
     assert_fully_supported(
         "It was the people’s choice in the 2000's[^1].",
