@@ -206,10 +206,12 @@ pub(super) const STOP_WORDS: &[&str] = &[
     "yourselves",
 ];
 
-/// Conversational fillers (sorted): never a term, whatever the weights.
+/// Conversational fillers and discourse connectives ("however",
+/// "moreover"), sorted: never a term, whatever the weights.
 pub(super) const FILLERS: &[&str] = &[
     "absolutely",
     "actually",
+    "additionally",
     "ah",
     "certainly",
     // Latin abbreviations ("e.g.", "i.e.") introduce, they do not state.
@@ -217,12 +219,18 @@ pub(super) const FILLERS: &[&str] = &[
     "definitely",
     "e.g",
     "etc",
+    "furthermore",
     "hmm",
+    "however",
     "i.e",
+    "importantly",
     "indeed",
     "lol",
     // Before a number, its sign ("minus 5" is "-5": `minus_before`).
     "minus",
+    "moreover",
+    "nevertheless",
+    "nonetheless",
     "oh",
     "ok",
     "okay",
@@ -518,6 +526,28 @@ const ON: List = List::new(&["on"]);
 const AS: List = List::new(&["as"]);
 const BY_IN: List = List::new(&["by", "in"]);
 const THAT: List = List::new(&["that"]);
+const IN_TO: List = List::new(&["in", "to"]);
+const SUMMING: List = List::new(&[
+    "brief",
+    "conclusion",
+    "short",
+    "sum",
+    "summarise",
+    "summarize",
+    "summary",
+]);
+const UP: List = List::new(&["up"]);
+const OVERALL: List = List::new(&["overall"]);
+const IT: List = List::new(&["it"]);
+const IS: List = List::new(&["is"]);
+const ITS: List = List::new(&["it's", "it’s"]);
+const WORTHY: List = List::new(&["important", "worth"]);
+const NOTING: List = List::new(&["mention", "mentioning", "note", "noting"]);
+const PLEASE: List = List::new(&["please"]);
+const NOTE: List = List::new(&["note"]);
+const KEEP: List = List::new(&["keep"]);
+const IN: List = List::new(&["in"]);
+const MIND: List = List::new(&["mind"]);
 
 /// Which of a claim's `n` words (word `i` is `word(i)`) refer to the
 /// sources rather than state anything, as `(lead, trail)`: words before
@@ -536,7 +566,37 @@ pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -
         while is(i, &ADJECTIVE) {
             i += 1;
         }
-        is(i, &NOUN).then_some(i + 1)
+        // "the documents provided": an adjective may follow its noun.
+        is(i, &NOUN).then(|| i + 1 + usize::from(is(i + 1, &ADJECTIVE)))
+    };
+    // A summing-up or a call to note, from `i` ("In summary", "Overall",
+    // "It is important to note that", "Keep in mind that"): where it ends.
+    let discourse = |i: usize| {
+        if is(i, &IN_TO) && is(i + 1, &SUMMING) {
+            return Some(i + 2 + usize::from(is(i + 2, &UP)));
+        }
+        if is(i, &OVERALL) {
+            return Some(i + 1);
+        }
+        let it = if is(i, &IT) && is(i + 1, &IS) {
+            2
+        } else {
+            usize::from(is(i, &ITS))
+        };
+        if it > 0 {
+            let mut j = i + it;
+            if !is(j, &WORTHY) {
+                return None;
+            }
+            j += 1 + usize::from(is(j + 1, &TO));
+            return is(j, &NOTING).then(|| j + 1 + usize::from(is(j + 1, &THAT)));
+        }
+        let j = i + usize::from(is(i, &PLEASE));
+        if is(j, &NOTE) && is(j + 1, &THAT) {
+            return Some(j + 2);
+        }
+        (is(i, &KEEP) && is(i + 1, &IN) && is(i + 2, &MIND))
+            .then(|| i + 3 + usize::from(is(i + 3, &THAT)))
     };
     // "according to …" / "based on …" from `i`: where it ends.
     let attributed = |i: usize| {
@@ -547,8 +607,15 @@ pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -
         }
     };
     let mut start = 0;
-    while is(start, &FILLER) {
-        start += 1;
+    let mut opened = 0;
+    loop {
+        while is(start, &FILLER) {
+            start += 1;
+        }
+        match discourse(start) {
+            Some(end) => (start, opened) = (end, end),
+            None => break,
+        }
     }
     let lead = attributed(start)
         .or_else(|| {
@@ -561,10 +628,12 @@ pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -
                 .filter(|&i| is(i, &VERB))
                 .map(|i| i + 1 + usize::from(is(i + 1, &THAT)))
         })
-        .unwrap_or(0);
+        .unwrap_or(opened);
     // A closing phrase ends with its noun; the shortest is "according to
     // sources" (three words), the longest looked for eight.
-    let trail = if n > lead && is(n - 1, &NOUN) {
+    let ends_noun = is(n.wrapping_sub(1), &NOUN)
+        || (is(n.wrapping_sub(1), &ADJECTIVE) && is(n.wrapping_sub(2), &NOUN));
+    let trail = if n > lead && ends_noun {
         (lead..n.saturating_sub(2))
             .rev()
             .take(6)

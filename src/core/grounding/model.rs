@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2041, // intercept
-    -0.2713, // found
-    -2.9291, // entity_missing
-    1.2117,  // entity_missing_share
-    0.2299,  // pairs
-    0.0040,  // best_sentence
-    0.3086,  // best_two_sentences
-    0.5958,  // length
-    -0.1668, // function_words
-    -0.2361, // missing
-    -0.4920, // entity_aside
-    -0.2299, // pairs_missing
-    -0.7915, // short_scattered
-    -1.3036, // short_pairs_missing
-    0.0892,  // source_sentences
-    1.3968,  // answer_found
-    1.1282,  // answer_words_found
+    -2.1897, // intercept
+    -0.2661, // found
+    -2.9236, // entity_missing
+    1.2192,  // entity_missing_share
+    0.2224,  // pairs
+    0.0145,  // best_sentence
+    0.2970,  // best_two_sentences
+    0.5797,  // length
+    -0.1436, // function_words
+    -0.2333, // missing
+    -0.4551, // entity_aside
+    -0.2325, // pairs_missing
+    -0.7845, // short_scattered
+    -1.2989, // short_pairs_missing
+    0.0829,  // source_sentences
+    1.3998,  // answer_found
+    1.1277,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

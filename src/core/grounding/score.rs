@@ -343,6 +343,8 @@ fn read_claims(
                     TermClass::Entity
                 } else if stop {
                     TermClass::Function
+                } else if spelled_cardinal(w, folded) {
+                    TermClass::Number
                 } else {
                     TermClass::Word
                 }
@@ -390,6 +392,17 @@ fn read_claims(
             terms: from..all_terms.len(),
         });
     }
+}
+
+/// Whether the word `w` is a number from two up spelled in letters
+/// ("six", "twenty"): a count the sources must state, as digits or words,
+/// like any number. "One" is also a pronoun ("one of them"), and the
+/// ordinals "first" and "second" are as often no count at all.
+fn spelled_cardinal(w: &[u8], folded: Packed) -> bool {
+    folded.spelled().is_some_and(|d| d != "1")
+        && ![&b"th"[..], b"st", b"nd", b"rd"]
+            .iter()
+            .any(|end| w.len() > 2 && w[w.len() - 2..].eq_ignore_ascii_case(end))
 }
 
 /// The other spelling of the number `w` ("two" for "2"), or [`NO_WORD`].

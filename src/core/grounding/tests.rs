@@ -1234,6 +1234,35 @@ fn words_that_name_the_sources_are_not_claimed() {
 }
 
 #[test]
+fn an_answer_s_summing_up_and_its_connectives_are_not_claimed() {
+    let source = "Revenue grew 5% in 2023, driven by strong demand in Europe.";
+    for answer in [
+        "In summary, revenue grew 5% in 2023[^1].",
+        "Overall, revenue grew 5% in 2023[^1].",
+        "To sum up, revenue grew 5% in 2023[^1].",
+        "It is important to note that revenue grew 5% in 2023[^1].",
+        "It's worth noting that revenue grew 5% in 2023[^1].",
+        "Note that revenue grew 5% in 2023[^1].",
+        "Keep in mind that revenue grew 5% in 2023[^1].",
+        "In conclusion, based on the documents provided, revenue grew 5% in 2023[^1].",
+        "Revenue grew 5% in 2023, according to the documents provided[^1].",
+        "Additionally, revenue grew 5% in 2023[^1].",
+        "However, revenue grew 5% in 2023[^1].",
+        "Revenue, however, grew 5% in 2023[^1].",
+    ] {
+        assert_fully_supported(answer, source);
+    }
+    // What follows them is still checked.
+    assert_flagged_missing("In summary, revenue grew 7% in 2023[^1].", source, &["7"]);
+    let g = run("Overall, revenue did not grow in 2023[^1].", &[source]);
+    let min = GroundingSettings::default().min_support;
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+    // Only as an opening: within a claim, "summary" is a word to find.
+    let g = run("Revenue grew 5% in 2023 in summary[^1].", &[source]);
+    assert!(g.claims[0].support.unwrap() < 1.0, "{g:?}");
+}
+
+#[test]
 fn a_number_is_found_however_it_is_written() {
     let pairs = [
         (
@@ -1390,6 +1419,34 @@ fn a_number_spelled_in_words_is_its_digits() {
         assert!(g.claims[0].support.unwrap() < min, "{claim}: {g:?}");
     }
     assert_fully_supported("Pick one or two options[^1].", "Pick one or two options.");
+    // A count spelled in one word is a number too: another count is
+    // flagged, the same count in digits is found.
+    assert_flagged_missing(
+        "Withdrawals are limited to seven per month[^1].",
+        "Withdrawals are limited to six per month.",
+        &["seven"],
+    );
+    assert_fully_supported(
+        "Withdrawals are limited to six per month[^1].",
+        "Withdrawals are limited to 6 per month.",
+    );
+    assert_fully_supported(
+        "Withdrawals are limited to 6 per month[^1].",
+        "Withdrawals are limited to six per month.",
+    );
+    // "One" and the ordinals "first" and "second" stay words: missing, they
+    // break no rule, and the model weighs them.
+    for claim in ["One fund is closed", "The second fund is closed"] {
+        let g = run(&format!("{claim}[^1]."), &["The other fund is closed."]);
+        let rule = g.claims[0].evidence.map(|e| e.rule);
+        assert_eq!(rule, Some(None), "{claim}: {g:?}");
+    }
+    let g = run("Two funds are closed[^1].", &["Three funds are closed."]);
+    assert_eq!(
+        g.claims[0].evidence.map(|e| e.rule),
+        Some(Some(0.0)),
+        "{g:?}"
+    );
     let g = run(
         "He came second in nineteen eighty[^1].",
         &["He came second in 1980."],
