@@ -67,6 +67,11 @@ pub(super) struct SourceIndex {
     /// content words: (sentence, word id, right after a negation), sorted.
     negations_read: Vec<bool>,
     negated: Vec<(u32, u32, bool)>,
+    /// The record's cited claims ask no question: the yes/no questions of
+    /// its sources are not read (see [`SourceIndex::leave_out_questions`]).
+    statements_only: bool,
+    /// A source's text with those questions blanked out.
+    blanked: Vec<u8>,
 }
 
 /// The terms a record's claims ask about: a bit per word id (a quick no for
@@ -205,6 +210,8 @@ impl SourceIndex {
             wanted: Wanted::default(),
             negations_read: Vec::new(),
             negated: Vec::new(),
+            statements_only: false,
+            blanked: Vec::new(),
         }
     }
 
@@ -237,10 +244,22 @@ impl SourceIndex {
         self.wanted.all = true;
     }
 
+    /// Whether the yes/no questions of the sources are left out: when the
+    /// record's cited claims ask no question, such a question in a source
+    /// ("Does the account pay interest monthly?") states nothing they could
+    /// be supported by, and it is read as blank (see [`blank_questions`]).
+    /// A cited question reads them, so a question copied from a source
+    /// still finds itself. Set before the first source is added; `start`
+    /// sets it back to false.
+    pub(super) fn leave_out_questions(&mut self, yes: bool) {
+        self.statements_only = yes;
+    }
+
     /// Empties the index for a record with `sources` sources; `ids_reset`:
     /// the folder's ids started over, so old marks mean nothing.
     #[inline]
     pub(super) fn start(&mut self, sources: usize, ids_reset: bool) {
+        self.statements_only = false;
         self.marks.clear();
         self.wanted.clear();
         self.wanted.record_all = false;
@@ -277,6 +296,17 @@ impl SourceIndex {
         let bank = idx / 64;
         while self.banks.len() <= bank {
             self.banks.push(Table::with_capacity(256));
+        }
+        if self.statements_only && has_question(text.as_bytes()) {
+            // Another text than the source's: read, never summarised nor
+            // replayed.
+            let mut blanked = std::mem::take(&mut self.blanked);
+            match blank_questions(text, &mut blanked) {
+                Some(t) => self.read::<false>(idx, t, folder, steps),
+                None => self.read::<false>(idx, text, folder, steps),
+            }
+            self.blanked = blanked;
+            return;
         }
         let key = if bank == 0 {
             SourceCache::key(text)
@@ -459,7 +489,13 @@ impl SourceIndex {
                 .iter()
                 .rposition(|x| x.0 != idx)
                 .map_or(0, |p| p + 1) as u32;
-            let text = texts[idx as usize];
+            let mut blanked = std::mem::take(&mut self.blanked);
+            let text = match texts[idx as usize] {
+                t if self.statements_only && has_question(t.as_bytes()) => {
+                    blank_questions(t, &mut blanked).unwrap_or(t)
+                }
+                t => t,
+            };
             let mut scan = NegationScan {
                 folder,
                 at: Cursor::new(text.as_bytes()),
@@ -473,6 +509,7 @@ impl SourceIndex {
                 self.sentence_count[idx as usize],
                 "read again, a source has other sentences"
             );
+            self.blanked = blanked;
             self.negated.sort_unstable();
             self.negated.dedup();
         }
@@ -1173,6 +1210,116 @@ impl NegationScan<'_> {
             self.pending = false;
         }
     }
+}
+
+/// `text` with its yes/no questions blanked out (see [`opens_question`]):
+/// each byte of such a sentence, from its first word to its question
+/// mark, a space (newlines kept), so the words around it and the
+/// sentences before and after it read as they do in `text`. Written into
+/// `out`; `None` if it is not text (it always is: whole characters are
+/// blanked). Linear: each sentence is scanned once.
+fn blank_questions<'a>(text: &str, out: &'a mut Vec<u8>) -> Option<&'a str> {
+    let b = text.as_bytes();
+    out.clear();
+    out.extend_from_slice(b);
+    let mut at = 0;
+    while at < b.len() {
+        let (end, question) = sentence_close(b, at);
+        if question {
+            let first = (at..end)
+                .find(|&i| b[i].is_ascii_alphanumeric() || b[i] >= 0x80)
+                .unwrap_or(end);
+            if opens_question(b, first) {
+                for c in &mut out[first..end] {
+                    if *c != b'\n' {
+                        *c = b' ';
+                    }
+                }
+            }
+        }
+        at = if b.get(end) == Some(&b'\n') {
+            end + 1
+        } else {
+            end.max(at + 1)
+        };
+    }
+    std::str::from_utf8(out).ok()
+}
+
+/// Whether `b` holds a question: a `?` (or `？`) that ends a sentence.
+pub(super) fn has_question(b: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(p) = memchr::memchr2(b'?', 0xEF, &b[i..]) {
+        i += p;
+        if is_question_mark(b, i) && sentence_end(b, i, b.len()).1 {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+fn is_question_mark(b: &[u8], i: usize) -> bool {
+    b[i] == b'?' || b[i..].starts_with("？".as_bytes())
+}
+
+/// Words that open a yes/no question ("Does the account pay interest
+/// monthly?"): such a question states nothing, and the answer after it
+/// says whether it holds. A question that opens with "what", "which",
+/// "when" … is read: its words name what the answer after it is about
+/// ("What is the minimum balance? $500.").
+const ASKING: &[&[u8]] = &[
+    b"am", b"are", b"aren", b"can", b"could", b"couldn", b"did", b"didn", b"do", b"does", b"doesn",
+    b"don", b"had", b"hadn", b"has", b"hasn", b"have", b"haven", b"is", b"isn", b"may", b"might",
+    b"must", b"shall", b"should", b"shouldn", b"was", b"wasn", b"were", b"weren", b"will", b"won",
+    b"would", b"wouldn",
+];
+
+/// Whether the sentence whose first word is at `off` opens as a yes/no
+/// question does: with a word of [`ASKING`], after a "Q:" or "Question:"
+/// label if any.
+/// A sentence that opens as a statement and ends in `?` ("153 minutes of
+/// …, has the definition changed?", "He asked: what now?") still states
+/// what comes before its question.
+fn opens_question(b: &[u8], off: usize) -> bool {
+    let word = |at: usize| {
+        let n = b[at..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .count();
+        &b[at..at + n]
+    };
+    let mut w = word(off);
+    if w.eq_ignore_ascii_case(b"q") || w.eq_ignore_ascii_case(b"question") {
+        let mut at = off + w.len();
+        if !matches!(b.get(at), Some(b':' | b'.')) {
+            return false;
+        }
+        at += 1;
+        while b.get(at) == Some(&b' ') {
+            at += 1;
+        }
+        w = word(at);
+    }
+    ASKING.iter().any(|a| a.eq_ignore_ascii_case(w))
+}
+
+/// Where the sentence at `from` ends (past its end mark; at a newline or
+/// the text's end if it has none), and whether it ends in a question mark.
+fn sentence_close(b: &[u8], from: usize) -> (usize, bool) {
+    for i in from..b.len() {
+        match b[i] {
+            b'\n' => return (i, false),
+            b'.' | b'!' | b'?' | 0xE3 | 0xEF => {
+                let (len, ends) = sentence_end(b, i, b.len());
+                if ends {
+                    return (i + len, is_question_mark(b, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    (b.len(), false)
 }
 
 /// The key paired with a content word right after a negation ("did not

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::ops::Range;
 
 use super::claims::claim_spans;
-use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, pair_hash};
+use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, has_question, pair_hash};
 use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
 };
@@ -527,6 +527,10 @@ pub(super) fn analyze_with(
         scratch.index.keep_every_term();
     }
     read_claims(answer, citations, sources, steps, scratch);
+    let asks = (scratch.spans.iter().zip(&scratch.claim_parts)).any(|(span, part)| {
+        !part.cited.is_empty() && has_question(answer[span.clone()].as_bytes())
+    });
+    scratch.index.leave_out_questions(!asks);
     let Scratch {
         folder,
         index,

@@ -828,6 +828,62 @@ fn a_no_that_answers_a_question_negates_nothing() {
 }
 
 #[test]
+fn a_yes_no_question_in_a_source_states_nothing() {
+    let faq = "Does the account pay interest monthly? Interest is paid once a year. \
+               What is the minimum balance? It is $500.";
+    let min = GroundingSettings::default().min_support;
+    // Asked, not stated: the words of the question support nothing.
+    assert_flagged_missing(
+        "The account pays interest monthly[^1].",
+        faq,
+        &["account", "monthly"],
+    );
+    assert_fully_supported("Interest is paid once a year[^1].", faq);
+    // A question that asks "what" names what the answer after it is about.
+    let g = run("The minimum balance is $500[^1].", &[faq]);
+    assert!(g.claims[0].unsupported_terms.is_empty(), "{g:?}");
+    assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
+    // An answer that asks the question itself finds it.
+    assert_fully_supported("Does the account pay interest monthly?[^1]", faq);
+    // After a "Q:" label too; the "No," that answers it negates nothing.
+    let qa = "Q: Is there a fee for early withdrawal? A: No, early withdrawals are free.";
+    assert_flagged_missing("There is a fee for early withdrawal[^1].", qa, &["fee"]);
+    assert_fully_supported("Early withdrawals are free[^1].", qa);
+    // A sentence that opens as a statement states what comes before its
+    // question mark.
+    assert_fully_supported(
+        "153 minutes of a grown man whacking two dolls together[^1].",
+        "153 minutes of a grown man whacking two dolls together, has the meaning of film changed? It has.",
+    );
+}
+
+#[test]
+fn a_source_s_question_scores_alike_from_the_cache_whether_or_not_the_answer_asks() {
+    // The same questions-and-answers page cited by answers that ask a
+    // question (its questions are read, and it may be summarised) and by
+    // answers that do not (they are left out): a thread's kept index must
+    // score each as a fresh one does.
+    let faq = "Does the account pay interest monthly? Interest is paid once a year. \
+               Can I close it online? Yes, from the app.";
+    let answers = [
+        "Interest is paid once a year[^1].",
+        "Does the account pay interest monthly?[^1] It is paid once a year[^1].",
+        "The account pays interest monthly[^1].",
+        "Can I close it online?[^1] Yes, from the app[^1].",
+        "You can close the account online from the app[^1].",
+    ];
+    let mut kept = Scratch::new();
+    for round in 0..3 {
+        for answer in answers {
+            let rec = serde_json::json!({"answer": answer, "sources": [{"payload": faq}]});
+            let (fresh, replayed) = fresh_and_kept(&rec, &mut kept);
+            assert_eq!(fresh, replayed, "round {round}: {answer}");
+        }
+    }
+    assert!(kept.index.cache_hits() > 0, "{}", kept.index.cache_hits());
+}
+
+#[test]
 fn spelling_variants_are_found() {
     assert_fully_supported(
         "It was the people’s choice in the 2000's[^1].",
