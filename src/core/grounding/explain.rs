@@ -59,6 +59,11 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
     if claim.contradicted {
         d.push_str("; its best sentence in the source negates it");
     }
+    if let Some(w) = claim.opposed {
+        d.push_str("; its best sentence in the source says \"");
+        d.push_str(w);
+        d.push('"');
+    }
     d
 }
 
@@ -124,6 +129,9 @@ pub fn prompt_addendum(
             }
             if c.contradicted {
                 p.push_str("; the source negates it");
+            }
+            if let Some(w) = c.opposed {
+                let _ = write!(p, "; the source says \"{w}\"");
             }
             p.push('\n');
         } else if uncited && c.support.is_none() && !c.checkable_terms.is_empty() {

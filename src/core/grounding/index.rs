@@ -479,6 +479,40 @@ impl SourceIndex {
         folder: &mut Folder,
         steps: &mut usize,
     ) -> bool {
+        if !self.read_words_of(s, texts, folder, steps) {
+            return false;
+        }
+        let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
+        has(true) && !has(false)
+    }
+
+    /// Whether sentence `s` states content term `id` plainly (not right
+    /// after a negation), by any word of any source: read as
+    /// [`SourceIndex::negated_in`] reads it, whether or not the claims
+    /// asked for the term.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn states(
+        &mut self,
+        s: u32,
+        id: u32,
+        texts: &[&str],
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) -> bool {
+        self.read_words_of(s, texts, folder, steps)
+            && self.negated.binary_search(&(s, id, false)).is_ok()
+    }
+
+    /// Reads the content words of the source of sentence `s` with their
+    /// sentences into `negated`, once a record; whether `s` is a sentence.
+    fn read_words_of(
+        &mut self,
+        s: u32,
+        texts: &[&str],
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) -> bool {
         let Some(&(idx, _)) = self.sentences.get(s as usize) else {
             return false;
         };
@@ -513,8 +547,7 @@ impl SourceIndex {
             self.negated.sort_unstable();
             self.negated.dedup();
         }
-        let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
-        has(true) && !has(false)
+        true
     }
 
     /// How many negations ("not", "n't", "never", "without", …) sentence

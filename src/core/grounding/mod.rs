@@ -61,6 +61,7 @@ mod initials;
 mod lexicon;
 mod memo;
 pub mod model;
+mod opposites;
 mod score;
 mod variants;
 
@@ -93,6 +94,10 @@ pub struct Claim {
     /// The claim's best source sentence negates what the claim states
     /// without negation.
     pub contradicted: bool,
+    /// A word of the claim's best source sentence that says the opposite
+    /// of a claim word the sentence does not state ("fell" against "rose"),
+    /// as the table of opposites writes it (the sentence may inflect it).
+    pub opposed: Option<&'static str>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Markers,
     /// Up to [`MAX_TERMS`] numbers or entities in an uncited claim: what makes

@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2060, // intercept
-    -0.2669, // found
-    -2.9295, // entity_missing
-    1.2176,  // entity_missing_share
-    0.2237,  // pairs
-    0.0220,  // best_sentence
-    0.3079,  // best_two_sentences
-    0.5766,  // length
-    -0.1315, // function_words
-    -0.2165, // missing
-    -0.4491, // entity_aside
-    -0.2405, // pairs_missing
-    -0.7897, // short_scattered
-    -1.2944, // short_pairs_missing
-    0.0842,  // source_sentences
-    1.3984,  // answer_found
-    1.1249,  // answer_words_found
+    -2.2251, // intercept
+    -0.2455, // found
+    -2.9333, // entity_missing
+    1.2157,  // entity_missing_share
+    0.2166,  // pairs
+    0.0116,  // best_sentence
+    0.2928,  // best_two_sentences
+    0.5823,  // length
+    -0.1359, // function_words
+    -0.2059, // missing
+    -0.4554, // entity_aside
+    -0.2441, // pairs_missing
+    -0.8003, // short_scattered
+    -1.2938, // short_pairs_missing
+    0.0833,  // source_sentences
+    1.4169,  // answer_found
+    1.1264,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

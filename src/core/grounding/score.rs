@@ -20,6 +20,7 @@ use super::lexicon::{
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::{COEFFICIENTS, FEATURES, support_of};
+use super::opposites;
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
@@ -652,6 +653,7 @@ pub(super) fn analyze_with(
         }
         let mut evidence = None;
         let mut contradicted = false;
+        let mut opposed = None;
         if !cited.is_empty() {
             // "EU" against "European Union" and back: found by a scan of the
             // cited sources' text, in no sentence in particular.
@@ -733,6 +735,9 @@ pub(super) fn analyze_with(
                         && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
                         && index.negated_in(cover.first, t.id, sources, folder, steps)
                 });
+            if !negates && !contradicted && cover.first != u32::MAX {
+                opposed = opposed_word(answer, terms, cover.first, index, sources, folder, steps);
+            }
             let number_missing = terms
                 .iter()
                 .any(|t| t.class == TermClass::Number && !t.found);
@@ -744,6 +749,7 @@ pub(super) fn analyze_with(
             let rule = if (settings.strict_numbers && number_missing)
                 || negation_missing
                 || contradicted
+                || opposed.is_some()
                 || scattered
             {
                 Some(0.0)
@@ -814,6 +820,7 @@ pub(super) fn analyze_with(
             unsupported_terms,
             apart_terms,
             contradicted,
+            opposed,
             sources: cited,
             checkable_terms,
             evidence,
@@ -1092,6 +1099,51 @@ fn find_by_initials(
         i = end;
     }
     (marked, paired)
+}
+
+/// The word of sentence `best` (a claim's best) that says the opposite of
+/// one of the claim's words (see `opposites`), where `best` states neither
+/// that word nor another of its meaning: "fell" for "rose" against "Net
+/// revenue retention fell from 118% to 109%". Not when the claim says both
+/// ("at higher altitudes water boils at lower temperatures": the source's
+/// "lower" may be the claim's own). Only words not found in `best` are
+/// looked up, and only those in a set of opposites cost a read.
+#[inline(never)]
+fn opposed_word(
+    answer: &str,
+    terms: &[Term],
+    best: u32,
+    index: &mut SourceIndex,
+    sources: &[&str],
+    folder: &mut Folder,
+    steps: &mut usize,
+) -> Option<&'static str> {
+    let bytes = answer.as_bytes();
+    for t in terms
+        .iter()
+        .filter(|t| t.class == TermClass::Word && !t.in_best && !t.negation)
+    {
+        let Some(place) = opposites::place_of(&bytes[t.at..t.at + t.len]) else {
+            continue;
+        };
+        let says_both = terms.iter().any(|u| {
+            opposites::place_of(&bytes[u.at..u.at + u.len]).is_some_and(|p| place.excludes(p))
+        });
+        if says_both {
+            continue;
+        }
+        let mut states = |w: &str| {
+            let id = folder.fold_packed(w.as_bytes(), true).id();
+            index.states(best, id, sources, folder, steps)
+        };
+        if opposites::words(place, true).any(&mut states) {
+            continue;
+        }
+        if let Some(w) = opposites::words(place, false).find(|w| states(w)) {
+            return Some(w);
+        }
+    }
+    None
 }
 
 /// The ids of the found content terms right before `terms[from..to]` and

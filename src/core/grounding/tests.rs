@@ -828,6 +828,81 @@ fn a_no_that_answers_a_question_negates_nothing() {
 }
 
 #[test]
+fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
+    let min = GroundingSettings::default().min_support;
+    let opposed = |answer: &str, source: &str| {
+        let g = run(answer, &[source]);
+        let c = &g.claims[0];
+        (c.opposed, c.support.unwrap() < min)
+    };
+    // Every other word matches; the swapped one is the claim's error.
+    assert_eq!(
+        opposed("Net revenue retention rose from 118% to 109%[^1].", NRR),
+        (Some("fell"), true)
+    );
+    for (claim, source, word) in [
+        (
+            "The fund has a minimum investment of $1,000[^1].",
+            "The fund has a maximum investment of $1,000 per customer.",
+            "maximum",
+        ),
+        (
+            "Interest is paid monthly[^1].",
+            "Interest is paid annually on the anniversary of the account.",
+            // The first word of its class the sentence holds by stem.
+            "annual",
+        ),
+        (
+            "The merger was approved by regulators in June[^1].",
+            "The merger was rejected by regulators in June.",
+            "reject",
+        ),
+        (
+            "The card offers unlimited cashback on groceries[^1].",
+            "The card offers limited cashback on groceries.",
+            "limited",
+        ),
+    ] {
+        assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
+    }
+    let g = run("Net revenue retention rose from 118% to 109%[^1].", &[NRR]);
+    let w = explain::unsupported_detail(0, &g.claims[0]);
+    assert!(
+        w.ends_with("its best sentence in the source says \"fell\""),
+        "{w}"
+    );
+    // A word of the same meaning, the claim's own word beside the
+    // opposite, an opposite the sentence negates, or a claim that says
+    // both: no contradiction.
+    for (claim, source) in [
+        ("Interest is paid yearly[^1].", "Interest is paid annually."),
+        (
+            "Revenue increased in 2023[^1].",
+            "Revenue rose in 2023 while costs fell.",
+        ),
+        (
+            "Revenue rose in 2023[^1].",
+            "Revenue rose in 2023 while costs fell.",
+        ),
+        (
+            "Revenue rose in 2023[^1].",
+            "Revenue did not decline in 2023.",
+        ),
+        (
+            "At higher altitudes water boils at lower temperatures[^1].",
+            "As the altitude increases, water boils at lower temperatures.",
+        ),
+    ] {
+        assert_eq!(opposed(claim, source).0, None, "{claim}");
+    }
+    // A claim that negates is the negation rule's.
+    assert_eq!(
+        opposed("Revenue did not rise in 2023[^1].", "Revenue fell in 2023.").0,
+        None
+    );
+}
+
+#[test]
 fn a_yes_no_question_in_a_source_states_nothing() {
     let faq = "Does the account pay interest monthly? Interest is paid once a year. \
                What is the minimum balance? It is $500.";
