@@ -463,45 +463,27 @@ impl SourceIndex {
         self.sentences.get(s as usize).is_some_and(|x| x.1 > 0)
     }
 
-    /// Whether sentence `s` negates term `id`: it comes right after a
-    /// negation there ("did not *win*"), and nowhere else in the sentence
-    /// ("a single *stop* … without stopping" states it plainly too). The
-    /// pairs say only that a source negates the term somewhere; where takes
-    /// reading the source (`texts`, by index) again, at most once a record,
-    /// so this stays linear.
+    /// How sentence `s` holds content term `id`: plainly (not right after
+    /// a negation), and right after a negation ("did not *win*"). The pairs
+    /// say only that a source negates a term somewhere, and hold only the
+    /// terms the claims asked for; where, and any word, takes reading the
+    /// source (`texts`, by index) again, at most once a record, so this
+    /// stays linear.
     #[cold]
     #[inline(never)]
-    pub(super) fn negated_in(
+    pub(super) fn held_in(
         &mut self,
         s: u32,
         id: u32,
         texts: &[&str],
         folder: &mut Folder,
         steps: &mut usize,
-    ) -> bool {
+    ) -> (bool, bool) {
         if !self.read_words_of(s, texts, folder, steps) {
-            return false;
+            return (false, false);
         }
         let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
-        has(true) && !has(false)
-    }
-
-    /// Whether sentence `s` states content term `id` plainly (not right
-    /// after a negation), by any word of any source: read as
-    /// [`SourceIndex::negated_in`] reads it, whether or not the claims
-    /// asked for the term.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn states(
-        &mut self,
-        s: u32,
-        id: u32,
-        texts: &[&str],
-        folder: &mut Folder,
-        steps: &mut usize,
-    ) -> bool {
-        self.read_words_of(s, texts, folder, steps)
-            && self.negated.binary_search(&(s, id, false)).is_ok()
+        (has(false), has(true))
     }
 
     /// Reads the content words of the source of sentence `s` with their

@@ -733,7 +733,7 @@ pub(super) fn analyze_with(
                         && t.class != TermClass::Function
                         && t.in_best
                         && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
-                        && index.negated_in(cover.first, t.id, sources, folder, steps)
+                        && index.held_in(cover.first, t.id, sources, folder, steps) == (false, true)
                 });
             if !negates && !contradicted && cover.first != u32::MAX {
                 opposed = opposed_word(answer, terms, cover.first, index, sources, folder, steps);
@@ -1134,7 +1134,7 @@ fn opposed_word(
         }
         let mut states = |w: &str| {
             let id = folder.fold_packed(w.as_bytes(), true).id();
-            index.states(best, id, sources, folder, steps)
+            index.held_in(best, id, sources, folder, steps).0
         };
         if opposites::words(place, true).any(&mut states) {
             continue;
