@@ -60,9 +60,9 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
         d.push_str("; its best sentence in the source negates it");
     }
     if let Some(w) = claim.opposed {
-        d.push_str("; its best sentence in the source says \"");
+        d.push_str("; the source says \"");
         d.push_str(w);
-        d.push('"');
+        d.push_str("\" instead");
     }
     d
 }
@@ -131,7 +131,7 @@ pub fn prompt_addendum(
                 p.push_str("; the source negates it");
             }
             if let Some(w) = c.opposed {
-                let _ = write!(p, "; the source says \"{w}\"");
+                let _ = write!(p, "; the source says \"{w}\" instead");
             }
             p.push('\n');
         } else if uncited && c.support.is_none() && !c.checkable_terms.is_empty() {

@@ -94,9 +94,12 @@ pub struct Claim {
     /// The claim's best source sentence negates what the claim states
     /// without negation.
     pub contradicted: bool,
-    /// A word of the claim's best source sentence that says the opposite
-    /// of a claim word the sentence does not state ("fell" against "rose"),
-    /// as the table of opposites writes it (the sentence may inflect it).
+    /// What the sources say instead of a claim's word or bound: a word of
+    /// the claim's best sentence that says the opposite of a claim word the
+    /// sentence does not state ("fell" against "rose"), as the table of
+    /// opposites writes it (the sentence may inflect it); or the phrase
+    /// that bounds a number of the claim the other way ("at most" against
+    /// "at least six").
     pub opposed: Option<&'static str>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Markers,

@@ -114,6 +114,119 @@ pub(super) fn words(place: Place, same: bool) -> impl Iterator<Item = &'static s
         .flat_map(|(_, words)| words.iter().copied())
 }
 
+/// Phrases that bound the number after them, longest first (so "no more
+/// than" is not read as "more than"): by set (amounts, times) and class
+/// (from below, from above; before, after). The classes of a set exclude
+/// each other: "at least six" against "at most six".
+const BOUNDS: &[(&str, u8, u8)] = &[
+    ("no more than", 0, 1),
+    ("not more than", 0, 1),
+    ("no less than", 0, 0),
+    ("no fewer than", 0, 0),
+    ("in excess of", 0, 0),
+    ("not exceeding", 0, 1),
+    ("at least", 0, 0),
+    ("more than", 0, 0),
+    ("greater than", 0, 0),
+    ("upwards of", 0, 0),
+    ("minimum of", 0, 0),
+    ("at most", 0, 1),
+    ("up to", 0, 1),
+    ("less than", 0, 1),
+    ("fewer than", 0, 1),
+    ("maximum of", 0, 1),
+    ("prior to", 1, 0),
+    ("over", 0, 0),
+    ("above", 0, 0),
+    ("exceeding", 0, 0),
+    ("under", 0, 1),
+    ("below", 0, 1),
+    ("before", 1, 0),
+    ("until", 1, 0),
+    ("after", 1, 1),
+    ("since", 1, 1),
+];
+
+/// [`BOUNDS`] read: each phrase's words from its last, its place and the
+/// phrase; and the letters its last words end in (a bit per letter).
+struct Bounds {
+    phrases: Vec<(Vec<&'static [u8]>, Place, &'static str)>,
+    last_letters: u32,
+}
+
+static BOUND_PHRASES: LazyLock<Bounds> = LazyLock::new(|| {
+    let mut last_letters = 0;
+    let phrases = BOUNDS
+        .iter()
+        .map(|&(phrase, set, class)| {
+            let words: Vec<&[u8]> = phrase.split(' ').rev().map(str::as_bytes).collect();
+            if let Some(&c) = words[0].last() {
+                last_letters |= 1 << (c - b'a');
+            }
+            // Bounds' sets count down from the top: no word set reaches them.
+            let place = Place {
+                set: u16::MAX - u16::from(set),
+                class: u16::from(class),
+            };
+            (words, place, phrase)
+        })
+        .collect();
+    Bounds {
+        phrases,
+        last_letters,
+    }
+});
+
+/// The bound the phrase right before `at` puts on the number at `at` (a
+/// currency sign between them aside): its place, and the phrase.
+pub(super) fn bound_before(b: &[u8], at: usize) -> Option<(Place, &'static str)> {
+    let bounds = &*BOUND_PHRASES;
+    let mut end = at;
+    for sign in ["$", "€", "£", "¥"] {
+        if b[..end].ends_with(sign.as_bytes()) {
+            end -= sign.len();
+            break;
+        }
+    }
+    // Most numbers follow no word, or one that bounds nothing: its last
+    // letter tells most apart.
+    let last = b[..end].strip_suffix(b" ")?.last()?.to_ascii_lowercase();
+    if !last.is_ascii_lowercase() || bounds.last_letters & 1 << (last - b'a') == 0 {
+        return None;
+    }
+    // The three words before, last first, in lower case.
+    let mut words = [[0u8; 12]; 3];
+    let mut lens = [0usize; 3];
+    let mut n = 0;
+    while n < 3 {
+        let Some(stop) = b[..end].iter().rposition(|c| *c != b' ') else {
+            break;
+        };
+        let start = b[..=stop]
+            .iter()
+            .rposition(|c| !c.is_ascii_alphabetic())
+            .map_or(0, |p| p + 1);
+        let len = stop + 1 - start;
+        if len == 0 || len > 12 {
+            break;
+        }
+        for (o, c) in words[n].iter_mut().zip(&b[start..=stop]) {
+            *o = c.to_ascii_lowercase();
+        }
+        lens[n] = len;
+        n += 1;
+        end = start;
+    }
+    bounds.phrases.iter().find_map(|(parts, place, phrase)| {
+        let matched = parts.len() <= n
+            && parts
+                .iter()
+                .enumerate()
+                .all(|(i, w)| *w == &words[i][..lens[i]]);
+        matched.then_some((*place, *phrase))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +251,29 @@ mod tests {
         }
         assert_eq!(place_of(b"revenue"), None);
         assert_eq!(place_of(b"a-word-longer-than-sixteen"), None);
+    }
+
+    #[test]
+    fn the_phrase_before_a_number_bounds_it() {
+        let bound = |text: &str| {
+            let at = text
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(text.len());
+            bound_before(text.as_bytes(), at).map(|(_, phrase)| phrase)
+        };
+        assert_eq!(bound("at least 6"), Some("at least"));
+        assert_eq!(bound("Customers can make at most 6"), Some("at most"));
+        assert_eq!(bound("deposits over $250,000"), Some("over"));
+        assert_eq!(bound("no more than 5%"), Some("no more than"));
+        assert_eq!(bound("more than 130"), Some("more than"));
+        assert_eq!(bound("before 2020"), Some("before"));
+        assert_eq!(bound("the 130 branches"), None);
+        assert_eq!(bound("130 branches"), None);
+        assert_eq!(bound("rose 5%"), None);
+        let (low, _) = bound_before(b"at least 6", 9).expect("bound");
+        let (high, _) = bound_before(b"up to 6", 6).expect("bound");
+        let (after, _) = bound_before(b"after 6", 6).expect("bound");
+        assert!(low.excludes(high) && high.excludes(low));
+        assert!(!low.excludes(after) && !low.excludes(low));
     }
 }

@@ -561,6 +561,9 @@ pub(super) fn analyze_with(
     let mut initials_budget = INITIALS_BUDGET * (answer.len() + source_bytes);
     // Every word (stop words too), found and in all.
     let mut pooled_all = (0usize, 0usize);
+    // What the scans for a bounded number's other bounds may read (see
+    // `reversed_bound`).
+    let mut bound_budget = INITIALS_BUDGET * (answer.len() + source_bytes);
 
     for (span, part) in spans.iter().cloned().zip(claim_parts.iter()) {
         let markers: Markers = citations[part.cites.clone()]
@@ -737,6 +740,16 @@ pub(super) fn analyze_with(
                 });
             if !negates && !contradicted && cover.first != u32::MAX {
                 opposed = opposed_word(answer, terms, cover.first, index, sources, folder, steps);
+            }
+            if opposed.is_none() && !contradicted {
+                opposed = reversed_bound(
+                    answer,
+                    terms,
+                    index,
+                    (&cited, sources),
+                    &mut bound_budget,
+                    steps,
+                );
             }
             let number_missing = terms
                 .iter()
@@ -1141,6 +1154,71 @@ fn opposed_word(
         }
         if let Some(w) = opposites::words(place, false).find(|w| states(w)) {
             return Some(w);
+        }
+    }
+    None
+}
+
+/// The phrase of the cited sources that bounds a number of the claim the
+/// other way ("at most" against the claim's "at least six", "under"
+/// against "over $250,000", "after" against "before 2020"), where no
+/// place they write the number bounds it the claim's way. Cold: only a
+/// number written after a bounding phrase costs a scan of the cited
+/// sources for it, within a budget shared by the record's claims (past it
+/// no bound is compared), so work stays linear.
+#[inline(never)]
+fn reversed_bound(
+    answer: &str,
+    terms: &[Term],
+    index: &SourceIndex,
+    (cited, sources): (&Markers, &[&str]),
+    budget: &mut usize,
+    steps: &mut usize,
+) -> Option<&'static str> {
+    let bytes = answer.as_bytes();
+    for t in terms
+        .iter()
+        .filter(|t| t.class == TermClass::Number && t.found)
+    {
+        let Some((claimed, _)) = opposites::bound_before(bytes, t.at) else {
+            continue;
+        };
+        let needle = &bytes[t.at..t.at + t.len];
+        let mut same = false;
+        let mut other = None;
+        // Only the cited sources that hold the number.
+        let holding = cited.iter().filter(|&&m| {
+            let idx = m as usize - 1;
+            index.holds_id(t.id, &[(idx / 64, 1u64 << (idx % 64))])
+        });
+        for s in holding.filter_map(|&m| sources.get(m as usize - 1)) {
+            // Past the budget no bound is compared.
+            *budget = budget.checked_sub(s.len())?;
+            *steps += s.len();
+            let b = s.as_bytes();
+            for at in memchr::memmem::find_iter(b, needle) {
+                let end = at + needle.len();
+                // The number whole: not inside a longer word or number.
+                let inside = |c: &u8| c.is_ascii_alphanumeric();
+                if b.get(end).is_some_and(inside)
+                    || at.checked_sub(1).and_then(|p| b.get(p)).is_some_and(|c| {
+                        inside(c)
+                            || (matches!(c, b'.' | b',') && at >= 2 && b[at - 2].is_ascii_digit())
+                    })
+                {
+                    continue;
+                }
+                match opposites::bound_before(b, at) {
+                    Some((place, _)) if place == claimed => same = true,
+                    Some((place, phrase)) if place.excludes(claimed) => {
+                        other.get_or_insert(phrase);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !same && other.is_some() {
+            return other;
         }
     }
     None

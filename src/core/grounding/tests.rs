@@ -867,10 +867,7 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
     }
     let g = run("Net revenue retention rose from 118% to 109%[^1].", &[NRR]);
     let w = explain::unsupported_detail(0, &g.claims[0]);
-    assert!(
-        w.ends_with("its best sentence in the source says \"fell\""),
-        "{w}"
-    );
+    assert!(w.ends_with("; the source says \"fell\" instead"), "{w}");
     // A word of the same meaning, the claim's own word beside the
     // opposite, an opposite the sentence negates, or a claim that says
     // both: no contradiction.
@@ -900,6 +897,68 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
         opposed("Revenue did not rise in 2023[^1].", "Revenue fell in 2023.").0,
         None
     );
+}
+
+#[test]
+fn a_number_the_sources_bound_the_other_way_is_contradicted() {
+    let min = GroundingSettings::default().min_support;
+    let reversed = |claim: &str, source: &str| {
+        let g = run(claim, &[source]);
+        let c = &g.claims[0];
+        (c.opposed, c.support.unwrap() < min)
+    };
+    for (claim, source, phrase) in [
+        (
+            "Customers can make at least six withdrawals per month[^1].",
+            "Customers can make at most six withdrawals per month.",
+            "at most",
+        ),
+        (
+            "The fee is up to 5% of the transfer amount[^1].",
+            "The fee is at least 5% of the transfer amount.",
+            "at least",
+        ),
+        (
+            "Deposits over $250,000 are insured[^1].",
+            "Deposits under $250,000 are insured by the FDIC.",
+            "under",
+        ),
+        (
+            "Loans of no more than $10,000 need a guarantor[^1].",
+            "Loans of more than $10,000 need a guarantor.",
+            "more than",
+        ),
+        (
+            "The branch opened before 2020[^1].",
+            "The branch opened after 2020 in the old town.",
+            "after",
+        ),
+    ] {
+        assert_eq!(reversed(claim, source), (Some(phrase), true), "{claim}");
+    }
+    // Bounded the claim's way somewhere, not bounded, or bounded in
+    // another sense: no contradiction.
+    for (claim, source) in [
+        (
+            "Customers can make at least six withdrawals per month[^1].",
+            "Customers can make at least six withdrawals per month, and at most six transfers.",
+        ),
+        (
+            "The fee is 5% of the amount[^1].",
+            "The fee is up to 5% of the amount.",
+        ),
+        (
+            "Prices rose after 2020[^1].",
+            "Prices rose more than 2020 levels.",
+        ),
+        // "15" is not the "5" of "up to 15%".
+        (
+            "The fee is at least 5%[^1].",
+            "The fee is up to 15% and at least 5%.",
+        ),
+    ] {
+        assert_eq!(reversed(claim, source).0, None, "{claim}");
+    }
 }
 
 #[test]
