@@ -43,7 +43,26 @@ surplus | deficit
 import imports imported | export exports exported
 inflow inflows | outflow outflows
 strong stronger strongest | weak weaker weakest
-earliest | latest";
+earliest | latest
+oldest | youngest newest
+largest biggest | smallest
+longest | shortest
+required mandatory compulsory | optional voluntary
+eligible | ineligible
+available | unavailable
+refundable | nonrefundable
+taxable | nontaxable
+domestic | international foreign
+credit credits | debit debits
+deposit deposits deposited | withdraw withdraws withdrew withdrawn withdrawal withdrawals
+asset assets | liability liabilities
+lend lends lent lending lender lenders | borrow borrows borrowed borrowing borrower borrowers
+employer employers | employee employees
+buyer buyers | seller sellers
+landlord landlords | tenant tenants
+inbound | outbound
+incoming | outgoing
+male | female";
 
 /// A word's place in [`SETS`]: its set and its class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -738,7 +738,7 @@ pub(super) fn analyze_with(
                         && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
                         && index.held_in(cover.first, t.id, sources, folder, steps) == (false, true)
                 });
-            if !negates && !contradicted && cover.first != u32::MAX {
+            if !contradicted && cover.first != u32::MAX {
                 opposed = opposed_word(answer, terms, cover.first, index, sources, folder, steps);
             }
             if opposed.is_none() && !contradicted {
@@ -1117,7 +1117,8 @@ fn find_by_initials(
 /// The word of sentence `best` (a claim's best) that says the opposite of
 /// one of the claim's words (see `opposites`), where `best` states neither
 /// that word nor another of its meaning: "fell" for "rose" against "Net
-/// revenue retention fell from 118% to 109%". Not when the claim says both
+/// revenue retention fell from 118% to 109%". Not for a word the claim
+/// negates, nor when the claim says both
 /// ("at higher altitudes water boils at lower temperatures": the source's
 /// "lower" may be the claim's own). Only words not found in `best` are
 /// looked up, and only those in a set of opposites cost a read.
@@ -1132,10 +1133,17 @@ fn opposed_word(
     steps: &mut usize,
 ) -> Option<&'static str> {
     let bytes = answer.as_bytes();
-    for t in terms
-        .iter()
-        .filter(|t| t.class == TermClass::Word && !t.in_best && !t.negation)
-    {
+    // The content term right after a negation is the negation rule's
+    // ("did not rise" against "fell" states what the source does).
+    let mut negated = false;
+    for t in terms {
+        if t.class == TermClass::Function {
+            continue;
+        }
+        let after_negation = std::mem::replace(&mut negated, t.negation);
+        if t.class != TermClass::Word || t.in_best || t.negation || after_negation {
+            continue;
+        }
         let Some(place) = opposites::place_of(&bytes[t.at..t.at + t.len]) else {
             continue;
         };
