@@ -240,6 +240,9 @@ fn read_claims(
         // number sign, a number's scale: `skipped`) and the words that name
         // the sources.
         let mut address_end = 0;
+        // Room for a spelled run's digits ("twenty-one": "21"), written
+        // only for the few words that open one.
+        let mut run = [0u8; 48];
         for (i, &(at, len, ascii)) in words.iter().enumerate() {
             if skipped(bytes, &mut address_end, at, len) || i < lead || i >= trail {
                 continue;
@@ -305,7 +308,6 @@ fn read_claims(
             };
             // "twenty-one": one number, read as its digits, as sources read
             // it; the run's other words are skipped.
-            let mut run = [0u8; 48];
             let (w, folded, len) = match folded
                 .spelled()
                 .and_then(|_| spelled_run(bytes, at, len, &mut run))
@@ -368,16 +370,13 @@ fn read_claims(
             } else {
                 (other, false)
             };
-            let term = Term {
+            all_terms.push(Term {
                 negation,
                 other,
                 closes_up,
                 ..Term::new(folder, folded, class, at, len)
-            };
-            if declare {
-                want(index, folder, &term);
-            }
-            all_terms.push(term);
+            });
+            declare_terms(declare, index, folder, &all_terms[all_terms.len() - 1..]);
         }
         // A covered sentence is checked only when it states something a
         // source can contradict: a number or a name ("Great question!"
