@@ -10,7 +10,8 @@
 
 use std::sync::LazyLock;
 
-use crate::core::terms::{Table, term_hash};
+use super::memo::Folder;
+use crate::core::terms::{Table, bytes_hash};
 
 /// Sets of classes that exclude each other, one set a line: classes
 /// parted by `|`, each the words of one meaning, every form written out
@@ -99,7 +100,7 @@ static OPPOSITES: LazyLock<Opposites> = LazyLock::new(|| {
         for (class, words) in classes.iter().enumerate() {
             for w in words {
                 // Place + 1: a table's missing key reads as 0.
-                *places.entry(term_hash(w)) = ((set as u32) << 16 | class as u32) + 1;
+                *places.entry(bytes_hash(w.as_bytes())) = ((set as u32) << 16 | class as u32) + 1;
             }
         }
     }
@@ -113,24 +114,61 @@ pub(super) fn place_of(word: &[u8]) -> Option<Place> {
     for (l, c) in folded.iter_mut().zip(word) {
         *l = c.to_ascii_lowercase();
     }
-    let p = OPPOSITES
-        .places
-        .get(term_hash(std::str::from_utf8(folded).ok()?))?
-        .checked_sub(1)?;
+    let p = OPPOSITES.places.get(bytes_hash(folded))?.checked_sub(1)?;
     Some(Place {
         set: (p >> 16) as u16,
         class: (p & 0xFFFF) as u16,
     })
 }
 
-/// The words of `place`'s own class (`same`), or of the classes that
-/// exclude it.
-pub(super) fn words(place: Place, same: bool) -> impl Iterator<Item = &'static str> {
-    OPPOSITES.sets[place.set as usize]
-        .iter()
-        .enumerate()
-        .filter(move |(c, _)| (*c == place.class as usize) == same)
-        .flat_map(|(_, words)| words.iter().copied())
+/// The sets' words by their ids in a thread's word memo: per set, per
+/// class, each id once with the first word of the class it stands for.
+/// Learned on first use, forgotten when the memo's ids start over, so a
+/// claim's check costs a look-up per id, not a folding per word.
+#[derive(Default)]
+pub(super) struct Ids {
+    sets: Vec<Option<Vec<Class>>>,
+}
+
+/// A class's words by id: each id once, with the first word of the class
+/// it stands for.
+pub(super) type Class = Vec<(u32, &'static str)>;
+
+impl Ids {
+    /// Forgets every id (the memo's ids started over).
+    pub(super) fn clear(&mut self) {
+        self.sets.clear();
+    }
+
+    /// The classes of `place`'s set, as ids.
+    pub(super) fn of(&mut self, place: Place, folder: &mut Folder) -> &[Class] {
+        let set = place.set as usize;
+        if self.sets.len() <= set {
+            self.sets.resize(set + 1, None);
+        }
+        self.sets[set].get_or_insert_with(|| {
+            OPPOSITES.sets[set]
+                .iter()
+                .map(|class| {
+                    let mut ids: Vec<(u32, &str)> = Vec::new();
+                    for w in class {
+                        let id = folder.fold_packed(w.as_bytes(), true).id();
+                        if !ids.iter().any(|&(i, _)| i == id) {
+                            ids.push((id, w));
+                        }
+                    }
+                    ids
+                })
+                .collect()
+        })
+    }
+}
+
+impl Place {
+    /// Its class's index within its set.
+    pub(super) fn class(self) -> usize {
+        self.class as usize
+    }
 }
 
 /// Phrases that bound the number after them, longest first (so "no more

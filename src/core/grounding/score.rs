@@ -59,6 +59,8 @@ pub(super) struct Scratch {
     seats: Vec<u8>,
     /// (start in the answer, length, all ASCII) of each word of a claim.
     words: Vec<(usize, usize, bool)>,
+    /// The sets of opposites' words by id in `folder`.
+    opposite_ids: opposites::Ids,
 }
 
 impl Scratch {
@@ -76,6 +78,7 @@ impl Scratch {
             found_ids: Vec::new(),
             seats: Vec::new(),
             words: Vec::new(),
+            opposite_ids: opposites::Ids::default(),
         }
     }
 
@@ -516,6 +519,9 @@ pub(super) fn analyze_with(
 ) -> Grounding {
     claim_spans(answer, citations, steps, &mut scratch.spans);
     let ids_reset = scratch.folder.reset_if_full();
+    if ids_reset {
+        scratch.opposite_ids.clear();
+    }
     scratch.folder.start_record();
     scratch.index.start(sources.len(), ids_reset);
     // Declaring the claims' terms pays when the sources are long next to
@@ -542,6 +548,7 @@ pub(super) fn analyze_with(
         terms: bare,
         found_ids,
         seats,
+        opposite_ids,
         ..
     } = scratch;
     // Sources in order of first citation (`add` reads a source once):
@@ -738,7 +745,15 @@ pub(super) fn analyze_with(
                         && index.held_in(cover.first, t.id, sources, folder, steps) == (false, true)
                 });
             if !contradicted && cover.first != u32::MAX {
-                opposed = opposed_word(answer, terms, cover.first, index, sources, folder, steps);
+                opposed = opposed_word(
+                    answer,
+                    terms,
+                    cover.first,
+                    index,
+                    sources,
+                    (folder, opposite_ids),
+                    steps,
+                );
             }
             if opposed.is_none() && !contradicted {
                 opposed = reversed_bound(
@@ -1128,7 +1143,7 @@ fn opposed_word(
     best: u32,
     index: &mut SourceIndex,
     sources: &[&str],
-    folder: &mut Folder,
+    (folder, ids): (&mut Folder, &mut opposites::Ids),
     steps: &mut usize,
 ) -> Option<&'static str> {
     let bytes = answer.as_bytes();
@@ -1152,15 +1167,19 @@ fn opposed_word(
         if says_both {
             continue;
         }
-        let mut states = |w: &str| {
-            let id = folder.fold_packed(w.as_bytes(), true).id();
-            index.held_in(best, id, sources, folder, steps).0
-        };
-        if opposites::words(place, true).any(&mut states) {
+        let classes = ids.of(place, folder);
+        let mut states = |id: u32| index.held_in(best, id, sources, folder, steps).0;
+        if classes[place.class()].iter().any(|&(id, _)| states(id)) {
             continue;
         }
-        if let Some(w) = opposites::words(place, false).find(|w| states(w)) {
-            return Some(w);
+        let others = classes
+            .iter()
+            .enumerate()
+            .filter(|&(c, _)| c != place.class());
+        for &(id, word) in others.flat_map(|(_, class)| class) {
+            if states(id) {
+                return Some(word);
+            }
         }
     }
     None
