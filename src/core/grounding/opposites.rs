@@ -284,6 +284,44 @@ pub(super) fn bound_before(b: &[u8], at: usize) -> Option<(Place, &'static str)>
     })
 }
 
+/// Words between a time bound and the word it bounds ("before *the*
+/// maturity date").
+const DETERMINERS: &[&[u8]] = &[
+    b"a", b"an", b"each", b"her", b"his", b"its", b"our", b"that", b"the", b"their", b"this",
+    b"your",
+];
+
+/// The time bound ("before", "after", "until", "since", "prior to") of
+/// the word at `at` that is not a number ("before the maturity date"), a
+/// determiner between them aside.
+pub(super) fn time_bound_before(b: &[u8], at: usize) -> Option<(Place, &'static str)> {
+    let mut end = at;
+    let before = b[..end].strip_suffix(b" ")?;
+    let start = before
+        .iter()
+        .rposition(|c| !c.is_ascii_alphabetic())
+        .map_or(0, |p| p + 1);
+    if DETERMINERS
+        .iter()
+        .any(|d| d.eq_ignore_ascii_case(&before[start..]))
+    {
+        end = start;
+    }
+    bound_before(b, end).filter(|(place, _)| place.set == u16::MAX - 1)
+}
+
+/// Whether `word` may open a time bound (see [`time_bound_before`]).
+pub(super) fn is_time_bound(word: &[u8]) -> bool {
+    [&b"before"[..], b"after", b"until", b"since", b"prior"]
+        .iter()
+        .any(|w| w.eq_ignore_ascii_case(word))
+}
+
+/// Whether `word` is one [`time_bound_before`] steps over.
+pub(super) fn is_determiner(word: &[u8]) -> bool {
+    DETERMINERS.iter().any(|d| d.eq_ignore_ascii_case(word))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1187,8 +1187,9 @@ fn opposed_word(
 
 /// The phrase of the cited sources that bounds a number of the claim the
 /// other way ("at most" against the claim's "at least six", "under"
-/// against "over $250,000", "after" against "before 2020"), where no
-/// place they write the number bounds it the claim's way. Cold: only a
+/// against "over $250,000", "after" against "before 2020"), or a word the
+/// claim bounds in time ("after" against "before the maturity date"),
+/// where no place they write the number or word bounds it the claim's way. Cold: only a
 /// number written after a bounding phrase costs a scan of the cited
 /// sources for it, within a budget shared by the record's claims (past it
 /// no bound is compared), so work stays linear.
@@ -1202,16 +1203,40 @@ fn reversed_bound(
     steps: &mut usize,
 ) -> Option<&'static str> {
     let bytes = answer.as_bytes();
-    for t in terms
-        .iter()
-        .filter(|t| t.class == TermClass::Number && t.found)
-    {
-        let Some((claimed, _)) = opposites::bound_before(bytes, t.at) else {
+    let text = |t: &Term| &bytes[t.at..t.at + t.len];
+    // After a time bound ("before the maturity date"), the first word that
+    // is not a determiner: the word it bounds.
+    let mut after_time = false;
+    for t in terms {
+        if t.class == TermClass::Function {
+            let w = text(t);
+            // "before", "after", "until", "since", "prior": five or six letters.
+            if (5..=6).contains(&w.len()) && opposites::is_time_bound(w) {
+                after_time = true;
+            } else if after_time && !opposites::is_determiner(w) && w != b"to" {
+                after_time = false;
+            }
+            continue;
+        }
+        let timed = std::mem::replace(&mut after_time, false);
+        // A number is bounded where the sources write it; a word ("the
+        // maturity date"), which they may write in other contexts too, only
+        // when every place they write it is bounded the other way.
+        let (bound, every): (fn(&[u8], usize) -> _, bool) = match t.class {
+            TermClass::Number => (opposites::bound_before, false),
+            TermClass::Word if timed => (opposites::time_bound_before, true),
+            _ => continue,
+        };
+        if !t.found {
+            continue;
+        }
+        let Some((claimed, _)) = bound(bytes, t.at) else {
             continue;
         };
-        let needle = &bytes[t.at..t.at + t.len];
+        let needle = text(t);
         let mut same = false;
         let mut other = None;
+        let mut unbounded = false;
         // Only the cited sources that hold the number.
         let holding = cited.iter().filter(|&&m| {
             let idx = m as usize - 1;
@@ -1234,16 +1259,19 @@ fn reversed_bound(
                 {
                     continue;
                 }
-                match opposites::bound_before(b, at) {
+                match bound(b, at) {
                     Some((place, _)) if place == claimed => same = true,
                     Some((place, phrase)) if place.excludes(claimed) => {
                         other.get_or_insert(phrase);
                     }
-                    _ => {}
+                    _ => unbounded = true,
                 }
             }
         }
-        if !same && other.is_some() {
+        // Bounded the claim's way somewhere, or (for a word) not bounded
+        // somewhere: not contradicted.
+        let kept = same || (every && unbounded);
+        if !kept && other.is_some() {
             return other;
         }
     }

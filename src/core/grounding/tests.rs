@@ -933,6 +933,12 @@ fn a_number_the_sources_bound_the_other_way_is_contradicted() {
             "The branch opened after 2020 in the old town.",
             "after",
         ),
+        // A word bounded in time, everywhere the source writes it.
+        (
+            "Withdrawals are allowed before the maturity date[^1].",
+            "Withdrawals are allowed after the maturity date without penalty.",
+            "after",
+        ),
     ] {
         assert_eq!(reversed(claim, source), (Some(phrase), true), "{claim}");
     }
@@ -955,6 +961,15 @@ fn a_number_the_sources_bound_the_other_way_is_contradicted() {
         (
             "The fee is at least 5%[^1].",
             "The fee is up to 15% and at least 5%.",
+        ),
+        // A word the source also writes unbounded, or a name.
+        (
+            "The fee is paid before the meeting[^1].",
+            "The fee is paid after the meeting. The meeting is held each month.",
+        ),
+        (
+            "Smith was hired after Stewart withdrew[^1].",
+            "Smith was hired before Stewart withdrew from the race.",
         ),
     ] {
         assert_eq!(reversed(claim, source).0, None, "{claim}");
