@@ -29,23 +29,23 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2251, // intercept
-    -0.2455, // found
-    -2.9333, // entity_missing
-    1.2157,  // entity_missing_share
-    0.2166,  // pairs
-    0.0116,  // best_sentence
-    0.2928,  // best_two_sentences
-    0.5823,  // length
-    -0.1359, // function_words
-    -0.2059, // missing
+    -2.2261, // intercept
+    -0.2450, // found
+    -2.9335, // entity_missing
+    1.2167,  // entity_missing_share
+    0.2167,  // pairs
+    0.0115,  // best_sentence
+    0.2931,  // best_two_sentences
+    0.5821,  // length
+    -0.1358, // function_words
+    -0.2057, // missing
     -0.4554, // entity_aside
-    -0.2441, // pairs_missing
+    -0.2439, // pairs_missing
     -0.8003, // short_scattered
-    -1.2938, // short_pairs_missing
-    0.0833,  // source_sentences
-    1.4169,  // answer_found
-    1.1264,  // answer_words_found
+    -1.2944, // short_pairs_missing
+    0.0832,  // source_sentences
+    1.4172,  // answer_found
+    1.1263,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.
