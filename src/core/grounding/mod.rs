@@ -25,8 +25,11 @@
 //! rules hold a claim to at most [`model::BROKEN`] (still ranked by the
 //! model): a number found in none of the cited sources; a negation the
 //! claim states and its best source sentences do not, or the other way
-//! round; most of its found words outside its best two sentences (words
-//! scattered over a page). Any other claim is scored by a fitted logistic
+//! round; a word whose opposite its best sentence states instead ("rose"
+//! against "fell") or a number the sources bound the other way ("at least
+//! six" against "at most six"; `opposites`); most of its found words
+//! outside its best two sentences (words scattered over a page). A yes/no
+//! question in a source states nothing, unless the answer asks one too. Any other claim is scored by a fitted logistic
 //! regression (`model`) over its evidence features: share of terms found,
 //! missing entities, share of pairs found, share found in its best sentence
 //! and in its best two sentences (a claim may merge two sentences), length,
