@@ -192,18 +192,24 @@ pub(super) fn ends_between(b: &[u8], from: usize, to: usize) -> bool {
     ends_in(b, from, to)
 }
 
-/// [`ends_between`] past its one-space test.
+/// [`ends_between`] past its one-space test. Out of the source reader's
+/// loop: most words are one space apart.
+#[inline(never)]
 fn ends_in(b: &[u8], from: usize, to: usize) -> bool {
-    let mut i = from;
-    while i < to {
-        match b[i] {
-            b'\n' => return true,
-            b'.' | b'!' | b'?' | 0xE3 | 0xEF if sentence_end(b, i, b.len()).1 => return true,
-            _ => {}
+    first_end(b, from, to).is_some()
+}
+
+/// The first sentence end of a source in `b[from..to]`: where it is, and
+/// the length of its mark ([`sentence_end`]; 0 for a newline).
+pub(super) fn first_end(b: &[u8], from: usize, to: usize) -> Option<(usize, usize)> {
+    (from..to).find_map(|i| match b[i] {
+        b'\n' => Some((i, 0)),
+        b'.' | b'!' | b'?' | 0xE3 | 0xEF => {
+            let (len, ends) = sentence_end(b, i, b.len());
+            ends.then_some((i, len))
         }
-        i += 1;
-    }
-    false
+        _ => None,
+    })
 }
 
 pub(super) fn push_span(answer: &str, spans: &mut Vec<Range<usize>>, r: Range<usize>) {

@@ -11,7 +11,7 @@
 //! asked about a term it was not told to want.
 
 use super::cache::{SourceCache, Summary};
-use super::claims::{ends_between, sentence_end};
+use super::claims::{ends_between, first_end, sentence_end};
 use super::lexicon::{
     Date, PER, Period, Words, answer_particle, closed_compound, currency_before, date,
     for_each_word, glued_unit, may_open_date, number_text, per_unit, period, skipped, spelled_run,
@@ -255,6 +255,16 @@ impl SourceIndex {
         self.statements_only = yes;
     }
 
+    /// Source `text` as this record reads it: its yes/no questions blanked
+    /// into `blanked` when they are left out.
+    fn as_read<'a>(&self, text: &'a str, blanked: &'a mut Vec<u8>) -> &'a str {
+        if self.statements_only && has_question(text.as_bytes()) {
+            blank_questions(text, blanked).unwrap_or(text)
+        } else {
+            text
+        }
+    }
+
     /// Empties the index for a record with `sources` sources; `ids_reset`:
     /// the folder's ids started over, so old marks mean nothing.
     #[inline]
@@ -301,10 +311,8 @@ impl SourceIndex {
             // Another text than the source's: read, never summarised nor
             // replayed.
             let mut blanked = std::mem::take(&mut self.blanked);
-            match blank_questions(text, &mut blanked) {
-                Some(t) => self.read::<false>(idx, t, folder, steps),
-                None => self.read::<false>(idx, text, folder, steps),
-            }
+            let read = self.as_read(text, &mut blanked);
+            self.read::<false>(idx, read, folder, steps);
             self.blanked = blanked;
             return;
         }
@@ -506,12 +514,7 @@ impl SourceIndex {
                 .rposition(|x| x.0 != idx)
                 .map_or(0, |p| p + 1) as u32;
             let mut blanked = std::mem::take(&mut self.blanked);
-            let text = match texts[idx as usize] {
-                t if self.statements_only && has_question(t.as_bytes()) => {
-                    blank_questions(t, &mut blanked).unwrap_or(t)
-                }
-                t => t,
-            };
+            let text = self.as_read(texts[idx as usize], &mut blanked);
             let mut scan = NegationScan {
                 folder,
                 at: Cursor::new(text.as_bytes()),
@@ -1322,19 +1325,11 @@ fn opens_question(b: &[u8], off: usize) -> bool {
 /// Where the sentence at `from` ends (past its end mark; at a newline or
 /// the text's end if it has none), and whether it ends in a question mark.
 fn sentence_close(b: &[u8], from: usize) -> (usize, bool) {
-    for i in from..b.len() {
-        match b[i] {
-            b'\n' => return (i, false),
-            b'.' | b'!' | b'?' | 0xE3 | 0xEF => {
-                let (len, ends) = sentence_end(b, i, b.len());
-                if ends {
-                    return (i + len, is_question_mark(b, i));
-                }
-            }
-            _ => {}
-        }
+    match first_end(b, from, b.len()) {
+        Some((i, 0)) => (i, false),
+        Some((i, len)) => (i + len, is_question_mark(b, i)),
+        None => (b.len(), false),
     }
-    (b.len(), false)
 }
 
 /// The key paired with a content word right after a negation ("did not

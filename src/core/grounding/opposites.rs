@@ -11,7 +11,7 @@
 use std::sync::LazyLock;
 
 use super::memo::Folder;
-use crate::core::terms::{Table, bytes_hash};
+use crate::core::terms::{Table, ascii_word};
 
 /// Sets of classes that exclude each other, one set a line: classes
 /// parted by `|`, each the words of one meaning, every form written out
@@ -100,7 +100,8 @@ static OPPOSITES: LazyLock<Opposites> = LazyLock::new(|| {
         for (class, words) in classes.iter().enumerate() {
             for w in words {
                 // Place + 1: a table's missing key reads as 0.
-                *places.entry(bytes_hash(w.as_bytes())) = ((set as u32) << 16 | class as u32) + 1;
+                *places.entry(ascii_word(w.as_bytes()).hash) =
+                    ((set as u32) << 16 | class as u32) + 1;
             }
         }
     }
@@ -109,12 +110,13 @@ static OPPOSITES: LazyLock<Opposites> = LazyLock::new(|| {
 
 /// Where `word` (as written) stands among the opposites, if anywhere.
 pub(super) fn place_of(word: &[u8]) -> Option<Place> {
-    let mut lower = [0u8; 16];
-    let folded = lower.get_mut(..word.len())?;
-    for (l, c) in folded.iter_mut().zip(word) {
-        *l = c.to_ascii_lowercase();
+    if !word.is_ascii() {
+        return None;
     }
-    let p = OPPOSITES.places.get(bytes_hash(folded))?.checked_sub(1)?;
+    let p = OPPOSITES
+        .places
+        .get(ascii_word(word).hash)?
+        .checked_sub(1)?;
     Some(Place {
         set: (p >> 16) as u16,
         class: (p & 0xFFFF) as u16,
@@ -192,27 +194,42 @@ const BOUNDS: &[(&str, u8, u8)] = &[
     ("less than", 0, 1),
     ("fewer than", 0, 1),
     ("maximum of", 0, 1),
-    ("prior to", 1, 0),
+    ("prior to", TIME, 0),
     ("over", 0, 0),
     ("above", 0, 0),
     ("exceeding", 0, 0),
     ("under", 0, 1),
     ("below", 0, 1),
-    ("before", 1, 0),
-    ("until", 1, 0),
-    ("after", 1, 1),
-    ("since", 1, 1),
+    ("before", TIME, 0),
+    ("until", TIME, 0),
+    ("after", TIME, 1),
+    ("since", TIME, 1),
 ];
+
+/// The set of [`BOUNDS`] that bound in time.
+const TIME: u8 = 1;
+
+/// The place of a bound of `set` and `class`. Bounds' sets count down from
+/// the top: no set of words reaches them.
+fn bound_place(set: u8, class: u16) -> Place {
+    Place {
+        set: u16::MAX - u16::from(set),
+        class,
+    }
+}
 
 /// [`BOUNDS`] read: each phrase's words from its last, its place and the
 /// phrase; and the letters its last words end in (a bit per letter).
 struct Bounds {
     phrases: Vec<(Vec<&'static [u8]>, Place, &'static str)>,
     last_letters: u32,
+    /// The first words of the phrases that bound in time.
+    time_first: Vec<&'static [u8]>,
 }
 
 static BOUND_PHRASES: LazyLock<Bounds> = LazyLock::new(|| {
     let mut last_letters = 0;
+    let mut time_first = Vec::new();
     let phrases = BOUNDS
         .iter()
         .map(|&(phrase, set, class)| {
@@ -220,17 +237,16 @@ static BOUND_PHRASES: LazyLock<Bounds> = LazyLock::new(|| {
             if let Some(&c) = words[0].last() {
                 last_letters |= 1 << (c - b'a');
             }
-            // Bounds' sets count down from the top: no word set reaches them.
-            let place = Place {
-                set: u16::MAX - u16::from(set),
-                class: u16::from(class),
-            };
-            (words, place, phrase)
+            if let (TIME, Some(&first)) = (set, words.last()) {
+                time_first.push(first);
+            }
+            (words, bound_place(set, u16::from(class)), phrase)
         })
         .collect();
     Bounds {
         phrases,
         last_letters,
+        time_first,
     }
 });
 
@@ -301,20 +317,19 @@ pub(super) fn time_bound_before(b: &[u8], at: usize) -> Option<(Place, &'static 
         .iter()
         .rposition(|c| !c.is_ascii_alphabetic())
         .map_or(0, |p| p + 1);
-    if DETERMINERS
-        .iter()
-        .any(|d| d.eq_ignore_ascii_case(&before[start..]))
-    {
+    if is_determiner(&before[start..]) {
         end = start;
     }
-    bound_before(b, end).filter(|(place, _)| place.set == u16::MAX - 1)
+    bound_before(b, end).filter(|&(place, _)| place == bound_place(TIME, place.class))
 }
 
-/// Whether `word` may open a time bound (see [`time_bound_before`]).
+/// Whether `word` may open a time bound (see [`time_bound_before`]): the
+/// first word of a phrase of [`BOUNDS`] that bounds in time.
 pub(super) fn is_time_bound(word: &[u8]) -> bool {
-    [&b"before"[..], b"after", b"until", b"since", b"prior"]
+    BOUND_PHRASES
+        .time_first
         .iter()
-        .any(|w| w.eq_ignore_ascii_case(word))
+        .any(|first| first.eq_ignore_ascii_case(word))
 }
 
 /// Whether `word` is one [`time_bound_before`] steps over.
