@@ -6,6 +6,7 @@ citing its own source as [^1]:
     python3 tools/grounding_probes.py spans     FILE... > spans.jsonl
     python3 tools/grounding_probes.py fragments FILE... > fragments.jsonl
     python3 tools/grounding_probes.py edits     FILE... > edits.jsonl
+    python3 tools/grounding_probes.py swaps     FILE... > swaps.jsonl
     groundgate check spans.jsonl --out /tmp/spans
 
 - spans: one to three pieces of a source, cut at every ". ", "! " or "? " whether
@@ -20,6 +21,12 @@ citing its own source as [^1]:
   changed (request ids "num…") or with "not" put after the first auxiliary verb of
   a sentence that has no negation ("neg…"): every one should be flagged. Sentences
   spanning lines are left out (only a line's last sentence would carry the marker).
+- swaps: answers of three claims, each citing the source: three consecutive
+  sentences of a source copied verbatim ("kept…", labelled supported), and the same
+  with the middle one replaced by a sentence of another source ("swap…", labelled
+  unsupported). A claim is judged on its own words: the swapped one should be
+  flagged however well its neighbours are supported. `groundgate eval` reads the
+  labels.
 
 Deterministic: a fixed seed per mode.
 """
@@ -89,17 +96,41 @@ def edits(texts, rng):
                 yield "neg", p[:aux.end()] + " not" + p[aux.end():] + "[^1].", s
 
 
+def swaps(texts, rng):
+    def usable(s):
+        return [p.strip() for p in re.split(r"(?<=[.!?])\s+", s)
+                if 40 < len(p.strip()) < 300 and "\n" not in p.strip()]
+    pool = [p for s in texts for p in usable(s)]
+    for s in texts:
+        parts = usable(s)
+        if len(parts) < 3:
+            continue
+        a = rng.randrange(len(parts) - 2)
+        kept = parts[a:a + 3]
+        other = rng.choice(pool)
+        if other in parts:
+            continue
+        swapped = [kept[0], other, kept[2]]
+        yield "kept", " ".join(p + "[^1]" for p in kept), s
+        yield "swap", " ".join(p + "[^1]" for p in swapped), s
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits", "swaps"):
         sys.exit(__doc__)
     mode, texts = sys.argv[1], sources(sys.argv[2:])
-    seed = {"spans": 5, "fragments": 7, "edits": 9}[mode]
+    seed = {"spans": 5, "fragments": 7, "edits": 9, "swaps": 11}[mode]
     rng = random.Random(seed)
     out = sys.stdout
     if mode == "edits":
         for i, (kind, answer, source) in enumerate(edits(texts, rng)):
             if "\n" not in answer:
                 out.write(json.dumps(record(f"{kind}{i}", answer, source)) + "\n")
+    elif mode == "swaps":
+        for i, (kind, answer, source) in enumerate(swaps(texts, rng)):
+            r = record(f"{kind}{i // 2}", answer, source)
+            r["label"] = "supported" if kind == "kept" else "unsupported"
+            out.write(json.dumps(r) + "\n")
     else:
         gen = spans if mode == "spans" else fragments
         for i, (answer, source) in enumerate(gen(texts, rng)):

@@ -2,7 +2,7 @@
 //! scores labelled JSON Lines (`label`: `supported` | `unsupported`),
 //! computes AUC, the confusion matrix and a naive baseline beside them, and
 //! fits the grounding model's coefficients (`--fit`) with k-fold
-//! cross-validation.
+//! cross-validation and with each file held out.
 //!
 //! Every line goes through the same [`crate::core::process()`] as `check` and
 //! the worker; the fit reads the evidence features of
@@ -590,6 +590,31 @@ pub fn cross_validate(files: &[Vec<Scored>], k: usize) -> Vec<Vec<f64>> {
     out
 }
 
+/// Leave-one-file-out validation of [`fit`]: each file's records scored
+/// by a model fitted on the other files only, as a labelled set from
+/// another source would be. `None` with fewer than two files.
+pub fn leave_one_file_out(files: &[Vec<Scored>]) -> Option<Vec<Vec<f64>>> {
+    if files.len() < 2 {
+        return None;
+    }
+    let out = (0..files.len())
+        .map(|held| {
+            let train: Vec<Vec<&Scored>> = files
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != held)
+                .map(|(_, f)| f.iter().collect())
+                .collect();
+            let w = fit(&train);
+            files[held]
+                .iter()
+                .map(|s| record_support(&s.evidence, &w))
+                .collect()
+        })
+        .collect();
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,6 +631,42 @@ mod tests {
             naive: 0.0,
             evidence: Vec::new(),
         }
+    }
+
+    fn with_evidence(found: f64, unsupported: bool) -> Scored {
+        Scored {
+            evidence: vec![Evidence {
+                features: [found, 0.0, found],
+                rule: None,
+            }],
+            ..s(0.0, unsupported)
+        }
+    }
+
+    #[test]
+    fn a_held_out_file_is_scored_by_a_fit_on_the_others_only() {
+        let a: Vec<Scored> = [(0.9, false), (0.8, false), (0.3, true), (0.2, true)]
+            .into_iter()
+            .map(|(f, u)| with_evidence(f, u))
+            .collect();
+        let b: Vec<Scored> = [(0.7, false), (0.6, false), (0.5, true), (0.1, true)]
+            .into_iter()
+            .map(|(f, u)| with_evidence(f, u))
+            .collect();
+        let files = vec![a.clone(), b.clone()];
+        let held = leave_one_file_out(&files).expect("two files");
+        let from_b = fit(&[b.iter().collect()]);
+        let from_a = fit(&[a.iter().collect()]);
+        let expect = |f: &[Scored], w: &[f64; FEATURES + 1]| -> Vec<f64> {
+            f.iter().map(|s| record_support(&s.evidence, w)).collect()
+        };
+        assert_eq!(held, vec![expect(&a, &from_b), expect(&b, &from_a)]);
+        // Each fit differs, so a file is not scored by a fit that saw it.
+        assert_ne!(
+            held[0],
+            expect(&a, &fit(&[a.iter().collect(), b.iter().collect()]))
+        );
+        assert!(leave_one_file_out(&files[..1]).is_none());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `groundgate eval`: prints how well the grounding check separates labelled
 //! supported and unsupported answers, one table row per file (and per
 //! `--by` group), the naive baseline beside it; `--fit` fits the model's
-//! coefficients with k-fold cross-validation instead. The scoring is
+//! coefficients instead, with k-fold cross-validation and each file held
+//! out. The scoring is
 //! `crate::eval`; this file only prints.
 
 use std::io::{self, Write};
@@ -10,7 +11,8 @@ use std::process::ExitCode;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::batch::eval::{
-    EvalError, Row, Scored, cross_validate, fit, load_config, naive_shared, rows, score_file,
+    EvalError, Row, Scored, cross_validate, fit, leave_one_file_out, load_config, naive_shared,
+    rows, score_file,
 };
 use crate::cli::EvalArgs;
 use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
@@ -210,22 +212,25 @@ fn print_fit(
     files: &[Vec<Scored>],
     min_support: f64,
 ) -> io::Result<()> {
-    let predicted = cross_validate(files, args.folds);
-    let cv: Vec<Vec<Scored>> = files
-        .iter()
-        .zip(&predicted)
-        .map(|(scored, preds)| {
-            scored
-                .iter()
-                .zip(preds)
-                .map(|(s, &p)| Scored {
-                    score: p,
-                    flagged: crate::core::grounding::is_unsupported(p, min_support),
-                    ..s.clone()
-                })
-                .collect()
-        })
-        .collect();
+    let rescored = |predicted: Vec<Vec<f64>>| -> Vec<Vec<Scored>> {
+        files
+            .iter()
+            .zip(&predicted)
+            .map(|(scored, preds)| {
+                scored
+                    .iter()
+                    .zip(preds)
+                    .map(|(s, &p)| Scored {
+                        score: p,
+                        flagged: crate::core::grounding::is_unsupported(p, min_support),
+                        ..s.clone()
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let cv = rescored(cross_validate(files, args.folds));
+    let held_out = leave_one_file_out(files).map(rescored);
     let all: Vec<Vec<&Scored>> = files.iter().map(|f| f.iter().collect()).collect();
     let w = fit(&all);
     let folds = args.folds.max(2);
@@ -239,6 +244,7 @@ fn print_fit(
             "folds": folds,
             "min_support": min_support,
             "cross_validated": all_rows(args, &cv),
+            "leave_one_file_out": held_out.as_ref().map(|h| all_rows(args, h)),
             "coefficients": coefficients,
         });
         let text = serde_json::to_string_pretty(&report).map_err(io::Error::other)?;
@@ -249,6 +255,13 @@ fn print_fit(
         out,
         "{folds}-fold cross-validated (record i of a file in fold i mod {folds}; flagged when support < {min_support}):\n{t}",
     )?;
+    if let Some(h) = &held_out {
+        writeln!(
+            out,
+            "each file held out (scored by a fit on the other files, as a set from another source would be):\n{}",
+            table(args, h)
+        )?;
+    }
     writeln!(
         out,
         "coefficients fitted on all inputs (src/core/grounding/model.rs):\n\

@@ -462,6 +462,7 @@ impl SourceIndex {
     }
 
     /// Sentences of source `idx` (0 until indexed).
+    #[cfg(test)]
     pub(super) fn sentences_of(&self, idx: usize) -> usize {
         self.sentence_count.get(idx).map_or(0, |&n| n as usize)
     }

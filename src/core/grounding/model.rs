@@ -4,48 +4,25 @@
 //! here. Pure arithmetic; it must not compute features (that is `score`).
 
 /// Number of evidence features of a claim (see [`FEATURE_NAMES`]).
-pub const FEATURES: usize = 16;
+pub const FEATURES: usize = 3;
 
 /// What each feature is, in order; `eval --fit` prints the coefficients
 /// under these names.
-pub const FEATURE_NAMES: [&str; FEATURES] = [
-    "found",
-    "entity_missing",
-    "entity_missing_share",
-    "pairs",
-    "best_sentence",
-    "best_two_sentences",
-    "length",
-    "function_words",
-    "missing",
-    "entity_aside",
-    "pairs_missing",
-    "short_scattered",
-    "short_pairs_missing",
-    "source_sentences",
-    "answer_found",
-    "answer_words_found",
-];
+/// - `found`: the share of the claim's content terms found in its cited
+///   sources, counted with three more words at the answer's share (a short
+///   claim says little on its own);
+/// - `entity_missing`: 1 when a name the claim states is not found;
+/// - `answer_words_found`: the share of all the answer's cited words found,
+///   function words included (how closely the answer keeps to the sources'
+///   wording).
+pub const FEATURE_NAMES: [&str; FEATURES] = ["found", "entity_missing", "answer_words_found"];
 
 /// Intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
-    -2.2261, // intercept
-    -0.2450, // found
-    -2.9335, // entity_missing
-    1.2167,  // entity_missing_share
-    0.2167,  // pairs
-    0.0115,  // best_sentence
-    0.2931,  // best_two_sentences
-    0.5821,  // length
-    -0.1358, // function_words
-    -0.2057, // missing
-    -0.4554, // entity_aside
-    -0.2439, // pairs_missing
-    -0.8003, // short_scattered
-    -1.2944, // short_pairs_missing
-    0.0832,  // source_sentences
-    1.4172,  // answer_found
-    1.1263,  // answer_words_found
+    -3.3959, // intercept
+    2.6741,  // found
+    -2.2899, // entity_missing
+    1.9135,  // answer_words_found
 ];
 
 /// Probability that a claim with these features is supported.

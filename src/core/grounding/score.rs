@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::ops::Range;
 
 use super::claims::claim_spans;
-use super::index::{Cover, IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, has_question, pair_hash};
+use super::index::{IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, has_question, pair_hash};
 use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
 };
@@ -19,7 +19,7 @@ use super::lexicon::{
     spelled_other, spelled_run,
 };
 use super::memo::{Folder, Packed, key_of};
-use super::model::{COEFFICIENTS, FEATURES, support_of};
+use super::model::{COEFFICIENTS, support_of};
 use super::opposites;
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
@@ -103,8 +103,6 @@ pub(super) struct Term {
     negation: bool,
     /// Found, but only outside the claim's best two sentences.
     apart: bool,
-    /// An entity found, but not in the claim's best sentence.
-    aside: bool,
     /// A content term found in the claim's best sentence.
     in_best: bool,
     /// The second half of a compound ("mail" of "e-mail") whose other
@@ -137,7 +135,6 @@ impl Term {
             found: false,
             negation: false,
             apart: false,
-            aside: false,
             in_best: false,
             closes_up: false,
             own: folded.id(),
@@ -278,7 +275,11 @@ fn read_claims(
                 // "$5": the sign is a word of its own ("dollar"), before the number.
                 if let Some((word, sign)) = currency_before(bytes, at) {
                     let from = all_terms.len();
-                    all_terms.push(implied_term(folder, word, at - sign, sign));
+                    // A currency names what the amount is counted in, as a
+                    // name does: another currency is another amount.
+                    let mut t = implied_term(folder, word, at - sign, sign);
+                    t.class = TermClass::Entity;
+                    all_terms.push(t);
                     declare_terms(declare, index, folder, &all_terms[from..]);
                 }
                 // "2004-05-12", "12 May": the month's name (and an ISO date's
@@ -695,14 +696,9 @@ pub(super) fn analyze_with(
                     IN_BEST | IN_BEST_TWO
                 };
                 t.apart = at & IN_BEST_TWO == 0;
-                t.aside = t.class == TermClass::Entity && at & IN_BEST == 0;
                 t.in_best = t.found && at & IN_BEST != 0;
             }
-            let in_sources: usize = cited
-                .iter()
-                .map(|&m| index.sentences_of(m as usize - 1))
-                .sum();
-            let e = weigh(terms, pairs, &cover, in_sources);
+            let e = weigh(terms);
             // Negation, both ways, against the claim's best sentences: a
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
@@ -789,8 +785,14 @@ pub(super) fn analyze_with(
             pooled.1 += e.content;
             pooled_all.0 += terms.iter().filter(|t| t.found).count();
             pooled_all.1 += terms.len();
+            // The found share and the answer's share are only known once
+            // every claim is read: the counts wait in the features' places.
             evidence = Some(Evidence {
-                features: e.features,
+                features: [
+                    e.found as f64,
+                    f64::from(u8::from(e.entity_missing)),
+                    e.content as f64,
+                ],
                 rule,
             });
         }
@@ -869,8 +871,9 @@ pub(super) fn analyze_with(
         let Some(e) = claim.evidence.as_mut() else {
             continue;
         };
-        e.features[ANSWER_FOUND] = answer_found;
-        e.features[ANSWER_FOUND + 1] = answer_all;
+        let (found, content) = (e.features[FOUND], e.features[ANSWER_WORDS]);
+        e.features[FOUND] = (found + ANSWER_WEIGHT * answer_found) / (content + ANSWER_WEIGHT);
+        e.features[ANSWER_WORDS] = answer_all;
         let s = support_of(e, &COEFFICIENTS);
         // Four decimals: stable, readable output.
         let s = (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
@@ -929,13 +932,22 @@ fn covering(
     }
 }
 
-/// Where the answer-level features go (filled once every claim is seen).
-const ANSWER_FOUND: usize = 14;
+/// Where the found share and the answer's share of words found go among a
+/// claim's features (see `model::FEATURE_NAMES`).
+const FOUND: usize = 0;
+const ANSWER_WORDS: usize = 2;
 
-/// A claim's evidence features (see `model::FEATURE_NAMES`) and how many
-/// content terms it has.
+/// How many content words of the answer's share a claim's found share
+/// counts besides its own: a short claim says little on its own ("I do"),
+/// while a long claim stands on its own words, so a claim made up between
+/// well-supported ones is still judged by what it says. The fit changes
+/// little from 2 to 5.
+const ANSWER_WEIGHT: f64 = 3.0;
+
+/// What a claim's evidence features are made of: whether a name it
+/// states is missing, and how many of its content terms are found.
 struct Weighed {
-    features: [f64; FEATURES],
+    entity_missing: bool,
     found: usize,
     content: usize,
 }
@@ -1345,54 +1357,20 @@ fn content_word_beside(s: &str, mut at: usize, back: bool, folder: &mut Folder) 
     None
 }
 
-fn weigh(terms: &[Term], pairs: (u32, u32), cover: &Cover, sentences: usize) -> Weighed {
+fn weigh(terms: &[Term]) -> Weighed {
     let mut content = 0usize;
     let mut found = 0usize;
-    let mut entities = 0usize;
-    let mut entities_missing = 0usize;
-    let mut function = 0usize;
-    let mut function_found = 0usize;
-    let mut entity_apart = false;
+    let mut entity_missing = false;
     for t in terms.iter().filter(|t| !t.negation) {
         if t.class == TermClass::Function {
-            function += 1;
-            function_found += usize::from(t.found);
             continue;
         }
         content += 1;
         found += usize::from(t.found);
-        if t.class == TermClass::Entity {
-            entities += 1;
-            entities_missing += usize::from(!t.found);
-            entity_apart |= t.aside;
-        }
+        entity_missing |= t.class == TermClass::Entity && !t.found;
     }
-    let share = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
     Weighed {
-        features: [
-            share(found, content),
-            f64::from(u8::from(entities_missing > 0)),
-            if entities == 0 {
-                0.0
-            } else {
-                entities_missing as f64 / entities as f64
-            },
-            share(pairs.0 as usize, pairs.1 as usize),
-            share((cover.one as usize).min(content), content),
-            share((cover.two as usize).min(content), content),
-            (1.0 + content as f64).ln(),
-            share(function_found, function),
-            (1.0 + (content - found) as f64).ln(),
-            f64::from(u8::from(entity_apart)),
-            (1.0 + f64::from(pairs.1 - pairs.0)).ln(),
-            // A short claim is one fact: it should sit in one sentence, its
-            // words side by side.
-            (1.0 - share((cover.one as usize).min(content), content)) / (2.0 + content as f64).ln(),
-            (1.0 - share(pairs.0 as usize, pairs.1 as usize)) / (2.0 + content as f64).ln(),
-            (1.0 + sentences as f64).ln(),
-            1.0,
-            1.0,
-        ],
+        entity_missing,
         found,
         content,
     }
