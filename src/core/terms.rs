@@ -122,16 +122,29 @@ fn word_bytes(x: u64) -> u64 {
     in_range(folded, b'a', b'z') | in_range(x, b'0', b'9') | in_range(x, b'_', b'_')
 }
 
-/// Bit `i` set when byte `i` of `block` (at most 64 ASCII bytes) is a
-/// letter, a digit or `_`.
-fn word_bits(block: &[u8]) -> u64 {
+/// High bit of each byte of `x` (any bytes) that is an ASCII letter, a
+/// digit, `'` or `-`: the bytes of a name's words (see [`name_words`]).
+#[inline(always)]
+fn name_bytes(x: u64) -> u64 {
+    // Bytes past ASCII are cleared first: the ranges below must not carry.
+    let y = x & !HIGH;
+    let folded = y | (0x20 * ONES);
+    let marks = in_range(y, b'\'', b'\'') | in_range(y, b'-', b'-');
+    (in_range(folded, b'a', b'z') | in_range(y, b'0', b'9') | marks) & !x
+}
+
+/// Bit `i` set when byte `i` of `block` (at most 64 bytes) is a word
+/// byte: for `NAMES`, of [`name_bytes`] (any bytes); else a letter, a
+/// digit or `_` (ASCII bytes only).
+fn word_bits<const NAMES: bool>(block: &[u8]) -> u64 {
+    let class = |x: u64| if NAMES { name_bytes(x) } else { word_bytes(x) };
     let (words, tail) = block.as_chunks::<8>();
     let mut bits = 0u64;
     for (i, w) in words.iter().enumerate() {
-        bits |= gather(word_bytes(u64::from_le_bytes(*w))) << (i * 8);
+        bits |= gather(class(u64::from_le_bytes(*w))) << (i * 8);
     }
     if !tail.is_empty() {
-        bits |= gather(word_bytes(tail_word(tail))) << (words.len() * 8);
+        bits |= gather(class(tail_word(tail))) << (words.len() * 8);
     }
     bits
 }
@@ -144,16 +157,16 @@ fn gather(m: u64) -> u64 {
     ((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
 }
 
-/// Word-byte bits of an ASCII text, computed 64 bytes at a time as the scan
-/// moves forward.
-struct WordBits<'a> {
+/// Word-byte bits of a text (see [`word_bits`]), computed 64 bytes at a
+/// time as the scan moves forward.
+struct WordBits<'a, const NAMES: bool> {
     b: &'a [u8],
     /// Start of the block whose bits are in `bits` (`usize::MAX`: none yet).
     at: usize,
     bits: u64,
 }
 
-impl WordBits<'_> {
+impl<const NAMES: bool> WordBits<'_, NAMES> {
     /// First position at or after `from` holding a word byte (`word`) or a
     /// non-word byte (`!word`); the text's length when there is none.
     #[inline(always)]
@@ -179,7 +192,7 @@ impl WordBits<'_> {
             let block = from & !63;
             if block != self.at {
                 self.at = block;
-                self.bits = word_bits(&self.b[block..n.min(block + 64)]);
+                self.bits = word_bits::<NAMES>(&self.b[block..n.min(block + 64)]);
             }
             let x = if word { self.bits } else { !self.bits } >> (from - block);
             if x != 0 {
@@ -199,7 +212,7 @@ impl WordBits<'_> {
 pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'a [u8], usize)) {
     let b = chunk.as_bytes();
     let n = b.len();
-    let mut bits = WordBits {
+    let mut bits = WordBits::<false> {
         b,
         // Far from any position: the first search loads a block.
         at: usize::MAX / 2,
@@ -217,6 +230,26 @@ pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'
         f(&b[start..end], base + start);
         i = bits.find(end, true);
     }
+}
+
+/// The words of `text` (any bytes) as the acronym scans read them: runs
+/// of ASCII letters, digits, `'` and `-`, each with where it ends.
+pub(crate) fn name_words(text: &[u8]) -> impl Iterator<Item = (&[u8], usize)> {
+    let mut bits = WordBits::<true> {
+        b: text,
+        // Far from any position: the first search loads a block.
+        at: usize::MAX / 2,
+        bits: 0,
+    };
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let start = bits.find(at, true);
+        if start >= text.len() {
+            return None;
+        }
+        at = bits.find(start, false);
+        Some((&text[start..at], at))
+    })
 }
 
 /// Bytes that may join two runs of word bytes into one word.
@@ -509,8 +542,21 @@ mod tests {
         }
 
         #[test]
+        fn name_words_match_the_byte_scan(text in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'\'' || *b == b'-';
+            let mut want = Vec::new();
+            let mut at = 0;
+            while let Some(p) = text[at..].iter().position(is_word) {
+                let start = at + p;
+                at = start + text[start..].iter().take_while(|b| is_word(b)).count();
+                want.push((&text[start..at], at));
+            }
+            prop_assert_eq!(name_words(&text).collect::<Vec<_>>(), want);
+        }
+
+        #[test]
         fn word_bits_match_the_byte_classes(block in proptest::collection::vec(0u8..0x80, 0..=64)) {
-            let bits = word_bits(&block);
+            let bits = word_bits::<false>(&block);
             for (i, &c) in block.iter().enumerate() {
                 prop_assert_eq!(bits >> i & 1 == 1, c.is_ascii_alphanumeric() || c == b'_', "byte {} = {:#x}", i, c);
             }

@@ -614,41 +614,50 @@ impl SourceIndex {
                 ranges.push(None);
             }
         }
-        let mut best = |this: &mut Self, skip: u32| -> (u32, u32) {
+        let mut counts = std::mem::take(&mut self.counts);
+        let mut touched = std::mem::take(&mut self.touched);
+        // Listed sentences are the record's: one resize up front.
+        if counts.len() < self.sentences.len() {
+            counts.resize(self.sentences.len(), 0);
+        }
+        let mut best = |skip: u32| -> (u32, u32) {
             for r in ranges.iter().flatten() {
                 let list = &lists[r.0 as usize..r.1 as usize];
                 if skip != u32::MAX && list.contains(&skip) {
                     continue;
                 }
+                *steps += list.len();
                 for &s in list {
-                    *steps += 1;
                     let s = s as usize;
-                    if s >= this.counts.len() {
-                        this.counts.resize(s + 1, 0);
+                    if s >= counts.len() {
+                        counts.resize(s + 1, 0);
                     }
-                    if this.counts[s] == 0 {
-                        this.touched.push(s as u32);
+                    let c = &mut counts[s];
+                    if *c == 0 {
+                        touched.push(s as u32);
                     }
-                    this.counts[s] += 1;
+                    *c += 1;
                 }
             }
             let mut top = (0u32, u32::MAX);
-            for &s in &this.touched {
-                let c = this.counts[s as usize];
-                if c > top.0 || (c == top.0 && s < top.1) {
-                    top = (c, s);
+            for &s in &touched {
+                let c = &mut counts[s as usize];
+                if *c > top.0 || (*c == top.0 && s < top.1) {
+                    top = (*c, s);
                 }
-                this.counts[s as usize] = 0;
+                *c = 0;
             }
-            this.touched.clear();
+            touched.clear();
             top
         };
-        let (n1, first) = best(self, u32::MAX);
+        let (n1, first) = best(u32::MAX);
         let (n2, second) = if first == u32::MAX {
             (0, u32::MAX)
         } else {
-            best(self, first)
+            best(first)
         };
+        self.counts = counts;
+        self.touched = touched;
         seats.clear();
         seats.extend(ranges.iter().map(|r| match r {
             None => IN_BEST | IN_BEST_TWO,
@@ -755,7 +764,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         alt: &mut Option<(u64, bool)>,
     ) -> (Dotted, bool) {
         let mut info = self.folder.fold_packed(w, ascii);
-        if info.spelled().is_some() {
+        if info.is_spelled() {
             info = self.at.spelled_number(self.folder, info, w, off);
         }
         // A summary is replayed for any answer: it holds every term
@@ -781,10 +790,16 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
         // A stop word leaves `alt` for the next content word.
         // A summary keeps every pair (a later answer may ask for any).
-        for (p, p_wanted) in self.prev.into_iter().chain(alt.take()) {
-            if RECORD || (want && p_wanted) {
-                self.pair(pair_hash(p, info.key()));
-            }
+        let key = info.key();
+        if let Some((p, p_wanted)) = self.prev
+            && (RECORD || (want && p_wanted))
+        {
+            self.pair(pair_hash(p, key));
+        }
+        if let Some((p, p_wanted)) = alt.take()
+            && (RECORD || (want && p_wanted))
+        {
+            self.pair(pair_hash(p, key));
         }
         let before = self.prev.replace((info.key(), want));
         if info.negation() {
@@ -1190,7 +1205,7 @@ impl Words for NegationScan<'_> {
             w
         };
         let mut info = self.folder.fold_packed(w, ascii);
-        if info.spelled().is_some() {
+        if info.is_spelled() {
             info = self.at.spelled_number(self.folder, info, w, Some(off));
         }
         if info.negation() && answer_particle(self.at.bytes, off, w.len()) {

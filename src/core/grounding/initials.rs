@@ -6,6 +6,7 @@
 //! not touch the index or the word memo.
 
 use super::lexicon::{is_stop, lower_case};
+use crate::core::terms::name_words;
 
 /// Most letters an acronym has here; longer all-capital words are words.
 const MAX_LETTERS: usize = 6;
@@ -68,19 +69,6 @@ pub(super) fn acronym_letters(word: &[u8], out: &mut [u8; MAX_LETTERS]) -> Optio
     (n >= 2).then_some(n)
 }
 
-/// The ASCII words of `text` with where each ends, a word being letters,
-/// digits, `'` and `-`.
-fn words(text: &[u8]) -> impl Iterator<Item = (&[u8], usize)> {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'\'' || *b == b'-';
-        let start = at + text[at..].iter().position(is_word)?;
-        let len = text[start..].iter().take_while(|b| is_word(b)).count();
-        at = start + len;
-        Some((&text[start..at], at))
-    })
-}
-
 /// Whether `word` is a stop word ("In", "The"): it opens no name.
 fn is_stop_word(word: &[u8]) -> bool {
     let mut buf = [0u8; 16];
@@ -120,7 +108,7 @@ pub(super) fn spelled_out_in(
             any |= whole;
         }
     };
-    for (w, end) in words(bytes) {
+    for (w, end) in name_words(bytes) {
         let start = end - w.len();
         let upper = w[0].is_ascii_uppercase();
         // A name of three or more words may be written in lower case
@@ -170,8 +158,19 @@ pub(super) fn spelled_out_in(
 /// starts and ends.
 pub(super) fn written_in(text: &str, letters: &[u8], mut each: impl FnMut(usize, usize)) -> bool {
     let bytes = text.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'\'' || b == b'-';
+    // Both spellings open with the first letter: only the words that open
+    // with it are read (a word of `name_words`, not a byte inside one).
+    let Some(&first) = letters.first().filter(|&&b| is_word(b)) else {
+        return false;
+    };
     let mut any = false;
-    for (w, end) in words(bytes) {
+    for start in memchr::memchr_iter(first, bytes) {
+        if start > 0 && is_word(bytes[start - 1]) {
+            continue;
+        }
+        let end = start + bytes[start..].iter().take_while(|&&b| is_word(b)).count();
+        let w = &bytes[start..end];
         let dotted = w.len() == 1 && bytes.get(end) == Some(&b'.');
         let span = if dotted {
             // "E.U." is split at its dots: read it whole.
@@ -311,6 +310,45 @@ mod tests {
             })
         };
         assert_eq!(acronyms("The EU and the E.U. agree", b"EU"), ["EU", "E.U."]);
+    }
+
+    /// [`written_in`] read word by word: the reference for its jump to
+    /// the words that open with the acronym's first letter.
+    fn written_word_by_word(text: &str, letters: &[u8]) -> Vec<(usize, usize)> {
+        let bytes = text.as_bytes();
+        let mut out = Vec::new();
+        for (w, end) in name_words(bytes) {
+            let start = end - w.len();
+            if w.len() == 1 && bytes.get(end) == Some(&b'.') {
+                let whole = bytes[start..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_uppercase() || **b == b'.')
+                    .count();
+                let mut out_letters = [0u8; MAX_LETTERS];
+                if acronym_letters(&bytes[start..start + whole], &mut out_letters)
+                    .is_some_and(|k| &out_letters[..k] == letters)
+                {
+                    out.push((start, start + whole));
+                }
+            } else if w == letters {
+                out.push((start, end));
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_acronym_is_found_where_a_word_by_word_read_finds_it(
+            text in "([ .,'-]|E|U|EU|E\\.U\\.?|xEU|EUx|é|[a-z0-9]{1,3})*",
+            letters in proptest::sample::select(vec![&b"EU"[..], b"E", b"EUX", b""]),
+        ) {
+            let mut got = Vec::new();
+            let any = written_in(&text, letters, |start, end| got.push((start, end)));
+            let want = written_word_by_word(&text, letters);
+            proptest::prop_assert_eq!(any, !want.is_empty());
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 
     #[test]

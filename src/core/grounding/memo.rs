@@ -142,6 +142,13 @@ impl Packed {
         spelled_digits((self.0 >> 37) as u8 & 0x3f)
     }
 
+    /// Whether [`Packed::spelled`] is some: one bit test, for the many
+    /// words that spell no number.
+    #[inline(always)]
+    pub(super) fn is_spelled(self) -> bool {
+        self.0 & 0x3f << 37 != 0
+    }
+
     /// See [`WordInfo::variants`].
     #[inline(always)]
     pub(super) fn variants(self) -> u32 {
@@ -526,6 +533,7 @@ mod tests {
             assert_eq!(p.dotted(), info.dotted);
             assert_eq!((p.stop(), p.filler()), (info.stop, info.filler));
             assert_eq!(p.spelled(), spelled_digits(info.spelled));
+            assert_eq!(p.is_spelled(), p.spelled().is_some());
             assert_eq!(p.variants(), info.variants);
         }
     }

@@ -255,10 +255,13 @@ static BOUND_PHRASES: LazyLock<Bounds> = LazyLock::new(|| {
 pub(super) fn bound_before(b: &[u8], at: usize) -> Option<(Place, &'static str)> {
     let bounds = &*BOUND_PHRASES;
     let mut end = at;
-    for sign in ["$", "€", "£", "¥"] {
-        if b[..end].ends_with(sign.as_bytes()) {
-            end -= sign.len();
-            break;
+    // A sign's last byte first: most numbers follow a space.
+    if matches!(b[..end].last(), Some(b'$' | 0xA3 | 0xA5 | 0xAC)) {
+        for sign in ["$", "€", "£", "¥"] {
+            if b[..end].ends_with(sign.as_bytes()) {
+                end -= sign.len();
+                break;
+            }
         }
     }
     // Most numbers follow no word, or one that bounds nothing: its last

@@ -313,8 +313,9 @@ fn read_claims(
             // "twenty-one": one number, read as its digits, as sources read
             // it; the run's other words are skipped.
             let (w, folded, len) = match folded
-                .spelled()
-                .and_then(|_| spelled_run(bytes, at, len, &mut run))
+                .is_spelled()
+                .then(|| spelled_run(bytes, at, len, &mut run))
+                .flatten()
             {
                 Some((n, end)) => {
                     address_end = end;
@@ -363,10 +364,12 @@ fn read_claims(
             // when the term itself is not found.
             let other = if number {
                 number_other(folder, w)
-            } else {
+            } else if folded.is_spelled() {
                 folded
                     .spelled()
                     .map_or(NO_WORD, |o| folder.fold(o, true).id)
+            } else {
+                NO_WORD
             };
             // "co-founder" is also "cofounder".
             let (other, closes_up) = if other == NO_WORD && at > 0 && bytes[at - 1] == b'-' {
@@ -725,7 +728,19 @@ pub(super) fn analyze_with(
                 }
             }
             let in_best = |s: u32| s != u32::MAX && index.negates(s);
-            let negation_missing = terms.iter().any(|t| t.negation && !t.found);
+            // Nothing below changes what is found: one pass for the rules'
+            // tests and the answer's count.
+            let (mut negation_missing, mut number_missing, mut any_missing) = (false, false, false);
+            let mut found_all = 0;
+            for t in terms.iter() {
+                if t.found {
+                    found_all += 1;
+                } else {
+                    any_missing = true;
+                    negation_missing |= t.negation;
+                    number_missing |= t.class == TermClass::Number;
+                }
+            }
             // The source's best sentence negates a content word the claim
             // states plainly ("did not win" against "won"). The pair, a
             // cheap first test, says only that the sources negate the word
@@ -761,10 +776,6 @@ pub(super) fn analyze_with(
                     steps,
                 );
             }
-            let number_missing = terms
-                .iter()
-                .any(|t| t.class == TermClass::Number && !t.found);
-            let any_missing = terms.iter().any(|t| !t.found);
             // Scattered: most of the claim's found words sit outside its
             // best two sentences (a merge of two sentences is fine; words
             // picked from all over a page are not support).
@@ -783,7 +794,7 @@ pub(super) fn analyze_with(
             };
             pooled.0 += e.found;
             pooled.1 += e.content;
-            pooled_all.0 += terms.iter().filter(|t| t.found).count();
+            pooled_all.0 += found_all;
             pooled_all.1 += terms.len();
             // The found share and the answer's share are only known once
             // every claim is read: the counts wait in the features' places.
