@@ -495,6 +495,22 @@ impl SourceIndex {
         (has(false), has(true))
     }
 
+    /// The first half of [`SourceIndex::held_in`]: whether sentence `s`
+    /// holds content term `id` plainly (one look-up, not two).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn held_plainly_in(
+        &mut self,
+        s: u32,
+        id: u32,
+        texts: &[&str],
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) -> bool {
+        self.read_words_of(s, texts, folder, steps)
+            && self.negated.binary_search(&(s, id, false)).is_ok()
+    }
+
     /// Reads the content words of the source of sentence `s` with their
     /// sentences into `negated`, once a record; whether `s` is a sentence.
     fn read_words_of(

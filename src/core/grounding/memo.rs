@@ -6,6 +6,7 @@
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::lexicon::{SPELLED, fold_into, is_filler, is_negation, is_stop, spelled_other};
+use super::opposites;
 use super::variants;
 use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
 
@@ -30,6 +31,10 @@ pub(super) struct WordInfo {
     /// Other spellings and synonyms it may be found by, as a
     /// [`variants::group`] handle (0: none).
     pub(super) variants: u32,
+    /// Its case-folded form is a word of a set of opposites or opens a
+    /// time bound (see [`opposing`]): the claims without one skip those
+    /// checks.
+    pub(super) opposing: bool,
 }
 
 impl WordInfo {
@@ -42,9 +47,9 @@ impl WordInfo {
     }
 
     /// The memo's packed form: id (32 bits), word classes (5), spelled
-    /// digits (6: fewer than 64 entries in `SPELLED`), variants group (17:
-    /// at most `variants::MAX_GROUPS`) in one word, with a bit that marks
-    /// it present.
+    /// digits (6: fewer than 64 entries in `SPELLED`), opposing (1),
+    /// variants group (17: at most `variants::MAX_GROUPS`) in one word,
+    /// with a bit that marks it present.
     fn pack(&self) -> u64 {
         u64::from(self.id)
             | u64::from(self.number) << 32
@@ -53,6 +58,7 @@ impl WordInfo {
             | u64::from(self.negation) << 35
             | u64::from(self.dotted) << 36
             | u64::from(self.spelled) << 37
+            | u64::from(self.opposing) << 43
             | u64::from(self.variants) << 45
             | PRESENT
     }
@@ -67,6 +73,7 @@ impl WordInfo {
             dotted: x & 1 << 36 != 0,
             spelled: (x >> 37) as u8 & 0x3f,
             variants: (x >> 45) as u32 & 0x1_ffff,
+            opposing: x & 1 << 43 != 0,
         }
     }
 }
@@ -147,6 +154,12 @@ impl Packed {
     #[inline(always)]
     pub(super) fn is_spelled(self) -> bool {
         self.0 & 0x3f << 37 != 0
+    }
+
+    /// See [`WordInfo::opposing`].
+    #[inline(always)]
+    pub(super) fn opposing(self) -> bool {
+        self.0 & 1 << 43 != 0
     }
 
     /// See [`WordInfo::variants`].
@@ -465,6 +478,9 @@ impl Folder {
         let spelled = spelled_other(buf, false)
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
             .map_or(0, |i| i as u8 + 1);
+        // Of the folded form: an ASCII word is filed under its lower case,
+        // which the opposites' tables read case aside.
+        let opposing = opposing(buf.as_bytes());
         WordInfo {
             id: self.id(key),
             number: false,
@@ -474,6 +490,7 @@ impl Folder {
             dotted,
             spelled,
             variants,
+            opposing,
         }
     }
 
@@ -486,6 +503,13 @@ impl Folder {
         *self.ids.entry(key) = id;
         id
     }
+}
+
+/// Whether `word` (case aside) is a word of a set of opposites or the
+/// first word of a time bound: what [`opposites::place_of`] and
+/// [`opposites::is_time_bound`] may find.
+fn opposing(word: &[u8]) -> bool {
+    opposites::place_of(word).is_some() || opposites::is_time_bound(word)
 }
 
 /// The letters of single letters joined by dots ("u.s", "p.m", "j.r"),
@@ -523,6 +547,7 @@ mod tests {
                 dotted: bits & 16 != 0,
                 spelled: (bits % 7) as u8,
                 variants: 0x1_ffff - bits,
+                opposing: bits & 32 != 0,
             };
             let p = Packed(info.pack());
             assert_eq!(p.id(), info.id);
@@ -535,6 +560,7 @@ mod tests {
             assert_eq!(p.spelled(), spelled_digits(info.spelled));
             assert_eq!(p.is_spelled(), p.spelled().is_some());
             assert_eq!(p.variants(), info.variants);
+            assert_eq!(p.opposing(), info.opposing);
         }
     }
 }

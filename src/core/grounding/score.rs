@@ -108,6 +108,9 @@ pub(super) struct Term {
     /// The second half of a compound ("mail" of "e-mail") whose other
     /// spelling is the compound closed up ("email").
     closes_up: bool,
+    /// Its word is of a set of opposites or opens a time bound
+    /// ([`Packed::opposing`]).
+    opposing: bool,
     /// The word id of the term as folded, and of its other spelling ("2"
     /// for "two", "email" for the "mail" of "e-mail"; [`NO_WORD`]: none). Ids, not the memo's whole entries:
     /// a claim's terms are written once per word and read once per claim.
@@ -137,6 +140,7 @@ impl Term {
             apart: false,
             in_best: false,
             closes_up: false,
+            opposing: folded.opposing(),
             own: folded.id(),
             other: NO_WORD,
             alternates: folder.alternates_handle(folded.variants()),
@@ -729,10 +733,15 @@ pub(super) fn analyze_with(
             }
             let in_best = |s: u32| s != u32::MAX && index.negates(s);
             // Nothing below changes what is found: one pass for the rules'
-            // tests and the answer's count.
+            // tests and the answer's count, and for which of the opposites'
+            // checks may find anything (a word of a set of opposites, a
+            // number or a time bound to compare).
             let (mut negation_missing, mut number_missing, mut any_missing) = (false, false, false);
             let mut found_all = 0;
+            let (mut opposes, mut numbers) = (false, false);
             for t in terms.iter() {
+                opposes |= t.opposing;
+                numbers |= t.class == TermClass::Number;
                 if t.found {
                     found_all += 1;
                 } else {
@@ -755,7 +764,7 @@ pub(super) fn analyze_with(
                         && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
                         && index.held_in(cover.first, t.id, sources, folder, steps) == (false, true)
                 });
-            if !contradicted && cover.first != u32::MAX {
+            if !contradicted && cover.first != u32::MAX && opposes {
                 opposed = opposed_word(
                     answer,
                     terms,
@@ -766,7 +775,7 @@ pub(super) fn analyze_with(
                     steps,
                 );
             }
-            if opposed.is_none() && !contradicted {
+            if opposed.is_none() && !contradicted && (opposes || numbers) {
                 opposed = reversed_bound(
                     answer,
                     terms,
@@ -1178,20 +1187,23 @@ fn opposed_word(
             continue;
         }
         let after_negation = std::mem::replace(&mut negated, t.negation);
-        if t.class != TermClass::Word || t.in_best || t.negation || after_negation {
+        if t.class != TermClass::Word || t.in_best || t.negation || after_negation || !t.opposing {
             continue;
         }
         let Some(place) = opposites::place_of(&bytes[t.at..t.at + t.len]) else {
             continue;
         };
+        // A word of no set of opposites is not marked `opposing`.
         let says_both = terms.iter().any(|u| {
-            opposites::place_of(&bytes[u.at..u.at + u.len]).is_some_and(|p| place.excludes(p))
+            u.opposing
+                && opposites::place_of(&bytes[u.at..u.at + u.len])
+                    .is_some_and(|p| place.excludes(p))
         });
         if says_both {
             continue;
         }
         let classes = ids.of(place, folder);
-        let mut states = |id: u32| index.held_in(best, id, sources, folder, steps).0;
+        let mut states = |id: u32| index.held_plainly_in(best, id, sources, folder, steps);
         if classes[place.class()].iter().any(|&(id, _)| states(id)) {
             continue;
         }
