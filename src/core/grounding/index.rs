@@ -501,11 +501,8 @@ impl SourceIndex {
     #[inline(never)]
     pub(super) fn held_plainly_in(
         &mut self,
-        s: u32,
-        id: u32,
-        texts: &[&str],
-        folder: &mut Folder,
-        steps: &mut usize,
+        (s, id): (u32, u32),
+        (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
     ) -> bool {
         self.read_words_of(s, texts, folder, steps)
             && self.negated.binary_search(&(s, id, false)).is_ok()

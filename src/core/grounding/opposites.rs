@@ -219,16 +219,19 @@ fn bound_place(set: u8, class: u16) -> Place {
 }
 
 /// [`BOUNDS`] read: each phrase's words from its last, its place and the
-/// phrase; and the letters its last words end in (a bit per letter).
+/// phrase; the letters its last words end in (a bit per letter), and those
+/// last words.
 struct Bounds {
     phrases: Vec<(Vec<&'static [u8]>, Place, &'static str)>,
     last_letters: u32,
+    last_words: Vec<&'static [u8]>,
     /// The first words of the phrases that bound in time.
     time_first: Vec<&'static [u8]>,
 }
 
 static BOUND_PHRASES: LazyLock<Bounds> = LazyLock::new(|| {
     let mut last_letters = 0;
+    let mut last_words: Vec<&[u8]> = Vec::new();
     let mut time_first = Vec::new();
     let phrases = BOUNDS
         .iter()
@@ -236,6 +239,9 @@ static BOUND_PHRASES: LazyLock<Bounds> = LazyLock::new(|| {
             let words: Vec<&[u8]> = phrase.split(' ').rev().map(str::as_bytes).collect();
             if let Some(&c) = words[0].last() {
                 last_letters |= 1 << (c - b'a');
+            }
+            if !last_words.contains(&words[0]) {
+                last_words.push(words[0]);
             }
             if let (TIME, Some(&first)) = (set, words.last()) {
                 time_first.push(first);
@@ -246,6 +252,7 @@ static BOUND_PHRASES: LazyLock<Bounds> = LazyLock::new(|| {
     Bounds {
         phrases,
         last_letters,
+        last_words,
         time_first,
     }
 });
@@ -288,6 +295,11 @@ pub(super) fn bound_before(b: &[u8], at: usize) -> Option<(Place, &'static str)>
         }
         for (o, c) in words[n].iter_mut().zip(&b[start..=stop]) {
             *o = c.to_ascii_lowercase();
+        }
+        // A word that ends no phrase ("the", "in" before most numbers):
+        // no phrase is read further.
+        if n == 0 && !bounds.last_words.contains(&&words[0][..len]) {
+            return None;
         }
         lens[n] = len;
         n += 1;

@@ -1104,15 +1104,18 @@ fn find_by_initials(
             let Some(gap) = answer.get(prev.at + prev.len..next.at) else {
                 break;
             };
-            let joined = gap.starts_with(' ')
-                && gap.ends_with(' ')
-                && gap
-                    .split(' ')
-                    .all(|w| w.is_empty() || is_name_joiner(w) || is_and(w.as_bytes()));
+            // Most names' words are one space apart: nothing to split.
+            let one_space = gap == " ";
+            let joined = one_space
+                || (gap.starts_with(' ')
+                    && gap.ends_with(' ')
+                    && gap
+                        .split(' ')
+                        .all(|w| w.is_empty() || is_name_joiner(w) || is_and(w.as_bytes())));
             if next.found || !matches!(next.class, TermClass::Entity | TermClass::Word) || !joined {
                 break;
             }
-            if gap.split(' ').any(|w| is_and(w.as_bytes())) {
+            if !one_space && gap.split(' ').any(|w| is_and(w.as_bytes())) {
                 before_and.get_or_insert((last, n));
             }
             letters[n] = bytes[next.at].to_ascii_uppercase();
@@ -1203,7 +1206,7 @@ fn opposed_word(
             continue;
         }
         let classes = ids.of(place, folder);
-        let mut states = |id: u32| index.held_plainly_in(best, id, sources, folder, steps);
+        let mut states = |id: u32| index.held_plainly_in((best, id), (sources, folder, steps));
         if classes[place.class()].iter().any(|&(id, _)| states(id)) {
             continue;
         }
