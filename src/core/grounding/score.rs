@@ -1247,12 +1247,14 @@ fn reversed_bound(
     let mut after_time = false;
     for t in terms {
         if t.class == TermClass::Function {
-            let w = text(t);
-            // "before", "after", "until", "since", "prior": five or six letters.
-            if (5..=6).contains(&w.len()) && opposites::is_time_bound(w) {
+            // "before", "after", "until", "since", "prior": five or six
+            // letters, and marked `opposing`; most stop words are neither,
+            // and matter only after a time bound.
+            if t.opposing && (5..=6).contains(&t.len) && opposites::is_time_bound(text(t)) {
                 after_time = true;
-            } else if after_time && !opposites::is_determiner(w) && w != b"to" {
-                after_time = false;
+            } else if after_time {
+                let w = text(t);
+                after_time = opposites::is_determiner(w) || w == b"to";
             }
             continue;
         }
