@@ -2308,3 +2308,25 @@ fn per_cent_is_percent() {
     );
     assert_eq!(g.claims[0].unsupported_terms, ["per", "cent"], "{g:?}");
 }
+
+#[test]
+fn a_claim_made_up_between_supported_ones_is_flagged_on_its_own_words() {
+    let source = "The bank opened its first branch in Leeds. It now serves small \
+                  businesses across the north of England. Its lending grew steadily \
+                  through the decade.";
+    let answer = "The bank opened its first branch in Leeds[^1]. Customers praise the \
+                  friendly staff and the modern mobile application[^1]. Its lending grew \
+                  steadily through the decade[^1].";
+    let g = run(answer, &[source]);
+    let supports: Vec<f64> = g.claims.iter().filter_map(|c| c.support).collect();
+    assert_eq!(supports.len(), 3, "{g:?}");
+    assert_eq!((supports[0], supports[2]), (1.0, 1.0), "{g:?}");
+    let min = GroundingSettings::default().min_support;
+    assert!(supports[1] < min, "{g:?}");
+    // The answer's other claims do not lift it: alone, it scores alike.
+    let alone = run(
+        "Customers praise the friendly staff and the modern mobile application[^1].",
+        &[source],
+    );
+    assert!(alone.score.is_some_and(|s| s < min), "{alone:?}");
+}
