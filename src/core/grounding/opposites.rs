@@ -36,7 +36,8 @@ buy buys bought buying purchase purchases purchased | sell sells sold selling
 win wins won winning | lose loses losing
 allow allows allowed permit permits permitted | prohibit prohibits prohibited forbid forbids \
 forbidden ban bans banned
-include includes included including | exclude excludes excluded excluding
+include includes included including cover covers covered covering | exclude excludes \
+excluded excluding
 secured | unsecured
 limited | unlimited
 upgrade upgrades upgraded | downgrade downgrades downgraded

@@ -858,6 +858,11 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "reject",
         ),
         (
+            "The policy covers flood damage[^1].",
+            "The policy excludes flood damage and earthquake damage.",
+            "exclude",
+        ),
+        (
             "The card offers unlimited cashback on groceries[^1].",
             "The card offers limited cashback on groceries.",
             "limited",
