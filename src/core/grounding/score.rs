@@ -705,7 +705,6 @@ pub(super) fn analyze_with(
                 t.apart = at & IN_BEST_TWO == 0;
                 t.in_best = t.found && at & IN_BEST != 0;
             }
-            let e = weigh(terms);
             // Negation, both ways, against the claim's best sentences: a
             // "not" the claim adds, or one the source states and the claim
             // drops. The claim's negation is then a term not found.
@@ -733,12 +732,14 @@ pub(super) fn analyze_with(
             }
             let in_best = |s: u32| s != u32::MAX && index.negates(s);
             // Nothing below changes what is found: one pass for the rules'
-            // tests and the answer's count, and for which of the opposites'
-            // checks may find anything (a word of a set of opposites, a
-            // number or a time bound to compare).
+            // tests, the model's counts (content terms, negations aside) and
+            // the answer's count, and for which of the opposites' checks may
+            // find anything (a word of a set of opposites, a number or a time
+            // bound to compare).
             let (mut negation_missing, mut number_missing, mut any_missing) = (false, false, false);
             let mut found_all = 0;
             let (mut opposes, mut numbers) = (false, false);
+            let (mut content, mut found, mut entity_missing) = (0usize, 0usize, false);
             for t in terms.iter() {
                 opposes |= t.opposing;
                 numbers |= t.class == TermClass::Number;
@@ -748,6 +749,11 @@ pub(super) fn analyze_with(
                     any_missing = true;
                     negation_missing |= t.negation;
                     number_missing |= t.class == TermClass::Number;
+                }
+                if !t.negation && t.class != TermClass::Function {
+                    content += 1;
+                    found += usize::from(t.found);
+                    entity_missing |= t.class == TermClass::Entity && !t.found;
                 }
             }
             // The source's best sentence negates a content word the claim
@@ -788,7 +794,7 @@ pub(super) fn analyze_with(
             // Scattered: most of the claim's found words sit outside its
             // best two sentences (a merge of two sentences is fine; words
             // picked from all over a page are not support).
-            let scattered = e.found >= 4 && 2 * (cover.two as usize).min(e.found) <= e.found;
+            let scattered = found >= 4 && 2 * (cover.two as usize).min(found) <= found;
             let rule = if (settings.strict_numbers && number_missing)
                 || negation_missing
                 || contradicted
@@ -801,17 +807,17 @@ pub(super) fn analyze_with(
             } else {
                 None
             };
-            pooled.0 += e.found;
-            pooled.1 += e.content;
+            pooled.0 += found;
+            pooled.1 += content;
             pooled_all.0 += found_all;
             pooled_all.1 += terms.len();
             // The found share and the answer's share are only known once
             // every claim is read: the counts wait in the features' places.
             evidence = Some(Evidence {
                 features: [
-                    e.found as f64,
-                    f64::from(u8::from(e.entity_missing)),
-                    e.content as f64,
+                    found as f64,
+                    f64::from(u8::from(entity_missing)),
+                    content as f64,
                 ],
                 rule,
             });
@@ -963,14 +969,6 @@ const ANSWER_WORDS: usize = 2;
 /// well-supported ones is still judged by what it says. The fit changes
 /// little from 2 to 5.
 const ANSWER_WEIGHT: f64 = 3.0;
-
-/// What a claim's evidence features are made of: whether a name it
-/// states is missing, and how many of its content terms are found.
-struct Weighed {
-    entity_missing: bool,
-    found: usize,
-    content: usize,
-}
 
 /// The id of a term found by [`find_by_initials`]: in no sentence of the
 /// index, so it counts in the claim's best sentences, as a term too common
@@ -1383,23 +1381,4 @@ fn content_word_beside(s: &str, mut at: usize, back: bool, folder: &mut Folder) 
         at = if back { start } else { end };
     }
     None
-}
-
-fn weigh(terms: &[Term]) -> Weighed {
-    let mut content = 0usize;
-    let mut found = 0usize;
-    let mut entity_missing = false;
-    for t in terms.iter().filter(|t| !t.negation) {
-        if t.class == TermClass::Function {
-            continue;
-        }
-        content += 1;
-        found += usize::from(t.found);
-        entity_missing |= t.class == TermClass::Entity && !t.found;
-    }
-    Weighed {
-        entity_missing,
-        found,
-        content,
-    }
 }
