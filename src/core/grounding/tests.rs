@@ -827,14 +827,19 @@ fn a_no_that_answers_a_question_negates_nothing() {
     );
 }
 
+/// What the first claim of `answer` against `source` is opposed by, and
+/// whether it is flagged.
+fn opposed(answer: &str, source: &str) -> (Option<&'static str>, bool) {
+    let g = run(answer, &[source]);
+    let c = &g.claims[0];
+    (
+        c.opposed,
+        c.support.unwrap() < GroundingSettings::default().min_support,
+    )
+}
+
 #[test]
 fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
-    let min = GroundingSettings::default().min_support;
-    let opposed = |answer: &str, source: &str| {
-        let g = run(answer, &[source]);
-        let c = &g.claims[0];
-        (c.opposed, c.support.unwrap() < min)
-    };
     // Every other word matches; the swapped one is the claim's error.
     assert_eq!(
         opposed("Net revenue retention rose from 118% to 109%[^1].", NRR),
@@ -906,12 +911,6 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
 
 #[test]
 fn a_number_the_sources_bound_the_other_way_is_contradicted() {
-    let min = GroundingSettings::default().min_support;
-    let reversed = |claim: &str, source: &str| {
-        let g = run(claim, &[source]);
-        let c = &g.claims[0];
-        (c.opposed, c.support.unwrap() < min)
-    };
     for (claim, source, phrase) in [
         (
             "Customers can make at least six withdrawals per month[^1].",
@@ -945,7 +944,7 @@ fn a_number_the_sources_bound_the_other_way_is_contradicted() {
             "after",
         ),
     ] {
-        assert_eq!(reversed(claim, source), (Some(phrase), true), "{claim}");
+        assert_eq!(opposed(claim, source), (Some(phrase), true), "{claim}");
     }
     // Bounded the claim's way somewhere, not bounded, or bounded in
     // another sense: no contradiction.
@@ -977,7 +976,7 @@ fn a_number_the_sources_bound_the_other_way_is_contradicted() {
             "Smith was hired before Stewart withdrew from the race.",
         ),
     ] {
-        assert_eq!(reversed(claim, source).0, None, "{claim}");
+        assert_eq!(opposed(claim, source).0, None, "{claim}");
     }
 }
 
