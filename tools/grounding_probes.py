@@ -80,9 +80,14 @@ def fragments(texts, rng):
             yield answer + "[^1].", s
 
 
+def sentences(s):
+    """The sentences of `s` of 40 to 300 characters, cut after ". ", "! ", "? "."""
+    return [p.strip() for p in re.split(r"(?<=[.!?])\s+", s) if 40 < len(p.strip()) < 300]
+
+
 def edits(texts, rng):
     for s in texts:
-        parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", s) if 40 < len(p.strip()) < 300]
+        parts = sentences(s)
         rng.shuffle(parts)
         for p in parts[:3]:
             p = p.rstrip(".!?")
@@ -98,8 +103,7 @@ def edits(texts, rng):
 
 def swaps(texts, rng):
     def usable(s):
-        return [p.strip() for p in re.split(r"(?<=[.!?])\s+", s)
-                if 40 < len(p.strip()) < 300 and "\n" not in p.strip()]
+        return [p for p in sentences(s) if "\n" not in p]
     pool = [p for s in texts for p in usable(s)]
     for s in texts:
         parts = usable(s)
