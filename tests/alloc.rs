@@ -1,14 +1,16 @@
-//! Allocations of the grounding check, counted by a global allocator of
-//! this test binary: once a thread is warm, a record allocates its result
-//! (the claim list), not per claim nor per word, so the count does not grow
-//! with the answer.
+//! Allocations counted by a global allocator of this test binary: once a
+//! thread is warm, grounding a record allocates its result (the claim
+//! list), not per claim nor per word, so the count does not grow with the
+//! answer; an output record is written into one buffer sized up front.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use groundgate::core::citation;
 use groundgate::core::grounding::analyze;
 use groundgate::core::settings::GroundingSettings;
+use groundgate::core::types::{Finding, FindingKind, Mode};
+use groundgate::core::wire::{ClaimOut, Envelope, GroundingOut, SourceFlat, Validation};
+use groundgate::core::{citation, encode};
 
 struct Counting;
 
@@ -122,4 +124,69 @@ fn grounding_allocates_per_record_not_per_claim_or_word() {
         "allocations by (claims, words per claim): {seen:?}"
     );
     assert!(first <= 2, "a record's own allocations: {seen:?}");
+}
+
+#[test]
+fn a_final_envelope_is_written_into_one_buffer() {
+    let owned = sources();
+    let text = answer(40, 22);
+    let terms: Vec<Vec<String>> = (0..40)
+        .map(|c| vec![format!("unsupported{c}"), "Lisbon".into(), "archive".into()])
+        .collect();
+    let claims: Vec<ClaimOut<'_>> = terms
+        .iter()
+        .enumerate()
+        .map(|(c, t)| ClaimOut {
+            markers: &[1, 2],
+            span: [c * 100, c * 100 + 99],
+            support: Some(0.123_456),
+            unsupported_terms: t,
+        })
+        .collect();
+    let warnings: Vec<Finding> = (0..40)
+        .map(|c| {
+            Finding::new(
+                FindingKind::UnsupportedClaim,
+                format!("claim {c} (support 0.12 < 0.5): \"unsupported{c}\" not found in [^1]"),
+            )
+        })
+        .collect();
+    let e = Envelope {
+        answer: &text,
+        cache_hit: false,
+        citations: Vec::new(),
+        completion_tokens: 0,
+        cost_usd: 0.0,
+        grounding: GroundingOut {
+            claims,
+            score: Some(0.123_456),
+        },
+        mode: Mode::Lenient,
+        model: "model",
+        prompt_tokens: 0,
+        provider: "provider",
+        request_id: "request",
+        retry_count: 0,
+        sources_flat: owned
+            .iter()
+            .map(|p| SourceFlat {
+                payload: p,
+                urn: "urn:doc",
+            })
+            .collect(),
+        validation: Validation {
+            errors: &[],
+            ok: true,
+            warnings: &warnings,
+        },
+    };
+    let before = ALLOCATIONS.with(Cell::get);
+    let out = encode::envelope(&e);
+    let after = ALLOCATIONS.with(Cell::get);
+    assert!(
+        out.len() > 20_000,
+        "a RAG-sized envelope: {} bytes",
+        out.len()
+    );
+    assert_eq!(after - before, 1, "allocations writing {} bytes", out.len());
 }

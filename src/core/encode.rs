@@ -185,7 +185,25 @@ pub fn envelope(e: &Envelope<'_>) -> Vec<u8> {
             .iter()
             .map(|s| s.payload.len() + s.urn.len() + 32)
             .sum::<usize>()
-        + e.citations.iter().map(|c| c.urn.len() + 24).sum::<usize>();
+        + e.citations.iter().map(|c| c.urn.len() + 24).sum::<usize>()
+        + e.grounding
+            .claims
+            .iter()
+            .map(|c| {
+                // Keys, span and support; each marker and term with its
+                // separators.
+                96 + 8 * c.markers.len()
+                    + c.unsupported_terms
+                        .iter()
+                        .map(|t| t.len() + 3)
+                        .sum::<usize>()
+            })
+            .sum::<usize>()
+        + [e.validation.errors, e.validation.warnings]
+            .iter()
+            .flat_map(|f| f.iter())
+            .map(|f| f.detail.len() + 48)
+            .sum::<usize>();
     let mut out = Vec::with_capacity(capacity(text));
     let mut o = Obj::new(&mut out);
     o.str("answer", e.answer);
