@@ -16,8 +16,13 @@
 
 use crate::core::terms::term_hash;
 
-/// Entries: a direct-mapped table (a new source evicts the one in its slot).
+/// Entries, in sets of [`WAYS`]: a new source evicts the least recently
+/// used entry of its set, so two recurring sources that hash to one set
+/// do not evict each other.
 const SLOTS: usize = 512;
+
+/// Entries per set.
+const WAYS: usize = 4;
 
 /// Bytes of text and summaries the cache may hold per thread.
 const BUDGET: usize = 4 << 20;
@@ -66,6 +71,9 @@ struct Entry {
     text: Vec<u8>,
     summary: Summary,
     live: bool,
+    /// When it was last put or hit (the cache's clock): the set's oldest
+    /// is evicted.
+    used: u64,
 }
 
 impl Entry {
@@ -78,6 +86,8 @@ pub(super) struct SourceCache {
     entries: Vec<Entry>,
     seen: Vec<u64>,
     held: usize,
+    /// Counts puts and hits: the entries' `used` stamps.
+    clock: u64,
     /// Sources served from the cache so far.
     pub(super) hits: u64,
 }
@@ -88,6 +98,7 @@ impl SourceCache {
             entries: Vec::new(),
             seen: Vec::new(),
             held: 0,
+            clock: 0,
             hits: 0,
         }
     }
@@ -116,10 +127,14 @@ impl SourceCache {
 
     /// The summary of `text` (whose [`SourceCache::key`] is `hash`), when kept.
     pub(super) fn get(&mut self, hash: u64, text: &str) -> Option<&Summary> {
-        let e = self.entries.get(slot(hash))?;
-        let hit = e.live && e.hash == hash && e.text == text.as_bytes();
-        self.hits += u64::from(hit);
-        hit.then_some(&e.summary)
+        let set = self.entries.get_mut(set(hash))?;
+        let e = set
+            .iter_mut()
+            .find(|e| e.live && e.hash == hash && e.text == text.as_bytes())?;
+        self.clock += 1;
+        e.used = self.clock;
+        self.hits += 1;
+        Some(&e.summary)
     }
 
     /// Keeps `summary` for `text`, swapping it with the evicted entry's
@@ -128,7 +143,14 @@ impl SourceCache {
         if self.entries.is_empty() {
             self.entries.resize_with(SLOTS, Entry::default);
         }
-        let e = &mut self.entries[slot(hash)];
+        let range = set(hash);
+        // A dead entry first, else the least recently used.
+        let Some(e) = self.entries[range]
+            .iter_mut()
+            .min_by_key(|e| (e.live, e.used))
+        else {
+            return;
+        };
         let old = e.bytes();
         let new = text.len().max(e.text.capacity()) + summary.bytes();
         if self.held - old + new > BUDGET {
@@ -139,11 +161,73 @@ impl SourceCache {
         e.text.extend_from_slice(text.as_bytes());
         std::mem::swap(&mut e.summary, summary);
         e.live = true;
+        self.clock += 1;
+        e.used = self.clock;
         self.held = self.held - old + e.bytes();
     }
 }
 
-fn slot(hash: u64) -> usize {
+/// The entries of the set `hash` files into.
+fn set(hash: u64) -> std::ops::Range<usize> {
     // Term hashes mix into their top bits.
-    (hash >> (64 - SLOTS.trailing_zeros())) as usize
+    let sets = SLOTS / WAYS;
+    let first = (hash >> (64 - sets.trailing_zeros())) as usize * WAYS;
+    first..first + WAYS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hash `k` of the set `set` (the set is read from the top bits).
+    fn in_set(set: u64, k: u64) -> u64 {
+        set << 57 | k
+    }
+
+    fn put(cache: &mut SourceCache, hash: u64, text: &str) {
+        let mut s = Summary::default();
+        s.terms.push(hash as u32);
+        cache.put(hash, text, &mut s);
+    }
+
+    fn kept(cache: &mut SourceCache, hash: u64, text: &str) -> bool {
+        cache
+            .get(hash, text)
+            .is_some_and(|s| s.terms == [hash as u32])
+    }
+
+    #[test]
+    fn sources_of_one_set_stay_until_the_set_is_full() {
+        let mut cache = SourceCache::new();
+        let texts: Vec<String> = (0..WAYS as u64).map(|k| format!("source {k}")).collect();
+        for (k, t) in texts.iter().enumerate() {
+            put(&mut cache, in_set(5, k as u64), t);
+        }
+        // A source of another set evicts none of them.
+        put(&mut cache, in_set(6, 0), "elsewhere");
+        for (k, t) in texts.iter().enumerate() {
+            assert!(kept(&mut cache, in_set(5, k as u64), t), "{t}");
+        }
+        // Same hash, other text: never a hit.
+        assert!(cache.get(in_set(5, 0), "another text").is_none());
+    }
+
+    #[test]
+    fn a_full_set_evicts_its_least_recently_used_source() {
+        let mut cache = SourceCache::new();
+        let texts: Vec<String> = (0..=WAYS as u64).map(|k| format!("source {k}")).collect();
+        for (k, t) in texts.iter().take(WAYS).enumerate() {
+            put(&mut cache, in_set(9, k as u64), t);
+        }
+        // Source 0 is used again; source 1 is now the oldest.
+        assert!(kept(&mut cache, in_set(9, 0), &texts[0]));
+        put(&mut cache, in_set(9, WAYS as u64), &texts[WAYS]);
+        assert!(!kept(&mut cache, in_set(9, 1), &texts[1]));
+        for k in (0..=WAYS).filter(|&k| k != 1) {
+            assert!(kept(&mut cache, in_set(9, k as u64), &texts[k]), "{k}");
+        }
+        // Emptied (the memo started over): nothing is served.
+        cache.clear();
+        assert!(!kept(&mut cache, in_set(9, 0), &texts[0]));
+    }
 }
