@@ -181,7 +181,7 @@ mod tests {
 
     /// Hash `k` of the set `set` (the set is read from the top bits).
     fn in_set(set: u64, k: u64) -> u64 {
-        set << 57 | k
+        set << (64 - (SLOTS / WAYS).trailing_zeros()) | k
     }
 
     fn put(cache: &mut SourceCache, hash: u64, text: &str) {
