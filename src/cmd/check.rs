@@ -32,7 +32,7 @@ use crate::batch::files::{
     Layout, Outputs, Piece, SUMMARY, Staged, file_name, partial, refuse_overwrites, write_file,
 };
 use crate::batch::pipeline::{self, Fold, Line, Progress, Shape};
-use crate::batch::report::{Aggregator, Comparison, ReportData};
+use crate::batch::report::{Aggregator, Comparison, ReportData, WorstBound};
 use crate::batch::{CheckError, InputError};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
@@ -219,6 +219,9 @@ struct RunContext<'a> {
     /// copy, and fresh pages the kernel must zero: a sixth of `check`'s time
     /// before). At most [`SPARE_BUFFERS`] sets.
     spare: Mutex<Vec<[Vec<u8>; 4]>>,
+    /// The worst answers merged so far, once a full list: a block started
+    /// after it skips the answers that cannot be among them.
+    worst_bound: Mutex<Option<WorstBound>>,
 }
 
 /// Most sets of spare output buffers kept: more than the blocks in flight
@@ -235,16 +238,13 @@ impl<'a> Block<'a> {
             .ok()
             .and_then(|mut spare| spare.pop())
             .unwrap_or_default();
+        let mut report = Aggregator::new("", "", ctx.config.core.grounding.min_support, ctx.worst);
+        report.skip_not_worse_than(ctx.worst_bound.lock().ok().and_then(|b| *b));
         Block {
             ctx,
             files,
             audit_rows: Vec::new(),
-            report: Some(Aggregator::new(
-                "",
-                "",
-                ctx.config.core.grounding.min_support,
-                ctx.worst,
-            )),
+            report: Some(report),
         }
     }
 
@@ -461,6 +461,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         baseline: baseline.as_ref(),
         worst: args.worst,
         spare: Mutex::new(Vec::new()),
+        worst_bound: Mutex::new(None),
     };
 
     let progress = Progress::default();
@@ -501,6 +502,9 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
                     return Err(CheckError::Flush);
                 }
                 let placed = place_block(b, &mut layout, &mut sealer, &mut report);
+                if let Ok(mut bound) = ctx.worst_bound.lock() {
+                    *bound = report.worst_bound();
+                }
                 flush_tx.send(placed).map_err(|_| CheckError::Flush)
             },
         );

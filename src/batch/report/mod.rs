@@ -18,8 +18,8 @@ use serde::Serialize;
 
 use crate::core::{DeadLetterKind, FindingKind, OutcomeKind, Summary};
 
-pub use worst::WorstAnswer;
 use worst::{Candidate, near_duplicate_key, worst_answer};
+pub use worst::{WorstAnswer, WorstBound};
 
 /// Distinct (provider, model) rows kept; the rest are pooled as `other`.
 pub const MAX_MODELS: usize = 200;
@@ -149,6 +149,8 @@ pub struct Aggregator {
     worst_n: usize,
     /// At most `worst_n` candidates with distinct keys, unordered.
     worst: Vec<Candidate>,
+    /// Kept elsewhere already (see [`Aggregator::skip_not_worse_than`]).
+    bound: Option<WorstBound>,
     transitions: BTreeMap<(&'static str, &'static str), Transition>,
 }
 
@@ -177,6 +179,7 @@ impl Aggregator {
             model_count: 0,
             worst_n,
             worst: Vec::new(),
+            bound: None,
             transitions: BTreeMap::new(),
         }
     }
@@ -250,7 +253,10 @@ impl Aggregator {
             };
             // Most records are not among the worst: decided before the
             // envelope is read or copied.
-            if self.worst.len() < self.worst_n || self.best_kept().is_some_and(|b| probe(0) < *b) {
+            let p = probe(0);
+            if self.bound.is_none_or(|b| p.worse_than(&b))
+                && (self.worst.len() < self.worst_n || self.best_kept().is_some_and(|b| p < *b))
+            {
                 let c = Candidate {
                     provider: summary.provider.clone(),
                     model: summary.model.clone(),
@@ -265,6 +271,23 @@ impl Aggregator {
     /// The least bad kept candidate: the one a worse one replaces.
     fn best_kept(&self) -> Option<&Candidate> {
         self.worst.iter().max()
+    }
+
+    /// When the worst answers kept are a full list: the least bad of them.
+    /// No answer that is not worse can be among the worst of a run whose
+    /// parts this one is merged with.
+    pub fn worst_bound(&self) -> Option<WorstBound> {
+        if self.worst.len() < self.worst_n {
+            return None;
+        }
+        self.best_kept().map(Candidate::bound)
+    }
+
+    /// Leaves out of the worst answers any answer not worse than `bound`
+    /// (from [`Aggregator::worst_bound`] of the parts merged so far): it
+    /// could not be shown, and reading it costs a copy of its envelope.
+    pub fn skip_not_worse_than(&mut self, bound: Option<WorstBound>) {
+        self.bound = bound;
     }
 
     /// Keeps `c` when it is among the `worst_n` worst with distinct keys: a
@@ -640,6 +663,95 @@ mod tests {
             }
         }
         assert!(close(&a, &b), "{a}\n{b}");
+    }
+
+    /// Record `i` of a stream whose answers repeat (near-duplicates share
+    /// a key) and whose scores and unsupported counts tie often.
+    fn scored(i: u64) -> (Summary, f64, String) {
+        let uns = (i % 3) as usize;
+        let s = summary("p", "m", vec![FindingKind::UnsupportedClaim; uns], 0.0);
+        let score = ((i * 37) % 11) as f64 / 10.0;
+        let env = serde_json::json!({"answer": format!("Answer number {}.", i % 41)});
+        (s, score, env.to_string())
+    }
+
+    #[test]
+    fn parts_skipping_answers_not_worse_than_the_merged_worst_keep_the_same_worst() {
+        for n in [1, 5, 12] {
+            let mut whole = Aggregator::new("in", "v", 0.5, n);
+            let mut merged = Aggregator::new("in", "v", 0.5, n);
+            let mut part = Aggregator::new("", "", 0.5, n);
+            let mut skipped_some = false;
+            for i in 0..400u64 {
+                let (s, score, env) = scored(i);
+                whole.add(
+                    i,
+                    OutcomeKind::Accepted,
+                    &s,
+                    Some(score),
+                    Some(env.as_bytes()),
+                );
+                part.add(
+                    i,
+                    OutcomeKind::Accepted,
+                    &s,
+                    Some(score),
+                    Some(env.as_bytes()),
+                );
+                if i % 17 == 16 {
+                    skipped_some |= part.worst.len() < n;
+                    merged.merge(std::mem::replace(
+                        &mut part,
+                        Aggregator::new("", "", 0.5, n),
+                    ));
+                    part.skip_not_worse_than(merged.worst_bound());
+                }
+            }
+            merged.merge(part);
+            assert!(skipped_some, "the bound left a part short of {n}");
+            let (a, b) = (whole.finish(None), merged.finish(None));
+            assert_eq!(a.worst.len(), n);
+            assert_eq!(
+                serde_json::to_value(&a.worst).unwrap(),
+                serde_json::to_value(&b.worst).unwrap(),
+                "worst {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_not_worse_than_the_bound_is_left_out() {
+        let (s, _, env) = scored(0);
+        let mut first = Aggregator::new("", "", 0.5, 1);
+        assert_eq!(first.worst_bound(), None, "not a full list yet");
+        first.add(
+            1,
+            OutcomeKind::Accepted,
+            &s,
+            Some(0.2),
+            Some(env.as_bytes()),
+        );
+        let bound = first.worst_bound();
+        assert!(bound.is_some());
+        let mut later = Aggregator::new("", "", 0.5, 1);
+        later.skip_not_worse_than(bound);
+        // Same score and claims, later in the input: not worse.
+        later.add(
+            2,
+            OutcomeKind::Accepted,
+            &s,
+            Some(0.2),
+            Some(env.as_bytes()),
+        );
+        assert!(later.worst.is_empty());
+        later.add(
+            3,
+            OutcomeKind::Accepted,
+            &s,
+            Some(0.1),
+            Some(env.as_bytes()),
+        );
+        assert_eq!(later.worst.len(), 1);
     }
 
     #[test]

@@ -77,12 +77,35 @@ impl Ord for Candidate {
     // Max-heap on "worse is smaller": the heap's top is the best kept
     // candidate, the one to evict.
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .total_cmp(&other.score)
-            .then(other.unsupported_claims.cmp(&self.unsupported_claims))
-            .then(self.seq.cmp(&other.seq))
+        rank(self.rank(), other.rank())
     }
 }
+
+impl Candidate {
+    fn rank(&self) -> (f64, u64, u64) {
+        (self.score, self.unsupported_claims, self.seq)
+    }
+
+    /// Whether this candidate ranks before (is worse than) `bound`.
+    pub(super) fn worse_than(&self, bound: &WorstBound) -> bool {
+        rank(self.rank(), bound.0) == Ordering::Less
+    }
+
+    pub(super) fn bound(&self) -> WorstBound {
+        WorstBound(self.rank())
+    }
+}
+
+/// Lowest score first, then more unsupported claims, then input order.
+fn rank(a: (f64, u64, u64), b: (f64, u64, u64)) -> Ordering {
+    a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
+}
+
+/// The least bad of a full list of worst answers (distinct keys) kept so
+/// far: an answer not worse than it can never be among the worst, wherever
+/// it is read, so a part of the input folded separately may skip it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorstBound((f64, u64, u64));
 
 pub(super) fn clip(s: &str) -> String {
     if s.len() <= MAX_SHOWN_BYTES {
