@@ -186,9 +186,15 @@ pub fn payload_text<'a>(raw: Option<&'a RawValue>) -> Payload<'a> {
         };
     };
     let s = raw.get();
-    if s.starts_with('"') {
-        // A RawValue starting with a quote is a valid JSON string; decoding it cannot fail.
-        let text = serde_json::from_str::<Cow<'a, str>>(s).unwrap_or(Cow::Borrowed(""));
+    if let Some(inner) = s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        // A RawValue starting with a quote is a valid JSON string: without a
+        // backslash its text is what lies between the quotes (borrowed, not
+        // scanned again); with one, decoding it cannot fail.
+        let text = if inner.contains('\\') {
+            serde_json::from_str::<Cow<'a, str>>(s).unwrap_or(Cow::Borrowed(""))
+        } else {
+            Cow::Borrowed(inner)
+        };
         return Payload {
             text,
             is_string: true,
@@ -650,5 +656,18 @@ mod tests {
         assert!(!p[1].is_string);
         assert_eq!(p[2].text, "");
         assert_eq!(p[3].text, "");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_string_payload_is_its_json_decoding(text in "\\PC*|[a-z \"\\\\\n\u{1}é漢]{0,12}") {
+            let json = serde_json::to_string(&text).unwrap();
+            let raw: &RawValue = serde_json::from_str(&json).unwrap();
+            let p = payload_text(Some(raw));
+            proptest::prop_assert!(p.is_string);
+            proptest::prop_assert_eq!(&p.text, &text);
+            // Only an escaped string is copied.
+            proptest::prop_assert_eq!(matches!(p.text, Cow::Borrowed(_)), !json.contains('\\'));
+        }
     }
 }
