@@ -63,17 +63,19 @@ impl WordInfo {
             | PRESENT
     }
 
+    /// [`WordInfo::pack`] undone, by [`Packed`]'s accessors.
     fn unpack(x: u64) -> WordInfo {
+        let p = Packed(x);
         WordInfo {
-            id: x as u32,
-            number: x & 1 << 32 != 0,
-            stop: x & 1 << 33 != 0,
-            filler: x & 1 << 34 != 0,
-            negation: x & 1 << 35 != 0,
-            dotted: x & 1 << 36 != 0,
-            spelled: (x >> 37) as u8 & 0x3f,
-            variants: (x >> 45) as u32 & 0x1_ffff,
-            opposing: x & 1 << 43 != 0,
+            id: p.id(),
+            number: p.number(),
+            stop: p.stop(),
+            filler: p.filler(),
+            negation: p.negation(),
+            dotted: p.dotted(),
+            spelled: p.spelled_code(),
+            variants: p.variants(),
+            opposing: p.opposing(),
         }
     }
 }
@@ -143,17 +145,23 @@ impl Packed {
         self.0 & 1 << 34 != 0
     }
 
+    /// See [`WordInfo::spelled`].
+    #[inline(always)]
+    fn spelled_code(self) -> u8 {
+        (self.0 >> 37) as u8 & 0x3f
+    }
+
     /// The digits of a small number written as a word ("two": "2").
     #[inline(always)]
     pub(super) fn spelled(self) -> Option<&'static str> {
-        spelled_digits((self.0 >> 37) as u8 & 0x3f)
+        spelled_digits(self.spelled_code())
     }
 
     /// Whether [`Packed::spelled`] is some: one bit test, for the many
     /// words that spell no number.
     #[inline(always)]
     pub(super) fn is_spelled(self) -> bool {
-        self.0 & 0x3f << 37 != 0
+        self.spelled_code() != 0
     }
 
     /// See [`WordInfo::opposing`].
@@ -561,6 +569,8 @@ mod tests {
             assert_eq!(p.is_spelled(), p.spelled().is_some());
             assert_eq!(p.variants(), info.variants);
             assert_eq!(p.opposing(), info.opposing);
+            let back = WordInfo::unpack(info.pack());
+            assert_eq!(format!("{back:?}"), format!("{info:?}"));
         }
     }
 }
