@@ -77,7 +77,7 @@ impl Ord for Candidate {
     // Max-heap on "worse is smaller": the heap's top is the best kept
     // candidate, the one to evict.
     fn cmp(&self, other: &Self) -> Ordering {
-        rank(self.rank(), other.rank())
+        by_rank(self.rank(), other.rank())
     }
 }
 
@@ -88,7 +88,7 @@ impl Candidate {
 
     /// Whether this candidate ranks before (is worse than) `bound`.
     pub(super) fn worse_than(&self, bound: &WorstBound) -> bool {
-        rank(self.rank(), bound.0) == Ordering::Less
+        by_rank(self.rank(), bound.0) == Ordering::Less
     }
 
     pub(super) fn bound(&self) -> WorstBound {
@@ -97,7 +97,7 @@ impl Candidate {
 }
 
 /// Lowest score first, then more unsupported claims, then input order.
-fn rank(a: (f64, u64, u64), b: (f64, u64, u64)) -> Ordering {
+fn by_rank(a: (f64, u64, u64), b: (f64, u64, u64)) -> Ordering {
     a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
 }
 
