@@ -2334,3 +2334,17 @@ fn a_claim_made_up_between_supported_ones_is_flagged_on_its_own_words() {
     );
     assert!(alone.score.is_some_and(|s| s < min), "{alone:?}");
 }
+
+#[test]
+fn reading_every_word_counts_the_words_grounding_reads() {
+    // The raw text: a marker's number is a word here (the claims pass skips
+    // markers); punctuation and spaces are none; a number glued to its unit
+    // and a contraction are one word each, as the scanner splits them.
+    let texts = [
+        "Marie Curie was born in Warsaw[^1].",
+        "It's 5km away, not 6.",
+    ];
+    assert_eq!(read_every_word(&texts), 7 + 5);
+    assert_eq!(read_every_word(&[]), 0);
+    assert_eq!(read_every_word(&["", " - ... "]), 0);
+}
