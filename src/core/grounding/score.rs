@@ -82,20 +82,6 @@ impl Scratch {
         }
     }
 
-    /// See [`super::read_every_word`]: the word memo's look-ups alone (their
-    /// ids go through `black_box`, so none is optimised away).
-    pub(super) fn read_every_word(&mut self, texts: &[&str]) -> usize {
-        let (mut words, mut ids) = (0usize, 0u32);
-        for text in texts {
-            for_each_word(text, &mut 0, &mut |w: &[u8], _, ascii: bool| {
-                ids ^= self.folder.fold_packed(w, ascii).id();
-                words += 1;
-            });
-        }
-        std::hint::black_box(ids);
-        words
-    }
-
     /// The word memo and the source index, for tests that drive the index.
     #[cfg(test)]
     pub(super) fn parts(&mut self) -> (&mut Folder, &mut SourceIndex) {
