@@ -198,12 +198,12 @@ pub(crate) fn analyze_counting(
     })
 }
 
-/// The least any word-level check does with `texts`: every word of the
+/// The least the check's word reader does with `texts`: every word of the
 /// raw texts (a marker's number too) scanned and looked up in a word memo
 /// (case-folded, and stemmed the first time the memo meets it), nothing
 /// indexed or scored. Returns how many words were read. For the process
-/// bench, which measures it beside grounding as the floor under any method
-/// that reads every word; not part of the check. Its memo is its own,
+/// bench, which measures it beside grounding as the floor of reading every
+/// word with today's scanner and memo; not part of the check. Its memo is its own,
 /// kept per thread and bounded like the check's, so it never changes what
 /// the check's memo holds.
 #[doc(hidden)]
