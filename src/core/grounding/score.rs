@@ -517,6 +517,11 @@ fn want(index: &mut SourceIndex, folder: &mut Folder, t: &Term) {
     }
 }
 
+/// Grounds `answer` against `sources` with the thread's `scratch`: every
+/// claim's terms read and declared (pass one), the cited sources indexed,
+/// then each claim looked up, judged by the strict rules and the model's
+/// features, and named; the model's support last, once the answer's own
+/// shares are known.
 pub(super) fn analyze_with(
     answer: &str,
     citations: &[Citation],
@@ -565,19 +570,28 @@ pub(super) fn analyze_with(
     for &idx in order.iter() {
         index.add(idx, sources[idx], folder, steps);
     }
+    let mut judge = Judge {
+        answer,
+        sources,
+        settings,
+        folder,
+        index,
+        found_ids,
+        seats,
+        opposite_ids,
+        // What the acronym scans may read (see `find_by_initials`): a few
+        // times the record, enough for a handful of claims each missing a
+        // name in long sources.
+        initials_budget: INITIALS_BUDGET * (answer.len() + source_bytes),
+        // What the scans for a bounded number's other bounds may read (see
+        // `reversed_bound`).
+        bound_budget: INITIALS_BUDGET * (answer.len() + source_bytes),
+        steps,
+    };
     let mut claims = Vec::with_capacity(spans.len());
-    let mut score: Option<f64> = None;
-    // Content terms found and in all, over the answer's cited claims.
-    let mut pooled = (0usize, 0usize);
-    // What the acronym scans may read (see `find_by_initials`): a few
-    // times the record, enough for a handful of claims each missing a name
-    // in long sources.
-    let mut initials_budget = INITIALS_BUDGET * (answer.len() + source_bytes);
-    // Every word (stop words too), found and in all.
-    let mut pooled_all = (0usize, 0usize);
-    // What the scans for a bounded number's other bounds may read (see
-    // `reversed_bound`).
-    let mut bound_budget = INITIALS_BUDGET * (answer.len() + source_bytes);
+    // Content terms found and in all, and every word (stop words too)
+    // found and in all, over the answer's cited claims.
+    let mut pooled = Pooled::default();
 
     for (span, part) in spans.iter().cloned().zip(claim_parts.iter()) {
         let markers: Markers = citations[part.cites.clone()]
@@ -597,67 +611,8 @@ pub(super) fn analyze_with(
 
         // The claim's terms, scored where pass one left them.
         let mut terms: &mut [Term] = &mut all_terms[part.terms.clone()];
-        // Consecutive content-term pairs of the claim: (found, total).
-        let mut pairs = (0u32, 0u32);
-        let mut prev_key: Option<u64> = None;
-        let mut prev_found = false;
-        // A claim's negation followed by a content word the sources also
-        // negate ("did not *win*"): the negation is stated there.
-        let mut after_negation = false;
-        let mut negation_stated = false;
-        for t in terms.iter_mut() {
-            // What the index knows the term by: its own key, or the other
-            // spelling's when only that is found.
-            let mut hit = t.own;
-            let mut found = !cited.is_empty() && index.holds_id(hit, banks);
-            if !found && !cited.is_empty() && t.other != NO_WORD && index.holds_id(t.other, banks) {
-                hit = t.other;
-                found = true;
-            }
-            if !found && !cited.is_empty() {
-                for &id in folder.alternates_at(t.alternates) {
-                    if index.holds_id(id, banks) {
-                        hit = id;
-                        found = true;
-                        break;
-                    }
-                }
-            }
-            let key = key_of(hit);
-            if t.class != TermClass::Function {
-                if let Some(p) = prev_key {
-                    pairs.1 += 1;
-                    // A pair can only be in a source whose terms both are.
-                    if found && prev_found && index.holds_pair(pair_hash(p, key), banks) {
-                        pairs.0 += 1;
-                    }
-                }
-                prev_key = Some(key);
-                prev_found = found;
-                if t.negation {
-                    after_negation = true;
-                } else if after_negation {
-                    negation_stated |= index.holds_pair(pair_hash(NEGATED, key), banks);
-                    after_negation = false;
-                }
-            }
-            t.found = found;
-            t.id = hit;
-        }
-        // "co-founder" found as "cofounder": its first half too.
-        for i in 1..terms.len() {
-            let (first, second) = (&terms[i - 1], &terms[i]);
-            if second.closes_up
-                && second.found
-                && second.id == second.other
-                && !first.found
-                && first.at + first.len + 1 == second.at
-            {
-                terms[i - 1].found = true;
-                terms[i - 1].id = terms[i].id;
-            }
-        }
-
+        let cites = (!cited.is_empty()).then_some(&banks[..]);
+        let looked = look_up(terms, cites, judge.index, judge.folder);
         // A bare "no" (a yes/no answer) has nothing else to check: a
         // negation only counts next to other content.
         if terms
@@ -668,232 +623,413 @@ pub(super) fn analyze_with(
             bare.extend(terms.iter().filter(|t| !t.negation).cloned());
             terms = &mut bare[..];
         }
-        let mut evidence = None;
-        let mut contradicted = false;
+        let verdict =
+            (!cited.is_empty()).then(|| judge.claim(terms, (&cited, banks), looked, &mut pooled));
+        claims.push(claim_of(
+            answer, span, markers, cited, terms, verdict, settings,
+        ));
+    }
+    let score = support_all(&mut claims, &pooled, settings);
+    Grounding { claims, score }
+}
+
+/// One claim's look-ups: its consecutive content-term pairs (found, in
+/// all), and whether the sources state a negation the claim puts before a
+/// content word ("did not *win*").
+#[derive(Clone, Copy)]
+struct Looked {
+    pairs: (u32, u32),
+    negation_stated: bool,
+}
+
+/// Looks each of a claim's terms up in the sources of `banks` (`None`: an
+/// uncited claim, whose terms are all missing): by its own word, its other
+/// spelling, then its alternates, marking it found and noting the id it was
+/// found by.
+#[inline(always)]
+fn look_up(
+    terms: &mut [Term],
+    banks: Option<&[(usize, u64)]>,
+    index: &SourceIndex,
+    folder: &Folder,
+) -> Looked {
+    let mut pairs = (0u32, 0u32);
+    let mut prev_key: Option<u64> = None;
+    let mut prev_found = false;
+    // A claim's negation followed by a content word the sources also
+    // negate ("did not *win*"): the negation is stated there.
+    let mut after_negation = false;
+    let mut negation_stated = false;
+    let holds_id = |id: u32| banks.is_some_and(|b| index.holds_id(id, b));
+    let holds_pair = |key: u64| banks.is_some_and(|b| index.holds_pair(key, b));
+    for t in terms.iter_mut() {
+        // What the index knows the term by: its own key, or the other
+        // spelling's when only that is found.
+        let mut hit = t.own;
+        let mut found = holds_id(hit);
+        if !found && banks.is_some() && t.other != NO_WORD && holds_id(t.other) {
+            hit = t.other;
+            found = true;
+        }
+        if !found && banks.is_some() {
+            for &id in folder.alternates_at(t.alternates) {
+                if holds_id(id) {
+                    hit = id;
+                    found = true;
+                    break;
+                }
+            }
+        }
+        let key = key_of(hit);
+        if t.class != TermClass::Function {
+            if let Some(p) = prev_key {
+                pairs.1 += 1;
+                // A pair can only be in a source whose terms both are.
+                if found && prev_found && holds_pair(pair_hash(p, key)) {
+                    pairs.0 += 1;
+                }
+            }
+            prev_key = Some(key);
+            prev_found = found;
+            if t.negation {
+                after_negation = true;
+            } else if after_negation {
+                negation_stated |= holds_pair(pair_hash(NEGATED, key));
+                after_negation = false;
+            }
+        }
+        t.found = found;
+        t.id = hit;
+    }
+    // "co-founder" found as "cofounder": its first half too.
+    for i in 1..terms.len() {
+        let (first, second) = (&terms[i - 1], &terms[i]);
+        if second.closes_up
+            && second.found
+            && second.id == second.other
+            && !first.found
+            && first.at + first.len + 1 == second.at
+        {
+            terms[i - 1].found = true;
+            terms[i - 1].id = terms[i].id;
+        }
+    }
+    Looked {
+        pairs,
+        negation_stated,
+    }
+}
+
+/// What judging one record's cited claims reads and spends: the record,
+/// the thread's memo and the record's index, working lists, and the
+/// record's budgets for the scans that reread source text.
+struct Judge<'a> {
+    answer: &'a str,
+    sources: &'a [&'a str],
+    settings: &'a GroundingSettings,
+    folder: &'a mut Folder,
+    index: &'a mut SourceIndex,
+    found_ids: &'a mut Vec<u32>,
+    seats: &'a mut Vec<u8>,
+    opposite_ids: &'a mut opposites::Ids,
+    initials_budget: usize,
+    bound_budget: usize,
+    steps: &'a mut usize,
+}
+
+/// What judging a cited claim gives: its evidence, and what the sources
+/// say against it.
+struct Verdict {
+    evidence: Evidence,
+    contradicted: bool,
+    opposed: Option<&'static str>,
+}
+
+/// Content terms found and in all, and every word (stop words too) found
+/// and in all, over an answer's cited claims.
+#[derive(Default)]
+struct Pooled {
+    content: (usize, usize),
+    all: (usize, usize),
+}
+
+impl Judge<'_> {
+    /// Judges a cited claim whose `terms` were looked up in the sources of
+    /// `banks` (which its markers `cited` name): names found by initials,
+    /// its best two sentences, negation both ways, the opposites and
+    /// bounds, the strict rules, and the model's counts (added to
+    /// `pooled`).
+    fn claim(
+        &mut self,
+        terms: &mut [Term],
+        (cited, banks): (&Markers, &[(usize, u64)]),
+        looked: Looked,
+        pooled: &mut Pooled,
+    ) -> Verdict {
+        let Judge {
+            answer,
+            sources,
+            settings,
+            ref mut folder,
+            ref mut index,
+            ref mut found_ids,
+            ref mut seats,
+            ref mut opposite_ids,
+            ref mut initials_budget,
+            ref mut bound_budget,
+            ref mut steps,
+        } = *self;
+        let Looked {
+            mut pairs,
+            negation_stated,
+        } = looked;
+        // "EU" against "European Union" and back: found by a scan of the
+        // cited sources' text, in no sentence in particular.
+        let by_initials = if may_be_initials(terms) {
+            let (marked, beside) = find_by_initials(
+                answer,
+                terms,
+                (cited, sources),
+                folder,
+                initials_budget,
+                steps,
+            );
+            pairs.0 = (pairs.0 + beside).min(pairs.1);
+            marked
+        } else {
+            0
+        };
+        found_ids.clear();
+        found_ids.extend(terms.iter().filter(|t| t.seated()).map(|t| t.id));
+        let mut cover = index.cover(found_ids, banks, steps, seats);
+        cover.one += by_initials;
+        cover.two += by_initials;
+        // Found terms outside the best two sentences: the explanation
+        // of a claim stitched from scattered words.
+        let mut seat = seats.iter();
+        for t in terms.iter_mut() {
+            let at = if t.seated() {
+                seat.next().copied().unwrap_or(0)
+            } else {
+                IN_BEST | IN_BEST_TWO
+            };
+            t.apart = at & IN_BEST_TWO == 0;
+            t.in_best = t.found && at & IN_BEST != 0;
+        }
+        // Negation, both ways, against the claim's best sentences: a
+        // "not" the claim adds, or one the source states and the claim
+        // drops. The claim's negation is then a term not found.
+        let negates = terms.iter().any(|t| t.negation);
+        if negates && cover.first != u32::MAX {
+            let best = [cover.first, cover.second]
+                .into_iter()
+                .filter(|&s| s != u32::MAX);
+            let stated = if best.clone().any(|s| index.negates(s)) {
+                // As many negations as its best sentences hold, or
+                // fewer: stated, in whichever words ("did not report a
+                // loss" against "reported no loss"). More: one is the
+                // claim's own ("won't have not to worry" against "won't
+                // have to worry"), however the others match.
+                let claimed = terms.iter().filter(|t| t.negation).count() as u32;
+                Some(claimed <= best.map(|s| index.negations_in(s)).sum())
+            } else {
+                (!negation_stated).then_some(false)
+            };
+            if let Some(stated) = stated {
+                for t in terms.iter_mut().filter(|t| t.negation) {
+                    t.found = stated;
+                }
+            }
+        }
+        let in_best = |s: u32| s != u32::MAX && index.negates(s);
+        // Nothing below changes what is found: one pass for the rules'
+        // tests, the model's counts (content terms, negations aside) and
+        // the answer's count, and for which of the opposites' checks may
+        // find anything (a word of a set of opposites, a number or a time
+        // bound to compare).
+        let (mut negation_missing, mut number_missing, mut any_missing) = (false, false, false);
+        let mut found_all = 0;
+        let (mut opposes, mut numbers) = (false, false);
+        let (mut content, mut found, mut entity_missing) = (0usize, 0usize, false);
+        for t in terms.iter() {
+            opposes |= t.opposing;
+            numbers |= t.class == TermClass::Number;
+            if t.found {
+                found_all += 1;
+            } else {
+                any_missing = true;
+                negation_missing |= t.negation;
+                number_missing |= t.class == TermClass::Number;
+            }
+            if !t.negation && t.class != TermClass::Function {
+                content += 1;
+                found += usize::from(t.found);
+                entity_missing |= t.class == TermClass::Entity && !t.found;
+            }
+        }
+        // The source's best sentence negates a content word the claim
+        // states plainly ("did not win" against "won"). The pair, a
+        // cheap first test, says only that the sources negate the word
+        // somewhere; the best sentence must negate it itself ("without
+        // stopping" later on does not contradict "a single stop").
+        let contradicted = !negates
+            && in_best(cover.first)
+            && terms.iter().any(|t| {
+                t.found
+                    && t.class != TermClass::Function
+                    && t.in_best
+                    && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
+                    && index.held_in(cover.first, t.id, sources, folder, steps) == (false, true)
+            });
         let mut opposed = None;
-        if !cited.is_empty() {
-            // "EU" against "European Union" and back: found by a scan of the
-            // cited sources' text, in no sentence in particular.
-            let by_initials = if may_be_initials(terms) {
-                let (marked, beside) = find_by_initials(
-                    answer,
-                    terms,
-                    (&cited, sources),
-                    folder,
-                    &mut initials_budget,
-                    steps,
-                );
-                pairs.0 = (pairs.0 + beside).min(pairs.1);
-                marked
-            } else {
-                0
-            };
-            found_ids.clear();
-            found_ids.extend(terms.iter().filter(|t| t.seated()).map(|t| t.id));
-            let mut cover = index.cover(found_ids, banks, steps, seats);
-            cover.one += by_initials;
-            cover.two += by_initials;
-            // Found terms outside the best two sentences: the explanation
-            // of a claim stitched from scattered words.
-            let mut seat = seats.iter();
-            for t in terms.iter_mut() {
-                let at = if t.seated() {
-                    seat.next().copied().unwrap_or(0)
-                } else {
-                    IN_BEST | IN_BEST_TWO
-                };
-                t.apart = at & IN_BEST_TWO == 0;
-                t.in_best = t.found && at & IN_BEST != 0;
-            }
-            // Negation, both ways, against the claim's best sentences: a
-            // "not" the claim adds, or one the source states and the claim
-            // drops. The claim's negation is then a term not found.
-            let negates = terms.iter().any(|t| t.negation);
-            if negates && cover.first != u32::MAX {
-                let best = [cover.first, cover.second]
-                    .into_iter()
-                    .filter(|&s| s != u32::MAX);
-                let stated = if best.clone().any(|s| index.negates(s)) {
-                    // As many negations as its best sentences hold, or
-                    // fewer: stated, in whichever words ("did not report a
-                    // loss" against "reported no loss"). More: one is the
-                    // claim's own ("won't have not to worry" against "won't
-                    // have to worry"), however the others match.
-                    let claimed = terms.iter().filter(|t| t.negation).count() as u32;
-                    Some(claimed <= best.map(|s| index.negations_in(s)).sum())
-                } else {
-                    (!negation_stated).then_some(false)
-                };
-                if let Some(stated) = stated {
-                    for t in terms.iter_mut().filter(|t| t.negation) {
-                        t.found = stated;
-                    }
-                }
-            }
-            let in_best = |s: u32| s != u32::MAX && index.negates(s);
-            // Nothing below changes what is found: one pass for the rules'
-            // tests, the model's counts (content terms, negations aside) and
-            // the answer's count, and for which of the opposites' checks may
-            // find anything (a word of a set of opposites, a number or a time
-            // bound to compare).
-            let (mut negation_missing, mut number_missing, mut any_missing) = (false, false, false);
-            let mut found_all = 0;
-            let (mut opposes, mut numbers) = (false, false);
-            let (mut content, mut found, mut entity_missing) = (0usize, 0usize, false);
-            for t in terms.iter() {
-                opposes |= t.opposing;
-                numbers |= t.class == TermClass::Number;
-                if t.found {
-                    found_all += 1;
-                } else {
-                    any_missing = true;
-                    negation_missing |= t.negation;
-                    number_missing |= t.class == TermClass::Number;
-                }
-                if !t.negation && t.class != TermClass::Function {
-                    content += 1;
-                    found += usize::from(t.found);
-                    entity_missing |= t.class == TermClass::Entity && !t.found;
-                }
-            }
-            // The source's best sentence negates a content word the claim
-            // states plainly ("did not win" against "won"). The pair, a
-            // cheap first test, says only that the sources negate the word
-            // somewhere; the best sentence must negate it itself ("without
-            // stopping" later on does not contradict "a single stop").
-            contradicted = !negates
-                && in_best(cover.first)
-                && terms.iter().any(|t| {
-                    t.found
-                        && t.class != TermClass::Function
-                        && t.in_best
-                        && index.holds_pair(pair_hash(NEGATED, key_of(t.id)), banks)
-                        && index.held_in(cover.first, t.id, sources, folder, steps) == (false, true)
-                });
-            if !contradicted && cover.first != u32::MAX && opposes {
-                opposed = opposed_word(
-                    answer,
-                    terms,
-                    cover.first,
-                    index,
-                    sources,
-                    (folder, opposite_ids),
-                    steps,
-                );
-            }
-            if opposed.is_none() && !contradicted && (opposes || numbers) {
-                opposed = reversed_bound(
-                    answer,
-                    terms,
-                    index,
-                    (&cited, sources),
-                    &mut bound_budget,
-                    steps,
-                );
-            }
-            // Scattered: most of the claim's found words sit outside its
-            // best two sentences (a merge of two sentences is fine; words
-            // picked from all over a page are not support).
-            let scattered = found >= 4 && 2 * (cover.two as usize).min(found) <= found;
-            let rule = if (settings.strict_numbers && number_missing)
-                || negation_missing
-                || contradicted
-                || opposed.is_some()
-                || scattered
-            {
-                Some(0.0)
-            } else if !any_missing && pairs.0 == pairs.1 {
-                Some(1.0)
-            } else {
-                None
-            };
-            pooled.0 += found;
-            pooled.1 += content;
-            pooled_all.0 += found_all;
-            pooled_all.1 += terms.len();
+        if !contradicted && cover.first != u32::MAX && opposes {
+            opposed = opposed_word(
+                answer,
+                terms,
+                cover.first,
+                index,
+                sources,
+                (folder, opposite_ids),
+                steps,
+            );
+        }
+        if opposed.is_none() && !contradicted && (opposes || numbers) {
+            opposed = reversed_bound(answer, terms, index, (cited, sources), bound_budget, steps);
+        }
+        // Scattered: most of the claim's found words sit outside its
+        // best two sentences (a merge of two sentences is fine; words
+        // picked from all over a page are not support).
+        let scattered = found >= 4 && 2 * (cover.two as usize).min(found) <= found;
+        let rule = if (settings.strict_numbers && number_missing)
+            || negation_missing
+            || contradicted
+            || opposed.is_some()
+            || scattered
+        {
+            Some(0.0)
+        } else if !any_missing && pairs.0 == pairs.1 {
+            Some(1.0)
+        } else {
+            None
+        };
+        pooled.content.0 += found;
+        pooled.content.1 += content;
+        pooled.all.0 += found_all;
+        pooled.all.1 += terms.len();
+        Verdict {
             // The found share and the answer's share are only known once
             // every claim is read: the counts wait in the features' places.
-            evidence = Some(Evidence {
+            evidence: Evidence {
                 features: [
                     found as f64,
                     f64::from(u8::from(entity_missing)),
                     content as f64,
                 ],
                 rule,
-            });
-        }
-        let support = evidence.map(|_| 0.0);
-
-        let names = |want: &dyn Fn(&Term) -> bool| {
-            let mut out: Vec<String> = Vec::new();
-            // Most claims have none: one pass to find out.
-            if !terms.iter().any(want) {
-                return out;
-            }
-            let mut buf = String::new();
-            // Numbers, then entities, then words, each in order of appearance;
-            // one buffer, a String only for a term kept.
-            'classes: for class in [
-                TermClass::Number,
-                TermClass::Entity,
-                TermClass::Word,
-                TermClass::Function,
-            ] {
-                for t in terms.iter().filter(|t| t.class == class && want(t)) {
-                    if out.len() == MAX_TERMS {
-                        break 'classes;
-                    }
-                    let _ = name_into(&mut buf, &answer[t.at..t.at + t.len]);
-                    if !out.contains(&buf) {
-                        out.push(buf.clone());
-                    }
-                }
-            }
-            out
-        };
-        let unsupported_terms = if support.is_some() {
-            names(&|t: &Term| !t.found && t.class != TermClass::Function)
-        } else {
-            Vec::new()
-        };
-        // Kept for a flagged claim only (the end of this function).
-        let apart_terms = if evidence.is_some_and(|e| e.rule != Some(1.0)) {
-            names(&|t: &Term| t.apart)
-        } else {
-            Vec::new()
-        };
-        // Only `uncited_claim` reads these: no work when it is off.
-        let checkable_terms = if support.is_none() && settings.uncited_claim.is_some() {
-            names(&|t: &Term| matches!(t.class, TermClass::Number | TermClass::Entity))
-        } else {
-            Vec::new()
-        };
-        claims.push(Claim {
-            span,
-            markers,
-            support,
-            unsupported_terms,
-            apart_terms,
+            },
             contradicted,
             opposed,
-            sources: cited,
-            checkable_terms,
-            evidence,
-        });
+        }
     }
+}
+
+/// The claim at `span` with its `terms` judged (`verdict`; `None`:
+/// uncited), the terms its findings name, support still to come (see
+/// [`support_all`]).
+fn claim_of(
+    answer: &str,
+    span: Range<usize>,
+    markers: Markers,
+    cited: Markers,
+    terms: &[Term],
+    verdict: Option<Verdict>,
+    settings: &GroundingSettings,
+) -> Claim {
+    let (evidence, contradicted, opposed) = match verdict {
+        Some(v) => (Some(v.evidence), v.contradicted, v.opposed),
+        None => (None, false, None),
+    };
+    let unsupported_terms = if evidence.is_some() {
+        term_names(answer, terms, |t| {
+            !t.found && t.class != TermClass::Function
+        })
+    } else {
+        Vec::new()
+    };
+    // Kept for a flagged claim only (see `support_all`).
+    let apart_terms = if evidence.is_some_and(|e| e.rule != Some(1.0)) {
+        term_names(answer, terms, |t| t.apart)
+    } else {
+        Vec::new()
+    };
+    // Only `uncited_claim` reads these: no work when it is off.
+    let checkable_terms = if evidence.is_none() && settings.uncited_claim.is_some() {
+        term_names(answer, terms, |t| {
+            matches!(t.class, TermClass::Number | TermClass::Entity)
+        })
+    } else {
+        Vec::new()
+    };
+    Claim {
+        span,
+        markers,
+        support: evidence.map(|_| 0.0),
+        unsupported_terms,
+        apart_terms,
+        contradicted,
+        opposed,
+        sources: cited,
+        checkable_terms,
+        evidence,
+    }
+}
+
+/// Up to [`MAX_TERMS`] distinct names of the `terms` that `want` picks,
+/// as the answer writes them case-folded: numbers, then entities, then
+/// words, each in order of appearance.
+fn term_names(answer: &str, terms: &[Term], want: impl Fn(&Term) -> bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    // Most claims have none: one pass to find out.
+    if !terms.iter().any(&want) {
+        return out;
+    }
+    // One buffer, a String only for a term kept.
+    let mut buf = String::new();
+    'classes: for class in [
+        TermClass::Number,
+        TermClass::Entity,
+        TermClass::Word,
+        TermClass::Function,
+    ] {
+        for t in terms.iter().filter(|t| t.class == class && want(t)) {
+            if out.len() == MAX_TERMS {
+                break 'classes;
+            }
+            let _ = name_into(&mut buf, &answer[t.at..t.at + t.len]);
+            if !out.contains(&buf) {
+                out.push(buf.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Gives each cited claim its support, now that the answer's shares
+/// (`pooled`) are known, and the record's score: the least support.
+/// A claim that passes drops its scattered terms.
+fn support_all(claims: &mut [Claim], pooled: &Pooled, settings: &GroundingSettings) -> Option<f64> {
     // The answer's share of content terms found, over all its cited claims:
     // a short claim says little on its own.
-    let answer_found = if pooled.1 == 0 {
-        1.0
-    } else {
-        pooled.0 as f64 / pooled.1 as f64
+    let share = |(found, all): (usize, usize)| {
+        if all == 0 {
+            1.0
+        } else {
+            found as f64 / all as f64
+        }
     };
-    let answer_all = if pooled_all.1 == 0 {
-        1.0
-    } else {
-        pooled_all.0 as f64 / pooled_all.1 as f64
-    };
-    for claim in &mut claims {
+    let (answer_found, answer_all) = (share(pooled.content), share(pooled.all));
+    let mut score: Option<f64> = None;
+    for claim in claims {
         let Some(e) = claim.evidence.as_mut() else {
             continue;
         };
@@ -909,7 +1045,7 @@ pub(super) fn analyze_with(
             claim.apart_terms.clear();
         }
     }
-    Grounding { claims, score }
+    score
 }
 
 /// Which citations each claim of `spans` is checked against, written into
