@@ -1,0 +1,661 @@
+//! How a source text is read into the [`SourceIndex`]: each word folded
+//! through the word memo and marked when a claim wants it, each pair of
+//! consecutive content terms, each sentence (by the one sentence rule the
+//! claims are split by) with its negations; and, when a rule asks, a
+//! source read again for the words its sentences negate. Claims and
+//! sources read words the same way (numbers with their scales, dates,
+//! dotted words, compounds, units), so a claim copied from a source finds
+//! every one of its words.
+//!
+//! It writes only the record's index (and the summary a cached source is
+//! replayed from); it decides nothing about a claim.
+
+use super::{Mark, NEGATED, SourceIndex, Wanted, list, pair_hash};
+use crate::core::grounding::cache::Summary;
+use crate::core::grounding::claims::{ends_between, sentence_end};
+use crate::core::grounding::lexicon::{
+    Date, PER, Period, Words, answer_particle, closed_compound, currency_before, date,
+    for_each_word, glued_unit, may_open_date, number_text, per_unit, period, skipped, spelled_run,
+};
+use crate::core::grounding::memo::{Folder, Packed};
+use crate::core::terms::Table;
+
+impl SourceIndex {
+    /// Indexes source `idx` by reading `text`; `RECORD`: also writes its
+    /// summary into `building` (first bank only).
+    pub(super) fn read<const RECORD: bool>(
+        &mut self,
+        idx: usize,
+        text: &str,
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) {
+        let bank = idx / 64;
+        let summary = &mut self.building;
+        if RECORD {
+            summary.clear();
+        }
+        let first = self.sentences.len() as u32;
+        self.sentences.push((idx as u32, 0));
+        let mut r = Reading::<RECORD> {
+            folder,
+            marks: &mut self.marks,
+            wanted: &mut self.wanted,
+            table: &mut self.banks[bank],
+            postings: &mut self.postings,
+            summary,
+            bank,
+            bit: 1u64 << (idx % 64),
+            first,
+            prev: None,
+            pending: false,
+            at: Cursor::new(text.as_bytes()),
+            idx: idx as u32,
+            sentences: &mut self.sentences,
+            sentence: first,
+            split_bytes: 0,
+            alt: None,
+        };
+        for_each_word(text, steps, &mut r);
+        *steps += r.split_bytes;
+        let sentences = &self.sentences;
+        self.sentence_count[idx] = (sentences.len() - first as usize) as u32;
+        self.sentence_first[idx] = first;
+        if RECORD {
+            let summary = &mut self.building;
+            summary.terms.sort_unstable();
+            summary.terms.dedup();
+            // Each term's sentences once, in order (see `replay`).
+            summary.postings.sort_unstable();
+            summary.postings.dedup();
+            summary
+                .negations
+                .extend(sentences[first as usize..].iter().map(|s| s.1));
+        }
+    }
+
+    /// Reads the content words of the source of sentence `s` with their
+    /// sentences into `negated`, once a record; whether `s` is a sentence.
+    pub(super) fn read_words_of(
+        &mut self,
+        s: u32,
+        texts: &[&str],
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) -> bool {
+        let Some(&(idx, _)) = self.sentences.get(s as usize) else {
+            return false;
+        };
+        if !self.negations_read[idx as usize] {
+            self.negations_read[idx as usize] = true;
+            // The source's sentences are one run, numbered from its first.
+            let first = self.sentences[..s as usize]
+                .iter()
+                .rposition(|x| x.0 != idx)
+                .map_or(0, |p| p + 1) as u32;
+            let mut blanked = std::mem::take(&mut self.blanked);
+            let text = self.as_read(texts[idx as usize], &mut blanked);
+            let mut scan = NegationScan {
+                folder,
+                at: Cursor::new(text.as_bytes()),
+                sentence: first,
+                pending: false,
+                out: &mut self.negated,
+            };
+            for_each_word(text, steps, &mut scan);
+            debug_assert_eq!(
+                scan.sentence + 1 - first,
+                self.sentence_count[idx as usize],
+                "read again, a source has other sentences"
+            );
+            self.blanked = blanked;
+            self.negated.sort_unstable();
+            self.negated.dedup();
+        }
+        true
+    }
+}
+
+/// A dotted word's key, and the content term's key before it (each with
+/// whether it is wanted).
+type Dotted = Option<((u64, bool), Option<(u64, bool)>)>;
+
+/// What reading one source carries from word to word: the tables it
+/// writes, the previous content term and a negation waiting for its word.
+struct Reading<'a, const RECORD: bool> {
+    folder: &'a mut Folder,
+    marks: &'a mut Vec<Mark>,
+    wanted: &'a mut Wanted,
+    /// The source's bank: its pairs, and (past the first bank) its terms.
+    table: &'a mut Table<u64>,
+    postings: &'a mut Vec<(u32, u32)>,
+    summary: &'a mut Summary,
+    bank: usize,
+    /// The source's bit in its bank.
+    bit: u64,
+    /// The source's first sentence.
+    first: u32,
+    /// The previous content term: its key, and whether it is wanted (a
+    /// pair is asked about only when both its terms are).
+    prev: Option<(u64, bool)>,
+    /// A negation seen, waiting for the content word it negates.
+    pending: bool,
+    /// Where in the source's text the reading is, and the source's number.
+    at: Cursor<'a>,
+    idx: u32,
+    /// By sentence: its source and how many negations it holds (the
+    /// index's list).
+    sentences: &'a mut Vec<(u32, u16)>,
+    /// The sentence being read.
+    sentence: u32,
+    /// Bytes of dotted words read again part by part.
+    split_bytes: usize,
+    /// A dotted word just read: the next content word pairs with it too.
+    alt: Option<(u64, bool)>,
+}
+
+impl<const RECORD: bool> Words for Reading<'_, RECORD> {
+    /// Inlined: the word's work runs in the scanner's loop.
+    #[inline(always)]
+    fn on_word(&mut self, w: &[u8], at: usize, ascii: bool) {
+        self.next(w, at, ascii);
+    }
+}
+
+impl<const RECORD: bool> Reading<'_, RECORD> {
+    /// One word: its key, its pairs with the previous content term (and
+    /// with `alt`, a dotted word before its parts), and its sentence. Gives
+    /// the key when it is a dotted word to split, with the content term
+    /// before it (its first part pairs with that too); and whether it
+    /// negates.
+    #[inline(always)]
+    fn word(
+        &mut self,
+        w: &[u8],
+        off: Option<usize>,
+        ascii: bool,
+        sentence: u32,
+        alt: &mut Option<(u64, bool)>,
+    ) -> (Dotted, bool) {
+        let mut info = self.folder.fold_packed(w, ascii);
+        if info.is_spelled() {
+            info = self.at.spelled_number(self.folder, info, w, off);
+        }
+        // A summary is replayed for any answer: it holds every term
+        // (each once: deduplicated at the end).
+        if RECORD {
+            self.summary.terms.push(info.id());
+        }
+        let slot = self.wanted.mark(info.id(), self.marks);
+        let want = slot.is_some();
+        if let Some(s) = slot {
+            // Stems only: equal surfaces have equal stems.
+            if self.bank == 0 {
+                self.marks[s].mask |= self.bit;
+            } else {
+                *self.table.entry(info.key()) |= self.bit;
+            }
+        }
+        if info.function() {
+            return (None, info.negation());
+        }
+        if info.negation() && off.is_some_and(|o| answer_particle(self.at.bytes, o, w.len())) {
+            return (None, false);
+        }
+        // A stop word leaves `alt` for the next content word.
+        // A summary keeps every pair (a later answer may ask for any).
+        let key = info.key();
+        if let Some((p, p_wanted)) = self.prev
+            && (RECORD || (want && p_wanted))
+        {
+            self.pair(pair_hash(p, key));
+        }
+        if let Some((p, p_wanted)) = alt.take()
+            && (RECORD || (want && p_wanted))
+        {
+            self.pair(pair_hash(p, key));
+        }
+        let before = self.prev.replace((info.key(), want));
+        if info.negation() {
+            self.pending = true;
+        } else if self.pending {
+            if RECORD || want {
+                self.pair(pair_hash(NEGATED, info.key()));
+            }
+            self.pending = false;
+        }
+        if RECORD {
+            self.summary
+                .postings
+                .push((info.id(), sentence - self.first));
+        }
+        if let Some(s) = slot {
+            list(&mut self.marks[s], self.postings, sentence);
+        }
+        (
+            (!info.number() && info.dotted()).then_some(((info.key(), want), before)),
+            info.negation(),
+        )
+    }
+
+    /// The next word of the source, at `off`: a new sentence first when one
+    /// ends before it.
+    #[inline(always)]
+    fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
+        // Words with a digit at either end ("5km", "Q3") go out of the loop.
+        if w[0].is_ascii_digit() || w[w.len() - 1].is_ascii_digit() {
+            return self.numeral(w, off, ascii);
+        }
+        if let Some(joint) = self.enter(w, off) {
+            self.plain(w, off, ascii, joint);
+        }
+    }
+
+    /// "Q3", "FY2023": the period's words ("3rd quarter", "fiscal year"),
+    /// then the rest of the word ("2023"), as claims read them.
+    fn period(&mut self, w: &[u8], off: usize, p: &Period) {
+        if self.enter(w, off).is_none() {
+            return;
+        }
+        for word in p.words {
+            self.implied(word);
+        }
+        if p.rest < w.len() {
+            self.take(&w[p.rest..], off + p.rest, true);
+        }
+    }
+
+    /// To the word `w` at `off`: a new sentence first when one ends
+    /// before it. Gives the byte that joins it to the word before (see
+    /// [`Cursor::step`]), or `None` when it is not read (see [`skipped`]).
+    #[inline(always)]
+    fn enter(&mut self, w: &[u8], off: usize) -> Option<u8> {
+        let (ends_before, read, joint) = self.at.step(w, off);
+        if ends_before {
+            self.new_sentence();
+        }
+        read.then_some(joint)
+    }
+
+    /// The word `w` read as it is, and as one word with the word before
+    /// when a hyphen joins them ("e-mail": "email"); a unit after a slash
+    /// as "per" and its word ("km/h": "km per hour").
+    #[inline(always)]
+    fn plain(&mut self, w: &[u8], off: usize, ascii: bool, joint: u8) {
+        // Most words follow a space.
+        if joint != b' ' {
+            return self.joined(w, off, ascii, joint);
+        }
+        self.take(w, off, ascii);
+    }
+
+    /// A word after anything but one space: after a slash, "h" of "km/h"
+    /// is "per hour", as claims read it; after a hyphen, the word is also
+    /// read closed up with the word before. Kept out of the loop.
+    #[inline(never)]
+    fn joined(&mut self, w: &[u8], off: usize, ascii: bool, joint: u8) {
+        if let Some(unit) = (joint == b'/')
+            .then(|| per_unit(self.at.bytes, off, w.len()))
+            .flatten()
+        {
+            self.implied(PER);
+            return self.take(unit, off, true);
+        }
+        self.take(w, off, ascii);
+        if joint == b'-' {
+            self.closed_up(off, w.len());
+        }
+    }
+
+    /// A word with a digit at either end: a period written short ("Q3");
+    /// a number glued to a unit ("5km"), after a currency sign ("$5"),
+    /// opening a date, or one a scale may follow ("1.2 million"). Kept out
+    /// of the loop, so other words pass these tests with one.
+    #[inline(never)]
+    fn numeral(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if !w[0].is_ascii_digit() {
+            return match period(w) {
+                Some(p) => self.period(w, off, &p),
+                None => {
+                    if let Some(joint) = self.enter(w, off) {
+                        self.plain(w, off, ascii, joint);
+                    }
+                }
+            };
+        }
+        if let Some(n) = glued_unit(w) {
+            return self.glued(w, off, n);
+        }
+        let Some(joint) = self.enter(w, off) else {
+            return;
+        };
+        if let Some((word, _)) = currency_before(self.at.bytes, off) {
+            self.implied(word);
+        }
+        if may_open_date(self.at.bytes, off, w.len()) {
+            self.date(off, w);
+        }
+        // A negative number ("-5", "minus 5"), or one a scale may follow
+        // ("1.2 million"): written out, as claims read it.
+        let mut written = ([0u8; 48], [0u8; 49]);
+        let (text, sign) = number_text(self.at.bytes, off, w.len(), &mut written);
+        if sign.is_some() || self.at.bytes.get(off + w.len()) == Some(&b' ') {
+            return self.take(text, off, ascii);
+        }
+        self.plain(w, off, ascii, joint);
+    }
+
+    /// "e-mail", read as its two words, is also read as "email": a term of
+    /// its sentence that pairs with the next content word (as "mail" does),
+    /// so a claim that closes the compound up finds it. Kept out of the
+    /// loop: such compounds are rare.
+    #[inline(never)]
+    fn closed_up(&mut self, at: usize, len: usize) {
+        let mut out = [0u8; 48];
+        let Some(n) = closed_compound(self.at.bytes, at, len, &mut out) else {
+            return;
+        };
+        let prev = self.prev.take();
+        let _ = self.word(&out[..n], None, true, self.sentence, &mut None);
+        let whole = std::mem::replace(&mut self.prev, prev);
+        if self.alt.is_none() {
+            self.alt = whole;
+        }
+    }
+
+    /// "5km", whose number is `n` bytes: its number and its unit, each a
+    /// word, as claims read it. Kept out of the loop.
+    #[inline(never)]
+    fn glued(&mut self, w: &[u8], off: usize, n: usize) {
+        self.next(&w[..n], off, true);
+        self.next(&w[n..], off + n, true);
+    }
+
+    /// A word the text implies before the next one: "$5", the sign read as
+    /// its word ("dollar") before the number; "km/h", the slash read as
+    /// "per". As claims read them. Kept out of the loop.
+    #[inline(never)]
+    fn implied(&mut self, word: &[u8]) {
+        let mut alt = self.alt.take();
+        let _ = self.word(word, None, true, self.sentence, &mut alt);
+        self.alt = alt;
+    }
+
+    /// "2004-05-12", "12 May": if the word `first` at `off` opens a date,
+    /// the month's name (and an ISO date's day) before it, as claims read
+    /// them, and the pairs the date states that its words so read do not
+    /// put side by side. Kept out of the loop.
+    #[inline(never)]
+    fn date(&mut self, off: usize, first: &[u8]) {
+        let Some(date) = self.at.date(off, first.len()) else {
+            return;
+        };
+        let before = self.prev;
+        let mut alt = self.alt.take();
+        for w in date.words() {
+            let _ = self.word(w, None, true, self.sentence, &mut alt);
+        }
+        self.alt = alt;
+        // "born 17 March", read "born March 17", still has "born 17".
+        if let (true, None, Some((p, _))) = (date.month_first_read, date.day, before) {
+            let day = self.folder.fold_packed(first, true).key();
+            self.pair(pair_hash(p, day));
+        }
+        if let Some(at) = date.year {
+            let month = self.folder.fold_packed(date.month.0, true).key();
+            let year = self
+                .folder
+                .fold_packed(&self.at.bytes[at..at + 4], true)
+                .key();
+            self.pair(pair_hash(month, year));
+        }
+    }
+
+    /// The word `w` read at `off`, in the sentence it is in.
+    #[inline(always)]
+    fn take(&mut self, w: &[u8], off: usize, ascii: bool) {
+        let mut alt = self.alt.take();
+        let (dotted, negation) = self.word(w, Some(off), ascii, self.sentence, &mut alt);
+        self.alt = alt;
+        if negation {
+            let n = &mut self.sentences[self.sentence as usize].1;
+            *n = n.saturating_add(1);
+        }
+        if let Some((whole, before)) = dotted {
+            self.split(w, off, ascii, whole, before);
+        }
+    }
+
+    /// "Hawaii.Aulani": after the whole word, its parts, each in its
+    /// sentence (two sentences run together, by the one sentence rule). The
+    /// next word pairs with the whole word ("D.C today") and with the last
+    /// part; the first part pairs with the word before ("12 Hour" of "12
+    /// Hour.Mount"). Kept out of the loop: dotted words are rare.
+    #[inline(never)]
+    fn split(
+        &mut self,
+        w: &[u8],
+        off: usize,
+        ascii: bool,
+        whole: (u64, bool),
+        mut before: Option<(u64, bool)>,
+    ) {
+        self.split_bytes += w.len();
+        for_each_part(self.at.bytes, w, off, |part, ends_before| {
+            if ends_before {
+                self.new_sentence();
+            }
+            if !part.is_empty() {
+                let _ = self.word(
+                    part,
+                    None,
+                    ascii || part.is_ascii(),
+                    self.sentence,
+                    &mut before,
+                );
+            }
+        });
+        self.alt = Some(whole);
+    }
+
+    fn new_sentence(&mut self) {
+        self.sentence += 1;
+        self.sentences.push((self.idx, 0));
+        // A negation ends with its sentence ("Ready or Not." does not
+        // negate the next sentence's first word).
+        self.pending = false;
+    }
+
+    /// Marks pair `key` as in the source.
+    #[inline(always)]
+    fn pair(&mut self, key: u64) {
+        let e = self.table.entry(key);
+        if RECORD && *e & self.bit == 0 {
+            self.summary.pairs.push(key);
+        }
+        *e |= self.bit;
+    }
+}
+
+/// Where a reading of a source stands: its text, where the last word
+/// ended, and where the web address being read ends. Both readers of a
+/// source step through it with one, so they cut the same sentences and
+/// skip the same words.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    last_end: usize,
+    address_end: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Cursor {
+            bytes,
+            last_end: 0,
+            address_end: 0,
+        }
+    }
+
+    /// To the word `w` at `off`: whether a sentence ends before it,
+    /// whether it is read at all (see [`skipped`]), and the one byte
+    /// between it and the word before, if one byte parts them (a hyphen:
+    /// "e-mail"; a slash: "km/h"), else 0.
+    #[inline(always)]
+    fn step(&mut self, w: &[u8], off: usize) -> (bool, bool, u8) {
+        let from = self.last_end;
+        self.last_end = off + w.len();
+        let read = !skipped(self.bytes, &mut self.address_end, off, w.len());
+        // Most words are one space apart: no sentence end, no hyphen.
+        if off == from + 1 && self.bytes[from] == b' ' {
+            return (false, read, b' ');
+        }
+        let ends_before = off > from && ends_between(self.bytes, from, off);
+        let joint = if off == from + 1 { self.bytes[from] } else { 0 };
+        (ends_before, read, joint)
+    }
+}
+
+impl Cursor<'_> {
+    /// The date that the word at `off..off + len` opens (see [`Date`]);
+    /// its words up to its end are then skipped.
+    #[inline(always)]
+    fn date(&mut self, off: usize, len: usize) -> Option<Date> {
+        let date = date(self.bytes, off, len)?;
+        self.address_end = date.end;
+        Some(date)
+    }
+
+    /// The number word `w` at `off` (`None`: part of a dotted word) as it
+    /// is read: with the words after it when they spell one number with it
+    /// ("twenty-one": 21), which are then skipped; else as it is.
+    #[inline(never)]
+    fn spelled_number(
+        &mut self,
+        folder: &mut Folder,
+        info: Packed,
+        w: &[u8],
+        off: Option<usize>,
+    ) -> Packed {
+        let Some(off) = off else {
+            return info;
+        };
+        let mut out = [0u8; 48];
+        match spelled_run(self.bytes, off, w.len(), &mut out) {
+            Some((n, end)) => {
+                self.address_end = end;
+                folder.fold_packed(&out[..n], true)
+            }
+            None => info,
+        }
+    }
+}
+
+/// The parts of the dotted word `w` at `off` of `bytes` ("Hawaii.Aulani"),
+/// empty ones too, each with whether a sentence ends before it (by the one
+/// sentence rule: "Hour.Mount" ends one, "D.C" does not).
+fn for_each_part(bytes: &[u8], w: &[u8], off: usize, mut f: impl FnMut(&[u8], bool)) {
+    let mut at = off;
+    for part in w.split(|&b| b == b'.') {
+        let ends_before = at > off && sentence_end(bytes, at - 1, bytes.len()).1;
+        at += part.len() + 1;
+        f(part, ends_before);
+    }
+}
+
+/// Reads a source again for the words it negates, numbering sentences as
+/// [`Reading`] does (the same sentence rule, dotted words split the same
+/// way), so a sentence number means the same sentence in both.
+struct NegationScan<'a> {
+    folder: &'a mut Folder,
+    at: Cursor<'a>,
+    sentence: u32,
+    /// A negation seen in this sentence, waiting for its content word.
+    pending: bool,
+    out: &'a mut Vec<(u32, u32, bool)>,
+}
+
+impl Words for NegationScan<'_> {
+    fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if let Some(n) = glued_unit(w) {
+            self.on_word(&w[..n], off, true);
+            self.on_word(&w[n..], off + n, true);
+            return;
+        }
+        let (ends_before, read, joint) = self.at.step(w, off);
+        if ends_before {
+            self.new_sentence();
+        }
+        if !read {
+            return;
+        }
+        if let Some(unit) = (joint == b'/')
+            .then(|| per_unit(self.at.bytes, off, w.len()))
+            .flatten()
+        {
+            for part in [PER, unit] {
+                let p = self.folder.fold_packed(part, true);
+                self.word(p.id(), p.function(), p.negation());
+            }
+            return;
+        }
+        if let Some(period) = period(w) {
+            for part in period.words.into_iter().chain(Some(&w[period.rest..])) {
+                if !part.is_empty() {
+                    let p = self.folder.fold_packed(part, true);
+                    self.word(p.id(), p.function(), p.negation());
+                }
+            }
+            return;
+        }
+        for part in self.at.date(off, w.len()).iter().flat_map(Date::words) {
+            let p = self.folder.fold_packed(part, true);
+            self.word(p.id(), p.function(), p.negation());
+        }
+        let mut written;
+        let w = if w[0].is_ascii_digit() {
+            written = ([0u8; 48], [0u8; 49]);
+            number_text(self.at.bytes, off, w.len(), &mut written).0
+        } else {
+            w
+        };
+        let mut info = self.folder.fold_packed(w, ascii);
+        if info.is_spelled() {
+            info = self.at.spelled_number(self.folder, info, w, Some(off));
+        }
+        if info.negation() && answer_particle(self.at.bytes, off, w.len()) {
+            return;
+        }
+        self.word(info.id(), info.function(), info.negation());
+        if info.number() || !info.dotted() {
+            return;
+        }
+        for_each_part(self.at.bytes, w, off, |part, ends_before| {
+            if ends_before {
+                self.new_sentence();
+            }
+            if !part.is_empty() {
+                let p = self.folder.fold_packed(part, ascii || part.is_ascii());
+                self.word(p.id(), p.function(), p.negation());
+            }
+        });
+    }
+}
+
+impl NegationScan<'_> {
+    fn new_sentence(&mut self) {
+        self.sentence += 1;
+        self.pending = false;
+    }
+
+    fn word(&mut self, id: u32, function: bool, negation: bool) {
+        if function {
+            return;
+        }
+        if negation {
+            self.pending = true;
+        } else {
+            self.out.push((self.sentence, id, self.pending));
+            self.pending = false;
+        }
+    }
+}
