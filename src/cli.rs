@@ -208,7 +208,7 @@ pub struct RunArgs {
     /// Delivery guarantee [default: at-least-once]
     #[arg(long, value_enum)]
     pub guarantee: Option<Guarantee>,
-    /// Address of /metrics, /healthz, /readyz (also [metrics] addr, GROUNDGATE_METRICS_ADDR)
+    /// Address of /metrics, /healthz, /readyz (also metrics.addr, GROUNDGATE_METRICS_ADDR)
     /// [default: 0.0.0.0:9464]
     #[arg(long)]
     pub metrics_addr: Option<String>,

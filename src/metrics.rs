@@ -84,8 +84,8 @@ pub const OTHER: &str = "other";
 /// `mode` label of a dead letter, which has no effective mode.
 pub const NO_MODE: &str = "none";
 
-/// The `reason` values of `groundgate_audit_chain_restarts_total` (see
-/// [`crate::kafka::seals::RestartReason`]).
+/// The `reason` values of `groundgate_audit_chain_restarts_total` (the
+/// worker's `RestartReason`, in `kafka::seals`).
 pub const CHAIN_RESTART_REASONS: [&str; 3] = ["no_head", "not_utf8", "foreign"];
 
 /// Handle to every groundgate metric, registered in its own registry.
@@ -485,7 +485,7 @@ impl Metrics {
     }
 
     /// An audit chain restarted at seq 0 (`reason`: a closed vocabulary,
-    /// see [`crate::kafka::seals::RestartReason`]).
+    /// the worker's `RestartReason`, in `kafka::seals`).
     pub fn record_chain_restart(&self, reason: &'static str) {
         self.chain_restarts.with_label_values(&[reason]).inc();
     }
