@@ -203,9 +203,9 @@ pub(crate) fn analyze_counting(
 /// (case-folded, and stemmed the first time the memo meets it), nothing
 /// indexed or scored. Returns how many words were read. For the process
 /// bench, which measures it beside grounding as the floor of reading every
-/// word with today's scanner and memo; not part of the check. Its memo is its own,
-/// kept per thread and bounded like the check's, so it never changes what
-/// the check's memo holds.
+/// word with today's scanner and memo; not part of the check. Its memo is
+/// its own, kept per thread and bounded like the check's, so it never
+/// changes what the check's memo holds.
 #[doc(hidden)]
 pub fn read_every_word(texts: &[&str]) -> usize {
     thread_local! {
