@@ -262,9 +262,21 @@ fn print_fit(
             table(args, h)
         )?;
     }
+    // Four decimals, as shipped: a deployment's file and the repository's
+    // table then hold the same model.
+    let named: Vec<String> = std::iter::once(("intercept", w[0]))
+        .chain(FEATURE_NAMES.iter().copied().zip(w[1..].iter().copied()))
+        .map(|(name, v)| format!("{name} = {v:.4}"))
+        .collect();
     writeln!(
         out,
-        "coefficients fitted on all inputs (src/core/grounding/model.rs):\n\
+        "coefficients fitted on all inputs, for a configuration file's [grounding] section:\n\
+         coefficients = {{ {} }}",
+        named.join(", ")
+    )?;
+    writeln!(
+        out,
+        "the same, to ship as the built-in model (src/core/grounding/model.rs):\n\
          pub const COEFFICIENTS: [f64; FEATURES + 1] = ["
     )?;
     writeln!(out, "    {:.4}, // intercept", w[0])?;

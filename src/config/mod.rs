@@ -562,4 +562,40 @@ mod grounding_section {
             "unknown keys are errors naming the key"
         );
     }
+
+    #[test]
+    fn a_fitted_model_replaces_the_shipped_one_whole() {
+        use crate::core::grounding::model::COEFFICIENTS;
+        let default = RawConfig::from_toml_str("").unwrap();
+        assert_eq!(
+            default.validate().unwrap().core.grounding.coefficients,
+            COEFFICIENTS
+        );
+        // As `groundgate eval --fit` prints it.
+        let own = RawConfig::from_toml_str(
+            "[grounding]\ncoefficients = { intercept = -1.5, found = 2.25, entity_missing = -3, answer_words_found = 0.5 }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            own.validate().unwrap().core.grounding.coefficients,
+            [-1.5, 2.25, -3.0, 0.5]
+        );
+        // Part of a model, a name it does not have, or a value that is no
+        // number: each listed, nothing filled in from the shipped model.
+        let bad = RawConfig::from_toml_str(
+            "[grounding]\ncoefficients = { intercept = 1, found = nan, pair_share = 2 }\n",
+        )
+        .unwrap();
+        let Err(ConfigError::Invalid(problems)) = bad.validate() else {
+            panic!("a partial model must fail")
+        };
+        let expected = [
+            "grounding.coefficients.found = NaN: must be a finite number",
+            "grounding.coefficients lacks entity_missing, answer_words_found: set all of intercept, found, entity_missing, answer_words_found, as `groundgate eval --fit` prints them",
+            "grounding.coefficients.pair_share: the model has no such coefficient (it has intercept, found, entity_missing, answer_words_found)",
+        ];
+        for e in expected {
+            assert!(problems.iter().any(|p| p == e), "{e:?} not in {problems:?}");
+        }
+    }
 }

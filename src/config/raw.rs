@@ -120,6 +120,10 @@ pub struct RawGrounding {
     pub unsupported_claim: Option<Action>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uncited_claim: Option<OptionalAction>,
+    /// The model's coefficients by name (`intercept` and each feature), as
+    /// `groundgate eval --fit` prints them; all or none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coefficients: Option<BTreeMap<String, f64>>,
     // Removed keys, read only to name their replacement (see validate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entity_weight: Option<f64>,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use super::{managed, security};
+use crate::core::grounding::model::{COEFFICIENTS, FEATURE_NAMES, FEATURES};
 use crate::core::process::MIN_OUTPUT_BYTES;
 use crate::core::{CoreSettings, GroundingSettings, PolicySettings};
 
@@ -176,10 +177,14 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
     ] {
         if set {
             problems.push(format!(
-                "grounding.{name} was removed: the evidence weights are fitted (`groundgate eval --fit`, see docs/grounding.md); use grounding.min_support to flag more or fewer claims"
+                "grounding.{name} was removed: the evidence weights are fitted (`groundgate eval --fit`, see docs/grounding.md); use grounding.min_support to flag more or fewer claims, or grounding.coefficients for a model fitted on your own labelled answers"
             ));
         }
     }
+    let coefficients = raw
+        .coefficients
+        .as_ref()
+        .map_or(d.coefficients, |set| coefficients(set, problems));
     GroundingSettings {
         enabled: raw.enabled.unwrap_or(d.enabled),
         min_support,
@@ -188,7 +193,43 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
             .uncited_claim
             .map_or(d.uncited_claim, OptionalAction::action),
         strict_numbers: raw.strict_numbers.unwrap_or(d.strict_numbers),
+        coefficients,
     }
+}
+
+/// `grounding.coefficients` as the model's array: every name of the model
+/// (the intercept and each feature) set to a finite number, no other name.
+/// A partial set would mix two fits, so none is filled in from the shipped
+/// model.
+fn coefficients(set: &BTreeMap<String, f64>, problems: &mut Vec<String>) -> [f64; FEATURES + 1] {
+    let names: Vec<&str> = std::iter::once("intercept")
+        .chain(FEATURE_NAMES.iter().copied())
+        .collect();
+    let mut out = COEFFICIENTS;
+    let mut lacking = Vec::new();
+    for (slot, name) in out.iter_mut().zip(&names) {
+        match set.get(*name) {
+            Some(v) if v.is_finite() => *slot = *v,
+            Some(v) => problems.push(format!(
+                "grounding.coefficients.{name} = {v}: must be a finite number"
+            )),
+            None => lacking.push(*name),
+        }
+    }
+    if !lacking.is_empty() {
+        problems.push(format!(
+            "grounding.coefficients lacks {}: set all of {}, as `groundgate eval --fit` prints them",
+            lacking.join(", "),
+            names.join(", ")
+        ));
+    }
+    for name in set.keys().filter(|k| !names.contains(&k.as_str())) {
+        problems.push(format!(
+            "grounding.coefficients.{name}: the model has no such coefficient (it has {})",
+            names.join(", ")
+        ));
+    }
+    out
 }
 /// Room left in a Kafka message beside an output of `max_output_bytes` for
 /// its key (a request id, or a dead letter's original key) and headers.

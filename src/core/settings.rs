@@ -3,6 +3,7 @@
 //! Built by `crate::config` from the file/env/flag layers; the core only ever
 //! sees this already-validated form, so nothing here parses or defaults.
 
+use super::grounding::model::{COEFFICIENTS, FEATURES};
 use super::types::Action;
 
 /// Thresholds and actions of the policy checks.
@@ -87,6 +88,10 @@ pub struct GroundingSettings {
     pub uncited_claim: Option<Action>,
     /// A number found in none of the cited sources makes the claim score 0.
     pub strict_numbers: bool,
+    /// The model's intercept and one coefficient per evidence feature (see
+    /// `grounding::model`): the shipped fit unless a deployment fitted its
+    /// own on its labelled answers.
+    pub coefficients: [f64; FEATURES + 1],
 }
 
 impl Default for GroundingSettings {
@@ -97,6 +102,7 @@ impl Default for GroundingSettings {
             unsupported_claim: Action::Warn,
             uncited_claim: None,
             strict_numbers: true,
+            coefficients: COEFFICIENTS,
         }
     }
 }

@@ -304,6 +304,57 @@ fn eval_command_prints_the_report() {
 }
 
 #[test]
+fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
+    let fit = |json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"));
+        cmd.args(["eval", "--fit", "--folds", "3"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd
+            .arg(repo("tests/data/grounding_subset.jsonl"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = fit(false);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("coefficients = {"))
+        .unwrap_or_else(|| panic!("no configuration line in {text}"));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fitted.toml");
+    std::fs::write(&config, format!("[grounding]\n{line}\n")).unwrap();
+    // The file's model is the fit, to the four decimals printed.
+    let raw =
+        groundgate::config::RawConfig::from_toml_str(&std::fs::read_to_string(&config).unwrap())
+            .unwrap();
+    let got = raw.validate().unwrap().core.grounding.coefficients;
+    let json: Value = serde_json::from_str(&fit(true)).unwrap();
+    let names = ["intercept", "found", "entity_missing", "answer_words_found"];
+    for (name, v) in names.iter().zip(got) {
+        let fitted = json["coefficients"][name].as_f64().unwrap();
+        assert!(
+            (fitted - v).abs() <= 0.00005,
+            "{name}: {fitted} printed as {v}"
+        );
+    }
+    // And the commands take it.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+        .args(["eval", "--json", "--config"])
+        .arg(&config)
+        .arg(repo("tests/data/grounding_subset.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn eval_into_a_closed_pipe_stops_without_a_panic() {
     // `groundgate eval FILE | head -0`: the reader is gone before the report.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))

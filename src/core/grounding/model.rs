@@ -1,7 +1,9 @@
 //! The fitted model: how a claim's evidence features combine into its
 //! support, a logistic regression whose coefficients are fitted on labelled
 //! data by `groundgate eval --fit` (which prints this table) and pasted
-//! here. Pure arithmetic; it must not compute features (that is `score`).
+//! here. A deployment may run with coefficients fitted on its own answers
+//! instead (`grounding.coefficients`, carried in the settings). Pure
+//! arithmetic; it must not compute features (that is `score`).
 
 /// Number of evidence features of a claim (see [`FEATURE_NAMES`]).
 pub const FEATURES: usize = 3;
@@ -17,7 +19,7 @@ pub const FEATURES: usize = 3;
 ///   wording).
 pub const FEATURE_NAMES: [&str; FEATURES] = ["found", "entity_missing", "answer_words_found"];
 
-/// Intercept, then one coefficient per feature.
+/// The shipped model: intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
     -3.3959, // intercept
     2.6741,  // found

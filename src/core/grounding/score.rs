@@ -19,7 +19,7 @@ use super::lexicon::{
     spelled_other, spelled_run,
 };
 use super::memo::{Folder, Packed, key_of};
-use super::model::{COEFFICIENTS, support_of};
+use super::model::support_of;
 use super::opposites;
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
@@ -1036,7 +1036,7 @@ fn support_all(claims: &mut [Claim], pooled: &Pooled, settings: &GroundingSettin
         let (found, content) = (e.features[FOUND], e.features[ANSWER_WORDS]);
         e.features[FOUND] = (found + ANSWER_WEIGHT * answer_found) / (content + ANSWER_WEIGHT);
         e.features[ANSWER_WORDS] = answer_all;
-        let s = support_of(e, &COEFFICIENTS);
+        let s = support_of(e, &settings.coefficients);
         // Four decimals: stable, readable output.
         let s = (s.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
         claim.support = Some(s);

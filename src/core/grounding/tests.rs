@@ -2348,3 +2348,32 @@ fn reading_every_word_counts_the_words_grounding_reads() {
     assert_eq!(read_every_word(&[]), 0);
     assert_eq!(read_every_word(&["", " - ... "]), 0);
 }
+
+#[test]
+fn a_deployments_own_coefficients_score_what_the_model_scores() {
+    let with = |coefficients| {
+        let settings = GroundingSettings {
+            coefficients,
+            ..Default::default()
+        };
+        move |answer: &str, source: &str| {
+            let parsed = citation::parse(answer, 1);
+            analyze(answer, &parsed.citations, &[source], &settings).score
+        }
+    };
+    let source = "The fund raised 5 million dollars from pension funds in 2021.";
+    // One word the source lacks: the model decides.
+    let missing = "The fund quickly raised 5 million dollars in 2021[^1].";
+    let shipped = with(model::COEFFICIENTS)(missing, source).unwrap();
+    assert!(shipped > 0.0 && shipped < 1.0, "{shipped}");
+    let lenient = with([20.0, 0.0, 0.0, 0.0])(missing, source).unwrap();
+    let strict = with([-20.0, 0.0, 0.0, 0.0])(missing, source).unwrap();
+    assert_eq!((lenient, strict), (1.0, 0.0));
+    // The rules stand whatever the model: every word found is full
+    // support, a number the source lacks is contradicted.
+    let copied = "The fund raised 5 million dollars from pension funds in 2021[^1].";
+    assert_eq!(with([-20.0, 0.0, 0.0, 0.0])(copied, source), Some(1.0));
+    let wrong = "The fund raised 6 million dollars from pension funds in 2021[^1].";
+    let capped = with([20.0, 0.0, 0.0, 0.0])(wrong, source).unwrap();
+    assert!(capped <= model::BROKEN, "{capped}");
+}
