@@ -21,6 +21,7 @@ use anyhow::Context;
 
 use crate::cli::RunArgs;
 use crate::config::{ConfigError, RawConfig};
+use crate::core::grounding::model::COEFFICIENTS;
 use crate::http::{self, Health};
 use crate::kafka::client;
 use crate::kafka::worker::run_worker;
@@ -78,6 +79,18 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         librdkafka = %library.version,
         builtin_features = %library.features_line(),
         "Kafka client library"
+    );
+    let grounding = &config.core.grounding;
+    info!(
+        enabled = grounding.enabled,
+        min_support = grounding.min_support,
+        model = if grounding.coefficients == COEFFICIENTS {
+            "shipped"
+        } else {
+            "configured"
+        },
+        policy_version = %config.core.policy_version,
+        "grounding check"
     );
     let Some(bootstrap) = config.kafka.brokers.clone() else {
         // `load_for_kafka` refuses a configuration without brokers.
