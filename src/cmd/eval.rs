@@ -15,7 +15,7 @@ use crate::batch::eval::{
     rows, score_file,
 };
 use crate::cli::EvalArgs;
-use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
+use crate::core::grounding::model::{COEFFICIENTS, FEATURE_NAMES, FEATURES};
 
 pub fn main(args: EvalArgs) -> ExitCode {
     match run(&args) {
@@ -49,7 +49,12 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
     Ok(if args.fit {
         print_fit(out, args, &files, min_support)
     } else {
-        print_report(out, args, &files, min_support)
+        let model = if config.core.grounding.coefficients == COEFFICIENTS {
+            "the shipped model"
+        } else {
+            "the model set in [grounding] coefficients"
+        };
+        print_report(out, args, &files, min_support, model)
     })
 }
 
@@ -116,6 +121,7 @@ fn print_report(
     args: &EvalArgs,
     files: &[Vec<Scored>],
     min_support: f64,
+    model: &str,
 ) -> io::Result<()> {
     if args.json {
         let all = all_rows(args, files);
@@ -125,7 +131,7 @@ fn print_report(
     let t = table(args, files);
     writeln!(
         out,
-        "grounding: an answer is flagged unsupported_claim when a claim's support < min_support {min_support}; \
+        "grounding ({model}): an answer is flagged unsupported_claim when a claim's support < min_support {min_support}; \
          precision and recall of that finding; naive: share of answer words found in the sources, best threshold\n{t}"
     )?;
     print_naive_shared(out, args, files)?;

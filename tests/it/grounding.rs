@@ -340,17 +340,33 @@ fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
             "{name}: {fitted} printed as {v}"
         );
     }
-    // And the commands take it.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
-        .args(["eval", "--json", "--config"])
-        .arg(&config)
-        .arg(repo("tests/data/grounding_subset.jsonl"))
-        .output()
-        .unwrap();
+    // And the commands take it, and say which model judged.
+    let eval = |config: Option<&std::path::Path>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"));
+        cmd.arg("eval");
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        let out = cmd
+            .arg(repo("tests/data/grounding_subset.jsonl"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let own = eval(Some(&config));
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        own.starts_with("grounding (the model set in [grounding] coefficients):"),
+        "{own}"
+    );
+    let shipped = eval(None);
+    assert!(
+        shipped.starts_with("grounding (the shipped model):"),
+        "{shipped}"
     );
 }
 
