@@ -15,7 +15,7 @@ use crate::batch::eval::{
     rows, score_file,
 };
 use crate::cli::EvalArgs;
-use crate::core::grounding::model::{COEFFICIENTS, FEATURE_NAMES, FEATURES};
+use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
 
 pub fn main(args: EvalArgs) -> ExitCode {
     match run(&args) {
@@ -49,10 +49,9 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
     Ok(if args.fit {
         print_fit(out, args, &files, min_support)
     } else {
-        let model = if config.core.grounding.coefficients == COEFFICIENTS {
-            "the shipped model"
-        } else {
-            "the model set in [grounding] coefficients"
+        let model = match config.core.grounding.model() {
+            "shipped" => "the shipped model",
+            _ => "the model set in [grounding] coefficients",
         };
         print_report(out, args, &files, min_support, model)
     })

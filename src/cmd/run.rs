@@ -21,7 +21,6 @@ use anyhow::Context;
 
 use crate::cli::RunArgs;
 use crate::config::{ConfigError, RawConfig};
-use crate::core::grounding::model::COEFFICIENTS;
 use crate::http::{self, Health};
 use crate::kafka::client;
 use crate::kafka::worker::run_worker;
@@ -84,11 +83,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     info!(
         enabled = grounding.enabled,
         min_support = grounding.min_support,
-        model = if grounding.coefficients == COEFFICIENTS {
-            "shipped"
-        } else {
-            "configured"
-        },
+        model = grounding.model(),
         policy_version = %config.core.policy_version,
         "grounding check"
     );

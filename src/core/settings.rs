@@ -94,6 +94,18 @@ pub struct GroundingSettings {
     pub coefficients: [f64; FEATURES + 1],
 }
 
+impl GroundingSettings {
+    /// Which model gives the supports: `"shipped"`, or `"configured"` for
+    /// coefficients a deployment fitted on its own answers.
+    pub fn model(&self) -> &'static str {
+        if self.coefficients == COEFFICIENTS {
+            "shipped"
+        } else {
+            "configured"
+        }
+    }
+}
+
 impl Default for GroundingSettings {
     fn default() -> Self {
         GroundingSettings {

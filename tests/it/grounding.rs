@@ -368,6 +368,34 @@ fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
         shipped.starts_with("grounding (the shipped model):"),
         "{shipped}"
     );
+    // `check` records the model in summary.json and says it in its report.
+    for (config, model, said) in [
+        (
+            Some(&config),
+            "configured",
+            "the model set in <code>[grounding] coefficients</code>",
+        ),
+        (None, "shipped", "(the shipped model)"),
+    ] {
+        let out = dir.path().join(model);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"));
+        cmd.arg("check")
+            .arg(repo("tests/data/grounding_subset.jsonl"));
+        cmd.arg("--out")
+            .arg(&out)
+            .arg("--report")
+            .arg(out.join("r.html"));
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let summary: Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(summary["grounding_model"], model);
+        let html = std::fs::read_to_string(out.join("r.html")).unwrap();
+        assert!(html.contains(said), "{model}: {said:?} not in the report");
+    }
 }
 
 #[test]

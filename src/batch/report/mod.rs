@@ -97,6 +97,9 @@ pub struct ReportData {
     /// What an unsupported claim does under the policy: `warn`, `retry` or
     /// `reject` (the `[grounding] unsupported_claim` setting).
     pub unsupported_claim_action: String,
+    /// Which model gave the supports: `shipped`, or `configured` (one set
+    /// in `[grounding] coefficients`).
+    pub grounding_model: String,
     pub records: u64,
     pub outcomes: BTreeMap<String, u64>,
     pub findings: BTreeMap<String, u64>,
