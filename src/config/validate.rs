@@ -231,6 +231,7 @@ fn coefficients(set: &BTreeMap<String, f64>, problems: &mut Vec<String>) -> [f64
     }
     out
 }
+
 /// Room left in a Kafka message beside an output of `max_output_bytes` for
 /// its key (a request id, or a dead letter's original key) and headers.
 pub const MESSAGE_HEADROOM_BYTES: usize = 64 << 10;
