@@ -211,6 +211,10 @@ fn print_misses(out: &mut impl Write, file: &str, scored: &[Scored], n: usize) -
     writeln!(out, "{file}: worst misses ({} in all):\n{t}", misses.len())
 }
 
+/// Fewest records of each label in a file that `--fit` takes without a
+/// note that the fit is unreliable.
+const FEW_TO_FIT: usize = 100;
+
 fn print_fit(
     out: &mut impl Write,
     args: &EvalArgs,
@@ -254,6 +258,20 @@ fn print_fit(
         });
         let text = serde_json::to_string_pretty(&report).map_err(io::Error::other)?;
         return writeln!(out, "{text}");
+    }
+    // A model fitted on a handful of answers fits them, not the stream:
+    // say so before the figures that would suggest otherwise.
+    for (i, scored) in files.iter().enumerate() {
+        let unsupported = scored.iter().filter(|s| s.unsupported).count();
+        let supported = scored.len() - unsupported;
+        if supported.min(unsupported) < FEW_TO_FIT {
+            writeln!(
+                out,
+                "note: {} holds {supported} supported and {unsupported} unsupported records; \
+                 a fit on fewer than {FEW_TO_FIT} of each is unreliable",
+                name(args, i)
+            )?;
+        }
     }
     let t = table(args, &cv);
     writeln!(

@@ -319,6 +319,14 @@ fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
         String::from_utf8(out.stdout).unwrap()
     };
     let text = fit(false);
+    // Fewer than 100 records of a label: the fit comes with a warning.
+    assert!(
+        text.starts_with(
+            "note: grounding_subset.jsonl holds 88 supported and 212 unsupported records; \
+             a fit on fewer than 100 of each is unreliable\n"
+        ),
+        "{text}"
+    );
     let line = text
         .lines()
         .find(|l| l.starts_with("coefficients = {"))
