@@ -89,6 +89,9 @@ pub const NO_MODE: &str = "none";
 pub const CHAIN_RESTART_REASONS: [&str; 3] = ["no_head", "not_utf8", "foreign"];
 
 /// Handle to every groundgate metric, registered in its own registry.
+/// The values of `groundgate_grounding_model_info`'s label.
+const GROUNDING_MODELS: [&str; 2] = ["shipped", "configured"];
+
 pub struct Metrics {
     registry: Registry,
     providers: HashSet<String>,
@@ -107,6 +110,7 @@ pub struct Metrics {
     transactions: IntCounterVec,
     rebalances: IntCounterVec,
     assigned: IntGauge,
+    grounding_model: IntGaugeVec,
     lag: IntGaugeVec,
     lag_series: Mutex<Vec<(String, String)>>,
     tokens: IntCounterVec,
@@ -231,6 +235,17 @@ impl Metrics {
             "Input partitions currently assigned to this worker.",
         )?;
         r.register(Box::new(assigned.clone()))?;
+        let grounding_model = IntGaugeVec::new(
+            Opts::new(
+                "groundgate_grounding_model_info",
+                "Which grounding model this worker judges with: 1 for the one in force.",
+            ),
+            &["coefficients"],
+        )?;
+        r.register(Box::new(grounding_model.clone()))?;
+        for which in GROUNDING_MODELS {
+            grounding_model.with_label_values(&[which]);
+        }
         let lag = IntGaugeVec::new(
             Opts::new(
                 "groundgate_consumer_lag_records",
@@ -355,6 +370,7 @@ impl Metrics {
             transactions,
             rebalances,
             assigned,
+            grounding_model,
             lag,
             lag_series: Mutex::new(Vec::new()),
             tokens,
@@ -490,6 +506,16 @@ impl Metrics {
         self.chain_restarts.with_label_values(&[reason]).inc();
     }
 
+    /// Marks the grounding model in force: `"shipped"` or `"configured"`
+    /// (see `GroundingSettings::model`).
+    pub fn set_grounding_model(&self, model: &str) {
+        for which in GROUNDING_MODELS {
+            self.grounding_model
+                .with_label_values(&[which])
+                .set(i64::from(which == model));
+        }
+    }
+
     pub fn set_assigned_partitions(&self, n: usize) {
         self.assigned.set(n as i64);
     }
@@ -558,9 +584,24 @@ mod tests {
             "groundgate_audit_seal_failures_total 0",
             "groundgate_audit_last_seal_timestamp_seconds 0",
             "groundgate_build_info{git_sha=",
+            "groundgate_grounding_model_info{coefficients=\"shipped\"} 0",
+            "groundgate_grounding_model_info{coefficients=\"configured\"} 0",
         ] {
             assert!(text.contains(name), "missing {name}");
         }
+    }
+
+    #[test]
+    fn the_grounding_model_in_force_is_the_one_marked() {
+        let m = metrics(&[], &[]);
+        m.set_grounding_model("configured");
+        let text = m.encode();
+        assert!(text.contains("groundgate_grounding_model_info{coefficients=\"configured\"} 1"));
+        assert!(text.contains("groundgate_grounding_model_info{coefficients=\"shipped\"} 0"));
+        m.set_grounding_model("shipped");
+        let text = m.encode();
+        assert!(text.contains("groundgate_grounding_model_info{coefficients=\"configured\"} 0"));
+        assert!(text.contains("groundgate_grounding_model_info{coefficients=\"shipped\"} 1"));
     }
 
     #[test]

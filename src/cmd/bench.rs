@@ -195,6 +195,7 @@ async fn one_run(run: &Run, round: u32, bootstrap: &str, want: u64) -> anyhow::R
     };
     let config = Arc::new(raw.validate()?);
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
+    metrics.set_grounding_model(config.core.grounding.model());
     let health = Arc::new(Health::default());
     let token = CancellationToken::new();
     let worker = tokio::spawn(run_worker_with(

@@ -50,6 +50,7 @@ pub async fn main(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     let started = Instant::now();
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
+    metrics.set_grounding_model(config.core.grounding.model());
     let health = Arc::new(Health::default());
     // Bound before anything else starts, so a taken port is the only message.
     let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone())

@@ -94,6 +94,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
 
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
+    metrics.set_grounding_model(config.core.grounding.model());
     let health = Arc::new(Health::default());
     let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone())
         .await
