@@ -20,7 +20,9 @@ use prometheus::{
 };
 
 use crate::config::MetricsConfig;
-use crate::core::{DeadLetterKind, FindingKind, Mode, OutcomeKind, OutputRole, Summary};
+use crate::core::{
+    DeadLetterKind, FindingKind, GroundingModel, Mode, OutcomeKind, OutputRole, Summary,
+};
 
 /// Class of a Kafka publish/commit/client error (decided in
 /// `kafka::error`), used as the `class` label.
@@ -89,9 +91,6 @@ pub const NO_MODE: &str = "none";
 pub const CHAIN_RESTART_REASONS: [&str; 3] = ["no_head", "not_utf8", "foreign"];
 
 /// Handle to every groundgate metric, registered in its own registry.
-/// The values of `groundgate_grounding_model_info`'s label.
-const GROUNDING_MODELS: [&str; 2] = ["shipped", "configured"];
-
 pub struct Metrics {
     registry: Registry,
     providers: HashSet<String>,
@@ -243,8 +242,8 @@ impl Metrics {
             &["coefficients"],
         )?;
         r.register(Box::new(grounding_model.clone()))?;
-        for which in GROUNDING_MODELS {
-            grounding_model.with_label_values(&[which]);
+        for which in GroundingModel::ALL {
+            grounding_model.with_label_values(&[which.as_str()]);
         }
         let lag = IntGaugeVec::new(
             Opts::new(
@@ -506,12 +505,11 @@ impl Metrics {
         self.chain_restarts.with_label_values(&[reason]).inc();
     }
 
-    /// Marks the grounding model in force: `"shipped"` or `"configured"`
-    /// (see `GroundingSettings::model`).
-    pub fn set_grounding_model(&self, model: &str) {
-        for which in GROUNDING_MODELS {
+    /// Marks the grounding model in force.
+    pub fn set_grounding_model(&self, model: GroundingModel) {
+        for which in GroundingModel::ALL {
             self.grounding_model
-                .with_label_values(&[which])
+                .with_label_values(&[which.as_str()])
                 .set(i64::from(which == model));
         }
     }
@@ -594,11 +592,11 @@ mod tests {
     #[test]
     fn the_grounding_model_in_force_is_the_one_marked() {
         let m = metrics(&[], &[]);
-        m.set_grounding_model("configured");
+        m.set_grounding_model(GroundingModel::Configured);
         let text = m.encode();
         assert!(text.contains("groundgate_grounding_model_info{coefficients=\"configured\"} 1"));
         assert!(text.contains("groundgate_grounding_model_info{coefficients=\"shipped\"} 0"));
-        m.set_grounding_model("shipped");
+        m.set_grounding_model(GroundingModel::Shipped);
         let text = m.encode();
         assert!(text.contains("groundgate_grounding_model_info{coefficients=\"configured\"} 0"));
         assert!(text.contains("groundgate_grounding_model_info{coefficients=\"shipped\"} 1"));

@@ -546,7 +546,7 @@ pub fn run(args: &CheckArgs) -> Result<ReportData, CheckError> {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    data.grounding_model = config.core.grounding.model().to_string();
+    data.grounding_model = config.core.grounding.model().as_str().to_string();
     write_file(
         &partial(&args.out.join(SUMMARY)),
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),

@@ -15,7 +15,8 @@ use crate::batch::eval::{
     rows, score_file,
 };
 use crate::cli::EvalArgs;
-use crate::core::grounding::model::{FEATURE_NAMES, FEATURES};
+use crate::core::GroundingModel;
+use crate::core::grounding::model::coefficient_names;
 
 pub fn main(args: EvalArgs) -> ExitCode {
     match run(&args) {
@@ -50,8 +51,8 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
         print_fit(out, args, &files, min_support)
     } else {
         let model = match config.core.grounding.model() {
-            "shipped" => "the shipped model",
-            _ => "the model set in [grounding] coefficients",
+            GroundingModel::Shipped => "the shipped model",
+            GroundingModel::Configured => "the model set in [grounding] coefficients",
         };
         print_report(out, args, &files, min_support, model)
     })
@@ -244,11 +245,10 @@ fn print_fit(
     let w = fit(&all);
     let folds = args.folds.max(2);
     if args.json {
-        let mut coefficients = serde_json::Map::new();
-        coefficients.insert("intercept".into(), w[0].into());
-        for i in 0..FEATURES {
-            coefficients.insert(FEATURE_NAMES[i].into(), w[i + 1].into());
-        }
+        let coefficients: serde_json::Map<String, serde_json::Value> = coefficient_names()
+            .zip(w)
+            .map(|(name, v)| (name.to_string(), v.into()))
+            .collect();
         let report = serde_json::json!({
             "folds": folds,
             "min_support": min_support,
@@ -287,8 +287,8 @@ fn print_fit(
     }
     // Four decimals, as shipped: a deployment's file and the repository's
     // table then hold the same model.
-    let named: Vec<String> = std::iter::once(("intercept", w[0]))
-        .chain(FEATURE_NAMES.iter().copied().zip(w[1..].iter().copied()))
+    let named: Vec<String> = coefficient_names()
+        .zip(w)
         .map(|(name, v)| format!("{name} = {v:.4}"))
         .collect();
     writeln!(
@@ -302,9 +302,8 @@ fn print_fit(
         "the same, to ship as the built-in model (src/core/grounding/model.rs):\n\
          pub const COEFFICIENTS: [f64; FEATURES + 1] = ["
     )?;
-    writeln!(out, "    {:.4}, // intercept", w[0])?;
-    for i in 0..FEATURES {
-        writeln!(out, "    {:.4}, // {}", w[i + 1], FEATURE_NAMES[i])?;
+    for (name, v) in coefficient_names().zip(w) {
+        writeln!(out, "    {v:.4}, // {name}")?;
     }
     writeln!(out, "];")
 }

@@ -83,7 +83,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     info!(
         enabled = grounding.enabled,
         min_support = grounding.min_support,
-        model = grounding.model(),
+        model = grounding.model().as_str(),
         policy_version = %config.core.policy_version,
         "grounding check"
     );
@@ -94,7 +94,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
 
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
-    metrics.set_grounding_model(config.core.grounding.model());
+    metrics.set_grounding_model(grounding.model());
     let health = Arc::new(Health::default());
     let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone())
         .await

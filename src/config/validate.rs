@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use super::{managed, security};
-use crate::core::grounding::model::{COEFFICIENTS, FEATURE_NAMES, FEATURES};
+use crate::core::grounding::model::{COEFFICIENTS, FEATURES, coefficient_names};
 use crate::core::process::MIN_OUTPUT_BYTES;
 use crate::core::{CoreSettings, GroundingSettings, PolicySettings};
 
@@ -202,9 +202,7 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
 /// A partial set would mix two fits, so none is filled in from the shipped
 /// model.
 fn coefficients(set: &BTreeMap<String, f64>, problems: &mut Vec<String>) -> [f64; FEATURES + 1] {
-    let names: Vec<&str> = std::iter::once("intercept")
-        .chain(FEATURE_NAMES.iter().copied())
-        .collect();
+    let names: Vec<&str> = coefficient_names().collect();
     let mut out = COEFFICIENTS;
     let mut lacking = Vec::new();
     for (slot, name) in out.iter_mut().zip(&names) {

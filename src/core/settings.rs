@@ -95,13 +95,33 @@ pub struct GroundingSettings {
 }
 
 impl GroundingSettings {
-    /// Which model gives the supports: `"shipped"`, or `"configured"` for
-    /// coefficients a deployment fitted on its own answers.
-    pub fn model(&self) -> &'static str {
+    /// Which model gives the supports.
+    pub fn model(&self) -> GroundingModel {
         if self.coefficients == COEFFICIENTS {
-            "shipped"
+            GroundingModel::Shipped
         } else {
-            "configured"
+            GroundingModel::Configured
+        }
+    }
+}
+
+/// The model a grounding check judges with: the one shipped with
+/// groundgate, or coefficients a deployment fitted on its own answers
+/// (`grounding.coefficients`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroundingModel {
+    Shipped,
+    Configured,
+}
+
+impl GroundingModel {
+    pub const ALL: [GroundingModel; 2] = [GroundingModel::Shipped, GroundingModel::Configured];
+
+    /// Its name in `summary.json`, logs and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroundingModel::Shipped => "shipped",
+            GroundingModel::Configured => "configured",
         }
     }
 }

@@ -8,7 +8,7 @@ use groundgate::core::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{repo, succeeded};
+use crate::common::{bin, repo, succeeded};
 
 const META: RecordMeta<'static> = RecordMeta {
     topic: "answers",
@@ -305,20 +305,12 @@ fn eval_command_prints_the_report() {
 
 #[test]
 fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
-    let fit = |json: bool| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"));
-        cmd.args(["eval", "--fit", "--folds", "3"]);
-        if json {
-            cmd.arg("--json");
-        }
-        let out = cmd
-            .arg(repo("tests/data/grounding_subset.jsonl"))
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let text = fit(false);
+    let subset = repo("tests/data/grounding_subset.jsonl");
+    let text = String::from_utf8(succeeded(
+        bin().args(["eval", "--fit", "--folds", "3"]).arg(&subset),
+        "eval --fit",
+    ))
+    .unwrap();
     // Fewer than 100 records of a label: the fit comes with a warning.
     assert!(
         text.starts_with(
@@ -339,7 +331,13 @@ fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
         groundgate::config::RawConfig::from_toml_str(&std::fs::read_to_string(&config).unwrap())
             .unwrap();
     let got = raw.validate().unwrap().core.grounding.coefficients;
-    let json: Value = serde_json::from_str(&fit(true)).unwrap();
+    let json: Value = serde_json::from_slice(&succeeded(
+        bin()
+            .args(["eval", "--fit", "--folds", "3", "--json"])
+            .arg(&subset),
+        "eval --fit --json",
+    ))
+    .unwrap();
     let names = ["intercept", "found", "entity_missing", "answer_words_found"];
     for (name, v) in names.iter().zip(got) {
         let fitted = json["coefficients"][name].as_f64().unwrap();
@@ -349,29 +347,16 @@ fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
         );
     }
     // And the commands take it, and say which model judged.
-    let eval = |config: Option<&std::path::Path>| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"));
-        cmd.arg("eval");
-        if let Some(c) = config {
-            cmd.arg("--config").arg(c);
-        }
-        let out = cmd
-            .arg(repo("tests/data/grounding_subset.jsonl"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let own = eval(Some(&config));
+    let own = String::from_utf8(succeeded(
+        bin().arg("eval").arg("--config").arg(&config).arg(&subset),
+        "eval --config",
+    ))
+    .unwrap();
     assert!(
         own.starts_with("grounding (the model set in [grounding] coefficients):"),
         "{own}"
     );
-    let shipped = eval(None);
+    let shipped = String::from_utf8(succeeded(bin().arg("eval").arg(&subset), "eval")).unwrap();
     assert!(
         shipped.starts_with("grounding (the shipped model):"),
         "{shipped}"
@@ -386,18 +371,13 @@ fn a_fitted_model_goes_into_a_configuration_file_as_printed() {
         (None, "shipped", "(the shipped model)"),
     ] {
         let out = dir.path().join(model);
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"));
-        cmd.arg("check")
-            .arg(repo("tests/data/grounding_subset.jsonl"));
-        cmd.arg("--out")
-            .arg(&out)
-            .arg("--report")
-            .arg(out.join("r.html"));
+        let mut cmd = bin();
+        cmd.arg("check").arg(&subset).arg("--out").arg(&out);
+        cmd.arg("--report").arg(out.join("r.html"));
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
         }
-        let o = cmd.output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        succeeded(&mut cmd, "check");
         let summary: Value =
             serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
         assert_eq!(summary["grounding_model"], model);

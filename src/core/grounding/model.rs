@@ -19,6 +19,13 @@ pub const FEATURES: usize = 3;
 ///   wording).
 pub const FEATURE_NAMES: [&str; FEATURES] = ["found", "entity_missing", "answer_words_found"];
 
+/// The names of a model's coefficients, in the order of [`COEFFICIENTS`]:
+/// `intercept`, then each feature. `eval --fit` prints them and
+/// `grounding.coefficients` is keyed by them.
+pub fn coefficient_names() -> impl Iterator<Item = &'static str> {
+    std::iter::once("intercept").chain(FEATURE_NAMES)
+}
+
 /// The shipped model: intercept, then one coefficient per feature.
 pub const COEFFICIENTS: [f64; FEATURES + 1] = [
     -3.3959, // intercept
