@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::BIN;
+use crate::common::{BIN, repo};
 
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -387,6 +387,31 @@ fn outputs_do_not_depend_on_the_thread_count() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn the_run_ends_with_what_it_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["check", "--threads", "1", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(repo("examples/answers.jsonl"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    let cost = last
+        .strip_prefix("groundgate check: 300 records in ")
+        .and_then(|rest| rest.split_once(" s on 1 thread ("))
+        .and_then(|(_, rest)| rest.split_once(" records/s); CPU "))
+        .and_then(|(_, rest)| rest.split_once(" s, "))
+        .and_then(|(_, rest)| rest.strip_suffix(" µs a record"))
+        .and_then(|micros| micros.parse::<u64>().ok());
+    assert!(
+        cost.is_some_and(|micros| micros > 0),
+        "the last line gives the CPU a record: {last}"
+    );
 }
 
 /// Waits for `child` and returns whether it succeeded and its own peak
