@@ -17,25 +17,22 @@ use super::wire::{
 /// Appends `s` as a JSON string literal, escaped as serde_json does
 /// (`\"`, `\\`, `\b \f \n \r \t`, other control bytes as `\u00xx`).
 pub fn string(out: &mut Vec<u8>, s: &str) {
-    const CHUNK: usize = 32;
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     // `clean` is where the pending run of bytes needing no escape starts; a
     // run is copied in one go when a dirty chunk (or the end) is reached.
+    let (chunks, rest) = bytes.as_chunks::<CHUNK>();
     let mut clean = 0;
-    let mut at = 0;
-    while at + CHUNK <= bytes.len() {
-        let chunk = &bytes[at..at + CHUNK];
+    for (k, chunk) in chunks.iter().enumerate() {
         if needs_escape(chunk) {
+            let at = k * CHUNK;
             out.extend_from_slice(&bytes[clean..at]);
-            escape_slow(out, chunk);
+            escape_chunk(out, chunk);
             clean = at + CHUNK;
         }
-        at += CHUNK;
     }
-    out.extend_from_slice(&bytes[clean..at]);
-    let rest = &bytes[at..];
+    out.extend_from_slice(&bytes[clean..chunks.len() * CHUNK]);
     if needs_escape(rest) {
         escape_slow(out, rest);
     } else {
@@ -43,6 +40,9 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
     }
     out.push(b'"');
 }
+
+/// Bytes a string is scanned by: clean chunks are copied whole.
+const CHUNK: usize = 32;
 
 /// Branch-free over the slice, so the compiler vectorizes it.
 #[inline(always)]
@@ -52,33 +52,69 @@ fn needs_escape(chunk: &[u8]) -> bool {
     }) != 0
 }
 
-fn escape_slow(out: &mut Vec<u8>, chunk: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+/// Escapes a chunk that holds bytes to escape. The findings' term lists
+/// quote every term, so such chunks are common: the bytes to escape are
+/// found eight at a time (the high bit of each such byte set, exactly), and
+/// the clean bytes between them are copied in runs.
+fn escape_chunk(out: &mut Vec<u8>, chunk: &[u8; CHUNK]) {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // The high bit of each zero byte of `y`, and of no other: the low
+    // seven bits cannot carry into the next byte.
+    let zero = |y: u64| !(((y & LOW7) + LOW7) | y) & HIGH;
     let mut run = 0;
-    for (i, &b) in chunk.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x00..=0x1f => &[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ],
-            _ => continue,
-        };
-        out.extend_from_slice(&chunk[run..i]);
-        out.extend_from_slice(esc);
-        run = i + 1;
+    for (k, word) in chunk.as_chunks::<8>().0.iter().enumerate() {
+        let x = u64::from_le_bytes(*word);
+        // Below 0x20: the low seven bits plus 0x60 stay under 0x80, and
+        // the byte's own high bit is clear.
+        let control = !(((x & LOW7) + 0x60 * ONES) | x) & HIGH;
+        let mut hits =
+            control | zero(x ^ (u64::from(b'"') * ONES)) | zero(x ^ (u64::from(b'\\') * ONES));
+        while hits != 0 {
+            let at = k * 8 + (hits.trailing_zeros() / 8) as usize;
+            out.extend_from_slice(&chunk[run..at]);
+            push_escape(out, chunk[at]);
+            run = at + 1;
+            hits &= hits - 1;
+        }
     }
     out.extend_from_slice(&chunk[run..]);
+}
+
+/// Escapes a string's last, short piece byte by byte.
+fn escape_slow(out: &mut Vec<u8>, piece: &[u8]) {
+    let mut run = 0;
+    for (i, &b) in piece.iter().enumerate() {
+        if b < 0x20 || b == b'"' || b == b'\\' {
+            out.extend_from_slice(&piece[run..i]);
+            push_escape(out, b);
+            run = i + 1;
+        }
+    }
+    out.extend_from_slice(&piece[run..]);
+}
+
+/// The escape of a control byte, a quote or a backslash.
+fn push_escape(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        _ => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[(b >> 4) as usize],
+            HEX[(b & 0xf) as usize],
+        ]),
+    }
 }
 
 fn uint(out: &mut Vec<u8>, v: u64) {
@@ -456,6 +492,15 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn strings_dense_with_escapes_escape_like_serde_json(
+            s in "[\"\\\\\\x00-\\x1f\\x7f a-z\u{e9}\u{80}]{0,100}"
+        ) {
+            let mut out = Vec::new();
+            string(&mut out, &s);
+            prop_assert_eq!(out, serde_string(&s));
+        }
+
         #[test]
         fn any_string_escapes_like_serde_json(s in any::<String>(), prefix in "[a-z ]{0,40}") {
             let s = format!("{prefix}{s}");
