@@ -419,7 +419,7 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
     Ok(())
 }
 
-/// Runs the whole file and returns what the report shows. Public for tests.
+/// Runs the whole file: what the report shows, and what the run took.
 fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     // Before anything is read or written: no output may be an input.
     let mut inputs: Vec<(&str, &Path)> = Vec::new();

@@ -44,12 +44,17 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
 /// Bytes a string is scanned by: clean chunks are copied whole.
 const CHUNK: usize = 32;
 
+/// Whether JSON escapes byte `b`: a control byte, a quote, a backslash.
+/// Without branches, so that [`needs_escape`] vectorizes.
+#[inline(always)]
+fn escaped(b: u8) -> bool {
+    (b < 0x20) | (b == b'"') | (b == b'\\')
+}
+
 /// Branch-free over the slice, so the compiler vectorizes it.
 #[inline(always)]
 fn needs_escape(chunk: &[u8]) -> bool {
-    chunk.iter().fold(0u8, |acc, &b| {
-        acc | u8::from(b < 0x20) | u8::from(b == b'"') | u8::from(b == b'\\')
-    }) != 0
+    chunk.iter().fold(0u8, |acc, &b| acc | u8::from(escaped(b))) != 0
 }
 
 /// Escapes a chunk that holds bytes to escape. The findings' term lists
@@ -86,7 +91,7 @@ fn escape_chunk(out: &mut Vec<u8>, chunk: &[u8; CHUNK]) {
 fn escape_slow(out: &mut Vec<u8>, piece: &[u8]) {
     let mut run = 0;
     for (i, &b) in piece.iter().enumerate() {
-        if b < 0x20 || b == b'"' || b == b'\\' {
+        if escaped(b) {
             out.extend_from_slice(&piece[run..i]);
             push_escape(out, b);
             run = i + 1;
@@ -95,7 +100,7 @@ fn escape_slow(out: &mut Vec<u8>, piece: &[u8]) {
     out.extend_from_slice(&piece[run..]);
 }
 
-/// The escape of a control byte, a quote or a backslash.
+/// The escape of a byte JSON [`escaped`].
 fn push_escape(out: &mut Vec<u8>, b: u8) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     match b {
