@@ -44,7 +44,8 @@
 //!   dev-broker, audit); the only place besides `main.rs` using `anyhow`,
 //!   with the one logging setup and the one signal path.
 //! - [`cli`]: clap definitions shared by `main.rs`.
-//! - `clock`: the shell's clock (the core takes time as an argument).
+//! - `clock`: the shell's clocks, wall and process CPU (the core takes time as
+//!   an argument).
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 
 mod audit;
