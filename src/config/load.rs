@@ -8,7 +8,7 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 
 use super::validate::Host;
-use super::{Access, Config, ConfigError, RawConfig, check_access};
+use super::{Access, Config, ConfigError, REMOVED_GROUNDING_KEYS, RawConfig, check_access};
 
 impl RawConfig {
     /// Merges the layers: the optional TOML file, then `GROUNDGATE_*`
@@ -284,7 +284,12 @@ fn describe_kind(kind: &figment::error::Kind) -> String {
     match kind {
         figment::error::Kind::UnknownField(field, expected) => format!(
             "unknown key {field:?} (known keys here: {})",
-            expected.join(", ")
+            expected
+                .iter()
+                .filter(|k| !REMOVED_GROUNDING_KEYS.contains(k))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         other => other.to_string(),
     }

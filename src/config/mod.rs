@@ -557,9 +557,14 @@ mod grounding_section {
             );
         }
         let unknown = RawConfig::from_toml_str("[grounding]\nmin_suport = 0.5\n");
+        let unknown = unknown.map(|_| ()).unwrap_err().to_string();
         assert!(
-            unknown.is_err_and(|e| e.to_string().contains("min_suport")),
-            "unknown keys are errors naming the key"
+            unknown.contains("min_suport"),
+            "unknown keys are errors naming the key: {unknown}"
+        );
+        assert!(
+            unknown.contains("min_support") && !unknown.contains("spread_penalty"),
+            "the known keys listed are the live ones: {unknown}"
         );
     }
 

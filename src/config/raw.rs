@@ -108,6 +108,20 @@ impl RawActions {
     }
 }
 
+/// Keys of `[grounding]` that are read only to say what replaced them: a
+/// file that sets one fails with that message, and the list of known keys
+/// in an unknown-key error leaves them out.
+pub const REMOVED_GROUNDING_KEYS: [&str; 8] = [
+    "entity_weight",
+    "number_weight",
+    "missing_entity_cap",
+    "missing_penalty",
+    "function_word_weight",
+    "prior_weight",
+    "pair_weight",
+    "spread_penalty",
+];
+
 /// `[grounding]`: the support check of cited claims.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -165,16 +165,18 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
     let min_support = range("min_support", raw.min_support, d.min_support, 1.0);
     // The hand-set weights gave way to a fitted model: a file that still
     // sets one says which key does the job now.
-    for (name, set) in [
-        ("entity_weight", raw.entity_weight.is_some()),
-        ("number_weight", raw.number_weight.is_some()),
-        ("missing_entity_cap", raw.missing_entity_cap.is_some()),
-        ("missing_penalty", raw.missing_penalty.is_some()),
-        ("function_word_weight", raw.function_word_weight.is_some()),
-        ("prior_weight", raw.prior_weight.is_some()),
-        ("pair_weight", raw.pair_weight.is_some()),
-        ("spread_penalty", raw.spread_penalty.is_some()),
-    ] {
+    let set = [
+        raw.entity_weight,
+        raw.number_weight,
+        raw.missing_entity_cap,
+        raw.missing_penalty,
+        raw.function_word_weight,
+        raw.prior_weight,
+        raw.pair_weight,
+        raw.spread_penalty,
+    ]
+    .map(|v| v.is_some());
+    for (name, set) in REMOVED_GROUNDING_KEYS.into_iter().zip(set) {
         if set {
             problems.push(format!(
                 "grounding.{name} was removed: the evidence weights are fitted (`groundgate eval --fit`, see docs/grounding.md); use grounding.min_support to flag more or fewer claims, or grounding.coefficients for a model fitted on your own labelled answers"
