@@ -201,6 +201,9 @@ pub(crate) struct Outputs {
 
 impl Outputs {
     pub(crate) fn create(dir: &Path) -> Result<Outputs, CheckError> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(CheckError::OutIsFile(dir.to_path_buf()));
+        }
         fs::create_dir_all(dir).map_err(|source| CheckError::CreateDir {
             path: dir.to_path_buf(),
             source,

@@ -21,6 +21,8 @@ pub enum CheckError {
     Input(#[from] InputError),
     #[error("cannot create output directory {path}: {source}")]
     CreateDir { path: PathBuf, source: io::Error },
+    #[error("--out {0} is a file, not a directory: the outputs are files written into a directory")]
+    OutIsFile(PathBuf),
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
     #[error("cannot render the report: {0}")]

@@ -943,3 +943,20 @@ fn the_banner_names_every_configuration_layer() {
         "{err}"
     );
 }
+
+#[test]
+fn an_out_that_is_a_file_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, rec("a", "x[^1]", json!({}))).unwrap();
+    let out = dir.path().join("notes.txt");
+    std::fs::write(&out, "kept").unwrap();
+    let o = check(&[os(&input), os("--out"), os(&out)]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("is a file, not a directory"),
+        "the error says what is wrong with --out: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept");
+}
