@@ -135,7 +135,8 @@ pub enum FailOn {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// JSON Lines input, one answer per line; `-` reads standard input.
+    /// JSON Lines input, one answer per line, plain or gzip/zstd-compressed;
+    /// `-` reads standard input.
     pub input: String,
     /// Directory for final.jsonl, retry.jsonl, audit.jsonl, dead_letter.jsonl and summary.json
     /// (created if missing). A record's number, `line` in dead_letter.jsonl and `input.offset` in
@@ -244,7 +245,7 @@ pub struct DemoArgs {
 pub struct ProduceArgs {
     #[command(flatten)]
     pub kafka: ClientFlags,
-    /// JSON Lines file to stream; absent → synthetic answers.
+    /// JSON Lines file to stream (plain, gzip or zstd); absent → synthetic answers.
     #[arg(long)]
     pub file: Option<PathBuf>,
     /// Records per second (0 = as fast as possible).
@@ -328,7 +329,8 @@ impl RunArgs {
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// JSON Lines inputs in the `check` format plus a label field
-    /// (`supported` | `unsupported`); one table row per file.
+    /// (`supported` | `unsupported`), plain or gzip/zstd-compressed; one
+    /// table row per file.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// TOML configuration file (its `[grounding]` section is what is measured).

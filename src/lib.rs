@@ -11,9 +11,10 @@
 //!   splitting, scoring, explanations).
 //! - `audit`: the sealed audit trail: seals over audit rows and the
 //!   verifier (both pure), and the signing key files.
-//! - [`batch`]: the offline side of `check` and `eval`: the ordered parallel
-//!   fold over lines (`pipeline`), the batch report (pure aggregation; HTML)
-//!   and the grounding evaluation on labelled JSON Lines (`eval`).
+//! - [`batch`]: the offline side of `check` and `eval`: opening an input,
+//!   plain or compressed (`input`), the ordered parallel fold over lines
+//!   (`pipeline`), the batch report (pure aggregation; HTML) and the
+//!   grounding evaluation on labelled JSON Lines (`eval`).
 //! - [`kafka`]: the worker shell, client settings, embedded broker, sample
 //!   producer. Moves bytes, offsets and metrics; never decides a verdict.
 //!   The worker's rooms:

@@ -12,7 +12,6 @@
 //! computed here, as a reference.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -163,12 +162,9 @@ pub fn score_file(
         path: path.to_path_buf(),
         source: Box::new(e),
     };
-    let file = File::open(path).map_err(|source| InputError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let input = super::input::open(path)?;
     let mut out = Vec::new();
-    for (n, line) in BufReader::new(file).lines().enumerate() {
+    for (n, line) in BufReader::new(input.reader).lines().enumerate() {
         let line_no = n as u64 + 1;
         let line = line.map_err(|source| {
             in_file(EvalError::Input(InputError::Read {

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 pub mod eval;
 pub(crate) mod files;
+pub mod input;
 pub(crate) mod pipeline;
 pub(crate) mod report;
 
@@ -54,6 +55,15 @@ pub enum InputError {
     Open { path: PathBuf, source: io::Error },
     #[error("cannot read input at line {line}: {source}")]
     Read { line: u64, source: io::Error },
+    #[error(
+        "{path} is {format}-compressed, which groundgate does not unpack (it reads JSON Lines plain, gzip- or zstd-compressed); unpack it first: {command} {path} > FILE.jsonl",
+        path = path.display()
+    )]
+    Packed {
+        path: PathBuf,
+        format: &'static str,
+        command: &'static str,
+    },
 }
 
 impl From<crate::config::ConfigError> for CheckError {

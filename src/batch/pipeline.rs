@@ -234,8 +234,10 @@ struct Source<'p, R> {
 }
 
 impl<R: Read> Source<'_, R> {
-    /// Reads until `buf` is full or the input ends.
-    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Reads until `buf` is full or the input ends. An error comes with
+    /// the number of bytes read into `buf` before it, so the line it broke
+    /// can be named.
+    fn read_full(&mut self, buf: &mut [u8]) -> Result<usize, (usize, io::Error)> {
         let mut n = self.carry.len().min(buf.len());
         buf[..n].copy_from_slice(&self.carry[..n]);
         self.carry.drain(..n);
@@ -247,7 +249,7 @@ impl<R: Read> Source<'_, R> {
                     n += k;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err((n, e)),
             }
         }
         Ok(n)
@@ -298,9 +300,12 @@ fn read_blocks<R: Read, E>(
     loop {
         let start = buf.len();
         buf.resize(start + block, 0);
-        let n = src
-            .read_full(&mut buf[start..])
-            .map_err(|e| read_err(line, e))?;
+        // A stream that breaks mid-block (a cut or corrupt gzip file)
+        // names the first line it did not deliver whole.
+        let n = src.read_full(&mut buf[start..]).map_err(|(n, e)| {
+            let whole = memchr::memchr_iter(b'\n', &buf[..start + n]).count() as u64;
+            read_err(line + whole, e)
+        })?;
         buf.truncate(start + n);
         let eof = n == 0;
 
@@ -409,7 +414,7 @@ fn drain_long_line<R: Read>(
     d.feed(&head);
     let mut chunk = vec![0u8; block];
     loop {
-        let n = src.read_full(&mut chunk)?;
+        let n = src.read_full(&mut chunk).map_err(|(_, e)| e)?;
         if n == 0 {
             break;
         }
@@ -633,6 +638,23 @@ mod tests {
 
     #[test]
     fn a_read_error_names_the_line() {
+        let line_of_error = |input: Box<dyn Read + Send>, block: usize| {
+            let r = run(
+                input,
+                Shape {
+                    threads: 2,
+                    max_line: 1000.min(block * 10),
+                    block,
+                },
+                &Progress::default(),
+                Indices::default,
+                |_| Ok::<(), ()>(()),
+            );
+            match r {
+                Err(PipelineError::Read { line, .. }) => line,
+                other => panic!("{other:?}"),
+            }
+        };
         struct Broken(usize);
         impl Read for Broken {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -644,20 +666,18 @@ mod tests {
                 Ok(1)
             }
         }
-        let r = run(
-            Broken(3),
-            Shape {
-                threads: 2,
-                max_line: 10,
-                block: 1,
-            },
-            &Progress::default(),
-            Indices::default,
-            |_| Ok::<(), ()>(()),
-        );
-        assert!(
-            matches!(r, Err(PipelineError::Read { line: 4, .. })),
-            "{r:?}"
-        );
+        assert_eq!(line_of_error(Box::new(Broken(3)), 1), 4);
+        // Lines read whole into a block before the error count too.
+        struct Cut(bool);
+        impl Read for Cut {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if std::mem::replace(&mut self.0, true) {
+                    return Err(io::Error::other("incomplete stream"));
+                }
+                buf[..7].copy_from_slice(b"a\nb\nc\nd");
+                Ok(7)
+            }
+        }
+        assert_eq!(line_of_error(Box::new(Cut(false)), 1000), 4);
     }
 }

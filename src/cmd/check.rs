@@ -13,8 +13,7 @@
 //! `dead_letter.jsonl` are the same number, the 1-based line number (as
 //! editors and `sed -n Np` count).
 
-use std::fs::File;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -172,28 +171,6 @@ fn bounded_threads(
         Some(n) => Ok((n, None)),
         None => Ok((cores.max(1), None)),
     }
-}
-
-/// The input without a UTF-8 byte-order mark at its start: some editors
-/// write one, and it is not part of the first record.
-fn skip_bom(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
-    const BOM: &[u8] = b"\xEF\xBB\xBF";
-    let mut head = [0u8; 3];
-    let mut n = 0;
-    while n < head.len() {
-        match input.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let kept = if &head[..n] == BOM {
-        &[][..]
-    } else {
-        &head[..n]
-    };
-    Ok(Box::new(io::Cursor::new(kept.to_vec()).chain(input)))
 }
 
 /// A line of `dead_letter.jsonl`. Fields are declared in alphabetical order
@@ -448,22 +425,12 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     if let Some(note) = lowered {
         eprintln!("groundgate check: {note}");
     }
-    let (input, topic, size): (Box<dyn Read + Send>, String, Option<u64>) = if args.input == "-" {
-        (Box::new(io::stdin()), "stdin".into(), None)
-    } else {
-        let path = PathBuf::from(&args.input);
-        let f = File::open(&path).map_err(|source| InputError::Open {
-            path: path.clone(),
-            source,
-        })?;
-        let size = f.metadata().ok().map(|m| m.len());
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| args.input.clone());
-        (Box::new(f), name, size)
-    };
-    let input = skip_bom(input).map_err(|source| InputError::Read { line: 1, source })?;
+    let crate::batch::input::Input {
+        reader: input,
+        name: topic,
+        size,
+        ..
+    } = crate::batch::input::open(Path::new(&args.input))?;
     let key = config
         .audit
         .signing_key_file
@@ -809,24 +776,6 @@ mod tests {
         assert!(same_file(&d.join("new/f"), &d.join("new/./g/../f")));
         assert!(!same_file(&d.join("a"), &d.join("b")));
         assert!(!same_file(&d.join("new/f"), &d.join("new/g")));
-    }
-
-    #[test]
-    fn a_byte_order_mark_is_dropped_and_nothing_else() {
-        let read = |bytes: &'static [u8]| {
-            let mut out = Vec::new();
-            skip_bom(Box::new(bytes))
-                .unwrap()
-                .read_to_end(&mut out)
-                .unwrap();
-            out
-        };
-        assert_eq!(read(b"\xEF\xBB\xBF{}\n"), b"{}\n");
-        assert_eq!(read(b"{}\n"), b"{}\n");
-        assert_eq!(read(b"\xEF\xBB"), b"\xEF\xBB");
-        assert_eq!(read(b""), b"");
-        // Only at the start.
-        assert_eq!(read(b"a\xEF\xBB\xBF"), b"a\xEF\xBB\xBF");
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! `groundgate produce`: streams a JSON Lines file, or synthetic answers, to
 //! the input topic, and says so when the dev broker would not keep them all.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::process::ExitCode;
 
@@ -45,12 +44,9 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     let mock = MockCheck::start(&producer, &topic, (args.count > 0).then_some(args.count))?;
     let sent = match &args.file {
         Some(path) => {
-            let f = File::open(path).map_err(|source| ProduceError::Read {
-                path: path.display().to_string(),
-                source,
-            })?;
+            let input = crate::batch::input::open(path)?;
             let p = path.display().to_string();
-            let lines = BufReader::new(f)
+            let lines = BufReader::new(input.reader)
                 .split(b'\n')
                 .map(move |l| {
                     l.map(|mut l| {

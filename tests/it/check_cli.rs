@@ -960,3 +960,74 @@ fn an_out_that_is_a_file_is_refused_and_left_as_it_was() {
     );
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept");
 }
+
+#[test]
+fn gzip_and_zstd_inputs_give_the_plain_file_s_verdicts_and_other_packings_are_refused() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = repo("examples/answers.jsonl");
+    let text = std::fs::read(&plain).unwrap();
+    let gz = dir.path().join("answers.jsonl.gz");
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(&text).unwrap();
+    let gz_bytes = z.finish().unwrap();
+    std::fs::write(&gz, &gz_bytes).unwrap();
+    // No telling name: the packing is read from the first bytes.
+    let zst = dir.path().join("answers.data");
+    std::fs::write(&zst, zstd::encode_all(text.as_slice(), 3).unwrap()).unwrap();
+    let run = |input: &Path, out: &str| {
+        let out = dir.path().join(out);
+        let o = check(&[os(input), os("--out"), os(&out)]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    let want = run(&plain, "plain");
+    for (input, out) in [(&gz, "gz"), (&zst, "zst")] {
+        let got = run(input, out);
+        for f in ["final.jsonl", "retry.jsonl", "dead_letter.jsonl"] {
+            assert!(
+                std::fs::read(want.join(f)).unwrap() == std::fs::read(got.join(f)).unwrap(),
+                "{out}: {f} differs from the plain file's"
+            );
+        }
+        let audit = Command::new(BIN)
+            .args(["audit", "verify"])
+            .arg(got.join("audit.jsonl"))
+            .output()
+            .unwrap();
+        assert_eq!(audit.status.code(), Some(0), "{out}: audit verify");
+    }
+
+    // A cut stream stops the run with a read error and no outputs.
+    let cut = dir.path().join("cut.jsonl.gz");
+    std::fs::write(&cut, &gz_bytes[..gz_bytes.len() / 2]).unwrap();
+    let out = dir.path().join("cut");
+    let o = check(&[os(&cut), os("--out"), os(&out)]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{stderr}");
+    // It names the line it broke, past those it read whole.
+    let line: u64 = stderr
+        .split("cannot read input at line ")
+        .nth(1)
+        .and_then(|t| t.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no line named: {stderr}"));
+    assert!(line > 1, "{stderr}");
+    assert!(!out.join("summary.json").exists() && !out.join("final.jsonl").exists());
+
+    // xz is recognised, not read as lines of garbage.
+    let xz = dir.path().join("answers.jsonl.xz");
+    std::fs::write(&xz, b"\xFD7zXZ\x00\x00\x04\xE6\xD6\xB4\x46").unwrap();
+    let o = check(&[os(&xz), os("--out"), os(&dir.path().join("xz"))]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("is xz-compressed") && stderr.contains("xz -dc"),
+        "{stderr}"
+    );
+}

@@ -124,3 +124,27 @@ fn two_files_show_the_naive_baseline_at_one_threshold_for_both() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("naive at one threshold"), "{out}");
 }
+
+#[test]
+fn a_gzip_file_scores_as_its_plain_text() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = crate::common::repo("tests/data/grounding_subset.jsonl");
+    let gz = dir.path().join("grounding_subset.jsonl.gz");
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(&std::fs::read(&plain).unwrap()).unwrap();
+    std::fs::write(&gz, z.finish().unwrap()).unwrap();
+    let json = |input: &std::path::Path| {
+        let o = crate::common::bin()
+            .args(["eval", "--json"])
+            .arg(input)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        String::from_utf8_lossy(&o.stdout)
+            .replace("grounding_subset.jsonl.gz", "grounding_subset.jsonl")
+    };
+    let (a, b) = (json(&plain), json(&gz));
+    assert!(a.contains("\"records\": 300"), "{a}");
+    assert_eq!(a, b);
+}

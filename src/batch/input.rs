@@ -1,0 +1,245 @@
+//! How the commands that read a JSON Lines file (`check`, `eval`,
+//! `produce --file`) open it: a path or `-` for standard input, plain or
+//! compressed with gzip or zstd, told by its first bytes rather than its
+//! name (a pipe has no name), with a UTF-8 byte order mark skipped.
+//! Formats recognised but not read (xz, bzip2, zip, lz4) are refused with
+//! the command that unpacks them, instead of being read as lines of
+//! garbage.
+//!
+//! Must not parse lines or records: it hands over a byte stream.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use super::InputError;
+
+/// How an input's bytes are packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packing {
+    Plain,
+    Gzip,
+    Zstd,
+}
+
+impl Packing {
+    /// The word for it in messages: `gzip`, `zstd`, or `plain`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Packing::Plain => "plain",
+            Packing::Gzip => "gzip",
+            Packing::Zstd => "zstd",
+        }
+    }
+}
+
+/// An opened input, ready to be read as lines.
+pub struct Input {
+    pub reader: Box<dyn Read + Send>,
+    /// The file's name without its directories, or `stdin`.
+    pub name: String,
+    /// The bytes there are to read, when known: a plain file's size (not a
+    /// compressed one's, whose unpacked size is known only at its end).
+    pub size: Option<u64>,
+    pub packing: Packing,
+}
+
+/// The first bytes of formats this module refuses, with their names and
+/// the command that writes them out unpacked.
+const REFUSED: [(&[u8], &str, &str); 4] = [
+    (b"\xFD7zXZ\x00", "xz", "xz -dc"),
+    (b"BZh", "bzip2", "bzip2 -dc"),
+    (b"PK\x03\x04", "zip", "unzip -p"),
+    (b"\x04\x22\x4D\x18", "lz4", "lz4 -dc"),
+];
+const GZIP: &[u8] = b"\x1F\x8B\x08";
+const ZSTD: &[u8] = b"\x28\xB5\x2F\xFD";
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+/// A bzip2 stream is `BZh`, a block size digit, then this block magic: a
+/// JSON Lines file that happens to open with `BZh` is still read.
+const BZIP2_BLOCK: &[u8] = b"\x31\x41\x59\x26\x53\x59";
+
+/// Opens `path` (`-`: standard input) for reading as JSON Lines.
+pub fn open(path: &Path) -> Result<Input, InputError> {
+    let (reader, name, size): (Box<dyn Read + Send>, String, Option<u64>) =
+        if path.as_os_str() == "-" {
+            (Box::new(io::stdin()), "stdin".into(), None)
+        } else {
+            let f = File::open(path).map_err(|source| InputError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let size = f.metadata().ok().map(|m| m.len());
+            let name = path.file_name().unwrap_or(path.as_os_str());
+            (Box::new(f), name.to_string_lossy().into_owned(), size)
+        };
+    let (reader, packing) = unpacked(reader, path)?;
+    Ok(Input {
+        reader,
+        name,
+        size: size.filter(|_| packing == Packing::Plain),
+        packing,
+    })
+}
+
+/// The stream `input` holds, unpacked when it is gzip or zstd, its byte
+/// order mark skipped. `path` names it in errors.
+pub fn unpacked(
+    mut input: Box<dyn Read + Send>,
+    path: &Path,
+) -> Result<(Box<dyn Read + Send>, Packing), InputError> {
+    let read = |source| InputError::Read { line: 1, source };
+    let head = read_head(&mut input, 10).map_err(read)?;
+    for (magic, format, command) in REFUSED {
+        let bzip2_block = format != "bzip2" || head.get(4..10) == Some(BZIP2_BLOCK);
+        if head.starts_with(magic) && bzip2_block {
+            return Err(InputError::Packed {
+                path: path.to_path_buf(),
+                format,
+                command,
+            });
+        }
+    }
+    let whole = io::Cursor::new(head.clone()).chain(input);
+    let (inner, packing): (Box<dyn Read + Send>, Packing) = if head.starts_with(GZIP) {
+        // Several gzip members one after another (`cat a.gz b.gz`) are
+        // one stream, as `gzip -d` reads them.
+        (
+            Box::new(flate2::read::MultiGzDecoder::new(whole)),
+            Packing::Gzip,
+        )
+    } else if head.starts_with(ZSTD) {
+        let z = zstd::stream::read::Decoder::new(whole).map_err(read)?;
+        (Box::new(z), Packing::Zstd)
+    } else {
+        (Box::new(whole), Packing::Plain)
+    };
+    Ok((skip_bom(inner).map_err(read)?, packing))
+}
+
+/// Up to `n` first bytes of `input` (fewer only at its end).
+fn read_head(input: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut head = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match input.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    head.truncate(got);
+    Ok(head)
+}
+
+fn skip_bom(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
+    let head = read_head(&mut input, BOM.len())?;
+    let kept = if head == BOM { Vec::new() } else { head };
+    Ok(Box::new(io::Cursor::new(kept).chain(input)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    const LINES: &[u8] = b"{\"a\":1}\n{\"b\":2}\n";
+
+    fn read_all(bytes: Vec<u8>) -> Result<(Vec<u8>, Packing), InputError> {
+        let (mut r, p) = unpacked(Box::new(io::Cursor::new(bytes)), Path::new("in"))?;
+        let mut out = Vec::new();
+        r.read_to_end(&mut out)
+            .map_err(|source| InputError::Read { line: 1, source })?;
+        Ok((out, p))
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(bytes).unwrap();
+        z.finish().unwrap()
+    }
+
+    #[test]
+    fn plain_gzip_and_zstd_read_the_same_lines() {
+        let mut bom = BOM.to_vec();
+        bom.extend_from_slice(LINES);
+        let cases = [
+            (LINES.to_vec(), Packing::Plain),
+            (bom.clone(), Packing::Plain),
+            (gzip(LINES), Packing::Gzip),
+            (gzip(&bom), Packing::Gzip),
+            (zstd::encode_all(LINES, 1).unwrap(), Packing::Zstd),
+            (Vec::new(), Packing::Plain),
+            (b"{".to_vec(), Packing::Plain),
+        ];
+        for (i, (bytes, packing)) in cases.into_iter().enumerate() {
+            let (out, p) = read_all(bytes).unwrap();
+            assert_eq!(p, packing, "case {i}");
+            let want: &[u8] = match i {
+                5 => b"",
+                6 => b"{",
+                _ => LINES,
+            };
+            assert_eq!(out, want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_and_nothing_else() {
+        let read = |bytes: &[u8]| read_all(bytes.to_vec()).unwrap().0;
+        assert_eq!(read(b"\xEF\xBB\xBF{}\n"), b"{}\n");
+        assert_eq!(read(b"{}\n"), b"{}\n");
+        assert_eq!(read(b"\xEF\xBB"), b"\xEF\xBB");
+        // Only at the start.
+        assert_eq!(read(b"a\xEF\xBB\xBF"), b"a\xEF\xBB\xBF");
+    }
+
+    #[test]
+    fn gzip_members_one_after_another_are_one_stream() {
+        let mut two = gzip(b"{\"a\":1}\n");
+        two.extend(gzip(b"{\"b\":2}\n"));
+        assert_eq!(read_all(two).unwrap(), (LINES.to_vec(), Packing::Gzip));
+    }
+
+    #[test]
+    fn a_cut_or_corrupt_stream_is_a_read_error_not_lines() {
+        let z = gzip(LINES);
+        let cut = z[..z.len() - 6].to_vec();
+        let mut bad = z.clone();
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0xFF;
+        let zs = zstd::encode_all(LINES, 1).unwrap();
+        let zcut = zs[..zs.len() - 3].to_vec();
+        for (i, bytes) in [cut, bad, zcut].into_iter().enumerate() {
+            assert!(
+                matches!(read_all(bytes), Err(InputError::Read { .. })),
+                "case {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn formats_not_read_are_refused_by_name_with_the_unpacking_command() {
+        let cases: [(&[u8], &str); 4] = [
+            (b"\xFD7zXZ\x00\x00\x04", "xz -dc"),
+            (b"BZh91AY&SY\x00\x00", "bzip2 -dc"),
+            (b"PK\x03\x04\x14\x00", "unzip -p"),
+            (b"\x04\x22\x4D\x18\x64\x40", "lz4 -dc"),
+        ];
+        for (bytes, command) in cases {
+            let Err(e) = read_all(bytes.to_vec()) else {
+                panic!("{command}: read")
+            };
+            let msg = e.to_string();
+            assert!(msg.contains(command) && msg.contains("in"), "{msg}");
+        }
+        // Text that merely opens with the letters of bzip2's mark is text.
+        let (out, p) = read_all(b"BZh is not a record\n".to_vec()).unwrap();
+        assert_eq!(
+            (out.as_slice(), p),
+            (&b"BZh is not a record\n"[..], Packing::Plain)
+        );
+    }
+}
