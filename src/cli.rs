@@ -213,6 +213,11 @@ pub struct RunArgs {
     /// [default: 0.0.0.0:9464]
     #[arg(long)]
     pub metrics_addr: Option<String>,
+    /// Check the configuration and what the cluster offers (brokers, the five topics, their
+    /// message limits and audit retention), print the findings and exit: 0 when nothing would
+    /// stop the worker, 1 otherwise. Consumes, produces and creates nothing.
+    #[arg(long)]
+    pub preflight: bool,
 }
 
 #[derive(Debug, Args)]

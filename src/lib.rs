@@ -36,7 +36,9 @@
 //!   - `kafka::events`: one typed event per thing that happens, logging and
 //!     counting together; `kafka::error`: the Kafka error classification
 //!     and why a worker stops (`WorkerError`); `kafka::worker_report`:
-//!     what a worker did; `kafka::offsets`: in-order offset tracking.
+//!     what a worker did; `kafka::offsets`: in-order offset tracking;
+//!   - `kafka::preflight`: `run --preflight`, the cluster read and judged
+//!     against the configuration before a worker starts.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`; its `Health` implements the
 //!   worker's `Readiness` (the worker does not know the HTTP server).

@@ -92,6 +92,9 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("groundgate run: no brokers configured");
         return Ok(ExitCode::from(super::EXIT_USAGE));
     };
+    if args.preflight {
+        return Ok(preflight(&config, &bootstrap).await);
+    }
 
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
     metrics.set_grounding_model(grounding.model());
@@ -147,6 +150,46 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             error!(error = %e, retriable = e.is_retriable(), "worker stopped with an error");
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// How long the preflight waits for each answer of the cluster.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `run --preflight`: what the cluster offers the worker this configuration
+/// describes, a line a finding; exit 1 when something would stop it.
+async fn preflight(config: &crate::config::Config, bootstrap: &str) -> ExitCode {
+    use crate::kafka::preflight::{Level, judge, survey};
+    let k = &config.kafka;
+    println!(
+        "groundgate run --preflight: brokers {bootstrap}, group {}, {}",
+        k.group_id,
+        k.guarantee.as_str()
+    );
+    let survey = match survey(config, bootstrap, PREFLIGHT_TIMEOUT).await {
+        Ok(s) => s,
+        Err(e) => {
+            println!(
+                "problem: cannot read the cluster's metadata within {} s: {e}; check kafka.brokers and, for a secured cluster, the TLS and SASL settings (docs/secured-kafka.md)",
+                PREFLIGHT_TIMEOUT.as_secs()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let checks = judge(k, &survey);
+    for c in &checks {
+        println!("{:<8} {}: {}", c.level.as_str(), c.subject, c.detail);
+    }
+    let count = |l: Level| checks.iter().filter(|c| c.level == l).count();
+    let problems = count(Level::Problem);
+    println!(
+        "preflight: {problems} problem(s), {} note(s)",
+        count(Level::Note)
+    );
+    if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

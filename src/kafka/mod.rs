@@ -16,6 +16,7 @@ mod exactly_once;
 pub mod inspect;
 mod offsets;
 pub mod outputs;
+pub mod preflight;
 pub mod produce;
 mod rebalance;
 pub(crate) mod seals;

@@ -279,3 +279,48 @@ fn dev_broker_says_it_stops_the_broker_not_that_it_drains_records() {
         "a broker has no records in flight: {err}"
     );
 }
+
+#[test]
+fn preflight_names_each_missing_topic_and_exits_1_until_all_are_there() {
+    use groundgate::kafka::embedded::EmbeddedBroker;
+    // The input and the audit topic missing (the mock broker creates no
+    // topic on a metadata request for all topics).
+    let partial = EmbeddedBroker::start(3, &["answers.final", "answers.retry", "answers.dlq"])
+        .expect("embedded broker");
+    let whole = EmbeddedBroker::start(
+        3,
+        &[
+            "answers",
+            "answers.final",
+            "answers.retry",
+            "answers.audit",
+            "answers.dlq",
+        ],
+    )
+    .expect("embedded broker");
+    let preflight = |bootstrap: String| {
+        std::thread::spawn(move || run(&["run", "--brokers", &bootstrap, "--preflight"]))
+    };
+    let (p, w) = (preflight(partial.bootstrap()), preflight(whole.bootstrap()));
+    let (p, w) = (p.join().unwrap(), w.join().unwrap());
+
+    let out = stdout(&p);
+    assert_eq!(p.status.code(), Some(1), "{out}{}", stderr(&p));
+    let problems: Vec<&str> = out.lines().filter(|l| l.starts_with("problem")).collect();
+    assert_eq!(problems.len(), 2, "{out}");
+    assert!(problems[0].starts_with("problem  answers (input): does not exist"));
+    assert!(problems[1].starts_with("problem  answers.audit (audit): does not exist"));
+    assert!(out.contains("ok       answers.final (final): 3 partition(s)"));
+    assert!(
+        out.ends_with("preflight: 2 problem(s), 2 note(s)\n"),
+        "{out}"
+    );
+
+    let out = stdout(&w);
+    assert_eq!(w.status.code(), Some(0), "{out}{}", stderr(&w));
+    assert!(!out.contains("problem "), "{out}");
+    assert!(
+        out.contains("at most 3 worker(s) of group groundgate take part"),
+        "{out}"
+    );
+}

@@ -249,6 +249,19 @@ fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
     );
 }
 
+/// A configuration that trusts another CA than the one that signed the
+/// server's certificate.
+fn wrong_ca_config(pki: &Pki) -> PathBuf {
+    write_config(
+        pki.dir.path(),
+        "wrong-ca.toml",
+        &format!(
+            "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = {}\n",
+            q(&pki.path("other-ca.pem"))
+        ),
+    )
+}
+
 #[test]
 fn a_wrong_ca_fails_the_handshake_with_a_clear_error() {
     if !need_tool("wrong_ca", "openssl", "openssl") {
@@ -256,14 +269,7 @@ fn a_wrong_ca_fails_the_handshake_with_a_clear_error() {
     }
     let pki = Pki::generate();
     let server = TlsServer::start(&pki, false);
-    let config = write_config(
-        pki.dir.path(),
-        "wrong-ca.toml",
-        &format!(
-            "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = {}\n",
-            q(&pki.path("other-ca.pem"))
-        ),
-    );
+    let config = wrong_ca_config(&pki);
     let log = pki.path("run.log");
     let (_worker, _) = run(&server.bootstrap(), &config, &log);
     let text = wait_for("the handshake failure in the log", WAIT, || {
@@ -499,4 +505,30 @@ fn the_documented_examples_are_valid_configurations() {
         checked += 1;
     }
     assert!(checked >= 5, "{checked} examples found");
+}
+
+#[test]
+fn preflight_against_a_refused_handshake_says_so_and_exits_1() {
+    if !need_tool("preflight_wrong_ca", "openssl", "openssl") {
+        return;
+    }
+    let pki = Pki::generate();
+    let server = TlsServer::start(&pki, false);
+    let config = wrong_ca_config(&pki);
+    let o = bin()
+        .args(["run", "--brokers", &server.bootstrap(), "--config"])
+        .arg(&config)
+        .arg("--preflight")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("problem: cannot read the cluster's metadata"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("certificate verify failed"), "{stderr}");
 }
