@@ -408,3 +408,49 @@ fn nothing_to_verify_is_not_a_pass() {
         text(&o)
     );
 }
+
+#[test]
+fn an_archived_gzip_trail_verifies_and_an_endless_line_is_a_problem_not_a_crash() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let trail = checked_trail(dir.path(), "");
+    let plain = std::fs::read(&trail).unwrap();
+    let gzip = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(bytes).unwrap();
+        std::fs::write(&path, z.finish().unwrap()).unwrap();
+        path
+    };
+    let gz = gzip("audit.jsonl.gz", &plain);
+    let (code, want) = verify(&trail, &[]);
+    assert_eq!(code, 0, "{want}");
+    let (code, got) = verify(&gz, &[]);
+    assert_eq!(code, 0, "{got}");
+    assert_eq!(got["records"], want["records"]);
+    assert_eq!(got["chains"], want["chains"]);
+
+    // A line past the reader's bound between two valid halves of the
+    // trail: reported where it is, the rest still read.
+    let mut bad = plain.clone();
+    let cut = plain.len() / 2
+        + plain[plain.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    let mut long = vec![b'x'; (64 << 20) + 10];
+    long.push(b'\n');
+    bad.splice(cut..cut, long);
+    let zbad = gzip("bad.jsonl.gz", &bad);
+    let (code, report) = verify(&zbad, &[]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(problem_kinds(&report), ["unreadable"], "{report}");
+    assert!(
+        report["problems"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a line of 67108874 bytes"),
+        "{report}"
+    );
+}

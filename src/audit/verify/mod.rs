@@ -117,6 +117,18 @@ impl AuditVerifier {
         &mut self.report.problems[last]
     }
 
+    /// A line too long to be an audit row or a seal (`len` bytes, over
+    /// `cap`), which the reader did not keep: counted and reported, not read.
+    pub fn oversized(&mut self, at: Location, len: u64, cap: usize) {
+        self.report.records += 1;
+        self.problem(
+            ProblemKind::Unreadable,
+            None,
+            format!("a line of {len} bytes, longer than any audit row or seal ({cap} bytes at most): not read"),
+        )
+        .at = Some(at);
+    }
+
     /// One record as read (a file line without its newline, or a message value).
     pub fn record(&mut self, at: Location, bytes: &[u8]) {
         self.report.records += 1;
