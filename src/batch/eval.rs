@@ -12,7 +12,7 @@
 //! computed here, as a reference.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use super::InputError;
@@ -163,24 +163,45 @@ pub fn score_file(
         source: Box::new(e),
     };
     let input = super::input::open(path)?;
+    let mut reader = BufReader::new(input.reader);
     let mut out = Vec::new();
-    for (n, line) in BufReader::new(input.reader).lines().enumerate() {
-        let line_no = n as u64 + 1;
-        let line = line.map_err(|source| {
-            in_file(EvalError::Input(InputError::Read {
+    let cap = config.core.max_record_bytes;
+    let mut bytes = Vec::new();
+    for n in 0u64.. {
+        let line_no = n + 1;
+        bytes.clear();
+        let read = super::input::read_line_bounded(&mut reader, &mut bytes, cap);
+        let len = match read {
+            Ok(Some(len)) => len,
+            Ok(None) => break,
+            Err(source) => {
+                return Err(in_file(EvalError::Input(InputError::Read {
+                    line: line_no,
+                    source,
+                })));
+            }
+        };
+        let label_error = |what: String| {
+            in_file(EvalError::Label {
                 line: line_no,
-                source,
-            }))
-        })?;
+                what,
+            })
+        };
+        if len > cap as u64 {
+            return Err(label_error(format!(
+                "{len} bytes, longer than max_record_bytes ({cap}): check would dead-letter it as too_large"
+            )));
+        }
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        let line =
+            std::str::from_utf8(&bytes).map_err(|e| label_error(format!("not UTF-8: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let value: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
-            in_file(EvalError::Label {
-                line: line_no,
-                what: format!("not JSON: {e}"),
-            })
-        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| label_error(format!("not JSON: {e}")))?;
         let label = value.get(label_field);
         let unsupported = match label.and_then(|v| v.as_str()) {
             Some("supported") => false,
@@ -195,10 +216,7 @@ pub fn score_file(
                         "field {label_field:?} must be \"supported\" or \"unsupported\", found {v}"
                     ),
                 };
-                return Err(in_file(EvalError::Label {
-                    line: line_no,
-                    what,
-                }));
+                return Err(label_error(what));
             }
         };
         let meta = RecordMeta {

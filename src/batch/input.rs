@@ -6,7 +6,8 @@
 //! the command that unpacks them, instead of being read as lines of
 //! garbage.
 //!
-//! Must not parse lines or records: it hands over a byte stream.
+//! Must not parse records: it hands over a byte stream, and reads a line at
+//! a time only with a bound on what it keeps.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -117,6 +118,44 @@ pub fn unpacked(
     Ok((skip_bom(inner).map_err(read)?, packing))
 }
 
+/// Reads one line into `line` without its newline, keeping at most `cap`
+/// bytes of it; returns the line's whole length (`None` at the end). A line
+/// longer than `cap` is read to its end and dropped.
+pub fn read_line_bounded(
+    reader: &mut impl io::BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> io::Result<Option<u64>> {
+    let mut len = 0u64;
+    let mut any = false;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(any.then_some(len));
+        }
+        any = true;
+        let (chunk, done) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        len += chunk.len() as u64;
+        if len <= cap as u64 {
+            line.extend_from_slice(chunk);
+        } else {
+            line.clear();
+        }
+        let used = done.unwrap_or(buf.len());
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(Some(len));
+        }
+    }
+}
+
 /// Up to `n` first bytes of `input` (fewer only at its end).
 fn read_head(input: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
     let mut head = vec![0u8; n];
@@ -194,6 +233,21 @@ mod tests {
         assert_eq!(read(b"\xEF\xBB"), b"\xEF\xBB");
         // Only at the start.
         assert_eq!(read(b"a\xEF\xBB\xBF"), b"a\xEF\xBB\xBF");
+    }
+
+    #[test]
+    fn lines_are_read_whole_up_to_the_cap_and_measured_past_it() {
+        let text = b"ab\n\nabcd\nabcde\nxyz";
+        // A tiny buffer, so lines span several fills.
+        let mut r = io::BufReader::with_capacity(2, &text[..]);
+        let mut got = Vec::new();
+        let mut line = Vec::new();
+        while let Some(len) = read_line_bounded(&mut r, &mut line, 4).unwrap() {
+            got.push((len, String::from_utf8(line.clone()).unwrap()));
+            line.clear();
+        }
+        let want = [(2, "ab"), (0, ""), (4, "abcd"), (5, ""), (3, "xyz")];
+        assert_eq!(got, want.map(|(n, s)| (n, s.to_string())));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! (an inverted `--from`/`--to` range included).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, IsTerminal};
+use std::io::{BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -156,7 +156,9 @@ fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
     let mut n = 0u64;
     loop {
         line.clear();
-        let Some(len) = read_line_bounded(&mut reader, &mut line, MAX_TRAIL_LINE).map_err(err)?
+        let Some(len) =
+            crate::batch::input::read_line_bounded(&mut reader, &mut line, MAX_TRAIL_LINE)
+                .map_err(err)?
         else {
             return Ok(());
         };
@@ -170,44 +172,6 @@ fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
             continue;
         }
         v.record(at, &line);
-    }
-}
-
-/// Reads one line into `line` without its newline, keeping at most `cap`
-/// bytes of it; returns the line's whole length (`None` at the end). A line
-/// longer than `cap` is read to its end and dropped.
-fn read_line_bounded(
-    reader: &mut impl BufRead,
-    line: &mut Vec<u8>,
-    cap: usize,
-) -> std::io::Result<Option<u64>> {
-    let mut len = 0u64;
-    let mut any = false;
-    loop {
-        let buf = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if buf.is_empty() {
-            return Ok(any.then_some(len));
-        }
-        any = true;
-        let (chunk, done) = match memchr::memchr(b'\n', buf) {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        len += chunk.len() as u64;
-        if len <= cap as u64 {
-            line.extend_from_slice(chunk);
-        } else {
-            line.clear();
-        }
-        let used = done.unwrap_or(buf.len());
-        reader.consume(used);
-        if done.is_some() {
-            return Ok(Some(len));
-        }
     }
 }
 
@@ -565,21 +529,6 @@ pub fn print_report(r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_are_read_whole_up_to_the_cap_and_measured_past_it() {
-        let text = b"ab\n\nabcd\nabcde\nxyz";
-        // A tiny buffer, so lines span several fills.
-        let mut r = BufReader::with_capacity(2, &text[..]);
-        let mut got = Vec::new();
-        let mut line = Vec::new();
-        while let Some(len) = read_line_bounded(&mut r, &mut line, 4).unwrap() {
-            got.push((len, String::from_utf8(line.clone()).unwrap()));
-            line.clear();
-        }
-        let want = [(2, "ab"), (0, ""), (4, "abcd"), (5, ""), (3, "xyz")];
-        assert_eq!(got, want.map(|(n, s)| (n, s.to_string())));
-    }
 
     #[test]
     fn times_narrow_the_range_per_partition() {

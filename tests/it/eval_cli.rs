@@ -148,3 +148,23 @@ fn a_gzip_file_scores_as_its_plain_text() {
     assert!(a.contains("\"records\": 300"), "{a}");
     assert_eq!(a, b);
 }
+
+#[test]
+fn a_line_longer_than_a_record_may_be_is_named_not_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat(2 << 20);
+    let path = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            json!({"request_id": "b", "label": "supported", "answer": long}),
+        ],
+    );
+    let o = eval(&path);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 2: ") && stderr.contains("longer than max_record_bytes (1048576)"),
+        "{stderr}"
+    );
+}
