@@ -98,17 +98,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
 /// order they override each other. `demo` runs with its own
 /// (examples/demo.toml), so the same file gives different counts there.
 fn config_note(config: Option<&Path>, env: &[String]) -> String {
-    let mut layers = vec!["built-in defaults".to_string()];
-    if let Some(p) = config {
-        layers.push(format!("file {}", p.display()));
-    }
-    if !env.is_empty() {
-        layers.push(format!("environment {}", env.join(", ")));
-    }
-    let mut note = format!("configuration: {}", layers.join(" < "));
-    if layers.len() > 1 {
-        note.push_str(" (later layers win)");
-    }
+    let mut note = super::config_layers(config, env, false);
     if config.is_none() {
         note.push_str("; no --config: `groundgate demo` uses examples/demo.toml, pass --config examples/demo.toml for the same verdicts");
     }

@@ -44,6 +44,27 @@ pub fn init_logging(format: LogFormat, level: &str) {
     });
 }
 
+/// Which layers made a command's configuration, without their values (a
+/// broker list may hold credentials): `configuration: built-in defaults <
+/// file F < environment GROUNDGATE_… < flags (later layers win)`.
+pub fn config_layers(file: Option<&std::path::Path>, env: &[String], flags: bool) -> String {
+    let mut layers = vec!["built-in defaults".to_string()];
+    if let Some(p) = file {
+        layers.push(format!("file {}", p.display()));
+    }
+    if !env.is_empty() {
+        layers.push(format!("environment {}", env.join(", ")));
+    }
+    if flags {
+        layers.push("flags".to_string());
+    }
+    let mut line = format!("configuration: {}", layers.join(" < "));
+    if layers.len() > 1 {
+        line.push_str(" (later layers win)");
+    }
+    line
+}
+
 /// A mistake in how the command was called (a missing or malformed flag):
 /// the binary exits 2 for it, as clap does for its own usage errors, and
 /// for configuration errors.

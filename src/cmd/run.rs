@@ -93,7 +93,15 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(super::EXIT_USAGE));
     };
     if args.preflight {
-        return Ok(preflight(&config, &bootstrap).await);
+        let layers = super::config_layers(
+            args.kafka.client.config.as_deref(),
+            &crate::config::env_layer_names(),
+            // A flag that is given sets a key of the flag layer.
+            args.raw_layer().is_ok_and(|r| {
+                serde_json::to_value(r).ok() != serde_json::to_value(RawConfig::default()).ok()
+            }),
+        );
+        return Ok(preflight(&config, &bootstrap, &layers).await);
     }
 
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
@@ -158,7 +166,7 @@ const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `run --preflight`: what the cluster offers the worker this configuration
 /// describes, a line a finding; exit 1 when something would stop it.
-async fn preflight(config: &crate::config::Config, bootstrap: &str) -> ExitCode {
+async fn preflight(config: &crate::config::Config, bootstrap: &str, layers: &str) -> ExitCode {
     use crate::kafka::preflight::{Level, judge, survey};
     let k = &config.kafka;
     println!(
@@ -166,6 +174,7 @@ async fn preflight(config: &crate::config::Config, bootstrap: &str) -> ExitCode 
         k.group_id,
         k.guarantee.as_str()
     );
+    println!("{layers}");
     let survey = match survey(config, bootstrap, PREFLIGHT_TIMEOUT).await {
         Ok(s) => s,
         Err(e) => {
