@@ -312,6 +312,10 @@ fn preflight_names_each_missing_topic_and_exits_1_until_all_are_there() {
     assert!(problems[1].starts_with("problem  answers.audit (audit): does not exist"));
     assert!(out.contains("ok       answers.final (final): 3 partition(s)"));
     assert!(
+        out.contains("\nconfiguration: built-in defaults < flags (later layers win)\n"),
+        "{out}"
+    );
+    assert!(
         out.ends_with("preflight: 2 problem(s), 2 note(s)\n"),
         "{out}"
     );
