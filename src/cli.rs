@@ -250,7 +250,8 @@ pub struct DemoArgs {
 pub struct ProduceArgs {
     #[command(flatten)]
     pub kafka: ClientFlags,
-    /// JSON Lines file to stream (plain, gzip or zstd); absent → synthetic answers.
+    /// JSON Lines file to stream (plain, gzip or zstd; `-` reads standard input); absent →
+    /// synthetic answers.
     #[arg(long)]
     pub file: Option<PathBuf>,
     /// Records per second (0 = as fast as possible).

@@ -185,7 +185,7 @@ async fn preflight(config: &crate::config::Config, bootstrap: &str, layers: &str
             return ExitCode::FAILURE;
         }
     };
-    let checks = judge(k, &survey);
+    let checks = judge(config, &survey);
     for c in &checks {
         println!("{:<8} {}: {}", c.level.as_str(), c.subject, c.detail);
     }

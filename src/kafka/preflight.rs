@@ -20,7 +20,7 @@ use rdkafka::config::FromClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 
-use crate::config::{Config, KafkaConfig};
+use crate::config::{Config, Guarantee};
 
 /// What the cluster said.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,9 +189,10 @@ async fn read_configs(
     Ok(out)
 }
 
-/// What a worker with configuration `k` would meet on the surveyed
-/// cluster, in the order: the cluster, then each topic (input first).
-pub fn judge(k: &KafkaConfig, s: &Survey) -> Vec<Check> {
+/// What a worker with `config` would meet on the surveyed cluster, in the
+/// order: the cluster, then each topic (input first).
+pub fn judge(config: &Config, s: &Survey) -> Vec<Check> {
+    let k = &config.kafka;
     let mut out = Vec::new();
     let ids: Vec<String> = s.brokers.iter().map(|(id, _)| id.to_string()).collect();
     out.push(check(
@@ -209,6 +210,16 @@ pub fn judge(k: &KafkaConfig, s: &Survey) -> Vec<Check> {
             "cluster",
             format!(
                 "topic configurations could not be read ({why}): max.message.bytes, cleanup.policy and retention.ms are not checked"
+            ),
+        ));
+    }
+    if k.guarantee == Guarantee::ExactlyOnce && s.brokers.len() < 3 {
+        out.push(check(
+            Level::Note,
+            "cluster",
+            format!(
+                "exactly-once with {} broker(s): transactions need the brokers' transaction state log, whose default replication factor (transaction.state.log.replication.factor) is 3; on a smaller cluster lower it and transaction.state.log.min.isr on the brokers, or the worker cannot start a transaction",
+                s.brokers.len()
             ),
         ));
     }
@@ -274,6 +285,19 @@ pub fn judge(k: &KafkaConfig, s: &Survey) -> Vec<Check> {
         let Ok(configs) = &s.configs else { continue };
         let Some(c) = configs.get(name) else { continue };
         let number = |key: &str| c.get(key).and_then(|v| v.parse::<i64>().ok());
+        if role == "input"
+            && let Some(limit) = number("max.message.bytes")
+            && limit > config.core.max_record_bytes as i64
+        {
+            out.push(check(
+                Level::Note,
+                subject.clone(),
+                format!(
+                    "max.message.bytes = {limit} admits records above max_record_bytes = {}: those go to the dead-letter topic as too_large",
+                    config.core.max_record_bytes
+                ),
+            ));
+        }
         if role != "input"
             && let Some(limit) = number("max.message.bytes")
             && limit < k.max_message_bytes as i64
@@ -372,9 +396,17 @@ mod tests {
             .collect()
     }
 
+    fn notes(checks: &[Check]) -> Vec<&str> {
+        checks
+            .iter()
+            .filter(|c| c.level == Level::Note)
+            .map(|c| c.detail.as_str())
+            .collect()
+    }
+
     #[test]
     fn a_cluster_with_the_five_topics_replicated_passes_without_notes() {
-        let k = Config::default().kafka;
+        let k = Config::default();
         let checks = judge(&k, &cluster(&ALL.map(|t| (t, 3))));
         assert!(checks.iter().all(|c| c.level == Level::Ok), "{checks:#?}");
         assert!(checks[0].detail.contains("2 broker(s) answered (ids 1, 2)"));
@@ -387,7 +419,7 @@ mod tests {
 
     #[test]
     fn each_missing_or_leaderless_topic_is_a_problem_of_its_own() {
-        let k = Config::default().kafka;
+        let k = Config::default();
         let mut s = cluster(&[("answers", 3), ("answers.final", 3), ("answers.audit", 3)]);
         s.topics.get_mut("answers.final").unwrap().leaderless = vec![2, 5];
         let p = problems(&judge(&k, &s));
@@ -406,9 +438,9 @@ mod tests {
 
     #[test]
     fn topic_configurations_that_would_stop_or_thin_the_trail_are_problems() {
-        let k = Config::default().kafka;
+        let k = Config::default();
         let mut s = cluster(&ALL.map(|t| (t, 3)));
-        let small = (k.max_message_bytes - 1).to_string();
+        let small = (k.kafka.max_message_bytes - 1).to_string();
         let entries = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs
                 .iter()
@@ -416,7 +448,7 @@ mod tests {
                 .collect()
         };
         s.configs = Ok(BTreeMap::from([
-            // The input's own limit is not groundgate's to judge.
+            // Below max_record_bytes: every record that arrives is read.
             ("answers".into(), entries(&[("max.message.bytes", "1000")])),
             (
                 "answers.final".into(),
@@ -439,11 +471,7 @@ mod tests {
         assert_eq!(p.len(), 2, "{checks:#?}");
         assert!(p[0].0 == "answers.final (final)" && p[0].1.contains("max.message.bytes"));
         assert!(p[1].0 == "answers.audit (audit)" && p[1].1.contains("compact"));
-        let notes: Vec<&str> = checks
-            .iter()
-            .filter(|c| c.level == Level::Note)
-            .map(|c| c.detail.as_str())
-            .collect();
+        let notes = notes(&checks);
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].starts_with("min.insync.replicas = 1"));
         assert!(notes[1].contains("604800000 (7.0 days)"));
@@ -451,7 +479,7 @@ mod tests {
 
     #[test]
     fn unreadable_configurations_and_single_replicas_are_notes_not_problems() {
-        let k = Config::default().kafka;
+        let k = Config::default();
         let mut s = cluster(&ALL.map(|t| (t, 1)));
         s.configs = Err("Broker: Unsupported version".into());
         let checks = judge(&k, &s);
@@ -462,5 +490,26 @@ mod tests {
         assert!(checks[2].detail.starts_with(
             "a single replica for answers, answers.final, answers.retry, answers.audit, answers.dlq:"
         ));
+    }
+
+    #[test]
+    fn notes_for_exactly_once_on_a_small_cluster_and_input_records_above_the_record_limit() {
+        let mut config = Config::default();
+        config.kafka.guarantee = Guarantee::ExactlyOnce;
+        let mut s = cluster(&ALL.map(|t| (t, 3)));
+        let limit = (config.core.max_record_bytes + 1).to_string();
+        s.configs = Ok(BTreeMap::from([(
+            "answers".to_string(),
+            BTreeMap::from([("max.message.bytes".to_string(), limit)]),
+        )]));
+        let checks = judge(&config, &s);
+        let notes = notes(&checks);
+        assert_eq!(notes.len(), 2, "{checks:#?}");
+        assert!(notes[0].starts_with("exactly-once with 2 broker(s)"));
+        assert!(notes[1].contains("above max_record_bytes = 1048576"));
+        // Three brokers carry the transaction state log's default.
+        s.brokers.push((3, "b3:9092".into()));
+        let checks = judge(&config, &s);
+        assert!(!checks.iter().any(|c| c.detail.starts_with("exactly-once")));
     }
 }
