@@ -70,7 +70,17 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
                 path: path.to_path_buf(),
                 source,
             })?;
-            let size = f.metadata().ok().map(|m| m.len());
+            let meta = f.metadata().ok();
+            if meta.as_ref().is_some_and(|m| m.is_dir()) {
+                return Err(InputError::Open {
+                    path: path.to_path_buf(),
+                    source: io::Error::new(
+                        io::ErrorKind::IsADirectory,
+                        "it is a directory; name a JSON Lines file in it",
+                    ),
+                });
+            }
+            let size = meta.map(|m| m.len());
             let name = path.file_name().unwrap_or(path.as_os_str());
             (Box::new(f), name.to_string_lossy().into_owned(), size)
         };
@@ -248,6 +258,19 @@ mod tests {
         }
         let want = [(2, "ab"), (0, ""), (4, "abcd"), (5, ""), (3, "xyz")];
         assert_eq!(got, want.map(|(n, s)| (n, s.to_string())));
+    }
+
+    #[test]
+    fn a_directory_is_refused_at_open_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let Err(e) = open(dir.path()) else {
+            panic!("a directory opened")
+        };
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("cannot open input") && msg.contains("it is a directory"),
+            "{msg}"
+        );
     }
 
     #[test]
