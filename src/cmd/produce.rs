@@ -1,7 +1,7 @@
 //! `groundgate produce`: streams a JSON Lines file, or synthetic answers, to
 //! the input topic, and says so when the dev broker would not keep them all.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
@@ -46,21 +46,36 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let input = crate::batch::input::open(path)?;
             let p = path.display().to_string();
-            let lines = BufReader::new(input.reader)
-                .split(b'\n')
-                .map(move |l| {
-                    l.map(|mut l| {
-                        if l.last() == Some(&b'\r') {
-                            l.pop();
+            // A line longer than a message may be is not held whole: it
+            // could not be sent anyway.
+            let cap = config.kafka.max_message_bytes;
+            let mut reader = BufReader::new(input.reader);
+            let mut n = 0u64;
+            let lines = std::iter::from_fn(move || {
+                let mut line = Vec::new();
+                n += 1;
+                let read = crate::batch::input::read_line_bounded(&mut reader, &mut line, cap);
+                match read {
+                    Ok(None) => None,
+                    Ok(Some(len)) if len > cap as u64 => Some(Err(ProduceError::Read {
+                        path: p.clone(),
+                        source: std::io::Error::other(format!(
+                            "line {n} is {len} bytes, larger than kafka.max_message_bytes ({cap})"
+                        )),
+                    })),
+                    Ok(Some(_)) => {
+                        if line.last() == Some(&b'\r') {
+                            line.pop();
                         }
-                        l
-                    })
-                    .map_err(|source| ProduceError::Read {
+                        Some(Ok(line))
+                    }
+                    Err(source) => Some(Err(ProduceError::Read {
                         path: p.clone(),
                         source,
-                    })
-                })
-                .take(limit as usize);
+                    })),
+                }
+            })
+            .take(limit as usize);
             send_until(&producer, &topic, lines, args.rate, &stop).await?
         }
         None => {
