@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("groundgate: {e:#}");
+            eprintln!("groundgate: {}", cmd::error_chain(&e));
             ExitCode::from(cmd::exit_code_of(&e))
         }
     }

@@ -72,6 +72,24 @@ pub fn config_layers(file: Option<&std::path::Path>, env: &[String], flags: bool
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// `e` and its causes, joined by `: `, leaving out a cause whose words the
+/// message already holds (many errors quote their source in their own
+/// message, as `cannot read F: No such file or directory` does).
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// Exit code of usage and configuration errors (clap uses 2 as well).
 pub const EXIT_USAGE: u8 = 2;
 
@@ -103,4 +121,27 @@ pub fn on_signals(shutdown: CancellationToken, stopping: &'static str) -> std::i
         std::process::exit(EXIT_INTERRUPTED);
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let quoted = crate::batch::InputError::Open {
+            path: "a.jsonl".into(),
+            source: io,
+        };
+        assert_eq!(
+            error_chain(&anyhow::Error::new(quoted)),
+            "cannot open input a.jsonl: no such file"
+        );
+        let layered = anyhow::anyhow!("disk full").context("cannot write out/final.jsonl");
+        assert_eq!(
+            error_chain(&layered),
+            "cannot write out/final.jsonl: disk full"
+        );
+    }
 }
