@@ -1,5 +1,5 @@
 //! How the commands that read a JSON Lines file (`check`, `eval`,
-//! `produce --file`) open it: a path or `-` for standard input, plain or
+//! `produce --file`, `audit verify`) open it: a path or `-` for standard input, plain or
 //! compressed with gzip or zstd, told by its first bytes rather than its
 //! name (a pipe has no name), with a UTF-8 byte order mark skipped.
 //! Formats recognised but not read (xz, bzip2, zip, lz4) are refused with
@@ -21,17 +21,6 @@ pub enum Packing {
     Plain,
     Gzip,
     Zstd,
-}
-
-impl Packing {
-    /// The word for it in messages: `gzip`, `zstd`, or `plain`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Packing::Plain => "plain",
-            Packing::Gzip => "gzip",
-            Packing::Zstd => "zstd",
-        }
-    }
 }
 
 /// An opened input, ready to be read as lines.
