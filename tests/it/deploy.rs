@@ -98,6 +98,16 @@ fn compose_file_validates_and_wires_the_stack() {
             "{w} is built from the Dockerfile"
         );
     }
+    // The workers start after the preflight of their own configuration.
+    let preflight = services["preflight"]["command"].to_string();
+    assert!(
+        preflight.contains("--preflight") && preflight.contains("/etc/groundgate/groundgate.toml"),
+        "{preflight}"
+    );
+    assert_eq!(
+        services["worker-1"]["depends_on"]["preflight"]["condition"],
+        "service_completed_successfully"
+    );
     let producer = services["producer"]["command"].to_string();
     assert!(
         producer.contains("produce") && producer.contains("--rate"),
@@ -129,6 +139,44 @@ fn compose_file_validates_and_wires_the_stack() {
         .filter_map(Value::as_str)
         .collect();
     assert_eq!(targets, ["worker-1:9464", "worker-2:9464"]);
+}
+
+/// The `max.message.bytes` the compose file's topic-creating `service`
+/// gives every topic it creates.
+fn compose_topic_limit(compose: &Value, service: &str) -> i64 {
+    let init = compose["services"][service]["command"].to_string();
+    let creates = init.matches("kafka-topics.sh").count() - usize::from(init.contains("--list"));
+    let limits: Vec<i64> = init
+        .split("max.message.bytes=")
+        .skip(1)
+        .map(|t| {
+            t.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        creates == 1 && limits.len() == 1,
+        "{service}: one create loop with one limit: {init}"
+    );
+    limits[0]
+}
+
+#[test]
+fn compose_topics_take_the_largest_message_the_workers_write() {
+    let compose: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(repo("docker-compose.yml")).unwrap())
+            .unwrap();
+    let largest = shared_config().kafka.max_message_bytes as i64;
+    for init in ["kafka-init", "kafka-secured-init"] {
+        let limit = compose_topic_limit(&compose, init);
+        assert!(
+            limit >= largest,
+            "{init}: max.message.bytes={limit} < kafka.max_message_bytes {largest}"
+        );
+    }
 }
 
 #[test]
