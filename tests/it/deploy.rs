@@ -142,26 +142,31 @@ fn compose_file_validates_and_wires_the_stack() {
 }
 
 /// The `max.message.bytes` the compose file's topic-creating `service`
-/// gives every topic it creates.
+/// sets on each topic of its loop over the five topics.
 fn compose_topic_limit(compose: &Value, service: &str) -> i64 {
-    let init = compose["services"][service]["command"].to_string();
-    let creates = init.matches("kafka-topics.sh").count() - usize::from(init.contains("--list"));
-    let limits: Vec<i64> = init
-        .split("max.message.bytes=")
-        .skip(1)
-        .map(|t| {
-            t.chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse()
-                .unwrap()
-        })
+    let script: String = compose["services"][service]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
         .collect();
     assert!(
-        creates == 1 && limits.len() == 1,
-        "{service}: one create loop with one limit: {init}"
+        script.contains("for t in answers answers.final answers.retry answers.audit answers.dlq"),
+        "{service}: {script}"
     );
-    limits[0]
+    let set = "--entity-type topics --entity-name \"$$t\" --add-config max.message.bytes=";
+    let mut limits = script.split(set).skip(1).map(|t| {
+        t.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<i64>()
+            .unwrap()
+    });
+    let limit = limits
+        .next()
+        .unwrap_or_else(|| panic!("{service} sets no max.message.bytes on the topics: {script}"));
+    assert!(limits.next().is_none(), "{service}: one limit: {script}");
+    limit
 }
 
 #[test]
