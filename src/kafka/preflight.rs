@@ -39,7 +39,8 @@ pub struct Survey {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TopicView {
     pub partitions: usize,
-    /// Partitions without a leader (or with an error in the metadata).
+    /// Partitions without a leader. (A partition's other metadata errors,
+    /// such as a replica being unavailable, leave it writable.)
     pub leaderless: Vec<i32>,
     /// The fewest replicas of any of its partitions.
     pub replicas: usize,
@@ -95,9 +96,11 @@ pub async fn survey(
     // worker will be; a BaseConsumer that never subscribes joins no group.
     let settings = super::client::consumer(k, bootstrap, None);
     let meta_settings = settings.clone();
-    let (brokers, topics) = tokio::task::spawn_blocking(move || metadata(&meta_settings, timeout))
-        .await
-        .map_err(|_| KafkaError::Canceled)??;
+    let names: Vec<String> = k.topics.all().map(str::to_string).into();
+    let (brokers, topics) =
+        tokio::task::spawn_blocking(move || metadata(&meta_settings, &names, timeout))
+            .await
+            .map_err(|_| KafkaError::Canceled)??;
     let present: Vec<&str> = k
         .topics
         .all()
@@ -117,11 +120,36 @@ pub async fn survey(
 type Brokers = Vec<(i32, String)>;
 
 /// The brokers and topics of the cluster. Blocking (librdkafka waits).
+/// While one of `wanted` has a partition without a leader, the metadata is
+/// read again until `timeout` has passed: a topic created a moment ago
+/// (as a deployment script does just before the preflight) has its leaders
+/// elected a moment later.
 fn metadata(
     settings: &rdkafka::ClientConfig,
+    wanted: &[String],
     timeout: Duration,
 ) -> Result<(Brokers, BTreeMap<String, TopicView>), KafkaError> {
     let consumer: BaseConsumer = settings.create()?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let read = read_metadata(&consumer, timeout)?;
+        let settled = wanted
+            .iter()
+            .all(|t| read.1.get(t).is_none_or(|v| v.leaderless.is_empty()));
+        if settled || std::time::Instant::now() + LEADER_RETRY >= deadline {
+            return Ok(read);
+        }
+        std::thread::sleep(LEADER_RETRY);
+    }
+}
+
+/// How long to wait before reading the metadata again for a leader.
+const LEADER_RETRY: Duration = Duration::from_millis(500);
+
+fn read_metadata(
+    consumer: &BaseConsumer,
+    timeout: Duration,
+) -> Result<(Brokers, BTreeMap<String, TopicView>), KafkaError> {
     let metadata = consumer.fetch_metadata(None, timeout)?;
     let brokers = metadata
         .brokers()
@@ -136,7 +164,7 @@ fn metadata(
             let leaderless = t
                 .partitions()
                 .iter()
-                .filter(|p| p.leader() < 0 || p.error().is_some())
+                .filter(|p| p.leader() < 0)
                 .map(|p| p.id())
                 .collect();
             let replicas = t

@@ -287,6 +287,12 @@ fn preflight_names_each_missing_topic_and_exits_1_until_all_are_there() {
     // topic on a metadata request for all topics).
     let partial = EmbeddedBroker::start(3, &["answers.final", "answers.retry", "answers.dlq"])
         .expect("embedded broker");
+    // And a partition that stays without a leader (read again until the
+    // preflight's deadline, then reported).
+    partial
+        .cluster()
+        .partition_leader("answers.final", 1, None)
+        .unwrap();
     let whole = EmbeddedBroker::start(
         3,
         &[
@@ -307,16 +313,20 @@ fn preflight_names_each_missing_topic_and_exits_1_until_all_are_there() {
     let out = stdout(&p);
     assert_eq!(p.status.code(), Some(1), "{out}{}", stderr(&p));
     let problems: Vec<&str> = out.lines().filter(|l| l.starts_with("problem")).collect();
-    assert_eq!(problems.len(), 2, "{out}");
+    assert_eq!(problems.len(), 3, "{out}");
     assert!(problems[0].starts_with("problem  answers (input): does not exist"));
-    assert!(problems[1].starts_with("problem  answers.audit (audit): does not exist"));
+    assert_eq!(
+        problems[1],
+        "problem  answers.final (final): partition(s) 1 have no leader"
+    );
+    assert!(problems[2].starts_with("problem  answers.audit (audit): does not exist"));
     assert!(out.contains("ok       answers.final (final): 3 partition(s)"));
     assert!(
         out.contains("\nconfiguration: built-in defaults < flags (later layers win)\n"),
         "{out}"
     );
     assert!(
-        out.ends_with("preflight: 2 problem(s), 2 note(s)\n"),
+        out.ends_with("preflight: 3 problem(s), 2 note(s)\n"),
         "{out}"
     );
 
