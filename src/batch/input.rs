@@ -12,6 +12,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::InputError;
 
@@ -28,10 +30,27 @@ pub struct Input {
     pub reader: Box<dyn Read + Send>,
     /// The file's name without its directories, or `stdin`.
     pub name: String,
-    /// The bytes there are to read, when known: a plain file's size (not a
-    /// compressed one's, whose unpacked size is known only at its end).
+    /// The file's size, when known (not for standard input); compressed,
+    /// when the file is.
     pub size: Option<u64>,
+    /// How many bytes have been read from the file so far, before
+    /// unpacking: measured against `size`, the share of the input done.
+    pub read: Arc<AtomicU64>,
     pub packing: Packing,
+}
+
+/// A reader that counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// The first bytes of formats this module refuses, with their names and
@@ -73,11 +92,17 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
             let name = path.file_name().unwrap_or(path.as_os_str());
             (Box::new(f), name.to_string_lossy().into_owned(), size)
         };
-    let (reader, packing) = unpacked(reader, path)?;
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = Counted {
+        inner: reader,
+        read: read.clone(),
+    };
+    let (reader, packing) = unpacked(Box::new(counted), path)?;
     Ok(Input {
         reader,
         name,
-        size: size.filter(|_| packing == Packing::Plain),
+        size,
+        read,
         packing,
     })
 }
@@ -247,6 +272,23 @@ mod tests {
         }
         let want = [(2, "ab"), (0, ""), (4, "abcd"), (5, ""), (3, "xyz")];
         assert_eq!(got, want.map(|(n, s)| (n, s.to_string())));
+    }
+
+    #[test]
+    fn a_compressed_file_s_progress_is_counted_in_its_own_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl.gz");
+        let packed = gzip(&LINES.repeat(1000));
+        std::fs::write(&path, &packed).unwrap();
+        let mut input = open(&path).unwrap();
+        assert_eq!(
+            (input.size, input.packing),
+            (Some(packed.len() as u64), Packing::Gzip)
+        );
+        let mut out = Vec::new();
+        input.reader.read_to_end(&mut out).unwrap();
+        assert_eq!(out.len(), LINES.len() * 1000);
+        assert_eq!(input.read.load(Ordering::Relaxed), packed.len() as u64);
     }
 
     #[test]

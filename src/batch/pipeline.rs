@@ -83,10 +83,10 @@ struct Numbered {
     block: Block,
 }
 
-/// Progress counters a caller may watch from another thread.
+/// Progress counters a caller may watch from another thread. (The bytes
+/// read are counted where the input is opened, before any unpacking.)
 #[derive(Debug, Default)]
 pub struct Progress {
-    pub bytes: AtomicU64,
     pub lines: AtomicU64,
 }
 
@@ -128,8 +128,7 @@ where
     let (done_tx, done_rx) = bounded::<(u64, u64, B)>(in_flight);
 
     std::thread::scope(|scope| {
-        let reader =
-            scope.spawn(move || read_blocks(input, shape, progress, &tickets_rx, &blocks_tx));
+        let reader = scope.spawn(move || read_blocks(input, shape, &tickets_rx, &blocks_tx));
         for _ in 0..threads {
             let blocks_rx = blocks_rx.clone();
             let done_tx = done_tx.clone();
@@ -227,13 +226,12 @@ fn fold_block(b: &Numbered, fold: &mut impl Fold) -> u64 {
 }
 
 /// The input with bytes pushed back in front of it.
-struct Source<'p, R> {
+struct Source<R> {
     input: R,
     carry: Vec<u8>,
-    progress: &'p Progress,
 }
 
-impl<R: Read> Source<'_, R> {
+impl<R: Read> Source<R> {
     /// Reads until `buf` is full or the input ends. An error comes with
     /// the number of bytes read into `buf` before it, so the line it broke
     /// can be named.
@@ -244,10 +242,7 @@ impl<R: Read> Source<'_, R> {
         while n < buf.len() {
             match self.input.read(&mut buf[n..]) {
                 Ok(0) => break,
-                Ok(k) => {
-                    self.progress.bytes.fetch_add(k as u64, Ordering::Relaxed);
-                    n += k;
-                }
+                Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err((n, e)),
             }
@@ -264,7 +259,6 @@ impl<R: Read> Source<'_, R> {
 fn read_blocks<R: Read, E>(
     input: R,
     shape: Shape,
-    progress: &Progress,
     tickets: &Receiver<()>,
     blocks: &Sender<Numbered>,
 ) -> Result<(), PipelineError<E>> {
@@ -272,7 +266,6 @@ fn read_blocks<R: Read, E>(
     let mut src = Source {
         input,
         carry: Vec::new(),
-        progress,
     };
     let mut seq = 0u64;
     let mut line = 0u64;
@@ -406,7 +399,7 @@ fn send_lines(
 /// including its newline (or the end of input). Returns its length and
 /// SHA-256 without the `\n` / `\r\n`, and a preview.
 fn drain_long_line<R: Read>(
-    src: &mut Source<'_, R>,
+    src: &mut Source<R>,
     head: Vec<u8>,
     block: usize,
 ) -> io::Result<(u64, [u8; 32], Vec<u8>)> {
@@ -519,7 +512,6 @@ mod tests {
         })
         .unwrap();
         assert_eq!(n as usize, out.len());
-        assert_eq!(progress.bytes.load(Ordering::Relaxed), input.len() as u64);
         out
     }
 

@@ -419,6 +419,7 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         reader: input,
         name: topic,
         size,
+        read: file_read,
         ..
     } = crate::batch::input::open(Path::new(&args.input))?;
     let key = config
@@ -465,8 +466,8 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     let failed: Mutex<Option<CheckError>> = Mutex::new(None);
     let result = std::thread::scope(|s| {
         let ticker = bar.as_ref().map(|bar| {
-            let progress = &progress;
-            s.spawn(move || tick(bar, progress))
+            let (progress, file_read) = (&progress, &*file_read);
+            s.spawn(move || tick(bar, progress, file_read))
         });
         // Flush threads: copying into the page cache is cheap next to
         // validating, so a few suffice; the queue is bounded like the
@@ -623,11 +624,14 @@ fn progress_bar(size: Option<u64>) -> Option<ProgressBar> {
     Some(bar)
 }
 
-fn tick(bar: &ProgressBar, p: &Progress) {
+/// Moves the bar by the bytes read from the file (`file_read`: compressed
+/// bytes when the file is compressed, so the bar and its ETA measure
+/// against the file's size), and says the records done.
+fn tick(bar: &ProgressBar, p: &Progress, file_read: &std::sync::atomic::AtomicU64) {
     let start = std::time::Instant::now();
     while !bar.is_finished() {
         let lines = p.lines.load(Ordering::Relaxed);
-        bar.set_position(p.bytes.load(Ordering::Relaxed));
+        bar.set_position(file_read.load(Ordering::Relaxed));
         let secs = start.elapsed().as_secs_f64().max(1e-3);
         bar.set_message(format!("{lines} records ({:.0}/s)", lines as f64 / secs));
         std::thread::sleep(Duration::from_millis(200));
