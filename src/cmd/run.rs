@@ -97,9 +97,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.kafka.client.config.as_deref(),
             &crate::config::env_layer_names(),
             // A flag that is given sets a key of the flag layer.
-            args.raw_layer().is_ok_and(|r| {
-                serde_json::to_value(r).ok() != serde_json::to_value(RawConfig::default()).ok()
-            }),
+            args.raw_layer().is_ok_and(|r| r != RawConfig::default()),
         );
         return Ok(preflight(&config, &bootstrap, &layers).await);
     }

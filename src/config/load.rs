@@ -8,7 +8,7 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 
 use super::validate::Host;
-use super::{Access, Config, ConfigError, REMOVED_GROUNDING_KEYS, RawConfig, check_access};
+use super::{Access, Config, ConfigError, RawConfig, RawGrounding, check_access};
 
 impl RawConfig {
     /// Merges the layers: the optional TOML file, then `GROUNDGATE_*`
@@ -282,15 +282,18 @@ fn finish_load(fig: &Figment, mut problems: Vec<String>) -> Result<RawConfig, Co
 /// say it plainly.
 fn describe_kind(kind: &figment::error::Kind) -> String {
     match kind {
-        figment::error::Kind::UnknownField(field, expected) => format!(
-            "unknown key {field:?} (known keys here: {})",
-            expected
+        figment::error::Kind::UnknownField(field, expected) => {
+            let removed = RawGrounding::default().removed_keys();
+            let live: Vec<&str> = expected
                 .iter()
-                .filter(|k| !REMOVED_GROUNDING_KEYS.contains(k))
+                .filter(|k| !removed.iter().any(|(name, _)| name == *k))
                 .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+                .collect();
+            format!(
+                "unknown key {field:?} (known keys here: {})",
+                live.join(", ")
+            )
+        }
         other => other.to_string(),
     }
 }

@@ -14,7 +14,7 @@ use crate::core::Action;
 // Raw layer: every key optional, unknown keys rejected by name.
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,20 +108,6 @@ impl RawActions {
     }
 }
 
-/// Keys of `[grounding]` that are read only to say what replaced them: a
-/// file that sets one fails with that message, and the list of known keys
-/// in an unknown-key error leaves them out.
-pub const REMOVED_GROUNDING_KEYS: [&str; 8] = [
-    "entity_weight",
-    "number_weight",
-    "missing_entity_cap",
-    "missing_penalty",
-    "function_word_weight",
-    "prior_weight",
-    "pair_weight",
-    "spread_penalty",
-];
-
 /// `[grounding]`: the support check of cited claims.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -160,6 +146,23 @@ pub struct RawGrounding {
 }
 
 impl RawGrounding {
+    /// The keys of this section that are read only to say what replaced
+    /// them, each with whether it is set: a file that sets one fails with
+    /// that message, and the list of known keys in an unknown-key error
+    /// leaves them out.
+    pub fn removed_keys(&self) -> [(&'static str, bool); 8] {
+        [
+            ("entity_weight", self.entity_weight.is_some()),
+            ("number_weight", self.number_weight.is_some()),
+            ("missing_entity_cap", self.missing_entity_cap.is_some()),
+            ("missing_penalty", self.missing_penalty.is_some()),
+            ("function_word_weight", self.function_word_weight.is_some()),
+            ("prior_weight", self.prior_weight.is_some()),
+            ("pair_weight", self.pair_weight.is_some()),
+            ("spread_penalty", self.spread_penalty.is_some()),
+        ]
+    }
+
     fn is_empty(&self) -> bool {
         *self == RawGrounding::default()
     }

@@ -165,18 +165,7 @@ fn validate_grounding(raw: &RawGrounding, problems: &mut Vec<String>) -> Groundi
     let min_support = range("min_support", raw.min_support, d.min_support, 1.0);
     // The hand-set weights gave way to a fitted model: a file that still
     // sets one says which key does the job now.
-    let set = [
-        raw.entity_weight,
-        raw.number_weight,
-        raw.missing_entity_cap,
-        raw.missing_penalty,
-        raw.function_word_weight,
-        raw.prior_weight,
-        raw.pair_weight,
-        raw.spread_penalty,
-    ]
-    .map(|v| v.is_some());
-    for (name, set) in REMOVED_GROUNDING_KEYS.into_iter().zip(set) {
+    for (name, set) in raw.removed_keys() {
         if set {
             problems.push(format!(
                 "grounding.{name} was removed: the evidence weights are fitted (`groundgate eval --fit`, see docs/grounding.md); use grounding.min_support to flag more or fewer claims, or grounding.coefficients for a model fitted on your own labelled answers"
