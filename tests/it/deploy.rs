@@ -171,9 +171,7 @@ fn compose_topic_limit(compose: &Value, service: &str) -> i64 {
 
 #[test]
 fn compose_topics_take_the_largest_message_the_workers_write() {
-    let compose: Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(repo("docker-compose.yml")).unwrap())
-            .unwrap();
+    let compose = one("docker-compose.yml");
     let largest = shared_config().kafka.max_message_bytes as i64;
     for init in ["kafka-init", "kafka-secured-init"] {
         let limit = compose_topic_limit(&compose, init);
@@ -448,9 +446,7 @@ fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
 
 #[test]
 fn the_secured_compose_profile_configures_sasl_ssl() {
-    let compose: Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(repo("docker-compose.yml")).unwrap())
-            .unwrap();
+    let compose = one("docker-compose.yml");
     let env: Vec<(String, String)> = compose["x-secured-client"]
         .as_object()
         .expect("x-secured-client")
