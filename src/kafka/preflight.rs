@@ -132,7 +132,12 @@ fn metadata(
     let consumer: BaseConsumer = settings.create()?;
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        let read = read_metadata(&consumer, timeout)?;
+        let read = read_metadata(&consumer, timeout).inspect_err(|_| {
+            // Why the brokers could not be read (a refused handshake, a
+            // failed login) waits in the client's queue as error events:
+            // serve them, so they are logged, before giving up.
+            let _ = consumer.poll(ERRORS_WAIT);
+        })?;
         let settled = wanted
             .iter()
             .all(|t| read.1.get(t).is_none_or(|v| v.leaderless.is_empty()));
@@ -142,6 +147,10 @@ fn metadata(
         std::thread::sleep(LEADER_RETRY);
     }
 }
+
+/// How long the client's pending error events are served after a failed
+/// metadata read.
+const ERRORS_WAIT: Duration = Duration::from_secs(1);
 
 /// How long to wait before reading the metadata again for a leader.
 const LEADER_RETRY: Duration = Duration::from_millis(500);

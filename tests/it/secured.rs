@@ -249,27 +249,31 @@ fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
     );
 }
 
-/// A configuration that trusts another CA than the one that signed the
-/// server's certificate.
-fn wrong_ca_config(pki: &Pki) -> PathBuf {
-    write_config(
+/// A TLS server and a configuration that trusts another CA than the one
+/// that signed the server's certificate; `None` (the test skips) without
+/// openssl.
+fn wrong_ca_server(test: &str) -> Option<(Pki, TlsServer, PathBuf)> {
+    if !need_tool(test, "openssl", "openssl") {
+        return None;
+    }
+    let pki = Pki::generate();
+    let server = TlsServer::start(&pki, false);
+    let config = write_config(
         pki.dir.path(),
         "wrong-ca.toml",
         &format!(
             "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = {}\n",
             q(&pki.path("other-ca.pem"))
         ),
-    )
+    );
+    Some((pki, server, config))
 }
 
 #[test]
 fn a_wrong_ca_fails_the_handshake_with_a_clear_error() {
-    if !need_tool("wrong_ca", "openssl", "openssl") {
+    let Some((pki, server, config)) = wrong_ca_server("wrong_ca") else {
         return;
-    }
-    let pki = Pki::generate();
-    let server = TlsServer::start(&pki, false);
-    let config = wrong_ca_config(&pki);
+    };
     let log = pki.path("run.log");
     let (_worker, _) = run(&server.bootstrap(), &config, &log);
     let text = wait_for("the handshake failure in the log", WAIT, || {
@@ -509,12 +513,9 @@ fn the_documented_examples_are_valid_configurations() {
 
 #[test]
 fn preflight_against_a_refused_handshake_says_so_and_exits_1() {
-    if !need_tool("preflight_wrong_ca", "openssl", "openssl") {
+    let Some((_pki, server, config)) = wrong_ca_server("preflight_wrong_ca") else {
         return;
-    }
-    let pki = Pki::generate();
-    let server = TlsServer::start(&pki, false);
-    let config = wrong_ca_config(&pki);
+    };
     let o = bin()
         .args(["run", "--brokers", &server.bootstrap(), "--config"])
         .arg(&config)
@@ -530,5 +531,8 @@ fn preflight_against_a_refused_handshake_says_so_and_exits_1() {
         stdout.contains("problem: cannot read the cluster's metadata"),
         "{stdout}"
     );
-    assert!(stderr.contains("certificate verify failed"), "{stderr}");
+    assert!(
+        stderr.contains("certificate verify failed"),
+        "STDOUT {stdout} STDERR {stderr}"
+    );
 }
