@@ -135,9 +135,10 @@ pub enum FailOn {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// JSON Lines input, one answer per line, plain or gzip/zstd-compressed;
-    /// `-` reads standard input.
-    pub input: String,
+    /// JSON Lines inputs, one answer per line, plain or gzip/zstd-compressed, read one after
+    /// another; `-` reads standard input (once). Each input's records are numbered by its own lines.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
     /// Directory for final.jsonl, retry.jsonl, audit.jsonl, dead_letter.jsonl and summary.json
     /// (created if missing). A record's number, `line` in dead_letter.jsonl and `input.offset` in
     /// audit.jsonl, is its 1-based line number.

@@ -37,6 +37,9 @@ pub struct Input {
     /// unpacking: measured against `size`, the share of the input done.
     pub read: Arc<AtomicU64>,
     pub packing: Packing,
+    /// The file's device and inode (not for standard input): two paths to
+    /// one file have the same.
+    pub file_id: Option<(u64, u64)>,
 }
 
 /// A reader that counts the bytes read through it.
@@ -70,9 +73,16 @@ const BZIP2_BLOCK: &[u8] = b"\x31\x41\x59\x26\x53\x59";
 
 /// Opens `path` (`-`: standard input) for reading as JSON Lines.
 pub fn open(path: &Path) -> Result<Input, InputError> {
-    let (reader, name, size): (Box<dyn Read + Send>, String, Option<u64>) =
+    open_counted(path, Arc::new(AtomicU64::new(0)))
+}
+
+/// [`open`], adding the bytes read from the file to `read` (shared by the
+/// inputs of one run, for one measure of its progress).
+pub fn open_counted(path: &Path, read: Arc<AtomicU64>) -> Result<Input, InputError> {
+    use std::os::unix::fs::MetadataExt;
+    let (reader, name, size, file_id): (Box<dyn Read + Send>, String, Option<u64>, _) =
         if path.as_os_str() == "-" {
-            (Box::new(io::stdin()), "stdin".into(), None)
+            (Box::new(io::stdin()), "stdin".into(), None, None)
         } else {
             let f = File::open(path).map_err(|source| InputError::Open {
                 path: path.to_path_buf(),
@@ -88,11 +98,16 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
                     ),
                 });
             }
-            let size = meta.map(|m| m.len());
+            let size = meta.as_ref().map(|m| m.len());
+            let file_id = meta.map(|m| (m.dev(), m.ino()));
             let name = path.file_name().unwrap_or(path.as_os_str());
-            (Box::new(f), name.to_string_lossy().into_owned(), size)
+            (
+                Box::new(f),
+                name.to_string_lossy().into_owned(),
+                size,
+                file_id,
+            )
         };
-    let read = Arc::new(AtomicU64::new(0));
     let counted = Counted {
         inner: reader,
         read: read.clone(),
@@ -104,6 +119,7 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
         size,
         read,
         packing,
+        file_id,
     })
 }
 

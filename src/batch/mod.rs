@@ -43,6 +43,14 @@ pub enum CheckError {
     },
     #[error("writing the outputs stopped")]
     Flush,
+    #[error("{input}: {source}")]
+    InInput { input: String, source: InputError },
+    #[error("standard input (`-`) is named more than once among the inputs")]
+    StdinTwice,
+    #[error(
+        "{0} is named more than once among the inputs (by this or another path): each input is read once"
+    )]
+    InputTwice(PathBuf),
 }
 
 /// Why the input of `check` or `eval` could not be read: their

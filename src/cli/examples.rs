@@ -16,6 +16,7 @@ Examples:
   groundgate check examples/answers.jsonl --out out
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --report out/report.html
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --compare-config examples/groundgate.toml
+  groundgate check exports/2026-11-*.jsonl.gz --out out   # several inputs, one run and one report
   cat answers.jsonl | groundgate check - --out out --fail-on dead_letter --fail-on rejected";
 
 pub const RUN: &str = "\

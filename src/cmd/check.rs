@@ -9,15 +9,17 @@
 //! written in input order; memory is bounded whatever the file or line size
 //! (a line over `max_record_bytes` is streamed through SHA-256, never held).
 //!
-//! Numbering: a record's `input.offset` in the audit row and its `line` in
-//! `dead_letter.jsonl` are the same number, the 1-based line number (as
-//! editors and `sed -n Np` count).
+//! Several inputs are read one after another into one set of outputs, each
+//! input its own audit chain. Numbering: a record's `input.offset` in the
+//! audit row and its `line` in `dead_letter.jsonl` are the same number, the
+//! 1-based line number in its input (as editors and `sed -n Np` count);
+//! `input.topic` and the dead letter's `input` name the input.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -172,6 +174,8 @@ fn bounded_threads(
 #[derive(Serialize, Default)]
 struct DeadLetterLine<'a> {
     detail: &'a str,
+    /// The input the line was read from, as `input.topic` in its audit row.
+    input: &'a str,
     kind: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     length: Option<u64>,
@@ -203,6 +207,11 @@ fn text_or_base64(bytes: &[u8]) -> (Option<&str>, Option<String>) {
 /// and the block's counts. The in-order writer only copies and merges.
 struct Block<'a> {
     ctx: &'a RunContext<'a>,
+    /// The input the block's lines come from.
+    input: &'a str,
+    /// Lines of the inputs read before it: the worst answers are ordered by
+    /// their place in the whole run.
+    before: u64,
     files: [Vec<u8>; 4],
     /// (line, end of the row in `files[audit]`, SHA-256 of the row).
     audit_rows: Vec<(u64, usize, [u8; 32])>,
@@ -212,7 +221,6 @@ struct Block<'a> {
 
 /// What every worker reads.
 struct RunContext<'a> {
-    topic: &'a str,
     config: &'a Config,
     /// The policy of `--compare-config`: every record is also judged under it.
     baseline: Option<&'a Config>,
@@ -234,7 +242,7 @@ const SPARE_BUFFERS: usize = 64;
 const AUDIT: usize = OutputRole::Audit as usize;
 
 impl<'a> Block<'a> {
-    fn new(ctx: &'a RunContext<'a>) -> Block<'a> {
+    fn new(ctx: &'a RunContext<'a>, input: &'a str, before: u64) -> Block<'a> {
         let files = ctx
             .spare
             .lock()
@@ -245,6 +253,8 @@ impl<'a> Block<'a> {
         report.skip_not_worse_than(ctx.worst_bound.lock().ok().and_then(|b| *b));
         Block {
             ctx,
+            input,
+            before,
             files,
             audit_rows: Vec::new(),
             report: Some(report),
@@ -274,13 +284,10 @@ impl Fold for Block<'_> {
     fn line(&mut self, index: u64, line: Line<'_>) {
         let line_no = index + 1;
         let RunContext {
-            topic,
-            config,
-            baseline,
-            ..
+            config, baseline, ..
         } = *self.ctx;
         let meta = RecordMeta {
-            topic,
+            topic: self.input,
             partition: 0,
             offset: line_no as i64,
         };
@@ -309,7 +316,7 @@ impl Fold for Block<'_> {
                 None
             }
             Terminal::DeadLetter(d) => {
-                let dl = dead_letter_line(line_no, d, &line);
+                let dl = dead_letter_line(self.input, line_no, d, &line);
                 self.push(OutputRole::DeadLetter, &dl);
                 None
             }
@@ -319,7 +326,7 @@ impl Fold for Block<'_> {
             .push((line_no, self.files[AUDIT].len(), row_hash(&o.audit)));
         if let Some(r) = &mut self.report {
             r.add(
-                line_no,
+                self.before + line_no,
                 o.kind,
                 &o.summary,
                 o.summary.grounding_score,
@@ -332,9 +339,10 @@ impl Fold for Block<'_> {
     }
 }
 
-fn dead_letter_line(line_no: u64, d: &DeadLetter, line: &Line<'_>) -> Vec<u8> {
+fn dead_letter_line(input: &str, line_no: u64, d: &DeadLetter, line: &Line<'_>) -> Vec<u8> {
     let mut dl = DeadLetterLine {
         detail: &d.detail,
+        input,
         kind: d.kind.as_str(),
         line: line_no,
         ..DeadLetterLine::default()
@@ -386,20 +394,27 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
     Ok(())
 }
 
-/// Runs the whole file: what the report shows, and what the run took.
+/// Runs every input: what the report shows, and what the run took.
 fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
-    // Before anything is read or written: no output may be an input.
-    let mut inputs: Vec<(&str, &Path)> = Vec::new();
-    if args.input != "-" {
-        inputs.push(("the input", Path::new(&args.input)));
+    // Before anything is read or written: no output may be an input, and
+    // no input may be read twice.
+    let files: Vec<&Path> = args
+        .inputs
+        .iter()
+        .filter(|i| i.as_str() != "-")
+        .map(Path::new)
+        .collect();
+    if args.inputs.len() - files.len() > 1 {
+        return Err(CheckError::StdinTwice);
     }
-    inputs.extend(args.config.as_deref().map(|p| ("--config", p)));
-    inputs.extend(
+    let mut read: Vec<(&str, &Path)> = files.iter().map(|p| ("the input", *p)).collect();
+    read.extend(args.config.as_deref().map(|p| ("--config", p)));
+    read.extend(
         args.compare_config
             .as_deref()
             .map(|p| ("--compare-config", p)),
     );
-    refuse_overwrites(args, &inputs)?;
+    refuse_overwrites(args, &read)?;
     let config: Config =
         RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
     if let Some(key) = config.audit.signing_key_file.as_deref() {
@@ -415,34 +430,31 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     if let Some(note) = lowered {
         eprintln!("groundgate check: {note}");
     }
-    let crate::batch::input::Input {
-        reader: input,
-        name: topic,
-        size,
-        read: file_read,
-        ..
-    } = crate::batch::input::open(Path::new(&args.input))?;
+    // Every file is opened once before the run, so a missing, unreadable or
+    // refused one stops it before any work; each is opened again, one at a
+    // time, when its turn comes (thousands of inputs hold no more than one
+    // open file).
+    let mut size = Some(0u64);
+    let mut seen = std::collections::HashSet::new();
+    for path in &files {
+        let input = crate::batch::input::open(path)?;
+        if !seen.insert(input.file_id) {
+            return Err(CheckError::InputTwice(path.to_path_buf()));
+        }
+        size = size.zip(input.size).map(|(a, b)| a + b);
+    }
+    if files.len() < args.inputs.len() {
+        size = None;
+    }
+    let names = input_names(&args.inputs);
     let key = config
         .audit
         .signing_key_file
         .as_deref()
         .map(crate::audit::keys::load_signing_key)
         .transpose()?;
-    // One chain per input file: the audit rows of this run, sealed every
-    // `seal_every` rows and once at the end, so `audit verify` can prove the
-    // file complete and untouched.
-    let mut sealer = Sealer::new(
-        ChainId {
-            topic: topic.clone(),
-            partition: 0,
-        },
-        "check",
-        config.audit.seal_every,
-        ChainHead::START,
-        key,
-    );
     let mut report = Aggregator::new(
-        &topic,
+        &names.join(", "),
         &config.core.policy_version,
         config.core.grounding.min_support,
         args.worst,
@@ -450,7 +462,6 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     let staged = Staged::new(&args.out, args.report.as_deref());
     let out = Outputs::create(&args.out)?;
     let ctx = RunContext {
-        topic: &topic,
         config: &config,
         baseline: baseline.as_ref(),
         worst: args.worst,
@@ -460,6 +471,9 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
 
     let (started, cpu_before) = (Instant::now(), crate::clock::process_cpu());
     let progress = Progress::default();
+    // Bytes read from all inputs (their own bytes: compressed ones count as
+    // stored), against their summed size.
+    let file_read = Arc::new(AtomicU64::new(0));
     let bar = progress_bar(size);
     let shape = Shape::new(threads, config.core.max_record_bytes);
     let mut layout = Layout::default();
@@ -487,22 +501,52 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
             });
         }
         drop(flush_rx);
-        let r = pipeline::run(
-            input,
-            shape,
-            &progress,
-            || Block::new(&ctx),
-            |b: Block<'_>| {
-                if failed.lock().is_ok_and(|f| f.is_some()) {
-                    return Err(CheckError::Flush);
+        let mut before = 0u64;
+        let mut r = Ok(());
+        for (arg, name) in args.inputs.iter().zip(&names) {
+            r = run_input(Path::new(arg), name, &file_read, |input| {
+                // One chain per input: its audit rows, sealed every
+                // `seal_every` rows and once at its end, so `audit
+                // verify` can prove each input complete and untouched.
+                let mut sealer = Sealer::new(
+                    ChainId {
+                        topic: name.clone(),
+                        partition: 0,
+                    },
+                    "check",
+                    config.audit.seal_every,
+                    ChainHead::START,
+                    key.clone(),
+                );
+                let lines = pipeline::run(
+                    input,
+                    shape,
+                    &progress,
+                    || Block::new(&ctx, name, before),
+                    |b: Block<'_>| {
+                        if failed.lock().is_ok_and(|f| f.is_some()) {
+                            return Err(CheckError::Flush);
+                        }
+                        let placed = place_block(b, &mut layout, &mut sealer, &mut report);
+                        if let Ok(mut bound) = ctx.worst_bound.lock() {
+                            *bound = report.worst_bound();
+                        }
+                        flush_tx.send(placed).map_err(|_| CheckError::Flush)
+                    },
+                )?;
+                if let Some(mut seal) = sealer.seal(crate::clock::now_nanos()) {
+                    seal.push(b'\n');
+                    let at = layout.place(OutputRole::Audit, seal.len());
+                    out.write_at(OutputRole::Audit, at, &seal)
+                        .map_err(pipeline::PipelineError::Sink)?;
                 }
-                let placed = place_block(b, &mut layout, &mut sealer, &mut report);
-                if let Ok(mut bound) = ctx.worst_bound.lock() {
-                    *bound = report.worst_bound();
-                }
-                flush_tx.send(placed).map_err(|_| CheckError::Flush)
-            },
-        );
+                before += lines;
+                Ok(())
+            });
+            if r.is_err() {
+                break;
+            }
+        }
         drop(flush_tx);
         if let Some(bar) = &bar {
             bar.finish_and_clear();
@@ -516,27 +560,17 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     if let Some(e) = failed.into_inner().ok().flatten() {
         return Err(e);
     }
-    result.map_err(|e| match e {
-        pipeline::PipelineError::Read { line, source } => InputError::Read { line, source }.into(),
-        pipeline::PipelineError::Sink(e) => e,
-    })?;
-    if let Some(mut seal) = sealer.seal(crate::clock::now_nanos()) {
-        seal.push(b'\n');
-        out.write_at(
-            OutputRole::Audit,
-            layout.place(OutputRole::Audit, seal.len()),
-            &seal,
-        )?;
-    }
-    let names = |p: &Option<PathBuf>| {
+    result?;
+    let names_of = |p: &Option<PathBuf>| {
         p.as_ref()
             .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string())
     };
     let mut data = report.finish(
         args.compare_config
             .as_ref()
-            .map(|_| (names(&args.compare_config), names(&args.config))),
+            .map(|_| (names_of(&args.compare_config), names_of(&args.config))),
     );
+    data.inputs = names;
     data.unsupported_claim_action = serde_json::to_value(config.core.grounding.unsupported_claim)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -559,6 +593,58 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         threads,
     };
     Ok((data, took))
+}
+
+/// Reads one input through `each` (its lines into the outputs), naming the
+/// input in a read error.
+fn run_input(
+    path: &Path,
+    name: &str,
+    read: &Arc<AtomicU64>,
+    each: impl FnOnce(Box<dyn io::Read + Send>) -> Result<(), pipeline::PipelineError<CheckError>>,
+) -> Result<(), CheckError> {
+    let input = crate::batch::input::open_counted(path, read.clone())?;
+    each(input.reader).map_err(|e| match e {
+        pipeline::PipelineError::Read { line, source } => CheckError::InInput {
+            input: name.to_string(),
+            source: InputError::Read { line, source },
+        },
+        pipeline::PipelineError::Sink(e) => e,
+    })
+}
+
+/// What each input is called in the outputs (`input.topic`, a dead
+/// letter's `input`): its file name (`stdin` for `-`), or, where two inputs
+/// share a file name (`day1/part-0.jsonl`, `day2/part-0.jsonl`), the path
+/// as given, so every input's chain and records are told apart.
+fn input_names(inputs: &[String]) -> Vec<String> {
+    let base = |i: &String| {
+        if i == "-" {
+            "stdin".to_string()
+        } else {
+            let p = Path::new(i);
+            p.file_name()
+                .unwrap_or(p.as_os_str())
+                .to_string_lossy()
+                .into_owned()
+        }
+    };
+    let bases: Vec<String> = inputs.iter().map(base).collect();
+    let mut count = std::collections::HashMap::<&str, usize>::new();
+    for b in &bases {
+        *count.entry(b).or_default() += 1;
+    }
+    bases
+        .iter()
+        .zip(inputs)
+        .map(|(b, i)| {
+            if count[b.as_str()] > 1 {
+                i.clone()
+            } else {
+                b.clone()
+            }
+        })
+        .collect()
 }
 
 /// The writer's step for one block, in input order: place the joined

@@ -989,12 +989,23 @@ fn gzip_and_zstd_inputs_give_the_plain_file_s_verdicts_and_other_packings_are_re
     let want = run(&plain, "plain");
     for (input, out) in [(&gz, "gz"), (&zst, "zst")] {
         let got = run(input, out);
-        for f in ["final.jsonl", "retry.jsonl", "dead_letter.jsonl"] {
+        for f in ["final.jsonl", "retry.jsonl"] {
             assert!(
                 std::fs::read(want.join(f)).unwrap() == std::fs::read(got.join(f)).unwrap(),
                 "{out}: {f} differs from the plain file's"
             );
         }
+        // The dead letters differ only in the input they name.
+        let unnamed = |dir: &Path| -> Vec<Value> {
+            read_jsonl(&dir.join("dead_letter.jsonl"))
+                .into_iter()
+                .map(|mut v| {
+                    v.as_object_mut().unwrap().remove("input");
+                    v
+                })
+                .collect()
+        };
+        assert_eq!(unnamed(&want), unnamed(&got), "{out}: dead_letter.jsonl");
         let audit = Command::new(BIN)
             .args(["audit", "verify"])
             .arg(got.join("audit.jsonl"))
@@ -1030,4 +1041,142 @@ fn gzip_and_zstd_inputs_give_the_plain_file_s_verdicts_and_other_packings_are_re
         stderr.contains("is xz-compressed") && stderr.contains("xz -dc"),
         "{stderr}"
     );
+}
+
+#[test]
+fn several_inputs_are_read_in_turn_each_its_own_audit_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for day in ["day1", "day2"] {
+        std::fs::create_dir(d.join(day)).unwrap();
+    }
+    // Two inputs share a file name (a partitioned export), a third is
+    // compressed.
+    let a = d.join("day1/part-0.jsonl");
+    let b = d.join("day2/part-0.jsonl");
+    let plain_c = d.join("c.jsonl");
+    many_lines(&a, 300);
+    many_lines(&b, 200);
+    many_lines(&plain_c, 100);
+    let c = d.join("c.jsonl.gz");
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(&std::fs::read(&plain_c).unwrap()).unwrap();
+    std::fs::write(&c, z.finish().unwrap()).unwrap();
+    let inputs = [&a, &b, &c];
+    let run = |out: &str, threads: &str| {
+        let out = d.join(out);
+        let mut args: Vec<&std::ffi::OsStr> = inputs.iter().map(os).collect();
+        args.extend([os("--out"), os(&out), os("--threads"), os(threads)]);
+        let o = check(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    let out = run("all", "3");
+    let names = [
+        a.display().to_string(),
+        b.display().to_string(),
+        "c.jsonl.gz".to_string(),
+    ];
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["records"], 600);
+    assert_eq!(summary["inputs"], json!(names));
+
+    // Each input is its own chain, numbered by its own lines, in order.
+    let mut offsets: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for row in read_audit_rows(&out.join("audit.jsonl")) {
+        let topic = row["input"]["topic"].as_str().unwrap().to_string();
+        offsets
+            .entry(topic)
+            .or_default()
+            .push(row["input"]["offset"].as_i64().unwrap());
+    }
+    for (name, n) in names.iter().zip([300, 200, 100]) {
+        assert_eq!(offsets[name], (1..=n).collect::<Vec<i64>>(), "{name}");
+    }
+    // A dead letter names its input and line: the broken lines of each.
+    let dead: Vec<(String, u64)> = read_jsonl(&out.join("dead_letter.jsonl"))
+        .iter()
+        .map(|v| {
+            (
+                v["input"].as_str().unwrap().to_string(),
+                v["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let broken = |name: &String, n: u64| {
+        let name = name.clone();
+        (1..=n)
+            .filter(|l| (l - 1) % 7 == 3)
+            .map(move |l| (name.clone(), l))
+    };
+    let want: Vec<(String, u64)> = broken(&names[0], 300)
+        .chain(broken(&names[1], 200))
+        .chain(broken(&names[2], 100))
+        .collect();
+    assert_eq!(dead, want);
+    let verify = Command::new(BIN)
+        .args(["audit", "verify"])
+        .arg(out.join("audit.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+
+    // The envelopes and retries are the inputs' own, in input order, and do
+    // not depend on the thread count.
+    let mut finals = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let alone = d.join(format!("alone{i}"));
+        let o = check(&[os(*input), os("--out"), os(&alone)]);
+        assert!(o.status.success());
+        finals.extend(std::fs::read(alone.join("final.jsonl")).unwrap());
+    }
+    assert!(std::fs::read(out.join("final.jsonl")).unwrap() == finals);
+    let one = run("one-thread", "1");
+    for f in [
+        "final.jsonl",
+        "retry.jsonl",
+        "dead_letter.jsonl",
+        "audit.jsonl",
+    ] {
+        assert_eq!(without_ts(&out.join(f)), without_ts(&one.join(f)), "{f}");
+    }
+}
+
+#[test]
+fn an_input_named_twice_or_missing_stops_the_run_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = d.join("a.jsonl");
+    many_lines(&a, 10);
+    std::fs::hard_link(&a, d.join("link.jsonl")).unwrap();
+    let out = d.join("out");
+    let (link, missing) = (d.join("link.jsonl"), d.join("missing.jsonl"));
+    let cases: [(Vec<&std::ffi::OsStr>, &str); 4] = [
+        (vec![os(&a), os(&a)], "named more than once"),
+        (vec![os(&a), os(&link)], "named more than once"),
+        (
+            vec![os("-"), os(&a), os("-")],
+            "standard input (`-`) is named more than once",
+        ),
+        (vec![os(&a), os(&missing)], "missing.jsonl"),
+    ];
+    for (inputs, says) in cases {
+        let mut args = inputs.clone();
+        args.extend([os("--out"), os(&out)]);
+        let o = check(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{inputs:?}: {stderr}");
+        assert!(stderr.contains(says), "{inputs:?}: {stderr}");
+        assert!(!out.exists(), "{inputs:?}: outputs were started");
+    }
 }

@@ -91,7 +91,10 @@ pub struct Transition {
 /// `summary.json`: everything the HTML report shows, as data.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReportData {
+    /// The inputs' names, joined by ", ".
     pub input: String,
+    /// Each input's name, in the order read (`input.topic` of its records).
+    pub inputs: Vec<String>,
     pub policy_version: String,
     pub min_support: f64,
     /// What an unsupported claim does under the policy: `warn`, `retry` or
