@@ -17,8 +17,9 @@ impl RawConfig {
     /// Environment: `GROUNDGATE_BROKERS`, `GROUNDGATE_GROUP_ID`,
     /// `GROUNDGATE_CLIENT_ID`, `GROUNDGATE_GUARANTEE`,
     /// `GROUNDGATE_METRICS_ADDR`, `GROUNDGATE_LOG_FORMAT`,
-    /// `GROUNDGATE_LOG_LEVEL`, `GROUNDGATE_POLICY_VERSION`, and any nested key
-    /// spelled with `__` (`GROUNDGATE_KAFKA__TOPICS__INPUT`).
+    /// `GROUNDGATE_LOG_LEVEL`, the top-level keys by their names
+    /// (`GROUNDGATE_MAX_RECORD_BYTES`), and any nested key spelled with `__`
+    /// (`GROUNDGATE_KAFKA__TOPICS__INPUT`).
     pub fn load(
         file: Option<&Path>,
         env: &[(String, String)],
@@ -138,12 +139,24 @@ const ENV_ALIASES: &[(&str, &str)] = &[
     ("LOG_FORMAT", "log.format"),
     ("LOG_LEVEL", "log.level"),
     ("POLICY_VERSION", "policy_version"),
+    ("INCLUDE_ANSWER", "include_answer"),
+    ("MAX_RECORD_BYTES", "max_record_bytes"),
+    ("MAX_OUTPUT_BYTES", "max_output_bytes"),
+    ("NON_CITING_PROVIDERS", "non_citing_providers"),
 ];
+
+/// Top-level keys (of the file's first lines, before any section) are set
+/// by their own names, like the aliases: `GROUNDGATE_MAX_RECORD_BYTES`.
+/// A list is written with commas: `GROUNDGATE_NON_CITING_PROVIDERS=acme,perplexity`.
+const ENV_LISTS: &[&str] = &["non_citing_providers"];
 
 fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
     let mut fig = Figment::new();
     let mut unknown = Vec::new();
     let mut problems = Vec::new();
+    // Two variables for one key (an alias and its nested spelling) would
+    // leave the value to the order of the process environment.
+    let mut set_by: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
     for (k, v) in env {
         let Some(rest) = k.strip_prefix(ENV_PREFIX) else {
             continue;
@@ -156,7 +169,26 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
                 continue;
             }
         };
-        let value: figment::value::Value = v.parse().unwrap_or_else(|_| v.clone().into());
+        if let Some(first) = set_by.insert(path.clone(), k) {
+            let (a, b) = if first < k.as_str() {
+                (first, k.as_str())
+            } else {
+                (k.as_str(), first)
+            };
+            problems.push(format!("{a} and {b} both set {path}: unset one of them"));
+            continue;
+        }
+        let value: figment::value::Value = if ENV_LISTS.contains(&path.as_str()) {
+            let items: Vec<String> = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+            items.into()
+        } else {
+            v.parse().unwrap_or_else(|_| v.clone().into())
+        };
         // Strings that look like numbers must stay strings where a string is wanted.
         let value = if path.ends_with("brokers")
             || path.ends_with("_id")

@@ -274,6 +274,59 @@ mod tests {
     }
 
     #[test]
+    fn top_level_keys_are_set_from_the_environment_by_their_names() {
+        let e = env(&[
+            ("GROUNDGATE_MAX_RECORD_BYTES", "100000"),
+            ("GROUNDGATE_MAX_OUTPUT_BYTES", "200000"),
+            ("GROUNDGATE_INCLUDE_ANSWER", "true"),
+            ("GROUNDGATE_NON_CITING_PROVIDERS", "acme, perplexity"),
+        ]);
+        let c = RawConfig::load(None, &e, RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(c.core.max_record_bytes, 100_000);
+        assert_eq!(c.core.max_output_bytes, 200_000);
+        assert!(c.core.include_answer);
+        assert_eq!(
+            c.core.non_citing_providers,
+            vec!["acme".to_string(), "perplexity".to_string()]
+        );
+        let err = RawConfig::load(
+            None,
+            &env(&[("GROUNDGATE_MAX_RECORD_BYTES", "lots")]),
+            RawConfig::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("GROUNDGATE_MAX_RECORD_BYTES"), "{err}");
+    }
+
+    #[test]
+    fn two_variables_for_one_key_are_refused() {
+        for order in [
+            [
+                ("GROUNDGATE_GROUP_ID", "a"),
+                ("GROUNDGATE_KAFKA__GROUP_ID", "b"),
+            ],
+            [
+                ("GROUNDGATE_KAFKA__GROUP_ID", "b"),
+                ("GROUNDGATE_GROUP_ID", "a"),
+            ],
+        ] {
+            let err = RawConfig::load(None, &env(&order), RawConfig::default())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(
+                    "GROUNDGATE_GROUP_ID and GROUNDGATE_KAFKA__GROUP_ID both set kafka.group_id"
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn unknown_file_key_is_named() {
         let f = write("[policy]\nmin_confidance = 0.3\n");
         let err = RawConfig::load(Some(f.path()), &[], RawConfig::default()).unwrap_err();
