@@ -16,7 +16,12 @@ use crate::kafka::produce::{MockCheck, ProduceError, producer, send_until};
 pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     let features = crate::kafka::client::library().features;
     let flags = args.kafka.raw_layer().map_err(UsageError)?;
-    let config = RawConfig::load_for_kafka(args.kafka.config.as_deref(), flags, &features)?;
+    let config = RawConfig::load_for_kafka(
+        args.kafka.config.as_deref(),
+        flags,
+        &features,
+        &crate::kafka::client::refuses,
+    )?;
     super::init_logging(config.log.format, &config.log.level);
     // `load_for_kafka` refuses a configuration without brokers; produce
     // never starts a broker (`groundgate dev-broker` runs one).

@@ -65,6 +65,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
                 args.kafka.client.config.as_deref(),
                 flags,
                 &library.features,
+                &client::refuses,
             )
         }) {
         Ok(c) => Arc::new(c),
@@ -175,6 +176,12 @@ async fn preflight(config: &crate::config::Config, bootstrap: &str, layers: &str
     println!("{layers}");
     let survey = match survey(config, bootstrap, PREFLIGHT_TIMEOUT).await {
         Ok(s) => s,
+        // The client would not be made from these settings: the worker's
+        // own start would stop there too, with the same exit code.
+        Err(e @ rdkafka::error::KafkaError::ClientCreation(_)) => {
+            eprintln!("groundgate run: invalid configuration: {e}");
+            return ExitCode::from(super::EXIT_USAGE);
+        }
         Err(e) => {
             println!(
                 "problem: cannot read the cluster's metadata within {} s: {e}; check kafka.brokers and, for a secured cluster, the TLS and SASL settings (docs/secured-kafka.md)",

@@ -59,12 +59,14 @@ impl RawConfig {
     /// [`RawConfig::load_from_process`] for the commands that connect to
     /// Kafka (`run`, `produce`): the brokers must be configured, the TLS
     /// files readable, the secrets are read, and what the settings ask of
-    /// librdkafka must be in its `features` (its `builtin.features`). Every
-    /// problem is listed, after those of validation.
+    /// librdkafka must be in its `features` (its `builtin.features`), and
+    /// every passthrough property one it takes (`refuses` says why not).
+    /// Every problem is listed, after those of validation.
     pub fn load_for_kafka(
         file: Option<&Path>,
         flags: RawConfig,
         features: &BTreeSet<String>,
+        refuses: &dyn Fn(&str, &str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
         let raw = RawConfig::load(file, &process_env(), flags)?;
         let mut problems = Vec::new();
@@ -92,6 +94,7 @@ impl RawConfig {
             read: &read,
             var: &var,
             features: Some(features),
+            refuses: Some(refuses),
         };
         let k = &mut config.kafka;
         k.security.secrets = check_access(&k.security, &k.properties, &access, &mut problems);

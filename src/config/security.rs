@@ -431,7 +431,14 @@ pub struct Access<'a> {
     pub var: &'a dyn Fn(&str) -> Option<String>,
     /// librdkafka's `builtin.features` (`None`: not checked).
     pub features: Option<&'a BTreeSet<String>>,
+    /// Why librdkafka refuses a property and its value, if it does (`None`:
+    /// not checked). Asked of each passthrough property alone, so every
+    /// refused one is listed, not only the first the client would meet.
+    pub refuses: Option<&'a Refuses<'a>>,
 }
+
+/// Why librdkafka refuses a property and its value, if it does.
+pub type Refuses<'a> = dyn Fn(&str, &str) -> Option<String> + 'a;
 
 /// For the commands that connect: the TLS files must be readable, the
 /// secrets are read, and everything the settings ask of librdkafka (TLS,
@@ -517,6 +524,15 @@ pub fn check_access(
             &security.oidc.as_ref().map(|o| o.client_secret.clone()),
         ),
     };
+    if let Some(refuses) = access.refuses {
+        for (k, v) in properties {
+            if let Some(why) = refuses(k, v) {
+                problems.push(format!(
+                    "kafka.properties {k:?} (-X {k}=...): librdkafka refuses it: {why}"
+                ));
+            }
+        }
+    }
     if let Some(features) = access.features {
         for (key, feature) in needed_features(security, properties) {
             if !features.contains(feature) {
@@ -713,6 +729,7 @@ mod tests {
             read: &read,
             var: &var,
             features: Some(&features),
+            refuses: None,
         };
         let mut problems = Vec::new();
         let k = &config.kafka;

@@ -181,6 +181,19 @@ pub fn library() -> Library {
     Library { version, features }
 }
 
+/// Why librdkafka refuses `key = value` on its own (an unknown property, a
+/// value of the wrong kind), or `None` when it takes it. Nothing connects.
+pub fn refuses(key: &str, value: &str) -> Option<String> {
+    ClientConfig::new()
+        .set(key, value)
+        .create_native_config()
+        .err()
+        .map(|e| match e {
+            rdkafka::error::KafkaError::ClientConfig(_, why, _, _) => why,
+            e => e.to_string(),
+        })
+}
+
 fn base(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
@@ -299,6 +312,44 @@ mod tests {
     use super::*;
     use crate::config::managed::{TUNABLE, managed, secret, typed};
     use crate::config::{Oidc, RawConfig, SaslMechanism, Secret, Secrets, SecurityProtocol};
+
+    #[test]
+    fn every_property_librdkafka_refuses_is_listed_with_its_reason() {
+        assert_eq!(refuses("linger.ms", "5"), None);
+        assert_eq!(refuses("compression.type", "zstd"), None);
+        let raw = RawConfig::from_toml_str(
+            "[kafka]\nbrokers = \"b:9092\"\n[kafka.properties]\n\"linger.ms\" = \"abc\"\n\"bogus.prop\" = \"1\"\n\"compression.type\" = \"brotli\"\n\"batch.size\" = \"1000\"\n",
+        )
+        .unwrap();
+        let config = raw.validate().unwrap();
+        let (read, var) = (|_: &std::path::Path| Ok(Vec::new()), |_: &str| None);
+        let access = crate::config::Access {
+            read: &read,
+            var: &var,
+            features: None,
+            refuses: Some(&refuses),
+        };
+        let mut problems = Vec::new();
+        crate::config::check_access(
+            &config.kafka.security,
+            &config.kafka.properties,
+            &access,
+            &mut problems,
+        );
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        for (key, why) in [
+            ("bogus.prop", "No such configuration property"),
+            ("compression.type", "brotli"),
+            ("linger.ms", "Invalid value"),
+        ] {
+            assert!(
+                problems.iter().any(|p| p
+                    .contains(&format!("{key:?} (-X {key}=...): librdkafka refuses it: "))
+                    && p.contains(why)),
+                "{key}: {problems:#?}"
+            );
+        }
+    }
 
     /// Every key this module sets is managed, an explicit tunable, a typed
     /// security key or a secret: a new setting cannot be added without

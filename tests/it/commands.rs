@@ -338,3 +338,25 @@ fn preflight_names_each_missing_topic_and_exits_1_until_all_are_there() {
         "{out}"
     );
 }
+
+#[test]
+fn settings_the_client_cannot_be_made_from_are_a_configuration_error_in_preflight_too() {
+    // Nothing listens on port 1: the client is refused before any connection.
+    let o = run(&[
+        "run",
+        "--brokers",
+        "127.0.0.1:1",
+        "-X",
+        "security.protocol=SSL",
+        "-X",
+        "ssl.ca.location=/nonexistent/ca.pem",
+        "--preflight",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("invalid configuration"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stdout(&o).contains("problem:"), "{}", stdout(&o));
+}

@@ -436,6 +436,7 @@ fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
         read: &read,
         var: &var,
         features: Some(&features),
+        refuses: None,
     };
     let mut problems = Vec::new();
     let secrets = check_access(s, &config.kafka.properties, &access, &mut problems);
