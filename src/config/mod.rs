@@ -327,6 +327,26 @@ mod tests {
     }
 
     #[test]
+    fn passthrough_numbers_and_booleans_are_their_text() {
+        let f = write(
+            "[kafka.properties]\n\"linger.ms\" = 5\n\"enable.ssl.certificate.verification\" = true\n\"client.rack\" = \"r1\"\n",
+        );
+        let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap()
+            .validate()
+            .unwrap();
+        let p = &c.kafka.properties;
+        assert_eq!(p["linger.ms"], "5");
+        assert_eq!(p["enable.ssl.certificate.verification"], "true");
+        assert_eq!(p["client.rack"], "r1");
+        let f = write("[kafka.properties]\n\"linger.ms\" = [5]\n");
+        let err = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a string, a number or a boolean"), "{err}");
+    }
+
+    #[test]
     fn unknown_file_key_is_named() {
         let f = write("[policy]\nmin_confidance = 0.3\n");
         let err = RawConfig::load(Some(f.path()), &[], RawConfig::default()).unwrap_err();

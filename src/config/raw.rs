@@ -261,8 +261,40 @@ pub struct RawKafka {
     #[serde(default, skip_serializing_if = "RawTopics::is_empty")]
     pub topics: RawTopics,
     /// librdkafka passthrough (`security.protocol`, `sasl.*`, `ssl.*`, ...).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// librdkafka takes every value as text; a number or a boolean written
+    /// as one (`"linger.ms" = 5`) is that text.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "property_values"
+    )]
     pub properties: BTreeMap<String, String>,
+}
+
+fn property_values<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged, expecting = "a string, a number or a boolean")]
+    enum Scalar {
+        Text(String),
+        Integer(i64),
+        Number(f64),
+        Bool(bool),
+    }
+    let map = BTreeMap::<String, Scalar>::deserialize(d)?;
+    Ok(map
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Scalar::Text(s) => s,
+                Scalar::Integer(n) => n.to_string(),
+                Scalar::Number(x) => x.to_string(),
+                Scalar::Bool(b) => b.to_string(),
+            };
+            (k, v)
+        })
+        .collect())
 }
 
 impl RawKafka {
