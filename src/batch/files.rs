@@ -60,6 +60,17 @@ impl Staged {
         // The old summary goes first: until the new one is in place, the
         // directory has none, which says "not a finished run".
         let (summary, rest) = self.files.split_last().ok_or(CheckError::Flush)?;
+        // A file cannot be renamed over a directory: found before anything
+        // moves, so the previous run's outputs stay whole.
+        if let Some(dir) = self.files.iter().find(|f| f.is_dir()) {
+            return Err(CheckError::Write {
+                path: dir.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "a directory is in the way of this output",
+                ),
+            });
+        }
         match fs::remove_file(summary) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -45,6 +45,8 @@ pub enum CheckError {
     Flush,
     #[error("{input}: {source}")]
     InInput { input: String, source: InputError },
+    #[error("--report {0} is a directory: name the HTML file to write, e.g. {0}/report.html")]
+    ReportIsDir(PathBuf),
     #[error("standard input (`-`) is named more than once among the inputs")]
     StdinTwice,
     #[error(

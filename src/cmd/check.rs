@@ -415,6 +415,11 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
             .map(|p| ("--compare-config", p)),
     );
     refuse_overwrites(args, &read)?;
+    if let Some(r) = args.report.as_ref().filter(|r| r.is_dir()) {
+        return Err(CheckError::ReportIsDir(
+            r.display().to_string().trim_end_matches('/').into(),
+        ));
+    }
     let config: Config =
         RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
     if let Some(key) = config.audit.signing_key_file.as_deref() {

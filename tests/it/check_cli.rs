@@ -1180,3 +1180,50 @@ fn an_input_named_twice_or_missing_stops_the_run_before_any_work() {
         assert!(!out.exists(), "{inputs:?}: outputs were started");
     }
 }
+
+#[test]
+fn a_directory_in_the_way_of_an_output_stops_the_run_and_keeps_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    finished_run(dir.path(), &out);
+    let summary = std::fs::read(out.join("summary.json")).unwrap();
+    let input = dir.path().join("second.jsonl");
+    many_lines(&input, 20);
+
+    // --report naming a directory: refused before any work.
+    let reports = dir.path().join("reports");
+    std::fs::create_dir(&reports).unwrap();
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&out),
+        os("--report"),
+        os(&reports),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is a directory: name the HTML file"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(out.join("summary.json")).unwrap(), summary);
+
+    // A directory where an output goes: found before anything moves.
+    std::fs::remove_file(out.join("retry.jsonl")).unwrap();
+    std::fs::create_dir(out.join("retry.jsonl")).unwrap();
+    let o = check(&[os(&input), os("--out"), os(&out)]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(std::fs::read(out.join("summary.json")).unwrap(), summary);
+    assert_eq!(
+        read_jsonl(&out.join("final.jsonl")).len(),
+        2,
+        "the first run's"
+    );
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
