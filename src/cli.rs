@@ -360,9 +360,17 @@ pub struct EvalArgs {
     /// the k-fold cross-validated figures and the coefficients to ship.
     #[arg(long)]
     pub fit: bool,
-    /// Folds of the cross-validation (with --fit).
-    #[arg(long, default_value_t = 5)]
+    /// Folds of the cross-validation (with --fit): from 2 up to the records of the largest input.
+    #[arg(long, default_value_t = 5, value_parser = parse_folds)]
     pub folds: usize,
+}
+
+fn parse_folds(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        Ok(_) => Err("at least 2: one part to fit on while another is scored".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_time(s: &str) -> Result<SystemTime, String> {

@@ -35,6 +35,10 @@ pub enum EvalError {
     },
     #[error("no labelled records in {0}")]
     Empty(PathBuf),
+    #[error(
+        "--folds {folds} is more than the {most} records of the largest input: each fold would hold at most one record of it, or none"
+    )]
+    Folds { folds: usize, most: usize },
 }
 
 /// One labelled record after `process`.
@@ -225,6 +229,15 @@ pub fn score_file(
             offset: n as i64,
         };
         let o = process(Some(line.as_bytes()), &meta, 0, &config.core);
+        // A record `check` would not judge has no grounding to measure:
+        // scored, it would count as fully supported.
+        if let crate::core::Terminal::DeadLetter(d) = &o.terminal {
+            return Err(label_error(format!(
+                "check would dead-letter this record ({}: {}), so it has no grounding to measure; fix or remove it",
+                d.kind.as_str(),
+                d.detail
+            )));
+        }
         let answer = value
             .get("answer")
             .and_then(|a| a.as_str())

@@ -45,6 +45,13 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
             args.by.as_deref(),
         )?);
     }
+    let most = files.iter().map(Vec::len).max().unwrap_or(0);
+    if args.fit && args.folds > most {
+        return Err(EvalError::Folds {
+            folds: args.folds,
+            most,
+        });
+    }
     let out = &mut io::stdout().lock();
     let min_support = config.core.grounding.min_support;
     Ok(if args.fit {

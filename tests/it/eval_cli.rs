@@ -168,3 +168,67 @@ fn a_line_longer_than_a_record_may_be_is_named_not_read_whole() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_record_check_would_dead_letter_is_named_not_scored_as_supported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = labelled("b", json!("unsupported"));
+    bad["attempt"] = json!(2);
+    let input = write(
+        dir.path(),
+        &[labelled("a", json!("supported")), bad.clone()],
+    );
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 2: check would dead-letter this record (schema: attempt"),
+        "{err}"
+    );
+    bad["attempt"] = json!(1);
+    let input = write(dir.path(), &[labelled("a", json!("supported")), bad]);
+    assert_eq!(eval(&input).status.code(), Some(0));
+}
+
+#[test]
+fn folds_are_at_least_two_and_at_most_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<_> = (0..6)
+        .map(|i| {
+            labelled(
+                &format!("r{i}"),
+                json!(if i % 2 == 0 {
+                    "supported"
+                } else {
+                    "unsupported"
+                }),
+            )
+        })
+        .collect();
+    let input = write(dir.path(), &lines);
+    let fit = |folds: &str| {
+        crate::common::bin()
+            .args(["eval", "--fit", "--folds", folds])
+            .arg(&input)
+            .output()
+            .unwrap()
+    };
+    for (folds, says) in [
+        ("1", "at least 2"),
+        ("0", "at least 2"),
+        ("7", "--folds 7 is more than the 6 records"),
+        ("100000000000", "more than the 6 records"),
+    ] {
+        let o = fit(folds);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{folds}: {err}");
+        assert!(err.contains(says), "{folds}: {err}");
+    }
+    let o = fit("6");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
