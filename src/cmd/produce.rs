@@ -49,7 +49,9 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     let mock = MockCheck::start(&producer, &topic, (args.count > 0).then_some(args.count))?;
     let sent = match &args.file {
         Some(path) => {
-            let input = crate::batch::input::open(path)?;
+            // An input that cannot be read is exit 2, as in `check`: 1 says
+            // the dev broker dropped records.
+            let input = crate::batch::input::open(path).map_err(|e| UsageError(e.to_string()))?;
             let p = path.display().to_string();
             // A line longer than a message may be is not held whole: it
             // could not be sent anyway.
@@ -81,7 +83,12 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
                 }
             })
             .take(limit as usize);
-            send_until(&producer, &topic, lines, args.rate, &stop).await?
+            send_until(&producer, &topic, lines, args.rate, &stop)
+                .await
+                .map_err(|e| match e {
+                    ProduceError::Stopped { .. } => anyhow::Error::new(UsageError(e.to_string())),
+                    e => e.into(),
+                })?
         }
         None => {
             info!(topic = %topic, rate = args.rate, "producing synthetic answers");

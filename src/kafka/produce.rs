@@ -29,6 +29,13 @@ pub enum ProduceError {
     #[error("delivery failed after {sent} records: {source}")]
     Delivery { sent: u64, source: KafkaError },
     #[error(
+        "{source}; the {sent} records before it were sent, and nothing after it: go on from the record after it"
+    )]
+    Stopped {
+        sent: u64,
+        source: Box<ProduceError>,
+    },
+    #[error(
         "{what}; the dev broker (librdkafka's mock cluster) keeps at most {MOCK_MAX_MSGS} messages / {MOCK_MAX_BYTES} bytes (after compression) per partition and silently drops the oldest beyond that. Produce fewer records (--count), or start `groundgate dev-broker` with more --partitions"
     )]
     MockRetention { what: String },
@@ -94,7 +101,20 @@ pub async fn send_until(
         if stop.is_cancelled() {
             break;
         }
-        let rec = rec?;
+        let rec = match rec {
+            Ok(rec) => rec,
+            Err(e) => {
+                // What was handed to the producer is delivered and counted
+                // before the stop, so the count said is the count sent.
+                for f in pending.drain(..) {
+                    settle(f, sent).await?;
+                }
+                return Err(ProduceError::Stopped {
+                    sent,
+                    source: Box::new(e),
+                });
+            }
+        };
         if rate > 0 {
             let due = started + Duration::from_secs_f64(sent as f64 / rate as f64);
             tokio::select! {

@@ -360,3 +360,42 @@ fn settings_the_client_cannot_be_made_from_are_a_configuration_error_in_prefligh
     );
     assert!(!stdout(&o).contains("problem:"), "{}", stdout(&o));
 }
+
+#[test]
+fn produce_stopped_by_a_line_it_cannot_send_says_how_many_it_sent() {
+    let (_broker, bs) = dev_broker(2);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("answers.jsonl");
+    let mut text = String::new();
+    for i in 0..5 {
+        text.push_str(&format!("{{\"request_id\":\"r{i}\",\"answer\":\"x\"}}\n"));
+    }
+    // Longer than kafka.max_message_bytes (set below), then more records.
+    text.push_str(&format!(
+        "{{\"request_id\":\"big\",\"answer\":\"{}\"}}\n",
+        "x".repeat(140_000)
+    ));
+    text.push_str("{\"request_id\":\"after\",\"answer\":\"x\"}\n");
+    std::fs::write(&file, text).unwrap();
+    let o = bin()
+        .args(["produce", "--brokers", &bs, "--rate", "0", "--file"])
+        .arg(&file)
+        .env("GROUNDGATE_MAX_RECORD_BYTES", "65536")
+        .env("GROUNDGATE_MAX_OUTPUT_BYTES", "65536")
+        .env("GROUNDGATE_KAFKA__MAX_MESSAGE_BYTES", "131072")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 6 is"), "{err}");
+    assert!(err.contains("the 5 records before it were sent"), "{err}");
+    assert_eq!(topic_count(&bs, "answers"), 5, "{err}");
+    let o = run(&[
+        "produce",
+        "--brokers",
+        &bs,
+        "--file",
+        dir.path().join("missing.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
