@@ -120,7 +120,8 @@ pub struct AuditVerifyArgs {
 
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
-    /// Path prefix of the key files.
+    /// Path prefix of the key files: PREFIX.key and PREFIX.pub; a directory (existing, or ending
+    /// in `/`) gets groundgate-audit.key and groundgate-audit.pub inside it.
     #[arg(long, default_value = "groundgate-audit")]
     pub out: PathBuf,
 }

@@ -23,7 +23,9 @@ pub enum KeyError {
     },
     #[error("the operating system's random generator failed: {0}")]
     Random(String),
-    #[error("{path} already exists; remove it or choose another --out")]
+    #[error(
+        "{path} already exists and is never overwritten (a key may still sign or check a trail): choose another --out"
+    )]
     Exists { path: PathBuf },
 }
 
@@ -50,11 +52,32 @@ pub fn load_public_key(path: &Path) -> Result<VerifyingKey, KeyError> {
     })
 }
 
+/// Name of the key pair written into a directory given as the prefix.
+pub const DEFAULT_KEY_NAME: &str = "groundgate-audit";
+
+/// Where `generate` writes: `PREFIX.key` and `PREFIX.pub` (the prefix kept
+/// whole: `audit-2026.11` gives `audit-2026.11.key`), or, when the prefix
+/// names a directory (it exists as one, or ends with `/`), the default
+/// name inside it.
+pub fn key_paths(prefix: &Path) -> (PathBuf, PathBuf) {
+    let text = prefix.as_os_str().to_string_lossy();
+    let prefix = if prefix.is_dir() || text.ends_with('/') {
+        prefix.join(DEFAULT_KEY_NAME)
+    } else {
+        prefix.to_path_buf()
+    };
+    let with = |ext: &str| {
+        let mut s = prefix.as_os_str().to_owned();
+        s.push(ext);
+        PathBuf::from(s)
+    };
+    (with(".key"), with(".pub"))
+}
+
 /// Writes `<prefix>.key` (private, mode 0600) and `<prefix>.pub`; refuses to
 /// overwrite either. Returns both paths.
 pub fn generate(prefix: &Path) -> Result<(PathBuf, PathBuf), KeyError> {
-    let private = prefix.with_extension("key");
-    let public = prefix.with_extension("pub");
+    let (private, public) = key_paths(prefix);
     for p in [&private, &public] {
         if p.exists() {
             return Err(KeyError::Exists { path: p.clone() });
@@ -103,6 +126,30 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_files_keep_the_whole_prefix_and_go_inside_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let names = key_paths;
+        assert_eq!(
+            names(&d.join("audit-2026.11")),
+            (d.join("audit-2026.11.key"), d.join("audit-2026.11.pub"))
+        );
+        assert_eq!(
+            names(d),
+            (
+                d.join("groundgate-audit.key"),
+                d.join("groundgate-audit.pub")
+            )
+        );
+        let slash = PathBuf::from(format!("{}/new/", d.display()));
+        assert_eq!(names(&slash).0, slash.join("groundgate-audit.key"));
+        let (private, _) = generate(d).unwrap();
+        assert_eq!(private, d.join("groundgate-audit.key"));
+        let again = generate(d).unwrap_err().to_string();
+        assert!(again.contains("never overwritten"), "{again}");
+    }
 
     #[test]
     fn generated_keys_load_back_and_match() {
