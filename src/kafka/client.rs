@@ -138,6 +138,8 @@ impl ClientContext for LogContext {
     }
 }
 
+impl rdkafka::consumer::ConsumerContext for LogContext {}
+
 /// The librdkafka this binary links: its version and `builtin.features`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Library {

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::client::LogContext;
 use rdkafka::admin::{AdminClient, AdminOptions, OwnedResourceSpecifier, ResourceSpecifier};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::FromClientConfig;
+use rdkafka::config::FromClientConfigAndContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 
@@ -129,7 +129,9 @@ fn metadata(
     wanted: &[String],
     timeout: Duration,
 ) -> Result<(Brokers, BTreeMap<String, TopicView>), KafkaError> {
-    let consumer: BaseConsumer = settings.create()?;
+    // Client errors are logged as the worker's are: once, then at most
+    // every 10 s while they repeat, not once for each broker and retry.
+    let consumer: BaseConsumer<LogContext> = settings.create_with_context(LogContext::loud())?;
     let deadline = std::time::Instant::now() + timeout;
     loop {
         let read = read_metadata(&consumer, timeout).inspect_err(|_| {
@@ -156,7 +158,7 @@ const ERRORS_WAIT: Duration = Duration::from_secs(1);
 const LEADER_RETRY: Duration = Duration::from_millis(500);
 
 fn read_metadata(
-    consumer: &BaseConsumer,
+    consumer: &BaseConsumer<LogContext>,
     timeout: Duration,
 ) -> Result<(Brokers, BTreeMap<String, TopicView>), KafkaError> {
     let metadata = consumer.fetch_metadata(None, timeout)?;
@@ -203,7 +205,7 @@ async fn read_configs(
     if topics.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let admin = AdminClient::<DefaultClientContext>::from_config(settings)?;
+    let admin = AdminClient::<LogContext>::from_config_and_context(settings, LogContext::loud())?;
     let resources: Vec<ResourceSpecifier<'_>> =
         topics.iter().map(|t| ResourceSpecifier::Topic(t)).collect();
     let options = AdminOptions::new().request_timeout(Some(timeout));

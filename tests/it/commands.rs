@@ -399,3 +399,28 @@ fn produce_stopped_by_a_line_it_cannot_send_says_how_many_it_sent() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+#[test]
+fn preflight_against_a_closed_port_says_why_once_not_per_retry() {
+    // A port bound and let go: nothing listens there now.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let brokers = format!("127.0.0.1:{port}");
+    let o = run(&["run", "--brokers", &brokers, "--preflight"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("cannot read the cluster's metadata"),
+        "{}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    let about: Vec<&str> = err.lines().filter(|l| l.contains(&brokers)).collect();
+    assert!(
+        !about.is_empty() && about.len() <= 2,
+        "the cause, logged once (twice at most across the limiter's 10 s): {err}"
+    );
+    assert!(!err.contains("ERROR"), "{err}");
+}
