@@ -28,6 +28,12 @@
 //!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
 //!   with a public key only above the group's committed offset, since every
 //!   row a signed verification accepts must be covered by a signed seal;
+//! - every row and seal is the compact JSON of what it parses to, each key
+//!   once (not canonical), and a redelivery repeats its sealed row's bytes
+//!   but for `ts`;
+//! - a chain whose seals are `check`'s ends with its final seal and holds
+//!   each row and seal once: `check` neither redelivers nor reseals, and a
+//!   trail cut off after an earlier seal is otherwise consistent;
 //! - every input offset in the range has at least one row (gaps);
 //! - a trail (or range) with no row at all is not a pass: nothing verified.
 //!
