@@ -5,9 +5,14 @@
 //! every `seal_every` rows (or when the shell's timer says so) the sealer
 //! emits a seal record listing, in order, the input offset and SHA-256 of
 //! each row written since the previous seal, the hash of that previous seal
-//! and, when a key is configured, an Ed25519 signature. Deleting, altering,
-//! reordering or inserting a row, or dropping a seal, then breaks a hash that
-//! `audit verify` recomputes.
+//! and, when a key is configured, an Ed25519 signature. Altering, reordering
+//! or inserting a sealed row, deleting one, or dropping a seal before the
+//! chain's last then breaks a hash that `audit verify` recomputes. Cutting a
+//! trail off after a seal breaks none: the rest is a shorter, consistent
+//! chain. `check` therefore marks the last seal of each chain `final`
+//! ([`Sealer::seal_final`]), which verify requires of a chain `check` wrote;
+//! a worker's chain never ends while its partition is consumed, and its
+//! completeness rests on the consumer group's committed offsets instead.
 //!
 //! Pure: no clock (time comes in), no I/O (the key comes in loaded), no
 //! Kafka. The seal's bytes are canonical JSON (keys in alphabetical order,
@@ -23,6 +28,10 @@ pub const SEAL_TYPE: &str = "groundgate.seal/v1";
 
 /// `prev` of a chain's first seal.
 pub const GENESIS: [u8; 32] = [0; 32];
+
+/// The `worker` of the seals `check` writes: a chain with such seals must
+/// end with a final seal, and holds each row and seal once.
+pub const CHECK_WORKER: &str = "check";
 
 /// Most rows one seal may list: keeps a seal well under a Kafka message
 /// (each entry is ~80 bytes of JSON, so 8,192 rows ≈ 660 KB).
@@ -115,6 +124,11 @@ impl Sealer {
         self.pending.len()
     }
 
+    /// Whether the pending rows fill a seal.
+    pub fn due(&self) -> bool {
+        self.pending.len() >= self.seal_every
+    }
+
     /// Forgets the pending rows and continues from `head`: an exactly-once
     /// worker whose transaction aborted (its rows and seals were never
     /// published) goes back to the head at the transaction's start.
@@ -126,6 +140,19 @@ impl Sealer {
 
     /// Emits the seal over the pending rows, or `None` when there are none.
     pub fn seal(&mut self, now_nanos: i64) -> Option<Vec<u8>> {
+        self.emit(now_nanos, false)
+    }
+
+    /// Emits the chain's last seal, marked `"final": true` (under the hash
+    /// and the signature like every other field): a trail cut off after an
+    /// earlier seal then lacks it. `None` when no row is pending, so a
+    /// writer that knows where its chain ends keeps at least one row back
+    /// for this seal.
+    pub fn seal_final(&mut self, now_nanos: i64) -> Option<Vec<u8>> {
+        self.emit(now_nanos, true)
+    }
+
+    fn emit(&mut self, now_nanos: i64, is_final: bool) -> Option<Vec<u8>> {
         if self.pending.is_empty() {
             return None;
         }
@@ -141,6 +168,10 @@ impl Sealer {
             "chain".into(),
             json!({"partition": self.chain.partition, "topic": self.chain.topic}),
         );
+        // Absent from every other seal: no key means not final.
+        if is_final {
+            seal.insert("final".into(), json!(true));
+        }
         seal.insert("first_offset".into(), json!(first));
         seal.insert("last_offset".into(), json!(last));
         seal.insert("prev".into(), json!(hex::encode(self.prev)));
@@ -229,6 +260,39 @@ mod tests {
         assert!(key.verifying_key().verify(&msg, &sig).is_ok());
         let other = SigningKey::from_bytes(&[8; 32]).verifying_key();
         assert!(other.verify(&msg, &sig).is_err());
+    }
+
+    #[test]
+    fn only_the_final_seal_is_marked_final_and_the_mark_is_signed() {
+        use ed25519_dalek::{Signature, Verifier};
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let mut s = Sealer::new(
+            chain(),
+            CHECK_WORKER,
+            1,
+            ChainHead::START,
+            Some(key.clone()),
+        );
+        assert!(s.seal_final(1).is_none(), "no rows, no seal");
+        s.push(1, b"row 1");
+        assert!(s.due());
+        let first: Map<String, Value> = serde_json::from_slice(&s.seal(2).unwrap()).unwrap();
+        assert!(!first.contains_key("final"), "{first:?}");
+        s.push(2, b"row 2");
+        let bytes = s.seal_final(3).unwrap();
+        let mut last: Map<String, Value> = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(last["final"], true);
+        assert_eq!(last["seq"], 1);
+        assert_eq!(canonical(&last), bytes);
+        let sig: [u8; 64] = hex::decode(last["sig"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let sig = Signature::from_bytes(&sig);
+        let vk = key.verifying_key();
+        assert!(vk.verify(&unsigned_bytes(&last), &sig).is_ok());
+        last.remove("final");
+        assert!(vk.verify(&unsigned_bytes(&last), &sig).is_err());
     }
 
     #[test]

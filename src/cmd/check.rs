@@ -27,7 +27,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use crate::audit::seal::row_hash;
+use crate::audit::seal::{CHECK_WORKER, row_hash};
 use crate::audit::{ChainHead, ChainId, Sealer};
 use crate::batch::files::{
     Layout, Outputs, Piece, SUMMARY, Staged, file_name, partial, refuse_overwrites, write_file,
@@ -511,14 +511,14 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         for (arg, name) in args.inputs.iter().zip(&names) {
             r = run_input(Path::new(arg), name, &file_read, |input| {
                 // One chain per input: its audit rows, sealed every
-                // `seal_every` rows and once at its end, so `audit
+                // `seal_every` rows and by a final seal at its end, so `audit
                 // verify` can prove each input complete and untouched.
                 let mut sealer = Sealer::new(
                     ChainId {
                         topic: name.clone(),
                         partition: 0,
                     },
-                    "check",
+                    CHECK_WORKER,
                     config.audit.seal_every,
                     ChainHead::START,
                     key.clone(),
@@ -539,7 +539,7 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
                         flush_tx.send(placed).map_err(|_| CheckError::Flush)
                     },
                 )?;
-                if let Some(mut seal) = sealer.seal(crate::clock::now_nanos()) {
+                if let Some(mut seal) = sealer.seal_final(crate::clock::now_nanos()) {
                     seal.push(b'\n');
                     let at = layout.place(OutputRole::Audit, seal.len());
                     out.write_at(OutputRole::Audit, at, &seal)
@@ -668,20 +668,26 @@ fn place_block<'a>(
             pieces.push(Piece::Range(role, layout.place(role, n), 0..n));
         }
     }
-    let mut written = 0;
+    // A full seal is written when the next row comes, before it: the
+    // input's last rows are always left for its final seal.
+    let (mut written, mut start) = (0, 0);
     for &(line, end, hash) in &b.audit_rows {
-        if sealer.push_hash(line as i64, hash)
+        if sealer.due()
             && let Some(mut seal) = sealer.seal(crate::clock::now_nanos())
         {
-            let at = layout.place(OutputRole::Audit, end - written);
-            pieces.push(Piece::Range(OutputRole::Audit, at, written..end));
-            written = end;
+            if start > written {
+                let at = layout.place(OutputRole::Audit, start - written);
+                pieces.push(Piece::Range(OutputRole::Audit, at, written..start));
+                written = start;
+            }
             seal.push(b'\n');
             pieces.push(Piece::Seal(
                 layout.place(OutputRole::Audit, seal.len()),
                 seal,
             ));
         }
+        sealer.push_hash(line as i64, hash);
+        start = end;
     }
     let end = b.files[AUDIT].len();
     if end > written {

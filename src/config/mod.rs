@@ -533,6 +533,25 @@ mod managed_and_every_problem {
         );
     }
 
+    #[test]
+    fn a_worker_may_not_name_its_seals_as_check_does() {
+        let all = problems("[kafka]\nclient_id = \"check\"\n", RawConfig::default());
+        assert!(all.contains("kafka.client_id = \"check\""), "{all}");
+        let all = problems(
+            "[kafka]\nclient_id = \"check\"\ngroup_instance_id = \"check\"\n",
+            RawConfig::default(),
+        );
+        assert!(all.contains("kafka.group_instance_id = \"check\""), "{all}");
+        // The seals are named by the instance id when there is one.
+        RawConfig::load(
+            Some(write("[kafka]\nclient_id = \"check\"\ngroup_instance_id = \"w-1\"\n").path()),
+            &[],
+            RawConfig::default(),
+        )
+        .and_then(RawConfig::validate)
+        .unwrap();
+    }
+
     /// serde stops at the first unknown key or type error; the loader must
     /// still list every one, plus the invalid values of the keys that parsed.
     #[test]

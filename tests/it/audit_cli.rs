@@ -26,13 +26,18 @@ fn text(o: &Output) -> String {
 
 /// Runs `check` over the shipped sample with `config` and returns audit.jsonl.
 fn checked_trail(dir: &Path, config: &str) -> PathBuf {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    checked_input(dir, Path::new(sample), config)
+}
+
+/// Runs `check` over `input` with `config` and returns audit.jsonl.
+fn checked_input(dir: &Path, input: &Path, config: &str) -> PathBuf {
     let cfg = dir.join("gg.toml");
     std::fs::write(&cfg, config).unwrap();
     let out = dir.join("out");
-    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
     let o = run(&[
         "check",
-        sample,
+        input.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
         "--config",
@@ -191,12 +196,11 @@ fn signed_trails_verify_only_with_their_key() {
     assert_eq!(code, 1);
 }
 
-/// `check` run twice over one input writes two chains from the same start,
-/// as a worker replaced after a crash does from the same chain head: read
-/// together they are one chain with reseals and redeliveries, and a row
-/// missing from either branch is still a problem.
+/// `check` run twice over one input writes two chains from the same start;
+/// read together they are one chain holding every seal and row twice,
+/// which `check` never writes: duplicates, not a worker's reseals.
 #[test]
-fn the_same_input_sealed_twice_verifies_as_reseals() {
+fn the_same_input_checked_twice_into_one_trail_is_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let config = "[audit]\nseal_every = 50\n";
     let first = checked_trail(dir.path(), config);
@@ -216,36 +220,181 @@ fn the_same_input_sealed_twice_verifies_as_reseals() {
         (o.status.code().unwrap_or(-1), r)
     };
     let (code, r) = both(&second);
-    assert_eq!(code, 0, "{r}");
-    let c = &r["chains"][0];
+    assert_eq!(code, 1, "{r}");
     assert_eq!(r["chains"].as_array().unwrap().len(), 1, "{r}");
+    // Seals 0..=5 once more, then every offset's second row.
+    assert_eq!(problem_kinds(&r), vec!["duplicate"; 7], "{r}");
+    assert_eq!(r["problems"][0]["seal_seq"], 0);
+    assert_eq!(r["problems"][6]["offsets"], serde_json::json!([1, 300]));
+    let c = &r["chains"][0];
     assert_eq!(
-        (c["seals"].as_u64(), c["reseals"].as_u64()),
-        (Some(12), Some(6))
+        (c["reseals"].as_u64(), c["redeliveries"].as_u64()),
+        (Some(0), Some(0))
     );
-    assert_eq!(c["redeliveries"], 300);
     assert_eq!(c["sealed_rows"], 600);
-    let table = text(&run(&[
+}
+
+#[test]
+fn a_check_trail_holds_each_row_and_seal_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
+    let all = lines(&trail);
+    let tampered = dir.path().join("tampered.jsonl");
+    let row = all
+        .iter()
+        .position(|l| l.contains("\"offset\":100,"))
+        .unwrap();
+
+    // A row copied byte for byte, right after itself.
+    let mut t = all.clone();
+    t.insert(row + 1, all[row].clone());
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["duplicate"]);
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([100, 100]));
+    assert_eq!(r["chains"][0]["redeliveries"], 0);
+
+    // A seal copied.
+    let seal = all.iter().position(|l| is_seal(l)).unwrap();
+    let mut t = all.clone();
+    t.insert(seal + 1, all[seal].clone());
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["duplicate"]);
+    assert_eq!(r["problems"][0]["seal_seq"], 0);
+    let o = run(&["audit", "verify", tampered.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("duplicate"), "{}", text(&o));
+}
+
+#[test]
+fn a_signed_check_trail_cut_off_after_a_seal_does_not_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("k");
+    let o = run(&["audit", "keygen", "--out", prefix.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let input = dir.path().join("in.jsonl");
+    let first_200: Vec<String> = lines(Path::new(sample)).into_iter().take(200).collect();
+    write_lines(&input, &first_200);
+    let config = format!(
+        "[audit]\nseal_every = 50\nsigning_key_file = {:?}\n",
+        prefix.with_extension("key")
+    );
+    let trail = checked_input(dir.path(), &input, &config);
+    let key = prefix.with_extension("pub");
+    let key = key.to_str().unwrap();
+    let all = lines(&trail);
+    let seals: Vec<Value> = all
+        .iter()
+        .filter(|l| is_seal(l))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(seals.len(), 4, "200 rows sealed every 50");
+    assert!(is_seal(all.last().unwrap()));
+    let finals: Vec<bool> = seals.iter().map(|s| s["final"] == true).collect();
+    assert_eq!(finals, [false, false, false, true]);
+    let (code, r) = verify(&trail, &["--public-key", key]);
+    assert_eq!(code, 0, "{r}");
+
+    // Everything up to the third seal: signed and consistent, but cut off.
+    let third = all
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| is_seal(l))
+        .nth(2)
+        .unwrap()
+        .0;
+    let trunc = dir.path().join("trunc.jsonl");
+    write_lines(&trunc, &all[..=third]);
+    let (code, r) = verify(&trunc, &["--public-key", key]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["final_seal_missing"]);
+    assert_eq!(r["problems"][0]["seal_seq"], 2);
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([101, 150]));
+    let o = run(&[
         "audit",
         "verify",
-        first.to_str().unwrap(),
-        second.to_str().unwrap(),
-    ]));
-    assert!(
-        table.contains("reseals") && table.contains("verified"),
-        "{table}"
-    );
+        trunc.to_str().unwrap(),
+        "--public-key",
+        key,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("final_seal_missing"), "{}", text(&o));
+}
 
-    // The second branch lost a row.
-    let mut t = lines(&second);
-    let ix = t.iter().position(|l| l.contains("\"offset\":77,")).unwrap();
-    t.remove(ix);
+#[test]
+fn a_row_with_a_repeated_key_is_not_a_redelivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trail, key) = signed_trail(dir.path());
+    let key = key.to_str().unwrap();
+    let all = lines(&trail);
+    let row = all
+        .iter()
+        .find(|l| l.contains("\"outcome\":\"accepted\"") && l.contains("\"validation_ok\":true"))
+        .unwrap();
+    // serde_json keeps the last of a repeated key: this parses to the
+    // sealed row with another ts, yet a first-value reader sees a rejection.
+    let v: Value = serde_json::from_str(row).unwrap();
+    let (ts, offset) = (v["ts"].as_i64().unwrap(), &v["input"]["offset"]);
+    let forged = row
+        .replacen("{", "{\"outcome\":\"rejected\",\"validation_ok\":false,", 1)
+        .replace(&format!("\"ts\":{ts}"), &format!("\"ts\":{}", ts + 1));
+    let mut t = all.clone();
+    t.push(forged);
     let tampered = dir.path().join("tampered.jsonl");
     write_lines(&tampered, &t);
-    let (code, r) = both(&tampered);
-    assert_eq!(code, 1);
-    assert_eq!(problem_kinds(&r), ["row_missing"]);
-    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([77, 77]));
+    let (code, r) = verify(&tampered, &["--public-key", key]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["not_canonical"]);
+    assert_eq!(
+        r["problems"][0]["offsets"],
+        serde_json::json!([offset, offset])
+    );
+    assert_eq!(r["chains"][0]["redeliveries"], 0);
+}
+
+#[test]
+fn gaps_up_to_the_largest_offset_are_counted_without_wrapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
+    let max = i64::MAX.to_string();
+    let (code, r) = verify(&trail, &["--from", "0", "--to", &max]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["gap", "gap"]);
+    assert_eq!(
+        r["chains"][0]["gaps"],
+        serde_json::json!([[0, 0], [301, i64::MAX]])
+    );
+    assert_eq!(
+        r["problems"][1]["detail"],
+        "9223372036854775507 input offset(s) without an audit row"
+    );
+
+    // Rows at both ends of the offsets, no seal: a live tail, and a gap
+    // of all but two offsets.
+    let row = lines(&trail).into_iter().find(|l| !is_seal(l)).unwrap();
+    let at = |offset: i64| {
+        let mut v: Value = serde_json::from_str(&row).unwrap();
+        v["input"]["offset"] = Value::from(offset);
+        serde_json::to_string(&v).unwrap()
+    };
+    let ends = dir.path().join("ends.jsonl");
+    write_lines(&ends, &[at(i64::MIN), at(i64::MAX)]);
+    let o = run(&[
+        "audit",
+        "verify",
+        ends.to_str().unwrap(),
+        "--allow-unsealed-tail",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("18446744073709551614 input offset(s) without an audit row"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -316,8 +465,8 @@ fn a_trail_stripped_of_seals_or_of_its_last_seal_does_not_verify() {
     write_lines(&tampered, &t);
     let (code, r) = verify(&tampered, &["--public-key", key]);
     assert_eq!(code, 1, "{r}");
-    assert_eq!(problem_kinds(&r), ["unsealed_tail"]);
-    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([251, 300]));
+    assert_eq!(problem_kinds(&r), ["final_seal_missing", "unsealed_tail"]);
+    assert_eq!(r["problems"][1]["offsets"], serde_json::json!([251, 300]));
     let o = run(&["audit", "verify", tampered.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("--allow-unsealed-tail"), "{}", text(&o));
@@ -332,15 +481,19 @@ fn a_copy_of_a_sealed_row_with_another_outcome_is_a_conflict() {
     let tampered = dir.path().join("tampered.jsonl");
     let row = all.iter().find(|l| l.contains("\"offset\":100,")).unwrap();
 
-    // The same row processed again (only `ts` differs): a redelivery.
-    let mut again: Value = serde_json::from_str(row).unwrap();
-    again["ts"] = Value::from(again["ts"].as_i64().unwrap() + 1_000_000);
+    // The same row processed again (only `ts` differs), which a worker
+    // may redeliver but `check` never writes: a duplicate.
+    let ts = serde_json::from_str::<Value>(row).unwrap()["ts"]
+        .as_i64()
+        .unwrap();
+    let again = row.replace(&format!("\"ts\":{ts}"), &format!("\"ts\":{}", ts + 1));
     let mut t = all.clone();
-    t.push(serde_json::to_string(&again).unwrap());
+    t.push(again);
     write_lines(&tampered, &t);
     let (code, r) = verify(&tampered, &["--public-key", key]);
-    assert_eq!(code, 0, "{r}");
-    assert_eq!(r["chains"][0]["redeliveries"], 1);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["duplicate"]);
+    assert_eq!(r["chains"][0]["redeliveries"], 0);
 
     // Same answer_hash, flipped outcome: a conflict.
     let flipped = with_outcome(

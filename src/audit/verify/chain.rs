@@ -5,20 +5,24 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::Location;
 use crate::audit::seal::ChainId;
 
 pub(super) struct Row {
     pub(super) offset: i64,
-    /// SHA-256 of the row without `ts`: equal for a redelivery.
+    /// SHA-256 of the row as written without `ts` (the processing time, the
+    /// one field a second processing of the same input changes): equal for
+    /// a redelivery.
     pub(super) content: [u8; 32],
     pub(super) hash: [u8; 32],
     pub(super) at: Location,
     pub(super) sealed: bool,
     /// Matched to a sealed entry whose bytes differ (already reported).
     pub(super) accounted: bool,
+    /// Its bytes are the canonical JSON of what it parses to; a row that
+    /// is not was reported when read, and is never a redelivery.
+    pub(super) canonical: bool,
 }
 
 pub(super) struct SealRec {
@@ -29,6 +33,10 @@ pub(super) struct SealRec {
     pub(super) last: i64,
     pub(super) rows: Vec<(i64, [u8; 32])>,
     pub(super) at: Location,
+    /// Marked `"final": true`: the last seal of a chain `check` wrote.
+    pub(super) is_final: bool,
+    /// Written by `check` (its `worker`).
+    pub(super) by_check: bool,
 }
 
 #[derive(Default)]
@@ -62,14 +70,6 @@ pub(super) fn row_fields(m: &Map<String, Value>) -> Option<(ChainId, i64)> {
         partition: i32::try_from(input.get("partition")?.as_i64()?).ok()?,
     };
     Some((chain, input.get("offset")?.as_i64()?))
-}
-
-/// What a redelivery must repeat: the row's canonical bytes without `ts`
-/// (the processing time, the one field a second processing of the same
-/// input changes).
-pub(super) fn content_hash(mut row: Map<String, Value>) -> [u8; 32] {
-    row.remove("ts");
-    Sha256::digest(crate::audit::seal::canonical(&row)).into()
 }
 
 /// The contents of the sealed rows, per input offset.

@@ -28,6 +28,12 @@
 //!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
 //!   with a public key only above the group's committed offset, since every
 //!   row a signed verification accepts must be covered by a signed seal;
+//! - every row and seal is the compact JSON of what it parses to, each key
+//!   once (not canonical), and a redelivery repeats its sealed row's bytes
+//!   but for `ts`;
+//! - a chain whose seals are `check`'s ends with its final seal and holds
+//!   each row and seal once: `check` neither redelivers nor reseals, and a
+//!   trail cut off after an earlier seal is otherwise consistent;
 //! - every input offset in the range has at least one row (gaps);
 //! - a trail (or range) with no row at all is not a pass: nothing verified.
 //!
@@ -52,16 +58,19 @@ use ed25519_dalek::{Signature, Verifier};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::seal::{ChainHead, ChainId, GENESIS, SEAL_TYPE, row_hash, unsigned_bytes};
+use super::seal::{CHECK_WORKER, ChainHead, ChainId, GENESIS, SEAL_TYPE, row_hash, unsigned_bytes};
 
 mod chain;
+mod json;
 mod report;
 
 use chain::{
-    Chain, Row, SealRec, content_hash, row_fields, seal_before, seal_fields, sealed_anywhere,
-    sealed_contents,
+    Chain, Row, SealRec, row_fields, seal_before, seal_fields, sealed_anywhere, sealed_contents,
 };
+use json::Record;
 pub use report::*;
+
+const NOT_CANONICAL: &str = "not the compact JSON of what it parses to (a repeated key, whitespace, another escape or number form): rows and seals are written compact with each key once, and readers may disagree on what these bytes say";
 
 /// Incremental verifier: feed records with [`Verifier::record`], then
 /// [`Verifier::finish`].
@@ -132,8 +141,13 @@ impl AuditVerifier {
     /// One record as read (a file line without its newline, or a message value).
     pub fn record(&mut self, at: Location, bytes: &[u8]) {
         self.report.records += 1;
-        let map: Map<String, Value> = match serde_json::from_slice(bytes) {
-            Ok(m) => m,
+        let record = match Record::read(bytes) {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                self.problem(ProblemKind::Unreadable, None, "not a JSON object".into())
+                    .at = Some(at);
+                return;
+            }
             Err(e) => {
                 self.problem(
                     ProblemKind::Unreadable,
@@ -144,24 +158,41 @@ impl AuditVerifier {
                 return;
             }
         };
+        // Rows and seals are written as compact JSON, each key once. Bytes
+        // that are not the encoding of what they parse to may read
+        // differently elsewhere: of a repeated key, serde_json keeps the
+        // last value and other readers the first, so such a copy of a sealed
+        // row could pass here as a redelivery while saying something else.
+        let canonical = record.canonical;
+        let map = &record.map;
         if map.get("type").and_then(Value::as_str) == Some(SEAL_TYPE) {
-            self.seal(at, &map);
-        } else if let Some((chain, offset)) = row_fields(&map) {
+            self.seal(at, map, canonical);
+        } else if let Some((chain, offset)) = row_fields(map) {
             // Rows outside --from/--to are judged by nothing: not kept, so
             // verifying a slice of a huge topic needs memory for the slice.
             if !self.opts.in_range(offset) {
                 return;
+            }
+            if !canonical {
+                let p = self.problem(
+                    ProblemKind::NotCanonical,
+                    Some(&chain),
+                    NOT_CANONICAL.into(),
+                );
+                p.offsets = Some((offset, offset));
+                p.at = Some(at);
             }
             let c = self.chains.entry(chain).or_default();
             let hash = row_hash(bytes);
             c.by_hash.entry(hash).or_default().push(c.rows.len());
             c.rows.push(Row {
                 offset,
-                content: content_hash(map),
+                content: record.content_hash(),
                 hash,
                 at,
                 sealed: false,
                 accounted: false,
+                canonical,
             });
         } else {
             self.problem(
@@ -173,7 +204,7 @@ impl AuditVerifier {
         }
     }
 
-    fn seal(&mut self, at: Location, map: &Map<String, Value>) {
+    fn seal(&mut self, at: Location, map: &Map<String, Value>, canonical: bool) {
         let parsed = seal_fields(map);
         let Some((chain, seq, prev, first, last, mut rows)) = parsed else {
             self.problem(
@@ -184,6 +215,16 @@ impl AuditVerifier {
             .at = Some(at);
             return;
         };
+        if !canonical {
+            let p = self.problem(
+                ProblemKind::NotCanonical,
+                Some(&chain),
+                NOT_CANONICAL.into(),
+            );
+            p.seal_seq = Some(seq);
+            p.offsets = Some((first, last));
+            p.at = Some(at);
+        }
         let unsigned = unsigned_bytes(map);
         if let Some(key) = self.opts.public_key {
             let sig = map
@@ -225,6 +266,8 @@ impl AuditVerifier {
             last,
             rows,
             at,
+            is_final: map.get("final") == Some(&Value::Bool(true)),
+            by_check: map.get("worker").and_then(Value::as_str) == Some(CHECK_WORKER),
         });
     }
 
@@ -268,6 +311,14 @@ impl AuditVerifier {
         };
         let anchor = self.opts.anchors.get(id).cloned().unwrap_or_default();
         let head_line = self.link_seals(id, c, &mut cr);
+        // `check` writes each row and seal once and ends every chain with a
+        // final seal; nothing of its chains is redelivered or resealed. One
+        // seal of `check`'s puts the chain under these rules: a forger can
+        // rename a seal's worker only where no signature is checked.
+        let by_check = c.seals.iter().any(|s| s.by_check);
+        if by_check {
+            self.judge_check_seals(id, c, &mut cr);
+        }
         if let Some(head) = anchor.head {
             self.check_committed_head(id, c, head);
         }
@@ -284,9 +335,9 @@ impl AuditVerifier {
         let seals = std::mem::take(&mut c.seals);
         self.match_sealed_rows(id, c, &seals, &head_line);
         let max_sealed = seals.iter().map(|s| s.last).max();
-        self.judge_unsealed_rows(id, c, max_sealed, &anchor, &mut cr);
+        self.judge_unsealed_rows(id, c, max_sealed, &anchor, by_check, &mut cr);
         self.judge_ghost_rows(id, c);
-        self.judge_sealed_duplicates(id, c, &mut cr);
+        self.judge_sealed_duplicates(id, c, by_check, &mut cr);
         cr.sealed_rows = c.rows.iter().filter(|r| r.sealed).count() as u64;
         self.judge_completeness(id, c, &seals, &anchor, &mut cr);
         cr
@@ -392,27 +443,39 @@ impl AuditVerifier {
     }
 
     /// Rows no seal covers: a redelivery (the same row as a sealed one but
-    /// for `ts`), a conflict (a sealed row for that offset says something
-    /// else), a row the group committed whose seal is gone, a row inside
-    /// the sealed history (forged), or a row after the last seal (the
-    /// unsealed tail, a problem unless a live tail is allowed).
+    /// for `ts`; in a chain `check` wrote, a duplicate), a conflict (a
+    /// sealed row for that offset says something else), a row the group
+    /// committed whose seal is gone, a row inside the sealed history
+    /// (forged), or a row after the last seal (the unsealed tail, a problem
+    /// unless a live tail is allowed). A row that is not canonical JSON was
+    /// reported when read.
     fn judge_unsealed_rows(
         &mut self,
         id: &ChainId,
         c: &Chain,
         max_sealed: Option<i64>,
         anchor: &Anchor,
+        by_check: bool,
         cr: &mut ChainReport,
     ) {
         let sealed = sealed_contents(c);
         let committed = anchor.committed;
         let mut problems = Vec::new();
         let mut tail: Vec<(i64, bool)> = Vec::new();
-        for r in c.rows.iter().filter(|r| !r.sealed && !r.accounted) {
+        for r in c
+            .rows
+            .iter()
+            .filter(|r| !r.sealed && !r.accounted && r.canonical)
+        {
             if !self.opts.in_range(r.offset) {
                 continue;
             }
             match sealed.get(&r.offset) {
+                Some(contents) if contents.contains(&r.content) && by_check => problems.push((
+                    ProblemKind::Duplicate,
+                    r,
+                    "a second row for this input offset, equal to the sealed one but for ts: `check` writes one row per input line",
+                )),
                 Some(contents) if contents.contains(&r.content) => cr.redeliveries += 1,
                 Some(_) => problems.push((
                     ProblemKind::Conflict,
@@ -493,16 +556,34 @@ impl AuditVerifier {
     }
 
     /// Several sealed rows for one input offset (a reseal after a crash)
-    /// must be the same row but for `ts`.
-    fn judge_sealed_duplicates(&mut self, id: &ChainId, c: &Chain, cr: &mut ChainReport) {
+    /// must be the same row but for `ts`; in a chain `check` wrote, where
+    /// nothing is resealed, they are duplicates, reported as runs of
+    /// offsets (a trail written twice has one at every offset).
+    fn judge_sealed_duplicates(
+        &mut self,
+        id: &ChainId,
+        c: &Chain,
+        by_check: bool,
+        cr: &mut ChainReport,
+    ) {
         let mut offsets: Vec<(i64, Vec<[u8; 32]>)> = sealed_contents(c).into_iter().collect();
         offsets.sort_unstable_by_key(|(o, _)| *o);
+        let mut duplicated: Vec<(i64, i64)> = Vec::new();
         for (off, contents) in offsets {
             if contents.len() < 2 {
                 continue;
             }
             if contents.iter().all(|h| *h == contents[0]) {
-                cr.redeliveries += contents.len() as u64 - 1;
+                if !by_check {
+                    cr.redeliveries += contents.len() as u64 - 1;
+                } else if let Some(run) = duplicated
+                    .last_mut()
+                    .filter(|r| r.1.checked_add(1) == Some(off))
+                {
+                    run.1 = off;
+                } else {
+                    duplicated.push((off, off));
+                }
             } else {
                 let p = self.problem(
                     ProblemKind::Conflict,
@@ -511,6 +592,80 @@ impl AuditVerifier {
                 );
                 p.offsets = Some((off, off));
             }
+        }
+        for (a, b) in duplicated {
+            let p = self.problem(
+                ProblemKind::Duplicate,
+                Some(id),
+                format!(
+                    "{} input offset(s) with a second sealed row, equal but for ts: `check` writes and seals one row per input line",
+                    i128::from(b) - i128::from(a) + 1
+                ),
+            );
+            p.offsets = Some((a, b));
+        }
+    }
+
+    /// The rules of a chain `check` wrote, on its seals: each sequence
+    /// number once (a copy or a second seal of a number is a duplicate), and
+    /// the last one marked final, with none after it. Without the final
+    /// seal the trail was cut off after a seal, which leaves the rest of
+    /// the chain consistent.
+    fn judge_check_seals(&mut self, id: &ChainId, c: &Chain, cr: &mut ChainReport) {
+        cr.reseals = 0;
+        let mut by_seq: BTreeMap<u64, Vec<&SealRec>> = BTreeMap::new();
+        for s in &c.seals {
+            by_seq.entry(s.seq).or_default().push(s);
+        }
+        let mut problems = Vec::new();
+        for seals in by_seq.values() {
+            for s in seals.iter().skip(1) {
+                let copy = s.hash == seals[0].hash;
+                problems.push((
+                    ProblemKind::Duplicate,
+                    *s,
+                    format!(
+                        "seal {} again{}: `check` writes each seal of a chain once",
+                        s.seq,
+                        if copy {
+                            ", byte for byte"
+                        } else {
+                            " with other contents"
+                        }
+                    ),
+                ));
+            }
+        }
+        let Some((&last_seq, last)) = by_seq.last_key_value() else {
+            return;
+        };
+        for (&seq, seals) in by_seq.range(..last_seq) {
+            for s in seals.iter().filter(|s| s.is_final) {
+                problems.push((
+                    ProblemKind::SealBroken,
+                    *s,
+                    format!(
+                        "seal {seq} is marked final, yet seals up to {last_seq} follow it: `check` writes nothing after a chain's final seal"
+                    ),
+                ));
+            }
+        }
+        if !last.iter().any(|s| s.is_final) {
+            let s = last[last.len() - 1];
+            problems.push((
+                ProblemKind::FinalSealMissing,
+                s,
+                format!(
+                    "the chain's last seal, {last_seq}, is not marked final: `check` ends every chain with a final seal, so the trail was cut off after seal {last_seq} (or its final seal deleted)"
+                ),
+            ));
+        }
+        for (kind, s, detail) in problems {
+            let (seq, offsets, at) = (s.seq, (s.first, s.last), s.at);
+            let p = self.problem(kind, Some(id), detail);
+            p.seal_seq = Some(seq);
+            p.offsets = Some(offsets);
+            p.at = Some(at);
         }
     }
 
@@ -546,19 +701,25 @@ impl AuditVerifier {
                 .collect();
             have.sort_unstable();
             have.dedup();
-            let mut next = lo;
-            for o in have
-                .into_iter()
-                .chain(std::iter::once(hi.saturating_add(1)))
-            {
-                if o > next {
-                    cr.gaps.push((next, o - 1));
+            // The first offset not yet accounted for; `None` past i64::MAX.
+            let mut next = Some(lo);
+            for o in have {
+                if let Some(n) = next
+                    && o > n
+                {
+                    cr.gaps.push((n, o - 1));
                 }
-                next = next.max(o.saturating_add(1));
+                next = o.checked_add(1);
+            }
+            if let Some(n) = next
+                && n <= hi
+            {
+                cr.gaps.push((n, hi));
             }
         }
         for &(a, b) in &cr.gaps {
-            let n = b - a + 1;
+            // Wider than i64: a gap may span nearly all of it.
+            let n = i128::from(b) - i128::from(a) + 1;
             let p = self.problem(
                 ProblemKind::Gap,
                 Some(id),
@@ -938,18 +1099,25 @@ mod tests {
         t.insert(3, row(2, "forged", 5));
         let r = check(&t, Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::Conflict]);
-        // A forged row for an offset never sealed (here: a new offset in the middle).
+        // The same row with another ts: a redelivery.
         let mut t = trail(10, 4, None);
-        let mut extra = row(2, "h2", 5);
-        extra.extend_from_slice(b" ");
-        t.insert(3, extra);
+        t.insert(3, row(2, "h2", 5));
         let r = check(&t, Options::default());
         assert!(
             r.ok(),
-            "same answer, new bytes: a redelivery, {:?}",
+            "same answer, new ts: a redelivery, {:?}",
             r.problems
         );
         assert_eq!(r.chains[0].redeliveries, 1);
+        // The sealed row with whitespace added: not canonical, so no
+        // redelivery either.
+        let mut t = trail(10, 4, None);
+        let mut extra = t[2].clone();
+        extra.extend_from_slice(b" ");
+        t.insert(3, extra);
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::NotCanonical]);
+        assert_eq!(r.chains[0].redeliveries, 0);
     }
 
     #[test]
@@ -1494,5 +1662,213 @@ mod tests {
                 ProblemKind::SealMalformed
             ]
         );
+    }
+
+    /// A trail of rows `1..=n` (with an `outcome`, `ts` from `ts0`) as
+    /// `worker` seals them: a full seal written before the next row, and
+    /// for `check` a final seal over the last rows.
+    fn trail_of(
+        worker: &str,
+        n: i64,
+        every: usize,
+        key: Option<SigningKey>,
+        ts0: i64,
+    ) -> Vec<Vec<u8>> {
+        let mut s = Sealer::new(chain0(), worker, every, ChainHead::START, key);
+        let mut out = Vec::new();
+        for o in 1..=n {
+            if s.due() {
+                out.extend(s.seal(ts0 + 1_000 + o));
+            }
+            let r = row_with(o, "accepted", ts0 + o);
+            s.push(o, &r);
+            out.push(r);
+        }
+        if worker == CHECK_WORKER {
+            out.extend(s.seal_final(ts0 + 9_999));
+        } else {
+            out.extend(s.seal(ts0 + 9_999));
+        }
+        out
+    }
+
+    fn check_trail(n: i64, every: usize, key: Option<SigningKey>) -> Vec<Vec<u8>> {
+        trail_of(CHECK_WORKER, n, every, key, 100)
+    }
+
+    #[test]
+    fn a_check_trail_cut_off_after_a_seal_is_missing_its_final_seal() {
+        let (key, signed) = key_and_options();
+        let t = check_trail(10, 4, Some(key.clone()));
+        assert_eq!(seals_of(&t).len(), 3);
+        assert!(seals_of(&t).iter().all(|s| s["worker"] == CHECK_WORKER));
+        let r = check(&t, signed.clone());
+        assert!(r.ok(), "{:?}", r.problems);
+        // Cut after the second seal (row 8): a consistent, signed chain,
+        // but not a finished one.
+        let second = t
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| is_seal(r))
+            .nth(1)
+            .unwrap()
+            .0;
+        let cut = &t[..=second];
+        let r = check(cut, signed.clone());
+        assert_eq!(kinds(&r), vec![ProblemKind::FinalSealMissing]);
+        assert_eq!(r.problems[0].seal_seq, Some(1));
+        assert_eq!(r.problems[0].offsets, Some((5, 8)));
+        assert_eq!(r.location(r.problems[0].at.unwrap()), "audit.jsonl:10");
+        // A worker's chain needs none: its end is the group's to vouch for.
+        let mut w = Sealer::new(chain0(), "w1", 4, ChainHead::START, Some(key));
+        let r = check(&work(&mut w, 1..9, 0, false), signed);
+        assert!(r.ok(), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn a_seal_after_a_final_seal_is_broken() {
+        let mut s = Sealer::new(chain0(), CHECK_WORKER, 4, ChainHead::START, None);
+        let mut t = Vec::new();
+        for o in 1..=3 {
+            let r = row_with(o, "accepted", o);
+            s.push(o, &r);
+            t.push(r);
+        }
+        t.extend(s.seal_final(10));
+        let r = row_with(4, "accepted", 4);
+        s.push(4, &r);
+        t.push(r);
+        t.extend(s.seal_final(11));
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
+        assert_eq!(r.problems[0].seal_seq, Some(0));
+        assert!(r.problems[0].detail.contains("final"), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn a_row_that_is_not_compact_json_is_never_a_redelivery() {
+        let t = check_trail(6, 4, None);
+        let sealed = String::from_utf8(t[2].clone()).unwrap();
+        assert!(sealed.contains("\"offset\":3,"), "{sealed}");
+        // A repeated key (serde_json keeps the last value, so this parses
+        // to the sealed row with another ts), whitespace.
+        let repeated = sealed
+            .replacen('{', "{\"outcome\":\"rejected\",", 1)
+            .replace("\"ts\":103", "\"ts\":555");
+        let spaced = sealed.replace("\"ts\":103", "\"ts\": 777");
+        // Keys in another order: compact, but not the sealed row's bytes.
+        let reordered = r#"{"outcome":"accepted","answer_hash":"h3","input":{"offset":3,"partition":0,"topic":"answers"},"ts":103}"#.to_string();
+        for (bad, kind) in [
+            (repeated, ProblemKind::NotCanonical),
+            (spaced, ProblemKind::NotCanonical),
+            (reordered, ProblemKind::Conflict),
+        ] {
+            let worker_trail = trail_of("w1", 6, 4, None, 100);
+            for (mut trail, base) in [(t.clone(), "check"), (worker_trail, "worker")] {
+                trail.push(bad.clone().into_bytes());
+                let r = check(&trail, Options::default());
+                assert_eq!(kinds(&r), vec![kind], "{base}: {bad}");
+                assert_eq!(r.problems[0].offsets, Some((3, 3)));
+                assert_eq!(r.chains[0].redeliveries, 0);
+            }
+        }
+        // Rows carry floats; they re-encode to their own bytes.
+        let scored = br#"{"answer_hash":"x","cost_usd":0.0017641654082022119,"grounding":{"score":0.22981246145434542},"input":{"offset":7,"partition":0,"topic":"answers"},"ts":1}"#;
+        let r = check(&[scored.to_vec()], Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
+        // A seal that is not compact is reported too.
+        let mut t = check_trail(3, 4, None);
+        let last = t.len() - 1;
+        t[last] = String::from_utf8(t[last].clone())
+            .unwrap()
+            .replacen('{', "{ ", 1)
+            .into_bytes();
+        let r = check(&t, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::NotCanonical]);
+        assert_eq!(r.problems[0].seal_seq, Some(0));
+    }
+
+    #[test]
+    fn a_check_chain_holds_each_row_and_seal_once() {
+        let t = check_trail(6, 4, None);
+        let row3 = t[2].clone();
+        // A byte-identical copy of a row.
+        let mut copied = t.clone();
+        copied.push(row3.clone());
+        let r = check(&copied, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::Duplicate]);
+        assert_eq!(r.problems[0].offsets, Some((3, 3)));
+        assert_eq!(r.location(r.problems[0].at.unwrap()), "audit.jsonl:9");
+        // The same row with another ts: what a worker's redelivery is.
+        let mut again = t.clone();
+        again.push(row_with(3, "accepted", 12_345));
+        let r = check(&again, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::Duplicate]);
+        assert_eq!(r.chains[0].redeliveries, 0);
+        // A copy of a seal.
+        let mut twice = t.clone();
+        let seal = t.iter().find(|r| is_seal(r)).unwrap().clone();
+        twice.push(seal);
+        let r = check(&twice, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::Duplicate]);
+        assert_eq!(r.problems[0].seal_seq, Some(0));
+        assert_eq!(r.location(r.problems[0].at.unwrap()), "audit.jsonl:9");
+        // The whole trail twice (`check` run twice into one file): every
+        // seal and every row is there twice.
+        let mut rerun = t.clone();
+        rerun.extend(trail_of(CHECK_WORKER, 6, 4, None, 500));
+        let r = check(&rerun, Options::default());
+        assert_eq!(
+            kinds(&r),
+            vec![
+                ProblemKind::Duplicate,
+                ProblemKind::Duplicate,
+                ProblemKind::Duplicate
+            ],
+            "{:?}",
+            r.problems
+        );
+        assert_eq!(r.problems[2].offsets, Some((1, 6)));
+        assert_eq!((r.chains[0].reseals, r.chains[0].redeliveries), (0, 0));
+    }
+
+    #[test]
+    fn gaps_across_the_whole_offset_range_are_counted_without_overflow() {
+        let t = vec![row(i64::MIN, "a", 1), row(i64::MAX, "b", 2)];
+        let opts = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        let r = check(&t, opts.clone());
+        assert_eq!(kinds(&r), vec![ProblemKind::Gap]);
+        assert_eq!(r.problems[0].offsets, Some((i64::MIN + 1, i64::MAX - 1)));
+        assert_eq!(
+            r.problems[0].detail,
+            "18446744073709551614 input offset(s) without an audit row"
+        );
+        // A range up to i64::MAX owes a row at i64::MAX too.
+        let r = check(
+            &trail(10, 4, None),
+            Options {
+                from: Some(0),
+                to: Some(i64::MAX),
+                ..Options::default()
+            },
+        );
+        assert_eq!(kinds(&r), vec![ProblemKind::Gap]);
+        assert_eq!(r.chains[0].gaps, vec![(10, i64::MAX)]);
+        assert_eq!(
+            r.problems[0].detail,
+            "9223372036854775798 input offset(s) without an audit row"
+        );
+        let r = check(
+            &t,
+            Options {
+                from: Some(i64::MIN),
+                to: Some(i64::MAX),
+                ..opts
+            },
+        );
+        assert_eq!(r.chains[0].gaps, vec![(i64::MIN + 1, i64::MAX - 1)]);
     }
 }

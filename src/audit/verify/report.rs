@@ -26,6 +26,10 @@ pub struct Location {
 pub enum ProblemKind {
     /// Not JSON, or neither an audit row nor a seal.
     Unreadable,
+    /// A row or seal whose bytes are not the canonical JSON of what it
+    /// parses to (a repeated or reordered key, whitespace): readers may
+    /// disagree on what it says.
+    NotCanonical,
     /// A sealed row is present with different bytes.
     RowAltered,
     /// A sealed row is absent.
@@ -36,6 +40,9 @@ pub enum ProblemKind {
     RowOutOfOrder,
     /// Two rows for one input offset that differ in more than `ts`.
     Conflict,
+    /// In a chain `check` wrote: a second row for an input offset, or a
+    /// seal repeated; `check` writes each once.
+    Duplicate,
     /// A row for an input offset the input topic never held.
     RowGhost,
     /// Rows after the chain's last seal, when no live tail is allowed.
@@ -46,6 +53,9 @@ pub enum ProblemKind {
     SealBroken,
     /// Seal sequence numbers skip.
     SealMissing,
+    /// A chain `check` wrote does not end with its final seal (cut off
+    /// after a seal).
+    FinalSealMissing,
     /// A seal is malformed (missing fields, rows outside its range).
     SealMalformed,
     /// A seal's signature does not verify with the given key, or is absent.
