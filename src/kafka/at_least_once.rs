@@ -287,9 +287,9 @@ impl Delivery for AtLeastOnce {
         let mut hash = None;
         for out in outputs {
             match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((out, future, audit_hash)) => {
-                    hash = hash.or(audit_hash);
-                    futures.push((out, future));
+                Ok(sent) => {
+                    hash = hash.or(sent.audit_hash);
+                    futures.push((sent.out, sent.delivery));
                 }
                 Err((out, e)) => {
                     let input = record.input();

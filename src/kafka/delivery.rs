@@ -147,14 +147,20 @@ pub fn enqueue(producer: &FutureProducer, out: &Output) -> Result<DeliveryFuture
     }
 }
 
-/// An output handed to the producer: what was enqueued, its delivery, and
-/// the SHA-256 of the audit row when it is the audit row of a sealed record.
-pub type Enqueued = (Output, DeliveryFuture, Option<[u8; 32]>);
+/// An output handed to the producer.
+pub struct Enqueued {
+    /// What was enqueued: the output, or its bounded stand-in.
+    pub out: Output,
+    pub delivery: DeliveryFuture,
+    /// The SHA-256 of `out` when it is the audit row of a sealed record.
+    pub audit_hash: Option<[u8; 32]>,
+    /// `out` is the bounded stand-in: nothing smaller can replace it.
+    pub stand_in: bool,
+}
 
 /// Enqueues `out`, or its bounded stand-in when the producer's own size
-/// check refuses it (key and headers beside a bounded value). Returns what
-/// was enqueued (and the audit row's hash when it is the audit row of a
-/// sealed record). A seal is never replaced (a stand-in would seal nothing).
+/// check refuses it (key and headers beside a bounded value). A seal is
+/// never replaced (a stand-in would seal nothing).
 // The error carries the output so the caller can name it; it is the rare path.
 #[allow(clippy::result_large_err)]
 pub fn enqueue_or_replace(
@@ -163,21 +169,36 @@ pub fn enqueue_or_replace(
     record: &Pending,
 ) -> Result<Enqueued, (Output, KafkaError)> {
     match enqueue(producer, &out) {
-        Ok(f) => {
-            let h = audit_row_hash(record, &out, false);
-            Ok((out, f, h))
-        }
-        Err(e) if is_too_large(&e) && !out.is_seal() => {
-            let stand_in = record.oversize.replacement(&out, &record.tp, record.offset);
-            match enqueue(producer, &stand_in) {
-                Ok(f) => {
-                    let h = audit_row_hash(record, &stand_in, true);
-                    Ok((stand_in, f, h))
-                }
-                Err(e) => Err((stand_in, e)),
-            }
-        }
+        Ok(delivery) => Ok(Enqueued {
+            audit_hash: audit_row_hash(record, &out, false),
+            out,
+            delivery,
+            stand_in: false,
+        }),
+        Err(e) if is_too_large(&e) && !out.is_seal() => enqueue_stand_in(producer, &out, record),
         Err(e) => Err((out, e)),
+    }
+}
+
+/// Enqueues the bounded stand-in of `refused`, an output of `record` that
+/// was refused as too large.
+#[allow(clippy::result_large_err)]
+pub fn enqueue_stand_in(
+    producer: &FutureProducer,
+    refused: &Output,
+    record: &Pending,
+) -> Result<Enqueued, (Output, KafkaError)> {
+    let stand_in = record
+        .oversize
+        .replacement(refused, &record.tp, record.offset);
+    match enqueue(producer, &stand_in) {
+        Ok(delivery) => Ok(Enqueued {
+            audit_hash: audit_row_hash(record, &stand_in, true),
+            out: stand_in,
+            delivery,
+            stand_in: true,
+        }),
+        Err(e) => Err((stand_in, e)),
     }
 }
 

@@ -5,6 +5,14 @@
 //! back to the first offset of the transaction in each partition; a fatal one
 //! (fencing) stops the worker.
 //!
+//! An output the broker refuses as too large fails the transaction's
+//! commit: the transaction is aborted and rewound, and the refused output
+//! (remembered by its record's input position and its role) is replaced by
+//! its bounded stand-in when the record is processed again, so the record
+//! still gets one terminal record and one audit row and the partition
+//! moves on. A stand-in or a seal refused as too large stops the worker
+//! (nothing smaller can take its place).
+//!
 //! Sealing (`super::seals`): the seals are in the transaction of their rows.
 //! A partition is sealed every `audit.seal_every` rows and, before each
 //! commit, every partition with unsealed rows is sealed; its position is
@@ -14,22 +22,22 @@
 //! Must not let a record's outputs and its input position be committed in
 //! different transactions, nor commit a position whose rows are unsealed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer as _;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::Producer;
+use rdkafka::producer::{DeliveryFuture, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::debug;
 
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Flow, Pending, chain_row, enqueue, enqueue_or_replace, now_millis, position,
+    Consumer, Delivery, Enqueued, Flow, Pending, chain_row, enqueue, enqueue_or_replace,
+    enqueue_stand_in, is_too_large, now_millis, position,
 };
-use super::error::WorkerError;
-use super::error::{ErrorClass, classify};
+use super::error::{ErrorClass, PublishFailure, WorkerError, classify};
 use super::events::{
     InternalEvent, PublishFailed, PublishThen, SealsFailed, TransactionAborted,
     TransactionCommitted,
@@ -110,10 +118,34 @@ impl Txn {
     }
 }
 
+/// An output of the open transaction, kept until the transaction ends so
+/// that a refusal by the broker is traced back to its record.
+struct Sent {
+    tp: TopicPartition,
+    /// The record's input offset (a seal: the last row it covers).
+    offset: i64,
+    role: OutputRole,
+    topic: String,
+    /// A seal, or the bounded stand-in of a refused output: nothing smaller
+    /// can take its place.
+    last_resort: bool,
+    delivery: DeliveryFuture,
+}
+
+/// The outputs of one record the broker refused as too large, by role.
+type Refused = HashMap<(TopicPartition, i64), HashSet<OutputRole>>;
+
 pub struct ExactlyOnce {
     producer: FutureProducer,
+    /// Awaits the delivery reports of an aborted transaction's outputs.
+    runtime: tokio::runtime::Handle,
     metrics: Arc<Metrics>,
     txn: Txn,
+    /// The open transaction's outputs and seals.
+    sent: Vec<Sent>,
+    /// Outputs refused as too large in an aborted transaction: their
+    /// records publish the bounded stand-in instead when processed again.
+    refused: Refused,
     commit_interval: Duration,
     commit_max_records: usize,
     committed: u64,
@@ -126,6 +158,7 @@ impl ExactlyOnce {
     /// `producer` must have had `init_transactions` called.
     pub fn new(
         producer: FutureProducer,
+        runtime: tokio::runtime::Handle,
         metrics: Arc<Metrics>,
         commit_interval: Duration,
         commit_max_records: usize,
@@ -133,8 +166,11 @@ impl ExactlyOnce {
     ) -> ExactlyOnce {
         ExactlyOnce {
             producer,
+            runtime,
             metrics,
             txn: Txn::default(),
+            sent: Vec::new(),
+            refused: Refused::new(),
             commit_interval,
             commit_max_records,
             committed: 0,
@@ -151,7 +187,16 @@ impl ExactlyOnce {
         };
         for tp in chains.unsealed() {
             if let Some(seal) = chains.seal(&tp, crate::clock::now_nanos()) {
-                enqueue(&self.producer, &seal.output).map_err(|e| Box::new((seal.output, e)))?;
+                let delivery = enqueue(&self.producer, &seal.output)
+                    .map_err(|e| Box::new((seal.output.clone(), e)))?;
+                self.sent.push(Sent {
+                    tp,
+                    offset: seal.last_offset,
+                    role: OutputRole::Audit,
+                    topic: seal.output.topic,
+                    last_resort: true,
+                    delivery,
+                });
                 self.txn.seals += 1;
             }
         }
@@ -166,11 +211,18 @@ impl ExactlyOnce {
         }
         let sealed = self.seal_all();
         let txn = std::mem::take(&mut self.txn);
+        let sent = std::mem::take(&mut self.sent);
         if let Err(failed) = sealed {
             let (_, e) = *failed;
             // The seals already enqueued, and the one that was not.
             let seals = txn.seals + 1;
-            return self.abort_and_rewind(consumer, txn.rewind_positions(&[]), seals, Some(&e));
+            return self.abort_and_rewind(
+                consumer,
+                txn.rewind_positions(&[]),
+                sent,
+                seals,
+                Some(&e),
+            );
         }
         let mut tpl = TopicPartitionList::new();
         for (tp, next) in txn.commit_positions() {
@@ -190,6 +242,10 @@ impl ExactlyOnce {
         match result {
             Ok(()) => {
                 self.committed += 1;
+                // Those records are done: their refused outputs stay replaced.
+                let next: HashMap<_, _> = txn.commit_positions().into_iter().collect();
+                self.refused
+                    .retain(|(tp, offset), _| next.get(tp).is_none_or(|n| offset >= n));
                 TransactionCommitted {
                     records: txn.records,
                     published: txn.published,
@@ -201,17 +257,23 @@ impl ExactlyOnce {
                 Ok(())
             }
             Err(e) if txn_is_fatal(&e) => Err(WorkerError::Transaction(e)),
-            Err(e) => {
-                self.abort_and_rewind(consumer, txn.rewind_positions(&[]), txn.seals, Some(&e))
-            }
+            Err(e) => self.abort_and_rewind(
+                consumer,
+                txn.rewind_positions(&[]),
+                sent,
+                txn.seals,
+                Some(&e),
+            ),
         }
     }
 
-    /// `seals`: how many the aborted transaction held (not published).
+    /// `sent`: the aborted transaction's outputs; `seals`: how many seals
+    /// it held (not published).
     fn abort_and_rewind(
         &mut self,
         consumer: &Consumer,
         first: HashMap<TopicPartition, i64>,
+        sent: Vec<Sent>,
         seals: u64,
         cause: Option<&KafkaError>,
     ) -> Result<(), WorkerError> {
@@ -233,6 +295,7 @@ impl ExactlyOnce {
             cause,
         }
         .emit(&self.metrics);
+        self.remember_refused(sent)?;
         for ((topic, p), offset) in first {
             if let Err(e) = consumer.seek(&topic, p, Offset::Offset(offset), TXN_TIMEOUT) {
                 // The partition may have been revoked meanwhile: its new owner
@@ -241,6 +304,74 @@ impl ExactlyOnce {
             }
         }
         Ok(())
+    }
+}
+
+impl ExactlyOnce {
+    /// Remembers which outputs of an aborted transaction the broker refused
+    /// as too large (their delivery reports are all in once the abort has
+    /// returned). Err when a seal or a stand-in was refused: re-running the
+    /// records would only be refused again.
+    fn remember_refused(&mut self, sent: Vec<Sent>) -> Result<(), WorkerError> {
+        let deadline = Instant::now() + TXN_TIMEOUT;
+        for s in sent {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let report = self
+                .runtime
+                .block_on(tokio::time::timeout(left, s.delivery));
+            let Ok(Ok(Err((e, _)))) = report else {
+                continue;
+            };
+            if !is_too_large(&e) {
+                continue;
+            }
+            let input = format!("{}/{}@{}", s.tp.0, s.tp.1, s.offset);
+            let then = if s.last_resort {
+                PublishThen::Stop
+            } else {
+                PublishThen::ReplaceBounded
+            };
+            PublishFailed {
+                error: &e,
+                topic: &s.topic,
+                input: &input,
+                then,
+            }
+            .emit(&self.metrics);
+            if s.last_resort {
+                return Err(WorkerError::Publish(Box::new(PublishFailure {
+                    role: s.role.as_str(),
+                    topic: s.topic,
+                    input,
+                    class: classify(&e).as_str(),
+                    source: e,
+                })));
+            }
+            self.refused
+                .entry((s.tp, s.offset))
+                .or_default()
+                .insert(s.role);
+        }
+        Ok(())
+    }
+
+    /// Enqueues one output of `record`: its bounded stand-in when the
+    /// broker refused it in an aborted transaction.
+    #[allow(clippy::result_large_err)]
+    fn enqueue_output(
+        &self,
+        out: Output,
+        record: &Pending,
+    ) -> Result<Enqueued, (Output, KafkaError)> {
+        let refused = self
+            .refused
+            .get(&(record.tp.clone(), record.offset))
+            .is_some_and(|roles| roles.contains(&out.role));
+        if refused {
+            enqueue_stand_in(&self.producer, &out, record)
+        } else {
+            enqueue_or_replace(&self.producer, out, record)
+        }
     }
 }
 
@@ -274,10 +405,18 @@ impl Delivery for ExactlyOnce {
         let mut failed = None;
         let mut hash = None;
         for out in std::mem::take(&mut record.outputs) {
-            match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((sent, _, audit_hash)) => {
-                    self.txn.output(sent.role);
-                    hash = hash.or(audit_hash);
+            match self.enqueue_output(out, &record) {
+                Ok(sent) => {
+                    self.txn.output(sent.out.role);
+                    hash = hash.or(sent.audit_hash);
+                    self.sent.push(Sent {
+                        tp: record.tp.clone(),
+                        offset: record.offset,
+                        role: sent.out.role,
+                        topic: sent.out.topic,
+                        last_resort: sent.stand_in,
+                        delivery: sent.delivery,
+                    });
                 }
                 Err(e) => {
                     failed = Some(e);
@@ -291,7 +430,17 @@ impl Delivery for ExactlyOnce {
         let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
         if let Some(seal) = due {
             match enqueue(&self.producer, &seal.output) {
-                Ok(_) => self.txn.seals += 1,
+                Ok(delivery) => {
+                    self.txn.seals += 1;
+                    self.sent.push(Sent {
+                        tp: record.tp.clone(),
+                        offset: seal.last_offset,
+                        role: OutputRole::Audit,
+                        topic: seal.output.topic,
+                        last_resort: true,
+                        delivery,
+                    });
+                }
                 Err(e) => failed = Some((seal.output, e)),
             }
         }
@@ -315,7 +464,8 @@ impl Delivery for ExactlyOnce {
         .emit(&self.metrics);
         let first = self.txn.rewind_positions(rest);
         let seals = self.txn.seals;
-        self.abort_and_rewind(consumer, first, seals, None)?;
+        let sent = std::mem::take(&mut self.sent);
+        self.abort_and_rewind(consumer, first, sent, seals, None)?;
         Ok(Flow::Rewound)
     }
 
@@ -329,6 +479,7 @@ impl Delivery for ExactlyOnce {
         if let Some(c) = self.chains.as_mut() {
             c.forget(revoked);
         }
+        self.refused.retain(|(tp, _), _| !revoked.contains(tp));
         result
     }
 
