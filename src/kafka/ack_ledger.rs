@@ -1,12 +1,13 @@
-//! The at-least-once ledger, pure: which offsets are in flight, which cut
-//! seals may be sent, and which offsets may be stored (with the chain head
-//! as their metadata). The delivery driver in `super::at_least_once` feeds
+//! The at-least-once ledger, pure: which offsets are in flight, which
+//! acknowledged audit rows may go on their chain (in offset order), which
+//! cut seals may be sent, and which offsets may be stored (with the chain
+//! head as their metadata). The delivery driver in `super::at_least_once` feeds
 //! it acks and does what it answers; all the ordering rules live, and are
 //! tested, here.
 //!
 //! Must not touch a client, a clock or a channel.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::error::WorkerError;
 use super::offsets::{OffsetTracker, TopicPartition};
@@ -30,6 +31,9 @@ pub struct Ack {
     pub offset: i64,
     pub input_ts_ms: Option<i64>,
     pub what: Acked,
+    /// [`Acked::Record`] of a sealed record: the SHA-256 of its audit row
+    /// as delivered.
+    pub audit_hash: Option<[u8; 32]>,
     pub result: Result<(), WorkerError>,
 }
 
@@ -74,6 +78,9 @@ pub struct AckLedger {
     sealing: bool,
     /// Sealing: highest contiguous finished offset per partition.
     done: HashMap<TopicPartition, i64>,
+    /// Sealing: the delivered audit rows' hashes by offset, until every
+    /// earlier record of their partition is finished too.
+    rows: HashMap<TopicPartition, BTreeMap<i64, [u8; 32]>>,
     /// Sealing: seals per partition in chain order (the sent ones first).
     marks: HashMap<TopicPartition, VecDeque<WaitingSeal>>,
 }
@@ -134,6 +141,15 @@ impl AckLedger {
         let tp = ack.tp;
         match ack.what {
             Acked::Record => {
+                if self.sealing
+                    && let Some(hash) = ack.audit_hash
+                    && self.tracker.in_flight_for(&tp) > 0
+                {
+                    self.rows
+                        .entry(tp.clone())
+                        .or_default()
+                        .insert(ack.offset, hash);
+                }
                 let Some(done) = self.tracker.complete(&tp, ack.offset) else {
                     return Ok(None);
                 };
@@ -156,6 +172,16 @@ impl AckLedger {
             },
         }
         Ok(self.covered(tp))
+    }
+
+    /// The delivered audit rows of `tp` whose records and every earlier one
+    /// are finished, in offset order, each once: they may go on the chain.
+    pub fn delivered_rows(&mut self, tp: &TopicPartition) -> Vec<(i64, [u8; 32])> {
+        let (Some(&done), Some(rows)) = (self.done.get(tp), self.rows.get_mut(tp)) else {
+            return Vec::new();
+        };
+        let later = rows.split_off(&(done + 1));
+        std::mem::replace(rows, later).into_iter().collect()
     }
 
     /// The last seal of `tp` whose rows are all finished and which is
@@ -182,6 +208,15 @@ impl AckLedger {
         self.tracker.in_flight() + self.marks.values().map(unacked).sum::<usize>()
     }
 
+    /// Records not yet acknowledged.
+    pub fn records_in_flight(&self) -> usize {
+        self.tracker.in_flight()
+    }
+
+    pub fn records_in_flight_for(&self, tps: &[TopicPartition]) -> usize {
+        tps.iter().map(|tp| self.tracker.in_flight_for(tp)).sum()
+    }
+
     pub fn in_flight_for(&self, tps: &[TopicPartition]) -> usize {
         tps.iter()
             .map(|tp| self.tracker.in_flight_for(tp) + self.marks.get(tp).map_or(0, unacked))
@@ -194,6 +229,7 @@ impl AckLedger {
         for tp in tps {
             self.tracker.forget(tp);
             self.done.remove(tp);
+            self.rows.remove(tp);
             self.marks.remove(tp);
         }
     }
@@ -216,6 +252,7 @@ mod tests {
             offset,
             input_ts_ms: None,
             what: Acked::Record,
+            audit_hash: None,
             result: if ok {
                 Ok(())
             } else {
@@ -375,6 +412,36 @@ mod tests {
         assert!(released(&mut b, &p0).is_empty());
         assert_eq!(b.acked(seal_ack(&p1, 0)).unwrap(), None, "revoked");
         assert_eq!(b.in_flight(), 0);
+    }
+
+    fn row_ack(tp: &TopicPartition, offset: i64, hash: u8) -> Ack {
+        Ack {
+            audit_hash: Some([hash; 32]),
+            ..ack(tp, offset, true)
+        }
+    }
+
+    #[test]
+    fn rows_go_on_the_chain_once_delivered_in_offset_order_with_their_delivered_hash() {
+        let p0 = ("answers".to_string(), 0);
+        let mut b = AckLedger::new(true);
+        for o in 0..4 {
+            b.sent(&p0, o);
+        }
+        assert_eq!(b.acked(row_ack(&p0, 1, 11)).unwrap(), None);
+        assert!(b.delivered_rows(&p0).is_empty(), "row 0 not delivered");
+        assert_eq!(b.acked(row_ack(&p0, 3, 13)).unwrap(), None);
+        assert_eq!(b.acked(row_ack(&p0, 0, 10)).unwrap(), None);
+        assert_eq!(
+            b.delivered_rows(&p0),
+            [(0, [10; 32]), (1, [11; 32])],
+            "in offset order, 3 behind 2"
+        );
+        assert!(b.delivered_rows(&p0).is_empty(), "each row once");
+        assert!(b.acked(ack(&p0, 2, false)).is_err(), "row 2 failed");
+        assert!(b.delivered_rows(&p0).is_empty(), "3 waits behind 2");
+        assert_eq!(b.records_in_flight(), 2);
+        assert_eq!(b.records_in_flight_for(std::slice::from_ref(&p0)), 2);
     }
 
     #[test]

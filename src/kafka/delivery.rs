@@ -21,13 +21,12 @@ use super::client::FutureProducer;
 use super::error::WorkerError;
 use super::events::{ChainStarted, InternalEvent};
 use super::offsets::TopicPartition;
-use super::outputs::{Consumed, Output, oversize_replacement};
+use super::outputs::{Consumed, Output, StandIn, oversize_replacement};
 use super::rebalance::WorkerContext;
 use super::seals::{Chains, Resume, Seal, encode_head};
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;
-use crate::core::OutputRole;
 use crate::metrics::Metrics;
 
 pub type Consumer = BaseConsumer<WorkerContext>;
@@ -106,7 +105,7 @@ pub struct TooLargeReplacer {
 }
 
 impl TooLargeReplacer {
-    pub fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> Output {
+    pub fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> StandIn {
         let input = Consumed {
             topic: &tp.0,
             partition: tp.1,
@@ -121,7 +120,7 @@ impl TooLargeReplacer {
             &input,
             self.request_id.as_deref(),
             &self.config.core,
-            &self.config.kafka.topics.dead_letter,
+            &self.config.kafka.topics,
             crate::clock::now_nanos(),
         )
     }
@@ -156,24 +155,31 @@ pub struct Enqueued {
     pub audit_hash: Option<[u8; 32]>,
     /// `out` is the bounded stand-in: nothing smaller can replace it.
     pub stand_in: bool,
+    /// `out` stands in for a terminal record: the audit row to publish in
+    /// place of the record's own ([`StandIn::audit`]).
+    pub audit: Option<Output>,
 }
 
 /// Enqueues `out`, or its bounded stand-in when the producer's own size
 /// check refuses it (key and headers beside a bounded value). A seal is
-/// never replaced (a stand-in would seal nothing).
+/// never replaced (a stand-in would seal nothing). `replaced`: `out` is
+/// already not the output built beside validation (its audit hash is
+/// computed here).
 // The error carries the output so the caller can name it; it is the rare path.
 #[allow(clippy::result_large_err)]
 pub fn enqueue_or_replace(
     producer: &FutureProducer,
     out: Output,
     record: &Pending,
+    replaced: bool,
 ) -> Result<Enqueued, (Output, KafkaError)> {
     match enqueue(producer, &out) {
         Ok(delivery) => Ok(Enqueued {
-            audit_hash: audit_row_hash(record, &out, false),
+            audit_hash: audit_row_hash(record, &out, replaced),
             out,
             delivery,
             stand_in: false,
+            audit: None,
         }),
         Err(e) if is_too_large(&e) && !out.is_seal() => enqueue_stand_in(producer, &out, record),
         Err(e) => Err((out, e)),
@@ -188,17 +194,18 @@ pub fn enqueue_stand_in(
     refused: &Output,
     record: &Pending,
 ) -> Result<Enqueued, (Output, KafkaError)> {
-    let stand_in = record
+    let StandIn { output, audit } = record
         .oversize
         .replacement(refused, &record.tp, record.offset);
-    match enqueue(producer, &stand_in) {
+    match enqueue(producer, &output) {
         Ok(delivery) => Ok(Enqueued {
-            audit_hash: audit_row_hash(record, &stand_in, true),
-            out: stand_in,
+            audit_hash: audit_row_hash(record, &output, true),
+            out: output,
             delivery,
             stand_in: true,
+            audit,
         }),
-        Err(e) => Err((stand_in, e)),
+        Err(e) => Err((output, e)),
     }
 }
 
@@ -207,37 +214,48 @@ pub fn enqueue_stand_in(
 /// bounded stand-in on the way (then of the stand-in, which is what the
 /// audit topic holds). `None` when the record is not sealed.
 fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option<[u8; 32]> {
-    if enqueued.role != OutputRole::Audit || enqueued.is_seal() {
+    if !enqueued.is_audit_row() {
         return None;
     }
-    let precomputed = record.audit_hash?;
+    delivered_row_hash(record.audit_hash, enqueued, replaced)
+}
+
+/// The SHA-256 of `row`, an audit row on its way: `precomputed` (computed
+/// beside validation; `None` when the record is not sealed) unless the row
+/// was replaced on the way.
+pub fn delivered_row_hash(
+    precomputed: Option<[u8; 32]>,
+    row: &Output,
+    replaced: bool,
+) -> Option<[u8; 32]> {
+    let precomputed = precomputed?;
     // Re-hashing only a replaced row keeps hashing off the consumer thread.
     Some(if replaced {
-        row_hash(enqueued.payload.as_deref().unwrap_or_default())
+        row_hash(row.payload.as_deref().unwrap_or_default())
     } else {
         precomputed
     })
 }
 
-/// Records a record's published audit row (`hash`; `None`: not sealed) on
-/// its partition's chain (read from the committed offset's metadata on the
-/// partition's first record here); the seal, when one is due by count.
+/// Records the audit row of input `offset` (`hash`; `None`: not sealed) on
+/// `tp`'s chain (read from the committed offset's metadata on the
+/// partition's first row here); the seal, when one is due by count.
 pub fn chain_row(
     chains: &mut Option<Chains>,
     consumer: &Consumer,
     metrics: &Metrics,
-    record: &Pending,
+    tp: &TopicPartition,
+    offset: i64,
     hash: Option<[u8; 32]>,
 ) -> Result<Option<Seal>, WorkerError> {
     let (Some(chains), Some(hash)) = (chains.as_mut(), hash) else {
         return Ok(None);
     };
-    let tp = &record.tp;
     if !chains.has(tp) {
         let head = load_head(consumer, metrics, tp)?;
         chains.start(tp, head);
     }
-    if chains.push(tp, record.offset, hash, Instant::now()) {
+    if chains.push(tp, offset, hash, Instant::now()) {
         return Ok(chains.seal(tp, crate::clock::now_nanos()));
     }
     Ok(None)

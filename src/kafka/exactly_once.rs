@@ -356,12 +356,14 @@ impl ExactlyOnce {
     }
 
     /// Enqueues one output of `record`: its bounded stand-in when the
-    /// broker refused it in an aborted transaction.
+    /// broker refused it in an aborted transaction. `replaced`: `out` is
+    /// already a stand-in's audit row.
     #[allow(clippy::result_large_err)]
     fn enqueue_output(
         &self,
         out: Output,
         record: &Pending,
+        replaced: bool,
     ) -> Result<Enqueued, (Output, KafkaError)> {
         let refused = self
             .refused
@@ -370,7 +372,7 @@ impl ExactlyOnce {
         if refused {
             enqueue_stand_in(&self.producer, &out, record)
         } else {
-            enqueue_or_replace(&self.producer, out, record)
+            enqueue_or_replace(&self.producer, out, record, replaced)
         }
     }
 }
@@ -404,9 +406,20 @@ impl Delivery for ExactlyOnce {
         }
         let mut failed = None;
         let mut hash = None;
+        // Set once the terminal record is replaced by its stand-in: the
+        // audit row to publish instead of the record's own.
+        let mut agreeing: Option<Output> = None;
         for out in std::mem::take(&mut record.outputs) {
-            match self.enqueue_output(out, &record) {
-                Ok(sent) => {
+            let (out, replaced) = match agreeing.take() {
+                Some(row) if out.is_audit_row() => (row, true),
+                other => {
+                    agreeing = other;
+                    (out, false)
+                }
+            };
+            match self.enqueue_output(out, &record, replaced) {
+                Ok(mut sent) => {
+                    agreeing = agreeing.or(sent.audit.take());
                     self.txn.output(sent.out.role);
                     hash = hash.or(sent.audit_hash);
                     self.sent.push(Sent {
@@ -427,7 +440,14 @@ impl Delivery for ExactlyOnce {
         self.txn
             .record(&record.tp, record.offset, record.input_ts_ms);
         let hash = hash.filter(|_| failed.is_none());
-        let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
+        let due = chain_row(
+            &mut self.chains,
+            consumer,
+            &self.metrics,
+            &record.tp,
+            record.offset,
+            hash,
+        )?;
         if let Some(seal) = due {
             match enqueue(&self.producer, &seal.output) {
                 Ok(delivery) => {

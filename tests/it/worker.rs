@@ -997,8 +997,31 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
         assert!(text.contains("MSG_SIZE_TOO_LARGE"), "{text}");
         assert!(text.len() < 4096, "bounded: {text}");
     }
+    assert_rows_agree(&out);
     assert!(!w.handle.is_finished(), "the worker must not stop");
     w.stop().await.unwrap();
+    // The seals list the rows as delivered (stand-ins included).
+    assert_all_sealed(&bs, n).await;
+}
+
+/// A record whose terminal record was replaced by its too_large stand-in
+/// has an audit row that says so (the last one, after a redelivery), not
+/// the outcome of the terminal record that was refused.
+fn assert_rows_agree(out: &[Vec<OwnedMessage>; 4]) {
+    for d in stand_ins(out).into_iter().filter(|m| !outputs_is_row(m)) {
+        let at = coords(d);
+        let row = out[2]
+            .iter()
+            .rfind(|r| coords(r) == at)
+            .map(json_of)
+            .unwrap_or_else(|| panic!("no audit row for {at:?}"));
+        assert_eq!(row["outcome"], "dead_letter", "{at:?}: {row}");
+        assert_eq!(row["errors"][0]["kind"], "too_large", "{at:?}: {row}");
+    }
+}
+
+fn outputs_is_row(m: &OwnedMessage) -> bool {
+    m.topic() == "answers.audit"
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1433,6 +1456,11 @@ async fn exactly_once_replaces_an_output_the_broker_refuses_as_too_large() {
     for s in &replaced {
         assert!(s.payload().unwrap().len() < 4096, "bounded: {s:?}");
     }
+    let mut out: [Vec<OwnedMessage>; 4] = out
+        .try_into()
+        .unwrap_or_else(|_| panic!("one list per output topic"));
+    out[2].retain(|m| !inspect::is_seal(m));
+    assert_rows_agree(&out);
     assert!(!w.handle.is_finished(), "the worker must not stop");
     let report = w.stop().await.unwrap();
     assert!(report.transactions_aborted >= 1, "{report:?}");
