@@ -28,6 +28,9 @@ pub enum Acked {
 /// A delivery outcome, sent from the async side to the consumer thread.
 pub struct Ack {
     pub tp: TopicPartition,
+    /// The assignment of `tp` the delivery was made in
+    /// ([`AckLedger::generation`]).
+    pub generation: u64,
     pub offset: i64,
     pub input_ts_ms: Option<i64>,
     pub what: Acked,
@@ -83,6 +86,10 @@ pub struct AckLedger {
     rows: HashMap<TopicPartition, BTreeMap<i64, [u8; 32]>>,
     /// Sealing: seals per partition in chain order (the sent ones first).
     marks: HashMap<TopicPartition, VecDeque<WaitingSeal>>,
+    /// Per partition: how many times it was forgotten (revoked or lost).
+    /// An ack of an earlier assignment names an offset or a seal that a
+    /// later assignment of the partition to this worker may have again.
+    generations: HashMap<TopicPartition, u64>,
 }
 
 impl AckLedger {
@@ -91,6 +98,12 @@ impl AckLedger {
             sealing,
             ..AckLedger::default()
         }
+    }
+
+    /// The current assignment of `tp`: what the acks of deliveries made
+    /// now carry.
+    pub fn generation(&self, tp: &TopicPartition) -> u64 {
+        self.generations.get(tp).copied().unwrap_or(0)
     }
 
     pub fn sent(&mut self, tp: &TopicPartition, offset: i64) {
@@ -135,8 +148,13 @@ impl AckLedger {
 
     /// Applies one ack: `Ok(Some(store))` when an offset may now be stored;
     /// `Err` for a failed publish (its offset and the seals listing it stay
-    /// where they are).
+    /// where they are). An ack of an earlier assignment of its partition is
+    /// dropped, failed or not: that assignment's unfinished records are
+    /// read again from the committed offset.
     pub fn acked(&mut self, ack: Ack) -> Result<Option<Store>, WorkerError> {
+        if ack.generation != self.generation(&ack.tp) {
+            return Ok(None);
+        }
         ack.result?;
         let tp = ack.tp;
         match ack.what {
@@ -223,10 +241,12 @@ impl AckLedger {
             .sum()
     }
 
-    /// Revoked partitions: acks still coming for them are ignored, and
-    /// their waiting seals are dropped (the next owner seals those rows).
+    /// Revoked partitions: acks still coming for them are ignored (also
+    /// once a partition is assigned here again), and their waiting seals
+    /// are dropped (the next owner seals those rows).
     pub fn forget(&mut self, tps: &[TopicPartition]) {
         for tp in tps {
+            *self.generations.entry(tp.clone()).or_default() += 1;
             self.tracker.forget(tp);
             self.done.remove(tp);
             self.rows.remove(tp);
@@ -249,6 +269,7 @@ mod tests {
     fn ack(tp: &TopicPartition, offset: i64, ok: bool) -> Ack {
         Ack {
             tp: tp.clone(),
+            generation: 0,
             offset,
             input_ts_ms: None,
             what: Acked::Record,
@@ -453,6 +474,52 @@ mod tests {
         assert!(b.acked(ack(&p0, 0, false)).is_err());
         assert_eq!(b.acked(ack(&p0, 1, true)).unwrap(), None, "0 never done");
         assert_eq!(b.in_flight(), 2);
+    }
+
+    #[test]
+    fn acks_of_an_earlier_assignment_are_dropped_once_the_partition_is_back() {
+        let p0 = ("answers".to_string(), 0);
+        let mut b = AckLedger::new(true);
+        let old = b.generation(&p0);
+        b.sent(&p0, 5);
+        b.sent(&p0, 6);
+        b.cut(&p0, seal(&p0, 5, 1));
+        b.forget(std::slice::from_ref(&p0));
+        // Assigned here again: read again from the committed offset 5.
+        let new = b.generation(&p0);
+        assert_ne!(new, old);
+        b.sent(&p0, 5);
+        let late = |a: Ack| Ack {
+            generation: old,
+            ..a
+        };
+        assert_eq!(b.acked(late(row_ack(&p0, 5, 1))).unwrap(), None);
+        assert!(
+            b.delivered_rows(&p0).is_empty(),
+            "not this assignment's row"
+        );
+        assert_eq!(b.records_in_flight(), 1, "offset 5 is still in flight");
+        let failed = Ack {
+            result: Err(WorkerError::Thread("boom".into())),
+            ..late(ack(&p0, 5, false))
+        };
+        assert_eq!(b.acked(failed).unwrap(), None, "dropped, failed or not");
+        let now = |a: Ack| Ack {
+            generation: new,
+            ..a
+        };
+        assert_eq!(b.acked(now(row_ack(&p0, 5, 2))).unwrap(), None);
+        assert_eq!(b.delivered_rows(&p0), [(5, [2; 32])]);
+        // The new assignment's seal ends where the old one's did.
+        b.cut(&p0, seal(&p0, 5, 1));
+        assert_eq!(released(&mut b, &p0), [5]);
+        assert_eq!(b.acked(late(seal_ack(&p0, 5))).unwrap(), None);
+        assert_eq!(b.in_flight(), 1, "the new seal is not acknowledged");
+        assert_eq!(
+            b.acked(now(seal_ack(&p0, 5))).unwrap(),
+            Some(store(&p0, 5, Some(head(1))))
+        );
+        assert_eq!(b.in_flight(), 0);
     }
 
     #[test]

@@ -201,6 +201,7 @@ impl AtLeastOnce {
                     producer: self.producer.clone(),
                     metrics: self.metrics.clone(),
                     acks: self.sender()?,
+                    generation: self.ledger.generation(tp),
                     tp: tp.clone(),
                     offset: last_offset,
                     input_ts_ms: None,
@@ -355,6 +356,7 @@ impl Delivery for AtLeastOnce {
                 producer: self.producer.clone(),
                 metrics: self.metrics.clone(),
                 acks,
+                generation: self.ledger.generation(&record.tp),
                 tp: record.tp,
                 offset: record.offset,
                 input_ts_ms: record.input_ts_ms,
@@ -445,6 +447,8 @@ struct DeliveryTask {
     producer: FutureProducer,
     metrics: Arc<Metrics>,
     acks: Sender<Ack>,
+    /// The assignment of `tp` the delivery is made in.
+    generation: u64,
     tp: TopicPartition,
     offset: i64,
     input_ts_ms: Option<i64>,
@@ -475,6 +479,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         producer,
         metrics,
         acks,
+        generation,
         tp,
         offset,
         input_ts_ms,
@@ -549,6 +554,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
     // The consumer thread is gone only after shutdown, when nobody waits for acks.
     let _ = acks.send(Ack {
         tp,
+        generation,
         offset,
         input_ts_ms,
         what,
