@@ -54,6 +54,15 @@ pub const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 /// commit fail (abort and rewind).
 const DELIVERY_STALL: Duration = Duration::from_secs(5);
 
+/// The producer's `transaction.timeout.ms`: how long the coordinator lets a
+/// transaction stay open before it aborts it and fences the producer. A
+/// transaction is open for up to `commit_interval`; its commit then sends
+/// the offsets and commits (each bounded by [`TXN_TIMEOUT`]) after the
+/// deliveries, which fail it once stalled for [`DELIVERY_STALL`].
+pub fn transaction_timeout(commit_interval: Duration) -> Duration {
+    commit_interval + 2 * TXN_TIMEOUT + DELIVERY_STALL
+}
+
 /// The pure bookkeeping of one open transaction.
 #[derive(Default, Debug)]
 pub struct Txn {
