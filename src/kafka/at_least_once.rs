@@ -91,6 +91,10 @@ pub struct AtLeastOnce {
     /// audit partition in offset order, the order their seal lists them
     /// in (verify reports `row_out_of_order` otherwise).
     row_turns: HashMap<TopicPartition, oneshot::Receiver<()>>,
+    /// `finish` has run: the revocation that closing the consumer serves
+    /// afterwards has nothing left to settle (and must not cut a seal that
+    /// could not be sent).
+    finished: bool,
 }
 
 impl AtLeastOnce {
@@ -115,6 +119,7 @@ impl AtLeastOnce {
             drain_deadline,
             chains,
             row_turns: HashMap::new(),
+            finished: false,
         }
     }
 
@@ -192,6 +197,7 @@ impl AtLeastOnce {
                 last_offset,
                 ..
             } = seal;
+            let acks = self.sender()?;
             let future = match enqueue(&self.producer, &output) {
                 Ok(f) => f,
                 Err(e) => return Err(self.seal_failed(&output, tp, last_offset, e)),
@@ -200,7 +206,7 @@ impl AtLeastOnce {
                 DeliveryTask {
                     producer: self.producer.clone(),
                     metrics: self.metrics.clone(),
-                    acks: self.sender()?,
+                    acks,
                     generation: self.ledger.generation(tp),
                     tp: tp.clone(),
                     offset: last_offset,
@@ -379,6 +385,9 @@ impl Delivery for AtLeastOnce {
         revoked: &[TopicPartition],
         lost: bool,
     ) -> Result<(), WorkerError> {
+        if self.finished {
+            return Ok(());
+        }
         let mut result = Ok(());
         if !lost {
             // Seal what is pending, so the next owner continues a chain
@@ -410,6 +419,7 @@ impl Delivery for AtLeastOnce {
         deadline: Instant,
         failed: bool,
     ) -> Result<(), WorkerError> {
+        self.finished = true;
         // The rows first: only acknowledged rows are sealed. The drain also
         // sends the seals due by count that its acks cut (after a failure
         // too: a seal lists only acknowledged rows, so what it covers is
@@ -682,5 +692,62 @@ impl Destination<'_> {
             replaced,
             audit,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::delivery::testing;
+    use crate::kafka::seals::SealSettings;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn after_a_failed_finish_the_closing_revocation_cuts_no_seal() {
+        let topics = crate::config::Topics::default();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(
+            1,
+            &[&topics.input, &topics.final_, &topics.audit],
+        )
+        .unwrap();
+        let bs = broker.bootstrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let config = Arc::new(raw.validate().unwrap());
+        let metrics = Arc::new(Metrics::new(&config.metrics).unwrap());
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let producer: FutureProducer = crate::kafka::client::producer(&config.kafka, &bs)
+                .create_with_context(crate::kafka::client::LogContext::quiet())
+                .unwrap();
+            let consumer = testing::consumer(&config, &bs, &metrics);
+            let chains = Chains::new(SealSettings {
+                worker: "w".into(),
+                seal_every: 100,
+                interval: Duration::from_secs(3600),
+                key: None,
+                topics: config.kafka.topics.clone(),
+            });
+            let mut alo = AtLeastOnce::new(
+                producer,
+                metrics,
+                runtime,
+                100,
+                Duration::from_secs(60),
+                Some(chains),
+            );
+            let tp: TopicPartition = (config.kafka.topics.input.clone(), 0);
+            let record = testing::record(&config, &tp);
+            assert_eq!(alo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            alo.finish(&consumer, deadline, true).unwrap();
+            let unsealed = alo.chains.as_ref().map(Chains::unsealed);
+            assert_eq!(unsealed, Some(vec![tp.clone()]), "acknowledged, not sealed");
+            // Closing the consumer serves a revocation after finish.
+            alo.on_revoke(&consumer, std::slice::from_ref(&tp), false)
+                .unwrap();
+            assert_eq!(alo.ledger.in_flight(), 0, "no seal cut that cannot be sent");
+        })
+        .await
+        .unwrap();
     }
 }

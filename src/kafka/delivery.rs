@@ -320,3 +320,91 @@ pub fn position(
 pub fn now_millis() -> i64 {
     crate::clock::now_nanos() / 1_000_000
 }
+
+/// What unit tests of the deliveries drive them with.
+#[cfg(test)]
+pub mod testing {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use super::{Consumer, Delivery, Flow, Pending, TooLargeReplacer};
+    use crate::config::Config;
+    use crate::core::OutputRole;
+    use crate::kafka::client;
+    use crate::kafka::error::WorkerError;
+    use crate::kafka::offsets::TopicPartition;
+    use crate::kafka::outputs::Output;
+    use crate::kafka::rebalance::WorkerContext;
+    use crate::metrics::Metrics;
+
+    /// The delivery of a consumer's context when the test drives another
+    /// one by hand: it settles nothing.
+    struct Idle;
+
+    impl Delivery for Idle {
+        fn capacity(&mut self, _: &Consumer, _: usize) -> Result<usize, WorkerError> {
+            Ok(0)
+        }
+        fn publish(
+            &mut self,
+            _: &Consumer,
+            _: Pending,
+            _: &[(TopicPartition, i64)],
+        ) -> Result<Flow, WorkerError> {
+            Ok(Flow::Next)
+        }
+        fn on_revoke(
+            &mut self,
+            _: &Consumer,
+            _: &[TopicPartition],
+            _: bool,
+        ) -> Result<(), WorkerError> {
+            Ok(())
+        }
+        fn finish(&mut self, _: &Consumer, _: Instant, _: bool) -> Result<(), WorkerError> {
+            Ok(())
+        }
+    }
+
+    /// A consumer of the worker's kind, not subscribed.
+    pub fn consumer(config: &Config, bootstrap: &str, metrics: &Arc<Metrics>) -> Consumer {
+        let ctx = WorkerContext::new(
+            metrics.clone(),
+            Arc::new(crate::http::Health::default()),
+            config.kafka.topics.input.clone(),
+            false,
+            Box::new(Idle),
+            config.kafka.unassigned_timeout,
+        );
+        client::consumer(&config.kafka, bootstrap, None)
+            .create_with_context(ctx)
+            .unwrap()
+    }
+
+    /// Input record 0 of `tp`: a final record and an audit row.
+    pub fn record(config: &Arc<Config>, tp: &TopicPartition) -> Pending {
+        let t = &config.kafka.topics;
+        let out = |role, topic: &str, bytes: &[u8]| Output {
+            role,
+            topic: topic.to_string(),
+            key: None,
+            payload: Some(bytes.to_vec()),
+            headers: Vec::new(),
+        };
+        let row = br#"{"row":0}"#;
+        Pending {
+            tp: tp.clone(),
+            offset: 0,
+            input_ts_ms: None,
+            outputs: vec![
+                out(OutputRole::Final, &t.final_, b"{}"),
+                out(OutputRole::Audit, &t.audit, row),
+            ],
+            oversize: TooLargeReplacer {
+                config: config.clone(),
+                request_id: None,
+            },
+            audit_hash: Some(crate::audit::seal::row_hash(row)),
+        }
+    }
+}

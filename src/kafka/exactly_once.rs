@@ -161,6 +161,9 @@ pub struct ExactlyOnce {
     aborted: u64,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
     chains: Option<Chains>,
+    /// `finish` has run: the revocation that closing the consumer serves
+    /// afterwards has nothing left to settle.
+    finished: bool,
 }
 
 impl ExactlyOnce {
@@ -185,6 +188,7 @@ impl ExactlyOnce {
             committed: 0,
             aborted: 0,
             chains,
+            finished: false,
         }
     }
 
@@ -504,6 +508,9 @@ impl Delivery for ExactlyOnce {
         revoked: &[TopicPartition],
         _lost: bool,
     ) -> Result<(), WorkerError> {
+        if self.finished {
+            return Ok(());
+        }
         let result = self.commit(consumer);
         if let Some(c) = self.chains.as_mut() {
             c.forget(revoked);
@@ -518,14 +525,19 @@ impl Delivery for ExactlyOnce {
         _deadline: Instant,
         failed: bool,
     ) -> Result<(), WorkerError> {
+        self.finished = true;
         if !failed {
-            self.commit(consumer)
-        } else {
-            if self.txn.is_open() {
-                let _ = self.producer.abort_transaction(TXN_TIMEOUT);
-            }
-            Ok(())
+            return self.commit(consumer);
         }
+        if self.txn.is_open() {
+            let _ = self.producer.abort_transaction(TXN_TIMEOUT);
+            self.txn = Txn::default();
+            self.sent.clear();
+            if let Some(c) = self.chains.as_mut() {
+                c.rollback();
+            }
+        }
+        Ok(())
     }
 
     fn transactions(&self) -> (u64, u64) {
@@ -597,6 +609,50 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[&tp(0)], 5, "first offset of the transaction wins");
         assert_eq!(got[&tp(2)], 10, "fetched but never sent");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_finish_closes_the_transaction_and_the_closing_revocation_settles_nothing() {
+        use crate::kafka::delivery::testing;
+        let topics = crate::config::Topics::default();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(
+            1,
+            &[&topics.input, &topics.final_, &topics.audit],
+        )
+        .unwrap();
+        let bs = broker.bootstrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        raw.kafka.guarantee = Some(crate::config::Guarantee::ExactlyOnce);
+        raw.kafka.transactional_id = Some("finish-txn".into());
+        let config = Arc::new(raw.validate().unwrap());
+        let metrics = Arc::new(Metrics::new(&config.metrics).unwrap());
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let producer: FutureProducer = crate::kafka::client::producer(&config.kafka, &bs)
+                .create_with_context(crate::kafka::client::LogContext::quiet())
+                .unwrap();
+            producer.init_transactions(TXN_TIMEOUT).unwrap();
+            let consumer = testing::consumer(&config, &bs, &metrics);
+            let mut eo = ExactlyOnce::new(
+                producer,
+                runtime,
+                metrics,
+                Duration::from_secs(3600),
+                1000,
+                None,
+            );
+            let record = testing::record(&config, &tp(0));
+            assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+            assert!(eo.txn.is_open());
+            eo.finish(&consumer, Instant::now(), true).unwrap();
+            assert!(!eo.txn.is_open(), "the aborted transaction is closed");
+            // Closing the consumer serves a revocation after finish.
+            eo.on_revoke(&consumer, &[tp(0)], false).unwrap();
+            assert_eq!(eo.transactions(), (0, 0), "nothing committed after finish");
+        })
+        .await
+        .unwrap();
     }
 
     #[test]
