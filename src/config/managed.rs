@@ -121,6 +121,12 @@ pub const MANAGED: &[Managed] = &[
         instead: Some("kafka.transactional_id"),
     },
     Managed {
+        key: "transaction.timeout.ms",
+        aliases: &[],
+        why: "exactly-once: kafka.commit_interval_ms plus 65 s, so that the coordinator does not abort a transaction (and fence the producer) before its commit is due",
+        instead: Some("kafka.commit_interval_ms"),
+    },
+    Managed {
         key: "message.max.bytes",
         aliases: &[],
         why: "the largest output, checked against max_record_bytes at start",

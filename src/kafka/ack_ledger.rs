@@ -1,12 +1,13 @@
-//! The at-least-once ledger, pure: which offsets are in flight, which cut
-//! seals may be sent, and which offsets may be stored (with the chain head
-//! as their metadata). The delivery driver in `super::at_least_once` feeds
+//! The at-least-once ledger, pure: which offsets are in flight, which
+//! acknowledged audit rows may go on their chain (in offset order), which
+//! cut seals may be sent, and which offsets may be stored (with the chain
+//! head as their metadata). The delivery driver in `super::at_least_once` feeds
 //! it acks and does what it answers; all the ordering rules live, and are
 //! tested, here.
 //!
 //! Must not touch a client, a clock or a channel.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::error::WorkerError;
 use super::offsets::{OffsetTracker, TopicPartition};
@@ -27,9 +28,15 @@ pub enum Acked {
 /// A delivery outcome, sent from the async side to the consumer thread.
 pub struct Ack {
     pub tp: TopicPartition,
+    /// The assignment of `tp` the delivery was made in
+    /// ([`AckLedger::generation`]).
+    pub generation: u64,
     pub offset: i64,
     pub input_ts_ms: Option<i64>,
     pub what: Acked,
+    /// [`Acked::Record`] of a sealed record: the SHA-256 of its audit row
+    /// as delivered.
+    pub audit_hash: Option<[u8; 32]>,
     pub result: Result<(), WorkerError>,
 }
 
@@ -74,8 +81,15 @@ pub struct AckLedger {
     sealing: bool,
     /// Sealing: highest contiguous finished offset per partition.
     done: HashMap<TopicPartition, i64>,
+    /// Sealing: the delivered audit rows' hashes by offset, until every
+    /// earlier record of their partition is finished too.
+    rows: HashMap<TopicPartition, BTreeMap<i64, [u8; 32]>>,
     /// Sealing: seals per partition in chain order (the sent ones first).
     marks: HashMap<TopicPartition, VecDeque<WaitingSeal>>,
+    /// Per partition: how many times it was forgotten (revoked or lost).
+    /// An ack of an earlier assignment names an offset or a seal that a
+    /// later assignment of the partition to this worker may have again.
+    generations: HashMap<TopicPartition, u64>,
 }
 
 impl AckLedger {
@@ -84,6 +98,12 @@ impl AckLedger {
             sealing,
             ..AckLedger::default()
         }
+    }
+
+    /// The current assignment of `tp`: what the acks of deliveries made
+    /// now carry.
+    pub fn generation(&self, tp: &TopicPartition) -> u64 {
+        self.generations.get(tp).copied().unwrap_or(0)
     }
 
     pub fn sent(&mut self, tp: &TopicPartition, offset: i64) {
@@ -128,12 +148,26 @@ impl AckLedger {
 
     /// Applies one ack: `Ok(Some(store))` when an offset may now be stored;
     /// `Err` for a failed publish (its offset and the seals listing it stay
-    /// where they are).
+    /// where they are). An ack of an earlier assignment of its partition is
+    /// dropped, failed or not: that assignment's unfinished records are
+    /// read again from the committed offset.
     pub fn acked(&mut self, ack: Ack) -> Result<Option<Store>, WorkerError> {
+        if ack.generation != self.generation(&ack.tp) {
+            return Ok(None);
+        }
         ack.result?;
         let tp = ack.tp;
         match ack.what {
             Acked::Record => {
+                if self.sealing
+                    && let Some(hash) = ack.audit_hash
+                    && self.tracker.in_flight_for(&tp) > 0
+                {
+                    self.rows
+                        .entry(tp.clone())
+                        .or_default()
+                        .insert(ack.offset, hash);
+                }
                 let Some(done) = self.tracker.complete(&tp, ack.offset) else {
                     return Ok(None);
                 };
@@ -156,6 +190,16 @@ impl AckLedger {
             },
         }
         Ok(self.covered(tp))
+    }
+
+    /// The delivered audit rows of `tp` whose records and every earlier one
+    /// are finished, in offset order, each once: they may go on the chain.
+    pub fn delivered_rows(&mut self, tp: &TopicPartition) -> Vec<(i64, [u8; 32])> {
+        let (Some(&done), Some(rows)) = (self.done.get(tp), self.rows.get_mut(tp)) else {
+            return Vec::new();
+        };
+        let later = rows.split_off(&(done + 1));
+        std::mem::replace(rows, later).into_iter().collect()
     }
 
     /// The last seal of `tp` whose rows are all finished and which is
@@ -182,18 +226,30 @@ impl AckLedger {
         self.tracker.in_flight() + self.marks.values().map(unacked).sum::<usize>()
     }
 
+    /// Records not yet acknowledged.
+    pub fn records_in_flight(&self) -> usize {
+        self.tracker.in_flight()
+    }
+
+    pub fn records_in_flight_for(&self, tps: &[TopicPartition]) -> usize {
+        tps.iter().map(|tp| self.tracker.in_flight_for(tp)).sum()
+    }
+
     pub fn in_flight_for(&self, tps: &[TopicPartition]) -> usize {
         tps.iter()
             .map(|tp| self.tracker.in_flight_for(tp) + self.marks.get(tp).map_or(0, unacked))
             .sum()
     }
 
-    /// Revoked partitions: acks still coming for them are ignored, and
-    /// their waiting seals are dropped (the next owner seals those rows).
+    /// Revoked partitions: acks still coming for them are ignored (also
+    /// once a partition is assigned here again), and their waiting seals
+    /// are dropped (the next owner seals those rows).
     pub fn forget(&mut self, tps: &[TopicPartition]) {
         for tp in tps {
+            *self.generations.entry(tp.clone()).or_default() += 1;
             self.tracker.forget(tp);
             self.done.remove(tp);
+            self.rows.remove(tp);
             self.marks.remove(tp);
         }
     }
@@ -213,9 +269,11 @@ mod tests {
     fn ack(tp: &TopicPartition, offset: i64, ok: bool) -> Ack {
         Ack {
             tp: tp.clone(),
+            generation: 0,
             offset,
             input_ts_ms: None,
             what: Acked::Record,
+            audit_hash: None,
             result: if ok {
                 Ok(())
             } else {
@@ -377,6 +435,36 @@ mod tests {
         assert_eq!(b.in_flight(), 0);
     }
 
+    fn row_ack(tp: &TopicPartition, offset: i64, hash: u8) -> Ack {
+        Ack {
+            audit_hash: Some([hash; 32]),
+            ..ack(tp, offset, true)
+        }
+    }
+
+    #[test]
+    fn rows_go_on_the_chain_once_delivered_in_offset_order_with_their_delivered_hash() {
+        let p0 = ("answers".to_string(), 0);
+        let mut b = AckLedger::new(true);
+        for o in 0..4 {
+            b.sent(&p0, o);
+        }
+        assert_eq!(b.acked(row_ack(&p0, 1, 11)).unwrap(), None);
+        assert!(b.delivered_rows(&p0).is_empty(), "row 0 not delivered");
+        assert_eq!(b.acked(row_ack(&p0, 3, 13)).unwrap(), None);
+        assert_eq!(b.acked(row_ack(&p0, 0, 10)).unwrap(), None);
+        assert_eq!(
+            b.delivered_rows(&p0),
+            [(0, [10; 32]), (1, [11; 32])],
+            "in offset order, 3 behind 2"
+        );
+        assert!(b.delivered_rows(&p0).is_empty(), "each row once");
+        assert!(b.acked(ack(&p0, 2, false)).is_err(), "row 2 failed");
+        assert!(b.delivered_rows(&p0).is_empty(), "3 waits behind 2");
+        assert_eq!(b.records_in_flight(), 2);
+        assert_eq!(b.records_in_flight_for(std::slice::from_ref(&p0)), 2);
+    }
+
     #[test]
     fn a_failed_ack_stores_nothing_and_keeps_the_offset_in_flight() {
         let p0 = ("answers".to_string(), 0);
@@ -386,6 +474,52 @@ mod tests {
         assert!(b.acked(ack(&p0, 0, false)).is_err());
         assert_eq!(b.acked(ack(&p0, 1, true)).unwrap(), None, "0 never done");
         assert_eq!(b.in_flight(), 2);
+    }
+
+    #[test]
+    fn acks_of_an_earlier_assignment_are_dropped_once_the_partition_is_back() {
+        let p0 = ("answers".to_string(), 0);
+        let mut b = AckLedger::new(true);
+        let old = b.generation(&p0);
+        b.sent(&p0, 5);
+        b.sent(&p0, 6);
+        b.cut(&p0, seal(&p0, 5, 1));
+        b.forget(std::slice::from_ref(&p0));
+        // Assigned here again: read again from the committed offset 5.
+        let new = b.generation(&p0);
+        assert_ne!(new, old);
+        b.sent(&p0, 5);
+        let late = |a: Ack| Ack {
+            generation: old,
+            ..a
+        };
+        assert_eq!(b.acked(late(row_ack(&p0, 5, 1))).unwrap(), None);
+        assert!(
+            b.delivered_rows(&p0).is_empty(),
+            "not this assignment's row"
+        );
+        assert_eq!(b.records_in_flight(), 1, "offset 5 is still in flight");
+        let failed = Ack {
+            result: Err(WorkerError::Thread("boom".into())),
+            ..late(ack(&p0, 5, false))
+        };
+        assert_eq!(b.acked(failed).unwrap(), None, "dropped, failed or not");
+        let now = |a: Ack| Ack {
+            generation: new,
+            ..a
+        };
+        assert_eq!(b.acked(now(row_ack(&p0, 5, 2))).unwrap(), None);
+        assert_eq!(b.delivered_rows(&p0), [(5, [2; 32])]);
+        // The new assignment's seal ends where the old one's did.
+        b.cut(&p0, seal(&p0, 5, 1));
+        assert_eq!(released(&mut b, &p0), [5]);
+        assert_eq!(b.acked(late(seal_ack(&p0, 5))).unwrap(), None);
+        assert_eq!(b.in_flight(), 1, "the new seal is not acknowledged");
+        assert_eq!(
+            b.acked(now(seal_ack(&p0, 5))).unwrap(),
+            Some(store(&p0, 5, Some(head(1))))
+        );
+        assert_eq!(b.in_flight(), 0);
     }
 
     #[test]

@@ -1,30 +1,38 @@
-//! At-least-once delivery. Every record's outputs are enqueued on an
-//! idempotent `acks=all` producer; a task awaits their delivery reports and
-//! sends an [`Ack`] back to the consumer thread, which marks the offset done
-//! in the ledger (`super::ack_ledger`) and stores the highest contiguous done offset per
-//! partition; librdkafka's auto-commit commits only stored offsets, and
-//! revocation/shutdown commit synchronously. A publish failure is retried a
-//! bounded number of times when retriable; otherwise the worker stops with
-//! the offset uncommitted, so a restart re-processes the record.
+//! At-least-once delivery. A record's terminal record is enqueued on an
+//! idempotent `acks=all` producer; a task awaits its delivery report, then
+//! sends the audit row (so that the row can say what the record became,
+//! should the terminal record be replaced by its too-large stand-in; after
+//! the rows of the partition's earlier records, so the rows keep their
+//! offset order), awaits that, and sends an [`Ack`] back to the consumer thread, which marks the
+//! offset done in the ledger (`super::ack_ledger`) and stores the highest
+//! contiguous done offset per partition; librdkafka's auto-commit commits
+//! only stored offsets, and revocation/shutdown commit synchronously. A
+//! publish failure is retried a bounded number of times when retriable;
+//! otherwise the worker stops with the offset uncommitted, so a restart
+//! re-processes the record.
 //!
-//! Sealing (`super::seals`): a partition's audit rows are cut into a seal
-//! every `audit.seal_every` rows, when the oldest unsealed row is
-//! `audit.seal_interval_ms` old, and on revocation and shutdown. A cut seal
-//! waits in the ledger (`super::ack_ledger`) until every row it lists is acknowledged (rows are
-//! keyed by request id and land on other audit partitions than the seal,
-//! so nothing else orders them before it); the ack that finishes its last
-//! row sends it. Offsets are then stored only up to the last row of an
-//! acknowledged seal, with the chain head after that seal as the offset's
-//! metadata, and committed at once (so a crash between a seal and its
-//! commit, which makes the next owner seal the same rows again, stays
-//! unlikely).
+//! Sealing (`super::seals`): the ack carries the SHA-256 of the audit row
+//! as delivered (a stand-in's when the row was replaced), and the rows go
+//! on their partition's chain only when acknowledged, in offset order. A
+//! partition's rows are cut into a seal every `audit.seal_every` rows, when
+//! the oldest unsealed row is `audit.seal_interval_ms` old, and on
+//! revocation and shutdown. A seal therefore lists only acknowledged rows
+//! (rows are keyed by request id and land on other audit partitions than
+//! the seal, so nothing else orders them before it); the ledger
+//! (`super::ack_ledger`) holds it until it is sent. Offsets are then stored
+//! only up to the last row of an acknowledged seal, with the chain head
+//! after that seal as the offset's metadata, and committed at once (so a
+//! crash between a seal and its commit, which makes the next owner seal the
+//! same rows again, stays unlikely).
 //!
 //! Must not store an offset before every output of it and of every earlier
 //! record of its partition is acknowledged, nor (sealing) before its audit
-//! row is covered by an acknowledged seal; must not send a seal before
-//! every row it lists is acknowledged (a crash could leave the seal on the
-//! topic and a row it lists unwritten: a false `row_missing`).
+//! row is covered by an acknowledged seal; must not seal a row before it is
+//! acknowledged (a crash could leave the seal on the topic and a row it
+//! lists unwritten: a false `row_missing`), nor seal other bytes than the
+//! ones delivered (a false `row_altered`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -34,13 +42,14 @@ use rdkafka::consumer::{CommitMode, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::DeliveryFuture;
 use rdkafka::util::Timeout;
+use tokio::sync::oneshot;
 use tracing::debug;
 
 use super::ack_ledger::{Ack, AckLedger, Acked, Store};
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Flow, Pending, TooLargeReplacer, chain_row, enqueue, enqueue_or_replace,
-    is_too_large, now_millis, position,
+    Consumer, Delivery, Flow, Pending, TooLargeReplacer, chain_row, delivered_row_hash, enqueue,
+    enqueue_or_replace, is_too_large, now_millis, position,
 };
 use super::error::classify;
 use super::error::{PublishFailure, WorkerError};
@@ -58,6 +67,8 @@ use crate::metrics::Metrics;
 const MAX_RESENDS: u32 = 5;
 /// How long the loop waits for an ack when it may not fetch more.
 const BACKPRESSURE_WAIT: Duration = Duration::from_millis(100);
+/// How long a send from a delivery task waits for room in the producer queue.
+const SEND_WAIT: Duration = Duration::from_secs(30);
 
 pub struct AtLeastOnce {
     producer: FutureProducer,
@@ -74,6 +85,16 @@ pub struct AtLeastOnce {
     drain_deadline: Duration,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
     chains: Option<Chains>,
+    /// Per input partition: closed once its last published record's audit
+    /// rows are enqueued. Each record's delivery task waits for it before
+    /// enqueuing its own rows, so that rows of one partition reach each
+    /// audit partition in offset order, the order their seal lists them
+    /// in (verify reports `row_out_of_order` otherwise).
+    row_turns: HashMap<TopicPartition, oneshot::Receiver<()>>,
+    /// `finish` has run: the revocation that closing the consumer serves
+    /// afterwards has nothing left to settle (and must not cut a seal that
+    /// could not be sent).
+    finished: bool,
 }
 
 impl AtLeastOnce {
@@ -97,6 +118,8 @@ impl AtLeastOnce {
             max_in_flight,
             drain_deadline,
             chains,
+            row_turns: HashMap::new(),
+            finished: false,
         }
     }
 
@@ -112,10 +135,23 @@ impl AtLeastOnce {
         if ok && let Some(d) = delivered {
             d.emit(&self.metrics);
         }
+        // Only delivered rows go on the chain, in offset order.
+        for (offset, hash) in self.ledger.delivered_rows(&tp) {
+            let due = chain_row(
+                &mut self.chains,
+                consumer,
+                &self.metrics,
+                &tp,
+                offset,
+                Some(hash),
+            )?;
+            if let Some(seal) = due {
+                self.ledger.cut(&tp, seal);
+            }
+        }
         if let Some(store) = store {
             self.store(consumer, store);
         }
-        // The rows this ack finished may complete a waiting seal.
         self.release(&tp)
     }
 
@@ -136,8 +172,8 @@ impl AtLeastOnce {
         }
     }
 
-    /// Cuts the pending rows of `tps` into seals, sent as soon as their
-    /// rows are acknowledged.
+    /// Cuts the acknowledged rows of `tps` not sealed yet into seals, and
+    /// sends them.
     fn seal_now(&mut self, tps: &[TopicPartition]) -> Result<(), WorkerError> {
         for tp in tps {
             let Some(seal) = self
@@ -161,6 +197,7 @@ impl AtLeastOnce {
                 last_offset,
                 ..
             } = seal;
+            let acks = self.sender()?;
             let future = match enqueue(&self.producer, &output) {
                 Ok(f) => f,
                 Err(e) => return Err(self.seal_failed(&output, tp, last_offset, e)),
@@ -169,12 +206,18 @@ impl AtLeastOnce {
                 DeliveryTask {
                     producer: self.producer.clone(),
                     metrics: self.metrics.clone(),
-                    acks: self.sender()?,
+                    acks,
+                    generation: self.ledger.generation(tp),
                     tp: tp.clone(),
                     offset: last_offset,
                     input_ts_ms: None,
                     what: Acked::Seal,
                     oversize: None,
+                    rows: Vec::new(),
+                    rows_replaced: false,
+                    turn: None,
+                    done: None,
+                    audit_hash: None,
                 },
                 vec![(output, future)],
             );
@@ -278,18 +321,22 @@ impl Delivery for AtLeastOnce {
 
     fn publish(
         &mut self,
-        consumer: &Consumer,
+        _consumer: &Consumer,
         mut record: Pending,
         _rest: &[(TopicPartition, i64)],
     ) -> Result<Flow, WorkerError> {
-        let outputs = std::mem::take(&mut record.outputs);
-        let mut futures = Vec::with_capacity(outputs.len() + 1);
-        let mut hash = None;
-        for out in outputs {
-            match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((out, future, audit_hash)) => {
-                    hash = hash.or(audit_hash);
-                    futures.push((out, future));
+        // The audit rows are sent by the delivery task once the others are
+        // delivered (or replaced), so that they agree with what was.
+        let (rows, others): (Vec<Output>, Vec<Output>) = std::mem::take(&mut record.outputs)
+            .into_iter()
+            .partition(Output::is_audit_row);
+        let mut futures = Vec::with_capacity(others.len());
+        let mut agreeing = None;
+        for out in others {
+            match enqueue_or_replace(&self.producer, out, &record, false) {
+                Ok(sent) => {
+                    agreeing = agreeing.or(sent.audit);
+                    futures.push((sent.out, sent.delivery));
                 }
                 Err((out, e)) => {
                     let input = record.input();
@@ -306,22 +353,26 @@ impl Delivery for AtLeastOnce {
         }
         let acks = self.sender()?;
         self.ledger.sent(&record.tp, record.offset);
-        let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
-        if let Some(seal) = due {
-            // Due by count: sent once this record (its last row) and every
-            // earlier one are acknowledged.
-            self.ledger.cut(&record.tp, seal);
-        }
+        let rows_replaced = agreeing.is_some();
+        let rows = agreeing.map_or(rows, |a| vec![a]);
+        let (done, next_turn) = oneshot::channel();
+        let turn = self.row_turns.insert(record.tp.clone(), next_turn);
         self.spawn(
             DeliveryTask {
                 producer: self.producer.clone(),
                 metrics: self.metrics.clone(),
                 acks,
+                generation: self.ledger.generation(&record.tp),
                 tp: record.tp,
                 offset: record.offset,
                 input_ts_ms: record.input_ts_ms,
                 what: Acked::Record,
                 oversize: Some(record.oversize),
+                rows,
+                rows_replaced,
+                audit_hash: record.audit_hash,
+                turn,
+                done: Some(done),
             },
             futures,
         );
@@ -334,20 +385,30 @@ impl Delivery for AtLeastOnce {
         revoked: &[TopicPartition],
         lost: bool,
     ) -> Result<(), WorkerError> {
+        if self.finished {
+            return Ok(());
+        }
         let mut result = Ok(());
         if !lost {
             // Seal what is pending, so the next owner continues a chain
             // whose every committed row is sealed: the drain waits for the
-            // rows, then the seals they release, then their acks.
-            result = self.seal_now(revoked);
+            // rows (only acknowledged rows are sealed), then the seals
+            // cut from them.
             let deadline = Instant::now() + self.drain_deadline;
+            let rows = self.drain(consumer, deadline, |b| {
+                b.records_in_flight_for(revoked) == 0
+            });
+            let sealed = self.seal_now(revoked);
             let drained = self.drain(consumer, deadline, |b| b.in_flight_for(revoked) == 0);
-            result = result.and(drained);
+            result = rows.and(sealed).and(drained);
             self.commit_stored(consumer);
         }
         self.ledger.forget(revoked);
         if let Some(c) = self.chains.as_mut() {
             c.forget(revoked);
+        }
+        for tp in revoked {
+            self.row_turns.remove(tp);
         }
         result
     }
@@ -358,14 +419,19 @@ impl Delivery for AtLeastOnce {
         deadline: Instant,
         failed: bool,
     ) -> Result<(), WorkerError> {
+        self.finished = true;
+        // The rows first: only acknowledged rows are sealed. The drain also
+        // sends the seals due by count that its acks cut (after a failure
+        // too: a seal lists only acknowledged rows, so what it covers is
+        // safe to commit).
+        let rows = self.drain(consumer, deadline, |b| b.records_in_flight() == 0);
         let mut sealed = Ok(());
         if !failed && let Some(tps) = self.chains.as_ref().map(Chains::unsealed) {
             sealed = self.seal_now(&tps);
         }
-        // The drain still sends the seals its acks release (also after a
-        // failure: a seal goes out only when every row it lists is
-        // acknowledged, so what it covers is safe to commit).
-        let result = sealed.and(self.drain(consumer, deadline, |b| b.in_flight() == 0));
+        let result = rows
+            .and(sealed)
+            .and(self.drain(consumer, deadline, |b| b.in_flight() == 0));
         self.ack_tx = None;
         let abandoned = self.ledger.in_flight();
         if abandoned > 0 {
@@ -391,6 +457,8 @@ struct DeliveryTask {
     producer: FutureProducer,
     metrics: Arc<Metrics>,
     acks: Sender<Ack>,
+    /// The assignment of `tp` the delivery is made in.
+    generation: u64,
     tp: TopicPartition,
     offset: i64,
     input_ts_ms: Option<i64>,
@@ -398,31 +466,170 @@ struct DeliveryTask {
     /// How to replace an output refused as too large (`None`: a seal, never
     /// replaced).
     oversize: Option<TooLargeReplacer>,
+    /// The record's audit rows, sent once its other outputs are delivered.
+    rows: Vec<Output>,
+    /// `rows` are not the ones built beside validation (their hash is
+    /// computed on delivery).
+    rows_replaced: bool,
+    /// Closed once the previous record of the partition enqueued its rows.
+    turn: Option<oneshot::Receiver<()>>,
+    /// Closed once this record's rows are enqueued (or will never be).
+    done: Option<oneshot::Sender<()>>,
+    /// The SHA-256 of the audit row built beside validation (`None`: not
+    /// sealed).
+    audit_hash: Option<[u8; 32]>,
 }
 
 /// Awaits the delivery of every output of one record, or of one seal
-/// (re-sending a bounded number of times on retriable failures), and
-/// reports back.
+/// (re-sending a bounded number of times on retriable failures), then sends
+/// and awaits the record's audit rows, and reports back with the SHA-256 of
+/// the audit row delivered.
 async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
     let DeliveryTask {
         producer,
         metrics,
         acks,
+        generation,
         tp,
         offset,
         input_ts_ms,
         what,
         oversize,
+        rows,
+        rows_replaced,
+        audit_hash,
+        turn,
+        done,
     } = s;
-    let input = format!("{}/{}@{}", tp.0, tp.1, offset);
+    let to = Destination {
+        producer: &producer,
+        metrics: &metrics,
+        oversize: oversize.as_ref(),
+        tp: &tp,
+        offset,
+        input: format!("{}/{}@{}", tp.0, tp.1, offset),
+    };
     let mut result = Ok(());
-    'outputs: for (mut out, fut) in first {
-        let mut outcome = match fut.await {
+    let mut agreeing = None;
+    for (out, fut) in first {
+        let outcome = match fut.await {
             Ok(r) => r.map(|_| ()).map_err(|(e, _)| e),
             Err(_) => Err(KafkaError::Canceled),
         };
+        match to.deliver(out, outcome).await {
+            Ok(d) => agreeing = agreeing.or(d.audit),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    if let Some(turn) = turn {
+        // Closed without a send too, when the previous task is gone.
+        let _ = turn.await;
+    }
+    let mut delivered_hash = None;
+    if result.is_ok() {
+        // A terminal record replaced by its stand-in: the row that says so.
+        let (rows, replaced) = match agreeing {
+            Some(a) => (vec![a], true),
+            None => (rows, rows_replaced),
+        };
+        let mut enqueued = Vec::with_capacity(rows.len());
+        for row in rows {
+            let delivery = to.enqueue(&row).await;
+            enqueued.push((row, delivery));
+        }
+        drop(done);
+        for (row, delivery) in enqueued {
+            let outcome = match delivery {
+                Ok(f) => match f.await {
+                    Ok(r) => r.map(|_| ()).map_err(|(e, _)| e),
+                    Err(_) => Err(KafkaError::Canceled),
+                },
+                Err(e) => Err(e),
+            };
+            match to.deliver(row, outcome).await {
+                Ok(d) => {
+                    delivered_hash =
+                        delivered_row_hash(audit_hash, &d.output, replaced || d.replaced);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+    }
+    // The consumer thread is gone only after shutdown, when nobody waits for acks.
+    let _ = acks.send(Ack {
+        tp,
+        generation,
+        offset,
+        input_ts_ms,
+        what,
+        audit_hash: delivered_hash,
+        result,
+    });
+}
+
+/// Where a delivery task's outputs go, and what they are of.
+struct Destination<'a> {
+    producer: &'a FutureProducer,
+    metrics: &'a Metrics,
+    oversize: Option<&'a TooLargeReplacer>,
+    tp: &'a TopicPartition,
+    offset: i64,
+    input: String,
+}
+
+/// One output as delivered.
+struct Delivered {
+    output: Output,
+    /// `output` is the stand-in of the output first sent.
+    replaced: bool,
+    /// The first output was a terminal record, replaced by its stand-in:
+    /// the audit row that goes with that stand-in.
+    audit: Option<Output>,
+}
+
+impl Destination<'_> {
+    /// Enqueues `out`, waiting while the producer queue is full.
+    async fn enqueue(&self, out: &Output) -> Result<DeliveryFuture, KafkaError> {
+        let deadline = tokio::time::Instant::now() + SEND_WAIT;
+        loop {
+            match self.producer.send_result(out.record()) {
+                Ok(f) => return Ok(f),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _))
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    // Deliveries drain the queue from librdkafka's own threads.
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+
+    async fn send(&self, out: &Output) -> Result<(), KafkaError> {
+        self.producer
+            .send(out.record(), Timeout::After(SEND_WAIT))
+            .await
+            .map(|_| ())
+            .map_err(|(e, _)| e)
+    }
+
+    /// Settles one output whose first attempt ended with `outcome`:
+    /// re-sends a bounded number of times when retriable, and replaces it
+    /// once by its bounded stand-in when refused as too large.
+    async fn deliver(
+        &self,
+        mut out: Output,
+        mut outcome: Result<(), KafkaError>,
+    ) -> Result<Delivered, WorkerError> {
         let mut resends = 0;
         let mut replaced = false;
+        let mut audit = None;
         loop {
             let e = match outcome {
                 Ok(()) if out.is_seal() => {
@@ -430,16 +637,16 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
                         seals: 1,
                         now_ms: now_millis(),
                     }
-                    .emit(&metrics);
-                    continue 'outputs;
+                    .emit(self.metrics);
+                    break;
                 }
                 Ok(()) => {
-                    OutputPublished { role: out.role }.emit(&metrics);
-                    continue 'outputs;
+                    OutputPublished { role: out.role }.emit(self.metrics);
+                    break;
                 }
                 Err(e) => e,
             };
-            let replacement = oversize.as_ref().filter(|_| !out.is_seal());
+            let replacement = self.oversize.filter(|_| !out.is_seal());
             let then = if is_too_large(&e) && !replaced && replacement.is_some() {
                 // Refused as too large: re-sending cannot help. Publish the
                 // core's bounded stand-in once instead (never retried forever).
@@ -452,13 +659,15 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
             PublishFailed {
                 error: &e,
                 topic: &out.topic,
-                input: &input,
+                input: &self.input,
                 then,
             }
-            .emit(&metrics);
+            .emit(self.metrics);
             match (then, replacement) {
                 (PublishThen::ReplaceBounded, Some(oversize)) => {
-                    out = oversize.replacement(&out, &tp, offset);
+                    let stand_in = oversize.replacement(&out, self.tp, self.offset);
+                    out = stand_in.output;
+                    audit = stand_in.audit;
                     replaced = true;
                 }
                 (PublishThen::Resend(n), _) => {
@@ -469,27 +678,76 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
                     if out.is_seal() {
                         SealsFailed {
                             seals: 1,
-                            chain: &format!("{}/{}", tp.0, tp.1),
+                            chain: &format!("{}/{}", self.tp.0, self.tp.1),
                         }
-                        .emit(&metrics);
+                        .emit(self.metrics);
                     }
-                    result = Err(publish_failure(&out, input.clone(), e));
-                    break 'outputs;
+                    return Err(publish_failure(&out, self.input.clone(), e));
                 }
             }
-            outcome = producer
-                .send(out.record(), Timeout::After(Duration::from_secs(30)))
-                .await
-                .map(|_| ())
-                .map_err(|(e, _)| e);
+            outcome = self.send(&out).await;
         }
+        Ok(Delivered {
+            output: out,
+            replaced,
+            audit,
+        })
     }
-    // The consumer thread is gone only after shutdown, when nobody waits for acks.
-    let _ = acks.send(Ack {
-        tp,
-        offset,
-        input_ts_ms,
-        what,
-        result,
-    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::delivery::testing;
+    use crate::kafka::seals::SealSettings;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn after_a_failed_finish_the_closing_revocation_cuts_no_seal() {
+        let topics = crate::config::Topics::default();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(
+            1,
+            &[&topics.input, &topics.final_, &topics.audit],
+        )
+        .unwrap();
+        let bs = broker.bootstrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let config = Arc::new(raw.validate().unwrap());
+        let metrics = Arc::new(Metrics::new(&config.metrics).unwrap());
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let producer: FutureProducer = crate::kafka::client::producer(&config.kafka, &bs)
+                .create_with_context(crate::kafka::client::LogContext::quiet())
+                .unwrap();
+            let consumer = testing::consumer(&config, &bs, &metrics);
+            let chains = Chains::new(SealSettings {
+                worker: "w".into(),
+                seal_every: 100,
+                interval: Duration::from_secs(3600),
+                key: None,
+                topics: config.kafka.topics.clone(),
+            });
+            let mut alo = AtLeastOnce::new(
+                producer,
+                metrics,
+                runtime,
+                100,
+                Duration::from_secs(60),
+                Some(chains),
+            );
+            let tp: TopicPartition = (config.kafka.topics.input.clone(), 0);
+            let record = testing::record(&config, &tp);
+            assert_eq!(alo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            alo.finish(&consumer, deadline, true).unwrap();
+            let unsealed = alo.chains.as_ref().map(Chains::unsealed);
+            assert_eq!(unsealed, Some(vec![tp.clone()]), "acknowledged, not sealed");
+            // Closing the consumer serves a revocation after finish.
+            alo.on_revoke(&consumer, std::slice::from_ref(&tp), false)
+                .unwrap();
+            assert_eq!(alo.ledger.in_flight(), 0, "no seal cut that cannot be sent");
+        })
+        .await
+        .unwrap();
+    }
 }

@@ -304,7 +304,9 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
         .set("compression.type", "lz4")
         .set("message.max.bytes", k.max_message_bytes.to_string());
     if k.guarantee == Guarantee::ExactlyOnce {
-        c.set("transactional.id", &k.transactional_id);
+        let timeout = super::exactly_once::transaction_timeout(k.commit_interval);
+        c.set("transactional.id", &k.transactional_id)
+            .set("transaction.timeout.ms", timeout.as_millis().to_string());
     }
     with_passthrough(c, k)
 }
@@ -376,6 +378,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_exactly_once_transaction_may_stay_open_for_the_longest_commit_interval() {
+        let mut raw = RawConfig::default();
+        raw.kafka.guarantee = Some(Guarantee::ExactlyOnce);
+        raw.kafka.commit_interval_ms = Some(600_000);
+        let k = raw.validate().unwrap().kafka;
+        let c = producer(&k, "b:9092");
+        let ms = |key: &str| c.get(key).map(|v| v.parse::<u64>().unwrap());
+        let timeout = ms("transaction.timeout.ms").expect("transaction.timeout.ms set");
+        assert!(
+            timeout >= 600_000 + 2 * super::super::exactly_once::TXN_TIMEOUT.as_millis() as u64,
+            "{timeout}: the commit interval and the commit's own calls"
+        );
+        assert!(
+            timeout <= 900_000,
+            "{timeout}: within the brokers' default transaction.max.timeout.ms"
+        );
+        // librdkafka takes it (message.timeout.ms follows it).
+        let created: Result<rdkafka::producer::BaseProducer, _> = c.create();
+        assert!(created.is_ok(), "{:?}", created.err());
+        let mut raw = RawConfig::default();
+        raw.kafka.guarantee = Some(Guarantee::AtLeastOnce);
+        let k = raw.validate().unwrap().kafka;
+        assert!(
+            producer(&k, "b:9092")
+                .get("transaction.timeout.ms")
+                .is_none()
+        );
     }
 
     fn every_security_setting() -> KafkaSecurity {

@@ -21,13 +21,12 @@ use super::client::FutureProducer;
 use super::error::WorkerError;
 use super::events::{ChainStarted, InternalEvent};
 use super::offsets::TopicPartition;
-use super::outputs::{Consumed, Output, oversize_replacement};
+use super::outputs::{Consumed, Output, StandIn, oversize_replacement};
 use super::rebalance::WorkerContext;
 use super::seals::{Chains, Resume, Seal, encode_head};
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;
-use crate::core::OutputRole;
 use crate::metrics::Metrics;
 
 pub type Consumer = BaseConsumer<WorkerContext>;
@@ -106,7 +105,7 @@ pub struct TooLargeReplacer {
 }
 
 impl TooLargeReplacer {
-    pub fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> Output {
+    pub fn replacement(&self, out: &Output, tp: &TopicPartition, offset: i64) -> StandIn {
         let input = Consumed {
             topic: &tp.0,
             partition: tp.1,
@@ -121,7 +120,7 @@ impl TooLargeReplacer {
             &input,
             self.request_id.as_deref(),
             &self.config.core,
-            &self.config.kafka.topics.dead_letter,
+            &self.config.kafka.topics,
             crate::clock::now_nanos(),
         )
     }
@@ -147,37 +146,66 @@ pub fn enqueue(producer: &FutureProducer, out: &Output) -> Result<DeliveryFuture
     }
 }
 
-/// An output handed to the producer: what was enqueued, its delivery, and
-/// the SHA-256 of the audit row when it is the audit row of a sealed record.
-pub type Enqueued = (Output, DeliveryFuture, Option<[u8; 32]>);
+/// An output handed to the producer.
+pub struct Enqueued {
+    /// What was enqueued: the output, or its bounded stand-in.
+    pub out: Output,
+    pub delivery: DeliveryFuture,
+    /// The SHA-256 of `out` when it is the audit row of a sealed record.
+    pub audit_hash: Option<[u8; 32]>,
+    /// `out` is the bounded stand-in: nothing smaller can replace it.
+    pub stand_in: bool,
+    /// `out` stands in for a terminal record: the audit row to publish in
+    /// place of the record's own ([`StandIn::audit`]).
+    pub audit: Option<Output>,
+}
 
 /// Enqueues `out`, or its bounded stand-in when the producer's own size
-/// check refuses it (key and headers beside a bounded value). Returns what
-/// was enqueued (and the audit row's hash when it is the audit row of a
-/// sealed record). A seal is never replaced (a stand-in would seal nothing).
+/// check refuses it (key and headers beside a bounded value). A seal is
+/// never replaced (a stand-in would seal nothing). `replaced`: `out` is
+/// already not the output built beside validation (its audit hash is
+/// computed here).
 // The error carries the output so the caller can name it; it is the rare path.
 #[allow(clippy::result_large_err)]
 pub fn enqueue_or_replace(
     producer: &FutureProducer,
     out: Output,
     record: &Pending,
+    replaced: bool,
 ) -> Result<Enqueued, (Output, KafkaError)> {
     match enqueue(producer, &out) {
-        Ok(f) => {
-            let h = audit_row_hash(record, &out, false);
-            Ok((out, f, h))
-        }
-        Err(e) if is_too_large(&e) && !out.is_seal() => {
-            let stand_in = record.oversize.replacement(&out, &record.tp, record.offset);
-            match enqueue(producer, &stand_in) {
-                Ok(f) => {
-                    let h = audit_row_hash(record, &stand_in, true);
-                    Ok((stand_in, f, h))
-                }
-                Err(e) => Err((stand_in, e)),
-            }
-        }
+        Ok(delivery) => Ok(Enqueued {
+            audit_hash: audit_row_hash(record, &out, replaced),
+            out,
+            delivery,
+            stand_in: false,
+            audit: None,
+        }),
+        Err(e) if is_too_large(&e) && !out.is_seal() => enqueue_stand_in(producer, &out, record),
         Err(e) => Err((out, e)),
+    }
+}
+
+/// Enqueues the bounded stand-in of `refused`, an output of `record` that
+/// was refused as too large.
+#[allow(clippy::result_large_err)]
+pub fn enqueue_stand_in(
+    producer: &FutureProducer,
+    refused: &Output,
+    record: &Pending,
+) -> Result<Enqueued, (Output, KafkaError)> {
+    let StandIn { output, audit } = record
+        .oversize
+        .replacement(refused, &record.tp, record.offset);
+    match enqueue(producer, &output) {
+        Ok(delivery) => Ok(Enqueued {
+            audit_hash: audit_row_hash(record, &output, true),
+            out: output,
+            delivery,
+            stand_in: true,
+            audit,
+        }),
+        Err(e) => Err((output, e)),
     }
 }
 
@@ -186,37 +214,48 @@ pub fn enqueue_or_replace(
 /// bounded stand-in on the way (then of the stand-in, which is what the
 /// audit topic holds). `None` when the record is not sealed.
 fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option<[u8; 32]> {
-    if enqueued.role != OutputRole::Audit || enqueued.is_seal() {
+    if !enqueued.is_audit_row() {
         return None;
     }
-    let precomputed = record.audit_hash?;
+    delivered_row_hash(record.audit_hash, enqueued, replaced)
+}
+
+/// The SHA-256 of `row`, an audit row on its way: `precomputed` (computed
+/// beside validation; `None` when the record is not sealed) unless the row
+/// was replaced on the way.
+pub fn delivered_row_hash(
+    precomputed: Option<[u8; 32]>,
+    row: &Output,
+    replaced: bool,
+) -> Option<[u8; 32]> {
+    let precomputed = precomputed?;
     // Re-hashing only a replaced row keeps hashing off the consumer thread.
     Some(if replaced {
-        row_hash(enqueued.payload.as_deref().unwrap_or_default())
+        row_hash(row.payload.as_deref().unwrap_or_default())
     } else {
         precomputed
     })
 }
 
-/// Records a record's published audit row (`hash`; `None`: not sealed) on
-/// its partition's chain (read from the committed offset's metadata on the
-/// partition's first record here); the seal, when one is due by count.
+/// Records the audit row of input `offset` (`hash`; `None`: not sealed) on
+/// `tp`'s chain (read from the committed offset's metadata on the
+/// partition's first row here); the seal, when one is due by count.
 pub fn chain_row(
     chains: &mut Option<Chains>,
     consumer: &Consumer,
     metrics: &Metrics,
-    record: &Pending,
+    tp: &TopicPartition,
+    offset: i64,
     hash: Option<[u8; 32]>,
 ) -> Result<Option<Seal>, WorkerError> {
     let (Some(chains), Some(hash)) = (chains.as_mut(), hash) else {
         return Ok(None);
     };
-    let tp = &record.tp;
     if !chains.has(tp) {
         let head = load_head(consumer, metrics, tp)?;
         chains.start(tp, head);
     }
-    if chains.push(tp, record.offset, hash, Instant::now()) {
+    if chains.push(tp, offset, hash, Instant::now()) {
         return Ok(chains.seal(tp, crate::clock::now_nanos()));
     }
     Ok(None)
@@ -280,4 +319,92 @@ pub fn position(
 
 pub fn now_millis() -> i64 {
     crate::clock::now_nanos() / 1_000_000
+}
+
+/// What unit tests of the deliveries drive them with.
+#[cfg(test)]
+pub mod testing {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use super::{Consumer, Delivery, Flow, Pending, TooLargeReplacer};
+    use crate::config::Config;
+    use crate::core::OutputRole;
+    use crate::kafka::client;
+    use crate::kafka::error::WorkerError;
+    use crate::kafka::offsets::TopicPartition;
+    use crate::kafka::outputs::Output;
+    use crate::kafka::rebalance::WorkerContext;
+    use crate::metrics::Metrics;
+
+    /// The delivery of a consumer's context when the test drives another
+    /// one by hand: it settles nothing.
+    struct Idle;
+
+    impl Delivery for Idle {
+        fn capacity(&mut self, _: &Consumer, _: usize) -> Result<usize, WorkerError> {
+            Ok(0)
+        }
+        fn publish(
+            &mut self,
+            _: &Consumer,
+            _: Pending,
+            _: &[(TopicPartition, i64)],
+        ) -> Result<Flow, WorkerError> {
+            Ok(Flow::Next)
+        }
+        fn on_revoke(
+            &mut self,
+            _: &Consumer,
+            _: &[TopicPartition],
+            _: bool,
+        ) -> Result<(), WorkerError> {
+            Ok(())
+        }
+        fn finish(&mut self, _: &Consumer, _: Instant, _: bool) -> Result<(), WorkerError> {
+            Ok(())
+        }
+    }
+
+    /// A consumer of the worker's kind, not subscribed.
+    pub fn consumer(config: &Config, bootstrap: &str, metrics: &Arc<Metrics>) -> Consumer {
+        let ctx = WorkerContext::new(
+            metrics.clone(),
+            Arc::new(crate::http::Health::default()),
+            config.kafka.topics.input.clone(),
+            false,
+            Box::new(Idle),
+            config.kafka.unassigned_timeout,
+        );
+        client::consumer(&config.kafka, bootstrap, None)
+            .create_with_context(ctx)
+            .unwrap()
+    }
+
+    /// Input record 0 of `tp`: a final record and an audit row.
+    pub fn record(config: &Arc<Config>, tp: &TopicPartition) -> Pending {
+        let t = &config.kafka.topics;
+        let out = |role, topic: &str, bytes: &[u8]| Output {
+            role,
+            topic: topic.to_string(),
+            key: None,
+            payload: Some(bytes.to_vec()),
+            headers: Vec::new(),
+        };
+        let row = br#"{"row":0}"#;
+        Pending {
+            tp: tp.clone(),
+            offset: 0,
+            input_ts_ms: None,
+            outputs: vec![
+                out(OutputRole::Final, &t.final_, b"{}"),
+                out(OutputRole::Audit, &t.audit, row),
+            ],
+            oversize: TooLargeReplacer {
+                config: config.clone(),
+                request_id: None,
+            },
+            audit_hash: Some(crate::audit::seal::row_hash(row)),
+        }
+    }
 }

@@ -5,6 +5,14 @@
 //! back to the first offset of the transaction in each partition; a fatal one
 //! (fencing) stops the worker.
 //!
+//! An output the broker refuses as too large fails the transaction's
+//! commit: the transaction is aborted and rewound, and the refused output
+//! (remembered by its record's input position and its role) is replaced by
+//! its bounded stand-in when the record is processed again, so the record
+//! still gets one terminal record and one audit row and the partition
+//! moves on. A stand-in or a seal refused as too large stops the worker
+//! (nothing smaller can take its place).
+//!
 //! Sealing (`super::seals`): the seals are in the transaction of their rows.
 //! A partition is sealed every `audit.seal_every` rows and, before each
 //! commit, every partition with unsealed rows is sealed; its position is
@@ -14,22 +22,22 @@
 //! Must not let a record's outputs and its input position be committed in
 //! different transactions, nor commit a position whose rows are unsealed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer as _;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::Producer;
+use rdkafka::producer::{DeliveryFuture, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::debug;
 
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Flow, Pending, chain_row, enqueue, enqueue_or_replace, now_millis, position,
+    Consumer, Delivery, Enqueued, Flow, Pending, chain_row, enqueue, enqueue_or_replace,
+    enqueue_stand_in, is_too_large, now_millis, position,
 };
-use super::error::WorkerError;
-use super::error::{ErrorClass, classify};
+use super::error::{ErrorClass, PublishFailure, WorkerError, classify};
 use super::events::{
     InternalEvent, PublishFailed, PublishThen, SealsFailed, TransactionAborted,
     TransactionCommitted,
@@ -45,6 +53,15 @@ pub const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Outputs of a transaction that stop being delivered for this long make the
 /// commit fail (abort and rewind).
 const DELIVERY_STALL: Duration = Duration::from_secs(5);
+
+/// The producer's `transaction.timeout.ms`: how long the coordinator lets a
+/// transaction stay open before it aborts it and fences the producer. A
+/// transaction is open for up to `commit_interval`; its commit then sends
+/// the offsets and commits (each bounded by [`TXN_TIMEOUT`]) after the
+/// deliveries, which fail it once stalled for [`DELIVERY_STALL`].
+pub fn transaction_timeout(commit_interval: Duration) -> Duration {
+    commit_interval + 2 * TXN_TIMEOUT + DELIVERY_STALL
+}
 
 /// The pure bookkeeping of one open transaction.
 #[derive(Default, Debug)]
@@ -110,22 +127,50 @@ impl Txn {
     }
 }
 
+/// An output of the open transaction, kept until the transaction ends so
+/// that a refusal by the broker is traced back to its record.
+struct Sent {
+    tp: TopicPartition,
+    /// The record's input offset (a seal: the last row it covers).
+    offset: i64,
+    role: OutputRole,
+    topic: String,
+    /// A seal, or the bounded stand-in of a refused output: nothing smaller
+    /// can take its place.
+    last_resort: bool,
+    delivery: DeliveryFuture,
+}
+
+/// The outputs of one record the broker refused as too large, by role.
+type Refused = HashMap<(TopicPartition, i64), HashSet<OutputRole>>;
+
 pub struct ExactlyOnce {
     producer: FutureProducer,
+    /// Awaits the delivery reports of an aborted transaction's outputs.
+    runtime: tokio::runtime::Handle,
     metrics: Arc<Metrics>,
     txn: Txn,
+    /// The open transaction's outputs and seals.
+    sent: Vec<Sent>,
+    /// Outputs refused as too large in an aborted transaction: their
+    /// records publish the bounded stand-in instead when processed again.
+    refused: Refused,
     commit_interval: Duration,
     commit_max_records: usize,
     committed: u64,
     aborted: u64,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
     chains: Option<Chains>,
+    /// `finish` has run: the revocation that closing the consumer serves
+    /// afterwards has nothing left to settle.
+    finished: bool,
 }
 
 impl ExactlyOnce {
     /// `producer` must have had `init_transactions` called.
     pub fn new(
         producer: FutureProducer,
+        runtime: tokio::runtime::Handle,
         metrics: Arc<Metrics>,
         commit_interval: Duration,
         commit_max_records: usize,
@@ -133,13 +178,17 @@ impl ExactlyOnce {
     ) -> ExactlyOnce {
         ExactlyOnce {
             producer,
+            runtime,
             metrics,
             txn: Txn::default(),
+            sent: Vec::new(),
+            refused: Refused::new(),
             commit_interval,
             commit_max_records,
             committed: 0,
             aborted: 0,
             chains,
+            finished: false,
         }
     }
 
@@ -151,7 +200,16 @@ impl ExactlyOnce {
         };
         for tp in chains.unsealed() {
             if let Some(seal) = chains.seal(&tp, crate::clock::now_nanos()) {
-                enqueue(&self.producer, &seal.output).map_err(|e| Box::new((seal.output, e)))?;
+                let delivery = enqueue(&self.producer, &seal.output)
+                    .map_err(|e| Box::new((seal.output.clone(), e)))?;
+                self.sent.push(Sent {
+                    tp,
+                    offset: seal.last_offset,
+                    role: OutputRole::Audit,
+                    topic: seal.output.topic,
+                    last_resort: true,
+                    delivery,
+                });
                 self.txn.seals += 1;
             }
         }
@@ -166,11 +224,18 @@ impl ExactlyOnce {
         }
         let sealed = self.seal_all();
         let txn = std::mem::take(&mut self.txn);
+        let sent = std::mem::take(&mut self.sent);
         if let Err(failed) = sealed {
             let (_, e) = *failed;
             // The seals already enqueued, and the one that was not.
             let seals = txn.seals + 1;
-            return self.abort_and_rewind(consumer, txn.rewind_positions(&[]), seals, Some(&e));
+            return self.abort_and_rewind(
+                consumer,
+                txn.rewind_positions(&[]),
+                sent,
+                seals,
+                Some(&e),
+            );
         }
         let mut tpl = TopicPartitionList::new();
         for (tp, next) in txn.commit_positions() {
@@ -190,6 +255,10 @@ impl ExactlyOnce {
         match result {
             Ok(()) => {
                 self.committed += 1;
+                // Those records are done: their refused outputs stay replaced.
+                let next: HashMap<_, _> = txn.commit_positions().into_iter().collect();
+                self.refused
+                    .retain(|(tp, offset), _| next.get(tp).is_none_or(|n| offset >= n));
                 TransactionCommitted {
                     records: txn.records,
                     published: txn.published,
@@ -201,17 +270,23 @@ impl ExactlyOnce {
                 Ok(())
             }
             Err(e) if txn_is_fatal(&e) => Err(WorkerError::Transaction(e)),
-            Err(e) => {
-                self.abort_and_rewind(consumer, txn.rewind_positions(&[]), txn.seals, Some(&e))
-            }
+            Err(e) => self.abort_and_rewind(
+                consumer,
+                txn.rewind_positions(&[]),
+                sent,
+                txn.seals,
+                Some(&e),
+            ),
         }
     }
 
-    /// `seals`: how many the aborted transaction held (not published).
+    /// `sent`: the aborted transaction's outputs; `seals`: how many seals
+    /// it held (not published).
     fn abort_and_rewind(
         &mut self,
         consumer: &Consumer,
         first: HashMap<TopicPartition, i64>,
+        sent: Vec<Sent>,
         seals: u64,
         cause: Option<&KafkaError>,
     ) -> Result<(), WorkerError> {
@@ -233,6 +308,7 @@ impl ExactlyOnce {
             cause,
         }
         .emit(&self.metrics);
+        self.remember_refused(sent)?;
         for ((topic, p), offset) in first {
             if let Err(e) = consumer.seek(&topic, p, Offset::Offset(offset), TXN_TIMEOUT) {
                 // The partition may have been revoked meanwhile: its new owner
@@ -241,6 +317,76 @@ impl ExactlyOnce {
             }
         }
         Ok(())
+    }
+}
+
+impl ExactlyOnce {
+    /// Remembers which outputs of an aborted transaction the broker refused
+    /// as too large (their delivery reports are all in once the abort has
+    /// returned). Err when a seal or a stand-in was refused: re-running the
+    /// records would only be refused again.
+    fn remember_refused(&mut self, sent: Vec<Sent>) -> Result<(), WorkerError> {
+        let deadline = Instant::now() + TXN_TIMEOUT;
+        for s in sent {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let report = self
+                .runtime
+                .block_on(tokio::time::timeout(left, s.delivery));
+            let Ok(Ok(Err((e, _)))) = report else {
+                continue;
+            };
+            if !is_too_large(&e) {
+                continue;
+            }
+            let input = format!("{}/{}@{}", s.tp.0, s.tp.1, s.offset);
+            let then = if s.last_resort {
+                PublishThen::Stop
+            } else {
+                PublishThen::ReplaceBounded
+            };
+            PublishFailed {
+                error: &e,
+                topic: &s.topic,
+                input: &input,
+                then,
+            }
+            .emit(&self.metrics);
+            if s.last_resort {
+                return Err(WorkerError::Publish(Box::new(PublishFailure {
+                    role: s.role.as_str(),
+                    topic: s.topic,
+                    input,
+                    class: classify(&e).as_str(),
+                    source: e,
+                })));
+            }
+            self.refused
+                .entry((s.tp, s.offset))
+                .or_default()
+                .insert(s.role);
+        }
+        Ok(())
+    }
+
+    /// Enqueues one output of `record`: its bounded stand-in when the
+    /// broker refused it in an aborted transaction. `replaced`: `out` is
+    /// already a stand-in's audit row.
+    #[allow(clippy::result_large_err)]
+    fn enqueue_output(
+        &self,
+        out: Output,
+        record: &Pending,
+        replaced: bool,
+    ) -> Result<Enqueued, (Output, KafkaError)> {
+        let refused = self
+            .refused
+            .get(&(record.tp.clone(), record.offset))
+            .is_some_and(|roles| roles.contains(&out.role));
+        if refused {
+            enqueue_stand_in(&self.producer, &out, record)
+        } else {
+            enqueue_or_replace(&self.producer, out, record, replaced)
+        }
     }
 }
 
@@ -273,11 +419,30 @@ impl Delivery for ExactlyOnce {
         }
         let mut failed = None;
         let mut hash = None;
+        // Set once the terminal record is replaced by its stand-in: the
+        // audit row to publish instead of the record's own.
+        let mut agreeing: Option<Output> = None;
         for out in std::mem::take(&mut record.outputs) {
-            match enqueue_or_replace(&self.producer, out, &record) {
-                Ok((sent, _, audit_hash)) => {
-                    self.txn.output(sent.role);
-                    hash = hash.or(audit_hash);
+            let (out, replaced) = match agreeing.take() {
+                Some(row) if out.is_audit_row() => (row, true),
+                other => {
+                    agreeing = other;
+                    (out, false)
+                }
+            };
+            match self.enqueue_output(out, &record, replaced) {
+                Ok(mut sent) => {
+                    agreeing = agreeing.or(sent.audit.take());
+                    self.txn.output(sent.out.role);
+                    hash = hash.or(sent.audit_hash);
+                    self.sent.push(Sent {
+                        tp: record.tp.clone(),
+                        offset: record.offset,
+                        role: sent.out.role,
+                        topic: sent.out.topic,
+                        last_resort: sent.stand_in,
+                        delivery: sent.delivery,
+                    });
                 }
                 Err(e) => {
                     failed = Some(e);
@@ -288,10 +453,27 @@ impl Delivery for ExactlyOnce {
         self.txn
             .record(&record.tp, record.offset, record.input_ts_ms);
         let hash = hash.filter(|_| failed.is_none());
-        let due = chain_row(&mut self.chains, consumer, &self.metrics, &record, hash)?;
+        let due = chain_row(
+            &mut self.chains,
+            consumer,
+            &self.metrics,
+            &record.tp,
+            record.offset,
+            hash,
+        )?;
         if let Some(seal) = due {
             match enqueue(&self.producer, &seal.output) {
-                Ok(_) => self.txn.seals += 1,
+                Ok(delivery) => {
+                    self.txn.seals += 1;
+                    self.sent.push(Sent {
+                        tp: record.tp.clone(),
+                        offset: seal.last_offset,
+                        role: OutputRole::Audit,
+                        topic: seal.output.topic,
+                        last_resort: true,
+                        delivery,
+                    });
+                }
                 Err(e) => failed = Some((seal.output, e)),
             }
         }
@@ -315,7 +497,8 @@ impl Delivery for ExactlyOnce {
         .emit(&self.metrics);
         let first = self.txn.rewind_positions(rest);
         let seals = self.txn.seals;
-        self.abort_and_rewind(consumer, first, seals, None)?;
+        let sent = std::mem::take(&mut self.sent);
+        self.abort_and_rewind(consumer, first, sent, seals, None)?;
         Ok(Flow::Rewound)
     }
 
@@ -325,10 +508,14 @@ impl Delivery for ExactlyOnce {
         revoked: &[TopicPartition],
         _lost: bool,
     ) -> Result<(), WorkerError> {
+        if self.finished {
+            return Ok(());
+        }
         let result = self.commit(consumer);
         if let Some(c) = self.chains.as_mut() {
             c.forget(revoked);
         }
+        self.refused.retain(|(tp, _), _| !revoked.contains(tp));
         result
     }
 
@@ -338,14 +525,19 @@ impl Delivery for ExactlyOnce {
         _deadline: Instant,
         failed: bool,
     ) -> Result<(), WorkerError> {
+        self.finished = true;
         if !failed {
-            self.commit(consumer)
-        } else {
-            if self.txn.is_open() {
-                let _ = self.producer.abort_transaction(TXN_TIMEOUT);
-            }
-            Ok(())
+            return self.commit(consumer);
         }
+        if self.txn.is_open() {
+            let _ = self.producer.abort_transaction(TXN_TIMEOUT);
+            self.txn = Txn::default();
+            self.sent.clear();
+            if let Some(c) = self.chains.as_mut() {
+                c.rollback();
+            }
+        }
+        Ok(())
     }
 
     fn transactions(&self) -> (u64, u64) {
@@ -417,6 +609,50 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[&tp(0)], 5, "first offset of the transaction wins");
         assert_eq!(got[&tp(2)], 10, "fetched but never sent");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_finish_closes_the_transaction_and_the_closing_revocation_settles_nothing() {
+        use crate::kafka::delivery::testing;
+        let topics = crate::config::Topics::default();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(
+            1,
+            &[&topics.input, &topics.final_, &topics.audit],
+        )
+        .unwrap();
+        let bs = broker.bootstrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        raw.kafka.guarantee = Some(crate::config::Guarantee::ExactlyOnce);
+        raw.kafka.transactional_id = Some("finish-txn".into());
+        let config = Arc::new(raw.validate().unwrap());
+        let metrics = Arc::new(Metrics::new(&config.metrics).unwrap());
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let producer: FutureProducer = crate::kafka::client::producer(&config.kafka, &bs)
+                .create_with_context(crate::kafka::client::LogContext::quiet())
+                .unwrap();
+            producer.init_transactions(TXN_TIMEOUT).unwrap();
+            let consumer = testing::consumer(&config, &bs, &metrics);
+            let mut eo = ExactlyOnce::new(
+                producer,
+                runtime,
+                metrics,
+                Duration::from_secs(3600),
+                1000,
+                None,
+            );
+            let record = testing::record(&config, &tp(0));
+            assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+            assert!(eo.txn.is_open());
+            eo.finish(&consumer, Instant::now(), true).unwrap();
+            assert!(!eo.txn.is_open(), "the aborted transaction is closed");
+            // Closing the consumer serves a revocation after finish.
+            eo.on_revoke(&consumer, &[tp(0)], false).unwrap();
+            assert_eq!(eo.transactions(), (0, 0), "nothing committed after finish");
+        })
+        .await
+        .unwrap();
     }
 
     #[test]

@@ -104,6 +104,11 @@ impl Output {
         self.role == OutputRole::Audit && self.headers.iter().any(|(k, _)| k == H_SEAL)
     }
 
+    /// Whether this is a record's audit row (not a seal).
+    pub fn is_audit_row(&self) -> bool {
+        self.role == OutputRole::Audit && !self.is_seal()
+    }
+
     /// The value of header `key`, if present (the last one wins).
     #[cfg(test)]
     pub fn header(&self, key: &str) -> Option<&[u8]> {
@@ -253,21 +258,33 @@ pub fn seal_output(
     }
 }
 
+/// What takes the place of an output refused as too large.
+#[derive(Debug)]
+pub struct StandIn {
+    /// Published instead of the refused output.
+    pub output: Output,
+    /// A refused terminal record only: the audit row of its stand-in dead
+    /// letter, published instead of the record's own audit row (which
+    /// describes the terminal record that was refused), so the audit row
+    /// says what the record became.
+    pub audit: Option<Output>,
+}
+
 /// The bounded stand-in for `out`, refused by the producer or broker as too
 /// large ([`crate::core::process::oversize_dead_letter`]). A refused audit row
 /// becomes a bounded dead-letter audit row; a refused terminal record becomes
-/// a bounded dead letter. Either way the record keeps exactly one terminal
-/// record and one audit row. Only the input coordinates are kept from the
-/// headers (the original ones may be what did not fit), and the key is the
-/// request id.
+/// a bounded dead letter, with the audit row that goes with it. Either way
+/// the record keeps exactly one terminal record and one audit row. Only the
+/// input coordinates are kept from the headers (the original ones may be
+/// what did not fit), and the key is the request id.
 pub fn oversize_replacement(
     out: &Output,
     input: &Consumed<'_>,
     request_id: Option<&str>,
     settings: &CoreSettings,
-    dead_letter_topic: &str,
+    topics: &Topics,
     now_nanos: i64,
-) -> Output {
+) -> StandIn {
     let value_len = out.payload.as_ref().map_or(0, Vec::len);
     let detail = format!(
         "the {} output to {} ({value_len} bytes, key {} bytes) was refused as too large (MSG_SIZE_TOO_LARGE); value, length and SHA-256 here are of that output",
@@ -298,31 +315,55 @@ pub fn oversize_replacement(
         .cloned()
         .collect();
     let key = request_id.map(|r| r.as_bytes().to_vec());
+    // An audit row carries only the input topic, partition and offset.
+    let row_headers = || -> Vec<OutHeader> {
+        headers
+            .iter()
+            .filter(|(k, _)| k != H_INPUT_TIMESTAMP)
+            .cloned()
+            .collect()
+    };
     match (out.role, o.terminal) {
-        (OutputRole::Audit, _) => Output {
-            role: OutputRole::Audit,
-            topic: out.topic.clone(),
-            key,
-            payload: Some(o.audit),
-            headers,
+        (OutputRole::Audit, _) => StandIn {
+            output: Output {
+                role: OutputRole::Audit,
+                topic: out.topic.clone(),
+                key,
+                payload: Some(o.audit),
+                headers: row_headers(),
+            },
+            audit: None,
         },
         (_, Terminal::DeadLetter(d)) => {
+            let audit = Output {
+                role: OutputRole::Audit,
+                topic: topics.audit.clone(),
+                key: key.clone(),
+                payload: Some(o.audit),
+                headers: row_headers(),
+            };
             headers.push(header(H_ERROR_KIND, d.kind.as_str()));
             headers.push(header(H_ERROR_DETAIL, &d.detail));
-            Output {
-                role: OutputRole::DeadLetter,
-                topic: dead_letter_topic.to_string(),
-                key,
-                payload: match d.value {
-                    DeadLetterValue::Bounded(b) => Some(b),
-                    // oversize_dead_letter always bounds; keep the type total.
-                    DeadLetterValue::Original => None,
+            StandIn {
+                output: Output {
+                    role: OutputRole::DeadLetter,
+                    topic: topics.dead_letter.clone(),
+                    key,
+                    payload: match d.value {
+                        DeadLetterValue::Bounded(b) => Some(b),
+                        // oversize_dead_letter always bounds; keep the type total.
+                        DeadLetterValue::Original => None,
+                    },
+                    headers,
                 },
-                headers,
+                audit: Some(audit),
             }
         }
         // oversize_dead_letter always returns a dead letter.
-        (_, _) => out.clone(),
+        (_, _) => StandIn {
+            output: out.clone(),
+            audit: None,
+        },
     }
 }
 
@@ -451,7 +492,14 @@ mod tests {
             ]
             .concat(),
         };
-        let r = oversize_replacement(&big, &i, Some("req-1"), &CoreSettings::default(), "dlq", 0);
+        let StandIn { output: r, audit } = oversize_replacement(
+            &big,
+            &i,
+            Some("req-1"),
+            &CoreSettings::default(),
+            &topics(),
+            0,
+        );
         assert_eq!(r.role, OutputRole::DeadLetter);
         assert_eq!(r.topic, "dlq");
         assert_eq!(r.key.as_deref(), Some(&b"req-1"[..]));
@@ -459,6 +507,19 @@ mod tests {
         assert!(r.header("trace-id").is_none(), "only coordinates are kept");
         assert_eq!(text(r.header(H_INPUT_OFFSET)), Some("41"));
         assert!(r.payload.as_ref().is_some_and(|p| p.len() < 10_000));
+        // The record's audit row says what the record became.
+        let audit = audit.expect("a refused terminal record comes with its audit row");
+        assert_eq!(
+            (audit.role, audit.topic.as_str()),
+            (OutputRole::Audit, "audit")
+        );
+        assert_eq!(audit.key.as_deref(), Some(&b"req-1"[..]));
+        assert_eq!(audit.headers, input_headers(&i));
+        let row: serde_json::Value =
+            serde_json::from_slice(audit.payload.as_deref().unwrap()).unwrap();
+        assert_eq!(row["outcome"], "dead_letter", "{row}");
+        assert_eq!(row["errors"][0]["kind"], "too_large", "{row}");
+        assert!(row.to_string().contains("the final output"), "{row}");
         let audit = Output {
             role: OutputRole::Audit,
             topic: "audit".into(),
@@ -469,9 +530,11 @@ mod tests {
             &i,
             Some("req-1"),
             &CoreSettings::default(),
-            "dlq",
+            &topics(),
             0,
         );
+        assert!(r.audit.is_none(), "the stand-in is the audit row");
+        let r = r.output;
         assert_eq!((r.role, r.topic.as_str()), (OutputRole::Audit, "audit"));
         assert!(r.header(H_ERROR_KIND).is_none());
     }

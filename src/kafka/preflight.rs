@@ -345,7 +345,7 @@ pub fn judge(config: &Config, s: &Survey) -> Vec<Check> {
                 Level::Problem,
                 subject.clone(),
                 format!(
-                    "max.message.bytes = {limit} is below kafka.max_message_bytes = {}: the broker refuses an output between the two, which is then replaced by a bounded too_large dead letter (and an audit row refused after its seal makes audit verify report row_altered); raise the topic's max.message.bytes to at least {}, or lower kafka.max_message_bytes and max_output_bytes to fit it",
+                    "max.message.bytes = {limit} is below kafka.max_message_bytes = {}: the broker refuses an output between the two, which is then replaced by a bounded too_large dead letter (under exactly-once after its transaction was aborted once); raise the topic's max.message.bytes to at least {}, or lower kafka.max_message_bytes and max_output_bytes to fit it",
                     k.max_message_bytes, k.max_message_bytes
                 ),
             ));

@@ -147,6 +147,7 @@ pub async fn run_worker_with(
                 .map_err(WorkerError::TransactionsUnsupported)?;
             Box::new(ExactlyOnce::new(
                 producer.clone(),
+                runtime.clone(),
                 metrics.clone(),
                 k.commit_interval,
                 k.commit_max_records,

@@ -997,8 +997,31 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
         assert!(text.contains("MSG_SIZE_TOO_LARGE"), "{text}");
         assert!(text.len() < 4096, "bounded: {text}");
     }
+    assert_rows_agree(&out);
     assert!(!w.handle.is_finished(), "the worker must not stop");
     w.stop().await.unwrap();
+    // The seals list the rows as delivered (stand-ins included).
+    assert_all_sealed(&bs, n).await;
+}
+
+/// A record whose terminal record was replaced by its too_large stand-in
+/// has an audit row that says so (the last one, after a redelivery), not
+/// the outcome of the terminal record that was refused.
+fn assert_rows_agree(out: &[Vec<OwnedMessage>; 4]) {
+    for d in stand_ins(out).into_iter().filter(|m| !outputs_is_row(m)) {
+        let at = coords(d);
+        let row = out[2]
+            .iter()
+            .rfind(|r| coords(r) == at)
+            .map(json_of)
+            .unwrap_or_else(|| panic!("no audit row for {at:?}"));
+        assert_eq!(row["outcome"], "dead_letter", "{at:?}: {row}");
+        assert_eq!(row["errors"][0]["kind"], "too_large", "{at:?}: {row}");
+    }
+}
+
+fn outputs_is_row(m: &OwnedMessage) -> bool {
+    m.topic() == "answers.audit"
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1376,6 +1399,72 @@ async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
     // The aborted batch was processed again from the rewound offsets.
     assert!(report.records > n, "{report:?}");
     assert_all_sealed(&bs, n).await;
+}
+
+/// The outputs the broker refused as too large and replaced by their
+/// bounded stand-ins: too_large dead letters and audit rows whose detail
+/// names the refusal.
+fn stand_ins(out: &[Vec<OwnedMessage>]) -> Vec<&OwnedMessage> {
+    let refused = |m: &&OwnedMessage| {
+        m.payload()
+            .is_some_and(|p| String::from_utf8_lossy(p).contains("MSG_SIZE_TOO_LARGE"))
+    };
+    let dead_letters = out[3]
+        .iter()
+        .filter(|d| header(d, outputs::H_ERROR_KIND).as_deref() == Some("too_large"));
+    let rows = out[2].iter().filter(|m| !inspect::is_seal(m));
+    dead_letters.chain(rows).filter(refused).collect()
+}
+
+/// Under exactly-once a broker refusal fails the commit; the transaction is
+/// aborted, and when its records are processed again the refused output is
+/// replaced by its bounded stand-in, so the partition moves on. The
+/// embedded broker refuses only the injected request, so without the
+/// stand-in the records would go through unchanged on the second try: the
+/// stand-ins are what shows the refusal was remembered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_replaces_an_output_the_broker_refuses_as_too_large() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 8;
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().request_errors(
+        RDKafkaApiKey::Produce,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE],
+    );
+    let cfg = config(&bs, "g-eos-too-large", Guarantee::ExactlyOnce);
+    let w = start(&cfg, &bs);
+    let b = bs.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
+            let audited: BTreeSet<(i32, i64)> = got[2]
+                .iter()
+                .filter(|m| !inspect::is_seal(m))
+                .map(coords)
+                .collect();
+            audited.len() >= n as usize && !stand_ins(got).is_empty()
+        })
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let replaced = stand_ins(&out);
+    assert!(
+        !replaced.is_empty(),
+        "no refused output was replaced by its stand-in"
+    );
+    for s in &replaced {
+        assert!(s.payload().unwrap().len() < 4096, "bounded: {s:?}");
+    }
+    let mut out: [Vec<OwnedMessage>; 4] = out
+        .try_into()
+        .unwrap_or_else(|_| panic!("one list per output topic"));
+    out[2].retain(|m| !inspect::is_seal(m));
+    assert_rows_agree(&out);
+    assert!(!w.handle.is_finished(), "the worker must not stop");
+    let report = w.stop().await.unwrap();
+    assert!(report.transactions_aborted >= 1, "{report:?}");
+    assert!(report.transactions_committed >= 1, "{report:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
