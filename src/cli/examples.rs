@@ -13,7 +13,6 @@ Each command has its own examples: groundgate <command> --help";
 
 pub const CHECK: &str = "\
 Examples:
-  groundgate check examples/answers.jsonl --out out
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --report out/report.html
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --compare-config examples/groundgate.toml
   groundgate check exports/2026-11-*.jsonl.gz --out out   # several inputs, one run and one report
