@@ -703,22 +703,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn after_a_failed_finish_the_closing_revocation_cuts_no_seal() {
-        let topics = crate::config::Topics::default();
-        let broker = crate::kafka::embedded::EmbeddedBroker::start(
-            1,
-            &[&topics.input, &topics.final_, &topics.audit],
-        )
-        .unwrap();
-        let bs = broker.bootstrap();
-        let mut raw = crate::config::RawConfig::default();
-        raw.kafka.brokers = Some(bs.clone());
-        let config = Arc::new(raw.validate().unwrap());
-        let metrics = Arc::new(Metrics::new(&config.metrics).unwrap());
+        let (_broker, bs, config, metrics) = testing::cluster(|_| {});
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let producer: FutureProducer = crate::kafka::client::producer(&config.kafka, &bs)
-                .create_with_context(crate::kafka::client::LogContext::quiet())
-                .unwrap();
+            let producer = testing::producer(&config, &bs);
             let consumer = testing::consumer(&config, &bs, &metrics);
             let chains = Chains::new(SealSettings {
                 worker: "w".into(),

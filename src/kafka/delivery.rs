@@ -366,6 +366,39 @@ pub mod testing {
         }
     }
 
+    /// An embedded broker with the input, final and audit topics, and the
+    /// defaults pointed at it with `adjust` applied: the broker (kept alive
+    /// by the caller), its address, the configuration and the metrics.
+    pub fn cluster(
+        adjust: impl FnOnce(&mut crate::config::RawConfig),
+    ) -> (
+        crate::kafka::embedded::EmbeddedBroker,
+        String,
+        Arc<Config>,
+        Arc<Metrics>,
+    ) {
+        let topics = crate::config::Topics::default();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(
+            1,
+            &[&topics.input, &topics.final_, &topics.audit],
+        )
+        .unwrap();
+        let bs = broker.bootstrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        adjust(&mut raw);
+        let config = Arc::new(raw.validate().unwrap());
+        let metrics = Arc::new(Metrics::new(&config.metrics).unwrap());
+        (broker, bs, config, metrics)
+    }
+
+    /// A producer of the worker's kind, leaving client errors to the consumer.
+    pub fn producer(config: &Config, bootstrap: &str) -> client::FutureProducer {
+        client::producer(&config.kafka, bootstrap)
+            .create_with_context(client::LogContext::quiet())
+            .unwrap()
+    }
+
     /// A consumer of the worker's kind, not subscribed.
     pub fn consumer(config: &Config, bootstrap: &str, metrics: &Arc<Metrics>) -> Consumer {
         let ctx = WorkerContext::new(

@@ -614,24 +614,13 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_finish_closes_the_transaction_and_the_closing_revocation_settles_nothing() {
         use crate::kafka::delivery::testing;
-        let topics = crate::config::Topics::default();
-        let broker = crate::kafka::embedded::EmbeddedBroker::start(
-            1,
-            &[&topics.input, &topics.final_, &topics.audit],
-        )
-        .unwrap();
-        let bs = broker.bootstrap();
-        let mut raw = crate::config::RawConfig::default();
-        raw.kafka.brokers = Some(bs.clone());
-        raw.kafka.guarantee = Some(crate::config::Guarantee::ExactlyOnce);
-        raw.kafka.transactional_id = Some("finish-txn".into());
-        let config = Arc::new(raw.validate().unwrap());
-        let metrics = Arc::new(Metrics::new(&config.metrics).unwrap());
+        let (_broker, bs, config, metrics) = testing::cluster(|raw| {
+            raw.kafka.guarantee = Some(crate::config::Guarantee::ExactlyOnce);
+            raw.kafka.transactional_id = Some("finish-txn".into());
+        });
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let producer: FutureProducer = crate::kafka::client::producer(&config.kafka, &bs)
-                .create_with_context(crate::kafka::client::LogContext::quiet())
-                .unwrap();
+            let producer = testing::producer(&config, &bs);
             producer.init_transactions(TXN_TIMEOUT).unwrap();
             let consumer = testing::consumer(&config, &bs, &metrics);
             let mut eo = ExactlyOnce::new(
