@@ -77,7 +77,7 @@ impl RebalanceKind {
     }
 }
 
-/// Buckets of `groundgate_grounding_score`: tenths, so any `min_support` on
+/// Buckets of `groundgate_grounding_score_ratio`: tenths, so any `min_support` on
 /// a tenth reads straight off a bucket.
 const GROUNDING_BUCKETS: [f64; 10] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
 
@@ -269,7 +269,7 @@ impl Metrics {
         r.register(Box::new(cost.clone()))?;
         let grounding_score = prometheus::HistogramVec::new(
             HistogramOpts::new(
-                "groundgate_grounding_score",
+                "groundgate_grounding_score_ratio",
                 "Grounding score of answers with at least one cited claim (minimum support over their cited claims), by provider and model.",
             )
             .buckets(GROUNDING_BUCKETS.to_vec()),
@@ -632,10 +632,41 @@ mod tests {
         assert!(!text.contains("acme"));
         assert!(text.contains("groundgate_records_total{mode=\"strict\",outcome=\"accepted\"} 2"));
         assert!(
-            !text.contains("groundgate_grounding_score_count"),
+            !text.contains("groundgate_grounding_score_ratio_count"),
             "no grounding score, no observation"
         );
         assert!(text.contains("groundgate_citations_total 4"));
+    }
+
+    /// Dashboards and alerts are written against these names, so a name
+    /// outside the vocabulary is caught here rather than by a user's query.
+    /// The standard `process_*` family of the process collector is exempt.
+    #[test]
+    fn every_name_is_groundgate_name_unit() {
+        const UNITS: [&str; 6] = ["seconds", "bytes", "records", "partitions", "ratio", "info"];
+        let m = metrics(&[], &[]);
+        let families = m.registry.gather();
+        assert!(families.len() > 20, "{} families", families.len());
+        for f in families
+            .iter()
+            .filter(|f| !f.name().starts_with("process_"))
+        {
+            let name = f.name();
+            let rest = name
+                .strip_prefix("groundgate_")
+                .unwrap_or_else(|| panic!("{name}: no groundgate_ prefix"));
+            let counter = f.get_field_type() == prometheus::proto::MetricType::COUNTER;
+            let unit = rest.rsplit('_').next().unwrap_or_default();
+            if counter {
+                assert_eq!(unit, "total", "{name}: a counter ends in _total");
+            } else {
+                assert!(
+                    UNITS.contains(&unit),
+                    "{name}: {unit} is not one of {UNITS:?}"
+                );
+                assert_ne!(rest, unit, "{name}: no name before the unit");
+            }
+        }
     }
 
     #[test]
@@ -685,10 +716,10 @@ mod tests {
         m.record_outcome(OutcomeKind::Accepted, &ok, Duration::from_micros(5));
         let text = m.encode();
         assert!(text.contains(
-            "groundgate_grounding_score_bucket{model=\"gpt-4o\",provider=\"openai\",le=\"0.3\"} 1"
+            "groundgate_grounding_score_ratio_bucket{model=\"gpt-4o\",provider=\"openai\",le=\"0.3\"} 1"
         ), "{text}");
         assert!(text.contains(
-            "groundgate_grounding_score_bucket{model=\"gpt-4o\",provider=\"openai\",le=\"0.2\"} 0"
+            "groundgate_grounding_score_ratio_bucket{model=\"gpt-4o\",provider=\"openai\",le=\"0.2\"} 0"
         ));
         assert!(text.contains(
             "groundgate_grounding_answers_total{model=\"gpt-4o\",provider=\"openai\",result=\"unsupported\"} 1"
