@@ -255,8 +255,10 @@ impl ExactlyOnce {
         match result {
             Ok(()) => {
                 self.committed += 1;
+                let positions = txn.commit_positions();
+                consumer.context().note_committed_in_txn(&positions);
                 // Those records are done: their refused outputs stay replaced.
-                let next: HashMap<_, _> = txn.commit_positions().into_iter().collect();
+                let next: HashMap<_, _> = positions.into_iter().collect();
                 self.refused
                     .retain(|(tp, offset), _| next.get(tp).is_none_or(|n| offset >= n));
                 TransactionCommitted {

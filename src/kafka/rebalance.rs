@@ -13,6 +13,7 @@
 //! which the shell implements. Both callbacks and loop run on the consumer
 //! thread; the mutex is never held across `poll`.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -69,6 +70,10 @@ pub struct WorkerContext {
     /// by the next assignment. Bounded by `unassigned_timeout`.
     lost_at: Mutex<Option<Instant>>,
     unassigned_timeout: Duration,
+    /// The next offset committed in a transaction, per input partition this
+    /// worker owns. The producer commits a transaction's offsets, so the
+    /// consumer's statistics never see them (see [`lag`]).
+    committed_in_txn: Mutex<HashMap<i32, i64>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -99,6 +104,18 @@ impl WorkerContext {
             error_log: client::LogLimiter::default(),
             lost_at: Mutex::new(None),
             unassigned_timeout,
+            committed_in_txn: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Positions (next offset to read) a transaction committed.
+    pub fn note_committed_in_txn(&self, positions: &[(TopicPartition, i64)]) {
+        let mut committed = lock(&self.committed_in_txn);
+        for ((topic, partition), next) in positions {
+            if *topic == self.input_topic {
+                let at = committed.entry(*partition).or_insert(*next);
+                *at = (*at).max(*next);
+            }
         }
     }
 
@@ -129,19 +146,43 @@ impl WorkerContext {
     }
 }
 
+/// A partition's consumer lag: librdkafka's own figure (its last stable
+/// offset less the offset committed by this consumer or found at
+/// assignment), unless a transaction committed a later position, which
+/// librdkafka cannot see: under exactly-once the producer commits the
+/// offsets, so librdkafka's figure keeps the position found at assignment
+/// and grows with every record. `None` when neither is known yet.
+fn lag(librdkafka_lag: i64, last_stable: i64, committed_in_txn: Option<&i64>) -> Option<i64> {
+    match committed_in_txn {
+        Some(&next) if last_stable >= 0 && next >= 0 => {
+            let from_txn = (last_stable - next).max(0);
+            Some(if librdkafka_lag >= 0 {
+                librdkafka_lag.min(from_txn)
+            } else {
+                from_txn
+            })
+        }
+        _ => (librdkafka_lag >= 0).then_some(librdkafka_lag),
+    }
+}
+
 impl ClientContext for WorkerContext {
     fn stats(&self, stats: Statistics) {
         if !self.lag {
             return;
         }
+        let in_txn = lock(&self.committed_in_txn).clone();
         let lags: Vec<(String, i32, i64)> = stats
             .topics
             .get(&self.input_topic)
             .map(|t| {
                 t.partitions
                     .values()
-                    .filter(|p| p.partition >= 0 && p.consumer_lag >= 0)
-                    .map(|p| (self.input_topic.clone(), p.partition, p.consumer_lag))
+                    .filter(|p| p.partition >= 0)
+                    .filter_map(|p| {
+                        let lag = lag(p.consumer_lag, p.ls_offset, in_txn.get(&p.partition))?;
+                        Some((self.input_topic.clone(), p.partition, lag))
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -185,6 +226,12 @@ impl ConsumerContext for WorkerContext {
             self.readiness.set_ready(false);
             *lock(&self.lost_at) = Some(Instant::now());
         }
+        {
+            let mut committed = lock(&self.committed_in_txn);
+            for (_, partition) in revoked.iter().filter(|(t, _)| *t == self.input_topic) {
+                committed.remove(partition);
+            }
+        }
         let mut st = self.state();
         if let Err(e) = st.delivery.on_revoke(consumer, &revoked, lost) {
             st.fail(e);
@@ -217,5 +264,28 @@ impl ConsumerContext for WorkerContext {
         // and has not been given any back yet.
         let lost = lock(&self.lost_at).is_some();
         self.readiness.set_ready(!lost);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lag;
+
+    #[test]
+    fn lag_is_librdkafkas_until_a_transaction_commits_further() {
+        // At-least-once: the consumer commits, librdkafka knows the lag.
+        assert_eq!(lag(7, 100, None), Some(7));
+        // Nothing committed and nothing found at assignment: unknown.
+        assert_eq!(lag(-1, 100, None), None);
+        // Exactly-once: librdkafka keeps the position found at assignment
+        // (lag 60), a transaction committed up to 95.
+        assert_eq!(lag(60, 100, Some(&95)), Some(5));
+        // ... or found none at all.
+        assert_eq!(lag(-1, 100, Some(&100)), Some(0));
+        // Statistics older than the commit: no negative lag.
+        assert_eq!(lag(-1, 90, Some(&100)), Some(0));
+        // No stable offset known yet: librdkafka's figure, if any.
+        assert_eq!(lag(-1, -1001, Some(&100)), None);
+        assert_eq!(lag(3, -1001, Some(&100)), Some(3));
     }
 }

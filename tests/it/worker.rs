@@ -1372,6 +1372,41 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     assert_eq!(report.records, n);
 }
 
+/// Under exactly-once the producer commits the offsets, so the consumer's
+/// own statistics never see them (on the mock broker they show no lag at
+/// all; on Kafka, the lag found at assignment growing with every record).
+/// The exported lag follows the transactions: every partition is reported,
+/// and falls to 0 once every record is committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_exports_the_lag_left_after_its_transactions() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 80;
+    produce_mixed(&bs, n, 300).await;
+    let mut cfg = (*config(&bs, "g-eos-lag", Guarantee::ExactlyOnce)).clone();
+    cfg.metrics.statistics_interval = Duration::from_millis(100);
+    let cfg = Arc::new(cfg);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    read_outputs(&bs, n as usize).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let lags = loop {
+        let lags = crate::common::samples(&metrics.encode(), "groundgate_consumer_lag_records");
+        let settled = lags.len() == PARTITIONS as usize && lags.values().all(|v| *v == 0.0);
+        if settled || tokio::time::Instant::now() > deadline {
+            break lags;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    w.stop().await.unwrap();
+    assert_eq!(
+        lags.len(),
+        PARTITIONS as usize,
+        "a lag per partition: {lags:?}"
+    );
+    assert!(lags.values().all(|v| *v == 0.0), "{lags:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
     let broker = broker();
