@@ -1,5 +1,7 @@
 //! Merging the layers (TOML file < `GROUNDGATE_*` environment < flags) into
-//! one [`RawConfig`], listing every unknown key and type error at once.
+//! one [`RawConfig`], listing every unknown key and type error at once, and
+//! for the commands that connect to Kafka, every problem of the
+//! configuration in one list: those of loading, validation and access.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -9,6 +11,85 @@ use figment::providers::{Format, Serialized, Toml};
 
 use super::validate::Host;
 use super::{Access, Config, ConfigError, RawConfig, RawGrounding, check_access};
+
+/// The layers as far as they could be read.
+#[derive(Debug, Default)]
+struct Loaded {
+    /// The keys that parsed, merged; `None` when the layers could not be
+    /// read as a whole (a file that is not TOML), so nothing can be judged.
+    raw: Option<RawConfig>,
+    /// Unknown keys and type errors, those of the environment first.
+    problems: Vec<String>,
+    /// The keys given a value that could not be read, dotted
+    /// (`kafka.brokers`); `""` stands for a problem no key could be
+    /// blamed for.
+    unread: BTreeSet<String>,
+}
+
+impl Loaded {
+    /// Whether `key`, or a section holding it, was given a value that could
+    /// not be read: a check of it would judge its default, not what was
+    /// written.
+    fn unread(&self, key: &str) -> bool {
+        self.unread.iter().any(|u| {
+            u.is_empty()
+                || key
+                    .strip_prefix(u.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+    }
+
+    /// The configuration when every key was read; otherwise the load
+    /// problems followed by the validation problems of the keys that were.
+    fn into_raw(self) -> Result<RawConfig, ConfigError> {
+        let mut problems = self.problems;
+        match self.raw {
+            Some(raw) if problems.is_empty() => return Ok(raw),
+            Some(raw) => {
+                if let Err(ConfigError::Invalid(p)) = raw.validate() {
+                    problems.extend(p);
+                }
+            }
+            None => {}
+        }
+        Err(ConfigError::Invalid(problems))
+    }
+
+    /// [`RawConfig::load_for_kafka`] over what was read: the load problems,
+    /// the missing brokers, the validation problems and the access
+    /// problems, in that order and in one list. A check of a key whose
+    /// value could not be read is left out; so are the access checks of
+    /// settings that validation refuses (see [`check_access`]).
+    fn for_kafka(self, host: &Host, access: &Access<'_>) -> Result<Config, ConfigError> {
+        let brokers_unread = self.unread("kafka.brokers");
+        let Loaded {
+            raw, mut problems, ..
+        } = self;
+        let Some(raw) = raw else {
+            return Err(ConfigError::Invalid(problems));
+        };
+        if !brokers_unread
+            && raw
+                .kafka
+                .brokers
+                .as_deref()
+                .is_none_or(|b| b.trim().is_empty())
+        {
+            problems.push(
+                "kafka.brokers is not set or empty: pass --brokers host:port[,host:port], GROUNDGATE_BROKERS or kafka.brokers (for development, `groundgate dev-broker` runs an in-memory broker)".to_string(),
+            );
+        }
+        let (mut config, invalid) = raw.validate_listing(host);
+        problems.extend(invalid);
+        let k = &mut config.kafka;
+        k.security.secrets = check_access(&k.security, &k.properties, access, &mut problems);
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+}
 
 impl RawConfig {
     /// Merges the layers: the optional TOML file, then `GROUNDGATE_*`
@@ -25,30 +106,13 @@ impl RawConfig {
         env: &[(String, String)],
         flags: RawConfig,
     ) -> Result<RawConfig, ConfigError> {
-        let mut fig = Figment::new();
-        if let Some(path) = file {
-            if !path.is_file() {
-                return Err(ConfigError::Load(format!(
-                    "config file {} does not exist or is not a file",
-                    path.display()
-                )));
-            }
-            fig = fig.merge(Toml::file_exact(path));
-        }
-        let mut problems = Vec::new();
-        match env_layer(env) {
-            Ok(raw) => fig = fig.merge(Serialized::defaults(raw)),
-            Err(ConfigError::Load(p)) => problems.push(p),
-            Err(ConfigError::Invalid(p)) => problems.extend(p),
-        }
-        fig = fig.merge(Serialized::defaults(flags));
-        finish_load(&fig, problems)
+        load_layers(file, env, flags)?.into_raw()
     }
 
     /// Parses one TOML document (no environment, no flags): for configuration
     /// shipped inside the binary, such as the demo's.
     pub fn from_toml_str(text: &str) -> Result<RawConfig, ConfigError> {
-        finish_load(&Figment::from(Toml::string(text)), Vec::new())
+        finish_load(&Figment::from(Toml::string(text)), Loaded::default()).into_raw()
     }
 
     /// Reads the process environment and delegates to [`RawConfig::load`].
@@ -61,33 +125,17 @@ impl RawConfig {
     /// files readable, the secrets are read, and what the settings ask of
     /// librdkafka must be in its `features` (its `builtin.features`), and
     /// every passthrough property one it takes (`refuses` says why not).
-    /// Every problem is listed, after those of validation.
+    /// Every problem is listed in one error: unknown keys and type errors,
+    /// the missing brokers, the invalid values, then what the files,
+    /// variables and librdkafka say of every setting that could be read.
+    /// A configuration file that is missing, or is not TOML at all, cuts
+    /// the list short: nothing else can be judged without it.
     pub fn load_for_kafka(
         file: Option<&Path>,
         flags: RawConfig,
         features: &BTreeSet<String>,
         refuses: &dyn Fn(&str, &str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let raw = RawConfig::load(file, &process_env(), flags)?;
-        let mut problems = Vec::new();
-        if raw
-            .kafka
-            .brokers
-            .as_deref()
-            .is_none_or(|b| b.trim().is_empty())
-        {
-            problems.push(
-                "kafka.brokers is not set or empty: pass --brokers host:port[,host:port], GROUNDGATE_BROKERS or kafka.brokers (for development, `groundgate dev-broker` runs an in-memory broker)".to_string(),
-            );
-        }
-        let mut config = match raw.validate_on(&process_host()) {
-            Ok(c) => c,
-            Err(ConfigError::Invalid(p)) => {
-                problems.extend(p);
-                return Err(ConfigError::Invalid(problems));
-            }
-            Err(e) => return Err(e),
-        };
         let read = |p: &Path| std::fs::read(p);
         let var = |name: &str| std::env::var(name).ok();
         let access = Access {
@@ -96,14 +144,33 @@ impl RawConfig {
             features: Some(features),
             refuses: Some(refuses),
         };
-        let k = &mut config.kafka;
-        k.security.secrets = check_access(&k.security, &k.properties, &access, &mut problems);
-        if problems.is_empty() {
-            Ok(config)
-        } else {
-            Err(ConfigError::Invalid(problems))
-        }
+        load_layers(file, &process_env(), flags)?.for_kafka(&process_host(), &access)
     }
+}
+
+/// The file, then the environment `env`, then `flags`, each key read on its
+/// own; fails only when the file is missing.
+fn load_layers(
+    file: Option<&Path>,
+    env: &[(String, String)],
+    flags: RawConfig,
+) -> Result<Loaded, ConfigError> {
+    let mut fig = Figment::new();
+    if let Some(path) = file {
+        if !path.is_file() {
+            return Err(ConfigError::Load(format!(
+                "config file {} does not exist or is not a file",
+                path.display()
+            )));
+        }
+        fig = fig.merge(Toml::file_exact(path));
+    }
+    let env = env_layer(env);
+    if let Some(raw) = &env.raw {
+        fig = fig.merge(Serialized::defaults(raw));
+    }
+    fig = fig.merge(Serialized::defaults(flags));
+    Ok(finish_load(&fig, env))
 }
 
 const ENV_PREFIX: &str = "GROUNDGATE_";
@@ -153,10 +220,12 @@ const ENV_ALIASES: &[(&str, &str)] = &[
 /// A list is written with commas: `GROUNDGATE_NON_CITING_PROVIDERS=acme,perplexity`.
 const ENV_LISTS: &[&str] = &["non_citing_providers"];
 
-fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
+/// The variables that could be read, and the problems of the others.
+fn env_layer(env: &[(String, String)]) -> Loaded {
     let mut fig = Figment::new();
     let mut unknown = Vec::new();
     let mut problems = Vec::new();
+    let mut unread = BTreeSet::new();
     // Two variables for one key (an alias and its nested spelling) would
     // leave the value to the order of the process environment.
     let mut set_by: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
@@ -212,6 +281,7 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
             for e in e {
                 problems.push(format!("{k}={v:?}: {}", describe_kind(&e.kind)));
             }
+            unread.insert(path);
             continue;
         }
         fig = fig.merge(Serialized::global(&path, value));
@@ -227,36 +297,53 @@ fn env_layer(env: &[(String, String)]) -> Result<RawConfig, ConfigError> {
             known.join(", ")
         ));
     }
-    if !problems.is_empty() {
-        return Err(ConfigError::Invalid(problems));
+    let raw = match fig.extract::<RawConfig>() {
+        Ok(raw) => Some(raw),
+        Err(e) => {
+            problems.push(format!(
+                "in GROUNDGATE_* environment: {}",
+                describe_figment_error(e)
+            ));
+            unread.insert(String::new());
+            None
+        }
+    };
+    Loaded {
+        raw,
+        problems,
+        unread,
     }
-    fig.extract::<RawConfig>().map_err(|e| {
-        ConfigError::Load(format!(
-            "in GROUNDGATE_* environment: {}",
-            describe_figment_error(e)
-        ))
-    })
 }
 
-/// Extracts the merged layers; on failure lists every unknown key and type
-/// error (serde stops at the first one, so each leaf value is tried on its
-/// own), followed by the validation problems of the keys that did parse.
-fn finish_load(fig: &Figment, mut problems: Vec<String>) -> Result<RawConfig, ConfigError> {
+/// Extracts the merged layers, after the environment's problems (`env`);
+/// on failure lists every unknown key and type error (serde stops at the
+/// first one, so each leaf value is tried on its own) and keeps the keys
+/// that did parse.
+fn finish_load(fig: &Figment, env: Loaded) -> Loaded {
     use figment::value::{Dict, Tag, Value};
+    let Loaded {
+        mut problems,
+        mut unread,
+        ..
+    } = env;
     let first = match fig.extract::<RawConfig>() {
-        Ok(raw) if problems.is_empty() => return Ok(raw),
         Ok(raw) => {
-            if let Err(ConfigError::Invalid(p)) = raw.validate() {
-                problems.extend(p);
-            }
-            return Err(ConfigError::Invalid(problems));
+            return Loaded {
+                raw: Some(raw),
+                problems,
+                unread,
+            };
         }
         Err(e) => e,
     };
     // Not even a document (TOML syntax error, unreadable file): say that.
     let Ok(root) = fig.extract::<Value>() else {
         problems.push(describe_figment_error(first));
-        return Err(ConfigError::Invalid(problems));
+        return Loaded {
+            raw: None,
+            problems,
+            unread,
+        };
     };
     fn leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
         match v {
@@ -292,25 +379,26 @@ fn finish_load(fig: &Figment, mut problems: Vec<String>) -> Result<RawConfig, Co
         match one.extract::<RawConfig>() {
             Ok(_) => good = good.merge(Serialized::defaults(nest(&path, value))),
             Err(e) => {
+                let key = path.join(".");
                 for e in e {
-                    let key = path.join(".");
                     let msg = format!("{key}: {}", describe_kind(&e.kind));
                     if !problems.contains(&format!("{msg}{origin}")) {
                         problems.push(format!("{msg}{origin}"));
                     }
                 }
+                unread.insert(key);
             }
         }
     }
     if problems.len() == before {
         problems.push(describe_figment_error(first));
+        unread.insert(String::new());
     }
-    if let Ok(raw) = good.extract::<RawConfig>()
-        && let Err(ConfigError::Invalid(p)) = raw.validate()
-    {
-        problems.extend(p);
+    Loaded {
+        raw: good.extract::<RawConfig>().ok(),
+        problems,
+        unread,
     }
-    Err(ConfigError::Invalid(problems))
 }
 
 /// serde's unknown-field message nests backticks (`` expected `one of `a`` ``);
@@ -353,4 +441,247 @@ fn describe_figment_error(e: figment::Error) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::*;
+
+    fn write(toml: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), toml).unwrap();
+        f
+    }
+
+    /// What librdkafka says of the few values these tests pass through.
+    fn refuses(key: &str, value: &str) -> Option<String> {
+        let takes = match key {
+            "linger.ms" => value.parse::<u64>().is_ok(),
+            "enable.idempotence" => ["true", "false"].contains(&value),
+            "security.protocol" => ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case(value)),
+            _ => true,
+        };
+        (!takes).then(|| format!("Invalid value \"{value}\" for configuration property \"{key}\""))
+    }
+
+    /// The problems `load_for_kafka` lists for `toml` and `env`, on a
+    /// machine where no file or variable can be read and librdkafka was
+    /// built without any feature, so a check run on a guess would show.
+    fn kafka_problems(toml: &str, env: &[(&str, &str)]) -> Vec<String> {
+        let f = write(toml);
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let read = |_: &Path| -> io::Result<Vec<u8>> {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "No such file or directory",
+            ))
+        };
+        let var = |_: &str| None;
+        let features = BTreeSet::new();
+        let access = Access {
+            read: &read,
+            var: &var,
+            features: Some(&features),
+            refuses: Some(&refuses),
+        };
+        match load_layers(Some(f.path()), &env, RawConfig::default())
+            .and_then(|loaded| loaded.for_kafka(&Host::default(), &access))
+        {
+            Ok(_) => Vec::new(),
+            Err(ConfigError::Invalid(p)) => p,
+            Err(e) => vec![e.to_string()],
+        }
+    }
+
+    fn assert_begin(problems: &[String], expected: &[&str]) {
+        assert_eq!(
+            problems.len(),
+            expected.len(),
+            "expected {expected:#?}, got {problems:#?}"
+        );
+        for (p, e) in problems.iter().zip(expected) {
+            assert!(p.starts_with(e), "{p:?} does not begin with {e:?}");
+        }
+    }
+
+    const NO_BROKERS: &str = "kafka.brokers is not set or empty: pass --brokers host:port[,host:port], GROUNDGATE_BROKERS or kafka.brokers";
+
+    /// A problem of each kind the commands that connect meet, besides the
+    /// missing brokers: its `[kafka]` line, its `[kafka.properties]` line
+    /// and how its message begins.
+    const KINDS: [(&str, &str, &str); 4] = [
+        (
+            "max_message_byts = 5\n",
+            "",
+            "kafka.max_message_byts: unknown key \"max_message_byts\" (known keys here: brokers, ",
+        ),
+        (
+            "drain_deadline_ms = 5\n",
+            "",
+            "kafka.drain_deadline_ms = 5: must be between 100 and 600000",
+        ),
+        (
+            "ssl_ca_file = \"/nonexistent/ca.pem\"\n",
+            "",
+            "kafka.ssl_ca_file = \"/nonexistent/ca.pem\": cannot read it: No such file or directory",
+        ),
+        (
+            "",
+            "\"linger.ms\" = \"abc\"\n",
+            "kafka.properties \"linger.ms\" (-X linger.ms=...): librdkafka refuses it: Invalid value \"abc\"",
+        ),
+    ];
+
+    fn config(brokers: bool, kinds: &[(&str, &str, &str)]) -> String {
+        let mut kafka = String::from("[kafka]\n");
+        let mut properties = String::from("[kafka.properties]\n");
+        if brokers {
+            kafka.push_str("brokers = \"kafka-1:9092\"\n");
+        }
+        for (line, property, _) in kinds {
+            kafka.push_str(line);
+            properties.push_str(property);
+        }
+        kafka + &properties
+    }
+
+    #[test]
+    fn every_kind_of_problem_comes_in_one_list_load_problems_first() {
+        let problems = kafka_problems(&config(false, &KINDS), &[]);
+        let [unknown, range, ca, refused] = KINDS.map(|(_, _, message)| message);
+        assert_begin(&problems, &[unknown, NO_BROKERS, range, ca, refused]);
+    }
+
+    #[test]
+    fn each_problem_alone_gives_its_message_alone() {
+        assert_begin(&kafka_problems(&config(false, &[]), &[]), &[NO_BROKERS]);
+        for kind in KINDS {
+            assert_begin(&kafka_problems(&config(true, &[kind]), &[]), &[kind.2]);
+        }
+        assert_eq!(
+            kafka_problems(&config(true, &[]), &[]),
+            Vec::<String>::new()
+        );
+    }
+
+    /// A key that could not be read is not judged by its default: a broker
+    /// list of the wrong type is not also a missing one.
+    #[test]
+    fn a_key_that_could_not_be_read_is_not_also_missing() {
+        let problems = kafka_problems("[kafka]\nbrokers = 9092\n", &[]);
+        assert_begin(
+            &problems,
+            &["kafka.brokers: invalid type: found signed int `9092`, expected a string"],
+        );
+        let problems = kafka_problems("[kafka]\ndrain_deadline_ms = \"soon\"\n", &[]);
+        assert_begin(
+            &problems,
+            &[
+                "kafka.drain_deadline_ms: invalid type: found string \"soon\", expected u64",
+                NO_BROKERS,
+            ],
+        );
+    }
+
+    /// One variable that cannot be read leaves the others in force.
+    #[test]
+    fn a_bad_variable_does_not_drop_the_environment() {
+        let problems = kafka_problems(
+            "",
+            &[
+                ("GROUNDGATE_BROKERS", "kafka-1:9092"),
+                ("GROUNDGATE_KAFKA__DRAIN_DEADLINE_MS", "soon"),
+                ("GROUNDGATE_KAFKA__MAX_IN_FLIGHT", "0"),
+            ],
+        );
+        assert_begin(
+            &problems,
+            &[
+                "GROUNDGATE_KAFKA__DRAIN_DEADLINE_MS=\"soon\": invalid type",
+                "kafka.max_in_flight = 0: must be between 1 and 100000",
+            ],
+        );
+        // `check` and `eval` judge the other variables too.
+        let env = [
+            ("GROUNDGATE_MAX_RECORD_BYTES", "10"),
+            ("GROUNDGATE_POLICY__MIN_CONFIDENCE", "high"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let Err(ConfigError::Invalid(problems)) = RawConfig::load(None, &env, RawConfig::default())
+        else {
+            panic!("two bad variables must fail");
+        };
+        assert_begin(
+            &problems,
+            &[
+                "GROUNDGATE_POLICY__MIN_CONFIDENCE=\"high\": invalid type",
+                "max_record_bytes = 10: must be between 1024 and 67108864",
+            ],
+        );
+    }
+
+    /// Whether TLS is wanted cannot be told from an unknown protocol: the
+    /// build is not asked for it, while the CA file is still read.
+    #[test]
+    fn an_unknown_protocol_asks_nothing_of_the_build() {
+        let ca = "ssl_ca_file = \"/nonexistent/ca.pem\"\n";
+        let problems = kafka_problems(
+            &format!("[kafka]\nbrokers = \"kafka-1:9092\"\nsecurity_protocol = \"TLS\"\n{ca}"),
+            &[],
+        );
+        assert_begin(
+            &problems,
+            &[
+                "kafka.security_protocol: unknown variant: found `TLS`",
+                KINDS[2].2,
+            ],
+        );
+        let problems = kafka_problems(
+            &format!(
+                "[kafka]\nbrokers = \"kafka-1:9092\"\n{ca}[kafka.properties]\n\"security.protocol\" = \"TLS\"\n"
+            ),
+            &[],
+        );
+        assert_begin(
+            &problems,
+            &[
+                KINDS[2].2,
+                "kafka.properties \"security.protocol\" (-X security.protocol=...): librdkafka refuses it: Invalid value \"TLS\"",
+            ],
+        );
+    }
+
+    /// A property groundgate refuses is named once, by groundgate, however
+    /// wrong its value.
+    #[test]
+    fn a_managed_property_is_named_once() {
+        let problems = kafka_problems(
+            "[kafka]\nbrokers = \"kafka-1:9092\"\n[kafka.properties]\n\"enable.idempotence\" = \"maybe\"\n",
+            &[],
+        );
+        assert_begin(
+            &problems,
+            &[
+                "kafka.properties \"enable.idempotence\" (-X enable.idempotence=...) is managed by groundgate",
+            ],
+        );
+    }
+
+    /// A file that is not TOML holds nothing to judge, not even the brokers.
+    #[test]
+    fn a_file_that_is_not_toml_is_reported_alone() {
+        let problems = kafka_problems("[kafka\nbrokers = ", &[]);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            !problems[0].contains("kafka.brokers is not set"),
+            "{problems:#?}"
+        );
+    }
 }

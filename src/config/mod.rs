@@ -7,8 +7,10 @@
 //! - [`raw`]: the schema of the layers (every key optional, unknown keys
 //!   rejected), with nothing filled in;
 //! - `load`: merging the file, the `GROUNDGATE_*` environment and the flags,
-//!   collecting every unknown key and type error (the only code here that
-//!   reads files or the process environment, in `load_from_process`);
+//!   collecting every unknown key and type error, and for the commands that
+//!   connect, every problem in one list (the only code here that reads
+//!   files or the process environment, in `load_from_process` and
+//!   `load_for_kafka`);
 //! - `validate`: checking every value and filling defaults into the
 //!   validated types below; the environment it needs (the host name for the
 //!   default transactional id) is passed in;

@@ -444,7 +444,10 @@ pub type Refuses<'a> = dyn Fn(&str, &str) -> Option<String> + 'a;
 /// secrets are read, and everything the settings ask of librdkafka (TLS,
 /// the SASL mechanism, OIDC, the compression codec) must be built in.
 /// Lists every problem, naming the key (and the file or variable), never a
-/// secret.
+/// secret. Runs on a configuration that failed validation too: a setting
+/// that could not be read is absent and a secret with two sources is none,
+/// so nothing is checked for them, and a passthrough property groundgate
+/// refuses is not put to librdkafka.
 pub fn check_access(
     security: &KafkaSecurity,
     properties: &BTreeMap<String, String>,
@@ -525,7 +528,13 @@ pub fn check_access(
         ),
     };
     if let Some(refuses) = access.refuses {
-        for (k, v) in properties {
+        // A property groundgate refuses is to be removed whatever its value,
+        // which validation already says; librdkafka's view of the value
+        // would name it a second time.
+        let kept = properties.iter().filter(|(k, _)| {
+            super::managed::managed(k).is_none() && super::managed::secret(k).is_none()
+        });
+        for (k, v) in kept {
             if let Some(why) = refuses(k, v) {
                 problems.push(format!(
                     "kafka.properties {k:?} (-X {k}=...): librdkafka refuses it: {why}"

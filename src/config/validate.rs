@@ -29,6 +29,20 @@ impl RawConfig {
 
     /// [`RawConfig::validate`] with what the shell knows about this host.
     pub fn validate_on(self, host: &Host) -> Result<Config, ConfigError> {
+        let (config, problems) = self.validate_listing(host);
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+
+    /// The configuration and every problem found in it. Where a value is
+    /// invalid the configuration holds it, or its default, all the same:
+    /// with problems listed, only what does not depend on an invalid value
+    /// may be read from it (the commands that connect check the files,
+    /// secrets and passthrough properties that were set).
+    pub(super) fn validate_listing(self, host: &Host) -> (Config, Vec<String>) {
         let mut problems = Vec::new();
         let d = PolicySettings::default();
         let p = &self.policy;
@@ -115,17 +129,14 @@ impl RawConfig {
 
         let audit = validate_audit(self.audit, &mut problems);
 
-        if problems.is_empty() {
-            Ok(Config {
-                core,
-                kafka,
-                metrics,
-                log,
-                audit,
-            })
-        } else {
-            Err(ConfigError::Invalid(problems))
-        }
+        let config = Config {
+            core,
+            kafka,
+            metrics,
+            log,
+            audit,
+        };
+        (config, problems)
     }
 }
 fn validate_audit(raw: RawAudit, problems: &mut Vec<String>) -> AuditConfig {
@@ -396,8 +407,8 @@ fn validate_kafka(
 }
 
 /// `value` of `key` when it lies in `range`; otherwise one problem naming
-/// the key and the range (the value is returned as is: the caller's result
-/// is discarded once a problem is listed).
+/// the key and the range (the value is returned as is: once a problem is
+/// listed, no setting that depends on it is used).
 fn in_range(
     key: &str,
     value: u64,

@@ -426,6 +426,39 @@ fn configuration_errors_at_start_exit_2_and_are_said_once() {
     }
 }
 
+/// An unknown key, no brokers, a value out of range, an unreadable CA file
+/// and a property librdkafka refuses: all five in one run, in that order.
+#[test]
+fn every_kind_of_configuration_problem_is_listed_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "broken.toml",
+        "[kafka]\nmax_message_byts = 5\ndrain_deadline_ms = 5\nssl_ca_file = \"/nonexistent/ca.pem\"\n",
+    );
+    let config = config.to_str().unwrap();
+    let expected = [
+        "kafka.max_message_byts: unknown key \"max_message_byts\"",
+        "kafka.brokers is not set or empty",
+        "kafka.drain_deadline_ms = 5: must be between 100 and 600000",
+        "kafka.ssl_ca_file = \"/nonexistent/ca.pem\": cannot read it",
+        "kafka.properties \"linger.ms\" (-X linger.ms=...): librdkafka refuses it",
+    ];
+    for preflight in [&[][..], &["--preflight"][..]] {
+        let args = [&["--config", config, "-X", "linger.ms=abc"][..], preflight].concat();
+        let (code, err) = run_fails(&args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        let problems: Vec<&str> = err.lines().filter_map(|l| l.strip_prefix("  - ")).collect();
+        assert_eq!(problems.len(), expected.len(), "{args:?}: {err}");
+        for (problem, start) in problems.iter().zip(expected) {
+            assert!(
+                problem.starts_with(start),
+                "{args:?}: {start:?} expected in:\n{err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn unreadable_tls_files_are_named_at_start() {
     let dir = tempfile::tempdir().unwrap();
