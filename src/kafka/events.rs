@@ -13,6 +13,7 @@ use tracing::{debug, error, info, trace, warn};
 
 use super::error::classify;
 use super::seals::RestartReason;
+use super::worker_report::Unfinished;
 use crate::core::{Outcome, OutputRole};
 use crate::metrics::{Metrics, RebalanceKind};
 
@@ -335,16 +336,17 @@ pub enum Lifecycle<'a> {
     Unassigned {
         after: Duration,
     },
-    /// Records still unacknowledged at the drain deadline (left uncommitted).
-    DrainAbandoned {
-        abandoned: usize,
-    },
-    FlushIncomplete {
-        error: &'a KafkaError,
-    },
     LeftGroup,
+    /// The shutdown completed: everything settled, committed and flushed.
     StoppedCleanly {
         records: u64,
+    },
+    /// The shutdown did not complete: `unfinished` says what was left.
+    StoppedIncomplete {
+        records: u64,
+        unfinished: Unfinished,
+        /// Why the producer flush did not complete, when it did not.
+        flush_error: Option<&'a KafkaError>,
     },
 }
 
@@ -359,15 +361,20 @@ impl InternalEvent for Lifecycle<'_> {
             Lifecycle::Unassigned { after } => {
                 error!(after = ?after, "no partitions assigned since they were lost; stopping")
             }
-            Lifecycle::DrainAbandoned { abandoned } => warn!(
-                abandoned,
-                "drain deadline reached; unfinished records stay uncommitted and will be processed again"
-            ),
-            Lifecycle::FlushIncomplete { error } => {
-                warn!(error = %error, "producer flush did not complete")
-            }
             Lifecycle::LeftGroup => info!("left the consumer group"),
             Lifecycle::StoppedCleanly { records } => info!(records, "worker stopped cleanly"),
+            Lifecycle::StoppedIncomplete {
+                records,
+                unfinished: u,
+                flush_error,
+            } => warn!(
+                records,
+                unsettled = u.records,
+                unacknowledged_seals = u.seals,
+                commit_failed = u.commit_failed,
+                flush_error = flush_error.map(|e| e.to_string()).as_deref(),
+                "worker stopped with its shutdown incomplete ({u}): the input records whose offsets were not committed will be processed again by the next owner of their partitions"
+            ),
         }
     }
 }
