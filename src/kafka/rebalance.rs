@@ -13,7 +13,7 @@
 //! which the shell implements. Both callbacks and loop run on the consumer
 //! thread; the mutex is never held across `poll`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,8 @@ use super::client;
 use super::delivery::Delivery;
 use super::error::WorkerError;
 use super::events::{
-    ClientError, InternalEvent, Lifecycle, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
+    ClientError, InternalEvent, Lifecycle, Membership, PartitionsAssigned, PartitionsRevoked,
+    RebalanceSettled,
 };
 use super::offsets::TopicPartition;
 use super::worker_report::WorkerReport;
@@ -68,6 +69,9 @@ pub struct WorkerContext {
     /// When the assignment was lost (not handed over in a rebalance); cleared
     /// by the next assignment. Bounded by `unassigned_timeout`.
     lost_at: Mutex<Option<Instant>>,
+    /// The group has assigned this worker partitions (possibly none) at
+    /// least once.
+    assigned: AtomicBool,
     unassigned_timeout: Duration,
 }
 
@@ -98,7 +102,19 @@ impl WorkerContext {
             }),
             error_log: client::LogLimiter::default(),
             lost_at: Mutex::new(None),
+            assigned: AtomicBool::new(false),
             unassigned_timeout,
+        }
+    }
+
+    /// How this worker stands in the group now; `static_member`: it has a
+    /// `kafka.group_instance_id`.
+    pub fn membership(&self, static_member: bool) -> Membership {
+        let holds = self.assigned.load(Ordering::Acquire) && lock(&self.lost_at).is_none();
+        match (holds, static_member) {
+            (false, _) => Membership::Unassigned,
+            (true, true) => Membership::Static,
+            (true, false) => Membership::Member,
         }
     }
 
@@ -199,6 +215,7 @@ impl ConsumerContext for WorkerContext {
                 }
                 .emit(&self.metrics);
                 *lock(&self.lost_at) = None;
+                self.assigned.store(true, Ordering::Release);
             }
             Rebalance::Revoke(_) => {}
             Rebalance::Error(e) => ClientError {

@@ -195,11 +195,14 @@ pub async fn run_worker_with(
     .emit(&metrics);
     let result = tokio::task::spawn_blocking(move || {
         let result = consume_loop(&consumer, &producer, &config, &metrics, step, &shutdown);
-        // Dropping the consumer closes it: it leaves the group (unless it is
-        // a static member), so the others get its partitions at the next
-        // rebalance instead of after the session timeout.
+        let membership = consumer
+            .context()
+            .membership(config.kafka.group_instance_id.is_some());
+        // Dropping the consumer closes it: a dynamic member asks to leave the
+        // group, so the others get its partitions at the next rebalance
+        // instead of after the session timeout.
         drop(consumer);
-        Lifecycle::LeftGroup.emit(&metrics);
+        Lifecycle::ConsumerClosed { membership }.emit(&metrics);
         result
     })
     .await;
