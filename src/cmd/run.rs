@@ -6,8 +6,10 @@
 //! Shutdown is bounded: from the first signal, `/readyz` answers 503 and the
 //! worker has `kafka.drain_deadline_ms` to settle, flush and close its
 //! clients; a close that does not return by then (librdkafka can block in
-//! it when the brokers vanish) is abandoned by a watchdog that exits with
-//! [`EXIT_DRAIN_OVERRUN`].
+//! it when the brokers vanish) is abandoned by a watchdog. Either way a
+//! shutdown that did not finish (that watchdog, or a worker that stopped
+//! with records unsettled or uncommitted) exits with
+//! [`EXIT_SHUTDOWN_INCOMPLETE`].
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -23,11 +25,14 @@ use crate::cli::RunArgs;
 use crate::config::{ConfigError, RawConfig};
 use crate::http::{self, Health};
 use crate::kafka::client;
-use crate::kafka::worker::run_worker;
+use crate::kafka::worker::{WorkerReport, run_worker};
 use crate::metrics::Metrics;
 
-/// Exit code when shutdown did not finish within `kafka.drain_deadline_ms`.
-pub const EXIT_DRAIN_OVERRUN: i32 = 3;
+/// Exit code when shutdown did not finish: the Kafka clients did not close
+/// within `kafka.drain_deadline_ms`, or the worker stopped with records
+/// unsettled, a commit failed or the producer not flushed. The input records
+/// whose offsets were not committed are processed again by the next owner.
+pub const EXIT_SHUTDOWN_INCOMPLETE: u8 = 3;
 
 /// Shutdown took longer than its deadline.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -131,7 +136,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             error!(error = %overrun, "shutdown overran its deadline");
             // The worker's thread is stuck in a librdkafka call: the runtime
             // would wait for it forever on the way out.
-            std::process::exit(EXIT_DRAIN_OVERRUN);
+            std::process::exit(i32::from(EXIT_SHUTDOWN_INCOMPLETE));
         }
     };
     match result {
@@ -146,7 +151,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
                 transactions_aborted = report.transactions_aborted,
                 "stopped"
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(stop_code(&report))
         }
         // Said once, as every other configuration error is.
         Err(e) if e.is_config() => {
@@ -157,6 +162,16 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             error!(error = %e, retriable = e.is_retriable(), "worker stopped with an error");
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// The exit code of a worker that stopped without an error: 0 only when
+/// its shutdown finished (the worker logged what it did not finish).
+fn stop_code(report: &WorkerReport) -> ExitCode {
+    if report.unfinished.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_SHUTDOWN_INCOMPLETE)
     }
 }
 

@@ -54,12 +54,13 @@ use super::delivery::{
 use super::error::classify;
 use super::error::{PublishFailure, WorkerError};
 use super::events::{
-    InternalEvent, Lifecycle, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
+    InternalEvent, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
     RecordDelivered, SealsFailed, SealsPublished,
 };
 use super::offsets::TopicPartition;
 use super::outputs::Output;
 use super::seals::{Chains, Seal};
+use super::worker_report::Unfinished;
 use crate::metrics::Metrics;
 
 /// Re-sends of one output after a retriable delivery failure, on top of
@@ -288,12 +289,16 @@ impl AtLeastOnce {
         first_err.map_or(Ok(()), Err)
     }
 
-    fn commit_stored(&self, consumer: &Consumer) {
+    /// Commits the stored offsets; false when the commit failed.
+    fn commit_stored(&self, consumer: &Consumer) -> bool {
         match consumer.commit_consumer_state(CommitMode::Sync) {
-            Ok(()) => {}
+            Ok(()) => true,
             // Nothing stored since the last commit.
-            Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::NoOffset) => {}
-            Err(e) => OffsetCommitFailed { error: &e }.emit(&self.metrics),
+            Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::NoOffset) => true,
+            Err(e) => {
+                OffsetCommitFailed { error: &e }.emit(&self.metrics);
+                false
+            }
         }
     }
 }
@@ -401,6 +406,8 @@ impl Delivery for AtLeastOnce {
             let sealed = self.seal_now(revoked);
             let drained = self.drain(consumer, deadline, |b| b.in_flight_for(revoked) == 0);
             result = rows.and(sealed).and(drained);
+            // A failed commit is counted and logged; the next owner reads
+            // from the last committed offset.
             self.commit_stored(consumer);
         }
         self.ledger.forget(revoked);
@@ -418,7 +425,7 @@ impl Delivery for AtLeastOnce {
         consumer: &Consumer,
         deadline: Instant,
         failed: bool,
-    ) -> Result<(), WorkerError> {
+    ) -> Result<Unfinished, WorkerError> {
         self.finished = true;
         // The rows first: only acknowledged rows are sealed. The drain also
         // sends the seals due by count that its acks cut (after a failure
@@ -433,12 +440,17 @@ impl Delivery for AtLeastOnce {
             .and(sealed)
             .and(self.drain(consumer, deadline, |b| b.in_flight() == 0));
         self.ack_tx = None;
-        let abandoned = self.ledger.in_flight();
-        if abandoned > 0 {
-            Lifecycle::DrainAbandoned { abandoned }.emit(&self.metrics);
-        }
-        self.commit_stored(consumer);
-        result
+        // Records still in the ledger (unacknowledged, or behind one that
+        // is) and seals not acknowledged: their offsets are never stored.
+        let records = self.ledger.records_in_flight();
+        let seals = self.ledger.in_flight() - records;
+        let commit_failed = !self.commit_stored(consumer);
+        result.map(|()| Unfinished {
+            records,
+            seals,
+            commit_failed,
+            flush_failed: false,
+        })
     }
 }
 

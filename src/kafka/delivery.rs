@@ -24,6 +24,7 @@ use super::offsets::TopicPartition;
 use super::outputs::{Consumed, Output, StandIn, oversize_replacement};
 use super::rebalance::WorkerContext;
 use super::seals::{Chains, Resume, Seal, encode_head};
+use super::worker_report::Unfinished;
 use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
 use crate::config::Config;
@@ -83,13 +84,15 @@ pub trait Delivery: Send {
         revoked: &[TopicPartition],
         lost: bool,
     ) -> Result<(), WorkerError>;
-    /// Shutdown: settle (or, when `failed`, abandon) in-flight work by `deadline`.
+    /// Shutdown: settle (or, when `failed`, abandon) in-flight work by
+    /// `deadline`, and say what was left undone (empty: every record
+    /// settled, its offsets or transaction committed, its seals sent).
     fn finish(
         &mut self,
         consumer: &Consumer,
         deadline: Instant,
         failed: bool,
-    ) -> Result<(), WorkerError>;
+    ) -> Result<Unfinished, WorkerError>;
     /// Transactions (committed, aborted) so far.
     fn transactions(&self) -> (u64, u64) {
         (0, 0)
@@ -327,7 +330,7 @@ pub mod testing {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use super::{Consumer, Delivery, Flow, Pending, TooLargeReplacer};
+    use super::{Consumer, Delivery, Flow, Pending, TooLargeReplacer, Unfinished};
     use crate::config::Config;
     use crate::core::OutputRole;
     use crate::kafka::client;
@@ -361,8 +364,8 @@ pub mod testing {
         ) -> Result<(), WorkerError> {
             Ok(())
         }
-        fn finish(&mut self, _: &Consumer, _: Instant, _: bool) -> Result<(), WorkerError> {
-            Ok(())
+        fn finish(&mut self, _: &Consumer, _: Instant, _: bool) -> Result<Unfinished, WorkerError> {
+            Ok(Unfinished::default())
         }
     }
 

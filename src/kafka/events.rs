@@ -13,6 +13,7 @@ use tracing::{debug, error, info, trace, warn};
 
 use super::error::classify;
 use super::seals::RestartReason;
+use super::worker_report::Unfinished;
 use crate::core::{Outcome, OutputRole};
 use crate::metrics::{Metrics, RebalanceKind};
 
@@ -332,20 +333,32 @@ pub enum Lifecycle<'a> {
         guarantee: &'a dyn std::fmt::Display,
     },
     /// No partitions came back within `kafka.unassigned_timeout_ms`.
-    Unassigned {
-        after: Duration,
-    },
-    /// Records still unacknowledged at the drain deadline (left uncommitted).
-    DrainAbandoned {
-        abandoned: usize,
-    },
-    FlushIncomplete {
-        error: &'a KafkaError,
-    },
-    LeftGroup,
-    StoppedCleanly {
+    Unassigned { after: Duration },
+    /// The consumer is closed; what that did to the group depends on how
+    /// the worker stood in it.
+    ConsumerClosed { membership: Membership },
+    /// The shutdown completed: everything settled, committed and flushed.
+    StoppedCleanly { records: u64 },
+    /// The shutdown did not complete: `unfinished` says what was left.
+    StoppedIncomplete {
         records: u64,
+        unfinished: Unfinished,
+        /// Why the producer flush did not complete, when it did not.
+        flush_error: Option<&'a KafkaError>,
     },
+}
+
+/// How the worker stood in the consumer group when it closed its consumer.
+/// Whether a leave request reached the group coordinator is not known to
+/// the worker, so none of these claims that it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Membership {
+    /// A dynamic member holding an assignment (possibly empty).
+    Member,
+    /// A static member (`kafka.group_instance_id`): it does not leave.
+    Static,
+    /// No partitions: none assigned, or the assignment was lost.
+    Unassigned,
 }
 
 impl InternalEvent for Lifecycle<'_> {
@@ -359,15 +372,30 @@ impl InternalEvent for Lifecycle<'_> {
             Lifecycle::Unassigned { after } => {
                 error!(after = ?after, "no partitions assigned since they were lost; stopping")
             }
-            Lifecycle::DrainAbandoned { abandoned } => warn!(
-                abandoned,
-                "drain deadline reached; unfinished records stay uncommitted and will be processed again"
-            ),
-            Lifecycle::FlushIncomplete { error } => {
-                warn!(error = %error, "producer flush did not complete")
-            }
-            Lifecycle::LeftGroup => info!("left the consumer group"),
+            Lifecycle::ConsumerClosed { membership } => match membership {
+                Membership::Member => info!(
+                    "consumer closed; its partitions go to the rest of the group at the next rebalance if its leave request reached the group coordinator, or after kafka.session_timeout_ms if it did not"
+                ),
+                Membership::Static => info!(
+                    "consumer closed; as a static member (kafka.group_instance_id) it stays in the group, its partitions waiting for it, until kafka.session_timeout_ms passes without it"
+                ),
+                Membership::Unassigned => info!(
+                    "consumer closed; it held no partitions of the consumer group (none assigned, or its assignment was lost), so it had none to hand over"
+                ),
+            },
             Lifecycle::StoppedCleanly { records } => info!(records, "worker stopped cleanly"),
+            Lifecycle::StoppedIncomplete {
+                records,
+                unfinished: u,
+                flush_error,
+            } => warn!(
+                records,
+                unsettled = u.records,
+                unacknowledged_seals = u.seals,
+                commit_failed = u.commit_failed,
+                flush_error = flush_error.map(|e| e.to_string()).as_deref(),
+                "worker stopped with its shutdown incomplete ({u}): the input records whose offsets were not committed will be processed again by the next owner of their partitions"
+            ),
         }
     }
 }

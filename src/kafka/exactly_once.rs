@@ -45,6 +45,7 @@ use super::events::{
 use super::offsets::TopicPartition;
 use super::outputs::Output;
 use super::seals::Chains;
+use super::worker_report::Unfinished;
 use crate::core::OutputRole;
 use crate::metrics::Metrics;
 
@@ -141,6 +142,19 @@ struct Sent {
     delivery: DeliveryFuture,
 }
 
+/// How [`ExactlyOnce::commit`] ended the open transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxnEnd {
+    /// No transaction was open: nothing to commit.
+    NoneOpen,
+    Committed,
+    /// Aborted and rewound: its records' outputs and positions are not
+    /// committed.
+    Aborted {
+        records: usize,
+    },
+}
+
 /// The outputs of one record the broker refused as too large, by role.
 type Refused = HashMap<(TopicPartition, i64), HashSet<OutputRole>>;
 
@@ -217,10 +231,11 @@ impl ExactlyOnce {
     }
 
     /// Commits the open transaction with the consumer positions; on an
-    /// abortable error aborts it and rewinds to the transaction's first offsets.
-    fn commit(&mut self, consumer: &Consumer) -> Result<(), WorkerError> {
+    /// abortable error aborts it and rewinds to the transaction's first
+    /// offsets.
+    fn commit(&mut self, consumer: &Consumer) -> Result<TxnEnd, WorkerError> {
         if !self.txn.is_open() {
-            return Ok(());
+            return Ok(TxnEnd::NoneOpen);
         }
         let sealed = self.seal_all();
         let txn = std::mem::take(&mut self.txn);
@@ -229,13 +244,10 @@ impl ExactlyOnce {
             let (_, e) = *failed;
             // The seals already enqueued, and the one that was not.
             let seals = txn.seals + 1;
-            return self.abort_and_rewind(
-                consumer,
-                txn.rewind_positions(&[]),
-                sent,
-                seals,
-                Some(&e),
-            );
+            self.abort_and_rewind(consumer, txn.rewind_positions(&[]), sent, seals, Some(&e))?;
+            return Ok(TxnEnd::Aborted {
+                records: txn.records,
+            });
         }
         let mut tpl = TopicPartitionList::new();
         for (tp, next) in txn.commit_positions() {
@@ -269,16 +281,21 @@ impl ExactlyOnce {
                     now_ms: now_millis(),
                 }
                 .emit(&self.metrics);
-                Ok(())
+                Ok(TxnEnd::Committed)
             }
             Err(e) if txn_is_fatal(&e) => Err(WorkerError::Transaction(e)),
-            Err(e) => self.abort_and_rewind(
-                consumer,
-                txn.rewind_positions(&[]),
-                sent,
-                txn.seals,
-                Some(&e),
-            ),
+            Err(e) => {
+                self.abort_and_rewind(
+                    consumer,
+                    txn.rewind_positions(&[]),
+                    sent,
+                    txn.seals,
+                    Some(&e),
+                )?;
+                Ok(TxnEnd::Aborted {
+                    records: txn.records,
+                })
+            }
         }
     }
 
@@ -395,6 +412,7 @@ impl ExactlyOnce {
 impl Delivery for ExactlyOnce {
     fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
         if self.txn.due(self.commit_max_records, self.commit_interval) {
+            // An aborted transaction's records are read again (rewound).
             self.commit(consumer)?;
         }
         Ok(batch_max.min(
@@ -513,7 +531,8 @@ impl Delivery for ExactlyOnce {
         if self.finished {
             return Ok(());
         }
-        let result = self.commit(consumer);
+        // An aborted transaction's records go to the partitions' next owner.
+        let result = self.commit(consumer).map(|_| ());
         if let Some(c) = self.chains.as_mut() {
             c.forget(revoked);
         }
@@ -526,11 +545,19 @@ impl Delivery for ExactlyOnce {
         consumer: &Consumer,
         _deadline: Instant,
         failed: bool,
-    ) -> Result<(), WorkerError> {
+    ) -> Result<Unfinished, WorkerError> {
         self.finished = true;
         if !failed {
-            return self.commit(consumer);
+            return Ok(match self.commit(consumer)? {
+                TxnEnd::NoneOpen | TxnEnd::Committed => Unfinished::default(),
+                TxnEnd::Aborted { records } => Unfinished {
+                    records,
+                    commit_failed: true,
+                    ..Unfinished::default()
+                },
+            });
         }
+        let records = self.txn.records;
         if self.txn.is_open() {
             let _ = self.producer.abort_transaction(TXN_TIMEOUT);
             self.txn = Txn::default();
@@ -539,7 +566,10 @@ impl Delivery for ExactlyOnce {
                 c.rollback();
             }
         }
-        Ok(())
+        Ok(Unfinished {
+            records,
+            ..Unfinished::default()
+        })
     }
 
     fn transactions(&self) -> (u64, u64) {

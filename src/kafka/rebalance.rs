@@ -14,7 +14,7 @@
 //! thread; the mutex is never held across `poll`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,8 @@ use super::client;
 use super::delivery::Delivery;
 use super::error::WorkerError;
 use super::events::{
-    ClientError, InternalEvent, Lifecycle, PartitionsAssigned, PartitionsRevoked, RebalanceSettled,
+    ClientError, InternalEvent, Lifecycle, Membership, PartitionsAssigned, PartitionsRevoked,
+    RebalanceSettled,
 };
 use super::offsets::TopicPartition;
 use super::worker_report::WorkerReport;
@@ -69,6 +70,9 @@ pub struct WorkerContext {
     /// When the assignment was lost (not handed over in a rebalance); cleared
     /// by the next assignment. Bounded by `unassigned_timeout`.
     lost_at: Mutex<Option<Instant>>,
+    /// The group has assigned this worker partitions (possibly none) at
+    /// least once.
+    assigned: AtomicBool,
     unassigned_timeout: Duration,
     /// The next offset committed in a transaction, per input partition this
     /// worker owns. The producer commits a transaction's offsets, so the
@@ -103,6 +107,7 @@ impl WorkerContext {
             }),
             error_log: client::LogLimiter::default(),
             lost_at: Mutex::new(None),
+            assigned: AtomicBool::new(false),
             unassigned_timeout,
             committed_in_txn: Mutex::new(HashMap::new()),
         }
@@ -116,6 +121,17 @@ impl WorkerContext {
                 let at = committed.entry(*partition).or_insert(*next);
                 *at = (*at).max(*next);
             }
+        }
+    }
+
+    /// How this worker stands in the group now; `static_member`: it has a
+    /// `kafka.group_instance_id`.
+    pub fn membership(&self, static_member: bool) -> Membership {
+        let holds = self.assigned.load(Ordering::Acquire) && lock(&self.lost_at).is_none();
+        match (holds, static_member) {
+            (false, _) => Membership::Unassigned,
+            (true, true) => Membership::Static,
+            (true, false) => Membership::Member,
         }
     }
 
@@ -246,6 +262,7 @@ impl ConsumerContext for WorkerContext {
                 }
                 .emit(&self.metrics);
                 *lock(&self.lost_at) = None;
+                self.assigned.store(true, Ordering::Release);
             }
             Rebalance::Revoke(_) => {}
             Rebalance::Error(e) => ClientError {

@@ -40,7 +40,7 @@ use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
 use super::offsets::TopicPartition;
 use super::outputs::{self, Consumed};
-pub use super::worker_report::WorkerReport;
+pub use super::worker_report::{Unfinished, WorkerReport};
 // The header names are the output contract (defined in `outputs`); re-exported
 // here because consumers of the worker read them.
 pub use super::rebalance::Readiness;
@@ -195,11 +195,14 @@ pub async fn run_worker_with(
     .emit(&metrics);
     let result = tokio::task::spawn_blocking(move || {
         let result = consume_loop(&consumer, &producer, &config, &metrics, step, &shutdown);
-        // Dropping the consumer closes it: it leaves the group (unless it is
-        // a static member), so the others get its partitions at the next
-        // rebalance instead of after the session timeout.
+        let membership = consumer
+            .context()
+            .membership(config.kafka.group_instance_id.is_some());
+        // Dropping the consumer closes it: a dynamic member asks to leave the
+        // group, so the others get its partitions at the next rebalance
+        // instead of after the session timeout.
         drop(consumer);
-        Lifecycle::LeftGroup.emit(&metrics);
+        Lifecycle::ConsumerClosed { membership }.emit(&metrics);
         result
     })
     .await;
@@ -414,7 +417,8 @@ fn process_batch(
 
 /// The single shutdown path: the delivery settles and the producer flushes
 /// within the drain deadline less the share kept for closing the consumer,
-/// and the report (or the fatal error) comes back.
+/// and the report (or the fatal error) comes back. The stop is clean only
+/// if nothing was left undone; the report's `unfinished` says what was.
 fn finish(
     consumer: &BaseConsumer<WorkerContext>,
     producer: &FutureProducer,
@@ -427,26 +431,39 @@ fn finish(
     let deadline = Instant::now() + drain - drain / CLOSE_SHARE;
     let mut st = ctx.state();
     let failed = st.fatal.is_some();
-    if let Err(e) = st.delivery.finish(consumer, deadline, failed) {
-        st.fail(e);
-    }
+    let mut unfinished = match st.delivery.finish(consumer, deadline, failed) {
+        Ok(u) => u,
+        Err(e) => {
+            st.fail(e);
+            Unfinished::default()
+        }
+    };
     let remaining = deadline.saturating_duration_since(Instant::now());
-    if let Err(e) = producer.flush(Timeout::After(remaining)) {
-        Lifecycle::FlushIncomplete { error: &e }.emit(metrics);
-    }
+    let flush_error = producer.flush(Timeout::After(remaining)).err();
+    unfinished.flush_failed = flush_error.is_some();
     let mut report = st.report.clone();
     (report.transactions_committed, report.transactions_aborted) = st.delivery.transactions();
     let fatal = st.fatal.take();
     drop(st);
     consumer.unsubscribe();
-    match fatal {
-        Some(e) => Err(e),
-        None => {
-            Lifecycle::StoppedCleanly {
-                records: report.records,
-            }
-            .emit(metrics);
-            Ok(report)
-        }
+    if let Some(e) = fatal {
+        // The error says which record stopped the worker and that it is
+        // processed again.
+        return Err(e);
     }
+    if unfinished.is_empty() {
+        Lifecycle::StoppedCleanly {
+            records: report.records,
+        }
+        .emit(metrics);
+    } else {
+        Lifecycle::StoppedIncomplete {
+            records: report.records,
+            unfinished,
+            flush_error: flush_error.as_ref(),
+        }
+        .emit(metrics);
+    }
+    report.unfinished = unfinished;
+    Ok(report)
 }

@@ -1,11 +1,15 @@
 //! The worker process through its life in a group: a SIGTERM'd worker
-//! leaves the group so another takes over at once; a worker whose broker
-//! was killed and restarted does not stay "ready" with nothing assigned;
-//! logs fit a file; `produce` does not let the dev broker drop records
-//! silently; newcomer-facing outputs say what they do.
+//! leaves the group so another takes over at once; a worker stopped while
+//! its outputs cannot be acknowledged says so and exits 3; a worker whose
+//! broker was killed and restarted does not stay "ready" with nothing
+//! assigned; logs fit a file; `produce` does not let the dev broker drop
+//! records silently; newcomer-facing outputs say what they do.
 
 use std::net::SocketAddr;
 use std::time::Instant;
+
+use groundgate::kafka::embedded::EmbeddedBroker;
+use rdkafka::mocking::MockCoordinator;
 
 use crate::common::*;
 
@@ -61,7 +65,11 @@ fn sigterm_leaves_the_group_and_the_other_worker_takes_over() {
         (!samples(&body, "groundgate_consumer_lag_records").is_empty()).then_some(())
     });
     let log = std::fs::read_to_string(&log_a).unwrap();
-    assert!(log.contains("left the consumer group"), "{log}");
+    assert!(log.contains("worker stopped cleanly"), "{log}");
+    assert!(
+        log.contains("consumer closed; its partitions go to the rest of the group"),
+        "{log}"
+    );
     // A log file gets plain text, and the last line is a summary, not a debug dump.
     assert!(
         !log.contains('\u{1b}'),
@@ -114,8 +122,12 @@ fn broker_killed_and_restarted_the_worker_is_not_ready_and_exits_then_a_restart_
         text.contains("partitions were lost") && text.contains("unassigned_timeout_ms"),
         "{text}"
     );
-    // The fatal path closes the consumer too (leaves the group).
-    assert!(text.contains("left the consumer group"), "{text}");
+    // The fatal path closes the consumer too, and does not claim to hand
+    // over partitions it no longer holds.
+    assert!(
+        text.contains("consumer closed; it held no partitions"),
+        "{text}"
+    );
     // Each librdkafka failure is reported once by groundgate, not echoed by
     // every client and by librdkafka's own log.
     assert!(!text.contains("rdkafka::client"), "{text}");
@@ -134,6 +146,124 @@ fn broker_killed_and_restarted_the_worker_is_not_ready_and_exits_then_a_restart_
     });
     w2.signal("TERM");
     assert!(w2.wait_exit(WAIT).is_some_and(|s| s.success()));
+}
+
+/// Input records of the tests that stop a worker with its outputs unacknowledged.
+const UNACKNOWLEDGED: u64 = 20;
+
+/// A two-broker embedded cluster: the input topic (2 partitions), the group
+/// coordinator and the transaction coordinator of `group` on broker 1, the
+/// output topics on broker 2.
+fn outputs_on_broker_2(group: &str) -> EmbeddedBroker {
+    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
+    let cluster = broker.cluster();
+    for (topic, leader) in [
+        ("answers", 1),
+        ("answers.final", 2),
+        ("answers.retry", 2),
+        ("answers.audit", 2),
+        ("answers.dlq", 2),
+    ] {
+        cluster.create_topic(topic, 2, 1).unwrap();
+        for p in 0..2 {
+            cluster.partition_leader(topic, p, Some(leader)).unwrap();
+        }
+    }
+    cluster
+        .coordinator(MockCoordinator::Group(group.into()), 1)
+        .unwrap();
+    cluster
+        .coordinator(MockCoordinator::Transaction(format!("{group}-txn")), 1)
+        .unwrap();
+    broker
+}
+
+/// A worker (`guarantee`, `drain_deadline_ms`) processes every input record
+/// while the broker that leads the output topics is down, and is stopped:
+/// its shutdown cannot finish, so it says what it left undone (the lines
+/// `must_say`), never "stopped cleanly", exits 3 on its own (not through
+/// the watchdog) and commits nothing. With the broker back, the next worker
+/// processes the records again and a normal stop exits 0, "stopped cleanly".
+fn stop_with_outputs_unacknowledged(guarantee: &str, drain_deadline_ms: u64, must_say: &[String]) {
+    let group = format!("unacked-{guarantee}");
+    let broker = outputs_on_broker_2(&group);
+    let bs = broker.bootstrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kafka = format!(
+        "[kafka]\ngroup_id = \"{group}\"\ntransactional_id = \"{group}-txn\"\nguarantee = \"{guarantee}\"\ndrain_deadline_ms = {drain_deadline_ms}\n"
+    );
+    let config = dir.path().join("groundgate.toml");
+    // No transaction falls due before the stop: the shutdown commits it.
+    std::fs::write(&config, format!("{kafka}commit_interval_ms = 600000\n")).unwrap();
+    broker.cluster().broker_down(2).unwrap();
+    let m = metrics_addr();
+    let log = dir.path().join("run.log");
+    let mut w = start_worker(&bs, &config, m, &log);
+    assert!(produce_synthetic(&bs, UNACKNOWLEDGED));
+    wait_for("every input record processed", WAIT, || {
+        gauge(m, "groundgate_records_total").filter(|n| *n >= UNACKNOWLEDGED as f64)
+    });
+
+    w.signal("TERM");
+    let status = w.wait_exit(WAIT).expect("the worker exits after SIGTERM");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(3), "{text}");
+    assert!(text.contains("shutdown incomplete"), "{text}");
+    for line in must_say {
+        assert!(text.contains(line.as_str()), "{line:?} in:\n{text}");
+    }
+    assert!(text.contains("processed again by the next owner"), "{text}");
+    assert!(!text.contains("stopped cleanly"), "{text}");
+    assert!(!text.contains("overran its deadline"), "{text}");
+    if guarantee == "at-least-once" {
+        // The mock does not keep offsets committed inside a transaction, so
+        // only at-least-once offsets can be read back.
+        assert_eq!(committed(&bs, &group, 2).values().sum::<i64>(), 0);
+    }
+
+    broker.cluster().broker_up(2).unwrap();
+    let m2 = metrics_addr();
+    let log2 = dir.path().join("run-2.log");
+    let config = dir.path().join("groundgate-2.toml");
+    std::fs::write(&config, kafka).unwrap();
+    let mut w2 = start_worker(&bs, &config, m2, &log2);
+    wait_for("the records audited by the next worker", WAIT, || {
+        gauge(m2, "groundgate_published_total{role=\"audit\"}")
+            .filter(|n| *n >= UNACKNOWLEDGED as f64)
+    });
+    w2.signal("TERM");
+    let status = w2
+        .wait_exit(WAIT)
+        .expect("the next worker exits after SIGTERM");
+    let text = std::fs::read_to_string(&log2).unwrap();
+    assert!(status.success(), "{status:?}\n{text}");
+    assert!(text.contains("worker stopped cleanly"), "{text}");
+    assert!(!text.contains("shutdown incomplete"), "{text}");
+}
+
+#[test]
+fn at_least_once_stopped_with_outputs_unacknowledged_says_so_and_exits_3() {
+    stop_with_outputs_unacknowledged(
+        "at-least-once",
+        5000,
+        &[
+            format!("{UNACKNOWLEDGED} input record(s) not settled"),
+            "the producer flush did not complete".into(),
+        ],
+    );
+}
+
+#[test]
+fn exactly_once_stopped_with_outputs_unacknowledged_says_so_and_exits_3() {
+    // The commit at shutdown waits 5 s for the stalled outputs before it
+    // aborts: the default deadline leaves room for that and the abort.
+    stop_with_outputs_unacknowledged(
+        "exactly-once",
+        10000,
+        &[format!(
+            "{UNACKNOWLEDGED} input record(s) not settled, the final commit failed"
+        )],
+    );
 }
 
 /// Deterministic incompressible lines (lz4 cannot shrink them), so the

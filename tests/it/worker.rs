@@ -1055,6 +1055,40 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
     w.stop().await.unwrap();
 }
 
+/// Every output acknowledged and sealed, but the group coordinator refuses
+/// every offset commit: the stop is not clean. The report says the final
+/// commit failed (and `run` exits 3 on it), and the records stay
+/// uncommitted for the next owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_commit_that_fails_leaves_the_stop_unfinished() {
+    let n = 20;
+    let broker = broker();
+    let bs = broker.bootstrap();
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().request_errors(
+        RDKafkaApiKey::OffsetCommit,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE; 2000],
+    );
+    let group = "g-commit-refused";
+    let cfg = config(&bs, group, Guarantee::AtLeastOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    read_outputs(&bs, n as usize).await;
+    let report = w.stop().await.unwrap();
+    assert_eq!(
+        report.unfinished,
+        worker::Unfinished {
+            commit_failed: true,
+            ..worker::Unfinished::default()
+        },
+        "{report:?}"
+    );
+    let refused =
+        crate::common::samples(&metrics.encode(), "groundgate_offset_commit_errors_total");
+    assert!(refused.values().sum::<f64>() >= 1.0, "{refused:?}");
+    assert_eq!(committed_offsets(&bs, group).await.values().sum::<i64>(), 0);
+}
+
 /// What `one_request_in_flight` is for, on the embedded broker: two
 /// single-record batches ("a" then "b") of one partition are sent together
 /// by the worker's producer, and the broker refuses the first once with a
@@ -1263,8 +1297,10 @@ async fn a_seal_is_published_only_after_every_row_it_lists_is_acknowledged() {
     .await
     .unwrap()
     .unwrap();
-    // Shutdown cuts the last seals; the drain gives up on broker 2's rows.
-    w.stop().await.unwrap();
+    // Shutdown cuts the last seals; the drain gives up on broker 2's rows,
+    // and the report says their records were left unsettled.
+    let report = w.stop().await.unwrap();
+    assert!(report.unfinished.records > 0, "{report:?}");
 
     // Every seal published so far lists only rows that are on the topic
     // (all on broker 1: broker 2 has been down throughout).
