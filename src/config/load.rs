@@ -417,6 +417,19 @@ fn describe_kind(kind: &figment::error::Kind) -> String {
                 live.join(", ")
             )
         }
+        figment::error::Kind::UnknownVariant(found, expected) => {
+            // Several spellings of one value (`SSL`, `ssl`) are one choice.
+            let mut values: Vec<&str> = Vec::new();
+            for v in expected.iter() {
+                if !values.iter().any(|k| k.eq_ignore_ascii_case(v)) {
+                    values.push(v);
+                }
+            }
+            format!(
+                "unknown value {found:?} (known values: {})",
+                values.join(", ")
+            )
+        }
         other => other.to_string(),
     }
 }
@@ -639,7 +652,7 @@ mod tests {
         assert_begin(
             &problems,
             &[
-                "kafka.security_protocol: unknown variant: found `TLS`",
+                "kafka.security_protocol: unknown value \"TLS\" (known values: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)",
                 KINDS[2].2,
             ],
         );
