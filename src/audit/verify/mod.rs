@@ -27,7 +27,9 @@
 //!   means seals were stripped or the last one deleted. A reader who expects
 //!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
 //!   with a public key only above the group's committed offset, since every
-//!   row a signed verification accepts must be covered by a signed seal;
+//!   row a signed verification accepts must be covered by a signed seal. A
+//!   chain whose seals are `check`'s has no live tail: `check` writes
+//!   nothing after a chain's final seal;
 //! - every row and seal is the compact JSON of what it parses to, each key
 //!   once (not canonical), and a redelivery repeats its sealed row's bytes
 //!   but for `ts`;
@@ -487,9 +489,14 @@ impl AuditVerifier {
                     r,
                     "the worker committed this offset, so a seal covered its row: that seal is gone",
                 )),
+                // `check` ends its chains with a final seal and writes
+                // nothing after it: its chains have no live tail.
                 None if max_sealed.is_none_or(|m| r.offset > m) => {
                     cr.unsealed_tail += 1;
-                    tail.push((r.offset, self.opts.tail_allowed(committed, r.offset)));
+                    tail.push((
+                        r.offset,
+                        !by_check && self.opts.tail_allowed(committed, r.offset),
+                    ));
                 }
                 None => problems.push((
                     ProblemKind::RowForged,
@@ -506,7 +513,9 @@ impl AuditVerifier {
         }
         let refused: Vec<i64> = tail.iter().filter(|t| !t.1).map(|t| t.0).collect();
         if let (Some(&lo), Some(&hi)) = (refused.iter().min(), refused.iter().max()) {
-            let why = if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
+            let why = if by_check {
+                "`check` writes nothing after a chain's final seal, so no row of its chains is a live tail, with or without --allow-unsealed-tail"
+            } else if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
                 "with --public-key every row must be covered by a signed seal; only rows above the consumer group's committed offset (--group) may be a live tail"
             } else {
                 "a finished trail ends with a seal (seals stripped or the last seal deleted?); a running worker's trail needs --allow-unsealed-tail"
@@ -1743,6 +1752,50 @@ mod tests {
         assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
         assert_eq!(r.problems[0].seal_seq, Some(0));
         assert!(r.problems[0].detail.contains("final"), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn nothing_follows_a_check_chains_final_seal_not_even_a_live_tail() {
+        let (key, signed) = key_and_options();
+        // Live-tail options: without a key; with one, the row above the
+        // group's committed offset.
+        let unsigned_live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        let signed_live = Options {
+            allow_unsealed_tail: true,
+            anchors: [(
+                chain0(),
+                Anchor {
+                    committed: Some(7),
+                    ..Anchor::default()
+                },
+            )]
+            .into(),
+            ..signed
+        };
+        for (opts, key) in [(unsigned_live, None), (signed_live, Some(key))] {
+            let label = if key.is_some() { "signed" } else { "unsigned" };
+            let mut t = trail_of(CHECK_WORKER, 6, 4, key.clone(), 100);
+            assert!(seals_of(&t).last().unwrap()["final"] == true);
+            t.push(row_with(7, "accepted", 107));
+            let r = check(&t, opts.clone());
+            assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail], "{label}");
+            assert_eq!(r.problems[0].offsets, Some((7, 7)), "{label}");
+            assert!(
+                r.problems[0].detail.contains("final seal"),
+                "{label}: {}",
+                r.problems[0].detail
+            );
+            // A worker's chain is never finished: the same row is its live
+            // tail.
+            let mut t = trail_of("w1", 6, 4, key, 100);
+            t.push(row_with(7, "accepted", 107));
+            let r = check(&t, opts);
+            assert!(r.ok(), "{label}: {:?}", r.problems);
+            assert_eq!(r.chains[0].unsealed_tail, 1, "{label}");
+        }
     }
 
     #[test]
