@@ -17,7 +17,10 @@
 //! - every row a seal lists is present byte for byte (altered, deleted);
 //! - rows of one seal appear in the listed order within one stream
 //!   (reordered); rows spread over several streams (audit partitions) are
-//!   not ordered against each other, as Kafka does not order them;
+//!   not ordered against each other, as Kafka does not order them. Of
+//!   several byte-identical copies of a listed row, the one in order is
+//!   the sealed one (a worker that sends a row again after a failed produce
+//!   seals it where the copy it was told about landed);
 //! - every row is covered by a seal, unless it is a *redelivery*: the same
 //!   row as a sealed row of its input offset in every field but `ts` (the
 //!   processing time). Two rows of one offset that differ in anything else
@@ -364,10 +367,19 @@ impl AuditVerifier {
             }
             let mut last_at: HashMap<u32, Location> = HashMap::new();
             for (off, h) in &s.rows {
-                let found = c
-                    .by_hash
-                    .get(h)
-                    .and_then(|ix| ix.iter().copied().find(|&i| !c.rows[i].sealed));
+                // Of several copies of the row (a produce the worker sent
+                // again had been written after all), the first one after the
+                // row matched before it in its stream; the others are
+                // redeliveries, not a reordering.
+                let found = c.by_hash.get(h).and_then(|ix| {
+                    let unsealed = || ix.iter().copied().filter(|&i| !c.rows[i].sealed);
+                    unsealed()
+                        .find(|&i| {
+                            let at = c.rows[i].at;
+                            last_at.get(&at.stream).is_none_or(|prev| at > *prev)
+                        })
+                        .or_else(|| unsealed().next())
+                });
                 match found {
                     Some(i) => {
                         c.rows[i].sealed = true;
@@ -879,7 +891,7 @@ impl AuditVerifier {
 mod tests {
     use ed25519_dalek::SigningKey;
 
-    use super::super::seal::{ChainHead, Sealer};
+    use super::super::seal::{ChainHead, Sealer, Written};
     use super::*;
 
     fn row(offset: i64, answer: &str, ts: i64) -> Vec<u8> {
@@ -1127,6 +1139,72 @@ mod tests {
         let r = check(&t, Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::NotCanonical]);
         assert_eq!(r.chains[0].redeliveries, 0);
+    }
+
+    /// Rows of offsets 0..=3 as a worker delivers them when the row of
+    /// offset 1 was refused and sent again (or replaced by its stand-in)
+    /// after the row of offset 2: the audit partition holds 0, 2, 1, 3. The
+    /// seal lists the rows where they landed (`positioned`) or in offset
+    /// order.
+    fn sent_again(positioned: bool) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let rows: Vec<Vec<u8>> = (0..4).map(|o| row(o, &format!("h{o}"), 100 + o)).collect();
+        let landed = [0, 2, 1, 3];
+        let mut s = sealer_at("w1", 0, GENESIS);
+        for (o, r) in (0..).zip(&rows) {
+            let offset = landed.iter().position(|&l| l == o).unwrap() as i64;
+            if positioned {
+                let at = Written {
+                    partition: 0,
+                    offset,
+                };
+                s.push_written(o, row_hash(r), at);
+            } else {
+                s.push(o, r);
+            }
+        }
+        let mut t: Vec<Vec<u8>> = landed.iter().map(|&o| rows[o as usize].clone()).collect();
+        t.extend(s.seal(9_999));
+        (t, rows)
+    }
+
+    #[test]
+    fn a_row_sent_again_after_later_rows_verifies_where_it_landed() {
+        let (t, _) = sent_again(false);
+        let r = check(&t, Options::default());
+        assert_eq!(
+            kinds(&r),
+            vec![ProblemKind::RowOutOfOrder],
+            "listed in offset order"
+        );
+        let (honest, rows) = sent_again(true);
+        let r = check(&honest, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!((r.chains[0].sealed_rows, r.chains[0].redeliveries), (4, 0));
+        // The first attempt had been written after all: an earlier copy.
+        let mut copied = honest.clone();
+        copied.insert(1, rows[1].clone());
+        let r = check(&copied, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].redeliveries, 1);
+        // Someone else puts the rows back in offset order, or removes the
+        // row sent again.
+        let mut moved = honest.clone();
+        moved.swap(1, 2);
+        let r = check(&moved, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
+        assert_eq!(r.problems[0].offsets, Some((1, 1)));
+        let mut removed = honest.clone();
+        removed.remove(2);
+        let r = check(&removed, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowMissing, ProblemKind::Gap]);
+        assert!(r.problems.iter().all(|p| p.offsets == Some((1, 1))));
+        // With the first attempt's copy left, removing the row sent again
+        // leaves the copy out of the sealed order.
+        let mut copy_left = copied.clone();
+        copy_left.remove(3);
+        let r = check(&copy_left, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
+        assert_eq!(r.problems[0].offsets, Some((1, 1)));
     }
 
     #[test]
