@@ -13,4 +13,4 @@ pub mod keys;
 pub mod seal;
 pub mod verify;
 
-pub use seal::{ChainHead, ChainId, Sealer};
+pub use seal::{ChainHead, ChainId, Sealer, Written};

@@ -1,11 +1,14 @@
 //! Seals: the records that make an audit chain tamper-evident.
 //!
 //! One chain per input partition (for `check`, per input file). The shell
-//! hands every audit row it writes to the chain's [`Sealer`], in write order;
-//! every `seal_every` rows (or when the shell's timer says so) the sealer
-//! emits a seal record listing, in order, the input offset and SHA-256 of
-//! each row written since the previous seal, the hash of that previous seal
-//! and, when a key is configured, an Ed25519 signature. Altering, reordering
+//! hands every audit row it writes to the chain's [`Sealer`], in input
+//! offset order; every `seal_every` rows (or when the shell's timer says so)
+//! the sealer emits a seal record listing the input offset and SHA-256 of
+//! each row written since the previous seal, in the order a reader finds
+//! them (the order of `check`'s file; on the worker's audit topic, within
+//! each partition, the order that partition holds them, see
+//! [`Written`]), the hash of that previous seal and, when a key is
+//! configured, an Ed25519 signature. Altering, reordering
 //! or inserting a sealed row, deleting one, or dropping a seal before the
 //! chain's last then breaks a hash that `audit verify` recomputes. Cutting a
 //! trail off after a seal breaks none: the rest is a shorter, consistent
@@ -18,6 +21,8 @@
 //! Kafka. The seal's bytes are canonical JSON (keys in alphabetical order,
 //! compact), so the verifier can rebuild exactly the bytes that were hashed
 //! and signed from the parsed record.
+
+use std::collections::BTreeMap;
 
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Map, Value, json};
@@ -50,6 +55,21 @@ pub struct ChainId {
     pub partition: i32,
 }
 
+/// Where the audit topic holds a row: its partition and its offset there.
+/// A row re-sent after a failed produce, or the stand-in of a row refused
+/// as too large, lands after rows of later input offsets that were sent
+/// meanwhile; a seal lists the rows of one partition in the order the
+/// partition holds them, which is the order `audit verify` reads them in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Written {
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// A row recorded for the next seal: its input offset, its hash and, when
+/// known, where it was written.
+type PendingRow = (i64, [u8; 32], Option<Written>);
+
 /// Builds the seals of one chain.
 pub struct Sealer {
     chain: ChainId,
@@ -57,7 +77,7 @@ pub struct Sealer {
     seal_every: usize,
     seq: u64,
     prev: [u8; 32],
-    pending: Vec<(i64, [u8; 32])>,
+    pending: Vec<PendingRow>,
     key: Option<SigningKey>,
 }
 
@@ -104,10 +124,19 @@ impl Sealer {
     }
 
     /// As [`Sealer::push`], with the row's [`row_hash`] computed elsewhere
-    /// (on the thread that built the row).
+    /// (on the thread that built the row), for a row written in the order
+    /// rows are recorded.
     pub fn push_hash(&mut self, input_offset: i64, hash: [u8; 32]) -> bool {
-        self.pending.push((input_offset, hash));
-        self.pending.len() >= self.seal_every
+        self.pending.push((input_offset, hash, None));
+        self.due()
+    }
+
+    /// As [`Sealer::push_hash`], for a row the audit topic holds `at`: the
+    /// seal lists the rows of one audit partition in the order of their
+    /// offsets there, whatever the order they were recorded in.
+    pub fn push_written(&mut self, input_offset: i64, hash: [u8; 32], at: Written) -> bool {
+        self.pending.push((input_offset, hash, Some(at)));
+        self.due()
     }
 
     /// The head the chain would resume from after the last emitted seal
@@ -158,10 +187,12 @@ impl Sealer {
         }
         let first = self.pending.iter().map(|r| r.0).min().unwrap_or_default();
         let last = self.pending.iter().map(|r| r.0).max().unwrap_or_default();
-        let rows: Vec<Value> = self
-            .pending
-            .iter()
-            .map(|(off, h)| json!([off, hex::encode(h)]))
+        let rows: Vec<Value> = listing_order(&self.pending)
+            .into_iter()
+            .map(|i| {
+                let (off, h, _) = &self.pending[i];
+                json!([off, hex::encode(h)])
+            })
             .collect();
         let mut seal = Map::new();
         seal.insert(
@@ -192,6 +223,27 @@ impl Sealer {
         self.pending.clear();
         Some(canonical(&seal))
     }
+}
+
+/// The order a seal lists `pending` in (indices): as recorded, except that
+/// the rows written to one audit partition are listed in the order of their
+/// offsets there, in the places the partition's rows had.
+fn listing_order(pending: &[PendingRow]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..pending.len()).collect();
+    let mut by_partition: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    for (i, (_, _, at)) in pending.iter().enumerate() {
+        if let Some(at) = at {
+            by_partition.entry(at.partition).or_default().push(i);
+        }
+    }
+    for places in by_partition.values() {
+        let mut rows = places.clone();
+        rows.sort_by_key(|&i| pending[i].2);
+        for (&place, &row) in places.iter().zip(&rows) {
+            order[place] = row;
+        }
+    }
+    order
 }
 
 /// Canonical bytes of a JSON object: serde_json's map is ordered by key
@@ -293,6 +345,51 @@ mod tests {
         assert!(vk.verify(&unsigned_bytes(&last), &sig).is_ok());
         last.remove("final");
         assert!(vk.verify(&unsigned_bytes(&last), &sig).is_err());
+    }
+
+    #[test]
+    fn rows_of_one_audit_partition_are_listed_in_the_order_it_holds_them() {
+        let at = |partition, offset| Written { partition, offset };
+        let mut s = Sealer::new(chain(), "w1", 10, ChainHead::START, None);
+        // Input offset 0's row was sent again after a failed produce and
+        // landed in audit partition 2 after the rows of offsets 1 and 3.
+        s.push_written(0, [0; 32], at(2, 12));
+        s.push_written(1, [1; 32], at(2, 10));
+        s.push_written(2, [2; 32], at(5, 3));
+        s.push_written(3, [3; 32], at(2, 11));
+        let v: Map<String, Value> = serde_json::from_slice(&s.seal(1).unwrap()).unwrap();
+        let listed: Vec<(i64, String)> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r[0].as_i64().unwrap(),
+                    r[1].as_str().unwrap()[..2].to_string(),
+                )
+            })
+            .collect();
+        let expected: Vec<(i64, String)> = [1, 3, 2, 0].map(|o: i64| (o, format!("{o:02}"))).into();
+        assert_eq!(
+            listed, expected,
+            "partition 2 in its order, partition 5's row in its place"
+        );
+        assert_eq!(
+            (v["first_offset"].clone(), v["last_offset"].clone()),
+            (0.into(), 3.into())
+        );
+        // Rows recorded without a place are listed as recorded.
+        for o in [2, 0, 1] {
+            s.push_hash(o, [o as u8; 32]);
+        }
+        let v: Map<String, Value> = serde_json::from_slice(&s.seal(2).unwrap()).unwrap();
+        let offsets: Vec<i64> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[0].as_i64().unwrap())
+            .collect();
+        assert_eq!(offsets, [2, 0, 1]);
     }
 
     #[test]

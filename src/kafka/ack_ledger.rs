@@ -1,9 +1,9 @@
 //! The at-least-once ledger, pure: which offsets are in flight, which
-//! acknowledged audit rows may go on their chain (in offset order), which
-//! cut seals may be sent, and which offsets may be stored (with the chain
-//! head as their metadata). The delivery driver in `super::at_least_once` feeds
-//! it acks and does what it answers; all the ordering rules live, and are
-//! tested, here.
+//! acknowledged audit rows may go on their chain (in offset order, each with
+//! where the audit topic holds it), which cut seals may be sent, and which
+//! offsets may be stored (with the chain head as their metadata). The
+//! delivery driver in `super::at_least_once` feeds it acks and does what it
+//! answers; all the ordering rules live, and are tested, here.
 //!
 //! Must not touch a client, a clock or a channel.
 
@@ -13,7 +13,7 @@ use super::error::WorkerError;
 use super::offsets::{OffsetTracker, TopicPartition};
 use super::outputs::Output;
 use super::seals::Seal;
-use crate::audit::ChainHead;
+use crate::audit::{ChainHead, Written};
 
 /// What an [`Ack`] acknowledges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,10 +34,17 @@ pub struct Ack {
     pub offset: i64,
     pub input_ts_ms: Option<i64>,
     pub what: Acked,
-    /// [`Acked::Record`] of a sealed record: the SHA-256 of its audit row
-    /// as delivered.
-    pub audit_hash: Option<[u8; 32]>,
+    /// [`Acked::Record`] of a sealed record: its audit row as delivered.
+    pub audit_row: Option<DeliveredRow>,
     pub result: Result<(), WorkerError>,
+}
+
+/// An audit row as delivered: the SHA-256 of the bytes the audit topic
+/// holds, and where it holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveredRow {
+    pub hash: [u8; 32],
+    pub at: Written,
 }
 
 /// An offset that may be stored: `done` and everything before it is
@@ -81,9 +88,9 @@ pub struct AckLedger {
     sealing: bool,
     /// Sealing: highest contiguous finished offset per partition.
     done: HashMap<TopicPartition, i64>,
-    /// Sealing: the delivered audit rows' hashes by offset, until every
-    /// earlier record of their partition is finished too.
-    rows: HashMap<TopicPartition, BTreeMap<i64, [u8; 32]>>,
+    /// Sealing: the delivered audit rows by offset, until every earlier
+    /// record of their partition is finished too.
+    rows: HashMap<TopicPartition, BTreeMap<i64, DeliveredRow>>,
     /// Sealing: seals per partition in chain order (the sent ones first).
     marks: HashMap<TopicPartition, VecDeque<WaitingSeal>>,
     /// Per partition: how many times it was forgotten (revoked or lost).
@@ -160,13 +167,13 @@ impl AckLedger {
         match ack.what {
             Acked::Record => {
                 if self.sealing
-                    && let Some(hash) = ack.audit_hash
+                    && let Some(row) = ack.audit_row
                     && self.tracker.in_flight_for(&tp) > 0
                 {
                     self.rows
                         .entry(tp.clone())
                         .or_default()
-                        .insert(ack.offset, hash);
+                        .insert(ack.offset, row);
                 }
                 let Some(done) = self.tracker.complete(&tp, ack.offset) else {
                     return Ok(None);
@@ -194,7 +201,7 @@ impl AckLedger {
 
     /// The delivered audit rows of `tp` whose records and every earlier one
     /// are finished, in offset order, each once: they may go on the chain.
-    pub fn delivered_rows(&mut self, tp: &TopicPartition) -> Vec<(i64, [u8; 32])> {
+    pub fn delivered_rows(&mut self, tp: &TopicPartition) -> Vec<(i64, DeliveredRow)> {
         let (Some(&done), Some(rows)) = (self.done.get(tp), self.rows.get_mut(tp)) else {
             return Vec::new();
         };
@@ -273,7 +280,7 @@ mod tests {
             offset,
             input_ts_ms: None,
             what: Acked::Record,
-            audit_hash: None,
+            audit_row: None,
             result: if ok {
                 Ok(())
             } else {
@@ -437,8 +444,20 @@ mod tests {
 
     fn row_ack(tp: &TopicPartition, offset: i64, hash: u8) -> Ack {
         Ack {
-            audit_hash: Some([hash; 32]),
+            audit_row: Some(row(hash)),
             ..ack(tp, offset, true)
+        }
+    }
+
+    /// A row whose bytes hash to `[hash; 32]`, written at offset `hash` of
+    /// audit partition 0.
+    fn row(hash: u8) -> DeliveredRow {
+        DeliveredRow {
+            hash: [hash; 32],
+            at: Written {
+                partition: 0,
+                offset: i64::from(hash),
+            },
         }
     }
 
@@ -455,7 +474,7 @@ mod tests {
         assert_eq!(b.acked(row_ack(&p0, 0, 10)).unwrap(), None);
         assert_eq!(
             b.delivered_rows(&p0),
-            [(0, [10; 32]), (1, [11; 32])],
+            [(0, row(10)), (1, row(11))],
             "in offset order, 3 behind 2"
         );
         assert!(b.delivered_rows(&p0).is_empty(), "each row once");
@@ -509,7 +528,7 @@ mod tests {
             ..a
         };
         assert_eq!(b.acked(now(row_ack(&p0, 5, 2))).unwrap(), None);
-        assert_eq!(b.delivered_rows(&p0), [(5, [2; 32])]);
+        assert_eq!(b.delivered_rows(&p0), [(5, row(2))]);
         // The new assignment's seal ends where the old one's did.
         b.cut(&p0, seal(&p0, 5, 1));
         assert_eq!(released(&mut b, &p0), [5]);

@@ -12,8 +12,12 @@
 //! re-processes the record.
 //!
 //! Sealing (`super::seals`): the ack carries the SHA-256 of the audit row
-//! as delivered (a stand-in's when the row was replaced), and the rows go
-//! on their partition's chain only when acknowledged, in offset order. A
+//! as delivered (a stand-in's when the row was replaced) and where the
+//! audit topic holds it, and the rows go on their partition's chain only
+//! when acknowledged, in offset order. A row sent again after a failed
+//! produce, or replaced by its stand-in, lands after rows of later records
+//! already sent; a seal lists the rows of each audit partition in the order
+//! that partition holds them, the order `audit verify` checks. A
 //! partition's rows are cut into a seal every `audit.seal_every` rows, when
 //! the oldest unsealed row is `audit.seal_interval_ms` old, and on
 //! revocation and shutdown. A seal therefore lists only acknowledged rows
@@ -30,7 +34,9 @@
 //! row is covered by an acknowledged seal; must not seal a row before it is
 //! acknowledged (a crash could leave the seal on the topic and a row it
 //! lists unwritten: a false `row_missing`), nor seal other bytes than the
-//! ones delivered (a false `row_altered`).
+//! ones delivered (a false `row_altered`), nor list an audit partition's
+//! rows in another order than the partition holds them (a false
+//! `row_out_of_order`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -45,7 +51,7 @@ use rdkafka::util::Timeout;
 use tokio::sync::oneshot;
 use tracing::debug;
 
-use super::ack_ledger::{Ack, AckLedger, Acked, Store};
+use super::ack_ledger::{Ack, AckLedger, Acked, DeliveredRow, Store};
 use super::client::FutureProducer;
 use super::delivery::{
     Consumer, Delivery, Flow, Pending, TooLargeReplacer, chain_row, delivered_row_hash, enqueue,
@@ -61,6 +67,7 @@ use super::offsets::TopicPartition;
 use super::outputs::Output;
 use super::seals::{Chains, Seal};
 use super::worker_report::Unfinished;
+use crate::audit::Written;
 use crate::metrics::Metrics;
 
 /// Re-sends of one output after a retriable delivery failure, on top of
@@ -89,8 +96,9 @@ pub struct AtLeastOnce {
     /// Per input partition: closed once its last published record's audit
     /// rows are enqueued. Each record's delivery task waits for it before
     /// enqueuing its own rows, so that rows of one partition reach each
-    /// audit partition in offset order, the order their seal lists them
-    /// in (verify reports `row_out_of_order` otherwise).
+    /// audit partition in offset order, as they go on their chain; only a
+    /// row sent again or replaced lands later, and its seal lists it where
+    /// it landed.
     row_turns: HashMap<TopicPartition, oneshot::Receiver<()>>,
     /// `finish` has run: the revocation that closing the consumer serves
     /// afterwards has nothing left to settle (and must not cut a seal that
@@ -136,15 +144,17 @@ impl AtLeastOnce {
         if ok && let Some(d) = delivered {
             d.emit(&self.metrics);
         }
-        // Only delivered rows go on the chain, in offset order.
-        for (offset, hash) in self.ledger.delivered_rows(&tp) {
+        // Only delivered rows go on the chain, in offset order; the seal
+        // lists them in the order the audit topic holds them.
+        for (offset, row) in self.ledger.delivered_rows(&tp) {
             let due = chain_row(
                 &mut self.chains,
                 consumer,
                 &self.metrics,
                 &tp,
                 offset,
-                Some(hash),
+                Some(row.hash),
+                Some(row.at),
             )?;
             if let Some(seal) = due {
                 self.ledger.cut(&tp, seal);
@@ -494,8 +504,8 @@ struct DeliveryTask {
 
 /// Awaits the delivery of every output of one record, or of one seal
 /// (re-sending a bounded number of times on retriable failures), then sends
-/// and awaits the record's audit rows, and reports back with the SHA-256 of
-/// the audit row delivered.
+/// and awaits the record's audit rows, and reports back with the audit row
+/// delivered (its SHA-256 and where the audit topic holds it).
 async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
     let DeliveryTask {
         producer,
@@ -524,10 +534,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
     let mut result = Ok(());
     let mut agreeing = None;
     for (out, fut) in first {
-        let outcome = match fut.await {
-            Ok(r) => r.map(|_| ()).map_err(|(e, _)| e),
-            Err(_) => Err(KafkaError::Canceled),
-        };
+        let outcome = written(fut).await;
         match to.deliver(out, outcome).await {
             Ok(d) => agreeing = agreeing.or(d.audit),
             Err(e) => {
@@ -540,7 +547,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         // Closed without a send too, when the previous task is gone.
         let _ = turn.await;
     }
-    let mut delivered_hash = None;
+    let mut delivered_row = None;
     if result.is_ok() {
         // A terminal record replaced by its stand-in: the row that says so.
         let (rows, replaced) = match agreeing {
@@ -555,16 +562,16 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         drop(done);
         for (row, delivery) in enqueued {
             let outcome = match delivery {
-                Ok(f) => match f.await {
-                    Ok(r) => r.map(|_| ()).map_err(|(e, _)| e),
-                    Err(_) => Err(KafkaError::Canceled),
-                },
+                Ok(f) => written(f).await,
                 Err(e) => Err(e),
             };
             match to.deliver(row, outcome).await {
                 Ok(d) => {
-                    delivered_hash =
-                        delivered_row_hash(audit_hash, &d.output, replaced || d.replaced);
+                    // Where the row landed, which is after the rows of later
+                    // records when it was sent again or replaced.
+                    delivered_row =
+                        delivered_row_hash(audit_hash, &d.output, replaced || d.replaced)
+                            .map(|hash| DeliveredRow { hash, at: d.at });
                 }
                 Err(e) => {
                     result = Err(e);
@@ -580,9 +587,24 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         offset,
         input_ts_ms,
         what,
-        audit_hash: delivered_hash,
+        audit_row: delivered_row,
         result,
     });
+}
+
+/// Where a delivered message was written, or why it was not.
+async fn written(delivery: DeliveryFuture) -> Result<Written, KafkaError> {
+    match delivery.await {
+        Ok(r) => r.map(landed).map_err(|(e, _)| e),
+        Err(_) => Err(KafkaError::Canceled),
+    }
+}
+
+fn landed(d: rdkafka::producer::future_producer::Delivery) -> Written {
+    Written {
+        partition: d.partition,
+        offset: d.offset,
+    }
 }
 
 /// Where a delivery task's outputs go, and what they are of.
@@ -598,6 +620,8 @@ struct Destination<'a> {
 /// One output as delivered.
 struct Delivered {
     output: Output,
+    /// Where its topic holds it.
+    at: Written,
     /// `output` is the stand-in of the output first sent.
     replaced: bool,
     /// The first output was a terminal record, replaced by its stand-in:
@@ -623,11 +647,11 @@ impl Destination<'_> {
         }
     }
 
-    async fn send(&self, out: &Output) -> Result<(), KafkaError> {
+    async fn send(&self, out: &Output) -> Result<Written, KafkaError> {
         self.producer
             .send(out.record(), Timeout::After(SEND_WAIT))
             .await
-            .map(|_| ())
+            .map(landed)
             .map_err(|(e, _)| e)
     }
 
@@ -637,24 +661,24 @@ impl Destination<'_> {
     async fn deliver(
         &self,
         mut out: Output,
-        mut outcome: Result<(), KafkaError>,
+        mut outcome: Result<Written, KafkaError>,
     ) -> Result<Delivered, WorkerError> {
         let mut resends = 0;
         let mut replaced = false;
         let mut audit = None;
-        loop {
+        let at = loop {
             let e = match outcome {
-                Ok(()) if out.is_seal() => {
+                Ok(at) if out.is_seal() => {
                     SealsPublished {
                         seals: 1,
                         now_ms: now_millis(),
                     }
                     .emit(self.metrics);
-                    break;
+                    break at;
                 }
-                Ok(()) => {
+                Ok(at) => {
                     OutputPublished { role: out.role }.emit(self.metrics);
-                    break;
+                    break at;
                 }
                 Err(e) => e,
             };
@@ -698,9 +722,10 @@ impl Destination<'_> {
                 }
             }
             outcome = self.send(&out).await;
-        }
+        };
         Ok(Delivered {
             output: out,
+            at,
             replaced,
             audit,
         })
@@ -709,32 +734,155 @@ impl Destination<'_> {
 
 #[cfg(test)]
 mod tests {
+    use rdkafka::Message as _;
+    use rdkafka::producer::Producer as _;
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
     use super::*;
+    use crate::audit::verify::{AuditVerifier, Location, Options};
+    use crate::core::OutputRole;
     use crate::kafka::delivery::testing;
+    use crate::kafka::inspect;
     use crate::kafka::seals::SealSettings;
+
+    /// A sealing delivery on `bootstrap` (a seal every 100 rows, or at the
+    /// end), up to 100 records in flight, and a consumer of the worker's
+    /// kind.
+    fn sealing(
+        config: &crate::config::Config,
+        bootstrap: &str,
+        metrics: Arc<Metrics>,
+        runtime: tokio::runtime::Handle,
+    ) -> (AtLeastOnce, Consumer) {
+        let consumer = testing::consumer(config, bootstrap, &metrics);
+        let chains = Chains::new(SealSettings {
+            worker: "w".into(),
+            seal_every: 100,
+            interval: Duration::from_secs(3600),
+            key: None,
+            topics: config.kafka.topics.clone(),
+        });
+        let alo = AtLeastOnce::new(
+            testing::producer(config, bootstrap),
+            metrics,
+            runtime,
+            100,
+            Duration::from_secs(60),
+            Some(chains),
+        );
+        (alo, consumer)
+    }
+
+    /// Input `offset` of `tp` with its audit row as its only output.
+    fn audit_row_only(
+        config: &Arc<crate::config::Config>,
+        tp: &TopicPartition,
+        offset: i64,
+    ) -> Pending {
+        let row = format!(
+            r#"{{"answer_hash":"h{offset}","input":{{"offset":{offset},"partition":{},"topic":"{}"}},"outcome":"accepted","ts":{offset}}}"#,
+            tp.1, tp.0
+        )
+        .into_bytes();
+        Pending {
+            tp: tp.clone(),
+            offset,
+            input_ts_ms: None,
+            audit_hash: Some(crate::audit::seal::row_hash(&row)),
+            outputs: vec![Output {
+                role: OutputRole::Audit,
+                topic: config.kafka.topics.audit.clone(),
+                key: None,
+                payload: Some(row),
+                headers: Vec::new(),
+            }],
+            oversize: TooLargeReplacer {
+                config: config.clone(),
+                request_id: None,
+            },
+        }
+    }
+
+    /// The rows of input offsets 0 and 1 wait in the producer's queue
+    /// while the broker is down, each its own batch, one request at a time;
+    /// the broker then refuses the first as too large. Row 1 is written,
+    /// then the stand-in of row 0: the seal lists them in that order, and
+    /// the trail verifies clean.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_row_replaced_after_a_later_row_was_written_is_sealed_where_it_landed() {
+        let (broker, bs, config, metrics) = testing::cluster(|raw| {
+            for (k, v) in [
+                ("max.in.flight.requests.per.connection", "1"),
+                ("batch.num.messages", "1"),
+            ] {
+                raw.kafka.properties.insert(k.into(), v.into());
+            }
+        });
+        broker.cluster().request_errors(
+            RDKafkaApiKey::Produce,
+            &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE],
+        );
+        let runtime = tokio::runtime::Handle::current();
+        let audit = config.kafka.topics.audit.clone();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        broker.cluster().broker_down(1).unwrap();
+        let b = bs.clone();
+        let (mut alo, consumer) = tokio::task::spawn_blocking(move || {
+            let (mut alo, consumer) = sealing(&config, &b, metrics, runtime);
+            let tp: TopicPartition = (config.kafka.topics.input.clone(), 0);
+            for offset in 0..2 {
+                let record = audit_row_only(&config, &tp, offset);
+                assert_eq!(alo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+            }
+            while alo.producer.in_flight_count() < 2 {
+                assert!(Instant::now() < deadline, "both rows enqueued");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            (alo, consumer)
+        })
+        .await
+        .unwrap();
+        broker.cluster().broker_up(1).unwrap();
+        let (b, topic) = (bs.clone(), audit.clone());
+        let trail = tokio::task::spawn_blocking(move || {
+            alo.finish(&consumer, deadline, false).unwrap();
+            let got = inspect::read_until(&b, &[topic.as_str()], Duration::from_secs(60), |got| {
+                got[0].len() >= 3
+            })
+            .unwrap();
+            got.into_iter().next().unwrap_or_default()
+        })
+        .await
+        .unwrap();
+        let held: Vec<String> = trail
+            .iter()
+            .map(|m| String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned())
+            .collect();
+        assert_eq!(held.len(), 3, "{held:#?}");
+        assert!(held[0].contains(r#""answer_hash":"h1""#), "{held:#?}");
+        assert!(held[1].contains("MSG_SIZE_TOO_LARGE"), "{held:#?}");
+        assert!(held[1].contains(r#""offset":0,"#), "{held:#?}");
+        assert!(inspect::is_seal(&trail[2]), "{held:#?}");
+        let mut v = AuditVerifier::new(Options::default());
+        let stream = v.stream(format!("{audit}/0"));
+        for m in &trail {
+            let at = Location {
+                stream,
+                pos: m.offset() as u64,
+            };
+            v.record(at, m.payload().unwrap_or_default());
+        }
+        let report = v.finish();
+        assert!(report.ok(), "{:#?}\n{held:#?}", report.problems);
+        assert_eq!(report.chains[0].sealed_rows, 2);
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn after_a_failed_finish_the_closing_revocation_cuts_no_seal() {
         let (_broker, bs, config, metrics) = testing::cluster(|_| {});
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let producer = testing::producer(&config, &bs);
-            let consumer = testing::consumer(&config, &bs, &metrics);
-            let chains = Chains::new(SealSettings {
-                worker: "w".into(),
-                seal_every: 100,
-                interval: Duration::from_secs(3600),
-                key: None,
-                topics: config.kafka.topics.clone(),
-            });
-            let mut alo = AtLeastOnce::new(
-                producer,
-                metrics,
-                runtime,
-                100,
-                Duration::from_secs(60),
-                Some(chains),
-            );
+            let (mut alo, consumer) = sealing(&config, &bs, metrics, runtime);
             let tp: TopicPartition = (config.kafka.topics.input.clone(), 0);
             let record = testing::record(&config, &tp);
             assert_eq!(alo.publish(&consumer, record, &[]).unwrap(), Flow::Next);

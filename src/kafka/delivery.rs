@@ -25,8 +25,8 @@ use super::outputs::{Consumed, Output, StandIn, oversize_replacement};
 use super::rebalance::WorkerContext;
 use super::seals::{Chains, Resume, Seal, encode_head};
 use super::worker_report::Unfinished;
-use crate::audit::ChainHead;
 use crate::audit::seal::row_hash;
+use crate::audit::{ChainHead, Written};
 use crate::config::Config;
 use crate::metrics::Metrics;
 
@@ -240,9 +240,10 @@ pub fn delivered_row_hash(
     })
 }
 
-/// Records the audit row of input `offset` (`hash`; `None`: not sealed) on
-/// `tp`'s chain (read from the committed offset's metadata on the
-/// partition's first row here); the seal, when one is due by count.
+/// Records the audit row of input `offset` (`hash`; `None`: not sealed;
+/// `at`: where the audit topic holds it, when known) on `tp`'s chain (read
+/// from the committed offset's metadata on the partition's first row here);
+/// the seal, when one is due by count.
 pub fn chain_row(
     chains: &mut Option<Chains>,
     consumer: &Consumer,
@@ -250,6 +251,7 @@ pub fn chain_row(
     tp: &TopicPartition,
     offset: i64,
     hash: Option<[u8; 32]>,
+    at: Option<Written>,
 ) -> Result<Option<Seal>, WorkerError> {
     let (Some(chains), Some(hash)) = (chains.as_mut(), hash) else {
         return Ok(None);
@@ -258,7 +260,7 @@ pub fn chain_row(
         let head = load_head(consumer, metrics, tp)?;
         chains.start(tp, head);
     }
-    if chains.push(tp, offset, hash, Instant::now()) {
+    if chains.push(tp, offset, hash, at, Instant::now()) {
         return Ok(chains.seal(tp, crate::clock::now_nanos()));
     }
     Ok(None)

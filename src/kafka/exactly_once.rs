@@ -480,6 +480,8 @@ impl Delivery for ExactlyOnce {
             &record.tp,
             record.offset,
             hash,
+            // Written in the order recorded: one transaction, no re-send.
+            None,
         )?;
         if let Some(seal) = due {
             match enqueue(&self.producer, &seal.output) {

@@ -21,7 +21,7 @@ use ed25519_dalek::SigningKey;
 
 use super::offsets::TopicPartition;
 use super::outputs::{Output, seal_output};
-use crate::audit::{ChainHead, ChainId, Sealer};
+use crate::audit::{ChainHead, ChainId, Sealer, Written};
 use crate::config::Topics;
 
 /// Prefix of the committed offset's metadata that carries a chain head.
@@ -181,15 +181,26 @@ impl Chains {
     }
 
     /// Records the audit row of input `offset` (SHA-256 of the bytes
-    /// published); true when a seal is due by count. A partition whose chain
-    /// was not started is ignored (false).
-    pub fn push(&mut self, tp: &TopicPartition, offset: i64, hash: [u8; 32], now: Instant) -> bool {
+    /// published, and where the audit topic holds them when known); true
+    /// when a seal is due by count. A partition whose chain was not started
+    /// is ignored (false).
+    pub fn push(
+        &mut self,
+        tp: &TopicPartition,
+        offset: i64,
+        hash: [u8; 32],
+        at: Option<Written>,
+        now: Instant,
+    ) -> bool {
         let Some(c) = self.chains.get_mut(tp) else {
             return false;
         };
         c.oldest.get_or_insert(now);
         c.last_offset = offset;
-        c.sealer.push_hash(offset, hash)
+        match at {
+            Some(at) => c.sealer.push_written(offset, hash, at),
+            None => c.sealer.push_hash(offset, hash),
+        }
     }
 
     /// Seals `tp`'s pending rows; `None` when there are none.
@@ -369,9 +380,9 @@ mod tests {
         let now = Instant::now();
         c.start(&tp(0), ChainHead::START);
         c.start(&tp(1), ChainHead::START);
-        assert!(!c.push(&tp(0), 5, [1; 32], now));
-        assert!(!c.push(&tp(1), 9, [2; 32], now));
-        assert!(c.push(&tp(0), 6, [3; 32], now), "second row of p0");
+        assert!(!c.push(&tp(0), 5, [1; 32], None, now));
+        assert!(!c.push(&tp(1), 9, [2; 32], None, now));
+        assert!(c.push(&tp(0), 6, [3; 32], None, now), "second row of p0");
         let s = c.seal(&tp(0), 7).unwrap();
         assert_eq!(s.last_offset, 6);
         assert_eq!(s.head.next_seq, 1);
@@ -381,7 +392,10 @@ mod tests {
         assert_eq!(json(&s)["worker"], "w1");
         assert_eq!(c.unsealed(), [tp(1)]);
         assert!(c.seal(&tp(0), 8).is_none(), "nothing pending");
-        assert!(!c.push(&("answers".into(), 7), 0, [0; 32], now), "unknown");
+        assert!(
+            !c.push(&("answers".into(), 7), 0, [0; 32], None, now),
+            "unknown"
+        );
     }
 
     #[test]
@@ -390,9 +404,9 @@ mod tests {
         let t0 = Instant::now();
         c.start(&tp(0), ChainHead::START);
         c.start(&tp(1), ChainHead::START);
-        c.push(&tp(0), 0, [1; 32], t0);
-        c.push(&tp(1), 0, [1; 32], t0 + Duration::from_secs(3));
-        c.push(&tp(0), 1, [1; 32], t0 + Duration::from_secs(4));
+        c.push(&tp(0), 0, [1; 32], None, t0);
+        c.push(&tp(1), 0, [1; 32], None, t0 + Duration::from_secs(3));
+        c.push(&tp(0), 1, [1; 32], None, t0 + Duration::from_secs(4));
         assert!(c.due(t0 + Duration::from_secs(4)).is_empty());
         assert_eq!(c.due(t0 + Duration::from_secs(5)), [tp(0)]);
         c.seal(&tp(0), 1).unwrap();
@@ -403,13 +417,13 @@ mod tests {
     fn a_resumed_chain_continues_its_sequence_and_link() {
         let mut a = chains(1);
         a.start(&tp(0), ChainHead::START);
-        a.push(&tp(0), 0, [1; 32], Instant::now());
+        a.push(&tp(0), 0, [1; 32], None, Instant::now());
         let first = a.seal(&tp(0), 1).unwrap();
         // The next owner reads the head from the committed metadata.
         let head = decode_head(&encode_head(&first.head)).unwrap();
         let mut b = chains(1);
         b.start(&tp(0), head);
-        b.push(&tp(0), 1, [2; 32], Instant::now());
+        b.push(&tp(0), 1, [2; 32], None, Instant::now());
         let second = b.seal(&tp(0), 2).unwrap();
         assert_eq!(json(&second)["seq"], 1);
         assert_ne!(json(&second)["prev"], hex::encode(GENESIS));
@@ -421,25 +435,25 @@ mod tests {
         let mut c = chains(2);
         let now = Instant::now();
         c.start(&tp(0), ChainHead::START);
-        c.push(&tp(0), 0, [1; 32], now);
-        c.push(&tp(0), 1, [1; 32], now);
+        c.push(&tp(0), 0, [1; 32], None, now);
+        c.push(&tp(0), 1, [1; 32], None, now);
         let committed = c.seal(&tp(0), 1).unwrap().head;
         c.checkpoint();
         // The next transaction seals once, then aborts.
-        c.push(&tp(0), 2, [2; 32], now);
-        c.push(&tp(0), 3, [2; 32], now);
+        c.push(&tp(0), 2, [2; 32], None, now);
+        c.push(&tp(0), 3, [2; 32], None, now);
         let aborted = c.seal(&tp(0), 2).unwrap();
-        c.push(&tp(0), 4, [2; 32], now);
+        c.push(&tp(0), 4, [2; 32], None, now);
         // A partition first seen inside the aborted transaction.
         c.start(&tp(1), ChainHead::START);
-        c.push(&tp(1), 0, [3; 32], now);
+        c.push(&tp(1), 0, [3; 32], None, now);
         c.rollback();
         assert_eq!(c.head(&tp(0)), Some(committed));
         assert!(c.unsealed().is_empty(), "pending rows dropped");
         assert!(c.due(now + Duration::from_secs(60)).is_empty());
         // Processed again, the rows are sealed under the aborted seal's seq.
-        c.push(&tp(0), 2, [2; 32], now);
-        c.push(&tp(0), 3, [2; 32], now);
+        c.push(&tp(0), 2, [2; 32], None, now);
+        c.push(&tp(0), 3, [2; 32], None, now);
         let again = c.seal(&tp(0), 3).unwrap();
         assert_eq!(json(&again)["seq"], json(&aborted)["seq"]);
         assert_eq!(json(&again)["prev"], json(&aborted)["prev"]);

@@ -513,17 +513,29 @@ fn a_copy_of_a_sealed_row_with_another_outcome_is_a_conflict() {
     assert_eq!(r["problems"][0]["offsets"], serde_json::json!([100, 100]));
 }
 
+/// `check`'s trail of the shipped sample with, after its final seal, a
+/// row for input `offset` (a copy of the first row with that offset).
+fn trail_with_a_row_at(dir: &Path, offset: i64) -> PathBuf {
+    let trail = checked_trail(dir, "[audit]\nseal_every = 50\n");
+    let mut t = lines(&trail);
+    let last: Value = serde_json::from_str(t.last().unwrap()).unwrap();
+    assert_eq!(
+        last["final"], true,
+        "check ends its trail with a final seal"
+    );
+    let row = t.iter().find(|l| !is_seal(l)).unwrap();
+    let mut moved: Value = serde_json::from_str(row).unwrap();
+    moved["input"]["offset"] = Value::from(offset);
+    t.push(serde_json::to_string(&moved).unwrap());
+    let tampered = dir.join("tampered.jsonl");
+    write_lines(&tampered, &t);
+    tampered
+}
+
 #[test]
 fn a_row_for_an_offset_past_the_input_is_not_an_acceptable_tail() {
     let dir = tempfile::tempdir().unwrap();
-    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
-    let mut t = lines(&trail);
-    let row = t.iter().find(|l| !is_seal(l)).unwrap();
-    let mut ghost: Value = serde_json::from_str(row).unwrap();
-    ghost["input"]["offset"] = Value::from(999_999);
-    t.push(serde_json::to_string(&ghost).unwrap());
-    let tampered = dir.path().join("tampered.jsonl");
-    write_lines(&tampered, &t);
+    let tampered = trail_with_a_row_at(dir.path(), 999_999);
     let (code, r) = verify(&tampered, &[]);
     assert_eq!(code, 1, "{r}");
     assert_eq!(problem_kinds(&r), ["unsealed_tail", "gap"]);
@@ -531,6 +543,22 @@ fn a_row_for_an_offset_past_the_input_is_not_an_acceptable_tail() {
         r["problems"][0]["offsets"],
         serde_json::json!([999_999, 999_999])
     );
+}
+
+#[test]
+fn a_row_after_a_check_trails_final_seal_is_never_a_live_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    // The next input line's row: what a live tail looks like on a worker's
+    // trail.
+    let tampered = trail_with_a_row_at(dir.path(), 301);
+    for extra in [&[][..], &["--allow-unsealed-tail"][..]] {
+        let (code, r) = verify(&tampered, extra);
+        assert_eq!(code, 1, "{extra:?}: {r}");
+        assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{extra:?}: {r}");
+        assert_eq!(r["problems"][0]["offsets"], serde_json::json!([301, 301]));
+        let detail = r["problems"][0]["detail"].as_str().unwrap();
+        assert!(detail.contains("final seal"), "{detail}");
+    }
 }
 
 #[test]

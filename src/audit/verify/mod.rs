@@ -17,7 +17,10 @@
 //! - every row a seal lists is present byte for byte (altered, deleted);
 //! - rows of one seal appear in the listed order within one stream
 //!   (reordered); rows spread over several streams (audit partitions) are
-//!   not ordered against each other, as Kafka does not order them;
+//!   not ordered against each other, as Kafka does not order them. Of
+//!   several byte-identical copies of a listed row, the one in order is
+//!   the sealed one (a worker that sends a row again after a failed produce
+//!   seals it where the copy it was told about landed);
 //! - every row is covered by a seal, unless it is a *redelivery*: the same
 //!   row as a sealed row of its input offset in every field but `ts` (the
 //!   processing time). Two rows of one offset that differ in anything else
@@ -27,7 +30,9 @@
 //!   means seals were stripped or the last one deleted. A reader who expects
 //!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
 //!   with a public key only above the group's committed offset, since every
-//!   row a signed verification accepts must be covered by a signed seal;
+//!   row a signed verification accepts must be covered by a signed seal. A
+//!   chain whose seals are `check`'s has no live tail: `check` writes
+//!   nothing after a chain's final seal;
 //! - every row and seal is the compact JSON of what it parses to, each key
 //!   once (not canonical), and a redelivery repeats its sealed row's bytes
 //!   but for `ts`;
@@ -362,10 +367,19 @@ impl AuditVerifier {
             }
             let mut last_at: HashMap<u32, Location> = HashMap::new();
             for (off, h) in &s.rows {
-                let found = c
-                    .by_hash
-                    .get(h)
-                    .and_then(|ix| ix.iter().copied().find(|&i| !c.rows[i].sealed));
+                // Of several copies of the row (a produce the worker sent
+                // again had been written after all), the first one after the
+                // row matched before it in its stream; the others are
+                // redeliveries, not a reordering.
+                let found = c.by_hash.get(h).and_then(|ix| {
+                    let unsealed = || ix.iter().copied().filter(|&i| !c.rows[i].sealed);
+                    unsealed()
+                        .find(|&i| {
+                            let at = c.rows[i].at;
+                            last_at.get(&at.stream).is_none_or(|prev| at > *prev)
+                        })
+                        .or_else(|| unsealed().next())
+                });
                 match found {
                     Some(i) => {
                         c.rows[i].sealed = true;
@@ -487,9 +501,14 @@ impl AuditVerifier {
                     r,
                     "the worker committed this offset, so a seal covered its row: that seal is gone",
                 )),
+                // `check` ends its chains with a final seal and writes
+                // nothing after it: its chains have no live tail.
                 None if max_sealed.is_none_or(|m| r.offset > m) => {
                     cr.unsealed_tail += 1;
-                    tail.push((r.offset, self.opts.tail_allowed(committed, r.offset)));
+                    tail.push((
+                        r.offset,
+                        !by_check && self.opts.tail_allowed(committed, r.offset),
+                    ));
                 }
                 None => problems.push((
                     ProblemKind::RowForged,
@@ -506,7 +525,9 @@ impl AuditVerifier {
         }
         let refused: Vec<i64> = tail.iter().filter(|t| !t.1).map(|t| t.0).collect();
         if let (Some(&lo), Some(&hi)) = (refused.iter().min(), refused.iter().max()) {
-            let why = if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
+            let why = if by_check {
+                "`check` writes nothing after a chain's final seal, so no row of its chains is a live tail, with or without --allow-unsealed-tail"
+            } else if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
                 "with --public-key every row must be covered by a signed seal; only rows above the consumer group's committed offset (--group) may be a live tail"
             } else {
                 "a finished trail ends with a seal (seals stripped or the last seal deleted?); a running worker's trail needs --allow-unsealed-tail"
@@ -870,7 +891,7 @@ impl AuditVerifier {
 mod tests {
     use ed25519_dalek::SigningKey;
 
-    use super::super::seal::{ChainHead, Sealer};
+    use super::super::seal::{ChainHead, Sealer, Written};
     use super::*;
 
     fn row(offset: i64, answer: &str, ts: i64) -> Vec<u8> {
@@ -1118,6 +1139,72 @@ mod tests {
         let r = check(&t, Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::NotCanonical]);
         assert_eq!(r.chains[0].redeliveries, 0);
+    }
+
+    /// Rows of offsets 0..=3 as a worker delivers them when the row of
+    /// offset 1 was refused and sent again (or replaced by its stand-in)
+    /// after the row of offset 2: the audit partition holds 0, 2, 1, 3. The
+    /// seal lists the rows where they landed (`positioned`) or in offset
+    /// order.
+    fn sent_again(positioned: bool) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let rows: Vec<Vec<u8>> = (0..4).map(|o| row(o, &format!("h{o}"), 100 + o)).collect();
+        let landed = [0, 2, 1, 3];
+        let mut s = sealer_at("w1", 0, GENESIS);
+        for (o, r) in (0..).zip(&rows) {
+            let offset = landed.iter().position(|&l| l == o).unwrap() as i64;
+            if positioned {
+                let at = Written {
+                    partition: 0,
+                    offset,
+                };
+                s.push_written(o, row_hash(r), at);
+            } else {
+                s.push(o, r);
+            }
+        }
+        let mut t: Vec<Vec<u8>> = landed.iter().map(|&o| rows[o as usize].clone()).collect();
+        t.extend(s.seal(9_999));
+        (t, rows)
+    }
+
+    #[test]
+    fn a_row_sent_again_after_later_rows_verifies_where_it_landed() {
+        let (t, _) = sent_again(false);
+        let r = check(&t, Options::default());
+        assert_eq!(
+            kinds(&r),
+            vec![ProblemKind::RowOutOfOrder],
+            "listed in offset order"
+        );
+        let (honest, rows) = sent_again(true);
+        let r = check(&honest, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!((r.chains[0].sealed_rows, r.chains[0].redeliveries), (4, 0));
+        // The first attempt had been written after all: an earlier copy.
+        let mut copied = honest.clone();
+        copied.insert(1, rows[1].clone());
+        let r = check(&copied, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].redeliveries, 1);
+        // Someone else puts the rows back in offset order, or removes the
+        // row sent again.
+        let mut moved = honest.clone();
+        moved.swap(1, 2);
+        let r = check(&moved, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
+        assert_eq!(r.problems[0].offsets, Some((1, 1)));
+        let mut removed = honest.clone();
+        removed.remove(2);
+        let r = check(&removed, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowMissing, ProblemKind::Gap]);
+        assert!(r.problems.iter().all(|p| p.offsets == Some((1, 1))));
+        // With the first attempt's copy left, removing the row sent again
+        // leaves the copy out of the sealed order.
+        let mut copy_left = copied.clone();
+        copy_left.remove(3);
+        let r = check(&copy_left, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
+        assert_eq!(r.problems[0].offsets, Some((1, 1)));
     }
 
     #[test]
@@ -1743,6 +1830,50 @@ mod tests {
         assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
         assert_eq!(r.problems[0].seal_seq, Some(0));
         assert!(r.problems[0].detail.contains("final"), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn nothing_follows_a_check_chains_final_seal_not_even_a_live_tail() {
+        let (key, signed) = key_and_options();
+        // Live-tail options: without a key; with one, the row above the
+        // group's committed offset.
+        let unsigned_live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        let signed_live = Options {
+            allow_unsealed_tail: true,
+            anchors: [(
+                chain0(),
+                Anchor {
+                    committed: Some(7),
+                    ..Anchor::default()
+                },
+            )]
+            .into(),
+            ..signed
+        };
+        for (opts, key) in [(unsigned_live, None), (signed_live, Some(key))] {
+            let label = if key.is_some() { "signed" } else { "unsigned" };
+            let mut t = trail_of(CHECK_WORKER, 6, 4, key.clone(), 100);
+            assert!(seals_of(&t).last().unwrap()["final"] == true);
+            t.push(row_with(7, "accepted", 107));
+            let r = check(&t, opts.clone());
+            assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail], "{label}");
+            assert_eq!(r.problems[0].offsets, Some((7, 7)), "{label}");
+            assert!(
+                r.problems[0].detail.contains("final seal"),
+                "{label}: {}",
+                r.problems[0].detail
+            );
+            // A worker's chain is never finished: the same row is its live
+            // tail.
+            let mut t = trail_of("w1", 6, 4, key, 100);
+            t.push(row_with(7, "accepted", 107));
+            let r = check(&t, opts);
+            assert!(r.ok(), "{label}: {:?}", r.problems);
+            assert_eq!(r.chains[0].unsealed_tail, 1, "{label}");
+        }
     }
 
     #[test]
