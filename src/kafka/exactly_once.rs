@@ -249,10 +249,11 @@ impl ExactlyOnce {
                 records: txn.records,
             });
         }
+        let positions = txn.commit_positions();
         let mut tpl = TopicPartitionList::new();
-        for (tp, next) in txn.commit_positions() {
-            let head = self.chains.as_ref().and_then(|c| c.head(&tp));
-            position(&mut tpl, &tp, next, head).map_err(WorkerError::Transaction)?;
+        for (tp, next) in &positions {
+            let head = self.chains.as_ref().and_then(|c| c.head(tp));
+            position(&mut tpl, tp, *next, head).map_err(WorkerError::Transaction)?;
         }
         let producer = &self.producer;
         let result = match consumer.group_metadata() {
@@ -267,7 +268,6 @@ impl ExactlyOnce {
         match result {
             Ok(()) => {
                 self.committed += 1;
-                let positions = txn.commit_positions();
                 consumer.context().note_committed_in_txn(&positions);
                 // Those records are done: their refused outputs stay replaced.
                 let next: HashMap<_, _> = positions.into_iter().collect();
@@ -397,10 +397,12 @@ impl ExactlyOnce {
         record: &Pending,
         replaced: bool,
     ) -> Result<Enqueued, (Output, KafkaError)> {
-        let refused = self
-            .refused
-            .get(&(record.tp.clone(), record.offset))
-            .is_some_and(|roles| roles.contains(&out.role));
+        // Almost always empty: no key is built for the lookup then.
+        let refused = !self.refused.is_empty()
+            && self
+                .refused
+                .get(&(record.tp.clone(), record.offset))
+                .is_some_and(|roles| roles.contains(&out.role));
         if refused {
             enqueue_stand_in(&self.producer, &out, record)
         } else {

@@ -97,6 +97,7 @@ pub async fn send_until(
     let started = Instant::now();
     let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
     let mut sent = 0u64;
+    let mut stopped_by = None;
     for rec in records {
         if stop.is_cancelled() {
             break;
@@ -104,15 +105,8 @@ pub async fn send_until(
         let rec = match rec {
             Ok(rec) => rec,
             Err(e) => {
-                // What was handed to the producer is delivered and counted
-                // before the stop, so the count said is the count sent.
-                for f in pending.drain(..) {
-                    settle(f, sent).await?;
-                }
-                return Err(ProduceError::Stopped {
-                    sent,
-                    source: Box::new(e),
-                });
+                stopped_by = Some(e);
+                break;
             }
         };
         if rate > 0 {
@@ -155,10 +149,18 @@ pub async fn send_until(
             }
         }
     }
+    // What was handed to the producer is delivered and counted before a
+    // stop by a bad record too, so the count said is the count sent.
     for f in pending {
         settle(f, sent).await?;
     }
-    Ok(sent)
+    match stopped_by {
+        Some(e) => Err(ProduceError::Stopped {
+            sent,
+            source: Box::new(e),
+        }),
+        None => Ok(sent),
+    }
 }
 
 async fn settle(f: DeliveryFuture, sent: u64) -> Result<(), ProduceError> {

@@ -1244,9 +1244,9 @@ async fn seal_partitions(bootstrap: &str) -> BTreeSet<i32> {
 /// acknowledged. The audit partitions that receive rows but no seal are led
 /// by a broker that is down while the first worker runs, so their rows are
 /// never acknowledged; everything else (the seals, the other rows, the
-/// terminal records, the group) is on a broker that is up. Before the fix
-/// the seals were published anyway, and after the crash-like loss of those
-/// rows verify reported them missing.
+/// terminal records, the group) is on a broker that is up. A seal published
+/// anyway would, after the crash-like loss of those rows, make verify report
+/// them missing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seal_is_published_only_after_every_row_it_lists_is_acknowledged() {
     init_logs();
