@@ -38,6 +38,12 @@ pub const GENESIS: [u8; 32] = [0; 32];
 /// end with a final seal, and holds each row and seal once.
 pub const CHECK_WORKER: &str = "check";
 
+/// The name a worker gives its seals: its static member id when set (one
+/// per replica), else its client id.
+pub fn worker_name<'a>(group_instance_id: Option<&'a str>, client_id: &'a str) -> &'a str {
+    group_instance_id.unwrap_or(client_id)
+}
+
 /// Most rows one seal may list: keeps a seal well under a Kafka message
 /// (each entry is ~80 bytes of JSON, so 8,192 rows ≈ 660 KB).
 pub const MAX_SEAL_EVERY: usize = 8192;

@@ -250,7 +250,7 @@ fn print_fit(
     let held_out = leave_one_file_out(files).map(rescored);
     let all: Vec<Vec<&Scored>> = files.iter().map(|f| f.iter().collect()).collect();
     let w = fit(&all);
-    let folds = args.folds.max(2);
+    let folds = args.folds;
     if args.json {
         let coefficients: serde_json::Map<String, serde_json::Value> = coefficient_names()
             .zip(w)

@@ -369,7 +369,7 @@ fn validate_kafka(
     let group_instance_id = raw.group_instance_id.filter(|s| !s.trim().is_empty());
     // The worker names its seals so, and `audit verify` holds a chain with
     // seals named `check` to `check`'s rules (a final seal, no redelivery).
-    let seal_worker = group_instance_id.as_deref().unwrap_or(&client_id);
+    let seal_worker = crate::audit::seal::worker_name(group_instance_id.as_deref(), &client_id);
     if seal_worker == crate::audit::seal::CHECK_WORKER {
         problems.push(format!(
             "kafka.{} = \"{seal_worker}\": the worker names its audit seals so, and that name is reserved for `groundgate check`'s seals",

@@ -212,16 +212,13 @@ pub async fn run_worker_with(
     result
 }
 
-/// What the audit chains of this worker share: the seal's `worker` is the
-/// static member id when set (one per replica), else the client id.
+/// What the audit chains of this worker share.
 fn seal_settings(config: &Config) -> Result<SealSettings, WorkerError> {
     let a = &config.audit;
     let k = &config.kafka;
     Ok(SealSettings {
-        worker: k
-            .group_instance_id
-            .clone()
-            .unwrap_or_else(|| k.client_id.clone()),
+        worker: crate::audit::seal::worker_name(k.group_instance_id.as_deref(), &k.client_id)
+            .to_string(),
         seal_every: a.seal_every,
         interval: a.seal_interval,
         key: a

@@ -27,8 +27,8 @@ pub enum ProblemKind {
     /// Not JSON, or neither an audit row nor a seal.
     Unreadable,
     /// A row or seal whose bytes are not the canonical JSON of what it
-    /// parses to (a repeated or reordered key, whitespace): readers may
-    /// disagree on what it says.
+    /// parses to (a repeated key, whitespace): readers may disagree on what
+    /// it says.
     NotCanonical,
     /// A sealed row is present with different bytes.
     RowAltered,
