@@ -175,9 +175,11 @@ pub struct ExactlyOnce {
     aborted: u64,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
     chains: Option<Chains>,
-    /// `finish` has run: the revocation that closing the consumer serves
-    /// afterwards has nothing left to settle.
-    finished: bool,
+    /// Set by `finish` to the drain deadline, which then bounds every
+    /// transaction call, so a stop ends on its own instead of waiting out
+    /// the brokers' timeouts; and the revocation that closing the consumer
+    /// serves afterwards has nothing left to settle.
+    finishing: Option<Instant>,
 }
 
 impl ExactlyOnce {
@@ -202,7 +204,7 @@ impl ExactlyOnce {
             committed: 0,
             aborted: 0,
             chains,
-            finished: false,
+            finishing: None,
         }
     }
 
@@ -228,6 +230,13 @@ impl ExactlyOnce {
             }
         }
         Ok(())
+    }
+
+    /// `wanted`, or less when finishing: what is left of the drain deadline.
+    fn budget(&self, wanted: Duration) -> Duration {
+        self.finishing.map_or(wanted, |until| {
+            wanted.min(until.saturating_duration_since(Instant::now()))
+        })
     }
 
     /// Commits the open transaction with the consumer positions; on an
@@ -259,9 +268,9 @@ impl ExactlyOnce {
         let result = match consumer.group_metadata() {
             // Offsets first: in an abortable state this fails at once.
             Some(cgm) => producer
-                .send_offsets_to_transaction(&tpl, &cgm, TXN_TIMEOUT)
-                .and_then(|()| wait_for_deliveries(producer))
-                .and_then(|()| producer.commit_transaction(TXN_TIMEOUT)),
+                .send_offsets_to_transaction(&tpl, &cgm, self.budget(TXN_TIMEOUT))
+                .and_then(|()| wait_for_deliveries(producer, self.finishing))
+                .and_then(|()| producer.commit_transaction(self.budget(TXN_TIMEOUT))),
             // Only before the first assignment; there is nothing to commit then.
             None => Err(KafkaError::MessageProduction(RDKafkaErrorCode::State)),
         };
@@ -319,7 +328,7 @@ impl ExactlyOnce {
         }
         .emit(&self.metrics);
         self.producer
-            .abort_transaction(TXN_TIMEOUT)
+            .abort_transaction(self.budget(TXN_TIMEOUT))
             .map_err(WorkerError::Transaction)?;
         self.aborted += 1;
         TransactionAborted {
@@ -329,7 +338,9 @@ impl ExactlyOnce {
         .emit(&self.metrics);
         self.remember_refused(sent)?;
         for ((topic, p), offset) in first {
-            if let Err(e) = consumer.seek(&topic, p, Offset::Offset(offset), TXN_TIMEOUT) {
+            if let Err(e) =
+                consumer.seek(&topic, p, Offset::Offset(offset), self.budget(TXN_TIMEOUT))
+            {
                 // The partition may have been revoked meanwhile: its new owner
                 // starts from the committed offset, which is what we want.
                 debug!(error = %e, partition = p, "rewind skipped");
@@ -345,7 +356,7 @@ impl ExactlyOnce {
     /// returned). Err when a seal or a stand-in was refused: re-running the
     /// records would only be refused again.
     fn remember_refused(&mut self, sent: Vec<Sent>) -> Result<(), WorkerError> {
-        let deadline = Instant::now() + TXN_TIMEOUT;
+        let deadline = Instant::now() + self.budget(TXN_TIMEOUT);
         for s in sent {
             let left = deadline.saturating_duration_since(Instant::now());
             let report = self
@@ -532,7 +543,7 @@ impl Delivery for ExactlyOnce {
         revoked: &[TopicPartition],
         _lost: bool,
     ) -> Result<(), WorkerError> {
-        if self.finished {
+        if self.finishing.is_some() {
             return Ok(());
         }
         // An aborted transaction's records go to the partitions' next owner.
@@ -547,23 +558,29 @@ impl Delivery for ExactlyOnce {
     fn finish(
         &mut self,
         consumer: &Consumer,
-        _deadline: Instant,
+        deadline: Instant,
         failed: bool,
     ) -> Result<Unfinished, WorkerError> {
-        self.finished = true;
-        if !failed {
-            return Ok(match self.commit(consumer)? {
-                TxnEnd::NoneOpen | TxnEnd::Committed => Unfinished::default(),
-                TxnEnd::Aborted { records } => Unfinished {
-                    records,
-                    commit_failed: true,
-                    ..Unfinished::default()
-                },
-            });
-        }
+        self.finishing = Some(deadline);
         let records = self.txn.records;
+        if !failed {
+            let not_committed = Unfinished {
+                records,
+                commit_failed: true,
+                ..Unfinished::default()
+            };
+            return match self.commit(consumer) {
+                Ok(TxnEnd::NoneOpen | TxnEnd::Committed) => Ok(Unfinished::default()),
+                Ok(TxnEnd::Aborted { .. }) => Ok(not_committed),
+                // Out of time to abort as well: the coordinator aborts the
+                // transaction when it times out, or when the next producer
+                // with this transactional id starts.
+                Err(WorkerError::Transaction(e)) if !txn_is_fatal(&e) => Ok(not_committed),
+                Err(e) => Err(e),
+            };
+        }
         if self.txn.is_open() {
-            let _ = self.producer.abort_transaction(TXN_TIMEOUT);
+            let _ = self.producer.abort_transaction(self.budget(TXN_TIMEOUT));
             self.txn = Txn::default();
             self.sent.clear();
             if let Some(c) = self.chains.as_mut() {
@@ -586,9 +603,13 @@ impl Delivery for ExactlyOnce {
 /// polls the event queue in 100 ms steps while the FutureProducer's thread
 /// serves the same queue, and measured, that made every commit take ~100 ms.
 /// Deliveries that make no progress for [`DELIVERY_STALL`] (a partition the
-/// transaction could not add, a broker gone) fail the commit, which aborts
-/// and rewinds rather than waiting out the transaction timeout.
-fn wait_for_deliveries(producer: &FutureProducer) -> Result<(), KafkaError> {
+/// transaction could not add, a broker gone), or that are not all in by
+/// `until`, fail the commit, which aborts and rewinds rather than waiting
+/// out the transaction timeout.
+fn wait_for_deliveries(
+    producer: &FutureProducer,
+    until: Option<Instant>,
+) -> Result<(), KafkaError> {
     let mut last = producer.in_flight_count();
     let mut progress = Instant::now();
     while last > 0 {
@@ -596,7 +617,8 @@ fn wait_for_deliveries(producer: &FutureProducer) -> Result<(), KafkaError> {
         let now = producer.in_flight_count();
         if now < last {
             progress = Instant::now();
-        } else if progress.elapsed() >= DELIVERY_STALL {
+        } else if progress.elapsed() >= DELIVERY_STALL || until.is_some_and(|u| Instant::now() >= u)
+        {
             return Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut));
         }
         last = now;

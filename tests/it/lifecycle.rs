@@ -255,11 +255,13 @@ fn at_least_once_stopped_with_outputs_unacknowledged_says_so_and_exits_3() {
 
 #[test]
 fn exactly_once_stopped_with_outputs_unacknowledged_says_so_and_exits_3() {
-    // The commit at shutdown waits 5 s for the stalled outputs before it
-    // aborts: the default deadline leaves room for that and the abort.
+    // The stalled outputs would fail the commit after 5 s, and each
+    // transaction call may wait 30 s: the final commit gives up at the
+    // drain deadline instead, so the worker stops on its own well before
+    // either.
     stop_with_outputs_unacknowledged(
         "exactly-once",
-        10000,
+        2000,
         &[format!(
             "{UNACKNOWLEDGED} input record(s) not settled, the final commit failed"
         )],
