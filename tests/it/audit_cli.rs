@@ -48,7 +48,13 @@ fn checked_input(dir: &Path, input: &Path, config: &str) -> PathBuf {
 }
 
 fn verify(file: &Path, extra: &[&str]) -> (i32, Value) {
-    let mut args = vec!["audit", "verify", file.to_str().unwrap(), "--json"];
+    verify_files(&[file], extra)
+}
+
+/// `audit verify` of `files` read as one trail, in that order.
+fn verify_files(files: &[&Path], extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["audit", "verify", "--json"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
     args.extend_from_slice(extra);
     let o = run(&args);
     let report: Value = serde_json::from_slice(&o.stdout)
@@ -634,4 +640,87 @@ fn an_archived_gzip_trail_verifies_and_an_endless_line_is_a_problem_not_a_crash(
             .contains("a line of 67108874 bytes"),
         "{report}"
     );
+}
+
+/// The index in `all` of the row for input `offset`.
+fn row_at(all: &[String], offset: i64) -> usize {
+    let key = format!("\"input\":{{\"offset\":{offset},");
+    all.iter().position(|l| l.contains(&key)).unwrap()
+}
+
+/// The indices in `all` of its seals.
+fn seal_lines(all: &[String]) -> Vec<usize> {
+    (0..all.len()).filter(|&i| is_seal(&all[i])).collect()
+}
+
+/// The lines of [`signed_trail`], where its seals stand, and its public key.
+fn signed_trail_lines(dir: &Path) -> (Vec<String>, Vec<usize>, String) {
+    let (trail, key) = signed_trail(dir);
+    let all = lines(&trail);
+    let seals = seal_lines(&all);
+    (all, seals, key.to_str().unwrap().to_string())
+}
+
+#[test]
+fn rows_of_a_check_chain_moved_across_its_seals_are_out_of_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, seals, key) = signed_trail_lines(dir.path());
+    let key = key.as_str();
+    let tampered = dir.path().join("tampered.jsonl");
+    let out_of_order_at = |t: &[String], offset: i64| {
+        write_lines(&tampered, t);
+        let (code, r) = verify(&tampered, &["--public-key", key]);
+        assert_eq!(code, 1, "{r}");
+        assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+        assert_eq!(
+            r["problems"][0]["offsets"],
+            serde_json::json!([offset, offset])
+        );
+    };
+
+    // The last row of seal 0 and the first of seal 1 swapped over seal 0:
+    // each seal's own rows are still in its order.
+    let mut t = all.clone();
+    t.swap(row_at(&all, 50), row_at(&all, 51));
+    out_of_order_at(&t, 51);
+
+    // Seal 1's rows moved in front of seal 0's.
+    let mut t: Vec<String> = all[seals[0] + 1..seals[1]].to_vec();
+    t.extend_from_slice(&all[..seals[0] + 1]);
+    t.extend_from_slice(&all[seals[1]..]);
+    out_of_order_at(&t, 51);
+
+    // A row moved to the top of the file.
+    let mut t = all.clone();
+    let row = t.remove(row_at(&all, 120));
+    t.insert(0, row);
+    out_of_order_at(&t, 120);
+}
+
+#[test]
+fn a_check_trail_split_into_files_is_read_in_the_order_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, seals, key) = signed_trail_lines(dir.path());
+    let key = key.as_str();
+    let (head, tail) = (dir.path().join("1.jsonl"), dir.path().join("2.jsonl"));
+    let both = |first: &Path, second: &Path| verify_files(&[first, second], &["--public-key", key]);
+    write_lines(&head, &all[..=seals[1]]);
+    write_lines(&tail, &all[seals[1] + 1..]);
+    let (code, r) = both(&head, &tail);
+    assert_eq!(code, 0, "{r}");
+    let (code, r) = both(&tail, &head);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([101, 101]));
+
+    // One row taken out into a file of its own, read after the rest.
+    let row = row_at(&all, 60);
+    let mut rest = all.clone();
+    let moved = rest.remove(row);
+    write_lines(&head, &rest);
+    write_lines(&tail, &[moved]);
+    let (code, r) = both(&head, &tail);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([61, 61]));
 }
