@@ -724,3 +724,58 @@ fn a_check_trail_split_into_files_is_read_in_the_order_given() {
     assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
     assert_eq!(r["problems"][0]["offsets"], serde_json::json!([61, 61]));
 }
+
+#[test]
+fn in_a_trail_holding_checks_seals_no_chain_is_a_live_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let sample = lines(Path::new(sample));
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    write_lines(&a, &sample[..20]);
+    write_lines(&b, &sample[20..60]);
+    let out = dir.path().join("out");
+    let o = run(&[
+        "check",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let trail = out.join("audit.jsonl");
+    let all = lines(&trail);
+    let (code, r) = verify(&trail, &[]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["chains"].as_array().unwrap().len(), 2, "{r}");
+    let tampered = dir.path().join("tampered.jsonl");
+
+    // b.jsonl's seals deleted and one of its rows edited: a.jsonl's seals
+    // still show that `check` wrote the file.
+    let in_b = |l: &String| l.contains("\"topic\":\"b.jsonl\"");
+    let mut t: Vec<String> = all
+        .iter()
+        .filter(|l| !(is_seal(l) && in_b(l)))
+        .cloned()
+        .collect();
+    let i = t.iter().position(in_b).unwrap();
+    t[i] = with_outcome(&t[i], "rejected");
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--allow-unsealed-tail"]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{r}");
+    assert_eq!(r["problems"][0]["topic"], "b.jsonl");
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([1, 40]));
+    let detail = r["problems"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("`check` seals every chain"), "{detail}");
+
+    // A row of an input `check` never read, added at the end.
+    let mut forged: Value = serde_json::from_str(&all[0]).unwrap();
+    forged["input"]["topic"] = Value::from("c.jsonl");
+    let mut t = all.clone();
+    t.push(serde_json::to_string(&forged).unwrap());
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--allow-unsealed-tail"]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{r}");
+    assert_eq!(r["problems"][0]["topic"], "c.jsonl");
+}

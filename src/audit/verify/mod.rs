@@ -33,8 +33,8 @@
 //!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
 //!   with a public key only above the group's committed offset, since every
 //!   row a signed verification accepts must be covered by a signed seal. A
-//!   chain whose seals are `check`'s has no live tail: `check` writes
-//!   nothing after a chain's final seal;
+//!   trail holding any seal of `check`'s has no live tail: `check` seals
+//!   every chain it writes and writes nothing after a chain's final seal;
 //! - every row and seal is the compact JSON of what it parses to, each key
 //!   once (not canonical), and a redelivery repeats its sealed row's bytes
 //!   but for `ts`;
@@ -85,6 +85,9 @@ pub struct AuditVerifier {
     opts: Options,
     report: Report,
     chains: BTreeMap<ChainId, Chain>,
+    /// A seal of `check`'s was read: the trail is `check` output, which has
+    /// no live tail in any chain, including one whose seals were all deleted.
+    check_sealed: bool,
 }
 
 impl AuditVerifier {
@@ -98,6 +101,7 @@ impl AuditVerifier {
             },
             opts,
             chains: BTreeMap::new(),
+            check_sealed: false,
         }
     }
 
@@ -264,6 +268,7 @@ impl AuditVerifier {
         }
         let hash: [u8; 32] = Sha256::digest(&unsigned).into();
         let by_check = map.get("worker").and_then(Value::as_str) == Some(CHECK_WORKER);
+        self.check_sealed |= by_check;
         // As with rows: entries outside --from/--to are not judged.
         rows.retain(|(o, _)| self.opts.in_range(*o));
         self.chains.entry(chain).or_default().seals.push(SealRec {
@@ -535,7 +540,7 @@ impl AuditVerifier {
                     cr.unsealed_tail += 1;
                     tail.push((
                         r.offset,
-                        !by_check && self.opts.tail_allowed(committed, r.offset),
+                        !self.check_sealed && self.opts.tail_allowed(committed, r.offset),
                     ));
                 }
                 None => problems.push((
@@ -555,6 +560,8 @@ impl AuditVerifier {
         if let (Some(&lo), Some(&hi)) = (refused.iter().min(), refused.iter().max()) {
             let why = if by_check {
                 "`check` writes nothing after a chain's final seal, so no row of its chains is a live tail, with or without --allow-unsealed-tail"
+            } else if self.check_sealed {
+                "the trail holds seals `check` wrote, and `check` seals every chain it writes up to a final seal, so no row of it is a live tail, with or without --allow-unsealed-tail (seals deleted, or rows added?)"
             } else if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
                 "with --public-key every row must be covered by a signed seal; only rows above the consumer group's committed offset (--group) may be a live tail"
             } else {
@@ -1267,6 +1274,38 @@ mod tests {
         assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
         // Offset 4, the first row of seal 1, stands before offset 3 of seal 0.
         assert_eq!(r.problems[0].offsets, Some((4, 4)));
+    }
+
+    #[test]
+    fn no_chain_of_a_trail_holding_checks_seals_is_a_live_tail() {
+        let live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        // A row of another input, which no seal covers.
+        let other = String::from_utf8(row(0, "h0", 1))
+            .unwrap()
+            .replace("\"answers\"", "\"other\"")
+            .into_bytes();
+        let mut t = trail(4, 4, None);
+        t.push(other.clone());
+        let r = check(&t, live.clone());
+        assert!(
+            r.ok(),
+            "a worker's trail may have a live tail: {:?}",
+            r.problems
+        );
+        assert_eq!(r.chains[1].unsealed_tail, 1);
+        let mut s = Sealer::new(chain0(), CHECK_WORKER, 4, ChainHead::START, None);
+        let mut t: Vec<Vec<u8>> = (0..4).map(|o| row(o, &format!("h{o}"), o)).collect();
+        for (o, r) in (0..).zip(&t) {
+            s.push(o, r);
+        }
+        t.extend(s.seal_final(9_999));
+        t.push(other);
+        let r = check(&t, live);
+        assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
+        assert_eq!(r.problems[0].topic.as_deref(), Some("other"));
     }
 
     #[test]
