@@ -240,12 +240,17 @@ fn the_same_input_checked_twice_into_one_trail_is_duplicates() {
     assert_eq!(c["sealed_rows"], 600);
 }
 
+/// The lines of `check`'s trail of the sample sealed every 50 rows, and a
+/// path in `dir` to write a tampered copy to.
+fn sample_trail_lines(dir: &Path) -> (Vec<String>, PathBuf) {
+    let trail = checked_trail(dir, "[audit]\nseal_every = 50\n");
+    (lines(&trail), dir.join("tampered.jsonl"))
+}
+
 #[test]
 fn a_check_trail_holds_each_row_and_seal_once() {
     let dir = tempfile::tempdir().unwrap();
-    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
-    let all = lines(&trail);
-    let tampered = dir.path().join("tampered.jsonl");
+    let (all, tampered) = sample_trail_lines(dir.path());
     let row = all
         .iter()
         .position(|l| l.contains("\"offset\":100,"))
@@ -778,4 +783,26 @@ fn in_a_trail_holding_checks_seals_no_chain_is_a_live_tail() {
     assert_eq!(code, 1, "{r}");
     assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{r}");
     assert_eq!(r["problems"][0]["topic"], "c.jsonl");
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped_only_at_the_start_of_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, tampered) = sample_trail_lines(dir.path());
+    let mut t = all.clone();
+    t[0].insert(0, '\u{feff}');
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 0, "{r}");
+    let mut t = all.clone();
+    let i = row_at(&all, 7);
+    t[i].insert(0, '\u{feff}');
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(
+        problem_kinds(&r),
+        ["unreadable", "row_missing", "gap"],
+        "{r}"
+    );
 }
