@@ -110,7 +110,8 @@ pub struct AuditVerifyArgs {
     /// Accept rows after a chain's last seal as a running worker's live
     /// tail (counted, not a problem). Without it a trail must end with a
     /// seal, as `check`'s and a stopped worker's do. With --public-key,
-    /// only rows above the group's committed offset (--group) may be a tail.
+    /// only rows above the group's committed offset (--group) may be a tail;
+    /// in a trail holding any seal of `check`'s, no row may.
     #[arg(long)]
     pub allow_unsealed_tail: bool,
     /// Print the report as JSON.

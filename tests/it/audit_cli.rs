@@ -48,7 +48,13 @@ fn checked_input(dir: &Path, input: &Path, config: &str) -> PathBuf {
 }
 
 fn verify(file: &Path, extra: &[&str]) -> (i32, Value) {
-    let mut args = vec!["audit", "verify", file.to_str().unwrap(), "--json"];
+    verify_files(&[file], extra)
+}
+
+/// `audit verify` of `files` read as one trail, in that order.
+fn verify_files(files: &[&Path], extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["audit", "verify", "--json"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
     args.extend_from_slice(extra);
     let o = run(&args);
     let report: Value = serde_json::from_slice(&o.stdout)
@@ -234,12 +240,17 @@ fn the_same_input_checked_twice_into_one_trail_is_duplicates() {
     assert_eq!(c["sealed_rows"], 600);
 }
 
+/// The lines of `check`'s trail of the sample sealed every 50 rows, and a
+/// path in `dir` to write a tampered copy to.
+fn sample_trail_lines(dir: &Path) -> (Vec<String>, PathBuf) {
+    let trail = checked_trail(dir, "[audit]\nseal_every = 50\n");
+    (lines(&trail), dir.join("tampered.jsonl"))
+}
+
 #[test]
 fn a_check_trail_holds_each_row_and_seal_once() {
     let dir = tempfile::tempdir().unwrap();
-    let trail = checked_trail(dir.path(), "[audit]\nseal_every = 50\n");
-    let all = lines(&trail);
-    let tampered = dir.path().join("tampered.jsonl");
+    let (all, tampered) = sample_trail_lines(dir.path());
     let row = all
         .iter()
         .position(|l| l.contains("\"offset\":100,"))
@@ -633,5 +644,165 @@ fn an_archived_gzip_trail_verifies_and_an_endless_line_is_a_problem_not_a_crash(
             .unwrap()
             .contains("a line of 67108874 bytes"),
         "{report}"
+    );
+}
+
+/// The index in `all` of the row for input `offset`.
+fn row_at(all: &[String], offset: i64) -> usize {
+    let key = format!("\"input\":{{\"offset\":{offset},");
+    all.iter().position(|l| l.contains(&key)).unwrap()
+}
+
+/// The indices in `all` of its seals.
+fn seal_lines(all: &[String]) -> Vec<usize> {
+    (0..all.len()).filter(|&i| is_seal(&all[i])).collect()
+}
+
+/// The lines of [`signed_trail`], where its seals stand, and its public key.
+fn signed_trail_lines(dir: &Path) -> (Vec<String>, Vec<usize>, String) {
+    let (trail, key) = signed_trail(dir);
+    let all = lines(&trail);
+    let seals = seal_lines(&all);
+    (all, seals, key.to_str().unwrap().to_string())
+}
+
+#[test]
+fn rows_of_a_check_chain_moved_across_its_seals_are_out_of_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, seals, key) = signed_trail_lines(dir.path());
+    let key = key.as_str();
+    let tampered = dir.path().join("tampered.jsonl");
+    let out_of_order_at = |t: &[String], offset: i64| {
+        write_lines(&tampered, t);
+        let (code, r) = verify(&tampered, &["--public-key", key]);
+        assert_eq!(code, 1, "{r}");
+        assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+        assert_eq!(
+            r["problems"][0]["offsets"],
+            serde_json::json!([offset, offset])
+        );
+    };
+
+    // The last row of seal 0 and the first of seal 1 swapped over seal 0:
+    // each seal's own rows are still in its order.
+    let mut t = all.clone();
+    t.swap(row_at(&all, 50), row_at(&all, 51));
+    out_of_order_at(&t, 51);
+
+    // Seal 1's rows moved in front of seal 0's.
+    let mut t: Vec<String> = all[seals[0] + 1..seals[1]].to_vec();
+    t.extend_from_slice(&all[..seals[0] + 1]);
+    t.extend_from_slice(&all[seals[1]..]);
+    out_of_order_at(&t, 51);
+
+    // A row moved to the top of the file.
+    let mut t = all.clone();
+    let row = t.remove(row_at(&all, 120));
+    t.insert(0, row);
+    out_of_order_at(&t, 120);
+}
+
+#[test]
+fn a_check_trail_split_into_files_is_read_in_the_order_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, seals, key) = signed_trail_lines(dir.path());
+    let key = key.as_str();
+    let (head, tail) = (dir.path().join("1.jsonl"), dir.path().join("2.jsonl"));
+    let both = |first: &Path, second: &Path| verify_files(&[first, second], &["--public-key", key]);
+    write_lines(&head, &all[..=seals[1]]);
+    write_lines(&tail, &all[seals[1] + 1..]);
+    let (code, r) = both(&head, &tail);
+    assert_eq!(code, 0, "{r}");
+    let (code, r) = both(&tail, &head);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([101, 101]));
+
+    // One row taken out into a file of its own, read after the rest.
+    let row = row_at(&all, 60);
+    let mut rest = all.clone();
+    let moved = rest.remove(row);
+    write_lines(&head, &rest);
+    write_lines(&tail, &[moved]);
+    let (code, r) = both(&head, &tail);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([61, 61]));
+}
+
+#[test]
+fn in_a_trail_holding_checks_seals_no_chain_is_a_live_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let sample = lines(Path::new(sample));
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    write_lines(&a, &sample[..20]);
+    write_lines(&b, &sample[20..60]);
+    let out = dir.path().join("out");
+    let o = run(&[
+        "check",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let trail = out.join("audit.jsonl");
+    let all = lines(&trail);
+    let (code, r) = verify(&trail, &[]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["chains"].as_array().unwrap().len(), 2, "{r}");
+    let tampered = dir.path().join("tampered.jsonl");
+
+    // b.jsonl's seals deleted and one of its rows edited: a.jsonl's seals
+    // still show that `check` wrote the file.
+    let in_b = |l: &String| l.contains("\"topic\":\"b.jsonl\"");
+    let mut t: Vec<String> = all
+        .iter()
+        .filter(|l| !(is_seal(l) && in_b(l)))
+        .cloned()
+        .collect();
+    let i = t.iter().position(in_b).unwrap();
+    t[i] = with_outcome(&t[i], "rejected");
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--allow-unsealed-tail"]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{r}");
+    assert_eq!(r["problems"][0]["topic"], "b.jsonl");
+    assert_eq!(r["problems"][0]["offsets"], serde_json::json!([1, 40]));
+    let detail = r["problems"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("`check` seals every chain"), "{detail}");
+
+    // A row of an input `check` never read, added at the end.
+    let mut forged: Value = serde_json::from_str(&all[0]).unwrap();
+    forged["input"]["topic"] = Value::from("c.jsonl");
+    let mut t = all.clone();
+    t.push(serde_json::to_string(&forged).unwrap());
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--allow-unsealed-tail"]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{r}");
+    assert_eq!(r["problems"][0]["topic"], "c.jsonl");
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped_only_at_the_start_of_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, tampered) = sample_trail_lines(dir.path());
+    let mut t = all.clone();
+    t[0].insert(0, '\u{feff}');
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 0, "{r}");
+    let mut t = all.clone();
+    let i = row_at(&all, 7);
+    t[i].insert(0, '\u{feff}');
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &[]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(
+        problem_kinds(&r),
+        ["unreadable", "row_missing", "gap"],
+        "{r}"
     );
 }

@@ -17,7 +17,9 @@
 //! - every row a seal lists is present byte for byte (altered, deleted);
 //! - rows of one seal appear in the listed order within one stream
 //!   (reordered); rows spread over several streams (audit partitions) are
-//!   not ordered against each other, as Kafka does not order them. Of
+//!   not ordered against each other, as Kafka does not order them. A chain
+//!   whose seals are `check`'s is one sequence: all its rows appear in the
+//!   order of its seals, across streams in the order they were read. Of
 //!   several byte-identical copies of a listed row, the one in order is
 //!   the sealed one (a worker that sends a row again after a failed produce
 //!   seals it where the copy it was told about landed);
@@ -31,8 +33,8 @@
 //!   a running worker's live tail allows it ([`Options::allow_unsealed_tail`]);
 //!   with a public key only above the group's committed offset, since every
 //!   row a signed verification accepts must be covered by a signed seal. A
-//!   chain whose seals are `check`'s has no live tail: `check` writes
-//!   nothing after a chain's final seal;
+//!   trail holding any seal of `check`'s has no live tail: `check` seals
+//!   every chain it writes and writes nothing after a chain's final seal;
 //! - every row and seal is the compact JSON of what it parses to, each key
 //!   once (not canonical), and a redelivery repeats its sealed row's bytes
 //!   but for `ts`;
@@ -83,6 +85,9 @@ pub struct AuditVerifier {
     opts: Options,
     report: Report,
     chains: BTreeMap<ChainId, Chain>,
+    /// A seal of `check`'s was read: the trail is `check` output, which has
+    /// no live tail in any chain, including one whose seals were all deleted.
+    check_sealed: bool,
 }
 
 impl AuditVerifier {
@@ -96,6 +101,7 @@ impl AuditVerifier {
             },
             opts,
             chains: BTreeMap::new(),
+            check_sealed: false,
         }
     }
 
@@ -261,6 +267,8 @@ impl AuditVerifier {
             p.at = Some(at);
         }
         let hash: [u8; 32] = Sha256::digest(&unsigned).into();
+        let by_check = map.get("worker").and_then(Value::as_str) == Some(CHECK_WORKER);
+        self.check_sealed |= by_check;
         // As with rows: entries outside --from/--to are not judged.
         rows.retain(|(o, _)| self.opts.in_range(*o));
         self.chains.entry(chain).or_default().seals.push(SealRec {
@@ -272,7 +280,7 @@ impl AuditVerifier {
             rows,
             at,
             is_final: map.get("final") == Some(&Value::Bool(true)),
-            by_check: map.get("worker").and_then(Value::as_str) == Some(CHECK_WORKER),
+            by_check,
         });
     }
 
@@ -338,7 +346,7 @@ impl AuditVerifier {
             p.offsets = Some((at, at));
         }
         let seals = std::mem::take(&mut c.seals);
-        self.match_sealed_rows(id, c, &seals, &head_line);
+        self.match_sealed_rows(id, c, &seals, &head_line, by_check);
         let max_sealed = seals.iter().map(|s| s.last).max();
         self.judge_unsealed_rows(id, c, max_sealed, &anchor, by_check, &mut cr);
         self.judge_ghost_rows(id, c);
@@ -350,22 +358,47 @@ impl AuditVerifier {
 
     /// Marks every row a seal lists as sealed, in the listed order within
     /// each stream; a listed row that is absent is altered (a row at its
-    /// offset that no seal lists) or missing.
+    /// offset that no seal lists) or missing. A chain `check` wrote is held
+    /// to one order over its seals and streams: `check` writes a chain's
+    /// rows one after another into one file, seal by seal, whereas a
+    /// worker's seal may list a row sent again that landed after the rows
+    /// of the next seal, on any audit partition.
     fn match_sealed_rows(
         &mut self,
         id: &ChainId,
         c: &mut Chain,
         seals: &[SealRec],
         head_line: &HashSet<[u8; 32]>,
+        by_check: bool,
     ) {
+        let mut order: Vec<&SealRec> = seals.iter().collect();
+        if by_check {
+            order.sort_by_key(|s| s.seq);
+        }
         let mut matched: HashSet<[u8; 32]> = HashSet::new();
-        for s in seals {
+        // In a chain `check` wrote, the first seal read of each number is
+        // the chain; another one is a duplicate (reported as such), ordered
+        // on its own like a worker's seal.
+        let mut numbers: HashSet<u64> = HashSet::new();
+        let mut chain_at: HashMap<u32, Location> = HashMap::new();
+        let mut seal_at: HashMap<u32, Location> = HashMap::new();
+        for s in order {
             // A byte-identical copy of a seal (a producer retry) lists the
             // same rows; they were matched once.
             if !matched.insert(s.hash) {
                 continue;
             }
-            let mut last_at: HashMap<u32, Location> = HashMap::new();
+            let whole_chain = by_check && numbers.insert(s.seq);
+            // Streams compare in the order they were read (the files as
+            // given), so one key for every stream orders them one after
+            // another.
+            let stream_of = |at: Location| if whole_chain { 0 } else { at.stream };
+            let last_at = if whole_chain {
+                &mut chain_at
+            } else {
+                seal_at.clear();
+                &mut seal_at
+            };
             for (off, h) in &s.rows {
                 // Of several copies of the row (a produce the worker sent
                 // again had been written after all), the first one after the
@@ -376,7 +409,7 @@ impl AuditVerifier {
                     unsealed()
                         .find(|&i| {
                             let at = c.rows[i].at;
-                            last_at.get(&at.stream).is_none_or(|prev| at > *prev)
+                            last_at.get(&stream_of(at)).is_none_or(|prev| at > *prev)
                         })
                         .or_else(|| unsealed().next())
                 });
@@ -384,7 +417,7 @@ impl AuditVerifier {
                     Some(i) => {
                         c.rows[i].sealed = true;
                         let (roff, rat) = (c.rows[i].offset, c.rows[i].at);
-                        if let Some(prev) = last_at.insert(rat.stream, rat)
+                        if let Some(prev) = last_at.insert(stream_of(rat), rat)
                             && rat < prev
                         {
                             let p = self.problem(
@@ -507,7 +540,7 @@ impl AuditVerifier {
                     cr.unsealed_tail += 1;
                     tail.push((
                         r.offset,
-                        !by_check && self.opts.tail_allowed(committed, r.offset),
+                        !self.check_sealed && self.opts.tail_allowed(committed, r.offset),
                     ));
                 }
                 None => problems.push((
@@ -527,6 +560,8 @@ impl AuditVerifier {
         if let (Some(&lo), Some(&hi)) = (refused.iter().min(), refused.iter().max()) {
             let why = if by_check {
                 "`check` writes nothing after a chain's final seal, so no row of its chains is a live tail, with or without --allow-unsealed-tail"
+            } else if self.check_sealed {
+                "the trail holds seals `check` wrote, and `check` seals every chain it writes up to a final seal, so no row of it is a live tail, with or without --allow-unsealed-tail (seals deleted, or rows added?)"
             } else if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
                 "with --public-key every row must be covered by a signed seal; only rows above the consumer group's committed offset (--group) may be a live tail"
             } else {
@@ -1205,6 +1240,72 @@ mod tests {
         let r = check(&copy_left, Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
         assert_eq!(r.problems[0].offsets, Some((1, 1)));
+    }
+
+    /// Offsets 0..=7 sealed every 4 rows by `worker`, with the row of
+    /// offset 3 (listed by seal 0) written after the rows of seal 1, as a
+    /// worker writes a row it sent again.
+    fn sealed_past_the_next_seal(worker: &str) -> Vec<Vec<u8>> {
+        let rows: Vec<Vec<u8>> = (0..8).map(|o| row(o, &format!("h{o}"), 100 + o)).collect();
+        let mut s = Sealer::new(chain0(), worker, 4, ChainHead::START, None);
+        let mut seals = Vec::new();
+        for (o, r) in (0..).zip(&rows) {
+            if s.push(o, r) {
+                seals.extend(if o == 7 {
+                    s.seal_final(9_999)
+                } else {
+                    s.seal(1_000 + o)
+                });
+            }
+        }
+        let mut t: Vec<Vec<u8>> = [0, 1, 2, 4, 5, 6, 7, 3]
+            .iter()
+            .map(|&o| rows[o].clone())
+            .collect();
+        t.extend(seals);
+        t
+    }
+
+    #[test]
+    fn only_a_check_chain_is_ordered_across_its_seals() {
+        let r = check(&sealed_past_the_next_seal("w1"), Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        let r = check(&sealed_past_the_next_seal(CHECK_WORKER), Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::RowOutOfOrder]);
+        // Offset 4, the first row of seal 1, stands before offset 3 of seal 0.
+        assert_eq!(r.problems[0].offsets, Some((4, 4)));
+    }
+
+    #[test]
+    fn no_chain_of_a_trail_holding_checks_seals_is_a_live_tail() {
+        let live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        // A row of another input, which no seal covers.
+        let other = String::from_utf8(row(0, "h0", 1))
+            .unwrap()
+            .replace("\"answers\"", "\"other\"")
+            .into_bytes();
+        let mut t = trail(4, 4, None);
+        t.push(other.clone());
+        let r = check(&t, live.clone());
+        assert!(
+            r.ok(),
+            "a worker's trail may have a live tail: {:?}",
+            r.problems
+        );
+        assert_eq!(r.chains[1].unsealed_tail, 1);
+        let mut s = Sealer::new(chain0(), CHECK_WORKER, 4, ChainHead::START, None);
+        let mut t: Vec<Vec<u8>> = (0..4).map(|o| row(o, &format!("h{o}"), o)).collect();
+        for (o, r) in (0..).zip(&t) {
+            s.push(o, r);
+        }
+        t.extend(s.seal_final(9_999));
+        t.push(other);
+        let r = check(&t, live);
+        assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
+        assert_eq!(r.problems[0].topic.as_deref(), Some("other"));
     }
 
     #[test]
