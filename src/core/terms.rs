@@ -334,7 +334,9 @@ impl<V: Copy + Default> Table<V> {
         }
     }
 
-    /// The value of `key`, inserted as `V::default()` when absent.
+    /// The value of `key`, inserted as `V::default()` when absent. Inlined:
+    /// the source reader and the cache's replay call it once per pair.
+    #[inline(always)]
     pub(crate) fn entry(&mut self, key: u64) -> &mut V {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             self.grow();
@@ -359,6 +361,8 @@ impl<V: Copy + Default> Table<V> {
         &mut self.slots[i].value
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let mut bigger = Table::with_slots(self.slots.len() * 2);
         for s in &self.slots {

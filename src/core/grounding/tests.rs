@@ -436,6 +436,64 @@ fn a_replayed_source_indexes_exactly_what_reading_it_does() {
 }
 
 #[test]
+fn the_cover_by_bits_finds_what_the_cover_by_lists_finds() {
+    // A source of 64 sentences (the most a cover by bits takes), one of 70
+    // (past it), short ones; terms in one sentence, in several, and in more
+    // than a term lists.
+    let wide: String = (0..64)
+        .map(|i| format!("Line {} holds w{} and w{} and river. ", i, i % 5, i % 3))
+        .collect();
+    let wider: String = (0..70)
+        .map(|i| format!("Row {} has w{}. ", i, i % 4))
+        .collect();
+    let texts = [
+        wide.as_str(),
+        "The river w1 runs. The w2 river w1 floods! Nothing w3 here. River w2 again w1.",
+        wider.as_str(),
+        "w0 w1 w2. w3 w4. w0 w4 river.",
+    ];
+    let words = words_of(&texts);
+    let mut scratch = Scratch::new();
+    let (folder, index) = scratch.parts();
+    index.want_everything();
+    index.start(texts.len(), false);
+    for (idx, text) in texts.iter().enumerate() {
+        index.add(idx, text, folder, &mut 0);
+    }
+    let mut ids: Vec<u32> = words
+        .iter()
+        .map(|w| folder.fold(w, w.is_ascii()).id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for k in 0..texts.len() {
+        let cited = [(0usize, 1u64 << k)];
+        for start in 0..ids.len() {
+            for len in [1, 2, 3, 5, 8, 40] {
+                let some: Vec<u32> = ids
+                    .iter()
+                    .cycle()
+                    .skip(start)
+                    .step_by(1 + start % 4)
+                    .take(len)
+                    .copied()
+                    .collect();
+                let (mut s1, mut s2) = (0, 0);
+                let (mut seats1, mut seats2) = (Vec::new(), Vec::new());
+                let bits = index.cover(&some, &cited, &mut s1, &mut seats1);
+                let run = index.cited_run(&cited);
+                let lists = index.cover_by_lists(&some, &cited, run, &mut s2, &mut seats2);
+                assert_eq!(
+                    (bits, s1, &seats1),
+                    (lists, s2, &seats2),
+                    "source {k}: {some:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn an_index_of_the_wanted_terms_answers_like_an_index_of_every_word() {
     let long: String = (0..40)
         .map(|i| format!("Sentence {i} names Paris and the river. "))

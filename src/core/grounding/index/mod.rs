@@ -59,6 +59,10 @@ pub(super) struct SourceIndex {
     /// A claim's terms' sentence lists, read once per cover.
     lists: Vec<u32>,
     ranges: Vec<Option<(u32, u32)>>,
+    /// A claim's terms' sentences as bits, when it cites one source of at
+    /// most 64 sentences, with how many there are ([`EVERYWHERE`]: a term
+    /// too common to list).
+    masks: Vec<(u64, u32)>,
     /// Summaries of source texts seen before (first bank only).
     cache: SourceCache,
     /// The summary of the source being indexed, filed in `cache` after.
@@ -172,6 +176,10 @@ pub(super) const IN_BEST_TWO: u8 = 2;
 /// Most sentences listed per term; past it a term is everywhere.
 pub(super) const POSTINGS: u32 = 24;
 
+/// The count of sentences of a term too common to list (see
+/// `SourceIndex::masks`).
+const EVERYWHERE: u32 = u32::MAX;
+
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Mark {
     mask: u64,
@@ -193,6 +201,25 @@ pub(super) struct Cover {
     pub(super) second: u32,
 }
 
+impl Cover {
+    /// The cover whose best sentence `first` holds `n1` of the listed
+    /// terms and whose second `n2` of the rest, `everywhere` more terms
+    /// being too common to list.
+    fn of((n1, first): (u32, u32), (n2, second): (u32, u32), everywhere: u32) -> Cover {
+        Cover {
+            one: n1 + everywhere,
+            two: n1 + n2 + everywhere,
+            first,
+            second,
+        }
+    }
+}
+
+/// A term's seat: in the best sentence (`one`), in the best two (`two`).
+fn seat(one: bool, two: bool) -> u8 {
+    (if one { IN_BEST } else { 0 }) | (if two { IN_BEST_TWO } else { 0 })
+}
+
 impl SourceIndex {
     pub(super) fn new() -> Self {
         SourceIndex {
@@ -207,6 +234,7 @@ impl SourceIndex {
             touched: Vec::new(),
             lists: Vec::new(),
             ranges: Vec::new(),
+            masks: Vec::new(),
             cache: SourceCache::new(),
             building: Summary::default(),
             wanted: Wanted::default(),
@@ -517,6 +545,129 @@ impl SourceIndex {
         steps: &mut usize,
         seats: &mut Vec<u8>,
     ) -> Cover {
+        let run = self.cited_run(cited);
+        match run {
+            Some((from, to)) if to - from <= 64 => {
+                self.cover_by_bits(ids, (from, to), steps, seats)
+            }
+            _ => self.cover_by_lists(ids, cited, run, steps, seats),
+        }
+    }
+
+    /// [`SourceIndex::cover`] within the one run of sentences `from..to`
+    /// (at most 64: one cited source), each term's sentences the bits of one
+    /// word. The sentences' counts are bit-sliced (bit `k` of every count in
+    /// plane `k`), so adding a term is a few word operations, and the
+    /// sentences of the highest count are found plane by plane from the top.
+    fn cover_by_bits(
+        &mut self,
+        ids: &[u32],
+        (from, to): (u32, u32),
+        steps: &mut usize,
+        seats: &mut Vec<u8>,
+    ) -> Cover {
+        let mut masks = std::mem::take(&mut self.masks);
+        masks.clear();
+        masks.extend(ids.iter().map(|&id| self.sentences_in(id, (from, to))));
+        let everywhere = masks.iter().filter(|m| m.1 == EVERYWHERE).count() as u32;
+        // A count is at most the number of terms: planes enough for it.
+        let planes = (u32::BITS - (ids.len() as u32).leading_zeros()) as usize;
+        // The most held sentence of the terms not in sentence `skip` (a
+        // bit): its count, and its number (`u32::MAX`: none).
+        let mut best = |skip: u64| -> (u32, u32) {
+            let mut count = [0u64; u32::BITS as usize];
+            let count = &mut count[..planes];
+            let mut held = 0;
+            for &(m, n) in masks.iter() {
+                if n == EVERYWHERE || m & skip != 0 {
+                    continue;
+                }
+                *steps += n as usize;
+                held |= m;
+                let mut carry = m;
+                for plane in count.iter_mut() {
+                    let next = *plane & carry;
+                    *plane ^= carry;
+                    carry = next;
+                    if carry == 0 {
+                        break;
+                    }
+                }
+            }
+            let (mut top, mut n) = (held, 0u32);
+            for (k, plane) in count.iter().enumerate().rev() {
+                if top & plane != 0 {
+                    top &= plane;
+                    n |= 1 << k;
+                }
+            }
+            if top == 0 {
+                (0, u32::MAX)
+            } else {
+                (n, from + top.trailing_zeros())
+            }
+        };
+        let bit = |s: u32| if s == u32::MAX { 0 } else { 1u64 << (s - from) };
+        let (n1, first) = best(0);
+        let (n2, second) = if first == u32::MAX {
+            (0, u32::MAX)
+        } else {
+            best(bit(first))
+        };
+        let (one, two) = (bit(first), bit(first) | bit(second));
+        seats.clear();
+        seats.extend(masks.iter().map(|&(m, n)| {
+            if n == EVERYWHERE {
+                IN_BEST | IN_BEST_TWO
+            } else {
+                seat(m & one != 0, m & two != 0)
+            }
+        }));
+        self.masks = masks;
+        Cover::of((n1, first), (n2, second), everywhere)
+    }
+
+    /// The sentences `from..to` (at most 64) holding term `id`, as bits
+    /// from `from`, and how many; [`EVERYWHERE`] when it is in too many to
+    /// list (see [`SourceIndex::list_into`]).
+    #[inline(always)]
+    fn sentences_in(&self, id: u32, (from, to): (u32, u32)) -> (u64, u32) {
+        let Some(slot) = self.wanted.slot(id) else {
+            // Wanted, and in no source read: in no sentence.
+            let n = if self.wanted.wanted(id) {
+                0
+            } else {
+                EVERYWHERE
+            };
+            return (0, n);
+        };
+        let m = &self.marks[slot];
+        if m.listed > POSTINGS {
+            return (0, EVERYWHERE);
+        }
+        let (mut bits, mut n) = (0, 0);
+        let mut at = m.head;
+        while at != 0 {
+            let (s, next) = self.postings[at as usize - 1];
+            at = next;
+            if from <= s && s < to {
+                bits |= 1u64 << (s - from);
+                n += 1;
+            }
+        }
+        (bits, n)
+    }
+
+    /// [`SourceIndex::cover`] from each term's list of sentences (tests
+    /// compare the cover by bits with it).
+    pub(super) fn cover_by_lists(
+        &mut self,
+        ids: &[u32],
+        cited: &[(usize, u64)],
+        run: Option<(u32, u32)>,
+        steps: &mut usize,
+        seats: &mut Vec<u8>,
+    ) -> Cover {
         // Each term's sentences, read once: `lists[ranges[k]]`, or `None`
         // for a term too common to list.
         let mut lists = std::mem::take(&mut self.lists);
@@ -524,7 +675,6 @@ impl SourceIndex {
         lists.clear();
         ranges.clear();
         let mut everywhere = 0;
-        let run = self.cited_run(cited);
         lists.reserve(ids.len() * POSTINGS as usize);
         for &id in ids {
             let from = lists.len() as u32;
@@ -585,23 +735,17 @@ impl SourceIndex {
             Some((a, b)) => {
                 let list = &lists[*a as usize..*b as usize];
                 let one = list.contains(&first);
-                let two = one || list.contains(&second);
-                (if one { IN_BEST } else { 0 }) | (if two { IN_BEST_TWO } else { 0 })
+                seat(one, one || list.contains(&second))
             }
         }));
         self.lists = lists;
         self.ranges = ranges;
-        Cover {
-            one: n1 + everywhere,
-            two: n1 + n2 + everywhere,
-            first,
-            second,
-        }
+        Cover::of((n1, first), (n2, second), everywhere)
     }
 
     /// The sentences of the cited sources as `from..to`, when one source is
     /// cited (most claims cite one).
-    fn cited_run(&self, cited: &[(usize, u64)]) -> Option<(u32, u32)> {
+    pub(super) fn cited_run(&self, cited: &[(usize, u64)]) -> Option<(u32, u32)> {
         let &[(bank, mask)] = cited else {
             return None;
         };
