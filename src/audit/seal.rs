@@ -126,22 +126,16 @@ impl Sealer {
     /// Records one written audit row. Returns true when a seal is due.
     #[cfg(test)]
     pub fn push(&mut self, input_offset: i64, row: &[u8]) -> bool {
-        self.push_hash(input_offset, row_hash(row))
+        self.push_hash(input_offset, row_hash(row), None)
     }
 
     /// As [`Sealer::push`], with the row's [`row_hash`] computed elsewhere
-    /// (on the thread that built the row), for a row written in the order
-    /// rows are recorded.
-    pub fn push_hash(&mut self, input_offset: i64, hash: [u8; 32]) -> bool {
-        self.pending.push((input_offset, hash, None));
-        self.due()
-    }
-
-    /// As [`Sealer::push_hash`], for a row the audit topic holds `at`: the
-    /// seal lists the rows of one audit partition in the order of their
-    /// offsets there, whatever the order they were recorded in.
-    pub fn push_written(&mut self, input_offset: i64, hash: [u8; 32], at: Written) -> bool {
-        self.pending.push((input_offset, hash, Some(at)));
+    /// (on the thread that built the row). `at`: where the audit topic
+    /// holds the row, when known; the seal lists the rows of one audit
+    /// partition in the order of their offsets there, whatever the order
+    /// they were recorded in. Without it, a row is listed as recorded.
+    pub fn push_hash(&mut self, input_offset: i64, hash: [u8; 32], at: Option<Written>) -> bool {
+        self.pending.push((input_offset, hash, at));
         self.due()
     }
 
@@ -355,14 +349,14 @@ mod tests {
 
     #[test]
     fn rows_of_one_audit_partition_are_listed_in_the_order_it_holds_them() {
-        let at = |partition, offset| Written { partition, offset };
+        let at = |partition, offset| Some(Written { partition, offset });
         let mut s = Sealer::new(chain(), "w1", 10, ChainHead::START, None);
         // Input offset 0's row was sent again after a failed produce and
         // landed in audit partition 2 after the rows of offsets 1 and 3.
-        s.push_written(0, [0; 32], at(2, 12));
-        s.push_written(1, [1; 32], at(2, 10));
-        s.push_written(2, [2; 32], at(5, 3));
-        s.push_written(3, [3; 32], at(2, 11));
+        s.push_hash(0, [0; 32], at(2, 12));
+        s.push_hash(1, [1; 32], at(2, 10));
+        s.push_hash(2, [2; 32], at(5, 3));
+        s.push_hash(3, [3; 32], at(2, 11));
         let v: Map<String, Value> = serde_json::from_slice(&s.seal(1).unwrap()).unwrap();
         let listed: Vec<(i64, String)> = v["rows"]
             .as_array()
@@ -386,7 +380,7 @@ mod tests {
         );
         // Rows recorded without a place are listed as recorded.
         for o in [2, 0, 1] {
-            s.push_hash(o, [o as u8; 32]);
+            s.push_hash(o, [o as u8; 32], None);
         }
         let v: Map<String, Value> = serde_json::from_slice(&s.seal(2).unwrap()).unwrap();
         let offsets: Vec<i64> = v["rows"]

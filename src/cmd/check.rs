@@ -686,7 +686,7 @@ fn place_block<'a>(
                 seal,
             ));
         }
-        sealer.push_hash(line as i64, hash);
+        sealer.push_hash(line as i64, hash, None);
         start = end;
     }
     let end = b.files[AUDIT].len();

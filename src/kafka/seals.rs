@@ -197,10 +197,7 @@ impl Chains {
         };
         c.oldest.get_or_insert(now);
         c.last_offset = offset;
-        match at {
-            Some(at) => c.sealer.push_written(offset, hash, at),
-            None => c.sealer.push_hash(offset, hash),
-        }
+        c.sealer.push_hash(offset, hash, at)
     }
 
     /// Seals `tp`'s pending rows; `None` when there are none.

@@ -1192,7 +1192,7 @@ mod tests {
                     partition: 0,
                     offset,
                 };
-                s.push_written(o, row_hash(r), at);
+                s.push_hash(o, row_hash(r), Some(at));
             } else {
                 s.push(o, r);
             }
