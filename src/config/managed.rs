@@ -269,6 +269,12 @@ pub fn secret(key: &str) -> Option<&'static Managed> {
     find(SECRETS, key, |m| (m.key, m.aliases))
 }
 
+/// Whether validation refuses this passthrough key whatever its value:
+/// groundgate manages it, or it would carry a secret.
+pub fn refused(key: &str) -> bool {
+    managed(key).is_some() || secret(key).is_some()
+}
+
 /// The typed key that also sets this passthrough key.
 pub fn typed(key: &str) -> Option<&'static Typed> {
     find(TYPED, key, |t| (t.key, t.aliases))

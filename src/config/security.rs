@@ -531,9 +531,9 @@ pub fn check_access(
         // A property groundgate refuses is to be removed whatever its value,
         // which validation already says; librdkafka's view of the value
         // would name it a second time.
-        let kept = properties.iter().filter(|(k, _)| {
-            super::managed::managed(k).is_none() && super::managed::secret(k).is_none()
-        });
+        let kept = properties
+            .iter()
+            .filter(|(k, _)| !super::managed::refused(k));
         for (k, v) in kept {
             if let Some(why) = refuses(k, v) {
                 problems.push(format!(
