@@ -150,9 +150,7 @@ enum TxnEnd {
     Committed,
     /// Aborted and rewound: its records' outputs and positions are not
     /// committed.
-    Aborted {
-        records: usize,
-    },
+    Aborted,
 }
 
 /// The outputs of one record the broker refused as too large, by role.
@@ -254,9 +252,7 @@ impl ExactlyOnce {
             // The seals already enqueued, and the one that was not.
             let seals = txn.seals + 1;
             self.abort_and_rewind(consumer, txn.rewind_positions(&[]), sent, seals, Some(&e))?;
-            return Ok(TxnEnd::Aborted {
-                records: txn.records,
-            });
+            return Ok(TxnEnd::Aborted);
         }
         let positions = txn.commit_positions();
         let mut tpl = TopicPartitionList::new();
@@ -301,9 +297,7 @@ impl ExactlyOnce {
                     txn.seals,
                     Some(&e),
                 )?;
-                Ok(TxnEnd::Aborted {
-                    records: txn.records,
-                })
+                Ok(TxnEnd::Aborted)
             }
         }
     }
@@ -571,7 +565,7 @@ impl Delivery for ExactlyOnce {
             };
             return match self.commit(consumer) {
                 Ok(TxnEnd::NoneOpen | TxnEnd::Committed) => Ok(Unfinished::default()),
-                Ok(TxnEnd::Aborted { .. }) => Ok(not_committed),
+                Ok(TxnEnd::Aborted) => Ok(not_committed),
                 // Out of time to abort as well: the coordinator aborts the
                 // transaction when it times out, or when the next producer
                 // with this transactional id starts.
