@@ -1252,7 +1252,7 @@ mod tests {
         for (o, r) in (0..).zip(&rows) {
             if s.push(o, r) {
                 seals.extend(if o == 7 {
-                    s.seal_final(9_999)
+                    s.seal_final(9_999, 1)
                 } else {
                     s.seal(1_000 + o)
                 });
@@ -1301,7 +1301,7 @@ mod tests {
         for (o, r) in (0..).zip(&t) {
             s.push(o, r);
         }
-        t.extend(s.seal_final(9_999));
+        t.extend(s.seal_final(9_999, 1));
         t.push(other);
         let r = check(&t, live);
         assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
@@ -1873,7 +1873,7 @@ mod tests {
             out.push(r);
         }
         if worker == CHECK_WORKER {
-            out.extend(s.seal_final(ts0 + 9_999));
+            out.extend(s.seal_final(ts0 + 9_999, 1));
         } else {
             out.extend(s.seal(ts0 + 9_999));
         }
@@ -1922,11 +1922,11 @@ mod tests {
             s.push(o, &r);
             t.push(r);
         }
-        t.extend(s.seal_final(10));
+        t.extend(s.seal_final(10, 1));
         let r = row_with(4, "accepted", 4);
         s.push(4, &r);
         t.push(r);
-        t.extend(s.seal_final(11));
+        t.extend(s.seal_final(11, 1));
         let r = check(&t, Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
         assert_eq!(r.problems[0].seal_seq, Some(0));
