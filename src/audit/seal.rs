@@ -17,6 +17,12 @@
 //! a worker's chain never ends while its partition is consumed, and its
 //! completeness rests on the consumer group's committed offsets instead.
 //!
+//! A seal names its chain, which another run of `check` over the same input
+//! names alike. So every seal of a `check` run also names the run
+//! ([`Sealer::in_run`]), and each final seal states how many chains the run
+//! sealed: a chain of another run then stands out, and so does a run missing
+//! one of its chains.
+//!
 //! Pure: no clock (time comes in), no I/O (the key comes in loaded), no
 //! Kafka. The seal's bytes are canonical JSON (keys in alphabetical order,
 //! compact), so the verifier can rebuild exactly the bytes that were hashed
@@ -85,6 +91,8 @@ pub struct Sealer {
     prev: [u8; 32],
     pending: Vec<PendingRow>,
     key: Option<SigningKey>,
+    /// The `check` run whose seals these are; `None` for a worker.
+    run: Option<String>,
 }
 
 /// Where a chain resumes: the last seal's sequence number and hash.
@@ -120,7 +128,15 @@ impl Sealer {
             prev: head.prev,
             pending: Vec::with_capacity(seal_every),
             key,
+            run: None,
         }
+    }
+
+    /// Binds the chain to the `check` run `run` (its id): every seal names
+    /// it, and the final seal states how many chains the run sealed.
+    pub fn in_run(mut self, run: impl Into<String>) -> Sealer {
+        self.run = Some(run.into());
+        self
     }
 
     /// Records one written audit row. Returns true when a seal is due.
@@ -169,19 +185,33 @@ impl Sealer {
 
     /// Emits the seal over the pending rows, or `None` when there are none.
     pub fn seal(&mut self, now_nanos: i64) -> Option<Vec<u8>> {
-        self.emit(now_nanos, false)
+        self.emit(now_nanos, None)
+    }
+
+    /// Emits a seal over every pending row but the last, which stays for
+    /// the final seal; `None` when at most one row is pending. A chain of a
+    /// `check` run waits so, until the run knows how many chains it sealed.
+    pub fn seal_keeping_last(&mut self, now_nanos: i64) -> Option<Vec<u8>> {
+        let last = self.pending.pop()?;
+        let seal = self.emit(now_nanos, None);
+        self.pending.push(last);
+        // Many chains may wait at once, each with its one row.
+        self.pending.shrink_to_fit();
+        seal
     }
 
     /// Emits the chain's last seal, marked `"final": true` (under the hash
     /// and the signature like every other field): a trail cut off after an
-    /// earlier seal then lacks it. `None` when no row is pending, so a
-    /// writer that knows where its chain ends keeps at least one row back
-    /// for this seal.
-    pub fn seal_final(&mut self, now_nanos: i64) -> Option<Vec<u8>> {
-        self.emit(now_nanos, true)
+    /// earlier seal then lacks it. A chain bound to a run also states
+    /// `run_inputs`, the number of chains the run sealed. `None` when no row
+    /// is pending, so a writer that knows where its chain ends keeps at
+    /// least one row back for this seal.
+    pub fn seal_final(&mut self, now_nanos: i64, run_inputs: u64) -> Option<Vec<u8>> {
+        self.emit(now_nanos, Some(run_inputs))
     }
 
-    fn emit(&mut self, now_nanos: i64, is_final: bool) -> Option<Vec<u8>> {
+    /// `run_inputs`: `Some` for the final seal.
+    fn emit(&mut self, now_nanos: i64, run_inputs: Option<u64>) -> Option<Vec<u8>> {
         if self.pending.is_empty() {
             return None;
         }
@@ -200,13 +230,19 @@ impl Sealer {
             json!({"partition": self.chain.partition, "topic": self.chain.topic}),
         );
         // Absent from every other seal: no key means not final.
-        if is_final {
+        if run_inputs.is_some() {
             seal.insert("final".into(), json!(true));
         }
         seal.insert("first_offset".into(), json!(first));
         seal.insert("last_offset".into(), json!(last));
         seal.insert("prev".into(), json!(hex::encode(self.prev)));
         seal.insert("rows".into(), Value::Array(rows));
+        if let Some(run) = &self.run {
+            seal.insert("run".into(), json!(run));
+            if let Some(n) = run_inputs {
+                seal.insert("run_inputs".into(), json!(n));
+            }
+        }
         seal.insert("seq".into(), json!(self.seq));
         seal.insert("ts".into(), json!(now_nanos));
         seal.insert("type".into(), json!(SEAL_TYPE));
@@ -325,13 +361,13 @@ mod tests {
             ChainHead::START,
             Some(key.clone()),
         );
-        assert!(s.seal_final(1).is_none(), "no rows, no seal");
+        assert!(s.seal_final(1, 1).is_none(), "no rows, no seal");
         s.push(1, b"row 1");
         assert!(s.due());
         let first: Map<String, Value> = serde_json::from_slice(&s.seal(2).unwrap()).unwrap();
         assert!(!first.contains_key("final"), "{first:?}");
         s.push(2, b"row 2");
-        let bytes = s.seal_final(3).unwrap();
+        let bytes = s.seal_final(3, 1).unwrap();
         let mut last: Map<String, Value> = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(last["final"], true);
         assert_eq!(last["seq"], 1);
@@ -344,6 +380,63 @@ mod tests {
         let vk = key.verifying_key();
         assert!(vk.verify(&unsigned_bytes(&last), &sig).is_ok());
         last.remove("final");
+        assert!(vk.verify(&unsigned_bytes(&last), &sig).is_err());
+        // Not bound to a run: no run, no count.
+        assert!(!last.contains_key("run") && !last.contains_key("run_inputs"));
+    }
+
+    #[test]
+    fn a_run_s_seals_name_it_and_its_final_seal_counts_the_chains_under_the_signature() {
+        use ed25519_dalek::{Signature, Verifier};
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let run = "00112233445566778899aabbccddeeff";
+        let mut s = Sealer::new(
+            chain(),
+            CHECK_WORKER,
+            10,
+            ChainHead::START,
+            Some(key.clone()),
+        )
+        .in_run(run);
+        for o in 1..=3 {
+            s.push(o, format!("row {o}").as_bytes());
+        }
+        // Rows 1 and 2 sealed now, row 3 kept for the final seal.
+        let first: Map<String, Value> =
+            serde_json::from_slice(&s.seal_keeping_last(1).unwrap()).unwrap();
+        assert_eq!(first["run"], run);
+        assert!(!first.contains_key("run_inputs") && !first.contains_key("final"));
+        assert_eq!(first["rows"].as_array().unwrap().len(), 2);
+        assert_eq!(s.pending(), 1);
+        assert!(s.seal_keeping_last(2).is_none(), "one row stays");
+        let bytes = s.seal_final(3, 4).unwrap();
+        let mut last: Map<String, Value> = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            (
+                &last["run"],
+                &last["run_inputs"],
+                &last["final"],
+                &last["seq"]
+            ),
+            (
+                &Value::from(run),
+                &Value::from(4),
+                &Value::from(true),
+                &Value::from(1)
+            )
+        );
+        assert_eq!(last["rows"][0][0], 3);
+        assert_eq!(canonical(&last), bytes, "keys in canonical order");
+        let sig: [u8; 64] = hex::decode(last["sig"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let (sig, vk) = (Signature::from_bytes(&sig), key.verifying_key());
+        assert!(vk.verify(&unsigned_bytes(&last), &sig).is_ok());
+        last["run_inputs"] = Value::from(3);
+        assert!(vk.verify(&unsigned_bytes(&last), &sig).is_err());
+        last["run_inputs"] = Value::from(4);
+        last["run"] = Value::from("ffeeddccbbaa99887766554433221100");
         assert!(vk.verify(&unsigned_bytes(&last), &sig).is_err());
     }
 

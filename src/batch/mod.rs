@@ -53,6 +53,8 @@ pub enum CheckError {
         "{0} is named more than once among the inputs (by this or another path): each input is read once"
     )]
     InputTwice(PathBuf),
+    #[error("cannot draw the run id the audit seals name from the system's random source: {0}")]
+    Random(String),
 }
 
 /// Why the input of `check` or `eval` could not be read: their

@@ -475,6 +475,7 @@ pub fn print_report(r: &Report) {
             "not checked (no --public-key)"
         }
     );
+    print_runs(r);
     let tail: u64 = r.chains.iter().map(|c| c.unsealed_tail).sum();
     if r.unsealed_tail_allowed && tail > 0 {
         println!("{tail} row(s) after the last seals accepted as a live tail: not vouched for yet");
@@ -524,6 +525,26 @@ pub fn print_report(r: &Report) {
     }
     println!("{p}");
     println!("{} problem(s) found", r.problems.len());
+}
+
+/// The `check` runs the trail's chains belong to, and the chains of
+/// `check`'s that name none.
+fn print_runs(r: &Report) {
+    for run in &r.runs {
+        let stated = run
+            .inputs
+            .map_or_else(|| "?".to_string(), |n| n.to_string());
+        println!(
+            "run {}: {} of {stated} input chain(s) in the trail",
+            run.run, run.chains
+        );
+    }
+    if !r.unbound_chains.is_empty() {
+        println!(
+            "not bound to a run (sealed by a `check` whose seals name no run; a whole chain signed with the same key could stand in for one): {}",
+            r.unbound_chains.join(", ")
+        );
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,10 @@
 //! (a line over `max_record_bytes` is streamed through SHA-256, never held).
 //!
 //! Several inputs are read one after another into one set of outputs, each
-//! input its own audit chain. Numbering: a record's `input.offset` in the
+//! input its own audit chain. Every seal names the run (an id drawn at
+//! random when it starts), and each chain's final seal states how many
+//! chains the run sealed, so the final seals are written once every input
+//! is read. Numbering: a record's `input.offset` in the
 //! audit row and its `line` in `dead_letter.jsonl` are the same number, the
 //! 1-based line number in its input (as editors and `sed -n Np` count);
 //! `input.topic` and the dead letter's `input` name the input.
@@ -458,6 +461,7 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         .as_deref()
         .map(crate::audit::keys::load_signing_key)
         .transpose()?;
+    let run_id = draw_run_id()?;
     let mut report = Aggregator::new(
         &names.join(", "),
         &config.core.policy_version,
@@ -508,11 +512,20 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         drop(flush_rx);
         let mut before = 0u64;
         let mut r = Ok(());
-        for (arg, name) in args.inputs.iter().zip(&names) {
+        // Chains whose final seal waits for the end of the run.
+        let mut waiting: Vec<Sealer> = Vec::new();
+        let write_seal = |layout: &mut Layout, mut seal: Vec<u8>| {
+            seal.push(b'\n');
+            let at = layout.place(OutputRole::Audit, seal.len());
+            out.write_at(OutputRole::Audit, at, &seal)
+        };
+        for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
             r = run_input(Path::new(arg), name, &file_read, |input| {
                 // One chain per input: its audit rows, sealed every
                 // `seal_every` rows and by a final seal at its end, so `audit
-                // verify` can prove each input complete and untouched.
+                // verify` can prove each input complete and untouched, and
+                // every seal naming this run, so that it can prove the
+                // chains one run and the run whole.
                 let mut sealer = Sealer::new(
                     ChainId {
                         topic: name.clone(),
@@ -522,7 +535,8 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
                     config.audit.seal_every,
                     ChainHead::START,
                     key.clone(),
-                );
+                )
+                .in_run(run_id.as_str());
                 let lines = pipeline::run(
                     input,
                     shape,
@@ -539,17 +553,33 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
                         flush_tx.send(placed).map_err(|_| CheckError::Flush)
                     },
                 )?;
-                if let Some(mut seal) = sealer.seal_final(crate::clock::now_nanos()) {
-                    seal.push(b'\n');
-                    let at = layout.place(OutputRole::Audit, seal.len());
-                    out.write_at(OutputRole::Audit, at, &seal)
-                        .map_err(pipeline::PipelineError::Sink)?;
+                // The final seal states how many chains the run sealed,
+                // known once the last input is read (an empty input seals
+                // none): until then a chain waits with its last row.
+                if i + 1 < args.inputs.len()
+                    && let Some(seal) = sealer.seal_keeping_last(crate::clock::now_nanos())
+                {
+                    write_seal(&mut layout, seal).map_err(pipeline::PipelineError::Sink)?;
+                }
+                if sealer.pending() > 0 {
+                    waiting.push(sealer);
                 }
                 before += lines;
                 Ok(())
             });
             if r.is_err() {
                 break;
+            }
+        }
+        if r.is_ok() {
+            let chains = waiting.len() as u64;
+            for mut sealer in waiting {
+                if let Some(seal) = sealer.seal_final(crate::clock::now_nanos(), chains) {
+                    r = write_seal(&mut layout, seal);
+                    if r.is_err() {
+                        break;
+                    }
+                }
             }
         }
         drop(flush_tx);
@@ -598,6 +628,15 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         threads,
     };
     Ok((data, took))
+}
+
+/// The id of this run, which every seal it writes names: 16 bytes from the
+/// operating system's random source, in lower-case hex, so that no two runs
+/// share one.
+fn draw_run_id() -> Result<String, CheckError> {
+    let mut id = [0u8; 16];
+    getrandom::fill(&mut id).map_err(|e| CheckError::Random(e.to_string()))?;
+    Ok(hex::encode(id))
 }
 
 /// Reads one input through `each` (its lines into the outputs), naming the

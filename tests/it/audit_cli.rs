@@ -228,8 +228,11 @@ fn the_same_input_checked_twice_into_one_trail_is_duplicates() {
     let (code, r) = both(&second);
     assert_eq!(code, 1, "{r}");
     assert_eq!(r["chains"].as_array().unwrap().len(), 1, "{r}");
-    // Seals 0..=5 once more, then every offset's second row.
-    assert_eq!(problem_kinds(&r), vec!["duplicate"; 7], "{r}");
+    // Seals 0..=5 once more, then every offset's second row; and the
+    // chain holds the seals of two runs.
+    let mut want = vec!["duplicate"; 7];
+    want.push("run_mixed");
+    assert_eq!(problem_kinds(&r), want, "{r}");
     assert_eq!(r["problems"][0]["seal_seq"], 0);
     assert_eq!(r["problems"][6]["offsets"], serde_json::json!([1, 300]));
     let c = &r["chains"][0];
@@ -767,7 +770,12 @@ fn in_a_trail_holding_checks_seals_no_chain_is_a_live_tail() {
     write_lines(&tampered, &t);
     let (code, r) = verify(&tampered, &["--allow-unsealed-tail"]);
     assert_eq!(code, 1, "{r}");
-    assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{r}");
+    // Without its seals b.jsonl's chain is no longer the run's either.
+    assert_eq!(
+        problem_kinds(&r),
+        ["unsealed_tail", "run_incomplete"],
+        "{r}"
+    );
     assert_eq!(r["problems"][0]["topic"], "b.jsonl");
     assert_eq!(r["problems"][0]["offsets"], serde_json::json!([1, 40]));
     let detail = r["problems"][0]["detail"].as_str().unwrap();
@@ -783,6 +791,156 @@ fn in_a_trail_holding_checks_seals_no_chain_is_a_live_tail() {
     assert_eq!(code, 1, "{r}");
     assert_eq!(problem_kinds(&r), ["unsealed_tail"], "{r}");
     assert_eq!(r["problems"][0]["topic"], "c.jsonl");
+}
+
+/// Runs `check` over `inputs` into `out` with `config`; returns the
+/// trail's lines.
+fn checked_into(out: &Path, inputs: &[&Path], config: &Path) -> Vec<String> {
+    let mut args = vec!["check"];
+    args.extend(inputs.iter().map(|i| i.to_str().unwrap()));
+    args.extend(["--out", out.to_str().unwrap(), "--config"]);
+    args.push(config.to_str().unwrap());
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    lines(&out.join("audit.jsonl"))
+}
+
+/// The run ids a `--json` report names.
+fn run_ids(r: &Value) -> Vec<String> {
+    r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["run"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_chain_swapped_between_two_runs_signed_with_one_key_does_not_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("k");
+    let o = run(&["audit", "keygen", "--out", prefix.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let key = prefix.with_extension("pub");
+    let key = key.to_str().unwrap();
+    let config = dir.path().join("gg.toml");
+    let toml = format!(
+        "[audit]\nseal_every = 50\nsigning_key_file = {:?}\n",
+        prefix.with_extension("key")
+    );
+    std::fs::write(&config, toml).unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let sample = lines(Path::new(sample));
+    let input = |name: &str, part: &[String]| {
+        let p = dir.path().join(name);
+        write_lines(&p, part);
+        p
+    };
+    let (a, b) = (
+        input("a.jsonl", &sample[..120]),
+        input("b.jsonl", &sample[120..200]),
+    );
+    let (out1, out2) = (dir.path().join("run1"), dir.path().join("run2"));
+    let first = checked_into(&out1, &[&a, &b], &config);
+    let second = checked_into(&out2, &[&a, &b], &config);
+    let (code, r1) = verify(&out1.join("audit.jsonl"), &["--public-key", key]);
+    assert_eq!(code, 0, "{r1}");
+    let (code, r2) = verify(&out2.join("audit.jsonl"), &["--public-key", key]);
+    assert_eq!(code, 0, "{r2}");
+    let (run1, run2) = (run_ids(&r1), run_ids(&r2));
+    assert_eq!((run1.len(), run2.len()), (1, 1), "{r1} {r2}");
+    assert_ne!(run1, run2, "each run draws its own id");
+    assert_eq!(r1["runs"][0]["inputs"], 2);
+    assert_eq!(r1["runs"][0]["chains"], 2);
+    for seal in first.iter().filter(|l| is_seal(l)) {
+        assert!(seal.contains(&format!("\"run\":\"{}\"", run1[0])), "{seal}");
+    }
+
+    // a.jsonl's chain of the second run, every line of it, in place of the
+    // first run's: each chain is whole and signed.
+    let in_a = |l: &String| l.contains("\"topic\":\"a.jsonl\"");
+    let mut t: Vec<String> = second.iter().filter(|l| in_a(l)).cloned().collect();
+    t.extend(first.iter().filter(|l| !in_a(l)).cloned());
+    let swapped = dir.path().join("swapped.jsonl");
+    write_lines(&swapped, &t);
+    let (code, r) = verify(&swapped, &["--public-key", key]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(
+        problem_kinds(&r),
+        ["run_incomplete", "run_incomplete"],
+        "{r}"
+    );
+    let mut named: Vec<String> = r["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["run"].as_str().unwrap().to_string())
+        .collect();
+    let mut both = vec![run1[0].clone(), run2[0].clone()];
+    named.sort();
+    both.sort();
+    assert_eq!(named, both, "{r}");
+    let o = run(&[
+        "audit",
+        "verify",
+        swapped.to_str().unwrap(),
+        "--public-key",
+        key,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("run_incomplete"), "{}", text(&o));
+
+    // A run of another input read beside the first: both runs whole.
+    let c = input("c.jsonl", &sample[200..230]);
+    let out3 = dir.path().join("run3");
+    checked_into(&out3, &[&c], &config);
+    let (code, r) = verify_files(
+        &[&out1.join("audit.jsonl"), &out3.join("audit.jsonl")],
+        &["--public-key", key],
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["runs"].as_array().unwrap().len(), 2, "{r}");
+    let o = run(&[
+        "audit",
+        "verify",
+        out1.join("audit.jsonl").to_str().unwrap(),
+        out3.join("audit.jsonl").to_str().unwrap(),
+    ]);
+    assert!(
+        text(&o).contains(&format!("run {}: 2 of 2 input chain(s)", run1[0])),
+        "{}",
+        text(&o)
+    );
+}
+
+/// An empty input has no row and no chain: a run counts the chains it
+/// sealed, whichever inputs were empty.
+#[test]
+fn a_run_with_empty_inputs_states_the_chains_it_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let sample = lines(Path::new(sample));
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    write_lines(&a, &sample[..7]);
+    write_lines(&b, &sample[7..10]);
+    let (e1, e2) = (dir.path().join("e1.jsonl"), dir.path().join("e2.jsonl"));
+    std::fs::write(&e1, "").unwrap();
+    std::fs::write(&e2, "").unwrap();
+    let config = dir.path().join("gg.toml");
+    std::fs::write(&config, "[audit]\nseal_every = 4\n").unwrap();
+    let all = checked_into(&dir.path().join("out"), &[&e1, &a, &e2, &b], &config);
+    let seals: Vec<Value> = all
+        .iter()
+        .filter(|l| is_seal(l))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let finals: Vec<&Value> = seals.iter().filter(|s| s["final"] == true).collect();
+    assert_eq!(finals.len(), 2, "{seals:?}");
+    assert!(finals.iter().all(|s| s["run_inputs"] == 2), "{finals:?}");
+    let (code, r) = verify(&dir.path().join("out/audit.jsonl"), &[]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["runs"][0]["inputs"], 2, "{r}");
+    assert_eq!(r["runs"][0]["chains"], 2, "{r}");
 }
 
 #[test]

@@ -37,6 +37,11 @@ pub(super) struct SealRec {
     pub(super) is_final: bool,
     /// Written by `check` (its `worker`).
     pub(super) by_check: bool,
+    /// The `check` run the seal names; `None` for a worker's seal and for
+    /// one of a `check` that did not name its run.
+    pub(super) run: Option<String>,
+    /// On a final seal of a run: how many chains the run sealed.
+    pub(super) run_inputs: Option<u64>,
 }
 
 #[derive(Default)]
@@ -103,6 +108,21 @@ pub(super) fn seal_fields(m: &Map<String, Value>) -> Option<SealFields> {
         })
         .collect::<Option<Vec<_>>>()?;
     Some((chain, seq, prev, first, last, rows))
+}
+
+/// The run a seal names and the number of chains it states (`run`,
+/// `run_inputs`), each absent when the key is; `None` when one is present
+/// but not a string / not a count.
+pub(super) fn run_fields(m: &Map<String, Value>) -> Option<(Option<String>, Option<u64>)> {
+    let run = match m.get("run") {
+        None => None,
+        Some(v) => Some(v.as_str()?.to_string()),
+    };
+    let inputs = match m.get("run_inputs") {
+        None => None,
+        Some(v) => Some(v.as_u64()?),
+    };
+    Some((run, inputs))
 }
 
 pub(super) fn hash32(v: &Value) -> Option<[u8; 32]> {

@@ -41,6 +41,12 @@
 //! - a chain whose seals are `check`'s ends with its final seal and holds
 //!   each row and seal once: `check` neither redelivers nor reseals, and a
 //!   trail cut off after an earlier seal is otherwise consistent;
+//! - the chains whose seals are `check`'s are grouped by the run their
+//!   seals name: every seal of a chain names the run its last seal names,
+//!   and a run holds as many chains as its final seals state, so a chain
+//!   of another run, or a run short of a chain, stands out. Chains whose
+//!   seals name no run (a `check` that did not name its run) are listed as
+//!   not bound to a run;
 //! - every input offset in the range has at least one row (gaps);
 //! - a trail (or range) with no row at all is not a pass: nothing verified.
 //!
@@ -70,9 +76,11 @@ use super::seal::{CHECK_WORKER, ChainHead, ChainId, GENESIS, SEAL_TYPE, row_hash
 mod chain;
 mod json;
 mod report;
+mod runs;
 
 use chain::{
-    Chain, Row, SealRec, row_fields, seal_before, seal_fields, sealed_anywhere, sealed_contents,
+    Chain, Row, SealRec, row_fields, run_fields, seal_before, seal_fields, sealed_anywhere,
+    sealed_contents,
 };
 use json::Record;
 pub use report::*;
@@ -131,6 +139,7 @@ impl AuditVerifier {
             offsets: None,
             seal_seq: None,
             at: None,
+            run: None,
             detail,
         });
         let last = self.report.problems.len() - 1;
@@ -226,6 +235,16 @@ impl AuditVerifier {
             .at = Some(at);
             return;
         };
+        let Some((run, run_inputs)) = run_fields(map) else {
+            let p = self.problem(
+                ProblemKind::SealMalformed,
+                Some(&chain),
+                "seal's run is not a string or its run_inputs not a count".into(),
+            );
+            p.seal_seq = Some(seq);
+            p.at = Some(at);
+            return;
+        };
         if !canonical {
             let p = self.problem(
                 ProblemKind::NotCanonical,
@@ -281,6 +300,8 @@ impl AuditVerifier {
             at,
             is_final: map.get("final") == Some(&Value::Bool(true)),
             by_check,
+            run,
+            run_inputs,
         });
     }
 
@@ -296,11 +317,17 @@ impl AuditVerifier {
                 self.chains.entry(id.clone()).or_default();
             }
         }
+        let runs = runs::judge(&self.chains);
         let chains = std::mem::take(&mut self.chains);
         for (id, mut chain) in chains {
-            let cr = self.judge_chain(&id, &mut chain);
+            let mut cr = self.judge_chain(&id, &mut chain);
+            cr.run = runs.of_chain.get(&id).cloned();
             self.report.chains.push(cr);
         }
+        // A run is judged over its chains, after each chain on its own.
+        self.report.problems.extend(runs.problems);
+        self.report.runs = runs.runs;
+        self.report.unbound_chains = runs.unbound;
         if self.report.problems.is_empty() && self.report.chains.iter().all(|c| c.rows == 0) {
             self.problem(
                 ProblemKind::NothingToVerify,
@@ -1252,7 +1279,7 @@ mod tests {
         for (o, r) in (0..).zip(&rows) {
             if s.push(o, r) {
                 seals.extend(if o == 7 {
-                    s.seal_final(9_999)
+                    s.seal_final(9_999, 1)
                 } else {
                     s.seal(1_000 + o)
                 });
@@ -1301,7 +1328,7 @@ mod tests {
         for (o, r) in (0..).zip(&t) {
             s.push(o, r);
         }
-        t.extend(s.seal_final(9_999));
+        t.extend(s.seal_final(9_999, 1));
         t.push(other);
         let r = check(&t, live);
         assert_eq!(kinds(&r), vec![ProblemKind::UnsealedTail]);
@@ -1873,7 +1900,7 @@ mod tests {
             out.push(r);
         }
         if worker == CHECK_WORKER {
-            out.extend(s.seal_final(ts0 + 9_999));
+            out.extend(s.seal_final(ts0 + 9_999, 1));
         } else {
             out.extend(s.seal(ts0 + 9_999));
         }
@@ -1922,11 +1949,11 @@ mod tests {
             s.push(o, &r);
             t.push(r);
         }
-        t.extend(s.seal_final(10));
+        t.extend(s.seal_final(10, 1));
         let r = row_with(4, "accepted", 4);
         s.push(4, &r);
         t.push(r);
-        t.extend(s.seal_final(11));
+        t.extend(s.seal_final(11, 1));
         let r = check(&t, Options::default());
         assert_eq!(kinds(&r), vec![ProblemKind::SealBroken]);
         assert_eq!(r.problems[0].seal_seq, Some(0));
@@ -2062,6 +2089,244 @@ mod tests {
         );
         assert_eq!(r.problems[2].offsets, Some((1, 6)));
         assert_eq!((r.chains[0].reseals, r.chains[0].redeliveries), (0, 0));
+    }
+
+    const RUN_A: &str = "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a";
+    const RUN_B: &str = "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b";
+
+    /// The row `check` writes for line `offset` of `input` (`ts` = `ts0` +
+    /// offset).
+    fn input_row(input: &str, offset: i64, ts0: i64) -> Vec<u8> {
+        format!(
+            r#"{{"answer_hash":"h{offset}","input":{{"offset":{offset},"partition":0,"topic":"{input}"}},"outcome":"accepted","ts":{}}}"#,
+            ts0 + offset
+        )
+        .into_bytes()
+    }
+
+    /// The chain `check` run `run` (`None`: a `check` that named no run)
+    /// writes for `input`: rows 1..=`n` sealed every 4 rows, the last one
+    /// under the final seal stating `inputs` chains.
+    fn run_chain(
+        input: &str,
+        run: Option<&str>,
+        inputs: u64,
+        n: i64,
+        key: &SigningKey,
+        ts0: i64,
+    ) -> Vec<Vec<u8>> {
+        let chain = ChainId {
+            topic: input.into(),
+            partition: 0,
+        };
+        let mut s = Sealer::new(chain, CHECK_WORKER, 4, ChainHead::START, Some(key.clone()));
+        if let Some(run) = run {
+            s = s.in_run(run);
+        }
+        let mut out = Vec::new();
+        for o in 1..=n {
+            if s.due() {
+                out.extend(s.seal(ts0 + 1_000 + o));
+            }
+            let r = input_row(input, o, ts0);
+            s.push(o, &r);
+            out.push(r);
+        }
+        out.extend(s.seal_keeping_last(ts0 + 9_998));
+        out.extend(s.seal_final(ts0 + 9_999, inputs));
+        out
+    }
+
+    /// The trail run `run` writes over inputs a.jsonl (6 lines) and b.jsonl
+    /// (3 lines), per input.
+    fn run_of_two(run: &str, key: &SigningKey, ts0: i64) -> [Vec<Vec<u8>>; 2] {
+        [
+            run_chain("a.jsonl", Some(run), 2, 6, key, ts0),
+            run_chain("b.jsonl", Some(run), 2, 3, key, ts0),
+        ]
+    }
+
+    fn problem_runs(r: &Report) -> Vec<Option<&str>> {
+        r.problems.iter().map(|p| p.run.as_deref()).collect()
+    }
+
+    #[test]
+    fn a_chain_replaced_by_another_runs_leaves_both_runs_incomplete() {
+        let (key, signed) = key_and_options();
+        let [a1, b1] = run_of_two(RUN_A, &key, 100);
+        let [a2, _] = run_of_two(RUN_B, &key, 500);
+        let r = check(&[a1.clone(), b1.clone()].concat(), signed.clone());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.runs.len(), 1);
+        assert_eq!(
+            (r.runs[0].run.as_str(), r.runs[0].inputs, r.runs[0].chains),
+            (RUN_A, Some(2), 2)
+        );
+        assert!(r.chains.iter().all(|c| c.run.as_deref() == Some(RUN_A)));
+        assert!(r.unbound_chains.is_empty());
+        // Run B's whole chain of a.jsonl, signed with the same key, in
+        // place of run A's: every chain is intact on its own.
+        let r = check(&[a2.clone(), b1].concat(), signed.clone());
+        assert_eq!(
+            kinds(&r),
+            vec![ProblemKind::RunIncomplete, ProblemKind::RunIncomplete],
+            "{:?}",
+            r.problems
+        );
+        assert_eq!(problem_runs(&r), vec![Some(RUN_A), Some(RUN_B)]);
+        assert!(
+            r.problems[0].detail.contains("sealed 2 input chain(s)")
+                && r.problems[0]
+                    .detail
+                    .contains("the trail holds 1 of them (b.jsonl/0)"),
+            "{}",
+            r.problems[0].detail
+        );
+        assert_eq!(
+            r.runs
+                .iter()
+                .map(|x| (x.run.as_str(), x.inputs, x.chains))
+                .collect::<Vec<_>>(),
+            vec![(RUN_A, Some(2), 1), (RUN_B, Some(2), 1)]
+        );
+        // A chain of the run dropped: the run is short of it.
+        let r = check(&a1, signed.clone());
+        assert_eq!(kinds(&r), vec![ProblemKind::RunIncomplete]);
+        // A chain of a run over one input only, added beside a run's.
+        let lone = run_chain("b.jsonl", Some(RUN_B), 1, 3, &key, 500);
+        let r = check(&[a1, lone].concat(), signed);
+        assert_eq!(kinds(&r), vec![ProblemKind::RunIncomplete]);
+        assert_eq!(problem_runs(&r), vec![Some(RUN_A)]);
+    }
+
+    /// A chain of rows 1..=6 whose seal 0 (rows 1..=4) names `first`, and
+    /// whose final seal (rows 5..=6) names `then`, made by a sealer of that
+    /// run continuing from seal 0: the chain links and every signature
+    /// verifies.
+    fn spliced(first: Option<&str>, then: &str, key: &SigningKey) -> Vec<Vec<u8>> {
+        let sealer = |head, run: Option<&str>| {
+            let s = Sealer::new(chain0(), CHECK_WORKER, 4, head, Some(key.clone()));
+            match run {
+                Some(run) => s.in_run(run),
+                None => s,
+            }
+        };
+        let mut t = Vec::new();
+        let mut push = |s: &mut Sealer, o: i64| {
+            let r = row_with(o, "accepted", o);
+            s.push(o, &r);
+            t.push(r);
+        };
+        let mut a = sealer(ChainHead::START, first);
+        (1..=4).for_each(|o| push(&mut a, o));
+        let seal0 = a.seal(10);
+        let mut b = sealer(a.head(), Some(then));
+        (5..=6).for_each(|o| push(&mut b, o));
+        t.insert(4, seal0.unwrap());
+        t.extend(b.seal_final(11, 1));
+        t
+    }
+
+    #[test]
+    fn seals_of_two_runs_in_one_chain_are_mixed() {
+        let (key, signed) = key_and_options();
+        let r = check(&spliced(Some(RUN_A), RUN_B, &key), signed.clone());
+        assert_eq!(kinds(&r), vec![ProblemKind::RunMixed], "{:?}", r.problems);
+        let p = &r.problems[0];
+        assert_eq!((p.seal_seq, p.offsets), (Some(0), Some((1, 4))));
+        assert_eq!(r.location(p.at.unwrap()), "audit.jsonl:5");
+        assert_eq!(p.run.as_deref(), Some(RUN_B));
+        assert!(
+            p.detail.contains(&format!("name run {RUN_A}")),
+            "{}",
+            p.detail
+        );
+        // A seal naming no run, before a run's final seal.
+        let r = check(&spliced(None, RUN_B, &key), signed);
+        assert_eq!(kinds(&r), vec![ProblemKind::RunMixed], "{:?}", r.problems);
+        assert!(
+            r.problems[0].detail.contains("name no run"),
+            "{}",
+            r.problems[0].detail
+        );
+    }
+
+    #[test]
+    fn two_complete_runs_read_together_both_verify() {
+        let (key, signed) = key_and_options();
+        let [a, b] = run_of_two(RUN_A, &key, 100);
+        let c = run_chain("c.jsonl", Some(RUN_B), 1, 5, &key, 500);
+        let r = check(&[a, b, c].concat(), signed);
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(
+            r.runs
+                .iter()
+                .map(|x| (x.run.as_str(), x.inputs, x.chains))
+                .collect::<Vec<_>>(),
+            vec![(RUN_A, Some(2), 2), (RUN_B, Some(1), 1)]
+        );
+    }
+
+    #[test]
+    fn final_seals_of_one_run_stating_other_counts_are_an_incomplete_run() {
+        let (key, signed) = key_and_options();
+        let a = run_chain("a.jsonl", Some(RUN_A), 2, 6, &key, 100);
+        let b = run_chain("b.jsonl", Some(RUN_A), 3, 3, &key, 100);
+        let r = check(&[a, b].concat(), signed);
+        assert_eq!(kinds(&r), vec![ProblemKind::RunIncomplete]);
+        assert!(
+            r.problems[0]
+                .detail
+                .contains("state different numbers of chains: 2 (a.jsonl/0), 3 (b.jsonl/0)"),
+            "{}",
+            r.problems[0].detail
+        );
+        assert_eq!(r.runs[0].inputs, None);
+    }
+
+    #[test]
+    fn chains_of_a_check_naming_no_run_verify_unbound_and_cannot_stand_in_for_a_runs() {
+        let (key, signed) = key_and_options();
+        let a = run_chain("a.jsonl", None, 2, 6, &key, 100);
+        let b = run_chain("b.jsonl", None, 2, 3, &key, 100);
+        assert!(
+            seals_of(&a)
+                .iter()
+                .all(|s| !s.contains_key("run") && !s.contains_key("run_inputs"))
+        );
+        let r = check(&[a.clone(), b].concat(), signed.clone());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert!(r.runs.is_empty());
+        assert_eq!(r.unbound_chains, ["a.jsonl/0", "b.jsonl/0"]);
+        assert!(r.chains.iter().all(|c| c.run.is_none()));
+        // In place of a run's chain, it leaves the run short.
+        let [_, b1] = run_of_two(RUN_A, &key, 500);
+        let r = check(&[a, b1].concat(), signed);
+        assert_eq!(kinds(&r), vec![ProblemKind::RunIncomplete]);
+        assert_eq!(r.unbound_chains, ["a.jsonl/0"]);
+        // A worker's chain is neither bound nor unbound.
+        let r = check(&trail(10, 4, None), Options::default());
+        assert!(r.ok() && r.unbound_chains.is_empty() && r.runs.is_empty());
+    }
+
+    #[test]
+    fn a_run_field_of_another_type_is_a_malformed_seal() {
+        let (key, _) = key_and_options();
+        let mut t = run_chain("a.jsonl", Some(RUN_A), 1, 3, &key, 100);
+        let last = t.len() - 1;
+        t[last] = String::from_utf8(t[last].clone())
+            .unwrap()
+            .replace("\"run_inputs\":1", "\"run_inputs\":\"1\"")
+            .into_bytes();
+        let r = check(&t, Options::default());
+        assert_eq!(
+            kinds(&r),
+            vec![
+                ProblemKind::SealMalformed,
+                ProblemKind::FinalSealMissing,
+                ProblemKind::UnsealedTail
+            ]
+        );
     }
 
     #[test]

@@ -56,6 +56,13 @@ pub enum ProblemKind {
     /// A chain `check` wrote does not end with its final seal (cut off
     /// after a seal).
     FinalSealMissing,
+    /// A chain `check` wrote holds seals of more than one run (or seals
+    /// naming a run beside seals naming none).
+    RunMixed,
+    /// A `check` run's chains in the trail are not the number its final
+    /// seals state (a chain removed, or replaced by another run's), or its
+    /// final seals state different numbers.
+    RunIncomplete,
     /// A seal is malformed (missing fields, rows outside its range).
     SealMalformed,
     /// A seal's signature does not verify with the given key, or is absent.
@@ -79,6 +86,9 @@ pub struct Problem {
     pub offsets: Option<(i64, i64)>,
     pub seal_seq: Option<u64>,
     pub at: Option<Location>,
+    /// The `check` run concerned, for the problems of a run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
     pub detail: String,
 }
 
@@ -102,6 +112,20 @@ pub struct ChainReport {
     pub first_offset: Option<i64>,
     pub last_offset: Option<i64>,
     pub gaps: Vec<(i64, i64)>,
+    /// The `check` run the chain's last seal names; `None` for a worker's
+    /// chain and a chain of `check` whose seals name no run.
+    pub run: Option<String>,
+}
+
+/// A `check` run whose chains the trail holds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunReport {
+    pub run: String,
+    /// The number of chains the run sealed, as its final seals state
+    /// (`None` when none is read, or they disagree).
+    pub inputs: Option<u64>,
+    /// The run's chains in the trail.
+    pub chains: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -112,6 +136,11 @@ pub struct Report {
     /// Rows after a chain's last seal were accepted as a live tail.
     pub unsealed_tail_allowed: bool,
     pub chains: Vec<ChainReport>,
+    /// The `check` runs the chains belong to.
+    pub runs: Vec<RunReport>,
+    /// Chains `check` sealed without naming a run (`topic/partition`): a
+    /// chain of another run signed with the same key could stand in for one.
+    pub unbound_chains: Vec<String>,
     pub problems: Vec<Problem>,
 }
 
