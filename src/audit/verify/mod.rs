@@ -37,7 +37,7 @@
 //!   every chain it writes and writes nothing after a chain's final seal;
 //! - every row and seal is the compact JSON of what it parses to, each key
 //!   once (not canonical), and a redelivery repeats its sealed row's bytes
-//!   but for `ts`;
+//!   but for the integer in `ts`;
 //! - a chain whose seals are `check`'s ends with its final seal and holds
 //!   each row and seal once: `check` neither redelivers nor reseals, and a
 //!   trail cut off after an earlier seal is otherwise consistent;
@@ -1480,6 +1480,39 @@ mod tests {
         assert_eq!(kinds(&r), vec![ProblemKind::Conflict]);
         assert_eq!(r.problems[0].offsets, Some((1, 1)));
         assert_eq!(r.chains[0].reseals, 1);
+    }
+
+    #[test]
+    fn a_copy_whose_ts_is_moved_dropped_or_not_an_integer_is_a_conflict() {
+        let mut s = sealer_at("w1", 0, GENESIS);
+        let mut t = Vec::new();
+        for o in 0..4 {
+            let r = row_with(o, "accepted", 100 + o);
+            s.push(o, &r);
+            t.push(r);
+        }
+        t.extend(s.seal(1_000));
+        let sealed = String::from_utf8(row_with(2, "accepted", 102)).unwrap();
+        let copies = [
+            sealed.replace(r#","ts":102"#, ""),
+            sealed
+                .replace(r#","ts":102"#, "")
+                .replacen('{', r#"{"ts":102,"#, 1),
+            sealed.replace(r#""ts":102"#, r#""ts":"102""#),
+            sealed.replace(
+                r#""ts":102"#,
+                r#""ts":{"outcome":"rejected","validation_ok":false}"#,
+            ),
+            sealed.replace(r#""ts":102"#, r#""ts":null"#),
+        ];
+        for copy in copies {
+            let mut tampered = t.clone();
+            tampered.push(copy.clone().into_bytes());
+            let r = check(&tampered, Options::default());
+            assert_eq!(kinds(&r), vec![ProblemKind::Conflict], "{copy}");
+            assert_eq!(r.problems[0].offsets, Some((2, 2)), "{copy}");
+            assert_eq!(r.chains[0].redeliveries, 0, "{copy}");
+        }
     }
 
     #[test]
