@@ -509,6 +509,9 @@ impl AuditVerifier {
         let committed = anchor.committed;
         let mut problems = Vec::new();
         let mut tail: Vec<(i64, bool)> = Vec::new();
+        // The first unsealed row read of each offset no seal covers: a
+        // later one that says something else is a conflict, live tail or not.
+        let mut first_unsealed: HashMap<i64, &Row> = HashMap::new();
         for r in c
             .rows
             .iter()
@@ -516,6 +519,16 @@ impl AuditVerifier {
         {
             if !self.opts.in_range(r.offset) {
                 continue;
+            }
+            if !sealed.contains_key(&r.offset) {
+                let first = *first_unsealed.entry(r.offset).or_insert(r);
+                if first.content != r.content {
+                    problems.push((
+                        ProblemKind::Conflict,
+                        r,
+                        "unsealed row disagrees with an earlier unsealed row for its offset (fields other than ts differ)",
+                    ));
+                }
             }
             match sealed.get(&r.offset) {
                 Some(contents) if contents.contains(&r.content) && by_check => problems.push((
@@ -1512,6 +1525,36 @@ mod tests {
             assert_eq!(kinds(&r), vec![ProblemKind::Conflict], "{copy}");
             assert_eq!(r.problems[0].offsets, Some((2, 2)), "{copy}");
             assert_eq!(r.chains[0].redeliveries, 0, "{copy}");
+        }
+    }
+
+    #[test]
+    fn two_rows_of_a_live_tail_that_disagree_are_a_conflict() {
+        let (key, _) = key_and_options();
+        let mut t = trail(10, 4, Some(key.clone()));
+        assert!(is_seal(&t.pop().unwrap()));
+        let mut signed_live = anchored(Some((0, 7)), 8, head_of(8, 4));
+        signed_live.allow_unsealed_tail = true;
+        signed_live.public_key = Some(key.verifying_key());
+        let live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        // Processed again, still unsealed: the same row but for ts.
+        let mut again = t.clone();
+        again.push(row(9, "h9", 777));
+        for opts in [signed_live.clone(), live.clone()] {
+            let r = check(&again, opts);
+            assert!(r.ok(), "{:?}", r.problems);
+            assert_eq!(r.chains[0].unsealed_tail, 3);
+        }
+        // A second row for offset 9 that says something else.
+        let mut contradicted = t.clone();
+        contradicted.push(row(9, "another answer", 777));
+        for opts in [signed_live, live] {
+            let r = check(&contradicted, opts);
+            assert_eq!(kinds(&r), vec![ProblemKind::Conflict], "{:?}", r.problems);
+            assert_eq!(r.problems[0].offsets, Some((9, 9)));
         }
     }
 
