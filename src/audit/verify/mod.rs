@@ -595,14 +595,19 @@ impl AuditVerifier {
     /// Rows for input offsets the input topic never held (at or beyond its
     /// end, or in a partition it does not have), sealed or not.
     fn judge_ghost_rows(&mut self, id: &ChainId, c: &Chain) {
+        // With the input topic named, a chain of any other topic stands for
+        // records it never held: a whole chain copied from another
+        // pipeline's audit topic, signed with the same key, would otherwise
+        // verify beside the real ones.
         let end = match (self.opts.anchors.get(id), &self.opts.input_topic) {
             (Some(a), _) => a.end,
-            (None, Some(t)) if *t == id.topic => Some(i64::MIN),
-            (None, _) => None,
+            (None, Some(_)) => Some(i64::MIN),
+            (None, None) => None,
         };
         let Some(end) = end else {
             return;
         };
+        let input = self.opts.input_topic.clone().unwrap_or_default();
         let ghosts: Vec<(i64, Location)> = c
             .rows
             .iter()
@@ -613,7 +618,12 @@ impl AuditVerifier {
             let p = self.problem(
                 ProblemKind::RowGhost,
                 Some(id),
-                if end == i64::MIN {
+                if end == i64::MIN && id.topic != input {
+                    format!(
+                        "row for input topic {}, not for {input}, the input topic this trail is verified against",
+                        id.topic
+                    )
+                } else if end == i64::MIN {
                     "row for a partition the input topic does not have".into()
                 } else {
                     format!("row for an input offset the input topic never held (its end is {end})")
@@ -1578,6 +1588,47 @@ mod tests {
         let r = check(&t, opts);
         assert_eq!(kinds(&r), vec![ProblemKind::RowGhost]);
         assert_eq!(r.problems[0].partition, Some(7));
+    }
+
+    #[test]
+    fn a_chain_of_another_input_topic_is_ghosts_against_the_input_topic() {
+        let (key, signed) = key_and_options();
+        let mut t = trail(10, 4, Some(key.clone()));
+        // Another pipeline's whole chain, signed with the same key.
+        let other = ChainId {
+            topic: "answers-b".into(),
+            partition: 0,
+        };
+        let mut s = Sealer::new(other, "w1", 4, ChainHead::START, Some(key));
+        for o in 0..3 {
+            let r = format!(
+                r#"{{"answer_hash":"b{o}","input":{{"offset":{o},"partition":0,"topic":"answers-b"}},"ts":{o}}}"#
+            )
+            .into_bytes();
+            s.push(o, &r);
+            t.push(r);
+        }
+        t.extend(s.seal(5));
+        assert!(check(&t, signed.clone()).ok(), "a chain of its own");
+        let mut opts = anchored(Some((0, 9)), 10, head_of(10, 4));
+        opts.anchors.get_mut(&answers(0)).unwrap().end = Some(10);
+        opts.input_topic = Some("answers".into());
+        opts.public_key = signed.public_key;
+        let r = check(&t, opts);
+        assert_eq!(
+            kinds(&r),
+            vec![ProblemKind::RowGhost; 3],
+            "{:?}",
+            r.problems
+        );
+        assert!(
+            r.problems
+                .iter()
+                .all(|p| p.topic.as_deref() == Some("answers-b")
+                    && p.detail.contains("not for answers")),
+            "{:?}",
+            r.problems
+        );
     }
 
     #[test]
