@@ -762,12 +762,17 @@ impl AuditVerifier {
         offsets.extend(seals.iter().flat_map(|s| [s.first, s.last]));
         offsets.sort_unstable();
         offsets.dedup();
+        let seen = (offsets.first().copied(), offsets.last().copied());
         let (lo, hi) = match anchor.cover {
             Some((a, b)) => (Some(a), Some(b)),
-            None => (
-                self.opts.from.or(offsets.first().copied()),
-                self.opts.to.or(offsets.last().copied()),
+            // The input topic holds nothing of this partition in the range
+            // (or the group committed nothing of it): the range owes it no
+            // row, and only the offsets seen are judged.
+            None if self.opts.input_topic.as_deref() == Some(id.topic.as_str()) => (
+                seen.0.map(|o| self.opts.from.map_or(o, |f| o.max(f))),
+                seen.1.map(|o| self.opts.to.map_or(o, |t| o.min(t))),
             ),
+            None => (self.opts.from.or(seen.0), self.opts.to.or(seen.1)),
         };
         cr.first_offset = lo;
         cr.last_offset = hi;
@@ -1626,6 +1631,55 @@ mod tests {
                 .iter()
                 .all(|p| p.topic.as_deref() == Some("answers-b")
                     && p.detail.contains("not for answers")),
+            "{:?}",
+            r.problems
+        );
+    }
+
+    #[test]
+    fn a_range_past_a_partitions_input_owes_that_partition_nothing() {
+        // Partition 0 holds offsets 0..=9, partition 1 only 0..=3: a range
+        // at the end of partition 0 asks partition 1 for nothing.
+        let mut t = trail(10, 4, None);
+        let mut s = Sealer::new(answers(1), "w1", 4, ChainHead::START, None);
+        for o in 0..4 {
+            let r = format!(
+                r#"{{"answer_hash":"p1-{o}","input":{{"offset":{o},"partition":1,"topic":"answers"}},"ts":{o}}}"#
+            )
+            .into_bytes();
+            s.push(o, &r);
+            t.push(r);
+        }
+        t.extend(s.seal(5));
+        let mut opts = Options {
+            from: Some(8),
+            to: Some(9),
+            input_topic: Some("answers".into()),
+            ..Options::default()
+        };
+        for (p, end) in [(0, 10), (1, 4)] {
+            opts.anchors.insert(
+                answers(p),
+                Anchor {
+                    cover: (end > 8).then_some((8, 9)),
+                    end: Some(end),
+                    ..Anchor::default()
+                },
+            );
+        }
+        let r = check(&t, opts.clone());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].rows, 2);
+        // Partition 0's offsets in the range are still owed their rows.
+        let without_9: Vec<Vec<u8>> = t
+            .iter()
+            .filter(|r| !r.starts_with(br#"{"answer_hash":"h9""#))
+            .cloned()
+            .collect();
+        let r = check(&without_9, opts);
+        assert!(kinds(&r).contains(&ProblemKind::Gap), "{:?}", r.problems);
+        assert!(
+            r.problems.iter().all(|p| p.partition == Some(0)),
             "{:?}",
             r.problems
         );
