@@ -14,13 +14,15 @@ use std::time::{Duration, SystemTime};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::audit::keys;
 use crate::audit::seal::{ChainHead, ChainId};
-use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, Report};
+use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, RecordHeaders, Report};
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
 use crate::kafka::client::metadata_bytes;
+use crate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, H_SEAL};
 use crate::kafka::seals::read_head;
 
 const EXIT_CLEAN: u8 = 0;
@@ -223,12 +225,13 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
         }
         let p = msg.partition();
         if let Some(&stream) = streams.get(&p) {
-            v.record(
+            v.record_from_topic(
                 Location {
                     stream,
                     pos: msg.offset() as u64,
                 },
                 msg.payload().unwrap_or_default(),
+                &record_headers(&msg),
             );
         }
         if remaining.get(&p).is_some_and(|hi| msg.offset() + 1 >= *hi) {
@@ -239,6 +242,22 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
         b.finish_and_clear();
     }
     Ok(())
+}
+
+/// The groundgate headers of an audit topic's message.
+fn record_headers(msg: &BorrowedMessage<'_>) -> RecordHeaders {
+    let mut h = RecordHeaders::default();
+    for header in msg.headers().into_iter().flat_map(|hs| hs.iter()) {
+        let slot = match header.key {
+            H_INPUT_TOPIC => &mut h.input_topic,
+            H_INPUT_PARTITION => &mut h.input_partition,
+            H_INPUT_OFFSET => &mut h.input_offset,
+            H_SEAL => &mut h.seal,
+            _ => continue,
+        };
+        slot.push(String::from_utf8_lossy(header.value.unwrap_or_default()).into_owned());
+    }
+    h
 }
 
 /// What the input side says per input partition: the offsets the input

@@ -79,6 +79,14 @@ pub use report::*;
 
 const NOT_CANONICAL: &str = "not the compact JSON of what it parses to (a repeated key, whitespace, another escape or number form): rows and seals are written compact with each key once, and readers may disagree on what these bytes say";
 
+/// What a record's body is, for judging its headers: a row of an input
+/// offset, or a seal of a sequence number.
+#[derive(Clone, Copy)]
+enum Body {
+    Row(i64),
+    Seal(u64),
+}
+
 /// Incremental verifier: feed records with [`Verifier::record`], then
 /// [`Verifier::finish`].
 pub struct AuditVerifier {
@@ -151,6 +159,16 @@ impl AuditVerifier {
 
     /// One record as read (a file line without its newline, or a message value).
     pub fn record(&mut self, at: Location, bytes: &[u8]) {
+        self.read(at, bytes, None);
+    }
+
+    /// One message of an audit topic: its value and its groundgate headers,
+    /// which must agree with the value (see [`RecordHeaders`]).
+    pub fn record_from_topic(&mut self, at: Location, bytes: &[u8], headers: &RecordHeaders) {
+        self.read(at, bytes, Some(headers));
+    }
+
+    fn read(&mut self, at: Location, bytes: &[u8], headers: Option<&RecordHeaders>) {
         self.report.records += 1;
         let record = match Record::read(bytes) {
             Ok(Some(r)) => r,
@@ -177,8 +195,14 @@ impl AuditVerifier {
         let canonical = record.canonical;
         let map = &record.map;
         if map.get("type").and_then(Value::as_str) == Some(SEAL_TYPE) {
+            if let (Some(h), Some((chain, seq, ..))) = (headers, seal_fields(map)) {
+                self.judge_headers(at, h, &chain, Body::Seal(seq));
+            }
             self.seal(at, map, canonical);
         } else if let Some((chain, offset)) = row_fields(map) {
+            if let Some(h) = headers.filter(|_| self.opts.in_range(offset)) {
+                self.judge_headers(at, h, &chain, Body::Row(offset));
+            }
             // Rows outside --from/--to are judged by nothing: not kept, so
             // verifying a slice of a huge topic needs memory for the slice.
             if !self.opts.in_range(offset) {
@@ -213,6 +237,67 @@ impl AuditVerifier {
             )
             .at = Some(at);
         }
+    }
+
+    /// A record's groundgate headers against its body: a seal carries its
+    /// sequence number in the seal header (consumers skip seals by it), a
+    /// row carries none, and input coordinates in the headers, where
+    /// present, are the record's own.
+    fn judge_headers(&mut self, at: Location, h: &RecordHeaders, chain: &ChainId, body: Body) {
+        let mut wrong = Vec::new();
+        match body {
+            Body::Seal(seq) if h.seal.is_empty() => wrong.push(format!(
+                "no seal header on seal {seq}: consumers that skip seals by it read it as a row"
+            )),
+            Body::Seal(seq) => {
+                if let Some(s) = h.seal.iter().find(|s| **s != seq.to_string()) {
+                    wrong.push(format!("seal header {s:?} on seal {seq}"));
+                }
+            }
+            Body::Row(_) => {
+                if let Some(s) = h.seal.first() {
+                    wrong.push(format!(
+                        "seal header {s:?} on a row: consumers that skip seals by it never read the row"
+                    ));
+                }
+            }
+        }
+        let offset = match body {
+            Body::Row(o) => Some(o.to_string()),
+            Body::Seal(_) => None,
+        };
+        for (name, said, is) in [
+            ("input topic", &h.input_topic, Some(chain.topic.clone())),
+            (
+                "input partition",
+                &h.input_partition,
+                Some(chain.partition.to_string()),
+            ),
+            ("input offset", &h.input_offset, offset),
+        ] {
+            if let Some(said) = said.iter().find(|v| Some(*v) != is.as_ref()) {
+                wrong.push(format!(
+                    "{name} header {said:?}, the body says {}",
+                    is.as_deref().map_or("none".into(), |v| format!("{v:?}"))
+                ));
+            }
+        }
+        if wrong.is_empty() {
+            return;
+        }
+        let p = self.problem(
+            ProblemKind::HeaderMismatch,
+            Some(chain),
+            format!(
+                "the record's headers disagree with its body: {}",
+                wrong.join("; ")
+            ),
+        );
+        match body {
+            Body::Row(o) => p.offsets = Some((o, o)),
+            Body::Seal(seq) => p.seal_seq = Some(seq),
+        }
+        p.at = Some(at);
     }
 
     fn seal(&mut self, at: Location, map: &Map<String, Value>, canonical: bool) {
@@ -1683,6 +1768,99 @@ mod tests {
             "{:?}",
             r.problems
         );
+    }
+
+    /// The headers the worker writes on `record` (a row or a seal of chain 0).
+    fn worker_headers(record: &[u8]) -> RecordHeaders {
+        let v: Value = serde_json::from_slice(record).unwrap();
+        let mut h = RecordHeaders {
+            input_topic: vec!["answers".into()],
+            input_partition: vec!["0".into()],
+            ..RecordHeaders::default()
+        };
+        match v.get("seq") {
+            Some(seq) => h.seal = vec![seq.to_string()],
+            None => h.input_offset = vec![v["input"]["offset"].to_string()],
+        }
+        h
+    }
+
+    fn check_topic(records: &[(Vec<u8>, RecordHeaders)]) -> Report {
+        let mut v = AuditVerifier::new(Options::default());
+        let s = v.stream("answers.audit/0");
+        for (i, (r, h)) in records.iter().enumerate() {
+            let at = Location {
+                stream: s,
+                pos: i as u64,
+            };
+            v.record_from_topic(at, r, h);
+        }
+        v.finish()
+    }
+
+    #[test]
+    fn headers_that_disagree_with_the_body_are_reported() {
+        let t: Vec<(Vec<u8>, RecordHeaders)> = trail(10, 4, None)
+            .into_iter()
+            .map(|r| {
+                let h = worker_headers(&r);
+                (r, h)
+            })
+            .collect();
+        let r = check_topic(&t);
+        assert!(r.ok(), "{:?}", r.problems);
+        // Input headers are not required: a row without them says nothing.
+        let mut bare = t.clone();
+        bare[0].1 = RecordHeaders::default();
+        assert!(check_topic(&bare).ok());
+        let again = |h: RecordHeaders| (row(2, "h2", 777), h);
+        let sealed_row = worker_headers(&row(2, "h2", 777));
+        let cases: Vec<(&str, (Vec<u8>, RecordHeaders))> = vec![
+            (
+                "a row carrying a seal header",
+                again(RecordHeaders {
+                    seal: vec!["9".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+            (
+                "a row naming another input offset",
+                again(RecordHeaders {
+                    input_offset: vec!["7".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+            (
+                "a row naming its offset, then another",
+                again(RecordHeaders {
+                    input_offset: vec!["2".into(), "7".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+            (
+                "a row naming another input partition",
+                again(RecordHeaders {
+                    input_partition: vec!["1".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+        ];
+        for (what, extra) in cases {
+            let mut tampered = t.clone();
+            tampered.push(extra);
+            let r = check_topic(&tampered);
+            assert_eq!(kinds(&r), vec![ProblemKind::HeaderMismatch], "{what}");
+            assert_eq!(r.problems[0].offsets, Some((2, 2)), "{what}");
+        }
+        // A seal without its seal header, and one with another number.
+        let seal_at = t.iter().position(|(r, _)| is_seal(r)).unwrap();
+        for seal in [vec![], vec!["5".to_string()]] {
+            let mut tampered = t.clone();
+            tampered[seal_at].1.seal = seal;
+            let r = check_topic(&tampered);
+            assert_eq!(kinds(&r), vec![ProblemKind::HeaderMismatch]);
+            assert_eq!(r.problems[0].seal_seq, Some(0));
+        }
     }
 
     #[test]
