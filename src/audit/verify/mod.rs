@@ -1558,8 +1558,8 @@ mod tests {
         assert_eq!(r.problems[0].offsets, Some((8, 9)));
     }
 
-    #[test]
-    fn a_copy_of_a_row_is_a_redelivery_only_if_it_differs_in_ts_alone() {
+    /// Rows of offsets 0..4, all accepted, and the seal over them.
+    fn four_accepted_rows_sealed() -> Vec<Vec<u8>> {
         let mut s = sealer_at("w1", 0, GENESIS);
         let mut t = Vec::new();
         for o in 0..4 {
@@ -1568,6 +1568,12 @@ mod tests {
             t.push(r);
         }
         t.extend(s.seal(1_000));
+        t
+    }
+
+    #[test]
+    fn a_copy_of_a_row_is_a_redelivery_only_if_it_differs_in_ts_alone() {
+        let t = four_accepted_rows_sealed();
         // Same row, processed again later.
         let mut again = t.clone();
         again.push(row_with(2, "accepted", 777));
@@ -1597,14 +1603,7 @@ mod tests {
 
     #[test]
     fn a_copy_whose_ts_is_moved_dropped_or_not_an_integer_is_a_conflict() {
-        let mut s = sealer_at("w1", 0, GENESIS);
-        let mut t = Vec::new();
-        for o in 0..4 {
-            let r = row_with(o, "accepted", 100 + o);
-            s.push(o, &r);
-            t.push(r);
-        }
-        t.extend(s.seal(1_000));
+        let t = four_accepted_rows_sealed();
         let sealed = String::from_utf8(row_with(2, "accepted", 102)).unwrap();
         let copies = [
             sealed.replace(r#","ts":102"#, ""),
