@@ -57,7 +57,11 @@
 //!   committed metadata is a chain head at all (else the worker restarted
 //!   the chain at seq 0 there, and the anchor is lost);
 //! - no row stands for an offset the input topic never held (at or past its
-//!   end, or in a partition it does not have).
+//!   end, in a partition it does not have, or of another input topic).
+//!
+//! Records read from a topic come with their groundgate headers, which must
+//! agree with the body: consumers skip seals by their seal header and may
+//! take a row's input coordinates from its headers.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
