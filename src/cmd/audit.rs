@@ -320,7 +320,7 @@ fn read_anchors(
             until.as_ref().map(|m| m.get(&p).copied().flatten()),
             hi,
         );
-        let anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
+        let anchor = anchor_for((lo, hi), from, to, done);
         let id = ChainId {
             topic: input.to_string(),
             partition: p,
@@ -408,17 +408,19 @@ fn time_bounds(
 
 /// One partition's anchor from its watermarks (`lo..hi`, `hi` exclusive),
 /// the requested range and, with a group, what it committed (`None`:
-/// nothing yet, so no offset is owed a row).
+/// nothing, or no group given).
 fn anchor_for(
     (lo, hi): (i64, i64),
     from: Option<i64>,
     to: Option<i64>,
-    with_group: bool,
     committed: Option<(i64, Result<ChainHead, &'static str>)>,
 ) -> Anchor {
+    // A group that committed nothing of the partition (a mistyped group
+    // name, say) vouches for nothing: the input topic's watermarks alone
+    // then say what is owed a row, as without --group.
     let mut last = hi - 1;
-    if with_group {
-        last = last.min(committed.map_or(lo - 1, |(c, _)| c - 1));
+    if let Some((c, _)) = committed {
+        last = last.min(c - 1);
     }
     let first = from.map_or(lo, |f| f.max(lo));
     let last = to.map_or(last, |t| t.min(last));
@@ -573,7 +575,7 @@ mod tests {
             time_bounds((None, None), Some(None), Some(None), 50),
             (Some(50), Some(49))
         );
-        let a = anchor_for((0, 50), Some(50), Some(49), false, None);
+        let a = anchor_for((0, 50), Some(50), Some(49), None);
         assert_eq!(a.cover, None);
     }
 
@@ -584,26 +586,27 @@ mod tests {
             prev: [7; 32],
         };
         // Topic alone: everything between the watermarks.
-        let a = anchor_for((5, 20), None, None, false, None);
+        let a = anchor_for((5, 20), None, None, None);
         assert_eq!((a.cover, a.committed, a.head), (Some((5, 19)), None, None));
         // With a group: only what it committed, and its head.
-        let a = anchor_for((5, 20), None, None, true, Some((12, Ok(head))));
+        let a = anchor_for((5, 20), None, None, Some((12, Ok(head))));
         assert_eq!(
             (a.cover, a.committed, a.head),
             (Some((5, 11)), Some(12), Some(head))
         );
-        // A group that committed nothing owes nothing.
-        assert_eq!(anchor_for((5, 20), None, None, true, None).cover, None);
+        // A group that committed nothing of the partition vouches for
+        // nothing: the topic alone says what is owed, as without a group.
+        assert_eq!(anchor_for((5, 20), None, None, None).cover, Some((5, 19)));
         // --from / --to narrow it; an empty topic or range covers nothing.
         assert_eq!(
-            anchor_for((5, 20), Some(8), Some(9), false, None).cover,
+            anchor_for((5, 20), Some(8), Some(9), None).cover,
             Some((8, 9))
         );
         assert_eq!(
-            anchor_for((5, 20), Some(0), Some(100), false, None).cover,
+            anchor_for((5, 20), Some(0), Some(100), None).cover,
             Some((5, 19))
         );
-        assert_eq!(anchor_for((7, 7), None, None, false, None).cover, None);
-        assert_eq!(anchor_for((5, 20), Some(30), None, false, None).cover, None);
+        assert_eq!(anchor_for((7, 7), None, None, None).cover, None);
+        assert_eq!(anchor_for((5, 20), Some(30), None, None).cover, None);
     }
 }
