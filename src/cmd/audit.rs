@@ -14,13 +14,15 @@ use std::time::{Duration, SystemTime};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::audit::keys;
 use crate::audit::seal::{ChainHead, ChainId};
-use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, Report};
+use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, RecordHeaders, Report};
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
 use crate::kafka::client::metadata_bytes;
+use crate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, H_SEAL};
 use crate::kafka::seals::read_head;
 
 const EXIT_CLEAN: u8 = 0;
@@ -223,12 +225,13 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
         }
         let p = msg.partition();
         if let Some(&stream) = streams.get(&p) {
-            v.record(
+            v.record_from_topic(
                 Location {
                     stream,
                     pos: msg.offset() as u64,
                 },
                 msg.payload().unwrap_or_default(),
+                &record_headers(&msg),
             );
         }
         if remaining.get(&p).is_some_and(|hi| msg.offset() + 1 >= *hi) {
@@ -239,6 +242,22 @@ fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), C
         b.finish_and_clear();
     }
     Ok(())
+}
+
+/// The groundgate headers of an audit topic's message.
+fn record_headers(msg: &BorrowedMessage<'_>) -> RecordHeaders {
+    let mut h = RecordHeaders::default();
+    for header in msg.headers().into_iter().flat_map(|hs| hs.iter()) {
+        let slot = match header.key {
+            H_INPUT_TOPIC => &mut h.input_topic,
+            H_INPUT_PARTITION => &mut h.input_partition,
+            H_INPUT_OFFSET => &mut h.input_offset,
+            H_SEAL => &mut h.seal,
+            _ => continue,
+        };
+        slot.push(String::from_utf8_lossy(header.value.unwrap_or_default()).into_owned());
+    }
+    h
 }
 
 /// What the input side says per input partition: the offsets the input
@@ -301,7 +320,7 @@ fn read_anchors(
             until.as_ref().map(|m| m.get(&p).copied().flatten()),
             hi,
         );
-        let anchor = anchor_for((lo, hi), from, to, group.is_some(), done);
+        let anchor = anchor_for((lo, hi), from, to, done);
         let id = ChainId {
             topic: input.to_string(),
             partition: p,
@@ -389,17 +408,19 @@ fn time_bounds(
 
 /// One partition's anchor from its watermarks (`lo..hi`, `hi` exclusive),
 /// the requested range and, with a group, what it committed (`None`:
-/// nothing yet, so no offset is owed a row).
+/// nothing, or no group given).
 fn anchor_for(
     (lo, hi): (i64, i64),
     from: Option<i64>,
     to: Option<i64>,
-    with_group: bool,
     committed: Option<(i64, Result<ChainHead, &'static str>)>,
 ) -> Anchor {
+    // A group that committed nothing of the partition (a mistyped group
+    // name, say) vouches for nothing: the input topic's watermarks alone
+    // then say what is owed a row, as without --group.
     let mut last = hi - 1;
-    if with_group {
-        last = last.min(committed.map_or(lo - 1, |(c, _)| c - 1));
+    if let Some((c, _)) = committed {
+        last = last.min(c - 1);
     }
     let first = from.map_or(lo, |f| f.max(lo));
     let last = to.map_or(last, |t| t.min(last));
@@ -575,7 +596,7 @@ mod tests {
             time_bounds((None, None), Some(None), Some(None), 50),
             (Some(50), Some(49))
         );
-        let a = anchor_for((0, 50), Some(50), Some(49), false, None);
+        let a = anchor_for((0, 50), Some(50), Some(49), None);
         assert_eq!(a.cover, None);
     }
 
@@ -586,26 +607,27 @@ mod tests {
             prev: [7; 32],
         };
         // Topic alone: everything between the watermarks.
-        let a = anchor_for((5, 20), None, None, false, None);
+        let a = anchor_for((5, 20), None, None, None);
         assert_eq!((a.cover, a.committed, a.head), (Some((5, 19)), None, None));
         // With a group: only what it committed, and its head.
-        let a = anchor_for((5, 20), None, None, true, Some((12, Ok(head))));
+        let a = anchor_for((5, 20), None, None, Some((12, Ok(head))));
         assert_eq!(
             (a.cover, a.committed, a.head),
             (Some((5, 11)), Some(12), Some(head))
         );
-        // A group that committed nothing owes nothing.
-        assert_eq!(anchor_for((5, 20), None, None, true, None).cover, None);
+        // A group that committed nothing of the partition vouches for
+        // nothing: the topic alone says what is owed, as without a group.
+        assert_eq!(anchor_for((5, 20), None, None, None).cover, Some((5, 19)));
         // --from / --to narrow it; an empty topic or range covers nothing.
         assert_eq!(
-            anchor_for((5, 20), Some(8), Some(9), false, None).cover,
+            anchor_for((5, 20), Some(8), Some(9), None).cover,
             Some((8, 9))
         );
         assert_eq!(
-            anchor_for((5, 20), Some(0), Some(100), false, None).cover,
+            anchor_for((5, 20), Some(0), Some(100), None).cover,
             Some((5, 19))
         );
-        assert_eq!(anchor_for((7, 7), None, None, false, None).cover, None);
-        assert_eq!(anchor_for((5, 20), Some(30), None, false, None).cover, None);
+        assert_eq!(anchor_for((7, 7), None, None, None).cover, None);
+        assert_eq!(anchor_for((5, 20), Some(30), None, None).cover, None);
     }
 }

@@ -1735,3 +1735,228 @@ async fn a_foreign_committed_head_is_counted_logged_and_reported() {
     );
     let _ = code;
 }
+
+/// Appends `value` to `partition` of the audit topic with kcat, an
+/// independent producer, with `headers` (`key=value` each).
+fn kcat_append(bootstrap: &str, partition: i32, headers: &[String], value: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("value");
+    std::fs::write(&file, value).unwrap();
+    let mut cmd = std::process::Command::new("kcat");
+    cmd.args(["-b", bootstrap, "-P", "-t", "answers.audit", "-p"])
+        .arg(partition.to_string());
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    cmd.arg(&file);
+    crate::common::succeeded(&mut cmd, "kcat -P");
+}
+
+/// The headers of `m` as kcat's `-H key=value` arguments.
+fn kcat_headers(m: &OwnedMessage) -> Vec<String> {
+    use rdkafka::message::Headers;
+    m.headers()
+        .map(|hs| {
+            hs.iter()
+                .map(|h| {
+                    format!(
+                        "{}={}",
+                        h.key,
+                        String::from_utf8_lossy(h.value.unwrap_or_default())
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Problems of `kind` in a verify report, as (input topic, partition, offsets).
+fn problems_of(report: &Value, kind: &str) -> Vec<(String, i64, Value)> {
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == kind)
+        .map(|p| {
+            (
+                p["topic"].as_str().unwrap_or_default().to_string(),
+                p["partition"].as_i64().unwrap_or(-1),
+                p["offsets"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Someone who can write to the audit topic but holds no signing key
+/// appends records to a signed worker trail with kcat. Each forgery is
+/// caught by `audit verify --brokers --input-topic --group --public-key`:
+/// a copy of a sealed row with its `ts` moved, a copy hidden from consumers
+/// behind a seal header, another pipeline's chain signed with the same key,
+/// and two contradicting rows for an input offset not sealed yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_appended_to_a_signed_trail_with_kcat_are_caught() {
+    let test = "records_appended_to_a_signed_trail_with_kcat_are_caught";
+    if !crate::common::need_tool(test, "kcat", "kcat") {
+        return;
+    }
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::succeeded(
+        std::process::Command::new(BIN)
+            .args(["audit", "keygen", "--out"])
+            .arg(dir.path().join("audit")),
+        "audit keygen",
+    );
+    let (private, public) = (dir.path().join("audit.key"), dir.path().join("audit.pub"));
+    let signed = |group: &str, input: &str, audit: &str| {
+        let mut c = (*config(&bs, group, Guarantee::AtLeastOnce)).clone();
+        c.audit.signing_key_file = Some(private.clone());
+        c.kafka.topics.input = input.to_string();
+        c.kafka.topics.audit = audit.to_string();
+        Arc::new(c)
+    };
+    produce_mixed(&bs, 60, 300).await;
+    let w = start(&signed("g-kcat", "answers", "answers.audit"), &bs);
+    assert_eq!(wait_committed(&bs, "g-kcat", 60).await, 60);
+    w.stop().await.unwrap();
+    let public = public.to_str().unwrap().to_string();
+    let verify = |extra: &'static [&'static str]| {
+        let mut args = vec!["--public-key", public.as_str()];
+        args.extend_from_slice(extra);
+        let bs = bs.clone();
+        async move { verify_anchored(&bs, "g-kcat", &args).await }
+    };
+    let (code, report) = verify(&[]).await;
+    assert_eq!(code, 0, "{report:#}");
+
+    let rows = read_outputs(&bs, 60).await[2].clone();
+    let sealed = &rows[0];
+    let (p, o) = coords(sealed);
+    let text = String::from_utf8(sealed.payload().unwrap().to_vec()).unwrap();
+    let ts = json_of(sealed)["ts"].as_i64().unwrap();
+    let row_headers = |partition: i32, offset: i64| {
+        vec![
+            "groundgate.input.topic=answers".to_string(),
+            format!("groundgate.input.partition={partition}"),
+            format!("groundgate.input.offset={offset}"),
+        ]
+    };
+
+    // The sealed row with its ts moved to the front: compact JSON, every
+    // field equal, but not what a second processing writes.
+    let without_ts = text.replacen(&format!(",\"ts\":{ts}"), "", 1);
+    assert_ne!(without_ts, text, "{text}");
+    let moved = format!("{{\"ts\":{ts},{}", &without_ts[1..]);
+    kcat_append(
+        &bs,
+        sealed.partition(),
+        &row_headers(p, o),
+        moved.as_bytes(),
+    );
+    let (code, report) = verify(&[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(problem_kinds(&report), ["conflict"], "{report:#}");
+    assert_eq!(
+        problems_of(&report, "conflict"),
+        [("answers".to_string(), i64::from(p), json!([o, o]))]
+    );
+
+    // A redelivery of the sealed row that consumers skip as a seal.
+    let again = text.replacen(&format!("\"ts\":{ts}"), &format!("\"ts\":{}", ts + 1), 1);
+    let mut hidden = row_headers(p, o);
+    hidden.push("groundgate.seal=0".into());
+    kcat_append(&bs, sealed.partition(), &hidden, again.as_bytes());
+    let (_, report) = verify(&[]).await;
+    assert_eq!(
+        problems_of(&report, "header_mismatch"),
+        [("answers".to_string(), i64::from(p), json!([o, o]))],
+        "{report:#}"
+    );
+
+    // Another pipeline's trail, signed with the same key, copied over
+    // record by record with its headers.
+    for t in [
+        "answers-b",
+        "answers-b.audit",
+        "b.final",
+        "b.retry",
+        "b.dlq",
+    ] {
+        broker.cluster().create_topic(t, 2, 1).unwrap();
+    }
+    let values: Vec<Vec<u8>> = (0..8).map(|i| groundgate::sample::mixed(i, 300)).collect();
+    produce_values(&bs, "answers-b", values).await;
+    let mut b = (*signed("g-kcat-b", "answers-b", "answers-b.audit")).clone();
+    b.kafka.topics.final_ = "b.final".into();
+    b.kafka.topics.retry = "b.retry".into();
+    b.kafka.topics.dead_letter = "b.dlq".into();
+    let wb = start(&Arc::new(b), &bs);
+    let b_bs = bs.clone();
+    let other = tokio::task::spawn_blocking(move || {
+        inspect::read_until(&b_bs, &["answers-b.audit"], WAIT, |got| {
+            let (seals, rows): (Vec<&OwnedMessage>, Vec<&OwnedMessage>) =
+                got[0].iter().partition(|m| inspect::is_seal(m));
+            let listed: usize = seals
+                .iter()
+                .map(|m| json_of(m)["rows"].as_array().unwrap().len())
+                .sum();
+            listed >= 8 && rows.len() >= 8
+        })
+    })
+    .await
+    .unwrap()
+    .unwrap()
+    .concat();
+    wb.stop().await.unwrap();
+    for m in &other {
+        kcat_append(&bs, 0, &kcat_headers(m), m.payload().unwrap());
+    }
+    let (_, report) = verify(&[]).await;
+    let ghosts = problems_of(&report, "row_ghost");
+    assert!(
+        ghosts.len() >= 8 && ghosts.iter().all(|g| g.0 == "answers-b"),
+        "{report:#}"
+    );
+
+    // An input record the workers have not processed, and two rows for it
+    // that disagree: a live tail, but not one that contradicts itself.
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(input.path(), groundgate::sample::mixed(99, 300)).unwrap();
+    let b = bs.clone();
+    let end = tokio::task::spawn_blocking(move || input_ends(&b)[&0])
+        .await
+        .unwrap();
+    crate::common::succeeded(
+        std::process::Command::new("kcat")
+            .args(["-b", &bs, "-P", "-t", "answers", "-p", "0"])
+            .arg(input.path()),
+        "kcat -P",
+    );
+    let mut tail = json_of(sealed);
+    tail["input"]["partition"] = json!(0);
+    tail["input"]["offset"] = json!(end);
+    for outcome in ["accepted", "rejected"] {
+        tail["outcome"] = json!(outcome);
+        kcat_append(
+            &bs,
+            0,
+            &row_headers(0, end),
+            &serde_json::to_vec(&tail).unwrap(),
+        );
+    }
+    let (code, report) = verify(&["--allow-unsealed-tail"]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        problems_of(&report, "conflict").contains(&("answers".to_string(), 0, json!([end, end]))),
+        "{report:#}"
+    );
+    let kinds: BTreeSet<String> = problem_kinds(&report).into_iter().collect();
+    assert_eq!(
+        kinds,
+        ["conflict", "header_mismatch", "row_ghost"]
+            .map(String::from)
+            .into(),
+        "{report:#}"
+    );
+}

@@ -40,7 +40,7 @@ impl Record {
         };
         let encoded = serde_json::to_vec(&Members {
             members: &members,
-            skip: None,
+            blank: None,
         })?;
         let mut repeated = false;
         let map = to_map(&members, &mut repeated);
@@ -51,16 +51,24 @@ impl Record {
         }))
     }
 
-    /// SHA-256 of the record as written without its top-level `ts`: equal
-    /// for two canonical rows that are the same bytes but for the value of
-    /// `ts` (what a redelivery repeats).
+    /// SHA-256 of the record as written with the value of its top-level
+    /// `ts` blanked when that value is an integer, as groundgate writes it:
+    /// equal for two canonical rows that are the same bytes but for the
+    /// integer in `ts` (what a redelivery repeats). A `ts` moved, dropped,
+    /// or holding anything but an integer (a string, an object with other
+    /// fields inside) changes the content, so such a copy is no redelivery.
     pub(super) fn content_hash(&self) -> [u8; 32] {
         let bytes = serde_json::to_vec(&Members {
             members: &self.members,
-            skip: Some("ts"),
+            blank: Some("ts"),
         })
         .unwrap_or_default();
-        Sha256::digest(bytes).into()
+        // Tells a blanked integer from a `ts` that holds `null` itself.
+        let blanked = self.members.iter().any(|(k, v)| k == "ts" && is_integer(v));
+        let mut h = Sha256::new();
+        h.update(if blanked { b"i" } else { b"-" });
+        h.update(bytes);
+        h.finalize().into()
     }
 }
 
@@ -84,17 +92,24 @@ fn to_value(v: &Json, repeated: &mut bool) -> Value {
     }
 }
 
-/// An object's members in order, without the member named `skip`.
+fn is_integer(v: &Json) -> bool {
+    matches!(v, Json::Number(n) if n.is_i64() || n.is_u64())
+}
+
+/// An object's members in order; the member named `blank`, when its value
+/// is an integer, with `null` in place of that value.
 struct Members<'a> {
     members: &'a [(String, Json)],
-    skip: Option<&'a str>,
+    blank: Option<&'a str>,
 }
 
 impl Serialize for Members<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
         for (k, v) in self.members {
-            if self.skip != Some(k.as_str()) {
+            if self.blank == Some(k.as_str()) && is_integer(v) {
+                m.serialize_entry(k, &Json::Null)?;
+            } else {
                 m.serialize_entry(k, v)?;
             }
         }
@@ -118,7 +133,7 @@ impl Serialize for Json {
             }
             Json::Object(members) => Members {
                 members,
-                skip: None,
+                blank: None,
             }
             .serialize(s),
         }
@@ -234,5 +249,25 @@ mod tests {
         assert_ne!(a.content_hash(), c.content_hash());
         assert_ne!(a.content_hash(), reordered.content_hash());
         assert!(Record::read(b"[1]").unwrap().is_none());
+    }
+
+    #[test]
+    fn the_content_keeps_where_ts_is_and_what_it_holds_unless_an_integer() {
+        let a = read(r#"{"x":1,"ts":5,"y":2}"#);
+        for other in [
+            r#"{"x":1,"y":2}"#,
+            r#"{"ts":5,"x":1,"y":2}"#,
+            r#"{"x":1,"y":2,"ts":5}"#,
+            r#"{"x":1,"ts":"5","y":2}"#,
+            r#"{"x":1,"ts":{"x":2},"y":2}"#,
+            r#"{"x":1,"ts":null,"y":2}"#,
+            r#"{"x":1,"ts":5.5,"y":2}"#,
+        ] {
+            assert_ne!(a.content_hash(), read(other).content_hash(), "{other}");
+        }
+        assert_eq!(
+            a.content_hash(),
+            read(r#"{"x":1,"ts":18446744073709551615,"y":2}"#).content_hash()
+        );
     }
 }

@@ -37,7 +37,7 @@
 //!   every chain it writes and writes nothing after a chain's final seal;
 //! - every row and seal is the compact JSON of what it parses to, each key
 //!   once (not canonical), and a redelivery repeats its sealed row's bytes
-//!   but for `ts`;
+//!   but for the integer in `ts`;
 //! - a chain whose seals are `check`'s ends with its final seal and holds
 //!   each row and seal once: `check` neither redelivers nor reseals, and a
 //!   trail cut off after an earlier seal is otherwise consistent;
@@ -63,7 +63,11 @@
 //!   committed metadata is a chain head at all (else the worker restarted
 //!   the chain at seq 0 there, and the anchor is lost);
 //! - no row stands for an offset the input topic never held (at or past its
-//!   end, or in a partition it does not have).
+//!   end, in a partition it does not have, or of another input topic).
+//!
+//! Records read from a topic come with their groundgate headers, which must
+//! agree with the body: consumers skip seals by their seal header and may
+//! take a row's input coordinates from its headers.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -86,6 +90,14 @@ use json::Record;
 pub use report::*;
 
 const NOT_CANONICAL: &str = "not the compact JSON of what it parses to (a repeated key, whitespace, another escape or number form): rows and seals are written compact with each key once, and readers may disagree on what these bytes say";
+
+/// What a record's body is, for judging its headers: a row of an input
+/// offset, or a seal of a sequence number.
+#[derive(Clone, Copy)]
+enum Body {
+    Row(i64),
+    Seal(u64),
+}
 
 /// Incremental verifier: feed records with [`Verifier::record`], then
 /// [`Verifier::finish`].
@@ -160,6 +172,16 @@ impl AuditVerifier {
 
     /// One record as read (a file line without its newline, or a message value).
     pub fn record(&mut self, at: Location, bytes: &[u8]) {
+        self.read(at, bytes, None);
+    }
+
+    /// One message of an audit topic: its value and its groundgate headers,
+    /// which must agree with the value (see [`RecordHeaders`]).
+    pub fn record_from_topic(&mut self, at: Location, bytes: &[u8], headers: &RecordHeaders) {
+        self.read(at, bytes, Some(headers));
+    }
+
+    fn read(&mut self, at: Location, bytes: &[u8], headers: Option<&RecordHeaders>) {
         self.report.records += 1;
         let record = match Record::read(bytes) {
             Ok(Some(r)) => r,
@@ -186,8 +208,14 @@ impl AuditVerifier {
         let canonical = record.canonical;
         let map = &record.map;
         if map.get("type").and_then(Value::as_str) == Some(SEAL_TYPE) {
+            if let (Some(h), Some((chain, seq, ..))) = (headers, seal_fields(map)) {
+                self.judge_headers(at, h, &chain, Body::Seal(seq));
+            }
             self.seal(at, map, canonical);
         } else if let Some((chain, offset)) = row_fields(map) {
+            if let Some(h) = headers.filter(|_| self.opts.in_range(offset)) {
+                self.judge_headers(at, h, &chain, Body::Row(offset));
+            }
             // Rows outside --from/--to are judged by nothing: not kept, so
             // verifying a slice of a huge topic needs memory for the slice.
             if !self.opts.in_range(offset) {
@@ -222,6 +250,67 @@ impl AuditVerifier {
             )
             .at = Some(at);
         }
+    }
+
+    /// A record's groundgate headers against its body: a seal carries its
+    /// sequence number in the seal header (consumers skip seals by it), a
+    /// row carries none, and input coordinates in the headers, where
+    /// present, are the record's own.
+    fn judge_headers(&mut self, at: Location, h: &RecordHeaders, chain: &ChainId, body: Body) {
+        let mut wrong = Vec::new();
+        match body {
+            Body::Seal(seq) if h.seal.is_empty() => wrong.push(format!(
+                "no seal header on seal {seq}: consumers that skip seals by it read it as a row"
+            )),
+            Body::Seal(seq) => {
+                if let Some(s) = h.seal.iter().find(|s| **s != seq.to_string()) {
+                    wrong.push(format!("seal header {s:?} on seal {seq}"));
+                }
+            }
+            Body::Row(_) => {
+                if let Some(s) = h.seal.first() {
+                    wrong.push(format!(
+                        "seal header {s:?} on a row: consumers that skip seals by it never read the row"
+                    ));
+                }
+            }
+        }
+        let offset = match body {
+            Body::Row(o) => Some(o.to_string()),
+            Body::Seal(_) => None,
+        };
+        for (name, said, is) in [
+            ("input topic", &h.input_topic, Some(chain.topic.clone())),
+            (
+                "input partition",
+                &h.input_partition,
+                Some(chain.partition.to_string()),
+            ),
+            ("input offset", &h.input_offset, offset),
+        ] {
+            if let Some(said) = said.iter().find(|v| Some(*v) != is.as_ref()) {
+                wrong.push(format!(
+                    "{name} header {said:?}, the body says {}",
+                    is.as_deref().map_or("none".into(), |v| format!("{v:?}"))
+                ));
+            }
+        }
+        if wrong.is_empty() {
+            return;
+        }
+        let p = self.problem(
+            ProblemKind::HeaderMismatch,
+            Some(chain),
+            format!(
+                "the record's headers disagree with its body: {}",
+                wrong.join("; ")
+            ),
+        );
+        match body {
+            Body::Row(o) => p.offsets = Some((o, o)),
+            Body::Seal(seq) => p.seal_seq = Some(seq),
+        }
+        p.at = Some(at);
     }
 
     fn seal(&mut self, at: Location, map: &Map<String, Value>, canonical: bool) {
@@ -536,6 +625,9 @@ impl AuditVerifier {
         let committed = anchor.committed;
         let mut problems = Vec::new();
         let mut tail: Vec<(i64, bool)> = Vec::new();
+        // The first unsealed row read of each offset no seal covers: a
+        // later one that says something else is a conflict, live tail or not.
+        let mut first_unsealed: HashMap<i64, &Row> = HashMap::new();
         for r in c
             .rows
             .iter()
@@ -543,6 +635,16 @@ impl AuditVerifier {
         {
             if !self.opts.in_range(r.offset) {
                 continue;
+            }
+            if !sealed.contains_key(&r.offset) {
+                let first = *first_unsealed.entry(r.offset).or_insert(r);
+                if first.content != r.content {
+                    problems.push((
+                        ProblemKind::Conflict,
+                        r,
+                        "unsealed row disagrees with an earlier unsealed row for its offset (fields other than ts differ)",
+                    ));
+                }
             }
             match sealed.get(&r.offset) {
                 Some(contents) if contents.contains(&r.content) && by_check => problems.push((
@@ -609,14 +711,19 @@ impl AuditVerifier {
     /// Rows for input offsets the input topic never held (at or beyond its
     /// end, or in a partition it does not have), sealed or not.
     fn judge_ghost_rows(&mut self, id: &ChainId, c: &Chain) {
+        // With the input topic named, a chain of any other topic stands for
+        // records it never held: a whole chain copied from another
+        // pipeline's audit topic, signed with the same key, would otherwise
+        // verify beside the real ones.
         let end = match (self.opts.anchors.get(id), &self.opts.input_topic) {
             (Some(a), _) => a.end,
-            (None, Some(t)) if *t == id.topic => Some(i64::MIN),
-            (None, _) => None,
+            (None, Some(_)) => Some(i64::MIN),
+            (None, None) => None,
         };
         let Some(end) = end else {
             return;
         };
+        let input = self.opts.input_topic.clone().unwrap_or_default();
         let ghosts: Vec<(i64, Location)> = c
             .rows
             .iter()
@@ -627,7 +734,12 @@ impl AuditVerifier {
             let p = self.problem(
                 ProblemKind::RowGhost,
                 Some(id),
-                if end == i64::MIN {
+                if end == i64::MIN && id.topic != input {
+                    format!(
+                        "row for input topic {}, not for {input}, the input topic this trail is verified against",
+                        id.topic
+                    )
+                } else if end == i64::MIN {
                     "row for a partition the input topic does not have".into()
                 } else {
                     format!("row for an input offset the input topic never held (its end is {end})")
@@ -766,12 +878,17 @@ impl AuditVerifier {
         offsets.extend(seals.iter().flat_map(|s| [s.first, s.last]));
         offsets.sort_unstable();
         offsets.dedup();
+        let seen = (offsets.first().copied(), offsets.last().copied());
         let (lo, hi) = match anchor.cover {
             Some((a, b)) => (Some(a), Some(b)),
-            None => (
-                self.opts.from.or(offsets.first().copied()),
-                self.opts.to.or(offsets.last().copied()),
+            // The input topic holds nothing of this partition in the range
+            // (or the group committed nothing of it): the range owes it no
+            // row, and only the offsets seen are judged.
+            None if self.opts.input_topic.as_deref() == Some(id.topic.as_str()) => (
+                seen.0.map(|o| self.opts.from.map_or(o, |f| o.max(f))),
+                seen.1.map(|o| self.opts.to.map_or(o, |t| o.min(t))),
             ),
+            None => (self.opts.from.or(seen.0), self.opts.to.or(seen.1)),
         };
         cr.first_offset = lo;
         cr.last_offset = hi;
@@ -1472,8 +1589,8 @@ mod tests {
         assert_eq!(r.problems[0].offsets, Some((8, 9)));
     }
 
-    #[test]
-    fn a_copy_of_a_row_is_a_redelivery_only_if_it_differs_in_ts_alone() {
+    /// Rows of offsets 0..4, all accepted, and the seal over them.
+    fn four_accepted_rows_sealed() -> Vec<Vec<u8>> {
         let mut s = sealer_at("w1", 0, GENESIS);
         let mut t = Vec::new();
         for o in 0..4 {
@@ -1482,6 +1599,12 @@ mod tests {
             t.push(r);
         }
         t.extend(s.seal(1_000));
+        t
+    }
+
+    #[test]
+    fn a_copy_of_a_row_is_a_redelivery_only_if_it_differs_in_ts_alone() {
+        let t = four_accepted_rows_sealed();
         // Same row, processed again later.
         let mut again = t.clone();
         again.push(row_with(2, "accepted", 777));
@@ -1510,6 +1633,62 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_whose_ts_is_moved_dropped_or_not_an_integer_is_a_conflict() {
+        let t = four_accepted_rows_sealed();
+        let sealed = String::from_utf8(row_with(2, "accepted", 102)).unwrap();
+        let copies = [
+            sealed.replace(r#","ts":102"#, ""),
+            sealed
+                .replace(r#","ts":102"#, "")
+                .replacen('{', r#"{"ts":102,"#, 1),
+            sealed.replace(r#""ts":102"#, r#""ts":"102""#),
+            sealed.replace(
+                r#""ts":102"#,
+                r#""ts":{"outcome":"rejected","validation_ok":false}"#,
+            ),
+            sealed.replace(r#""ts":102"#, r#""ts":null"#),
+        ];
+        for copy in copies {
+            let mut tampered = t.clone();
+            tampered.push(copy.clone().into_bytes());
+            let r = check(&tampered, Options::default());
+            assert_eq!(kinds(&r), vec![ProblemKind::Conflict], "{copy}");
+            assert_eq!(r.problems[0].offsets, Some((2, 2)), "{copy}");
+            assert_eq!(r.chains[0].redeliveries, 0, "{copy}");
+        }
+    }
+
+    #[test]
+    fn two_rows_of_a_live_tail_that_disagree_are_a_conflict() {
+        let (key, _) = key_and_options();
+        let mut t = trail(10, 4, Some(key.clone()));
+        assert!(is_seal(&t.pop().unwrap()));
+        let mut signed_live = anchored(Some((0, 7)), 8, head_of(8, 4));
+        signed_live.allow_unsealed_tail = true;
+        signed_live.public_key = Some(key.verifying_key());
+        let live = Options {
+            allow_unsealed_tail: true,
+            ..Options::default()
+        };
+        // Processed again, still unsealed: the same row but for ts.
+        let mut again = t.clone();
+        again.push(row(9, "h9", 777));
+        for opts in [signed_live.clone(), live.clone()] {
+            let r = check(&again, opts);
+            assert!(r.ok(), "{:?}", r.problems);
+            assert_eq!(r.chains[0].unsealed_tail, 3);
+        }
+        // A second row for offset 9 that says something else.
+        let mut contradicted = t.clone();
+        contradicted.push(row(9, "another answer", 777));
+        for opts in [signed_live, live] {
+            let r = check(&contradicted, opts);
+            assert_eq!(kinds(&r), vec![ProblemKind::Conflict], "{:?}", r.problems);
+            assert_eq!(r.problems[0].offsets, Some((9, 9)));
+        }
+    }
+
+    #[test]
     fn rows_for_offsets_the_input_never_had_are_ghosts() {
         let mut opts = anchored(Some((0, 9)), 10, head_of(10, 4));
         opts.anchors.get_mut(&answers(0)).unwrap().end = Some(10);
@@ -1529,6 +1708,189 @@ mod tests {
         let r = check(&t, opts);
         assert_eq!(kinds(&r), vec![ProblemKind::RowGhost]);
         assert_eq!(r.problems[0].partition, Some(7));
+    }
+
+    #[test]
+    fn a_chain_of_another_input_topic_is_ghosts_against_the_input_topic() {
+        let (key, signed) = key_and_options();
+        let mut t = trail(10, 4, Some(key.clone()));
+        // Another pipeline's whole chain, signed with the same key.
+        let other = ChainId {
+            topic: "answers-b".into(),
+            partition: 0,
+        };
+        let mut s = Sealer::new(other, "w1", 4, ChainHead::START, Some(key));
+        for o in 0..3 {
+            let r = format!(
+                r#"{{"answer_hash":"b{o}","input":{{"offset":{o},"partition":0,"topic":"answers-b"}},"ts":{o}}}"#
+            )
+            .into_bytes();
+            s.push(o, &r);
+            t.push(r);
+        }
+        t.extend(s.seal(5));
+        assert!(check(&t, signed.clone()).ok(), "a chain of its own");
+        let mut opts = anchored(Some((0, 9)), 10, head_of(10, 4));
+        opts.anchors.get_mut(&answers(0)).unwrap().end = Some(10);
+        opts.input_topic = Some("answers".into());
+        opts.public_key = signed.public_key;
+        let r = check(&t, opts);
+        assert_eq!(
+            kinds(&r),
+            vec![ProblemKind::RowGhost; 3],
+            "{:?}",
+            r.problems
+        );
+        assert!(
+            r.problems
+                .iter()
+                .all(|p| p.topic.as_deref() == Some("answers-b")
+                    && p.detail.contains("not for answers")),
+            "{:?}",
+            r.problems
+        );
+    }
+
+    #[test]
+    fn a_range_past_a_partitions_input_owes_that_partition_nothing() {
+        // Partition 0 holds offsets 0..=9, partition 1 only 0..=3: a range
+        // at the end of partition 0 asks partition 1 for nothing.
+        let mut t = trail(10, 4, None);
+        let mut s = Sealer::new(answers(1), "w1", 4, ChainHead::START, None);
+        for o in 0..4 {
+            let r = format!(
+                r#"{{"answer_hash":"p1-{o}","input":{{"offset":{o},"partition":1,"topic":"answers"}},"ts":{o}}}"#
+            )
+            .into_bytes();
+            s.push(o, &r);
+            t.push(r);
+        }
+        t.extend(s.seal(5));
+        let mut opts = Options {
+            from: Some(8),
+            to: Some(9),
+            input_topic: Some("answers".into()),
+            ..Options::default()
+        };
+        for (p, end) in [(0, 10), (1, 4)] {
+            opts.anchors.insert(
+                answers(p),
+                Anchor {
+                    cover: (end > 8).then_some((8, 9)),
+                    end: Some(end),
+                    ..Anchor::default()
+                },
+            );
+        }
+        let r = check(&t, opts.clone());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.chains[0].rows, 2);
+        // Partition 0's offsets in the range are still owed their rows.
+        let without_9: Vec<Vec<u8>> = t
+            .iter()
+            .filter(|r| !r.starts_with(br#"{"answer_hash":"h9""#))
+            .cloned()
+            .collect();
+        let r = check(&without_9, opts);
+        assert!(kinds(&r).contains(&ProblemKind::Gap), "{:?}", r.problems);
+        assert!(
+            r.problems.iter().all(|p| p.partition == Some(0)),
+            "{:?}",
+            r.problems
+        );
+    }
+
+    /// The headers the worker writes on `record` (a row or a seal of chain 0).
+    fn worker_headers(record: &[u8]) -> RecordHeaders {
+        let v: Value = serde_json::from_slice(record).unwrap();
+        let mut h = RecordHeaders {
+            input_topic: vec!["answers".into()],
+            input_partition: vec!["0".into()],
+            ..RecordHeaders::default()
+        };
+        match v.get("seq") {
+            Some(seq) => h.seal = vec![seq.to_string()],
+            None => h.input_offset = vec![v["input"]["offset"].to_string()],
+        }
+        h
+    }
+
+    fn check_topic(records: &[(Vec<u8>, RecordHeaders)]) -> Report {
+        let mut v = AuditVerifier::new(Options::default());
+        let s = v.stream("answers.audit/0");
+        for (i, (r, h)) in records.iter().enumerate() {
+            let at = Location {
+                stream: s,
+                pos: i as u64,
+            };
+            v.record_from_topic(at, r, h);
+        }
+        v.finish()
+    }
+
+    #[test]
+    fn headers_that_disagree_with_the_body_are_reported() {
+        let t: Vec<(Vec<u8>, RecordHeaders)> = trail(10, 4, None)
+            .into_iter()
+            .map(|r| {
+                let h = worker_headers(&r);
+                (r, h)
+            })
+            .collect();
+        let r = check_topic(&t);
+        assert!(r.ok(), "{:?}", r.problems);
+        // Input headers are not required: a row without them says nothing.
+        let mut bare = t.clone();
+        bare[0].1 = RecordHeaders::default();
+        assert!(check_topic(&bare).ok());
+        let again = |h: RecordHeaders| (row(2, "h2", 777), h);
+        let sealed_row = worker_headers(&row(2, "h2", 777));
+        let cases: Vec<(&str, (Vec<u8>, RecordHeaders))> = vec![
+            (
+                "a row carrying a seal header",
+                again(RecordHeaders {
+                    seal: vec!["9".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+            (
+                "a row naming another input offset",
+                again(RecordHeaders {
+                    input_offset: vec!["7".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+            (
+                "a row naming its offset, then another",
+                again(RecordHeaders {
+                    input_offset: vec!["2".into(), "7".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+            (
+                "a row naming another input partition",
+                again(RecordHeaders {
+                    input_partition: vec!["1".into()],
+                    ..sealed_row.clone()
+                }),
+            ),
+        ];
+        for (what, extra) in cases {
+            let mut tampered = t.clone();
+            tampered.push(extra);
+            let r = check_topic(&tampered);
+            assert_eq!(kinds(&r), vec![ProblemKind::HeaderMismatch], "{what}");
+            assert_eq!(r.problems[0].offsets, Some((2, 2)), "{what}");
+        }
+        // A seal without its seal header, and one with another number.
+        let seal_at = t.iter().position(|(r, _)| is_seal(r)).unwrap();
+        for seal in [vec![], vec!["5".to_string()]] {
+            let mut tampered = t.clone();
+            tampered[seal_at].1.seal = seal;
+            let r = check_topic(&tampered);
+            assert_eq!(kinds(&r), vec![ProblemKind::HeaderMismatch]);
+            assert_eq!(r.problems[0].seal_seq, Some(0));
+        }
     }
 
     #[test]

@@ -20,6 +20,21 @@ pub struct Location {
     pub pos: u64,
 }
 
+/// The groundgate headers of a record read from an audit topic: every
+/// value of each, in order, as text (bytes that are not UTF-8 are read
+/// lossily, and then agree with nothing). Headers are not under any hash or
+/// signature, but consumers of audit rows go by them: they skip records
+/// with a seal header, and may take a row's input coordinates from them. A
+/// header repeated is judged by each of its values, since one consumer
+/// reads the first and another the last.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordHeaders {
+    pub input_topic: Vec<String>,
+    pub input_partition: Vec<String>,
+    pub input_offset: Vec<String>,
+    pub seal: Vec<String>,
+}
+
 /// What is wrong. The names are part of `--json` output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -45,6 +60,10 @@ pub enum ProblemKind {
     Duplicate,
     /// A row for an input offset the input topic never held.
     RowGhost,
+    /// A record on the audit topic whose groundgate headers say something
+    /// else than its body: a seal without its seal header, a row with one,
+    /// or input coordinates that are not the record's own.
+    HeaderMismatch,
     /// Rows after the chain's last seal, when no live tail is allowed.
     UnsealedTail,
     /// Nothing in the trail (or the range) to verify: not a pass.
