@@ -19,7 +19,9 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::audit::keys;
 use crate::audit::seal::{ChainHead, ChainId};
-use crate::audit::verify::{Anchor, AuditVerifier, Location, Options, RecordHeaders, Report};
+use crate::audit::verify::{
+    Anchor, AuditVerifier, Handed, Location, Options, RecordHeaders, Report,
+};
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
 use crate::kafka::client::metadata_bytes;
 use crate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, H_SEAL};
@@ -132,8 +134,86 @@ pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
             };
             v.input_end(id, end);
         }
+        let mut report = v.finish();
+        let handed = read_handed(brokers, input, &crate::audit::verify::gaps(&report))?;
+        crate::audit::verify::narrow(&mut report, &handed);
+        return Ok(report);
     }
     Ok(v.finish())
+}
+
+/// The most input offsets read over the gaps of one verification: a trail
+/// missing more rows than this is reported on its gaps as found.
+const MAX_GAP_READ: i64 = 10_000_000;
+
+/// Reads the input topic over each gap the way a worker reads it
+/// (`read_committed`), to learn which of the gap's offsets hold a record
+/// the worker was handed: the others are transaction markers and records
+/// of aborted transactions, which no worker receives. A gap is read only
+/// from the partition's first offset (earlier ones are deleted and cannot
+/// be told apart) up to its last stable offset (an open transaction's
+/// records are not readable yet).
+fn read_handed(
+    brokers: &str,
+    input: &str,
+    gaps: &[(ChainId, (i64, i64))],
+) -> Result<BTreeMap<ChainId, Handed>, CmdError> {
+    let mut handed: BTreeMap<ChainId, Handed> = BTreeMap::new();
+    if !gaps.iter().any(|(id, _)| id.topic == input) {
+        return Ok(handed);
+    }
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "groundgate-audit-verify")
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "true")
+        .set("auto.offset.reset", "error")
+        .create()?;
+    let timeout = Duration::from_secs(10);
+    let mut budget = MAX_GAP_READ;
+    for (id, (a, b)) in gaps.iter().filter(|(id, _)| id.topic == input) {
+        // With read_committed the upper bound is the last stable offset.
+        let (first, stable) = consumer.fetch_watermarks(input, id.partition, timeout)?;
+        let (from, to) = ((*a).max(first), (*b).min(stable - 1));
+        if from > to || to - from >= budget {
+            continue;
+        }
+        budget -= to - from + 1;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(input, id.partition, Offset::Offset(from))?;
+        consumer.assign(&tpl)?;
+        let mut offsets: Vec<i64> = Vec::new();
+        let through = loop {
+            match consumer.poll(timeout) {
+                Some(Ok(m)) if m.partition() == id.partition => {
+                    let o = m.offset();
+                    if (from..=to).contains(&o) {
+                        offsets.push(o);
+                    }
+                    if o >= to {
+                        break true;
+                    }
+                }
+                Some(Ok(_)) => {}
+                // Everything below the last stable offset read when the
+                // range was set has been handed out.
+                Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) if p == id.partition => {
+                    break true;
+                }
+                Some(Err(rdkafka::error::KafkaError::PartitionEOF(_))) => {}
+                Some(Err(e)) => return Err(e.into()),
+                // Not read through in time: the gap stays as found.
+                None => break false,
+            }
+        };
+        if through {
+            let h = handed.entry(id.clone()).or_default();
+            h.read.push((from, to));
+            h.offsets.extend(offsets);
+        }
+    }
+    Ok(handed)
 }
 
 /// The longest line of a trail file that is read: far above any audit row
@@ -497,6 +577,13 @@ pub fn print_report(r: &Report) {
         }
     );
     print_runs(r);
+    let undelivered: u64 = r.chains.iter().map(|c| c.undelivered).sum();
+    if undelivered > 0 {
+        println!(
+            "{undelivered} input offset(s) without a row hold no record a worker reads \
+             (transaction markers, aborted records): no row is owed for them"
+        );
+    }
     let tail: u64 = r.chains.iter().map(|c| c.unsealed_tail).sum();
     if r.unsealed_tail_allowed && tail > 0 {
         println!("{tail} row(s) after the last seals accepted as a live tail: not vouched for yet");

@@ -65,6 +65,10 @@
 //! - no row stands for an offset the input topic never held (at or past its
 //!   end, in a partition it does not have, or of another input topic).
 //!
+//! The gaps found against the input topic are then narrowed
+//! ([`narrow`]) to the offsets that hold a record a worker is handed, which
+//! the shell learns by reading the input topic over them.
+//!
 //! Records read from a topic come with their groundgate headers, which must
 //! agree with the body: consumers skip seals by their seal header and may
 //! take a row's input coordinates from its headers.
@@ -81,6 +85,7 @@ mod chain;
 mod json;
 mod report;
 mod runs;
+mod undelivered;
 
 use chain::{
     Chain, Row, SealRec, row_fields, run_fields, seal_before, seal_fields, sealed_anywhere,
@@ -88,6 +93,7 @@ use chain::{
 };
 use json::Record;
 pub use report::*;
+pub use undelivered::{Handed, gaps, narrow};
 
 const NOT_CANONICAL: &str = "not the compact JSON of what it parses to (a repeated key, whitespace, another escape or number form): rows and seals are written compact with each key once, and readers may disagree on what these bytes say";
 
@@ -917,16 +923,11 @@ impl AuditVerifier {
                 cr.gaps.push((n, hi));
             }
         }
-        for &(a, b) in &cr.gaps {
-            // Wider than i64: a gap may span nearly all of it.
-            let n = i128::from(b) - i128::from(a) + 1;
-            let p = self.problem(
-                ProblemKind::Gap,
-                Some(id),
-                format!("{n} input offset(s) without an audit row"),
-            );
-            p.offsets = Some((a, b));
-        }
+        let gaps = cr
+            .gaps
+            .iter()
+            .map(|&(a, b)| undelivered::gap_problem(id, a, b));
+        self.report.problems.extend(gaps);
     }
 
     /// The seal the consumer group committed as its chain head must be in

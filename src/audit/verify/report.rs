@@ -131,6 +131,10 @@ pub struct ChainReport {
     pub first_offset: Option<i64>,
     pub last_offset: Option<i64>,
     pub gaps: Vec<(i64, i64)>,
+    /// Input offsets in the range that a `read_committed` reader of the
+    /// input topic was not handed (transaction markers, records of aborted
+    /// transactions): no row is owed for them.
+    pub undelivered: u64,
     /// The `check` run the chain's last seal names; `None` for a worker's
     /// chain and a chain of `check` whose seals name no run.
     pub run: Option<String>,
