@@ -149,8 +149,9 @@ impl Claim {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Evidence {
     pub features: [f64; model::FEATURES],
-    /// `Some(1.0)`: every word and pair found; `Some(0.0)`: a number or a
-    /// negation the sources contradict.
+    /// `Some(1.0)`: every word and pair found; `Some(0.0)`: a strict rule
+    /// broken (a number, a negation, an opposite or a bound the sources
+    /// contradict, a word they say of another name, scattered words).
     pub rule: Option<f64>,
 }
 
