@@ -145,11 +145,12 @@ fn a_wrong_number_is_flagged_even_when_every_word_matches() {
 }
 
 /// 300 attributed records (tests/data/README.md). The floors sit just below
-/// the measured values (BEGIN+HaluEval mix, default config: AUC 0.958,
-/// balanced accuracy 0.877; WiCE 0.950 / 0.950; claims 0.996 / 0.989), so a
-/// real regression of the method fails them; the method without synonyms
+/// the measured values (BEGIN+HaluEval mix, default config: AUC 0.965,
+/// balanced accuracy 0.894; WiCE 0.950 / 0.950; claims 1.000 / 1.000), so a
+/// real regression of the method fails them; the method without the
+/// relation rule (0.958 / 0.877; claims 0.996 / 0.989), or without synonyms
 /// and without checking an unmarked sentence against the marker after it
-/// (0.956 / 0.873; WiCE 0.900 / 0.800; claims 0.982 / 0.967) fails them.
+/// (0.956 / 0.873; WiCE 0.900 / 0.800; claims 0.982 / 0.967), fails them.
 fn subset(file: &str) -> Vec<groundgate::batch::eval::Scored> {
     let config = groundgate::config::RawConfig::load_from_process(
         None,
@@ -172,10 +173,10 @@ fn labelled_subset_keeps_its_auc() {
     let scored = subset("tests/data/grounding_subset.jsonl");
     assert_eq!(scored.len(), 300);
     let (auc, bal) = figures(&scored);
-    assert!(auc >= 0.95, "AUC {auc:.3} fell below the 0.95 floor");
+    assert!(auc >= 0.96, "AUC {auc:.3} fell below the 0.96 floor");
     assert!(
-        bal >= 0.87,
-        "balanced accuracy {bal:.3} fell below the 0.87 floor"
+        bal >= 0.89,
+        "balanced accuracy {bal:.3} fell below the 0.89 floor"
     );
 }
 
@@ -194,10 +195,13 @@ fn wice_and_claims_subsets_keep_their_figures() {
         "WiCE balanced accuracy {bal:.3} fell below the 0.85 floor"
     );
     let (auc, bal) = figures(&claims);
-    assert!(auc >= 0.99, "claims AUC {auc:.3} fell below the 0.99 floor");
     assert!(
-        bal >= 0.975,
-        "claims balanced accuracy {bal:.3} fell below the 0.975 floor"
+        auc >= 0.995,
+        "claims AUC {auc:.3} fell below the 0.995 floor"
+    );
+    assert!(
+        bal >= 0.99,
+        "claims balanced accuracy {bal:.3} fell below the 0.99 floor"
     );
     // Faithful merges and copies are never flagged.
     let wrongly_flagged: Vec<u64> = claims

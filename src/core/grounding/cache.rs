@@ -47,6 +47,8 @@ pub(super) struct Summary {
     pub(super) pairs: Vec<u64>,
     /// By sentence: how many negations it holds.
     pub(super) negations: Vec<u16>,
+    /// By sentence: where its first word starts.
+    pub(super) starts: Vec<u32>,
 }
 
 impl Summary {
@@ -55,6 +57,7 @@ impl Summary {
         self.postings.clear();
         self.pairs.clear();
         self.negations.clear();
+        self.starts.clear();
     }
 
     fn bytes(&self) -> usize {
@@ -62,6 +65,7 @@ impl Summary {
             + self.postings.capacity() * size_of::<(u32, u32)>()
             + self.pairs.capacity() * size_of::<u64>()
             + self.negations.capacity() * size_of::<u16>()
+            + self.starts.capacity() * size_of::<u32>()
     }
 }
 

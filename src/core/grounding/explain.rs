@@ -64,6 +64,13 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
         d.push_str(w);
         d.push_str("\" instead");
     }
+    if let Some(m) = &claim.misattributed {
+        d.push_str("; the source says \"");
+        d.push_str(&m.word);
+        d.push_str("\" of \"");
+        d.push_str(&m.name);
+        d.push('"');
+    }
     d
 }
 
@@ -132,6 +139,9 @@ pub fn prompt_addendum(
             }
             if let Some(w) = c.opposed {
                 let _ = write!(p, "; the source says \"{w}\" instead");
+            }
+            if let Some(m) = &c.misattributed {
+                let _ = write!(p, "; the source says \"{}\" of \"{}\"", m.word, m.name);
             }
             p.push('\n');
         } else if uncited && c.support.is_none() && !c.checkable_terms.is_empty() {

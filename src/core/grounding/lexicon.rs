@@ -1295,6 +1295,21 @@ fn is_day(w: &[u8]) -> bool {
     }
 }
 
+/// Whether `word`, capitalised, names a month or a day of the week
+/// ("November", "Nov", "Wednesday"): a time, not a party.
+pub(super) fn names_time(word: &[u8]) -> bool {
+    const DAYS: [&[u8]; 7] = [
+        b"Monday",
+        b"Tuesday",
+        b"Wednesday",
+        b"Thursday",
+        b"Friday",
+        b"Saturday",
+        b"Sunday",
+    ];
+    month_named(word).is_some() || DAYS.contains(&word)
+}
+
 /// The month `word` names: its whole name or its first three letters
 /// ("Sept" too), in capitals.
 fn month_named(word: &[u8]) -> Option<&'static [u8]> {

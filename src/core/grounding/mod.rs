@@ -27,8 +27,11 @@
 //! claim states and its best source sentences do not, or the other way
 //! round; a word whose opposite its best sentence states instead ("rose"
 //! against "fell") or a number the sources bound the other way ("at least
-//! six" against "at most six"; `opposites`); most of its found words
-//! outside its best two sentences (words scattered over a page). A yes/no
+//! six" against "at most six"; `opposites`); a word it sets beside a name
+//! of its own that the sources say of another name, in its best two
+//! sentences ("Neil Gaiman directed Beowulf" against "directed by Robert
+//! Zemeckis"); most of its found words outside its best two sentences
+//! (words scattered over a page). A yes/no
 //! question in a source states nothing, unless the answer asks one too. Any other claim is scored by a fitted logistic
 //! regression (`model`) over three evidence features: the claim's share of
 //! content terms found (leaning on the answer's share for a short claim),
@@ -107,6 +110,10 @@ pub struct Claim {
     /// that bounds a number of the claim the other way ("at most" against
     /// "at least six").
     pub opposed: Option<&'static str>,
+    /// A relation word of the claim that its sources say of another name
+    /// than the claim's ("directed" of "Robert Zemeckis" against "Neil
+    /// Gaiman directed Beowulf").
+    pub misattributed: Option<Box<Misattributed>>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Markers,
     /// Up to [`MAX_TERMS`] numbers or entities in an uncited claim: what makes
@@ -114,6 +121,14 @@ pub struct Claim {
     pub checkable_terms: Vec<String>,
     /// What the support was computed from; `None` when uncited.
     pub evidence: Option<Evidence>,
+}
+
+/// What the sources say a claim's relation word of: the word as a source
+/// writes it, and the name it stands beside there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misattributed {
+    pub word: String,
+    pub name: String,
 }
 
 /// Whether a cited claim of this support is an `unsupported_claim`: the one
@@ -134,8 +149,9 @@ impl Claim {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Evidence {
     pub features: [f64; model::FEATURES],
-    /// `Some(1.0)`: every word and pair found; `Some(0.0)`: a number or a
-    /// negation the sources contradict.
+    /// `Some(1.0)`: every word and pair found; `Some(0.0)`: a strict rule
+    /// broken (a number, a negation, an opposite or a bound the sources
+    /// contradict, a word they say of another name, scattered words).
     pub rule: Option<f64>,
 }
 

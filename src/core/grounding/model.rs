@@ -44,7 +44,7 @@ pub fn probability(features: &[f64; FEATURES], coefficients: &[f64; FEATURES + 1
 }
 
 /// Highest support of a claim that breaks a strict rule (a number or a
-/// negation the sources contradict).
+/// negation the sources contradict, a word they say of another name, …).
 pub const BROKEN: f64 = 0.25;
 
 /// A claim's support from its evidence: 1 when every word and pair is

@@ -2,21 +2,26 @@
 //! and classified and the terms they can ask about declared to the source
 //! index; then the cited sources are read once each, and each cited claim's
 //! terms are looked up, its evidence features computed, and the strict
-//! rules (numbers, negation) and the fitted model (`model`) turn them into a
+//! rules (numbers, negation, opposites and bounds, a word said of another
+//! name, scattered words) and the fitted model (`model`) turn them into a
 //! support in `[0, 1]`.
 
 use std::cell::RefCell;
 use std::ops::Range;
 
+use smallvec::SmallVec;
+
 use super::claims::claim_spans;
-use super::index::{IN_BEST, IN_BEST_TWO, NEGATED, SourceIndex, has_question, pair_hash};
+use super::index::{
+    Case, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
+};
 use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
 };
 use super::lexicon::{
     PER, Period, answer_particle, closed_compound, currency_before, date, for_each_word,
-    glued_unit, may_open_date, name_into, number_text, per_unit, period, skipped, source_reference,
-    spelled_other, spelled_run,
+    glued_unit, may_open_date, name_into, names_time, number_text, per_unit, period, skipped,
+    source_reference, spelled_other, spelled_run,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -586,6 +591,9 @@ pub(super) fn analyze_with(
         // What the scans for a bounded number's other bounds may read (see
         // `reversed_bound`).
         bound_budget: INITIALS_BUDGET * (answer.len() + source_bytes),
+        // The words of the sources that the relation rule may look at (see
+        // `misattributed`).
+        relation_budget: INITIALS_BUDGET * (answer.len() + source_bytes),
         steps,
     };
     let mut claims = Vec::with_capacity(spans.len());
@@ -734,6 +742,7 @@ struct Judge<'a> {
     opposite_ids: &'a mut opposites::Ids,
     initials_budget: usize,
     bound_budget: usize,
+    relation_budget: usize,
     steps: &'a mut usize,
 }
 
@@ -743,6 +752,7 @@ struct Verdict {
     evidence: Evidence,
     contradicted: bool,
     opposed: Option<&'static str>,
+    misattributed: Option<Box<super::Misattributed>>,
 }
 
 /// Content terms found and in all, and every word (stop words too) found
@@ -777,6 +787,7 @@ impl Judge<'_> {
             ref mut opposite_ids,
             ref mut initials_budget,
             ref mut bound_budget,
+            ref mut relation_budget,
             ref mut steps,
         } = *self;
         let Looked {
@@ -900,12 +911,25 @@ impl Judge<'_> {
         // best two sentences (a merge of two sentences is fine; words
         // picked from all over a page are not support).
         let scattered = found >= 4 && 2 * (cover.two as usize).min(found) <= found;
-        let rule = if (settings.strict_numbers && number_missing)
+        let broken = (settings.strict_numbers && number_missing)
             || negation_missing
             || contradicted
             || opposed.is_some()
-            || scattered
-        {
+            || scattered;
+        let misattributed = if !broken && pairs.0 < pairs.1 {
+            // `found_ids` is free again once the cover is known.
+            misattributed(
+                answer,
+                terms,
+                (cover.first, cover.second),
+                (cited, banks, sources),
+                (index, folder, found_ids),
+                (relation_budget, steps),
+            )
+        } else {
+            None
+        };
+        let rule = if broken || misattributed.is_some() {
             Some(0.0)
         } else if !any_missing && pairs.0 == pairs.1 {
             Some(1.0)
@@ -929,6 +953,7 @@ impl Judge<'_> {
             },
             contradicted,
             opposed,
+            misattributed,
         }
     }
 }
@@ -945,9 +970,9 @@ fn claim_of(
     verdict: Option<Verdict>,
     settings: &GroundingSettings,
 ) -> Claim {
-    let (evidence, contradicted, opposed) = match verdict {
-        Some(v) => (Some(v.evidence), v.contradicted, v.opposed),
-        None => (None, false, None),
+    let (evidence, contradicted, opposed, misattributed) = match verdict {
+        Some(v) => (Some(v.evidence), v.contradicted, v.opposed, v.misattributed),
+        None => (None, false, None, None),
     };
     let unsupported_terms = if evidence.is_some() {
         term_names(answer, terms, |t| {
@@ -978,6 +1003,7 @@ fn claim_of(
         apart_terms,
         contradicted,
         opposed,
+        misattributed,
         sources: cited,
         checkable_terms,
         evidence,
@@ -1517,4 +1543,288 @@ fn content_word_beside(s: &str, mut at: usize, back: bool, folder: &mut Folder) 
         at = if back { start } else { end };
     }
     None
+}
+
+/// Marks a content term of a claim as a name in `misattributed`'s list of
+/// the claim's content terms.
+const NAME: u32 = 1 << 31;
+
+/// Most content words read outward from a relation word of a source for
+/// the name beside it.
+const NAME_WORDS: usize = 8;
+
+/// A claim's relation word that the cited sources say of another name
+/// than the claim's: the claim sets a word that is no name ("directed")
+/// beside a name it states ("Neil Gaiman"), stop words aside and with
+/// nothing but words between; the sources never write that name beside
+/// the word, and where they write the word beside a name, it is one name
+/// the claim does not state at all, in the claim's best two sentences
+/// ("directed by Robert Zemeckis and written by Neil Gaiman"). Gives the
+/// word and that name as the source writes them. A name is the run of
+/// capitalised words (and numbers) beside the word, lists included, so
+/// "Zemeckis directed" and "directed by Robert Zemeckis" name one party,
+/// as do "written by Neil Gaiman and Roger Avary" and "Avary wrote".
+/// Not when the sources write the word beside two or more names (a
+/// common word such as "song", said of many), beside a name the claim
+/// states, beside the claim's name written as its initials ("MJ" for
+/// "Michael Jordan"), or in more sentences than a term's are listed
+/// (`index::POSTINGS`). Cold: only for a claim with a pair of terms the
+/// sources lack and its word in its best two sentences; it reads a cited
+/// source again at most once a record, and then only the word's
+/// sentences, within a budget the record's claims share
+/// ([`INITIALS_BUDGET`] times the record's size; past it no relation is
+/// compared), so work stays linear (`SourceIndex::places_of`).
+#[inline(never)]
+fn misattributed(
+    answer: &str,
+    terms: &[Term],
+    best: (u32, u32),
+    (cited, banks, sources): (&Markers, &[(usize, u64)], &[&str]),
+    (index, folder, content): (&mut SourceIndex, &mut Folder, &mut Vec<u32>),
+    (budget, steps): (&mut usize, &mut usize),
+) -> Option<Box<super::Misattributed>> {
+    let bytes = answer.as_bytes();
+    // The claim's content terms, by index, its names marked.
+    content.clear();
+    content.extend(
+        (0..terms.len() as u32).filter(|&i| terms[i as usize].class != TermClass::Function),
+    );
+    let mut names = false;
+    for k in (0..content.len()).rev() {
+        let t = &terms[content[k] as usize];
+        let name = match t.class {
+            TermClass::Entity => true,
+            // A name's first word opening the claim ("Neil Gaiman").
+            TermClass::Word => {
+                bytes[t.at].is_ascii_uppercase()
+                    && content
+                        .get(k + 1)
+                        .is_some_and(|&j| terms[(j & !NAME) as usize].class == TermClass::Entity)
+            }
+            _ => false,
+        };
+        // A currency sign is read as a name ("$5": "dollar"), not one a
+        // source writes beside a word; a month or a day is a time.
+        if name
+            && !t.negation
+            && (bytes[t.at].is_ascii_alphabetic() || bytes[t.at] >= 0x80)
+            && !names_time(&bytes[t.at..t.at + t.len])
+        {
+            content[k] |= NAME;
+            names = true;
+        }
+    }
+    if !names {
+        return None;
+    }
+    let content = &content[..];
+    let candidates = relation_candidates(bytes, terms, content, |key| index.holds_pair(key, banks));
+    // The claim states a word: as its own, its other spelling, or found.
+    let stated = |id: u32| {
+        terms
+            .iter()
+            .any(|t| t.id == id || t.own == id || t.other == id)
+    };
+    'candidates: for &(r, (lo, hi)) in &candidates {
+        let name = &content[lo..hi];
+        let of_name = |id: u32| name.iter().any(|&i| terms[(i & !NAME) as usize].id == id);
+        // The name's initials, when it has as many words as an acronym
+        // may have letters.
+        let mut initials = [0u8; 6];
+        let initialled_name = (2..=initials.len()).contains(&name.len());
+        for (letter, &i) in initials.iter_mut().zip(name) {
+            *letter = bytes[terms[(i & !NAME) as usize].at].to_ascii_uppercase();
+        }
+        let initials = &initials[..name.len().min(initials.len())];
+        // The first other name the sources set the word beside in the
+        // claim's best two sentences, and the first one anywhere.
+        let mut other: Option<(usize, Placed, (u32, u32))> = None;
+        let mut party: Option<SmallVec<[u32; 8]>> = None;
+        // No other name to find outside the best two sentences; and a word
+        // in more sentences than a term's are listed is too common to say
+        // whom the sources say it of.
+        if index.held_in_either(terms[r].id, banks, best) != Some(true) {
+            continue;
+        }
+        for &m in cited.iter() {
+            let idx = m as usize - 1;
+            let text = sources[idx].as_bytes();
+            let Some((placed, places)) =
+                index.places_of(idx, terms[r].id, (sources, folder, steps), budget)
+            else {
+                continue 'candidates;
+            };
+            let written =
+                |q: usize| &text[placed[q].at as usize..(placed[q].at + placed[q].len) as usize];
+            let name_at = |q: usize| match placed[q].case {
+                Case::Name => !names_time(written(q)),
+                Case::Opening => placed
+                    .get(q + 1)
+                    .is_some_and(|n| n.sentence == placed[q].sentence && n.case == Case::Name),
+                Case::Lower => false,
+            };
+            // An acronym is in capitals: a name by its case.
+            let initialled = |q: usize| {
+                let mut letters = [0u8; 6];
+                initialled_name
+                    && placed[q].case == Case::Name
+                    && acronym_letters(written(q), &mut letters)
+                        .is_some_and(|k| letters[..k] == *initials)
+            };
+            for p in places.iter().map(|&p| p as usize) {
+                // The word inside a name ("Best Director") says nothing of
+                // the names beside it.
+                if placed[p].case == Case::Name {
+                    continue;
+                }
+                let sentence = placed[p].sentence;
+                for back in [true, false] {
+                    // The name beside the word: its ids and where it is.
+                    let mut ids: SmallVec<[u32; 8]> = SmallVec::new();
+                    let mut span: Option<(u32, u32)> = None;
+                    let mut q = p;
+                    for _ in 0..NAME_WORDS {
+                        *steps += 1;
+                        let Some(n) = (if back { q.checked_sub(1) } else { Some(q + 1) })
+                            .filter(|&n| n < placed.len() && placed[n].sentence == sentence)
+                        else {
+                            break;
+                        };
+                        if of_name(placed[n].id) || initialled(n) {
+                            continue 'candidates;
+                        }
+                        q = n;
+                        // A number inside a name ("337th Flight Test
+                        // Squadron (337 FLTS)") or before it ("founded in
+                        // 1379 by William of Wykeham") does not end it.
+                        if placed[n].number {
+                            continue;
+                        }
+                        if !name_at(n) {
+                            break;
+                        }
+                        let (a, b) = (placed[n].at, placed[n].at + placed[n].len);
+                        if span.is_none() {
+                            let gap = if back {
+                                (b, placed[p].at)
+                            } else {
+                                (placed[p].at + placed[p].len, a)
+                            };
+                            // Parts of one word ("D.C") have no gap.
+                            if !text
+                                .get(gap.0 as usize..gap.1 as usize)
+                                .is_some_and(plain_gap)
+                            {
+                                break;
+                            }
+                        }
+                        ids.push(placed[n].id);
+                        span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+                    }
+                    let Some(span) = span else {
+                        continue;
+                    };
+                    if ids.iter().any(|&id| stated(id)) {
+                        continue 'candidates;
+                    }
+                    match &party {
+                        None => party = Some(ids),
+                        Some(first) if !ids.iter().any(|id| first.contains(id)) => {
+                            continue 'candidates;
+                        }
+                        Some(_) => {}
+                    }
+                    if other.is_none() && (sentence == best.0 || sentence == best.1) {
+                        other = Some((idx, placed[p], span));
+                    }
+                }
+            }
+        }
+        if let Some((idx, word, (a, b))) = other {
+            let text = sources[idx];
+            // The finding names the name up to an aside it may run into
+            // ("Xanadu with the Electric Light Orchestra (No. 8 Pop").
+            let name = &text[a as usize..b as usize];
+            let name = name[..name
+                .find(['(', ')', '[', ':', ';', '\n'])
+                .unwrap_or(name.len())]
+                .trim_end_matches([' ', ',', '-']);
+            return Some(Box::new(super::Misattributed {
+                word: text[word.at as usize..(word.at + word.len) as usize].to_string(),
+                name: name.to_string(),
+            }));
+        }
+    }
+    None
+}
+
+/// The claim's relation words beside its names whose pair the sources
+/// lack (`holds_pair` answers for a pair's key): each as (the word's
+/// term, the name's run of `content` positions), at most four. A
+/// relation word is a found content word, not capitalised and no
+/// negation; a name is a run of found entities (and a capitalised first
+/// word before one: "Neil Gaiman"), not a month or a day; the two stand
+/// side by side with only spaces, quotes and stop words between, "and"
+/// and "or" aside (a list joins, it does not relate).
+fn relation_candidates(
+    bytes: &[u8],
+    terms: &[Term],
+    content: &[u32],
+    holds_pair: impl Fn(u64) -> bool,
+) -> SmallVec<[(usize, (usize, usize)); 4]> {
+    let term = |k: usize| &terms[(content[k] & !NAME) as usize];
+    let is_name = |k: usize| content[k] & NAME != 0;
+    let mut out = SmallVec::new();
+    for k in 0..content.len() {
+        let r = term(k);
+        if r.class != TermClass::Word || r.negation || !r.found || bytes[r.at].is_ascii_uppercase()
+        {
+            continue;
+        }
+        let key = key_of(r.id);
+        for after in [false, true] {
+            let (mut lo, mut hi) = match after {
+                false if k > 0 && is_name(k - 1) => (k - 1, k),
+                true if k + 1 < content.len() && is_name(k + 1) => (k + 1, k + 2),
+                _ => continue,
+            };
+            while !after && lo > 0 && is_name(lo - 1) {
+                lo -= 1;
+            }
+            while after && hi < content.len() && is_name(hi) {
+                hi += 1;
+            }
+            let name = &content[lo..hi];
+            let edge =
+                &terms[(if after { name[0] } else { name[name.len() - 1] } & !NAME) as usize];
+            let gap = if after {
+                bytes.get(r.at + r.len..edge.at)
+            } else {
+                bytes.get(edge.at + edge.len..r.at)
+            };
+            let beside = name.iter().any(|&i| {
+                let n = key_of(terms[(i & !NAME) as usize].id);
+                holds_pair(pair_hash(n, key)) || holds_pair(pair_hash(key, n))
+            });
+            if name.iter().all(|&i| terms[(i & !NAME) as usize].found)
+                && gap.is_some_and(plain_gap)
+                && !beside
+                && out.len() < 4
+            {
+                out.push(((content[k] & !NAME) as usize, (lo, hi)));
+            }
+        }
+    }
+    out
+}
+
+/// Whether the text between two words holds only words, spaces, quotes
+/// and hyphens, and neither "and" nor "or": no clause ends between them,
+/// and no list joins them.
+fn plain_gap(gap: &[u8]) -> bool {
+    gap.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\'' | b'"' | b'-') || b >= 0x80)
+        && !gap
+            .split(|&b| b == b' ')
+            .any(|w| is_and(w) || w.eq_ignore_ascii_case(b"or"))
 }

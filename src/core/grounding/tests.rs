@@ -720,6 +720,17 @@ fn work_is_linear_on_adversarial_text() {
             "{claim:?} x source: {small} -> {big} steps"
         );
     }
+    // Many claims setting a word beside a name, against a source that
+    // sets it beside other names more and more often: each claim reads at
+    // most a bounded number of the word's places.
+    let claim = "Neil Gaiman directed Beowulf[^1]. ";
+    let source = "Beowulf is a film directed by Robert Zemeckis. ";
+    let small = steps_for(&claim.repeat(100), &[&source.repeat(100)]);
+    let big = steps_for(&claim.repeat(1_600), &[&source.repeat(1_600)]);
+    assert!(
+        big <= small * 16 + 1_000,
+        "relation words x source: {small} -> {big} steps"
+    );
 }
 
 #[test]
@@ -2434,4 +2445,120 @@ fn a_deployments_own_coefficients_score_what_the_model_scores() {
     let wrong = "The fund raised 6 million dollars from pension funds in 2021[^1].";
     let capped = with([20.0, 0.0, 0.0, 0.0])(wrong, source).unwrap();
     assert!(capped <= model::BROKEN, "{capped}");
+}
+
+const BEOWULF: &str = "He wrote the screenplays for \"Silent Hill\" and \"Beowulf\".Beowulf is a 2007 British-American 3D motion capture epic fantasy film directed by Robert Zemeckis and written by Neil Gaiman and Roger Avary, based on the Old English epic poem of the same name.";
+
+/// What the first claim of `answer` against `sources` is misattributed
+/// by (the source's word and name), and whether it is flagged.
+fn misattributed(answer: &str, sources: &[&str]) -> (Option<(String, String)>, bool) {
+    let g = run(answer, sources);
+    let c = &g.claims[0];
+    (
+        c.misattributed
+            .as_deref()
+            .map(|m| (m.word.clone(), m.name.clone())),
+        c.support.unwrap() < GroundingSettings::default().min_support,
+    )
+}
+
+#[test]
+fn a_relation_word_the_source_says_of_another_name_is_misattributed() {
+    // Every word is found; only the pair "Gaiman directed" is not, and the
+    // source says "directed" of Robert Zemeckis.
+    let answer = "Neil Gaiman directed Beowulf[^1].";
+    let g = run(answer, &[BEOWULF]);
+    let c = &g.claims[0];
+    assert!(c.unsupported_terms.is_empty(), "{c:?}");
+    assert!(c.support.unwrap() <= model::BROKEN, "{c:?}");
+    assert_eq!(
+        misattributed(answer, &[BEOWULF]),
+        (Some(("directed".into(), "Robert Zemeckis".into())), true)
+    );
+    let d = unsupported_detail(0, c);
+    assert!(
+        d.ends_with("; the source says \"directed\" of \"Robert Zemeckis\""),
+        "{d}"
+    );
+    let min = GroundingSettings::default().min_support;
+    let p = prompt_addendum(answer, &g, min, false).unwrap();
+    assert!(
+        p.contains("the source says \"directed\" of \"Robert Zemeckis\""),
+        "{p}"
+    );
+    // A source seen before on the thread is replayed from its cache with
+    // where its sentences start: the third time, read from the cache.
+    let first = "Beowulf is a 2007 film directed by Robert Zemeckis. It was released in November.";
+    for _ in 0..3 {
+        assert_eq!(
+            misattributed(answer, &[first]).0,
+            Some(("directed".into(), "Robert Zemeckis".into()))
+        );
+    }
+    // Passive against passive, among other sentences of the source.
+    let ceremony = "The ceremony was chaired by Isabelle Mergault. \"Tell No One\" won the award for Best Film. Written by Canet and Philippe Lefebvre and starring François Cluzet, the film won four categories.";
+    assert_eq!(
+        misattributed(
+            "The ceremony was chaired by François Cluzet[^1].",
+            &[ceremony]
+        ),
+        (Some(("chaired".into(), "Isabelle Mergault".into())), true)
+    );
+    // A number between the word and the name is no party.
+    let college = "Balston was educated at New College, Oxford. Founded in 1379 by William of Wykeham, the full name of the college is St Mary's College of Winchester in Oxford.";
+    assert_eq!(
+        misattributed("Thomas Balston founded St Mary's College[^1].", &[college]).0,
+        Some(("Founded".into(), "William of Wykeham".into()))
+    );
+}
+
+#[test]
+fn a_relation_the_source_states_in_another_voice_or_in_a_list_is_not_misattributed() {
+    let min = GroundingSettings::default().min_support;
+    for claim in [
+        // Passive and active voice: "directed by Robert Zemeckis" names
+        // the party "Zemeckis directed" does.
+        "Beowulf was directed by Robert Zemeckis",
+        "Robert Zemeckis directed Beowulf",
+        "Zemeckis directed Beowulf",
+        // The second name of a list the word is said of.
+        "Beowulf was written by Roger Avary",
+        "The fantasy film was written by Neil Gaiman",
+        // Names joined by "and" are a list, not a relation.
+        "Neil Gaiman and Roger Avary wrote the film",
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[BEOWULF]);
+        let c = &g.claims[0];
+        assert_eq!(c.misattributed, None, "{claim}");
+        assert!(c.support.unwrap() >= min, "{claim}: {c:?}");
+    }
+    for (claim, source) in [
+        // A word the sources say of several names says nothing of whom.
+        (
+            "The song was sung by Ann Lee[^1].",
+            "The song Blue was sung by Tom Hart. The song Red was sung by Joe Moss. Ann Lee wrote both.",
+        ),
+        // The claim's name written as its initials.
+        (
+            "Michael Jordan holds the scoring record[^1].",
+            "Michael Jordan played for Chicago. MJ holds the scoring record against 16 teams.",
+        ),
+        // A month or a day is a time, not a party.
+        (
+            "The series was renewed by Netflix on July 28[^1].",
+            "Netflix announced the cast on July 28. The series was renewed in May by the studio.",
+        ),
+        // A clause apart: a comma between the word and the name, in the
+        // claim or in the source.
+        (
+            "When Fischer dies in Sydney, the team takes the body[^1].",
+            "When Fischer dies in Sydney, the team of Los Angeles takes the body.",
+        ),
+        (
+            "Ann Lee founded the club[^1].",
+            "The club was founded; Tom Hart joined, and Ann Lee coached it.",
+        ),
+    ] {
+        assert_eq!(misattributed(claim, &[source]).0, None, "{claim}");
+    }
 }

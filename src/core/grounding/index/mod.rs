@@ -16,6 +16,8 @@
 
 mod reading;
 
+pub(super) use reading::{Case, Placed};
+
 use super::cache::{SourceCache, Summary};
 use super::claims::{first_end, sentence_end};
 #[cfg(test)]
@@ -73,6 +75,14 @@ pub(super) struct SourceIndex {
     /// content words: (sentence, word id, right after a negation), sorted.
     negations_read: Vec<bool>,
     negated: Vec<(u32, u32, bool)>,
+    /// By sentence: where in its source its first word starts.
+    sentence_at: Vec<u32>,
+    /// A term's sentences, the content words of those sentences in order,
+    /// and the term's places among them, as last asked (see
+    /// [`SourceIndex::places_of`]).
+    held: Vec<u32>,
+    placed: Vec<Placed>,
+    places: Vec<u32>,
     /// The record's cited claims ask no question: the yes/no questions of
     /// its sources are not read (see [`SourceIndex::leave_out_questions`]).
     statements_only: bool,
@@ -240,6 +250,10 @@ impl SourceIndex {
             wanted: Wanted::default(),
             negations_read: Vec::new(),
             negated: Vec::new(),
+            sentence_at: Vec::new(),
+            held: Vec::new(),
+            placed: Vec::new(),
+            places: Vec::new(),
             statements_only: false,
             blanked: Vec::new(),
         }
@@ -322,6 +336,7 @@ impl SourceIndex {
         self.negations_read.clear();
         self.negations_read.resize(sources, false);
         self.negated.clear();
+        self.sentence_at.clear();
     }
 
     /// Adds source `idx` (once): every term by stem (numbers as written), and
@@ -376,6 +391,7 @@ impl SourceIndex {
         let bit = 1u64 << idx;
         let first = sentences.len() as u32;
         sentences.extend(summary.negations.iter().map(|&n| (idx as u32, n)));
+        self.sentence_at.extend_from_slice(&summary.starts);
         self.sentence_count[idx] = summary.negations.len() as u32;
         self.sentence_first[idx] = first;
         for &id in &summary.terms {
@@ -483,6 +499,87 @@ impl SourceIndex {
     ) -> bool {
         self.read_words_of(s, texts, folder, steps)
             && self.negated.binary_search(&(s, id, false)).is_ok()
+    }
+
+    /// Whether sentence `a` or `b` of the sources `cited` holds term `id`;
+    /// `None` when it is in too many sentences to list.
+    pub(super) fn held_in_either(
+        &mut self,
+        id: u32,
+        cited: &[(usize, u64)],
+        (a, b): (u32, u32),
+    ) -> Option<bool> {
+        let mut held = std::mem::take(&mut self.held);
+        held.clear();
+        let listed = self.list_into(id, cited, self.cited_run(cited), &mut held);
+        let either = listed.then(|| held.iter().any(|&s| s == a || s == b));
+        self.held = held;
+        either
+    }
+
+    /// The content words of the sentences of cited source `idx` that hold
+    /// term `id`, in order (see [`Placed`]), and the term's places among
+    /// them: each sentence read again, its bytes costing as much of
+    /// `budget` (and a source whose questions are left out costing its
+    /// whole text). `None` when the term is in too many sentences to list,
+    /// or past the budget.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn places_of(
+        &mut self,
+        idx: usize,
+        id: u32,
+        (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
+        budget: &mut usize,
+    ) -> Option<(&[Placed], &[u32])> {
+        let source = [(idx / 64, 1u64 << (idx % 64))];
+        let mut held = std::mem::take(&mut self.held);
+        held.clear();
+        let listed = self.list_into(id, &source, self.cited_run(&source), &mut held);
+        held.sort_unstable();
+        self.placed.clear();
+        self.places.clear();
+        let mut blanked = std::mem::take(&mut self.blanked);
+        let text = texts[idx];
+        let mut within = listed;
+        if within && self.statements_only && has_question(text.as_bytes()) {
+            within = spend(budget, text.len());
+        }
+        let read = if within {
+            self.as_read(text, &mut blanked)
+        } else {
+            ""
+        };
+        for &s in &held {
+            if !within {
+                break;
+            }
+            let (start, end) = self.sentence_span(idx, s, read.len());
+            within = spend(budget, end.saturating_sub(start));
+            if within {
+                let from = self.placed.len();
+                self.read_sentence((s, start, end), read, folder, steps);
+                for q in from..self.placed.len() {
+                    if self.placed[q].id == id {
+                        self.places.push(q as u32);
+                    }
+                }
+            }
+        }
+        self.blanked = blanked;
+        self.held = held;
+        within.then_some((&self.placed[..], &self.places[..]))
+    }
+
+    /// The bytes of sentence `s` in source `idx` (`len` bytes long): from
+    /// its first word to the next sentence's.
+    fn sentence_span(&self, idx: usize, s: u32, len: usize) -> (usize, usize) {
+        let next = s as usize + 1;
+        let end = match self.sentences.get(next) {
+            Some(&(i, _)) if i as usize == idx => self.sentence_at[next] as usize,
+            _ => len,
+        };
+        (self.sentence_at[s as usize] as usize, end)
     }
 
     /// How many negations ("not", "n't", "never", "without", …) sentence
@@ -876,6 +973,17 @@ pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 /// Key of an ordered pair of terms, distinct from any single term's key.
 pub(super) fn pair_hash(a: u64, b: u64) -> u64 {
     (a.rotate_left(23) ^ b ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// Takes `cost` from `budget`; whether there was that much left.
+fn spend(budget: &mut usize, cost: usize) -> bool {
+    match budget.checked_sub(cost) {
+        Some(left) => {
+            *budget = left;
+            true
+        }
+        None => false,
+    }
 }
 
 /// Lists `sentence` among the sentences of the term marked `m` (sentences

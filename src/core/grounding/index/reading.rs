@@ -2,7 +2,8 @@
 //! through the word memo and marked when a claim wants it, each pair of
 //! consecutive content terms, each sentence (by the one sentence rule the
 //! claims are split by) with its negations; and, when a rule asks, a
-//! source read again for the words its sentences negate. Claims and
+//! source read again for its content words in order: which words its
+//! sentences negate, and which are names. Claims and
 //! sources read words the same way (numbers with their scales, dates,
 //! dotted words, compounds, units), so a claim copied from a source finds
 //! every one of its words.
@@ -37,6 +38,7 @@ impl SourceIndex {
         }
         let first = self.sentences.len() as u32;
         self.sentences.push((idx as u32, 0));
+        self.sentence_at.push(0);
         let mut r = Reading::<RECORD> {
             folder,
             marks: &mut self.marks,
@@ -52,6 +54,7 @@ impl SourceIndex {
             at: Cursor::new(text.as_bytes()),
             idx: idx as u32,
             sentences: &mut self.sentences,
+            sentence_at: &mut self.sentence_at,
             sentence: first,
             split_bytes: 0,
             alt: None,
@@ -71,6 +74,9 @@ impl SourceIndex {
             summary
                 .negations
                 .extend(sentences[first as usize..].iter().map(|s| s.1));
+            summary
+                .starts
+                .extend_from_slice(&self.sentence_at[first as usize..]);
         }
     }
 
@@ -89,19 +95,10 @@ impl SourceIndex {
         if !self.negations_read[idx as usize] {
             self.negations_read[idx as usize] = true;
             // The source's sentences are one run, numbered from its first.
-            let first = self.sentences[..s as usize]
-                .iter()
-                .rposition(|x| x.0 != idx)
-                .map_or(0, |p| p + 1) as u32;
+            let first = self.sentence_first[idx as usize];
             let mut blanked = std::mem::take(&mut self.blanked);
             let text = self.as_read(texts[idx as usize], &mut blanked);
-            let mut scan = NegationScan {
-                folder,
-                at: Cursor::new(text.as_bytes()),
-                sentence: first,
-                pending: false,
-                out: &mut self.negated,
-            };
+            let mut scan = NegationScan::new(folder, text, first, Sink::Negated(&mut self.negated));
             for_each_word(text, steps, &mut scan);
             debug_assert_eq!(
                 scan.sentence + 1 - first,
@@ -113,6 +110,27 @@ impl SourceIndex {
             self.negated.dedup();
         }
         true
+    }
+
+    /// Appends the content words of sentence `s` to `placed`, in order,
+    /// reading `text` (its source as this record reads it) over the
+    /// sentence's bytes `from..to` (see `SourceIndex::sentence_span`).
+    pub(super) fn read_sentence(
+        &mut self,
+        (s, from, to): (u32, usize, usize),
+        text: &str,
+        folder: &mut Folder,
+        steps: &mut usize,
+    ) {
+        let Some(part) = text.get(from..to) else {
+            return;
+        };
+        let placed = Sink::Placed {
+            out: &mut self.placed,
+            offset: from as u32,
+        };
+        let mut scan = NegationScan::new(folder, part, s, placed);
+        for_each_word(part, steps, &mut scan);
     }
 }
 
@@ -146,6 +164,8 @@ struct Reading<'a, const RECORD: bool> {
     /// By sentence: its source and how many negations it holds (the
     /// index's list).
     sentences: &'a mut Vec<(u32, u16)>,
+    /// By sentence: where in its source its first word starts.
+    sentence_at: &'a mut Vec<u32>,
     /// The sentence being read.
     sentence: u32,
     /// Bytes of dotted words read again part by part.
@@ -272,7 +292,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     fn enter(&mut self, w: &[u8], off: usize) -> Option<u8> {
         let (ends_before, read, joint) = self.at.step(w, off);
         if ends_before {
-            self.new_sentence();
+            self.new_sentence(off);
         }
         read.then_some(joint)
     }
@@ -441,9 +461,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         mut before: Option<(u64, bool)>,
     ) {
         self.split_bytes += w.len();
-        for_each_part(self.at.bytes, w, off, |part, ends_before| {
+        let bytes = self.at.bytes;
+        for_each_part(bytes, w, off, |part, ends_before| {
             if ends_before {
-                self.new_sentence();
+                // The part opens the sentence ("Mount" of "Hour.Mount").
+                self.new_sentence(part.as_ptr() as usize - bytes.as_ptr() as usize);
             }
             if !part.is_empty() {
                 let _ = self.word(
@@ -458,9 +480,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         self.alt = Some(whole);
     }
 
-    fn new_sentence(&mut self) {
+    /// A sentence whose first word starts at `at`.
+    fn new_sentence(&mut self, at: usize) {
         self.sentence += 1;
         self.sentences.push((self.idx, 0));
+        self.sentence_at.push(at as u32);
         // A negation ends with its sentence ("Ready or Not." does not
         // negate the next sentence's first word).
         self.pending = false;
@@ -562,16 +586,78 @@ fn for_each_part(bytes: &[u8], w: &[u8], off: usize, mut f: impl FnMut(&[u8], bo
     }
 }
 
-/// Reads a source again for the words it negates, numbering sentences as
-/// [`Reading`] does (the same sentence rule, dotted words split the same
-/// way), so a sentence number means the same sentence in both.
+/// How a source word is written: in lower case, capitalised as its
+/// sentence's first word, or a name (capitalised past its sentence's first
+/// word, or in capitals), as claims tell names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::core::grounding) enum Case {
+    Lower,
+    Opening,
+    Name,
+}
+
+/// A content word of a source as read again, in the source's order: its
+/// sentence, its word id, its case, and where the source writes it.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::core::grounding) struct Placed {
+    pub(in crate::core::grounding) sentence: u32,
+    pub(in crate::core::grounding) id: u32,
+    pub(in crate::core::grounding) case: Case,
+    pub(in crate::core::grounding) number: bool,
+    pub(in crate::core::grounding) at: u32,
+    pub(in crate::core::grounding) len: u32,
+}
+
+/// The case of the word `w` as read at the start of its sentence
+/// (`opens`) or past it.
+fn case_of(w: &[u8], ascii: bool, opens: bool) -> Case {
+    let (upper_first, all_caps) = if ascii {
+        (
+            w[0].is_ascii_uppercase(),
+            w.len() >= 2 && !w.iter().any(u8::is_ascii_lowercase),
+        )
+    } else {
+        let w = String::from_utf8_lossy(w);
+        (
+            w.chars().next().is_some_and(char::is_uppercase),
+            w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
+        )
+    };
+    if all_caps && !w[0].is_ascii_digit() {
+        Case::Name
+    } else if upper_first {
+        if opens { Case::Opening } else { Case::Name }
+    } else {
+        Case::Lower
+    }
+}
+
+/// Reads a source (or one of its sentences) again for its content words,
+/// numbering sentences as [`Reading`] does (the same sentence rule, dotted
+/// words split the same way), so a sentence number means the same sentence
+/// in both.
 struct NegationScan<'a> {
     folder: &'a mut Folder,
     at: Cursor<'a>,
     sentence: u32,
     /// A negation seen in this sentence, waiting for its content word.
     pending: bool,
-    out: &'a mut Vec<(u32, u32, bool)>,
+    /// The next word opens its sentence.
+    opens: bool,
+    out: Sink<'a>,
+}
+
+/// What a [`NegationScan`] writes.
+enum Sink<'a> {
+    /// A whole source's content words: (sentence, word id, right after a
+    /// negation).
+    Negated(&'a mut Vec<(u32, u32, bool)>),
+    /// One sentence's content words in order, with their case, placed
+    /// `offset` bytes into the source.
+    Placed {
+        out: &'a mut Vec<Placed>,
+        offset: u32,
+    },
 }
 
 impl Words for NegationScan<'_> {
@@ -588,13 +674,14 @@ impl Words for NegationScan<'_> {
         if !read {
             return;
         }
+        let whole = (off, w.len());
         if let Some(unit) = (joint == b'/')
             .then(|| per_unit(self.at.bytes, off, w.len()))
             .flatten()
         {
             for part in [PER, unit] {
                 let p = self.folder.fold_packed(part, true);
-                self.word(p.id(), p.function(), p.negation());
+                self.word(p, Case::Lower, whole);
             }
             return;
         }
@@ -602,15 +689,16 @@ impl Words for NegationScan<'_> {
             for part in period.words.into_iter().chain(Some(&w[period.rest..])) {
                 if !part.is_empty() {
                     let p = self.folder.fold_packed(part, true);
-                    self.word(p.id(), p.function(), p.negation());
+                    self.word(p, Case::Lower, whole);
                 }
             }
             return;
         }
         for part in self.at.date(off, w.len()).iter().flat_map(Date::words) {
             let p = self.folder.fold_packed(part, true);
-            self.word(p.id(), p.function(), p.negation());
+            self.word(p, Case::Lower, whole);
         }
+        let case = case_of(w, ascii, self.opens);
         let mut written;
         let w = if w[0].is_ascii_digit() {
             written = ([0u8; 48], [0u8; 49]);
@@ -623,9 +711,10 @@ impl Words for NegationScan<'_> {
             info = self.at.spelled_number(self.folder, info, w, Some(off));
         }
         if info.negation() && answer_particle(self.at.bytes, off, w.len()) {
+            self.opens = false;
             return;
         }
-        self.word(info.id(), info.function(), info.negation());
+        self.word(info, case, whole);
         if info.number() || !info.dotted() {
             return;
         }
@@ -635,27 +724,57 @@ impl Words for NegationScan<'_> {
             }
             if !part.is_empty() {
                 let p = self.folder.fold_packed(part, ascii || part.is_ascii());
-                self.word(p.id(), p.function(), p.negation());
+                self.word(p, Case::Lower, whole);
             }
         });
     }
 }
 
-impl NegationScan<'_> {
-    fn new_sentence(&mut self) {
-        self.sentence += 1;
-        self.pending = false;
+impl<'a> NegationScan<'a> {
+    /// A scan of `text` that numbers its first sentence `sentence`.
+    fn new(folder: &'a mut Folder, text: &'a str, sentence: u32, out: Sink<'a>) -> Self {
+        NegationScan {
+            folder,
+            at: Cursor::new(text.as_bytes()),
+            sentence,
+            pending: false,
+            opens: true,
+            out,
+        }
     }
 
-    fn word(&mut self, id: u32, function: bool, negation: bool) {
-        if function {
+    fn new_sentence(&mut self) {
+        // One sentence read alone is one sentence, as the index cut it.
+        if matches!(self.out, Sink::Negated(_)) {
+            self.sentence += 1;
+        }
+        self.pending = false;
+        self.opens = true;
+    }
+
+    fn word(&mut self, info: Packed, case: Case, (at, len): (usize, usize)) {
+        self.opens = false;
+        if info.function() {
             return;
         }
-        if negation {
-            self.pending = true;
-        } else {
-            self.out.push((self.sentence, id, self.pending));
-            self.pending = false;
+        match &mut self.out {
+            Sink::Negated(out) => {
+                if info.negation() {
+                    self.pending = true;
+                } else {
+                    out.push((self.sentence, info.id(), self.pending));
+                    self.pending = false;
+                }
+            }
+            Sink::Placed { out, offset } => out.push(Placed {
+                sentence: self.sentence,
+                id: info.id(),
+                // A number is no name, however it is written.
+                case: if info.number() { Case::Lower } else { case },
+                number: info.number(),
+                at: *offset + at as u32,
+                len: len as u32,
+            }),
         }
     }
 }
