@@ -143,23 +143,31 @@ pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
 }
 
 /// The most input offsets read over the gaps of one verification: a trail
-/// missing more rows than this is reported on its gaps as found.
+/// missing rows across more offsets than this is reported on the gaps past
+/// it as found.
 const MAX_GAP_READ: i64 = 10_000_000;
 
-/// Reads the input topic over each gap the way a worker reads it
-/// (`read_committed`), to learn which of the gap's offsets hold a record
-/// the worker was handed: the others are transaction markers and records
-/// of aborted transactions, which no worker receives. A gap is read only
-/// from the partition's first offset (earlier ones are deleted and cannot
-/// be told apart) up to its last stable offset (an open transaction's
-/// records are not readable yet).
+/// Reads the input topic over the gaps the way a worker reads it
+/// (`read_committed`), to learn which of their offsets hold a record a
+/// worker is handed: the others are transaction markers and records of
+/// aborted transactions, which no worker receives. A partition is read
+/// once, from its first gap to its last (a marker may follow every few
+/// records, so a gap at a time would cost a fetch each), and only from its
+/// first offset (earlier ones are deleted and cannot be told apart) up to
+/// its last stable offset (an open transaction's records are not readable
+/// yet).
 fn read_handed(
     brokers: &str,
     input: &str,
     gaps: &[(ChainId, (i64, i64))],
 ) -> Result<BTreeMap<ChainId, Handed>, CmdError> {
+    // Per partition, its gaps in offset order.
+    let mut spans: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
+    for (id, gap) in gaps.iter().filter(|(id, _)| id.topic == input) {
+        spans.entry(id.partition).or_default().push(*gap);
+    }
     let mut handed: BTreeMap<ChainId, Handed> = BTreeMap::new();
-    if !gaps.iter().any(|(id, _)| id.topic == input) {
+    if spans.is_empty() {
         return Ok(handed);
     }
     let consumer: BaseConsumer = ClientConfig::new()
@@ -172,45 +180,68 @@ fn read_handed(
         .create()?;
     let timeout = Duration::from_secs(10);
     let mut budget = MAX_GAP_READ;
-    for (id, (a, b)) in gaps.iter().filter(|(id, _)| id.topic == input) {
+    for (partition, mut gaps) in spans {
+        gaps.sort_unstable();
+        let (a, b) = (
+            gaps[0].0,
+            gaps.iter().map(|g| g.1).max().unwrap_or(gaps[0].1),
+        );
         // With read_committed the upper bound is the last stable offset.
-        let (first, stable) = consumer.fetch_watermarks(input, id.partition, timeout)?;
-        let (from, to) = ((*a).max(first), (*b).min(stable - 1));
-        if from > to || to - from >= budget {
+        let (first, stable) = consumer.fetch_watermarks(input, partition, timeout)?;
+        let from = a.max(first);
+        let to = b.min(stable - 1).min(from.saturating_add(budget - 1));
+        if from > to {
             continue;
         }
         budget -= to - from + 1;
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(input, id.partition, Offset::Offset(from))?;
+        tpl.add_partition_offset(input, partition, Offset::Offset(from))?;
         consumer.assign(&tpl)?;
+        // Only the offsets in a gap are kept: those are rows lost.
         let mut offsets: Vec<i64> = Vec::new();
+        let mut g = 0;
         let through = loop {
             match consumer.poll(timeout) {
-                Some(Ok(m)) if m.partition() == id.partition => {
+                // Fetched for a partition read before this one.
+                Some(Ok(m)) if m.partition() != partition => {}
+                Some(Ok(m)) => {
                     let o = m.offset();
-                    if (from..=to).contains(&o) {
+                    while gaps.get(g).is_some_and(|gap| gap.1 < o) {
+                        g += 1;
+                    }
+                    if (from..=to).contains(&o) && gaps.get(g).is_some_and(|gap| gap.0 <= o) {
                         offsets.push(o);
                     }
                     if o >= to {
                         break true;
                     }
                 }
-                Some(Ok(_)) => {}
                 // Everything below the last stable offset read when the
-                // range was set has been handed out.
-                Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) if p == id.partition => {
+                // span was set has been handed out.
+                Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) if p == partition => {
                     break true;
                 }
                 Some(Err(rdkafka::error::KafkaError::PartitionEOF(_))) => {}
                 Some(Err(e)) => return Err(e.into()),
-                // Not read through in time: the gap stays as found.
+                // Not read through in time: the gaps stay as found.
                 None => break false,
             }
         };
         if through {
-            let h = handed.entry(id.clone()).or_default();
-            h.read.push((from, to));
-            h.offsets.extend(offsets);
+            let id = ChainId {
+                topic: input.to_string(),
+                partition,
+            };
+            handed.insert(
+                id,
+                Handed {
+                    read: vec![(from, to)],
+                    offsets,
+                },
+            );
+        }
+        if budget == 0 {
+            break;
         }
     }
     Ok(handed)
