@@ -423,13 +423,7 @@ impl AuditVerifier {
         self.report.problems.extend(runs.problems);
         self.report.runs = runs.runs;
         self.report.unbound_chains = runs.unbound;
-        if self.report.problems.is_empty() && self.report.chains.iter().all(|c| c.rows == 0) {
-            self.problem(
-                ProblemKind::NothingToVerify,
-                None,
-                "no audit row in the trail or the range: nothing was verified".into(),
-            );
-        }
+        undelivered::nothing_verified(&mut self.report);
         self.report
     }
 

@@ -73,6 +73,25 @@ pub fn narrow(report: &mut Report, handed: &BTreeMap<ChainId, Handed>) {
         let fresh = c.gaps.iter().map(|&(a, b)| gap_problem(&id, a, b));
         report.problems.splice(at..at, fresh);
     }
+    // A trail with no row whose gaps all narrowed away verified nothing.
+    nothing_verified(report);
+}
+
+/// Reports a trail (or range) that holds no row and shows no problem as
+/// nothing verified: that is never a pass.
+pub(super) fn nothing_verified(report: &mut Report) {
+    if report.problems.is_empty() && report.chains.iter().all(|c| c.rows == 0) {
+        report.problems.push(Problem {
+            kind: ProblemKind::NothingToVerify,
+            topic: None,
+            partition: None,
+            offsets: None,
+            seal_seq: None,
+            at: None,
+            run: None,
+            detail: "no audit row in the trail or the range: nothing was verified".into(),
+        });
+    }
 }
 
 /// The gap problem the verifier reports for `a..=b` of `id`.
@@ -174,10 +193,20 @@ mod tests {
     fn markers_and_aborted_records_read_through_are_no_gap() {
         // Offsets 10 and 11: a commit marker and an aborted record.
         let mut r = report(&[(10, 11)]);
+        r.chains[0].rows = 10;
         narrow(&mut r, &handed(&[(10, 11)], &[]));
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         assert!(r.chains[0].gaps.is_empty());
         assert_eq!(r.chains[0].undelivered, 2);
+    }
+
+    #[test]
+    fn a_trail_without_rows_whose_gaps_are_all_markers_verified_nothing() {
+        let mut r = report(&[(0, 1)]);
+        narrow(&mut r, &handed(&[(0, 1)], &[]));
+        assert!(r.chains[0].gaps.is_empty());
+        let kinds: Vec<_> = r.problems.iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, vec![ProblemKind::NothingToVerify]);
     }
 
     #[test]
