@@ -464,14 +464,8 @@ impl Delivery for AtLeastOnce {
     }
 }
 
-pub fn publish_failure(out: &Output, input: String, source: KafkaError) -> WorkerError {
-    WorkerError::Publish(Box::new(PublishFailure {
-        role: out.role.as_str(),
-        topic: out.topic.clone(),
-        input,
-        class: classify(&source).as_str(),
-        source,
-    }))
+fn publish_failure(out: &Output, input: String, source: KafkaError) -> WorkerError {
+    PublishFailure::stop(out.role.as_str(), out.topic.clone(), input, source)
 }
 
 /// One delivery's state, moved into its own task.

@@ -103,6 +103,25 @@ pub struct PublishFailure {
     pub source: KafkaError,
 }
 
+impl PublishFailure {
+    /// The error that stops the worker when `source` refused the output of
+    /// `role` bound for `topic`, for the input record `input`.
+    pub fn stop(
+        role: &'static str,
+        topic: String,
+        input: String,
+        source: KafkaError,
+    ) -> WorkerError {
+        WorkerError::Publish(Box::new(PublishFailure {
+            role,
+            topic,
+            input,
+            class: classify(&source).as_str(),
+            source,
+        }))
+    }
+}
+
 impl WorkerError {
     /// Whether the error is in the configuration (librdkafka refused a
     /// property or a combination of them, or could not load a TLS file when

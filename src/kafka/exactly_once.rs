@@ -376,13 +376,7 @@ impl ExactlyOnce {
             }
             .emit(&self.metrics);
             if s.last_resort {
-                return Err(WorkerError::Publish(Box::new(PublishFailure {
-                    role: s.role.as_str(),
-                    topic: s.topic,
-                    input,
-                    class: classify(&e).as_str(),
-                    source: e,
-                })));
+                return Err(PublishFailure::stop(s.role.as_str(), s.topic, input, e));
             }
             self.refused
                 .entry((s.tp, s.offset))
