@@ -150,16 +150,7 @@ impl AuditVerifier {
         chain: Option<&ChainId>,
         detail: String,
     ) -> &mut Problem {
-        self.report.problems.push(Problem {
-            kind,
-            topic: chain.map(|c| c.topic.clone()),
-            partition: chain.map(|c| c.partition),
-            offsets: None,
-            seal_seq: None,
-            at: None,
-            run: None,
-            detail,
-        });
+        self.report.problems.push(Problem::new(kind, chain, detail));
         let last = self.report.problems.len() - 1;
         &mut self.report.problems[last]
     }
@@ -423,7 +414,7 @@ impl AuditVerifier {
         self.report.problems.extend(runs.problems);
         self.report.runs = runs.runs;
         self.report.unbound_chains = runs.unbound;
-        undelivered::nothing_verified(&mut self.report);
+        self.report.mark_nothing_verified();
         self.report
     }
 
@@ -917,10 +908,7 @@ impl AuditVerifier {
                 cr.gaps.push((n, hi));
             }
         }
-        let gaps = cr
-            .gaps
-            .iter()
-            .map(|&(a, b)| undelivered::gap_problem(id, a, b));
+        let gaps = cr.gaps.iter().map(|&(a, b)| Problem::gap(id, a, b));
         self.report.problems.extend(gaps);
     }
 

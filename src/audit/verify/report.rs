@@ -111,6 +111,37 @@ pub struct Problem {
     pub detail: String,
 }
 
+impl Problem {
+    /// A problem of `kind`, of chain `chain` when it concerns one; the
+    /// other coordinates are set where known.
+    pub(super) fn new(kind: ProblemKind, chain: Option<&ChainId>, detail: String) -> Problem {
+        Problem {
+            kind,
+            topic: chain.map(|c| c.topic.clone()),
+            partition: chain.map(|c| c.partition),
+            offsets: None,
+            seal_seq: None,
+            at: None,
+            run: None,
+            detail,
+        }
+    }
+
+    /// Input offsets `a..=b` of `chain` without an audit row.
+    pub(super) fn gap(chain: &ChainId, a: i64, b: i64) -> Problem {
+        // Wider than i64: a gap may span nearly all of it.
+        let n = i128::from(b) - i128::from(a) + 1;
+        Problem {
+            offsets: Some((a, b)),
+            ..Problem::new(
+                ProblemKind::Gap,
+                Some(chain),
+                format!("{n} input offset(s) without an audit row"),
+            )
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ChainReport {
     pub topic: String,
@@ -179,6 +210,18 @@ impl Report {
             .map(String::as_str)
             .unwrap_or("?");
         format!("{stream}:{}", at.pos)
+    }
+
+    /// Reports a trail (or range) that holds no row and shows no problem as
+    /// nothing verified: that is never a pass.
+    pub(super) fn mark_nothing_verified(&mut self) {
+        if self.problems.is_empty() && self.chains.iter().all(|c| c.rows == 0) {
+            self.problems.push(Problem::new(
+                ProblemKind::NothingToVerify,
+                None,
+                "no audit row in the trail or the range: nothing was verified".into(),
+            ));
+        }
     }
 }
 

@@ -71,16 +71,17 @@ pub(super) fn judge(chains: &BTreeMap<ChainId, Chain>) -> Runs {
             match s.run_inputs {
                 Some(n) => f.stated.push((n, id)),
                 None => out.problems.push(Problem {
-                    kind: ProblemKind::SealMalformed,
-                    topic: Some(id.topic.clone()),
-                    partition: Some(id.partition),
                     offsets: Some((s.first, s.last)),
                     seal_seq: Some(s.seq),
                     at: Some(s.at),
                     run: Some(run.to_string()),
-                    detail: format!(
-                        "final seal of run {run} states no run_inputs: `check` states on every final seal how many chains its run sealed"
-                    ),
+                    ..Problem::new(
+                        ProblemKind::SealMalformed,
+                        Some(id),
+                        format!(
+                            "final seal of run {run} states no run_inputs: `check` states on every final seal how many chains its run sealed"
+                        ),
+                    )
                 }),
             }
         }
@@ -115,14 +116,8 @@ pub(super) fn judge(chains: &BTreeMap<ChainId, Chain>) -> Runs {
         };
         if let Some(detail) = detail {
             out.problems.push(Problem {
-                kind: ProblemKind::RunIncomplete,
-                topic: None,
-                partition: None,
-                offsets: None,
-                seal_seq: None,
-                at: None,
                 run: Some(run.to_string()),
-                detail,
+                ..Problem::new(ProblemKind::RunIncomplete, None, detail)
             });
         }
         out.runs.push(RunReport {
@@ -146,10 +141,13 @@ fn mixed(id: &ChainId, run: Option<&str>, other: Option<&str>, seals: &[&SealRec
     let named = |r: Option<&str>| r.map_or_else(|| "no run".to_string(), |r| format!("run {r}"));
     let numbers: Vec<String> = seals.iter().map(|s| s.seq.to_string()).collect();
     let first = seals.iter().min_by_key(|s| s.at).copied();
+    let detail = format!(
+        "seal(s) {} name {}, and the chain's last seal names {}: `check` seals a chain within one run, so seals of another run were put into it",
+        listed(&numbers),
+        named(other),
+        named(run)
+    );
     Problem {
-        kind: ProblemKind::RunMixed,
-        topic: Some(id.topic.clone()),
-        partition: Some(id.partition),
         offsets: seals
             .iter()
             .map(|s| s.first)
@@ -158,12 +156,7 @@ fn mixed(id: &ChainId, run: Option<&str>, other: Option<&str>, seals: &[&SealRec
         seal_seq: first.map(|s| s.seq),
         at: first.map(|s| s.at),
         run: run.map(str::to_string),
-        detail: format!(
-            "seal(s) {} name {}, and the chain's last seal names {}: `check` seals a chain within one run, so seals of another run were put into it",
-            listed(&numbers),
-            named(other),
-            named(run)
-        ),
+        ..Problem::new(ProblemKind::RunMixed, Some(id), detail)
     }
 }
 

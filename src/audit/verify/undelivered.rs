@@ -70,44 +70,11 @@ pub fn narrow(report: &mut Report, handed: &BTreeMap<ChainId, Handed>) {
             continue;
         };
         report.problems.retain(|p| !ours(p));
-        let fresh = c.gaps.iter().map(|&(a, b)| gap_problem(&id, a, b));
+        let fresh = c.gaps.iter().map(|&(a, b)| Problem::gap(&id, a, b));
         report.problems.splice(at..at, fresh);
     }
     // A trail with no row whose gaps all narrowed away verified nothing.
-    nothing_verified(report);
-}
-
-/// Reports a trail (or range) that holds no row and shows no problem as
-/// nothing verified: that is never a pass.
-pub(super) fn nothing_verified(report: &mut Report) {
-    if report.problems.is_empty() && report.chains.iter().all(|c| c.rows == 0) {
-        report.problems.push(Problem {
-            kind: ProblemKind::NothingToVerify,
-            topic: None,
-            partition: None,
-            offsets: None,
-            seal_seq: None,
-            at: None,
-            run: None,
-            detail: "no audit row in the trail or the range: nothing was verified".into(),
-        });
-    }
-}
-
-/// The gap problem the verifier reports for `a..=b` of `id`.
-pub(super) fn gap_problem(id: &ChainId, a: i64, b: i64) -> Problem {
-    // Wider than i64: a gap may span nearly all of it.
-    let n = i128::from(b) - i128::from(a) + 1;
-    Problem {
-        kind: ProblemKind::Gap,
-        topic: Some(id.topic.clone()),
-        partition: Some(id.partition),
-        offsets: Some((a, b)),
-        seal_seq: None,
-        at: None,
-        run: None,
-        detail: format!("{n} input offset(s) without an audit row"),
-    }
+    report.mark_nothing_verified();
 }
 
 /// One gap narrowed: the ranges still owed a row, and how many offsets the
@@ -174,7 +141,7 @@ mod tests {
         };
         r.problems = gaps
             .iter()
-            .map(|&(a, b)| gap_problem(&id(0), a, b))
+            .map(|&(a, b)| Problem::gap(&id(0), a, b))
             .collect();
         r
     }
@@ -242,10 +209,10 @@ mod tests {
             0,
             Problem {
                 kind: ProblemKind::RowMissing,
-                ..gap_problem(&id(0), 0, 0)
+                ..Problem::gap(&id(0), 0, 0)
             },
         );
-        r.problems.push(gap_problem(&id(1), 3, 3));
+        r.problems.push(Problem::gap(&id(1), 3, 3));
         narrow(&mut r, &handed(&[(1, 6)], &[6]));
         let kinds: Vec<_> = r.problems.iter().map(|p| (p.kind, p.offsets)).collect();
         assert_eq!(
