@@ -124,22 +124,24 @@ pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
         (Some(brokers), true) => read_topic(&mut v, brokers, &args.topic)?,
         _ => return Err(CmdError::Source),
     }
-    if let (Some(brokers), Some(input)) = (&args.brokers, &args.input_topic) {
+    let input_side = args.brokers.as_deref().zip(args.input_topic.as_deref());
+    if let Some((brokers, input)) = input_side {
         // Read after the trail: a row for a record written while the trail
         // was read is no ghost.
         for (partition, end) in input_ends(brokers, input)? {
             let id = ChainId {
-                topic: input.clone(),
+                topic: input.to_string(),
                 partition,
             };
             v.input_end(id, end);
         }
-        let mut report = v.finish();
+    }
+    let mut report = v.finish();
+    if let Some((brokers, input)) = input_side {
         let handed = read_handed(brokers, input, &crate::audit::verify::gaps(&report))?;
         crate::audit::verify::narrow(&mut report, &handed);
-        return Ok(report);
     }
-    Ok(v.finish())
+    Ok(report)
 }
 
 /// The most input offsets read over the gaps of one verification: a trail
@@ -170,22 +172,18 @@ fn read_handed(
     if spans.is_empty() {
         return Ok(handed);
     }
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "groundgate-audit-verify")
-        .set("enable.auto.commit", "false")
+    let consumer: BaseConsumer = reader_config(brokers)
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "error")
         .create()?;
     let timeout = Duration::from_secs(10);
     let mut budget = MAX_GAP_READ;
-    for (partition, mut gaps) in spans {
-        gaps.sort_unstable();
-        let (a, b) = (
-            gaps[0].0,
-            gaps.iter().map(|g| g.1).max().unwrap_or(gaps[0].1),
-        );
+    for (partition, gaps) in spans {
+        // A chain's gaps come in offset order and do not overlap.
+        let (Some(&(a, _)), Some(&(_, b))) = (gaps.first(), gaps.last()) else {
+            continue;
+        };
         // With read_committed the upper bound is the last stable offset.
         let (first, stable) = consumer.fetch_watermarks(input, partition, timeout)?;
         let from = a.max(first);
@@ -247,6 +245,19 @@ fn read_handed(
     Ok(handed)
 }
 
+/// The group id verify's readers name: they never join it or commit.
+const READER_GROUP: &str = "groundgate-audit-verify";
+
+/// The settings every reader of verify starts from: it reads, and never
+/// commits an offset.
+fn reader_config(brokers: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", brokers)
+        .set("group.id", READER_GROUP)
+        .set("enable.auto.commit", "false");
+    c
+}
+
 /// The longest line of a trail file that is read: far above any audit row
 /// or seal groundgate writes, so a longer one is not a row, and a file of
 /// one endless line costs no more memory than this.
@@ -291,10 +302,7 @@ fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
 /// Reads every partition of the audit topic from its low to its high
 /// watermark (as of the start of the read), so the run ends.
 fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), CmdError> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "groundgate-audit-verify")
-        .set("enable.auto.commit", "false")
+    let consumer: BaseConsumer = reader_config(brokers)
         .set("isolation.level", "read_committed")
         .create()?;
     let timeout = Duration::from_secs(10);
@@ -383,10 +391,8 @@ fn read_anchors(
     let group = args.group.as_deref();
     // Reading committed offsets does not join the group: the workers'
     // assignments are left alone.
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", group.unwrap_or("groundgate-audit-verify"))
-        .set("enable.auto.commit", "false")
+    let consumer: BaseConsumer = reader_config(brokers)
+        .set("group.id", group.unwrap_or(READER_GROUP))
         .create()?;
     let timeout = Duration::from_secs(10);
     let ids = partitions(&consumer, input, timeout)?;
@@ -443,11 +449,7 @@ fn read_anchors(
 
 /// The high watermark of every partition of the input topic.
 fn input_ends(brokers: &str, input: &str) -> Result<Vec<(i32, i64)>, CmdError> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "groundgate-audit-verify")
-        .set("enable.auto.commit", "false")
-        .create()?;
+    let consumer: BaseConsumer = reader_config(brokers).create()?;
     let timeout = Duration::from_secs(10);
     partitions(&consumer, input, timeout)?
         .into_iter()
