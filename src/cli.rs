@@ -59,11 +59,11 @@ pub struct AuditArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check an audit trail (JSON Lines files, or the audit topic with --brokers) for altered,
+    /// Check an audit trail (JSON Lines files, or the audit topic of the configured cluster) for altered,
     /// missing, reordered or forged rows, broken or unsigned seals, and input offsets without a row.
     /// Exit 0 clean (redeliveries allowed), 1 problem found, 2 usage error.
     #[command(after_help = examples::AUDIT_VERIFY)]
-    Verify(AuditVerifyArgs),
+    Verify(Box<AuditVerifyArgs>),
     /// Write an Ed25519 key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub (SPKI PEM).
     #[command(after_help = examples::AUDIT_KEYGEN)]
     Keygen(KeygenArgs),
@@ -71,18 +71,31 @@ pub enum AuditCommand {
 
 #[derive(Debug, Args)]
 pub struct AuditVerifyArgs {
-    /// Audit files (e.g. `check`'s audit.jsonl); omit with --brokers.
+    /// Audit files (e.g. `check`'s audit.jsonl). Without files, the audit
+    /// topic is read from Kafka.
     pub files: Vec<PathBuf>,
-    /// Read the audit topic from these brokers instead of files.
+    /// Bootstrap servers of the audit topic, host:port[,host:port...]
+    /// (also GROUNDGATE_BROKERS or kafka.brokers of --config).
     #[arg(long)]
     pub brokers: Option<String>,
-    /// The audit topic.
-    #[arg(long, default_value = "answers.audit")]
-    pub topic: String,
-    /// With --brokers: the input topic. Every offset it holds (up to the
-    /// group's committed offset with --group) must have a row, partitions
-    /// the trail never mentions included.
-    #[arg(long, requires = "brokers")]
+    /// The workers' TOML configuration: its [kafka] settings (brokers, TLS,
+    /// SASL, passthrough properties) reach the cluster, and its
+    /// kafka.topics.audit is the audit topic. GROUNDGATE_* variables and
+    /// the flags here override it, as for `run`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// librdkafka property passthrough, KEY=VALUE (repeatable), as for
+    /// `run`; secrets are refused here.
+    #[arg(short = 'X', long = "kafka-property", value_name = "KEY=VALUE")]
+    pub kafka_property: Vec<String>,
+    /// The audit topic [default: kafka.topics.audit of the configuration,
+    /// answers.audit]
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Reading the audit topic: the input topic. Every offset it holds (up
+    /// to the group's committed offset with --group) must have a row,
+    /// partitions the trail never mentions included.
+    #[arg(long)]
     pub input_topic: Option<String>,
     /// With --input-topic: the workers' consumer group. Its committed
     /// offsets and chain heads are the anchor: rows below a committed

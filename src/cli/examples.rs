@@ -60,7 +60,7 @@ Examples:
   groundgate audit verify out/audit.jsonl
   groundgate audit verify out/audit.jsonl --public-key keys/audit.pub
   groundgate audit verify --brokers kafka:9092 --input-topic answers --group groundgate
-  groundgate audit verify --brokers kafka:9092 --input-topic answers --from-time 2026-11-22T00:00:00Z --json";
+  groundgate audit verify --config /etc/groundgate/worker.toml --input-topic answers --group groundgate --public-key keys/audit.pub";
 
 pub const AUDIT_KEYGEN: &str = "\
 Examples:

@@ -22,8 +22,9 @@ use crate::audit::seal::{ChainHead, ChainId};
 use crate::audit::verify::{
     Anchor, AuditVerifier, Handed, Location, Options, RecordHeaders, Report,
 };
-use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, KeygenArgs};
-use crate::kafka::client::metadata_bytes;
+use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, ClientFlags, KeygenArgs};
+use crate::config::{ConfigError, RawConfig};
+use crate::kafka::client::{LogContext, metadata_bytes};
 use crate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, H_SEAL};
 use crate::kafka::seals::read_head;
 
@@ -39,8 +40,18 @@ pub enum CmdError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("give one or more audit files, or --brokers to read the audit topic (not both)")]
+    #[error(
+        "give one or more audit files, or no files and the audit topic's brokers (--brokers, GROUNDGATE_BROKERS, or kafka.brokers in --config)"
+    )]
     Source,
+    #[error(
+        "audit files are read alone: --brokers, --config, -X and --input-topic read the audit topic instead, give them without files"
+    )]
+    FilesAndTopic,
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Config(#[from] ConfigError),
     #[error("kafka: {0}")]
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("topic {0} not found")]
@@ -74,7 +85,8 @@ fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {
 }
 
 fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
-    let report = verify_trail(args)?;
+    let topic = topic_source(args)?;
+    let report = verify_trail(args, topic.as_ref())?;
     if args.json {
         println!(
             "{}",
@@ -90,9 +102,72 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
     })
 }
 
-/// Reads the trail `args` names and verifies it; prints nothing (a
-/// progress bar on a terminal aside). `demo` verifies its own trail with it.
-pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
+/// How verify reaches an audit topic: the settings its Kafka readers start
+/// from (see [`crate::kafka::client::reader`]) and the topic.
+pub struct TopicSource {
+    pub client: ClientConfig,
+    pub audit: String,
+}
+
+/// Where `args` says the trail is: its files (`None`), or the audit topic
+/// of the cluster its configuration layers reach (the workers' own file,
+/// `GROUNDGATE_*` variables, then the flags, as for `run`).
+fn topic_source(args: &AuditVerifyArgs) -> Result<Option<TopicSource>, CmdError> {
+    let kafka_flags = args.brokers.is_some()
+        || args.config.is_some()
+        || !args.kafka_property.is_empty()
+        || args.input_topic.is_some();
+    if !args.files.is_empty() {
+        return if kafka_flags {
+            Err(CmdError::FilesAndTopic)
+        } else {
+            Ok(None)
+        };
+    }
+    // Nothing names a cluster: most likely the files were forgotten.
+    if !kafka_flags && crate::config::env_layer_names().is_empty() {
+        return Err(CmdError::Source);
+    }
+    let flags = ClientFlags {
+        brokers: args.brokers.clone(),
+        config: args.config.clone(),
+        kafka_property: args.kafka_property.clone(),
+        ..ClientFlags::default()
+    }
+    .raw_layer()
+    .map_err(CmdError::Usage)?;
+    let features = crate::kafka::client::library().features;
+    let config = RawConfig::load_for_kafka(
+        args.config.as_deref(),
+        flags,
+        &features,
+        &crate::kafka::client::refuses,
+    )?;
+    // librdkafka's own errors (a refused TLS handshake, a failed SASL
+    // login) go to stderr, where the report does not.
+    super::init_logging(config.log.format, &config.log.level);
+    let Some(bootstrap) = config.kafka.brokers.clone() else {
+        return Err(CmdError::Source);
+    };
+    Ok(Some(TopicSource {
+        client: crate::kafka::client::reader(&config.kafka, &bootstrap),
+        audit: args
+            .topic
+            .clone()
+            .unwrap_or_else(|| config.kafka.topics.audit.clone()),
+    }))
+}
+
+/// The readers of verify: their client errors are logged (rate-limited).
+type Reader = BaseConsumer<LogContext>;
+
+/// Reads the trail of `args`'s files, or of `topic` when given, and
+/// verifies it; prints nothing (a progress bar on a terminal aside).
+/// `demo` verifies its own trail with it.
+pub fn verify_trail(
+    args: &AuditVerifyArgs,
+    topic: Option<&TopicSource>,
+) -> Result<Report, CmdError> {
     if let (Some(from), Some(to)) = (args.from, args.to)
         && from > to
     {
@@ -103,9 +178,10 @@ pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
         .as_deref()
         .map(keys::load_public_key)
         .transpose()?;
-    let anchors = match (&args.brokers, &args.input_topic) {
-        (Some(brokers), Some(input)) => read_anchors(brokers, input, args)?,
-        _ => BTreeMap::new(),
+    let input_side = topic.zip(args.input_topic.as_deref());
+    let anchors = match input_side {
+        Some((t, input)) => read_anchors(&t.client, input, args)?,
+        None => BTreeMap::new(),
     };
     let mut v = AuditVerifier::new(Options {
         public_key,
@@ -115,20 +191,20 @@ pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
         input_topic: args.input_topic.clone(),
         allow_unsealed_tail: args.allow_unsealed_tail,
     });
-    match (&args.brokers, args.files.is_empty()) {
+    match (topic, args.files.is_empty()) {
         (None, false) => {
             for path in &args.files {
                 read_file(&mut v, path)?;
             }
         }
-        (Some(brokers), true) => read_topic(&mut v, brokers, &args.topic)?,
-        _ => return Err(CmdError::Source),
+        (Some(t), true) => read_topic(&mut v, &t.client, &t.audit)?,
+        (Some(_), false) => return Err(CmdError::FilesAndTopic),
+        (None, true) => return Err(CmdError::Source),
     }
-    let input_side = args.brokers.as_deref().zip(args.input_topic.as_deref());
-    if let Some((brokers, input)) = input_side {
+    if let Some((t, input)) = input_side {
         // Read after the trail: a row for a record written while the trail
         // was read is no ghost.
-        for (partition, end) in input_ends(brokers, input)? {
+        for (partition, end) in input_ends(&t.client, input)? {
             let id = ChainId {
                 topic: input.to_string(),
                 partition,
@@ -137,8 +213,8 @@ pub fn verify_trail(args: &AuditVerifyArgs) -> Result<Report, CmdError> {
         }
     }
     let mut report = v.finish();
-    if let Some((brokers, input)) = input_side {
-        let handed = read_handed(brokers, input, &crate::audit::verify::gaps(&report))?;
+    if let Some((t, input)) = input_side {
+        let handed = read_handed(&t.client, input, &crate::audit::verify::gaps(&report))?;
         crate::audit::verify::narrow(&mut report, &handed);
     }
     Ok(report)
@@ -159,7 +235,7 @@ const MAX_GAP_READ: i64 = 10_000_000;
 /// its last stable offset (an open transaction's records are not readable
 /// yet).
 fn read_handed(
-    brokers: &str,
+    client: &ClientConfig,
     input: &str,
     gaps: &[(ChainId, (i64, i64))],
 ) -> Result<BTreeMap<ChainId, Handed>, CmdError> {
@@ -172,11 +248,12 @@ fn read_handed(
     if spans.is_empty() {
         return Ok(handed);
     }
-    let consumer: BaseConsumer = reader_config(brokers)
+    let consumer: Reader = client
+        .clone()
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "error")
-        .create()?;
+        .create_with_context(LogContext::loud())?;
     let timeout = Duration::from_secs(10);
     let mut budget = MAX_GAP_READ;
     for (partition, gaps) in spans {
@@ -245,19 +322,6 @@ fn read_handed(
     Ok(handed)
 }
 
-/// The group id verify's readers name: they never join it or commit.
-const READER_GROUP: &str = "groundgate-audit-verify";
-
-/// The settings every reader of verify starts from: it reads, and never
-/// commits an offset.
-fn reader_config(brokers: &str) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", brokers)
-        .set("group.id", READER_GROUP)
-        .set("enable.auto.commit", "false");
-    c
-}
-
 /// The longest line of a trail file that is read: far above any audit row
 /// or seal groundgate writes, so a longer one is not a row, and a file of
 /// one endless line costs no more memory than this.
@@ -301,10 +365,11 @@ fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
 
 /// Reads every partition of the audit topic from its low to its high
 /// watermark (as of the start of the read), so the run ends.
-fn read_topic(v: &mut AuditVerifier, brokers: &str, topic: &str) -> Result<(), CmdError> {
-    let consumer: BaseConsumer = reader_config(brokers)
+fn read_topic(v: &mut AuditVerifier, client: &ClientConfig, topic: &str) -> Result<(), CmdError> {
+    let consumer: Reader = client
+        .clone()
         .set("isolation.level", "read_committed")
-        .create()?;
+        .create_with_context(LogContext::loud())?;
     let timeout = Duration::from_secs(10);
     let mut tpl = TopicPartitionList::new();
     let mut ends = Vec::new();
@@ -384,16 +449,18 @@ fn record_headers(msg: &BorrowedMessage<'_>) -> RecordHeaders {
 /// offsets and the chain heads committed with them (see
 /// [`crate::kafka::seals::decode_head`]).
 fn read_anchors(
-    brokers: &str,
+    client: &ClientConfig,
     input: &str,
     args: &AuditVerifyArgs,
 ) -> Result<BTreeMap<ChainId, Anchor>, CmdError> {
     let group = args.group.as_deref();
     // Reading committed offsets does not join the group: the workers'
     // assignments are left alone.
-    let consumer: BaseConsumer = reader_config(brokers)
-        .set("group.id", group.unwrap_or(READER_GROUP))
-        .create()?;
+    let mut client = client.clone();
+    if let Some(group) = group {
+        client.set("group.id", group);
+    }
+    let consumer: Reader = client.create_with_context(LogContext::loud())?;
     let timeout = Duration::from_secs(10);
     let ids = partitions(&consumer, input, timeout)?;
     let mut committed = BTreeMap::new();
@@ -448,8 +515,8 @@ fn read_anchors(
 }
 
 /// The high watermark of every partition of the input topic.
-fn input_ends(brokers: &str, input: &str) -> Result<Vec<(i32, i64)>, CmdError> {
-    let consumer: BaseConsumer = reader_config(brokers).create()?;
+fn input_ends(client: &ClientConfig, input: &str) -> Result<Vec<(i32, i64)>, CmdError> {
+    let consumer: Reader = client.create_with_context(LogContext::loud())?;
     let timeout = Duration::from_secs(10);
     partitions(&consumer, input, timeout)?
         .into_iter()
@@ -458,11 +525,7 @@ fn input_ends(brokers: &str, input: &str) -> Result<Vec<(i32, i64)>, CmdError> {
 }
 
 /// The partition ids of `topic`; an absent or partitionless topic is an error.
-fn partitions(
-    consumer: &BaseConsumer,
-    topic: &str,
-    timeout: Duration,
-) -> Result<Vec<i32>, CmdError> {
+fn partitions(consumer: &Reader, topic: &str, timeout: Duration) -> Result<Vec<i32>, CmdError> {
     let md = consumer.fetch_metadata(Some(topic), timeout)?;
     md.topics()
         .iter()
@@ -474,7 +537,7 @@ fn partitions(
 /// Per partition, the first offset whose record timestamp is at or after
 /// `at` (`None`: no record that late).
 fn offsets_at(
-    consumer: &BaseConsumer,
+    consumer: &Reader,
     topic: &str,
     partitions: &[i32],
     at: SystemTime,

@@ -162,7 +162,7 @@ pub async fn main(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let report = worker.await??;
     tracing::info!(records = report.records, "demo worker stopped");
 
-    let verified = verify_trail(&bootstrap, &topics, &config.kafka.group_id).await?;
+    let verified = verify_trail(&bootstrap, &config.kafka).await?;
     let seals: u64 = verified.chains.iter().map(|c| c.seals).sum();
     let rows: u64 = verified.chains.iter().map(|c| c.rows).sum();
     println!(
@@ -204,15 +204,20 @@ pub async fn main(args: DemoArgs) -> anyhow::Result<ExitCode> {
 /// input topic and the group's committed offsets.
 async fn verify_trail(
     bootstrap: &str,
-    topics: &crate::config::Topics,
-    group: &str,
+    kafka: &crate::config::KafkaConfig,
 ) -> anyhow::Result<crate::audit::verify::Report> {
+    let topic = super::audit::TopicSource {
+        client: crate::kafka::client::reader(kafka, bootstrap),
+        audit: kafka.topics.audit.clone(),
+    };
     let args = AuditVerifyArgs {
         files: Vec::new(),
-        brokers: Some(bootstrap.to_string()),
-        topic: topics.audit.clone(),
-        input_topic: Some(topics.input.clone()),
-        group: Some(group.to_string()),
+        brokers: None,
+        config: None,
+        kafka_property: Vec::new(),
+        topic: None,
+        input_topic: Some(kafka.topics.input.clone()),
+        group: Some(kafka.group_id.clone()),
         from_time: None,
         to_time: None,
         from: None,
@@ -221,7 +226,7 @@ async fn verify_trail(
         allow_unsealed_tail: false,
         json: false,
     };
-    tokio::task::spawn_blocking(move || super::audit::verify_trail(&args))
+    tokio::task::spawn_blocking(move || super::audit::verify_trail(&args, Some(&topic)))
         .await?
         .context("verifying the demo's audit trail failed")
 }

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{ClientConfig, ClientContext};
 use tracing::{debug, error, info, warn};
 
@@ -77,22 +77,33 @@ pub fn log(level: RDKafkaLogLevel, fac: &str, msg: &str) {
     }
 }
 
-/// Lets a repeated log line through at most once per [`ERROR_LOG_EVERY`]:
-/// brokers being away is retried by librdkafka forever, and said so, but not
-/// thousands of times a minute.
+/// Lets a repeated client error through to the log at most once per
+/// [`ERROR_LOG_EVERY`] for each kind of error: brokers being away is
+/// retried by librdkafka forever, and said so, but not thousands of times
+/// a minute; and one kind ("all brokers are down") never holds back
+/// another that arrives with it (the refused TLS handshake that says why).
 #[derive(Debug, Default)]
-pub struct LogLimiter(Mutex<Option<Instant>>);
+pub struct LogLimiter(Mutex<Vec<(Option<RDKafkaErrorCode>, Instant)>>);
 
 impl LogLimiter {
-    /// Whether to log now (and, if so, the next one waits).
-    pub fn allow(&self) -> bool {
+    /// Whether to log `error` now (and, if so, the next of its kind waits).
+    /// The kinds are librdkafka's error codes, a closed set, so the list
+    /// stays small.
+    pub fn allow(&self, error: &KafkaError) -> bool {
+        let code = error.rdkafka_error_code();
         let mut last = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        if last.is_some_and(|t| now.duration_since(t) < ERROR_LOG_EVERY) {
-            return false;
+        match last.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, at)) if now.duration_since(*at) < ERROR_LOG_EVERY => false,
+            Some((_, at)) => {
+                *at = now;
+                true
+            }
+            None => {
+                last.push((code, now));
+                true
+            }
         }
-        *last = Some(now);
-        true
     }
 }
 
@@ -132,7 +143,7 @@ impl ClientContext for LogContext {
             debug!(error = %error, reason, "Kafka producer client error");
             return;
         }
-        if self.limiter.allow() {
+        if self.limiter.allow(&error) {
             warn!(error = %error, reason, "Kafka client error (retrying; check that the brokers are reachable)");
         }
     }
@@ -294,6 +305,21 @@ pub fn consumer(k: &KafkaConfig, bootstrap: &str, statistics_ms: Option<u64>) ->
     with_passthrough(c, k)
 }
 
+/// The group id `audit verify`'s readers name: they assign partitions
+/// themselves, never join a group and never commit.
+pub const VERIFY_GROUP: &str = "groundgate-audit-verify";
+
+/// The readers of `audit verify`: the worker's brokers, client id, security
+/// settings and passthrough, so whatever reaches the worker's cluster
+/// reaches its trail; reading only, never committing an offset. Each reader
+/// adds what it needs (`isolation.level`, `enable.partition.eof`, ...).
+pub fn reader(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
+    let mut c = base(k, bootstrap);
+    c.set("group.id", VERIFY_GROUP)
+        .set("enable.auto.commit", "false");
+    with_passthrough(c, k)
+}
+
 /// The producer: idempotent, acks from all in-sync replicas; transactional
 /// for exactly-once.
 pub fn producer(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
@@ -366,7 +392,12 @@ mod tests {
             raw.kafka.group_instance_id = Some("worker-0".into());
             let mut k = raw.validate().unwrap().kafka;
             k.security = every_security_setting();
-            for c in [consumer(&k, "b:9092", Some(1000)), producer(&k, "b:9092")] {
+            let clients = [
+                consumer(&k, "b:9092", Some(1000)),
+                producer(&k, "b:9092"),
+                reader(&k, "b:9092"),
+            ];
+            for c in clients {
                 for key in c.config_map().keys() {
                     assert!(
                         managed(key).is_some()
@@ -378,6 +409,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn each_kind_of_client_error_is_logged_once_a_while_and_none_hides_another() {
+        let l = LogLimiter::default();
+        let down = KafkaError::Global(RDKafkaErrorCode::AllBrokersDown);
+        let ssl = KafkaError::Global(RDKafkaErrorCode::SSL);
+        assert!(l.allow(&down));
+        assert!(
+            l.allow(&ssl),
+            "the reason is logged beside all brokers down"
+        );
+        assert!(!l.allow(&down));
+        assert!(!l.allow(&ssl));
+    }
+
+    /// `audit verify` reaches the cluster the way the worker does: same
+    /// brokers, client id, security settings and passthrough; it reads
+    /// under its own group id and commits nothing.
+    #[test]
+    fn verify_reads_with_the_workers_connection_and_commits_nothing() {
+        let raw = RawConfig::from_toml_str(
+            "[kafka]\nbrokers = \"b:9093\"\nclient_id = \"gg-1\"\ngroup_id = \"workers\"\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"/etc/ca.pem\"\n[kafka.properties]\n\"fetch.wait.max.ms\" = \"50\"\n",
+        )
+        .unwrap();
+        let k = raw.validate().unwrap().kafka;
+        let (r, c) = (reader(&k, "b:9093"), consumer(&k, "b:9093", None));
+        for key in [
+            "bootstrap.servers",
+            "client.id",
+            "security.protocol",
+            "ssl.ca.location",
+            "fetch.wait.max.ms",
+        ] {
+            assert!(r.get(key).is_some(), "{key} unset");
+            assert_eq!(r.get(key), c.get(key), "{key}");
+        }
+        assert_eq!(r.get("group.id"), Some(VERIFY_GROUP));
+        assert_eq!(r.get("enable.auto.commit"), Some("false"));
     }
 
     #[test]

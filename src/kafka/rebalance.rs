@@ -213,7 +213,7 @@ impl ClientContext for WorkerContext {
         ClientError {
             error: &error,
             reason,
-            log: self.error_log.allow(),
+            log: self.error_log.allow(&error),
         }
         .emit(&self.metrics);
     }

@@ -177,21 +177,31 @@ fn mutual_tls_handshake_completes_with_the_client_certificate() {
     }
     let pki = Pki::generate();
     let server = TlsServer::start(&pki, true);
-    let config = write_config(
+    let config = mtls_config(&pki, "");
+    let log = pki.path("run.log");
+    let (_worker, _) = run(&server.bootstrap(), &config, &log);
+    assert_client_certificate_verified(&server, &log);
+}
+
+/// A configuration for mutual TLS with the test CA and client certificate;
+/// `extra` goes into its `[kafka]` table.
+fn mtls_config(pki: &Pki, extra: &str) -> PathBuf {
+    write_config(
         pki.dir.path(),
         "mtls.toml",
         &format!(
-            "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = {}\nssl_certificate_file = {}\nssl_key_file = {}\n",
+            "[kafka]\n{extra}security_protocol = \"SSL\"\nssl_ca_file = {}\nssl_certificate_file = {}\nssl_key_file = {}\n",
             q(&pki.path("ca.pem")),
             q(&pki.path("client.pem")),
             q(&pki.path("client.key")),
         ),
-    );
-    let log = pki.path("run.log");
-    let (_worker, _) = run(&server.bootstrap(), &config, &log);
-    // The server verified the client certificate, finished the handshake,
-    // and then received a Kafka request (ApiVersions names the client
-    // software, librdkafka).
+    )
+}
+
+/// The server verified the client certificate, finished the handshake,
+/// and then received a Kafka request (ApiVersions names the client
+/// software, librdkafka). `log`: the client's, shown on failure.
+fn assert_client_certificate_verified(server: &TlsServer, log: &Path) {
     let seen = wait_for("a verified TLS handshake and a Kafka request", WAIT, || {
         let out = server.output();
         (out.contains("CIPHER is") && out.contains("librdkafka")).then_some(out)
@@ -199,7 +209,7 @@ fn mutual_tls_handshake_completes_with_the_client_certificate() {
     assert!(
         seen.contains("verify return:1") && !seen.contains("verify error"),
         "the client certificate verified against the CA:\n{seen}\n--- groundgate log:\n{}",
-        read(&log)
+        read(log)
     );
     assert!(
         seen.contains("subject=CN = groundgate-client")
@@ -246,6 +256,57 @@ fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
     assert!(
         !server.output().contains(&secret),
         "nothing sent before SASL"
+    );
+}
+
+/// `audit verify` reaches the trail with the workers' configuration file:
+/// its brokers and its TLS client certificate, as `run` does.
+#[test]
+fn audit_verify_reaches_a_tls_listener_with_the_workers_configuration() {
+    if !need_tool("audit_verify_mutual_tls", "openssl", "openssl") {
+        return;
+    }
+    let pki = Pki::generate();
+    let server = TlsServer::start(&pki, true);
+    let config = mtls_config(&pki, &format!("brokers = \"{}\"\n", server.bootstrap()));
+    let log = pki.path("verify.log");
+    let mut cmd = bin();
+    cmd.args(["audit", "verify", "--config"])
+        .arg(&config)
+        .args(["--input-topic", "answers"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let _verify = Proc::spawn("audit verify", cmd);
+    assert_client_certificate_verified(&server, &log);
+}
+
+/// A refused handshake ends `audit verify` with librdkafka's reason on
+/// stderr and exit 2, not a report.
+#[test]
+fn audit_verify_against_a_refused_handshake_names_the_reason() {
+    let Some((_pki, server, config)) = wrong_ca_server("audit_verify_wrong_ca") else {
+        return;
+    };
+    let o = bin()
+        .args([
+            "audit",
+            "verify",
+            "--brokers",
+            &server.bootstrap(),
+            "--config",
+        ])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stdout.is_empty(), "no report: {stdout}");
+    assert!(
+        stderr.contains("certificate verify failed") && stderr.contains("groundgate audit: kafka:"),
+        "{stderr}"
     );
 }
 

@@ -1960,3 +1960,109 @@ async fn records_appended_to_a_signed_trail_with_kcat_are_caught() {
         "{report:#}"
     );
 }
+
+/// `groundgate audit verify` with the workers' own configuration: the
+/// brokers, the audit topic and the passthrough come from the file (or
+/// from `GROUNDGATE_*` variables), as they do for `run`, so a trail on a
+/// renamed topic of a configured cluster is found without repeating them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_verify_reaches_the_trail_through_the_workers_configuration() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let topics = [
+        "pipe.in",
+        "pipe.final",
+        "pipe.retry",
+        "pipe.audit",
+        "pipe.dlq",
+    ];
+    for t in topics {
+        broker.cluster().create_topic(t, 2, 1).unwrap();
+    }
+    let mut c = (*config(&bs, "g-pipe", Guarantee::AtLeastOnce)).clone();
+    c.kafka.topics.input = "pipe.in".into();
+    c.kafka.topics.final_ = "pipe.final".into();
+    c.kafka.topics.retry = "pipe.retry".into();
+    c.kafka.topics.audit = "pipe.audit".into();
+    c.kafka.topics.dead_letter = "pipe.dlq".into();
+    let values: Vec<Vec<u8>> = (0..24).map(|i| groundgate::sample::mixed(i, 300)).collect();
+    produce_values(&bs, "pipe.in", values).await;
+    let w = start(&Arc::new(c), &bs);
+    let b = bs.clone();
+    tokio::task::spawn_blocking(move || {
+        inspect::read_until(&b, &["pipe.audit"], WAIT, |got| {
+            got[0].iter().filter(|m| !inspect::is_seal(m)).count() >= 24
+        })
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    // A clean stop seals every row and commits every offset.
+    w.stop().await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("worker.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[kafka]\nbrokers = \"{bs}\"\ngroup_id = \"g-pipe\"\n[kafka.topics]\ninput = \"pipe.in\"\naudit = \"pipe.audit\"\n[kafka.properties]\n\"fetch.wait.max.ms\" = \"50\"\n"
+        ),
+    )
+    .unwrap();
+    let verify = |args: Vec<String>, env: Vec<(&'static str, String)>| {
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = std::process::Command::new(BIN);
+            for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("GROUNDGATE_")) {
+                cmd.env_remove(k);
+            }
+            let out = cmd
+                .args(["audit", "verify", "--json", "--input-topic", "pipe.in"])
+                .args(["--group", "g-pipe"])
+                .args(&args)
+                .envs(env)
+                .output()
+                .unwrap();
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr))
+            });
+            (out.status.code(), report)
+        })
+    };
+    let rows = |report: &Value| -> u64 {
+        let chains = report["chains"].as_array().unwrap();
+        assert!(chains.iter().all(|c| c["topic"] == "pipe.in"), "{report:#}");
+        chains.iter().map(|c| c["rows"].as_u64().unwrap()).sum()
+    };
+
+    // The file alone: brokers, audit topic and a passthrough property.
+    let args = vec!["--config".to_string(), file.display().to_string()];
+    let (code, report) = verify(args, Vec::new()).await.unwrap();
+    assert_eq!(report["problems"], json!([]), "{report:#}");
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(rows(&report), 24, "{report:#}");
+
+    // The variables a deployment gives its workers, and -X beside them.
+    let env = vec![
+        ("GROUNDGATE_BROKERS", bs.clone()),
+        ("GROUNDGATE_KAFKA__TOPICS__AUDIT", "pipe.audit".to_string()),
+    ];
+    let args = vec!["-X".to_string(), "fetch.wait.max.ms=50".to_string()];
+    let (code, report) = verify(args, env).await.unwrap();
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(rows(&report), 24, "{report:#}");
+
+    // --topic names another trail than the file's: that one is read (it
+    // holds no row of pipe.in, so every input offset is owed one).
+    let args = vec![
+        "--config".to_string(),
+        file.display().to_string(),
+        "--topic".to_string(),
+        "answers.audit".to_string(),
+    ];
+    let (code, report) = verify(args, Vec::new()).await.unwrap();
+    assert_eq!(code, Some(1), "{report:#}");
+    assert!(
+        problem_kinds(&report).contains(&"gap".to_string()),
+        "{report:#}"
+    );
+}
