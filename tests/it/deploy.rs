@@ -319,6 +319,77 @@ fn kubernetes_manifests_point_at_what_the_worker_serves() {
     }
 }
 
+/// The arguments of the first container of a pod spec.
+fn container_args(c: &Value) -> Vec<String> {
+    c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The value after `flag` in `args`.
+fn flag<'a>(args: &'a [String], flag: &str) -> &'a str {
+    let at = args.iter().position(|a| a == flag);
+    &args[at.unwrap_or_else(|| panic!("{flag} in {args:?}")) + 1]
+}
+
+#[test]
+fn the_audit_verification_job_checks_the_workers_trail_with_their_settings() {
+    let config = shared_config();
+    let job = one("deploy/k8s/audit-verify-cronjob.yaml");
+    assert_eq!(job["kind"], "CronJob");
+    let kustomization = one("deploy/k8s/kustomization.yaml");
+    assert!(
+        kustomization["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("audit-verify-cronjob.yaml"))
+    );
+    assert_eq!(job["spec"]["concurrencyPolicy"], "Forbid");
+    // A failed verification is a finding: kept, not retried away.
+    assert_eq!(job["spec"]["jobTemplate"]["spec"]["backoffLimit"], 0);
+    let spec = &job["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(spec["restartPolicy"], "Never");
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    let c = &spec["containers"][0];
+    let args = container_args(c);
+    assert_eq!(args[..2], ["audit", "verify"]);
+
+    // The workers' configuration, mounted from their ConfigMap, and their
+    // broker list.
+    let worker = one("deploy/k8s/deployment.yaml");
+    let wspec = &worker["spec"]["template"]["spec"];
+    assert_eq!(c["env"], wspec["containers"][0]["env"]);
+    assert_eq!(spec["volumes"], wspec["volumes"]);
+    let mount = c["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    assert_eq!(flag(&args, "--config"), format!("{mount}/groundgate.toml"));
+    assert_eq!(flag(&args, "--input-topic"), config.kafka.topics.input);
+    assert_eq!(flag(&args, "--group"), config.kafka.group_id);
+
+    // The job's very command line, with the repository's copy of the file
+    // and the dev broker standing in for the cluster: it loads, connects and
+    // reads the (empty) trail, so it reports rather than failing to start.
+    let (_broker, bootstrap) = crate::common::dev_broker(2);
+    let mut run = args.clone();
+    let at = run.iter().position(|a| a == "--config").unwrap() + 1;
+    run[at] = repo("deploy/k8s/groundgate.toml").display().to_string();
+    let o = crate::common::bin()
+        .args(&run)
+        .env("GROUNDGATE_BROKERS", &bootstrap)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(o.status.code(), Some(1), "{report:#}");
+    assert_eq!(
+        crate::common::problem_kinds(&report),
+        ["nothing_to_verify"],
+        "{report:#}"
+    );
+}
+
 #[test]
 fn dashboard_and_alerts_name_only_exported_metrics() {
     let config = shared_config();
@@ -491,12 +562,24 @@ fn the_secured_kubernetes_overlay_mounts_the_secret_the_settings_name() {
             .current_dir(env!("CARGO_MANIFEST_DIR")),
         "kubectl kustomize",
     );
-    let deploy = serde_yaml_ng::Deserializer::from_slice(&out)
+    let rendered: Vec<Value> = serde_yaml_ng::Deserializer::from_slice(&out)
         .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-        .find(|d| d["kind"] == "Deployment")
-        .expect("a Deployment");
+        .collect();
+    let of = |kind: &str| {
+        rendered
+            .iter()
+            .find(|d| d["kind"] == kind)
+            .unwrap_or_else(|| panic!("a {kind}"))
+    };
+    let deploy = of("Deployment");
     let spec = &deploy["spec"]["template"]["spec"];
     let c = &spec["containers"][0];
+    // The audit verification reaches the cluster the same way.
+    let job = &of("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(job["containers"][0]["env"], c["env"]);
+    assert_eq!(job["containers"][0]["volumeMounts"], c["volumeMounts"]);
+    assert_eq!(job["volumes"], spec["volumes"]);
+    assert_eq!(job["securityContext"]["fsGroup"], 10001);
     let env: Vec<(String, String)> = c["env"]
         .as_array()
         .unwrap()
