@@ -61,7 +61,8 @@ pub struct AuditArgs {
 pub enum AuditCommand {
     /// Check an audit trail (JSON Lines files, or the audit topic of the configured cluster) for altered,
     /// missing, reordered or forged rows, broken or unsigned seals, and input offsets without a row.
-    /// Exit 0 clean (redeliveries allowed), 1 problem found, 2 usage error.
+    /// Exit 0 clean (redeliveries allowed), 1 problem found, 2 the trail could not be read
+    /// (usage, configuration, files, brokers).
     #[command(after_help = examples::AUDIT_VERIFY)]
     Verify(Box<AuditVerifyArgs>),
     /// Write an Ed25519 key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub (SPKI PEM).

@@ -1,9 +1,11 @@
 //! `groundgate audit verify` and `groundgate audit keygen`: the shell around
 //! `crate::audit::verify`. Reads JSON Lines exports or an audit topic (with a
-//! progress bar when stderr is a terminal), prints a summary table (or
-//! `--json`), and maps the verdict to an exit code: 0 clean (redeliveries
-//! allowed), 1 a problem found (nothing to verify included), 2 usage error
-//! (an inverted `--from`/`--to` range included).
+//! progress bar when stderr is a terminal; the topic through the workers'
+//! configuration layers), prints a summary table (or `--json`), and maps
+//! the verdict to an exit code: 0 clean (redeliveries allowed), 1 a problem
+//! found (nothing to verify included), 2 the trail could not be read (a
+//! usage or configuration error, an inverted `--from`/`--to` range, a file
+//! or brokers out of reach).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, IsTerminal};
