@@ -104,12 +104,12 @@ pub struct AuditVerifyArgs {
     #[arg(long, requires = "input_topic")]
     pub group: Option<String>,
     /// With --input-topic: check the input records written at or after this
-    /// time (RFC 3339, e.g. 2026-11-22T00:00:00Z), by the input topic's
-    /// record timestamps.
+    /// time (RFC 3339, e.g. 2026-11-22T00:00:00Z, or a time ago, e.g. 25h or
+    /// 7days), by the input topic's record timestamps.
     #[arg(long, requires = "input_topic", value_parser = parse_time)]
     pub from_time: Option<SystemTime>,
     /// With --input-topic: check the input records written at or before
-    /// this time (RFC 3339).
+    /// this time (RFC 3339, or a time ago, e.g. 1h).
     #[arg(long, requires = "input_topic", value_parser = parse_time)]
     pub to_time: Option<SystemTime>,
     /// Check input offsets from this one (inclusive).
@@ -389,7 +389,45 @@ fn parse_folds(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A time: RFC 3339, or a duration (`25h`, `7days`) read as that long
+/// before now, so a scheduled verification can name its window without a
+/// shell to compute dates.
 fn parse_time(s: &str) -> Result<SystemTime, String> {
-    humantime::parse_rfc3339_weak(s)
-        .map_err(|e| format!("{e} (expected RFC 3339, e.g. 2026-11-22T00:00:00Z)"))
+    time_at(s, SystemTime::now())
+}
+
+fn time_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
+    if let Ok(t) = humantime::parse_rfc3339_weak(s) {
+        return Ok(t);
+    }
+    let expected = "expected RFC 3339 (e.g. 2026-11-22T00:00:00Z) or a time ago (e.g. 25h, 7days)";
+    let ago = humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} ({expected})"))?;
+    now.checked_sub(ago)
+        .ok_or_else(|| format!("{s:?} ago is before any time this system can represent"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_time_is_rfc_3339_or_a_time_ago() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let t = time_at("2026-11-22T00:00:00Z", now).unwrap();
+        assert_eq!(
+            t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            1_795_305_600
+        );
+        assert_eq!(
+            time_at("25h", now).unwrap(),
+            now - Duration::from_secs(25 * 3600)
+        );
+        assert_eq!(
+            time_at("7days", now).unwrap(),
+            now - Duration::from_secs(7 * 86_400)
+        );
+        let e = time_at("yesterday", now).unwrap_err();
+        assert!(e.contains("RFC 3339") && e.contains("25h"), "{e}");
+    }
 }
