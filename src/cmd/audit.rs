@@ -185,16 +185,29 @@ pub fn verify_trail(
         Some((t, input)) => read_anchors(&t.client, input, args)?,
         None => BTreeMap::new(),
     };
-    let mut v = AuditVerifier::new(Options {
+    let options = Options {
         public_key,
         from: args.from,
         to: args.to,
         anchors,
         input_topic: args.input_topic.clone(),
         allow_unsealed_tail: args.allow_unsealed_tail,
-    });
+    };
+    let mut v = AuditVerifier::new(options.clone());
     match (topic, args.files.is_empty()) {
         (None, false) => {
+            let groups = file_groups(&args.files)?;
+            if groups.len() > 1 {
+                let mut parts = Vec::new();
+                for files in groups {
+                    let mut v = AuditVerifier::new(options.clone());
+                    for path in &files {
+                        read_file(&mut v, path)?;
+                    }
+                    parts.push(v.finish());
+                }
+                return Ok(Report::merge(parts));
+            }
             for path in &args.files {
                 read_file(&mut v, path)?;
             }
@@ -330,11 +343,25 @@ fn read_handed(
 const MAX_TRAIL_LINE: usize = 64 << 20;
 
 fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
+    let stream = v.stream(path.display().to_string());
+    each_line(path, |n, len, line| {
+        let at = Location { stream, pos: n };
+        if len > MAX_TRAIL_LINE as u64 {
+            v.oversized(at, len, MAX_TRAIL_LINE);
+        } else if !line.is_empty() {
+            v.record(at, line);
+        }
+    })
+}
+
+/// Calls `f(line number, length, bytes)` for every line of a trail file,
+/// plain or compressed; a line longer than [`MAX_TRAIL_LINE`] comes with
+/// its length and without its bytes.
+fn each_line(path: &Path, mut f: impl FnMut(u64, u64, &[u8])) -> Result<(), CmdError> {
     let err = |source| CmdError::Read {
         path: path.to_path_buf(),
         source,
     };
-    let stream = v.stream(path.display().to_string());
     // Archived trails are often compressed: gzip and zstd are read as is.
     let input = crate::batch::input::open(path).map_err(|e| match e {
         crate::batch::InputError::Open { source, .. }
@@ -353,16 +380,42 @@ fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
             return Ok(());
         };
         n += 1;
-        let at = Location { stream, pos: n };
-        if len > MAX_TRAIL_LINE as u64 {
-            v.oversized(at, len, MAX_TRAIL_LINE);
-            continue;
-        }
-        if line.is_empty() {
-            continue;
-        }
-        v.record(at, &line);
+        let bytes: &[u8] = if len > MAX_TRAIL_LINE as u64 {
+            &[]
+        } else {
+            &line
+        };
+        f(n, len, bytes);
     }
+}
+
+/// The trail files in the groups they are verified in. A run of `check`
+/// names each chain after its input file, so two runs over inputs of the
+/// same name write chains of the same name: read together they would be
+/// one chain, sealed twice. When every file's seals name one run (as each
+/// `audit.jsonl` of `check` does) and the files hold several runs, each
+/// run's files are verified apart. Any other file (a worker's trail, a
+/// file of no seal, or of seals of several runs) keeps them all in one
+/// group, so no file is judged without a file it may belong with.
+fn file_groups(files: &[PathBuf]) -> Result<Vec<Vec<PathBuf>>, CmdError> {
+    if files.len() < 2 {
+        return Ok(vec![files.to_vec()]);
+    }
+    let mut by_run: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for path in files {
+        let mut runs = std::collections::BTreeSet::new();
+        each_line(path, |_, _, line| {
+            if let Some(run) = crate::audit::verify::seal_run(line) {
+                runs.insert(run);
+            }
+        })?;
+        let mut runs = runs.into_iter();
+        match (runs.next(), runs.next()) {
+            (Some(Some(run)), None) => by_run.entry(run).or_default().push(path.clone()),
+            _ => return Ok(vec![files.to_vec()]),
+        }
+    }
+    Ok(by_run.into_values().collect())
 }
 
 /// Reads every partition of the audit topic from its low to its high
@@ -634,7 +687,10 @@ fn topic_progress(messages: i64) -> Option<ProgressBar> {
 pub fn print_report(r: &Report) {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
+    // Runs of `check` over inputs of the same name have chains of the same
+    // name: the run tells them apart.
+    let by_run = r.runs.len() > 1;
+    let mut header = vec![
         "topic",
         "partition",
         "offsets",
@@ -645,15 +701,23 @@ pub fn print_report(r: &Report) {
         "reseals",
         "unsealed tail",
         "gaps",
-    ]);
+    ];
+    if by_run {
+        header.insert(2, "run");
+    }
+    t.set_header(header);
     for c in &r.chains {
         let range = match (c.first_offset, c.last_offset) {
             (Some(a), Some(b)) => format!("{a}..={b}"),
             _ => "-".into(),
         };
-        t.add_row(vec![
-            c.topic.clone(),
-            c.partition.to_string(),
+        let mut row = vec![c.topic.clone(), c.partition.to_string()];
+        if by_run {
+            // A run id read from the trail may be anything: cut by character.
+            let id = c.run.as_deref().unwrap_or("-");
+            row.push(id.chars().take(8).collect());
+        }
+        row.extend([
             range,
             c.rows.to_string(),
             c.sealed_rows.to_string(),
@@ -663,6 +727,7 @@ pub fn print_report(r: &Report) {
             c.unsealed_tail.to_string(),
             c.gaps.len().to_string(),
         ]);
+        t.add_row(row);
     }
     println!("{t}");
     println!(

@@ -206,30 +206,56 @@ fn signed_trails_verify_only_with_their_key() {
 /// read together they are one chain holding every seal and row twice,
 /// which `check` never writes: duplicates, not a worker's reseals.
 #[test]
-fn the_same_input_checked_twice_into_one_trail_is_duplicates() {
+fn the_same_input_checked_twice_verifies_as_two_runs_but_not_as_one_file() {
     let dir = tempfile::tempdir().unwrap();
     let config = "[audit]\nseal_every = 50\n";
     let first = checked_trail(dir.path(), config);
     let again_dir = dir.path().join("again");
     std::fs::create_dir(&again_dir).unwrap();
     let second = checked_trail(&again_dir, config);
-    let both = |second: &Path| {
-        let o = run(&[
-            "audit",
-            "verify",
-            first.to_str().unwrap(),
-            second.to_str().unwrap(),
-            "--json",
-        ]);
-        let r: Value =
-            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
-        (o.status.code().unwrap_or(-1), r)
-    };
-    let (code, r) = both(&second);
-    assert_eq!(code, 1, "{r}");
-    assert_eq!(r["chains"].as_array().unwrap().len(), 1, "{r}");
-    // Seals 0..=5 once more, then every offset's second row; and the
-    // chain holds the seals of two runs.
+
+    // Each file is one run's whole trail: two runs, each complete, even
+    // though their chains have the same name (the input's).
+    let (code, r) = verify_files(&[&first, &second], &[]);
+    assert_eq!(r["problems"], serde_json::json!([]), "{r}");
+    assert_eq!(code, 0, "{r}");
+    let chains = r["chains"].as_array().unwrap();
+    assert_eq!(chains.len(), 2, "{r}");
+    assert_ne!(chains[0]["run"], chains[1]["run"], "{r}");
+    assert!(
+        chains
+            .iter()
+            .all(|c| c["rows"] == 300 && c["sealed_rows"] == 300)
+    );
+    assert_eq!(r["runs"].as_array().unwrap().len(), 2, "{r}");
+    let o = run(&[
+        "audit",
+        "verify",
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+    ]);
+    assert!(
+        text(&o).contains("partition ┆ run"),
+        "the table names each chain's run:\n{}",
+        text(&o)
+    );
+
+    // One file holding both runs is one trail in which the input was
+    // sealed twice: seals 0..=5 once more, then every offset's second row;
+    // and the chain holds the seals of two runs.
+    let both = dir.path().join("both.jsonl");
+    let mut text_both = std::fs::read_to_string(&first).unwrap();
+    text_both.push_str(&std::fs::read_to_string(&second).unwrap());
+    std::fs::write(&both, text_both).unwrap();
+    for files in [vec![both.as_path()], vec![both.as_path(), first.as_path()]] {
+        let (code, r) = verify_files(&files, &[]);
+        assert_eq!(code, 1, "{r}");
+        assert_eq!(r["chains"].as_array().unwrap().len(), 1, "{r}");
+        let kinds = problem_kinds(&r);
+        assert!(kinds.contains(&"duplicate".to_string()), "{r}");
+        assert!(kinds.contains(&"run_mixed".to_string()), "{r}");
+    }
+    let (_, r) = verify_files(&[&both], &[]);
     let mut want = vec!["duplicate"; 7];
     want.push("run_mixed");
     assert_eq!(problem_kinds(&r), want, "{r}");

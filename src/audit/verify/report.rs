@@ -212,6 +212,34 @@ impl Report {
         format!("{stream}:{}", at.pos)
     }
 
+    /// One report of a trail whose parts were verified apart (the files of
+    /// different `check` runs): their streams one after another, each
+    /// problem's place renumbered to match, and "nothing to verify" judged
+    /// over the whole.
+    pub fn merge(parts: Vec<Report>) -> Report {
+        let mut out = Report::default();
+        for mut part in parts {
+            let first = u32::try_from(out.streams.len()).unwrap_or(u32::MAX);
+            for p in &mut part.problems {
+                if let Some(at) = &mut p.at {
+                    at.stream = at.stream.saturating_add(first);
+                }
+            }
+            part.problems
+                .retain(|p| p.kind != ProblemKind::NothingToVerify);
+            out.records += part.records;
+            out.streams.extend(part.streams);
+            out.signatures_checked = part.signatures_checked;
+            out.unsealed_tail_allowed = part.unsealed_tail_allowed;
+            out.chains.extend(part.chains);
+            out.runs.extend(part.runs);
+            out.unbound_chains.extend(part.unbound_chains);
+            out.problems.extend(part.problems);
+        }
+        out.mark_nothing_verified();
+        out
+    }
+
     /// Reports a trail (or range) that holds no row and shows no problem as
     /// nothing verified: that is never a pass.
     pub(super) fn mark_nothing_verified(&mut self) {
@@ -284,5 +312,50 @@ impl Options {
 
     pub(super) fn in_range(&self, offset: i64) -> bool {
         self.from.is_none_or(|f| offset >= f) && self.to.is_none_or(|t| offset <= t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(stream: &str, rows: u64, problem: Option<ProblemKind>) -> Report {
+        let mut r = Report {
+            records: rows,
+            streams: vec![stream.to_string()],
+            chains: vec![ChainReport {
+                topic: "answers.jsonl".into(),
+                rows,
+                ..ChainReport::default()
+            }],
+            ..Report::default()
+        };
+        if let Some(kind) = problem {
+            r.problems.push(Problem {
+                at: Some(Location { stream: 0, pos: 7 }),
+                ..Problem::new(kind, None, String::new())
+            });
+        }
+        r.mark_nothing_verified();
+        r
+    }
+
+    #[test]
+    fn parts_verified_apart_report_as_one_trail() {
+        let r = Report::merge(vec![
+            part("a.jsonl", 0, None),
+            part("b.jsonl", 3, Some(ProblemKind::RowAltered)),
+        ]);
+        assert_eq!(r.streams, ["a.jsonl", "b.jsonl"]);
+        assert_eq!(r.records, 3);
+        assert_eq!(r.chains.len(), 2);
+        // The empty part verified nothing, but the trail did.
+        assert_eq!(r.problems.len(), 1);
+        assert_eq!(r.problems[0].kind, ProblemKind::RowAltered);
+        assert_eq!(r.location(r.problems[0].at.unwrap()), "b.jsonl:7");
+
+        let none = Report::merge(vec![part("a.jsonl", 0, None), part("b.jsonl", 0, None)]);
+        let kinds: Vec<ProblemKind> = none.problems.iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, [ProblemKind::NothingToVerify]);
     }
 }

@@ -11,6 +11,24 @@ use super::chain::{Chain, SealRec};
 use super::report::{Problem, ProblemKind, RunReport};
 use crate::audit::seal::ChainId;
 
+/// The run a line of a trail names when it is a seal: `None` for a line
+/// that is not a seal, `Some(None)` for a seal naming no run (a worker's,
+/// or one of a `check` that did not name its runs). A line is told by its
+/// `type` alone; judging it is the verifier's.
+pub fn seal_run(line: &[u8]) -> Option<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Seal {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        run: Option<serde_json::Value>,
+    }
+    // Rows far outnumber seals: most lines are not parsed at all.
+    memchr::memmem::find(line, crate::audit::seal::SEAL_TYPE.as_bytes())?;
+    let seal: Seal = serde_json::from_slice(line).ok()?;
+    (seal.kind.as_deref() == Some(crate::audit::seal::SEAL_TYPE))
+        .then(|| seal.run.and_then(|r| r.as_str().map(str::to_string)))
+}
+
 /// Most chain names or seal numbers a problem lists; a run may have
 /// thousands of inputs.
 const LISTED: usize = 10;
@@ -170,5 +188,23 @@ fn listed(items: &[String]) -> String {
     match items.len().saturating_sub(LISTED) {
         0 => shown,
         more => format!("{shown} and {more} more"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seal_run;
+
+    #[test]
+    fn a_seal_line_names_its_run_and_a_row_names_none() {
+        let seal = br#"{"chain":{"partition":0,"topic":"a.jsonl"},"run":"0a1b","seq":0,"type":"groundgate.seal/v1"}"#;
+        assert_eq!(seal_run(seal), Some(Some("0a1b".to_string())));
+        let worker =
+            br#"{"chain":{"partition":0,"topic":"answers"},"seq":0,"type":"groundgate.seal/v1"}"#;
+        assert_eq!(seal_run(worker), Some(None));
+        // A row quoting the seal type in an answer is still a row.
+        let row = br#"{"answer":"groundgate.seal/v1","input":{"offset":1},"outcome":"accepted"}"#;
+        assert_eq!(seal_run(row), None);
+        assert_eq!(seal_run(b"not json groundgate.seal/v1"), None);
     }
 }
