@@ -118,6 +118,11 @@ pub struct AuditVerifyArgs {
     /// Check input offsets up to this one (inclusive).
     #[arg(long)]
     pub to: Option<i64>,
+    /// A run of `check` the trail must be (its id, printed by `check` and in
+    /// its summary.json as audit_run; repeatable): the trail's runs must be
+    /// exactly the ones given, each whole.
+    #[arg(long = "run", value_name = "ID")]
+    pub runs: Vec<String>,
     /// Require every seal to be signed by this key (SPKI PEM, from `audit keygen`).
     #[arg(long)]
     pub public_key: Option<PathBuf>,

@@ -193,6 +193,19 @@ pub fn verify_trail(
         input_topic: args.input_topic.clone(),
         allow_unsealed_tail: args.allow_unsealed_tail,
     };
+    let mut report = read_and_judge(args, topic, options)?;
+    crate::audit::verify::expect_runs(&mut report, &args.runs);
+    Ok(report)
+}
+
+/// The trail of `args`'s files or of `topic`, judged under `options`
+/// (and against the input topic, when one is given).
+fn read_and_judge(
+    args: &AuditVerifyArgs,
+    topic: Option<&TopicSource>,
+    options: Options,
+) -> Result<Report, CmdError> {
+    let input_side = topic.zip(args.input_topic.as_deref());
     let mut v = AuditVerifier::new(options.clone());
     match (topic, args.files.is_empty()) {
         (None, false) => {

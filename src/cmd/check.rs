@@ -611,6 +611,7 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     data.grounding_model = config.core.grounding.model().as_str().to_string();
+    data.audit_run = run_id;
     write_file(
         &partial(&args.out.join(SUMMARY)),
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),
@@ -821,6 +822,11 @@ fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Re
         "outputs: {} {}",
         files.join(" "),
         args.out.join(SUMMARY).display()
+    )?;
+    writeln!(
+        w,
+        "audit trail: run {} (keep it: `audit verify --run {}` shows a trail is this run's)",
+        d.audit_run, d.audit_run
     )?;
     if let Some(c) = &d.comparison {
         print_comparison(w, c)?;

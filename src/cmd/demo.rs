@@ -222,6 +222,7 @@ async fn verify_trail(
         to_time: None,
         from: None,
         to: None,
+        runs: Vec::new(),
         public_key: None,
         allow_unsealed_tail: false,
         json: false,

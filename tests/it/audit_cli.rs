@@ -269,6 +269,47 @@ fn the_same_input_checked_twice_verifies_as_two_runs_but_not_as_one_file() {
     assert_eq!(c["sealed_rows"], 600);
 }
 
+/// `check` names its run (on stdout and in summary.json), and `audit
+/// verify --run` holds a trail to the runs kept that way: last week's
+/// complete trail in place of this week's shows.
+#[test]
+fn a_trail_is_held_to_the_run_kept_from_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let check = |name: &str| {
+        let out = dir.path().join(name);
+        let o = run(&["check", sample, "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        let summary: Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        let id = summary["audit_run"].as_str().unwrap().to_string();
+        assert_eq!(id.len(), 32, "{summary}");
+        assert!(
+            text(&o).contains(&format!("audit trail: run {id}")),
+            "{}",
+            text(&o)
+        );
+        (out.join("audit.jsonl"), id)
+    };
+    let (this_week, this_id) = check("this");
+    let (last_week, last_id) = check("last");
+    let (code, r) = verify(&this_week, &["--run", &this_id]);
+    assert_eq!((code, problem_kinds(&r)), (0, Vec::<String>::new()), "{r}");
+    // Without --run, last week's trail verifies in its place.
+    assert_eq!(verify(&last_week, &[]).0, 0);
+    let (code, r) = verify(&last_week, &["--run", &this_id]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["run_unexpected", "run_absent"], "{r}");
+    assert_eq!(r["problems"][0]["run"], last_id.as_str());
+    assert_eq!(r["problems"][1]["run"], this_id.as_str());
+    // Both weeks read together, each kept.
+    let (code, r) = verify_files(
+        &[&this_week, &last_week],
+        &["--run", &this_id, "--run", &last_id],
+    );
+    assert_eq!(code, 0, "{r}");
+}
+
 /// The lines of `check`'s trail of the sample sealed every 50 rows, and a
 /// path in `dir` to write a tampered copy to.
 fn sample_trail_lines(dir: &Path) -> (Vec<String>, PathBuf) {

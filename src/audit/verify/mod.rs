@@ -93,7 +93,7 @@ use chain::{
 };
 use json::Record;
 pub use report::*;
-pub use runs::seal_run;
+pub use runs::{expect_runs, seal_run};
 pub use undelivered::{Handed, gaps, narrow};
 
 const NOT_CANONICAL: &str = "not the compact JSON of what it parses to (a repeated key, whitespace, another escape or number form): rows and seals are written compact with each key once, and readers may disagree on what these bytes say";

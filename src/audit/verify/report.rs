@@ -82,6 +82,11 @@ pub enum ProblemKind {
     /// seals state (a chain removed, or replaced by another run's), or its
     /// final seals state different numbers.
     RunIncomplete,
+    /// A run of `check` in the trail that is not one of the runs the trail
+    /// was expected to be (`--run`), or a chain `check` sealed naming no run.
+    RunUnexpected,
+    /// A run the trail was expected to hold (`--run`) has no chain in it.
+    RunAbsent,
     /// A seal is malformed (missing fields, rows outside its range).
     SealMalformed,
     /// A seal's signature does not verify with the given key, or is absent.

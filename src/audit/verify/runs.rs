@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::chain::{Chain, SealRec};
-use super::report::{Problem, ProblemKind, RunReport};
+use super::report::{Problem, ProblemKind, Report, RunReport};
 use crate::audit::seal::ChainId;
 
 /// The run a line of a trail names when it is a seal: `None` for a line
@@ -27,6 +27,52 @@ pub fn seal_run(line: &[u8]) -> Option<Option<String>> {
     let seal: Seal = serde_json::from_slice(line).ok()?;
     (seal.kind.as_deref() == Some(crate::audit::seal::SEAL_TYPE))
         .then(|| seal.run.and_then(|r| r.as_str().map(str::to_string)))
+}
+
+/// Holds a report to the runs of `check` the trail was expected to be
+/// (`--run`, ids kept from `check`'s summary): every run found must be one
+/// of them, and so must every chain `check` sealed (one naming no run is
+/// none of them), and each of them must be found. Runs are judged whole
+/// before this, so a run found is complete. Nothing is expected when
+/// `expected` is empty.
+pub fn expect_runs(report: &mut Report, expected: &[String]) {
+    if expected.is_empty() {
+        return;
+    }
+    let mut problems = Vec::new();
+    for r in report.runs.iter().filter(|r| !expected.contains(&r.run)) {
+        problems.push(Problem {
+            run: Some(r.run.clone()),
+            ..Problem::new(
+                ProblemKind::RunUnexpected,
+                None,
+                format!("run {} is not one of the runs given with --run", r.run),
+            )
+        });
+    }
+    for chain in &report.unbound_chains {
+        problems.push(Problem::new(
+            ProblemKind::RunUnexpected,
+            None,
+            format!("chain {chain} was sealed by a `check` naming no run: not one of the runs given with --run"),
+        ));
+    }
+    let mut seen: Vec<&String> = Vec::new();
+    for run in expected {
+        if seen.contains(&run) || report.runs.iter().any(|r| &r.run == run) {
+            continue;
+        }
+        seen.push(run);
+        problems.push(Problem {
+            run: Some(run.clone()),
+            ..Problem::new(
+                ProblemKind::RunAbsent,
+                None,
+                format!("run {run}, given with --run, has no chain in the trail"),
+            )
+        });
+    }
+    report.problems.extend(problems);
 }
 
 /// Most chain names or seal numbers a problem lists; a run may have
@@ -193,7 +239,44 @@ fn listed(items: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::seal_run;
+    use super::{expect_runs, seal_run};
+    use crate::audit::verify::{ProblemKind, Report, RunReport};
+
+    #[test]
+    fn a_trail_is_held_to_the_runs_expected_of_it() {
+        let found = Report {
+            runs: vec![RunReport {
+                run: "aa".into(),
+                inputs: Some(1),
+                chains: 1,
+            }],
+            unbound_chains: vec!["old.jsonl/0".into()],
+            ..Report::default()
+        };
+        let mut r = found.clone();
+        expect_runs(&mut r, &[]);
+        assert!(r.problems.is_empty());
+        let mut r = found.clone();
+        expect_runs(&mut r, &["bb".into(), "aa".into(), "bb".into()]);
+        let got: Vec<(ProblemKind, Option<&str>)> = r
+            .problems
+            .iter()
+            .map(|p| (p.kind, p.run.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (ProblemKind::RunUnexpected, None),
+                (ProblemKind::RunAbsent, Some("bb")),
+            ]
+        );
+        let mut r = Report {
+            unbound_chains: Vec::new(),
+            ..found
+        };
+        expect_runs(&mut r, &["aa".into()]);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+    }
 
     #[test]
     fn a_seal_line_names_its_run_and_a_row_names_none() {

@@ -121,6 +121,10 @@ pub struct ReportData {
     /// reached the largest value they can hold, overall or for a model: they
     /// stop there, so the true total is at least the value shown.
     pub saturated: Vec<&'static str>,
+    /// The run id every seal of the run's `audit.jsonl` names: kept apart
+    /// from the outputs (a load log, say), it lets `audit verify --run`
+    /// show later that a trail is this run's and no other's.
+    pub audit_run: String,
 }
 
 impl ReportData {
