@@ -122,7 +122,8 @@ pub struct AuditVerifyArgs {
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
     /// Path prefix of the key files: PREFIX.key and PREFIX.pub; a directory (existing, or ending
-    /// in `/`) gets groundgate-audit.key and groundgate-audit.pub inside it.
+    /// in `/`) gets groundgate-audit.key and groundgate-audit.pub inside it. Missing directories
+    /// are created (mode 0700).
     #[arg(long, default_value = "groundgate-audit")]
     pub out: PathBuf,
 }
