@@ -16,7 +16,10 @@ Examples:
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --report out/report.html
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --compare-config examples/groundgate.toml
   groundgate check exports/2026-11-*.jsonl.gz --out out   # several inputs, one run and one report
-  cat answers.jsonl | groundgate check - --out out --fail-on dead_letter --fail-on rejected";
+  cat answers.jsonl | groundgate check - --out out --fail-on dead_letter --fail-on rejected
+
+Exit codes: 0 done; 1 a --fail-on outcome occurred; 2 a usage, configuration or I/O problem; 130 stopped by Ctrl-C or SIGTERM (nothing of the run is kept, earlier outputs \
+in --out stay as they were).";
 
 pub const RUN: &str = "\
 Examples:

@@ -51,7 +51,14 @@ const EXIT_OK: u8 = 0;
 const EXIT_FAILED_ON: u8 = 1;
 
 pub fn main(args: CheckArgs) -> ExitCode {
-    let (data, took) = match run(&args) {
+    let staging = Arc::new(Mutex::new(Staging::Open));
+    let partials = Staged::new(&args.out, args.report.as_deref()).partials();
+    if let Err(e) = on_signals(partials, args.out.clone(), staging.clone()) {
+        eprintln!(
+            "groundgate check: cannot install signal handlers ({e}): Ctrl-C stops the run without removing its .partial files"
+        );
+    }
+    let (data, took) = match run(&args, &staging) {
         Ok(done) => done,
         Err(e) => {
             eprintln!("groundgate check: {e}");
@@ -97,6 +104,65 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     }
     ExitCode::from(code)
+}
+
+/// Where the outputs stand, shared with the signal watcher. It is locked
+/// while `.partial` files are created or renamed into place, so a stop
+/// never races them: it removes every `.partial` file before they are
+/// complete, and after they are in place it leaves them be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Staging {
+    Open,
+    InPlace,
+}
+
+/// The first SIGINT or SIGTERM stops the run at once: its `.partial` files
+/// are removed, the outputs of an earlier run in `--out` stay as they were,
+/// and the process exits 130. Nothing can be finished instead: the outputs
+/// and their seals are whole only at the end of the input, and a reader
+/// blocked on standard input would not see a request to stop.
+fn on_signals(
+    partials: Vec<PathBuf>,
+    out: PathBuf,
+    staging: Arc<Mutex<Staging>>,
+) -> io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let (mut int, mut term) = {
+        let _entered = runtime.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
+    std::thread::Builder::new()
+        .name("check-signals".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+            });
+            // Held until the process exits: nothing is staged or renamed
+            // after this point.
+            let stage = staging.lock().unwrap_or_else(|p| p.into_inner());
+            let out = out.display();
+            match *stage {
+                Staging::Open => {
+                    for p in &partials {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    eprintln!(
+                        "\ngroundgate check: interrupted before the run finished: nothing of it was kept (its .partial files are removed); the outputs already in {out}, if any, are as they were"
+                    );
+                }
+                Staging::InPlace => eprintln!(
+                    "\ngroundgate check: interrupted after the outputs in {out} were complete; the summary was not printed"
+                ),
+            }
+            std::process::exit(super::EXIT_INTERRUPTED);
+        })?;
+    Ok(())
 }
 
 /// Which configuration made the verdicts: every layer that applied, in the
@@ -398,7 +464,7 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
 }
 
 /// Runs every input: what the report shows, and what the run took.
-fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
+fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<(ReportData, Took), CheckError> {
     // Before anything is read or written: no output may be an input, and
     // no input may be read twice.
     let files: Vec<&Path> = args
@@ -469,7 +535,10 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         args.worst,
     );
     let staged = Staged::new(&args.out, args.report.as_deref());
-    let out = Outputs::create(&args.out)?;
+    let out = {
+        let _staging = staging.lock().unwrap_or_else(|p| p.into_inner());
+        Outputs::create(&args.out)?
+    };
     let ctx = RunContext {
         config: &config,
         baseline: baseline.as_ref(),
@@ -611,6 +680,7 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     data.grounding_model = config.core.grounding.model().as_str().to_string();
+    let mut stage = staging.lock().unwrap_or_else(|p| p.into_inner());
     write_file(
         &partial(&args.out.join(SUMMARY)),
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),
@@ -622,6 +692,8 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     }
     drop(out);
     staged.commit()?;
+    *stage = Staging::InPlace;
+    drop(stage);
     let took = Took {
         wall: started.elapsed(),
         cpu: crate::clock::process_cpu().saturating_sub(cpu_before),

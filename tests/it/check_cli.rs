@@ -787,6 +787,59 @@ fn a_run_that_fails_half_way_leaves_no_finished_looking_outputs() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// Ctrl-C in the middle of a run (here while it waits for more of standard
+/// input): it stops, says so, exits 130, removes its `.partial` files and
+/// leaves the previous run's outputs as they were.
+#[test]
+fn ctrl_c_stops_a_run_and_leaves_the_previous_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    finished_run(dir.path(), &out);
+    let kept = ["final.jsonl", "audit.jsonl", "summary.json"];
+    let read_kept = || -> Vec<Vec<u8>> {
+        kept.iter()
+            .map(|f| std::fs::read(out.join(f)).unwrap())
+            .collect()
+    };
+    let previous = read_kept();
+    let child = crate::common::bin()
+        .args([os("check"), os("-"), os("--out"), os(&out)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = crate::common::Proc {
+        child,
+        name: "check",
+    };
+    let mut stdin = run.child.stdin.take().unwrap();
+    for (line, _) in mixed_lines() {
+        stdin.write_all(&line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+    stdin.flush().unwrap();
+    crate::common::wait_for("the run's .partial files", crate::common::WAIT, || {
+        out.join("final.jsonl.partial").exists().then_some(())
+    });
+    run.signal("INT");
+    let status = run
+        .wait_exit(crate::common::WAIT)
+        .expect("check stops on Ctrl-C while its input is still open");
+    drop(stdin);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted before the run finished"), "{err}");
+    assert!(read_kept() == previous, "the previous outputs changed");
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
 #[test]
 fn an_absurd_thread_count_is_bounded_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
