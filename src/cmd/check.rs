@@ -42,7 +42,8 @@ use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::process::too_large_summary;
 use crate::core::{
-    DeadLetter, DeadLetterValue, OutcomeKind, OutputRole, RecordMeta, Terminal, process,
+    DeadLetter, DeadLetterKind, DeadLetterValue, OutcomeKind, OutputRole, RecordMeta, Terminal,
+    process,
 };
 
 /// Exit code for a completed run with no `--fail-on` outcome.
@@ -58,7 +59,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
             "groundgate check: cannot install signal handlers ({e}): Ctrl-C stops the run without removing its .partial files"
         );
     }
-    let (data, took) = match run(&args, &staging) {
+    let (data, took, not_answers) = match run(&args, &staging) {
         Ok(done) => done,
         Err(e) => {
             eprintln!("groundgate check: {e}");
@@ -86,6 +87,9 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     }
     eprintln!("groundgate check: {}", took.line(data.records));
+    for input in &not_answers {
+        eprintln!("groundgate check: {input}");
+    }
     for f in &args.fail_on {
         let kind = match f {
             FailOn::Rejected => OutcomeKind::Rejected,
@@ -464,7 +468,41 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
 }
 
 /// Runs every input: what the report shows, and what the run took.
-fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<(ReportData, Took), CheckError> {
+/// An input none of whose lines is an answer record: every line a dead
+/// letter for not being UTF-8, JSON or a record (a JSON array, a
+/// pretty-printed file, CSV). The run stands, as every line is accounted
+/// for; the note says what `check` reads instead.
+struct NotAnswers {
+    name: String,
+    arg: String,
+    lines: u64,
+}
+
+/// Dead letters that say the line is not a record at all.
+const NOT_A_RECORD: [DeadLetterKind; 3] = [
+    DeadLetterKind::InvalidUtf8,
+    DeadLetterKind::InvalidJson,
+    DeadLetterKind::Schema,
+];
+
+impl std::fmt::Display for NotAnswers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let NotAnswers { name, arg, lines } = self;
+        let convert = if arg == "-" {
+            "… | jq -c '.[]' | groundgate check - …".to_string()
+        } else {
+            format!("jq -c '.[]' {arg} > answers.jsonl")
+        };
+        write!(
+            f,
+            "none of the {lines} line(s) of {name} is an answer record (each is a dead letter: not UTF-8, not JSON or not a record): check reads JSON Lines, one JSON object per line with at least request_id and answer (docs/input-and-outputs.md); to convert a JSON array or pretty-printed JSON: {convert}"
+        )
+    }
+}
+
+type Finished = (ReportData, Took, Vec<NotAnswers>);
+
+fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckError> {
     // Before anything is read or written: no output may be an input, and
     // no input may be read twice.
     let files: Vec<&Path> = args
@@ -583,12 +621,14 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<(ReportData, Took),
         let mut r = Ok(());
         // Chains whose final seal waits for the end of the run.
         let mut waiting: Vec<Sealer> = Vec::new();
+        let mut not_answers: Vec<NotAnswers> = Vec::new();
         let write_seal = |layout: &mut Layout, mut seal: Vec<u8>| {
             seal.push(b'\n');
             let at = layout.place(OutputRole::Audit, seal.len());
             out.write_at(OutputRole::Audit, at, &seal)
         };
         for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
+            let (records_before, dead_before) = report.dead_letters_among(&NOT_A_RECORD);
             r = run_input(Path::new(arg), name, &file_read, |input| {
                 // One chain per input: its audit rows, sealed every
                 // `seal_every` rows and by a final seal at its end, so `audit
@@ -639,6 +679,15 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<(ReportData, Took),
             if r.is_err() {
                 break;
             }
+            let (records, dead) = report.dead_letters_among(&NOT_A_RECORD);
+            let lines = records - records_before;
+            if lines > 0 && dead - dead_before == lines {
+                not_answers.push(NotAnswers {
+                    name: name.clone(),
+                    arg: arg.clone(),
+                    lines,
+                });
+            }
         }
         if r.is_ok() {
             let chains = waiting.len() as u64;
@@ -658,13 +707,13 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<(ReportData, Took),
         if let Some(t) = ticker {
             let _ = t.join();
         }
-        r
+        r.map(|()| not_answers)
     });
     // A write error from a flush thread is the real cause of a stop.
     if let Some(e) = failed.into_inner().ok().flatten() {
         return Err(e);
     }
-    result?;
+    let not_answers = result?;
     let names_of = |p: &Option<PathBuf>| {
         p.as_ref()
             .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string())
@@ -699,7 +748,7 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<(ReportData, Took),
         cpu: crate::clock::process_cpu().saturating_sub(cpu_before),
         threads,
     };
-    Ok((data, took))
+    Ok((data, took, not_answers))
 }
 
 /// The id of this run, which every seal it writes names: 16 bytes from the

@@ -840,6 +840,43 @@ fn ctrl_c_stops_a_run_and_leaves_the_previous_outputs() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// A pretty-printed JSON array is not JSON Lines: every line becomes a dead
+/// letter, which alone looks like a bad stream. The run still accounts for
+/// every line (exit 0), and stderr names the input and what `check` reads.
+/// An input with any answer record gets no such note.
+#[test]
+fn an_input_without_one_answer_record_is_named_with_what_check_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Value> = mixed_lines()
+        .iter()
+        .filter_map(|(line, _)| serde_json::from_slice(line).ok())
+        .collect();
+    let array = dir.path().join("export.json");
+    std::fs::write(&array, serde_json::to_vec_pretty(&records).unwrap()).unwrap();
+    let good = dir.path().join("good.jsonl");
+    let mut text = Vec::new();
+    for (line, _) in mixed_lines() {
+        text.extend(line);
+        text.push(b'\n');
+    }
+    std::fs::write(&good, text).unwrap();
+    let out = dir.path().join("o");
+    let o = check(&[os(&array), os(&good), os("--out"), os(&out)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("is an answer record"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("of export.json ")
+            && notes[0].contains("JSON Lines")
+            && notes[0].contains("jq -c '.[]'"),
+        "{err}"
+    );
+}
+
 #[test]
 fn an_absurd_thread_count_is_bounded_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
