@@ -217,10 +217,16 @@ fn produce_exits_130_on_a_second_signal() {
 }
 
 #[test]
-fn a_taken_metrics_port_says_how_to_choose_another() {
+fn a_taken_port_says_how_to_choose_another() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
+    let port = taken.local_addr().unwrap().port().to_string();
     for (args, knobs) in [
+        // The broker's own port, taken (by another dev-broker, say).
+        (
+            vec!["dev-broker", "--port", port.as_str()],
+            &["--port", "--port 0"][..],
+        ),
         (
             vec!["demo", "--metrics-addr", addr.as_str()],
             &["--metrics-addr"][..],
