@@ -406,6 +406,30 @@ fn produce_stopped_by_a_line_it_cannot_send_says_how_many_it_sent() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// A mistyped --file is said before anything connects: with no broker
+/// listening, the only line is the missing file, not connection warnings
+/// from a producer that was never needed.
+#[test]
+fn produce_names_a_missing_file_before_it_connects() {
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let o = run(&[
+        "produce",
+        "--brokers",
+        &addr,
+        "--file",
+        "/nonexistent/answers.jsonl",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/answers.jsonl"), "{err}");
+    assert!(
+        !err.contains("Kafka client error") && !err.contains("producing"),
+        "connected before opening the file: {err}"
+    );
+}
+
 #[test]
 fn preflight_against_a_closed_port_says_why_once_not_per_retry() {
     // A port bound and let go: nothing listens there now.
