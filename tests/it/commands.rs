@@ -1,5 +1,6 @@
 //! The command-line surface a newcomer meets first: every `--help` ends with
-//! examples, `run --help` shows the defaults, usage errors exit 2 in every
+//! examples, `run --help` shows the defaults, `run` and `check` list their
+//! exit codes, usage errors exit 2 in every
 //! command, `produce` stops cleanly on a signal, and a taken metrics port
 //! says how to choose another one.
 
@@ -81,6 +82,29 @@ fn every_help_ends_with_two_to_four_examples() {
             "examples are not at the end of `groundgate {} --help`:\n{help}",
             cmd.join(" ")
         );
+    }
+}
+
+/// The exit codes a script or an orchestrator acts on are in the help of
+/// the commands that have more than success and usage errors, each code
+/// the documents list.
+#[test]
+fn run_and_check_help_list_their_exit_codes() {
+    for (cmd, codes) in [
+        ("run", &["0 ", "1 ", "2 ", "3 ", "130 "][..]),
+        ("check", &["0 ", "1 ", "2 ", "130 "][..]),
+    ] {
+        let help = stdout(&run(&[cmd, "--help"]));
+        let Some(at) = help.find("Exit codes: ") else {
+            panic!("{cmd} --help lists no exit codes:\n{help}");
+        };
+        let line = &help[at..];
+        for code in codes {
+            assert!(
+                line.contains(&format!(": {code}")) || line.contains(&format!("; {code}")),
+                "{cmd} --help does not explain exit code {code}:\n{line}"
+            );
+        }
     }
 }
 
