@@ -153,7 +153,8 @@ pub struct CheckArgs {
     /// Exit 1 if any record had this outcome (repeatable).
     #[arg(long = "fail-on", value_enum)]
     pub fail_on: Vec<FailOn>,
-    /// Also write a self-contained HTML report here (summary.json is always written to --out).
+    /// Also write a self-contained HTML report here (summary.json is always written to --out); its
+    /// directory is created if missing.
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// What-if: also judge every record under this (baseline) configuration and report which

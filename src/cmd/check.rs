@@ -577,6 +577,19 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         let _staging = staging.lock().unwrap_or_else(|p| p.into_inner());
         Outputs::create(&args.out)?
     };
+    // Made now, as --out is, rather than found missing once every record
+    // has been judged.
+    if let Some(dir) = args
+        .report
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir).map_err(|source| CheckError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
     let ctx = RunContext {
         config: &config,
         baseline: baseline.as_ref(),

@@ -877,6 +877,30 @@ fn an_input_without_one_answer_record_is_named_with_what_check_reads() {
     );
 }
 
+/// `--report` into a directory that does not exist yet is made like
+/// `--out`, not found missing after every record was judged.
+#[test]
+fn the_report_directory_is_created_like_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, rec("a", "x[^1]", json!({}))).unwrap();
+    let report = dir.path().join("reports/2026-11/report.html");
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&dir.path().join("o")),
+        os("--report"),
+        os(&report),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(report.is_file());
+}
+
 #[test]
 fn an_absurd_thread_count_is_bounded_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
