@@ -141,7 +141,8 @@ pub struct AuditVerifyArgs {
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
     /// Path prefix of the key files: PREFIX.key and PREFIX.pub; a directory (existing, or ending
-    /// in `/`) gets groundgate-audit.key and groundgate-audit.pub inside it.
+    /// in `/`) gets groundgate-audit.key and groundgate-audit.pub inside it. Missing directories
+    /// are created (mode 0700).
     #[arg(long, default_value = "groundgate-audit")]
     pub out: PathBuf,
 }
@@ -171,7 +172,8 @@ pub struct CheckArgs {
     /// Exit 1 if any record had this outcome (repeatable).
     #[arg(long = "fail-on", value_enum)]
     pub fail_on: Vec<FailOn>,
-    /// Also write a self-contained HTML report here (summary.json is always written to --out).
+    /// Also write a self-contained HTML report here (summary.json is always written to --out); its
+    /// directory is created if missing.
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// What-if: also judge every record under this (baseline) configuration and report which

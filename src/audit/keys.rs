@@ -74,14 +74,18 @@ pub fn key_paths(prefix: &Path) -> (PathBuf, PathBuf) {
     (with(".key"), with(".pub"))
 }
 
-/// Writes `<prefix>.key` (private, mode 0600) and `<prefix>.pub`; refuses to
-/// overwrite either. Returns both paths.
+/// Writes `<prefix>.key` (private, mode 0600) and `<prefix>.pub`, creating
+/// missing directories on the way (mode 0700: they hold a private key);
+/// refuses to overwrite either file. Returns both paths.
 pub fn generate(prefix: &Path) -> Result<(PathBuf, PathBuf), KeyError> {
     let (private, public) = key_paths(prefix);
     for p in [&private, &public] {
         if p.exists() {
             return Err(KeyError::Exists { path: p.clone() });
         }
+    }
+    if let Some(dir) = private.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dirs(dir)?;
     }
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
@@ -104,6 +108,20 @@ pub fn generate(prefix: &Path) -> Result<(PathBuf, PathBuf), KeyError> {
         source,
     })?;
     Ok((private, public))
+}
+
+fn create_dirs(dir: &Path) -> Result<(), KeyError> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|source| KeyError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
@@ -149,6 +167,28 @@ mod tests {
         assert_eq!(private, d.join("groundgate-audit.key"));
         let again = generate(d).unwrap_err().to_string();
         assert!(again.contains("never overwritten"), "{again}");
+    }
+
+    /// `--out keys/audit` and `--out keys/` on a fresh machine: the
+    /// directory is made, private to its owner.
+    #[test]
+    fn missing_directories_of_the_prefix_are_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let (private, public) = generate(&dir.path().join("keys/2026/audit")).unwrap();
+        assert_eq!(private, dir.path().join("keys/2026/audit.key"));
+        assert!(private.is_file() && public.is_file());
+        let slash = PathBuf::from(format!("{}/other/", dir.path().display()));
+        let (private, _) = generate(&slash).unwrap();
+        assert_eq!(private, slash.join("groundgate-audit.key"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join("keys"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
     }
 
     #[test]

@@ -50,6 +50,12 @@ impl Staged {
         }
     }
 
+    /// The `.partial` names of the outputs, for a stop that cannot wait
+    /// for this value to be dropped.
+    pub(crate) fn partials(&self) -> Vec<PathBuf> {
+        self.files.iter().map(|f| partial(f)).collect()
+    }
+
     pub(crate) fn commit(mut self) -> Result<(), CheckError> {
         let rename = |to: &Path| {
             fs::rename(partial(to), to).map_err(|source| CheckError::Write {

@@ -16,14 +16,22 @@ Examples:
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --report out/report.html
   groundgate check examples/answers.jsonl --out out --config examples/demo.toml --compare-config examples/groundgate.toml
   groundgate check exports/2026-11-*.jsonl.gz --out out   # several inputs, one run and one report
-  cat answers.jsonl | groundgate check - --out out --fail-on dead_letter --fail-on rejected";
+  cat answers.jsonl | groundgate check - --out out --fail-on dead_letter --fail-on rejected
+
+Exit codes: 0 done; 1 a --fail-on outcome occurred; 2 a usage, configuration or I/O problem; 130 stopped by Ctrl-C or SIGTERM (nothing of the run is kept, earlier outputs \
+in --out stay as they were).";
 
 pub const RUN: &str = "\
 Examples:
   groundgate run --brokers 127.0.0.1:9092 --config examples/demo.toml   # against `groundgate dev-broker`
   groundgate run --brokers kafka:9092 --config examples/groundgate.toml
   groundgate run --brokers kafka:9092 --guarantee exactly-once --metrics-addr 127.0.0.1:9465
-  GROUNDGATE_BROKERS=kafka:9092 GROUNDGATE_LOG_FORMAT=json groundgate run";
+  GROUNDGATE_BROKERS=kafka:9092 GROUNDGATE_LOG_FORMAT=json groundgate run
+
+Exit codes: 0 stopped cleanly (or --preflight found no problem); 1 stopped by an error (or --preflight \
+found a problem); 2 invalid configuration; 3 the shutdown did not finish within kafka.drain_deadline_ms \
+(uncommitted records are processed again by the next owner); 130 a second Ctrl-C or SIGTERM. \
+docs/operations.md#stopping-and-takeover says more.";
 
 pub const DEV_BROKER: &str = "\
 Examples:

@@ -42,7 +42,8 @@ use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::process::too_large_summary;
 use crate::core::{
-    DeadLetter, DeadLetterValue, OutcomeKind, OutputRole, RecordMeta, Terminal, process,
+    DeadLetter, DeadLetterKind, DeadLetterValue, OutcomeKind, OutputRole, RecordMeta, Terminal,
+    process,
 };
 
 /// Exit code for a completed run with no `--fail-on` outcome.
@@ -51,7 +52,14 @@ const EXIT_OK: u8 = 0;
 const EXIT_FAILED_ON: u8 = 1;
 
 pub fn main(args: CheckArgs) -> ExitCode {
-    let (data, took) = match run(&args) {
+    let staging = Arc::new(Mutex::new(Staging::Open));
+    let partials = Staged::new(&args.out, args.report.as_deref()).partials();
+    if let Err(e) = on_signals(partials, args.out.clone(), staging.clone()) {
+        eprintln!(
+            "groundgate check: cannot install signal handlers ({e}): Ctrl-C stops the run without removing its .partial files"
+        );
+    }
+    let (data, took, not_answers) = match run(&args, &staging) {
         Ok(done) => done,
         Err(e) => {
             eprintln!("groundgate check: {e}");
@@ -79,6 +87,9 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     }
     eprintln!("groundgate check: {}", took.line(data.records));
+    for input in &not_answers {
+        eprintln!("groundgate check: {input}");
+    }
     for f in &args.fail_on {
         let kind = match f {
             FailOn::Rejected => OutcomeKind::Rejected,
@@ -97,6 +108,65 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     }
     ExitCode::from(code)
+}
+
+/// Where the outputs stand, shared with the signal watcher. It is locked
+/// while `.partial` files are created or renamed into place, so a stop
+/// never races them: it removes every `.partial` file before they are
+/// complete, and after they are in place it leaves them be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Staging {
+    Open,
+    InPlace,
+}
+
+/// The first SIGINT or SIGTERM stops the run at once: its `.partial` files
+/// are removed, the outputs of an earlier run in `--out` stay as they were,
+/// and the process exits 130. Nothing can be finished instead: the outputs
+/// and their seals are whole only at the end of the input, and a reader
+/// blocked on standard input would not see a request to stop.
+fn on_signals(
+    partials: Vec<PathBuf>,
+    out: PathBuf,
+    staging: Arc<Mutex<Staging>>,
+) -> io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let (mut int, mut term) = {
+        let _entered = runtime.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
+    std::thread::Builder::new()
+        .name("check-signals".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+            });
+            // Held until the process exits: nothing is staged or renamed
+            // after this point.
+            let stage = staging.lock().unwrap_or_else(|p| p.into_inner());
+            let out = out.display();
+            match *stage {
+                Staging::Open => {
+                    for p in &partials {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    eprintln!(
+                        "\ngroundgate check: interrupted before the run finished: nothing of it was kept (its .partial files are removed); the outputs already in {out}, if any, are as they were"
+                    );
+                }
+                Staging::InPlace => eprintln!(
+                    "\ngroundgate check: interrupted after the outputs in {out} were complete; the summary was not printed"
+                ),
+            }
+            std::process::exit(super::EXIT_INTERRUPTED);
+        })?;
+    Ok(())
 }
 
 /// Which configuration made the verdicts: every layer that applied, in the
@@ -398,7 +468,41 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
 }
 
 /// Runs every input: what the report shows, and what the run took.
-fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
+/// An input none of whose lines is an answer record: every line a dead
+/// letter for not being UTF-8, JSON or a record (a JSON array, a
+/// pretty-printed file, CSV). The run stands, as every line is accounted
+/// for; the note says what `check` reads instead.
+struct NotAnswers {
+    name: String,
+    arg: String,
+    lines: u64,
+}
+
+/// Dead letters that say the line is not a record at all.
+const NOT_A_RECORD: [DeadLetterKind; 3] = [
+    DeadLetterKind::InvalidUtf8,
+    DeadLetterKind::InvalidJson,
+    DeadLetterKind::Schema,
+];
+
+impl std::fmt::Display for NotAnswers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let NotAnswers { name, arg, lines } = self;
+        let convert = if arg == "-" {
+            "… | jq -c '.[]' | groundgate check - …".to_string()
+        } else {
+            format!("jq -c '.[]' {arg} > answers.jsonl")
+        };
+        write!(
+            f,
+            "none of the {lines} line(s) of {name} is an answer record (each is a dead letter: not UTF-8, not JSON or not a record): check reads JSON Lines, one JSON object per line with at least request_id and answer (docs/input-and-outputs.md); to convert a JSON array or pretty-printed JSON: {convert}"
+        )
+    }
+}
+
+type Finished = (ReportData, Took, Vec<NotAnswers>);
+
+fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckError> {
     // Before anything is read or written: no output may be an input, and
     // no input may be read twice.
     let files: Vec<&Path> = args
@@ -469,7 +573,23 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         args.worst,
     );
     let staged = Staged::new(&args.out, args.report.as_deref());
-    let out = Outputs::create(&args.out)?;
+    let out = {
+        let _staging = staging.lock().unwrap_or_else(|p| p.into_inner());
+        Outputs::create(&args.out)?
+    };
+    // Made now, as --out is, rather than found missing once every record
+    // has been judged.
+    if let Some(dir) = args
+        .report
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir).map_err(|source| CheckError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
     let ctx = RunContext {
         config: &config,
         baseline: baseline.as_ref(),
@@ -514,12 +634,14 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         let mut r = Ok(());
         // Chains whose final seal waits for the end of the run.
         let mut waiting: Vec<Sealer> = Vec::new();
+        let mut not_answers: Vec<NotAnswers> = Vec::new();
         let write_seal = |layout: &mut Layout, mut seal: Vec<u8>| {
             seal.push(b'\n');
             let at = layout.place(OutputRole::Audit, seal.len());
             out.write_at(OutputRole::Audit, at, &seal)
         };
         for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
+            let (records_before, dead_before) = report.dead_letters_among(&NOT_A_RECORD);
             r = run_input(Path::new(arg), name, &file_read, |input| {
                 // One chain per input: its audit rows, sealed every
                 // `seal_every` rows and by a final seal at its end, so `audit
@@ -570,6 +692,15 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
             if r.is_err() {
                 break;
             }
+            let (records, dead) = report.dead_letters_among(&NOT_A_RECORD);
+            let lines = records - records_before;
+            if lines > 0 && dead - dead_before == lines {
+                not_answers.push(NotAnswers {
+                    name: name.clone(),
+                    arg: arg.clone(),
+                    lines,
+                });
+            }
         }
         if r.is_ok() {
             let chains = waiting.len() as u64;
@@ -589,13 +720,13 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         if let Some(t) = ticker {
             let _ = t.join();
         }
-        r
+        r.map(|()| not_answers)
     });
     // A write error from a flush thread is the real cause of a stop.
     if let Some(e) = failed.into_inner().ok().flatten() {
         return Err(e);
     }
-    result?;
+    let not_answers = result?;
     let names_of = |p: &Option<PathBuf>| {
         p.as_ref()
             .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string())
@@ -612,6 +743,7 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
         .unwrap_or_default();
     data.grounding_model = config.core.grounding.model().as_str().to_string();
     data.audit_run = run_id;
+    let mut stage = staging.lock().unwrap_or_else(|p| p.into_inner());
     write_file(
         &partial(&args.out.join(SUMMARY)),
         &serde_json::to_vec_pretty(&data).unwrap_or_default(),
@@ -623,12 +755,14 @@ fn run(args: &CheckArgs) -> Result<(ReportData, Took), CheckError> {
     }
     drop(out);
     staged.commit()?;
+    *stage = Staging::InPlace;
+    drop(stage);
     let took = Took {
         wall: started.elapsed(),
         cpu: crate::clock::process_cpu().saturating_sub(cpu_before),
         threads,
     };
-    Ok((data, took))
+    Ok((data, took, not_answers))
 }
 
 /// The id of this run, which every seal it writes names: 16 bytes from the

@@ -30,6 +30,19 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
             "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one".into(),
         )
     })?;
+    // The file is opened before anything connects: a mistyped path is said
+    // at once, not after the brokers were asked for metadata.
+    let input = args
+        .file
+        .as_ref()
+        .map(|path| {
+            // An input that cannot be read is exit 2, as in `check`: 1 says
+            // the dev broker dropped records.
+            crate::batch::input::open(path)
+                .map(|input| (path, input))
+                .map_err(|e| UsageError(e.to_string()))
+        })
+        .transpose()?;
     let producer = producer(&config.kafka, &bootstrap)?;
     let topic = config.kafka.topics.input.clone();
     // Ctrl-C or SIGTERM stops sending; what was sent is still awaited and
@@ -47,11 +60,8 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
         args.count
     };
     let mock = MockCheck::start(&producer, &topic, (args.count > 0).then_some(args.count))?;
-    let sent = match &args.file {
-        Some(path) => {
-            // An input that cannot be read is exit 2, as in `check`: 1 says
-            // the dev broker dropped records.
-            let input = crate::batch::input::open(path).map_err(|e| UsageError(e.to_string()))?;
+    let sent = match input {
+        Some((path, input)) => {
             let p = path.display().to_string();
             // A line longer than a message may be is not held whole: it
             // could not be sent anyway.

@@ -163,6 +163,13 @@ fn load_layers(
                 path.display()
             )));
         }
+        // An unreadable file is said apart from one that is not TOML.
+        if let Err(e) = std::fs::File::open(path) {
+            return Err(ConfigError::Load(format!(
+                "cannot read config file {}: {e}",
+                path.display()
+            )));
+        }
         fig = fig.merge(Toml::file_exact(path));
     }
     let env = env_layer(env);
@@ -336,9 +343,14 @@ fn finish_load(fig: &Figment, env: Loaded) -> Loaded {
         }
         Err(e) => e,
     };
-    // Not even a document (TOML syntax error, unreadable file): say that.
+    // Not even a document: the file could be read (see `load_layers`), so
+    // it is not TOML. A YAML or JSON file is the usual cause; say what is
+    // expected rather than only where the TOML parser stopped.
     let Ok(root) = fig.extract::<Value>() else {
-        problems.push(describe_figment_error(first));
+        problems.push(format!(
+            "{NOT_TOML}: {}",
+            describe_figment_error(first).trim_end()
+        ));
         return Loaded {
             raw: None,
             problems,
@@ -433,6 +445,9 @@ fn describe_kind(kind: &figment::error::Kind) -> String {
         other => other.to_string(),
     }
 }
+
+/// What a configuration file must look like, for a file that is not TOML.
+const NOT_TOML: &str = "the configuration file must be TOML (`[section]` headers and `key = value` lines, as in examples/groundgate.toml); YAML and JSON are not read";
 
 fn describe_figment_error(e: figment::Error) -> String {
     e.into_iter()
@@ -694,6 +709,20 @@ mod tests {
         assert_eq!(problems.len(), 1, "{problems:#?}");
         assert!(
             !problems[0].contains("kafka.brokers is not set"),
+            "{problems:#?}"
+        );
+    }
+
+    /// A YAML file given to --config is named for what it is not: the
+    /// parser's position alone does not tell a first-time user that TOML
+    /// was expected.
+    #[test]
+    fn a_yaml_file_is_told_the_configuration_is_toml() {
+        let problems = kafka_problems("policy:\n  min_confidence: 0.5\n", &[]);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            problems[0].contains("the configuration file must be TOML")
+                && problems[0].contains("YAML and JSON are not read"),
             "{problems:#?}"
         );
     }

@@ -478,6 +478,69 @@ mod reference_file {
             .unwrap();
         assert_eq!(c, Config::default());
     }
+
+    /// The README sends readers to this file for every key: each key that a
+    /// section accepts (as its unknown-key error lists them) is written
+    /// there, set to its default or commented out with an example.
+    #[test]
+    fn shipped_reference_config_names_every_key() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/groundgate.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let written = |key: &str| {
+            text.lines().any(|line| {
+                let line = line.trim_start().trim_start_matches('#').trim_start();
+                line.strip_prefix(key)
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+            })
+        };
+        let sections = [
+            "",
+            "policy",
+            "policy.actions",
+            "grounding",
+            "kafka",
+            "kafka.topics",
+            "metrics",
+            "log",
+            "audit",
+        ];
+        let mut missing = Vec::new();
+        for section in sections {
+            let file = tempfile::NamedTempFile::new().unwrap();
+            let probe = if section.is_empty() {
+                "zz_probe = 1\n".to_string()
+            } else {
+                format!("[{section}]\nzz_probe = 1\n")
+            };
+            std::fs::write(file.path(), probe).unwrap();
+            let err = RawConfig::load(Some(file.path()), &[], RawConfig::default())
+                .unwrap_err()
+                .to_string();
+            let known = err
+                .split("known keys here: ")
+                .nth(1)
+                .and_then(|rest| rest.split(')').next())
+                .unwrap_or_else(|| panic!("no list of known keys in: {err}"));
+            for key in known.split(", ") {
+                let table = if section.is_empty() {
+                    format!("[{key}]")
+                } else {
+                    format!("[{section}.{key}]")
+                };
+                if !written(key) && !text.contains(&table) {
+                    missing.push(if section.is_empty() {
+                        key.to_string()
+                    } else {
+                        format!("{section}.{key}")
+                    });
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "keys not documented in examples/groundgate.toml: {missing:?}"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -144,7 +144,8 @@ impl ClientContext for LogContext {
             return;
         }
         if self.limiter.allow(&error) {
-            warn!(error = %error, reason, "Kafka client error (retrying; check that the brokers are reachable)");
+            let hint = super::error::retry_hint(&error);
+            warn!(error = %error, reason, "Kafka client error ({hint})");
         }
     }
 }

@@ -30,7 +30,9 @@ pub enum EmbeddedError {
         topic: String,
         source: rdkafka::error::KafkaError,
     },
-    #[error("cannot listen on 127.0.0.1:{port} for the embedded broker: {source}")]
+    #[error(
+        "cannot listen on 127.0.0.1:{port} for the embedded broker: {source}; choose another port with --port (--port 0 picks a free one and prints it as bootstrap=HOST:PORT)"
+    )]
     Listen { port: u16, source: std::io::Error },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),

@@ -50,6 +50,17 @@ pub fn classify_code(code: C) -> ErrorClass {
 
 /// Classifies a client error; errors without a broker code (configuration,
 /// client creation) are fatal.
+/// What to look at while librdkafka retries a client error. A topic that
+/// does not exist is no matter of reachability: the brokers answered.
+pub fn retry_hint(e: &KafkaError) -> &'static str {
+    match e.rdkafka_error_code() {
+        Some(C::UnknownTopicOrPartition | C::UnknownTopic) => {
+            "retrying; a topic does not exist: create it, groundgate creates none (`groundgate run --preflight` lists what is missing)"
+        }
+        _ => "retrying; check that the brokers are reachable",
+    }
+}
+
 pub fn classify(e: &KafkaError) -> ErrorClass {
     match e.rdkafka_error_code() {
         Some(code) => classify_code(code),

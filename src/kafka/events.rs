@@ -224,7 +224,8 @@ impl InternalEvent for ClientError<'_> {
     fn emit(self, m: &Metrics) {
         m.record_client_error(classify(self.error));
         if self.log {
-            warn!(error = %self.error, reason = self.reason, "Kafka client error (retrying; check that the brokers are reachable)");
+            let hint = super::error::retry_hint(self.error);
+            warn!(error = %self.error, reason = self.reason, "Kafka client error ({hint})");
         }
     }
 }

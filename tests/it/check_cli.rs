@@ -608,6 +608,13 @@ fn os(s: &(impl AsRef<std::ffi::OsStr> + ?Sized)) -> &std::ffi::OsStr {
     s.as_ref()
 }
 
+/// `in.jsonl` in `dir`, holding one accepted record.
+fn one_record(dir: &Path) -> std::path::PathBuf {
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, rec("a", "x[^1]", json!({}))).unwrap();
+    input
+}
+
 /// A finished run of two accepted records into `out`, for tests that need
 /// outputs already there.
 fn finished_run(dir: &Path, out: &Path) {
@@ -738,17 +745,30 @@ fn check_with_file_limit(
     cmd.output().unwrap()
 }
 
+/// The bytes of a finished run's outputs that a failed or stopped run must
+/// leave as they were.
+fn kept_outputs(out: &Path) -> Vec<Vec<u8>> {
+    ["final.jsonl", "audit.jsonl", "summary.json"]
+        .iter()
+        .map(|f| std::fs::read(out.join(f)).unwrap())
+        .collect()
+}
+
+/// The `.partial` files in `out`: none once a run has ended, unless killed.
+fn partial_files(out: &Path) -> Vec<String> {
+    std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect()
+}
+
 #[test]
 fn a_run_that_fails_half_way_leaves_no_finished_looking_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
     finished_run(dir.path(), &out);
-    let kept = ["final.jsonl", "audit.jsonl", "summary.json"];
-    let read_kept = || -> Vec<Vec<u8>> {
-        kept.iter()
-            .map(|f| std::fs::read(out.join(f)).unwrap())
-            .collect()
-    };
+    let read_kept = || kept_outputs(&out);
     let previous = read_kept();
     let input = dir.path().join("big.jsonl");
     many_lines(&input, 3000);
@@ -779,12 +799,106 @@ fn a_run_that_fails_half_way_leaves_no_finished_looking_outputs() {
         .filter(|l| !l.contains("groundgate.seal"))
         .count();
     assert_eq!(rows, 3000);
-    let leftovers: Vec<_> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".partial"))
-        .collect();
+    let leftovers = partial_files(&out);
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// Ctrl-C in the middle of a run (here while it waits for more of standard
+/// input): it stops, says so, exits 130, removes its `.partial` files and
+/// leaves the previous run's outputs as they were.
+#[test]
+fn ctrl_c_stops_a_run_and_leaves_the_previous_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    finished_run(dir.path(), &out);
+    let before = kept_outputs(&out);
+    let child = crate::common::bin()
+        .args([os("check"), os("-"), os("--out"), os(&out)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = crate::common::Proc {
+        child,
+        name: "check",
+    };
+    let mut stdin = run.child.stdin.take().unwrap();
+    for (line, _) in mixed_lines() {
+        stdin.write_all(&line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+    stdin.flush().unwrap();
+    crate::common::wait_for("the run's .partial files", crate::common::WAIT, || {
+        out.join("final.jsonl.partial").exists().then_some(())
+    });
+    run.signal("INT");
+    let status = run
+        .wait_exit(crate::common::WAIT)
+        .expect("check stops on Ctrl-C while its input is still open");
+    drop(stdin);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted before the run finished"), "{err}");
+    assert!(kept_outputs(&out) == before, "the previous outputs changed");
+    let leftovers = partial_files(&out);
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A pretty-printed JSON array is not JSON Lines: every line becomes a dead
+/// letter, which alone looks like a bad stream. The run still accounts for
+/// every line (exit 0), and stderr names the input and what `check` reads.
+/// An input with any answer record gets no such note.
+#[test]
+fn an_input_without_one_answer_record_is_named_with_what_check_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Value> = mixed_lines()
+        .iter()
+        .filter_map(|(line, _)| serde_json::from_slice(line).ok())
+        .collect();
+    let array = dir.path().join("export.json");
+    std::fs::write(&array, serde_json::to_vec_pretty(&records).unwrap()).unwrap();
+    let good = dir.path().join("good.jsonl");
+    let mut text = Vec::new();
+    for (line, _) in mixed_lines() {
+        text.extend(line);
+        text.push(b'\n');
+    }
+    std::fs::write(&good, text).unwrap();
+    let out = dir.path().join("o");
+    let o = check(&[os(&array), os(&good), os("--out"), os(&out)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("is an answer record"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("of export.json ")
+            && notes[0].contains("JSON Lines")
+            && notes[0].contains("jq -c '.[]'"),
+        "{err}"
+    );
+}
+
+/// `--report` into a directory that does not exist yet is made like
+/// `--out`, not found missing after every record was judged.
+#[test]
+fn the_report_directory_is_created_like_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("reports/2026-11/report.html");
+    let (out, input) = (dir.path().join("o"), one_record(dir.path()));
+    let o = crate::common::bin()
+        .arg("check")
+        .arg(&input)
+        .args([os("--out"), os(&out), os("--report"), os(&report)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(report.is_file(), "{err}");
 }
 
 #[test]
@@ -947,8 +1061,7 @@ fn the_banner_names_every_configuration_layer() {
 #[test]
 fn an_out_that_is_a_file_is_refused_and_left_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in.jsonl");
-    std::fs::write(&input, rec("a", "x[^1]", json!({}))).unwrap();
+    let input = one_record(dir.path());
     let out = dir.path().join("notes.txt");
     std::fs::write(&out, "kept").unwrap();
     let o = check(&[os(&input), os("--out"), os(&out)]);

@@ -1,5 +1,6 @@
 //! The command-line surface a newcomer meets first: every `--help` ends with
-//! examples, `run --help` shows the defaults, usage errors exit 2 in every
+//! examples, `run --help` shows the defaults, `run` and `check` list their
+//! exit codes, usage errors exit 2 in every
 //! command, `produce` stops cleanly on a signal, and a taken metrics port
 //! says how to choose another one.
 
@@ -81,6 +82,29 @@ fn every_help_ends_with_two_to_four_examples() {
             "examples are not at the end of `groundgate {} --help`:\n{help}",
             cmd.join(" ")
         );
+    }
+}
+
+/// The exit codes a script or an orchestrator acts on are in the help of
+/// the commands that have more than success and usage errors, each code
+/// the documents list.
+#[test]
+fn run_and_check_help_list_their_exit_codes() {
+    for (cmd, codes) in [
+        ("run", &["0 ", "1 ", "2 ", "3 ", "130 "][..]),
+        ("check", &["0 ", "1 ", "2 ", "130 "][..]),
+    ] {
+        let help = stdout(&run(&[cmd, "--help"]));
+        let Some(at) = help.find("Exit codes: ") else {
+            panic!("{cmd} --help lists no exit codes:\n{help}");
+        };
+        let line = &help[at..];
+        for code in codes {
+            assert!(
+                line.contains(&format!(": {code}")) || line.contains(&format!("; {code}")),
+                "{cmd} --help does not explain exit code {code}:\n{line}"
+            );
+        }
     }
 }
 
@@ -217,10 +241,16 @@ fn produce_exits_130_on_a_second_signal() {
 }
 
 #[test]
-fn a_taken_metrics_port_says_how_to_choose_another() {
+fn a_taken_port_says_how_to_choose_another() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
+    let port = taken.local_addr().unwrap().port().to_string();
     for (args, knobs) in [
+        // The broker's own port, taken (by another dev-broker, say).
+        (
+            vec!["dev-broker", "--port", port.as_str()],
+            &["--port", "--port 0"][..],
+        ),
         (
             vec!["demo", "--metrics-addr", addr.as_str()],
             &["--metrics-addr"][..],
@@ -398,6 +428,30 @@ fn produce_stopped_by_a_line_it_cannot_send_says_how_many_it_sent() {
         dir.path().join("missing.jsonl").to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// A mistyped --file is said before anything connects: with no broker
+/// listening, the only line is the missing file, not connection warnings
+/// from a producer that was never needed.
+#[test]
+fn produce_names_a_missing_file_before_it_connects() {
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let o = run(&[
+        "produce",
+        "--brokers",
+        &addr,
+        "--file",
+        "/nonexistent/answers.jsonl",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/answers.jsonl"), "{err}");
+    assert!(
+        !err.contains("Kafka client error") && !err.contains("producing"),
+        "connected before opening the file: {err}"
+    );
 }
 
 #[test]

@@ -402,6 +402,22 @@ pub fn start_worker(bootstrap: &str, config: &Path, metrics: SocketAddr, log: &P
     Proc::spawn("run", cmd)
 }
 
+/// [`start_worker`] with `toml` as its configuration file, written into
+/// `dir` beside its log, and /metrics on a free port: the worker, its log
+/// and its metrics address.
+pub fn start_configured_worker(
+    bootstrap: &str,
+    dir: &Path,
+    toml: &str,
+) -> (Proc, std::path::PathBuf, SocketAddr) {
+    let config = dir.join("groundgate.toml");
+    std::fs::write(&config, toml).unwrap();
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let log = dir.join("run.log");
+    let worker = start_worker(bootstrap, &config, metrics, &log);
+    (worker, log, metrics)
+}
+
 /// Every `(panel title, expr)` of the shipped Grafana dashboard (rows may
 /// nest panels).
 pub fn dashboard_exprs() -> Vec<(String, String)> {

@@ -463,16 +463,35 @@ fn sigkill_mid_stream_then_restart_leaves_a_trail_that_verifies() {
     assert_eq!(code, Some(0));
 }
 
+/// A worker whose input topic does not exist is not told to check that
+/// the brokers are reachable (they answered): its log says the topic is
+/// missing and that groundgate creates none.
+#[test]
+fn a_missing_input_topic_is_named_as_missing_not_as_unreachable_brokers() {
+    let (_broker, bs) = dev_broker(1);
+    let dir = tempfile::tempdir().unwrap();
+    let toml = "[kafka.topics]\ninput = \"answers-typo\"\n";
+    let (w, log, _) = start_configured_worker(&bs, dir.path(), toml);
+    let line = wait_for("the client error about the topic", WAIT, || {
+        let text = std::fs::read_to_string(&log).ok()?;
+        text.lines()
+            .find(|l| l.contains("Kafka client error") && l.contains("answers-typo"))
+            .map(str::to_string)
+    });
+    assert!(
+        line.contains("a topic does not exist") && !line.contains("reachable"),
+        "{line}"
+    );
+    drop(w);
+}
+
 #[test]
 fn worker_started_before_its_broker_waits_says_why_and_then_works() {
     let port = free_port();
     let bs = format!("127.0.0.1:{port}");
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("groundgate.toml");
-    std::fs::write(&config, "[kafka]\ngroup_id = \"late-broker\"\n").unwrap();
-    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let log = dir.path().join("run.log");
-    let mut w = start_worker(&bs, &config, metrics, &log);
+    let toml = "[kafka]\ngroup_id = \"late-broker\"\n";
+    let (mut w, log, metrics) = start_configured_worker(&bs, dir.path(), toml);
 
     // Alive, not ready, and the log names the problem.
     wait_for("the worker to serve /healthz", WAIT, || {

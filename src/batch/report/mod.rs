@@ -324,6 +324,16 @@ impl Aggregator {
         }
     }
 
+    /// Records folded so far, and how many of them were dead letters of
+    /// one of `kinds`.
+    pub fn dead_letters_among(&self, kinds: &[DeadLetterKind]) -> (u64, u64) {
+        let dead = kinds
+            .iter()
+            .map(|k| self.data.dead_letters.get(k.as_str()).copied().unwrap_or(0))
+            .sum();
+        (self.data.records, dead)
+    }
+
     /// Adds a later part of the input, folded separately (one block of
     /// `check`'s pipeline): counts add up, the worst answers and the
     /// what-if examples stay the first in input order.
