@@ -67,16 +67,15 @@ pub(crate) struct AsciiWord {
 /// [`AsciiWord`] of `s`, which must be ASCII.
 #[inline(always)]
 pub(crate) fn ascii_word(s: &[u8]) -> AsciiWord {
-    let (mut lower, mut upper_first) = (0u64, None);
+    let mut lower = 0u64;
     let hash = hash_with(s, |x| {
         let upper = in_range(x, b'A', b'Z');
-        upper_first.get_or_insert(upper & 0x80 != 0);
         lower |= in_range(x, b'a', b'z');
         x | (upper >> 2)
     });
     AsciiWord {
         hash,
-        upper_first: upper_first.unwrap_or(false),
+        upper_first: s.first().is_some_and(u8::is_ascii_uppercase),
         lower: lower != 0,
     }
 }
