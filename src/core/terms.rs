@@ -67,16 +67,15 @@ pub(crate) struct AsciiWord {
 /// [`AsciiWord`] of `s`, which must be ASCII.
 #[inline(always)]
 pub(crate) fn ascii_word(s: &[u8]) -> AsciiWord {
-    let (mut lower, mut upper_first) = (0u64, None);
+    let mut lower = 0u64;
     let hash = hash_with(s, |x| {
         let upper = in_range(x, b'A', b'Z');
-        upper_first.get_or_insert(upper & 0x80 != 0);
         lower |= in_range(x, b'a', b'z');
         x | (upper >> 2)
     });
     AsciiWord {
         hash,
-        upper_first: upper_first.unwrap_or(false),
+        upper_first: s.first().is_some_and(u8::is_ascii_uppercase),
         lower: lower != 0,
     }
 }
@@ -208,27 +207,54 @@ impl<const NAMES: bool> WordBits<'_, NAMES> {
 /// `base` plus the word's start in `chunk`), as bytes: slicing ASCII needs
 /// no character-boundary checks. UAX #29 for ASCII: letters, digits and `_`
 /// join; `'` `.` `:` join letters; `,` `.` `'` `;` join digits.
+///
+/// Read 64 bytes at a time: one bit per word byte, and from those one bit
+/// at each run's first byte and at the byte past its last, taken lowest
+/// first, so a word costs two bit operations, not two searches.
 #[inline]
 pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'a [u8], usize)) {
     let b = chunk.as_bytes();
     let n = b.len();
-    let mut bits = WordBits::<false> {
-        b,
-        // Far from any position: the first search loads a block.
-        at: usize::MAX / 2,
-        bits: 0,
-    };
-    let mut i = bits.find(0, true);
-    while i < n {
-        let start = i;
-        let mut end = bits.find(i, false);
-        // `b[end + 1]` is a word byte when the join holds: the scan moves on.
-        // Most words end at a space: test the middle byte before its neighbours.
-        while end + 1 < n && JOINERS[usize::from(b[end])] && joins(b[end - 1], b[end], b[end + 1]) {
-            end = bits.find(end + 1, false);
+    // Runs' edges alternate: the next one ends a run.
+    let mut in_run = false;
+    // Where the word being read starts (valid in a run).
+    let mut start = 0;
+    // The run just ended at a byte that joins it to the next one: the
+    // next run (which starts right after) continues the word.
+    let mut joined = false;
+    // Whether the previous block's last byte is a word byte.
+    let mut carry = 0u64;
+    for (k, block) in b.chunks(64).enumerate() {
+        let at = k * 64;
+        let bits = word_bits::<false>(block);
+        // Bits past the text's end are clear: a run reaching the end of a
+        // short last block ends at `n`.
+        let mut edges = bits ^ (bits << 1 | carry);
+        carry = bits >> 63;
+        while edges != 0 {
+            let p = at + edges.trailing_zeros() as usize;
+            edges &= edges - 1;
+            if !in_run {
+                in_run = true;
+                if !joined {
+                    start = p;
+                }
+                joined = false;
+                continue;
+            }
+            in_run = false;
+            // `b[p + 1]` is a word byte when the join holds: the scan moves on.
+            // Most words end at a space: test the middle byte before its neighbours.
+            if p + 1 < n && JOINERS[usize::from(b[p])] && joins(b[p - 1], b[p], b[p + 1]) {
+                joined = true;
+            } else {
+                f(&b[start..p], base + start);
+            }
         }
-        f(&b[start..end], base + start);
-        i = bits.find(end, true);
+    }
+    // A run up to the end of a text of whole blocks.
+    if in_run {
+        f(&b[start..n], base + start);
     }
 }
 
@@ -472,6 +498,21 @@ mod tests {
             ["it's", "U.S", "1,000", "3.5", "x_y", "e.g", "12"]
         );
         assert!(words("").is_empty() && words(" .,;'").is_empty());
+    }
+
+    #[test]
+    fn words_at_the_ends_of_whole_blocks() {
+        // A text of whole blocks whose last byte is a word byte; a join
+        // whose joining byte is a block's last byte, or its first.
+        for text in [
+            "a".repeat(64),
+            format!("{} end", "b ".repeat(62)),
+            format!("{}U.S here", "x".repeat(62)),
+            format!("{}3,5 and", "y ".repeat(31)),
+            format!("{}it's", "z".repeat(62)),
+        ] {
+            assert_eq!(words(&text), reference_words(&text), "{text:?}");
+        }
     }
 
     proptest! {

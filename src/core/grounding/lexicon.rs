@@ -32,6 +32,11 @@ impl<F: FnMut(&[u8], usize, bool)> Words for F {
 pub(super) fn for_each_word(text: &str, steps: &mut usize, f: &mut impl Words) {
     // Each byte is visited a bounded number of times; count them once here.
     *steps += text.len();
+    // Most texts are ASCII throughout: one test of many bytes at a time
+    // (the library's), then one run.
+    if text.is_ascii() {
+        return ascii_words(text, 0, &mut |w, at| f.on_word(w, at, true));
+    }
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
