@@ -467,11 +467,11 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
     Ok(())
 }
 
-/// Runs every input: what the report shows, and what the run took.
 /// An input none of whose lines is an answer record: every line a dead
 /// letter for not being UTF-8, JSON or a record (a JSON array, a
-/// pretty-printed file, CSV). The run stands, as every line is accounted
-/// for; the note says what `check` reads instead.
+/// pretty-printed file, CSV), or no line at all. The run stands, as every
+/// line is accounted for; the note says what `check` reads instead, or
+/// that an empty input leaves nothing in the audit trail to verify.
 struct NotAnswers {
     name: String,
     arg: String,
@@ -488,6 +488,12 @@ const NOT_A_RECORD: [DeadLetterKind; 3] = [
 impl std::fmt::Display for NotAnswers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let NotAnswers { name, arg, lines } = self;
+        if *lines == 0 {
+            return write!(
+                f,
+                "{name} is empty: no record was read from it, so the audit trail holds no chain of it"
+            );
+        }
         let convert = if arg == "-" {
             "… | jq -c '.[]' | groundgate check - …".to_string()
         } else {
@@ -502,6 +508,8 @@ impl std::fmt::Display for NotAnswers {
 
 type Finished = (ReportData, Took, Vec<NotAnswers>);
 
+/// Runs every input: what the report shows, what the run took, and the
+/// inputs that held no answer record.
 fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckError> {
     // Before anything is read or written: no output may be an input, and
     // no input may be read twice.
@@ -694,7 +702,7 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             }
             let (records, dead) = report.dead_letters_among(&NOT_A_RECORD);
             let lines = records - records_before;
-            if lines > 0 && dead - dead_before == lines {
+            if dead - dead_before == lines {
                 not_answers.push(NotAnswers {
                     name: name.clone(),
                     arg: arg.clone(),
@@ -957,11 +965,15 @@ fn print_summary(w: &mut impl Write, d: &ReportData, args: &CheckArgs) -> io::Re
         files.join(" "),
         args.out.join(SUMMARY).display()
     )?;
-    writeln!(
-        w,
-        "audit trail: run {} (keep it: `audit verify --run {}` shows a trail is this run's)",
-        d.audit_run, d.audit_run
-    )?;
+    if d.records == 0 {
+        writeln!(w, "audit trail: empty (no record read, nothing to verify)")?;
+    } else {
+        writeln!(
+            w,
+            "audit trail: run {} (keep it: `audit verify --run {}` shows a trail is this run's)",
+            d.audit_run, d.audit_run
+        )?;
+    }
     if let Some(c) = &d.comparison {
         print_comparison(w, c)?;
     }

@@ -881,6 +881,29 @@ fn an_input_without_one_answer_record_is_named_with_what_check_reads() {
             && notes[0].contains("jq -c '.[]'"),
         "{err}"
     );
+
+    // An empty input is named too: the trail holds nothing of it. A run
+    // that read no record says its audit trail is empty instead of naming
+    // a run that sealed nothing.
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let o = check(&[os(&empty), os(&good), os("--out"), os(&out)]);
+    let (stdout, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(err.contains("empty.jsonl is empty"), "{err}");
+    assert!(stdout.contains("audit trail: run "), "{stdout}");
+    let o = check(&[os(&empty), os("--out"), os(&out)]);
+    let (stdout, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(err.contains("empty.jsonl is empty"), "{err}");
+    assert!(
+        stdout.contains("audit trail: empty (no record read, nothing to verify)"),
+        "{stdout}"
+    );
 }
 
 /// `--report` into a directory that does not exist yet is made like
