@@ -22,7 +22,7 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use crate::audit::keys;
 use crate::audit::seal::{ChainHead, ChainId};
 use crate::audit::verify::{
-    Anchor, AuditVerifier, Handed, Location, Options, RecordHeaders, Report,
+    Anchor, AuditVerifier, Handed, Location, Options, ProblemKind, RecordHeaders, Report,
 };
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, ClientFlags, KeygenArgs};
 use crate::config::{ConfigError, RawConfig};
@@ -697,6 +697,10 @@ fn topic_progress(messages: i64) -> Option<ProgressBar> {
 }
 
 /// The table `audit verify` prints (`demo` prints it for a trail that fails).
+/// Problems the text report lists; a trail damaged throughout can have
+/// one per line, which `--json` keeps.
+const LISTED_PROBLEMS: usize = 100;
+
 pub fn print_report(r: &Report) {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -784,7 +788,7 @@ pub fn print_report(r: &Report) {
         "at",
         "detail",
     ]);
-    for x in &r.problems {
+    for x in r.problems.iter().take(LISTED_PROBLEMS) {
         p.add_row(vec![
             x.kind.to_string(),
             match (&x.topic, x.partition) {
@@ -808,7 +812,25 @@ pub fn print_report(r: &Report) {
         ]);
     }
     println!("{p}");
-    println!("{} problem(s) found", r.problems.len());
+    let n = r.problems.len();
+    if n > LISTED_PROBLEMS {
+        println!(
+            "… and {} more: --json lists every problem",
+            n - LISTED_PROBLEMS
+        );
+    }
+    let unreadable = r
+        .problems
+        .iter()
+        .filter(|x| x.kind == ProblemKind::Unreadable)
+        .count() as u64;
+    if r.records > 0 && unreadable == r.records {
+        println!(
+            "none of the {} line(s) read is an audit row or a seal: audit verify reads `check`'s audit.jsonl or an export of the audit topic",
+            r.records
+        );
+    }
+    println!("{n} problem(s) found");
 }
 
 /// The `check` runs the trail's chains belong to, and the chains of

@@ -1031,3 +1031,25 @@ fn a_byte_order_mark_is_skipped_only_at_the_start_of_a_file() {
         "{r}"
     );
 }
+
+/// A file that is no audit trail at all (here `check`'s input) is told so
+/// in one line, and the text report lists a bounded number of problems
+/// (`--json` keeps every one).
+#[test]
+fn a_file_that_is_no_trail_is_told_so() {
+    let input = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let o = run(&["audit", "verify", input]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("none of the 300 line(s) read is an audit row or a seal"),
+        "{out}"
+    );
+    assert!(
+        out.contains("… and 200 more: --json lists every problem"),
+        "{out}"
+    );
+    assert!(out.contains("300 problem(s) found"), "{out}");
+    let (_, r) = verify(Path::new(input), &[]);
+    assert_eq!(r["problems"].as_array().unwrap().len(), 300);
+}
