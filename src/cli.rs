@@ -79,7 +79,7 @@ pub struct AuditVerifyArgs {
     /// (also GROUNDGATE_BROKERS or kafka.brokers of --config).
     #[arg(long)]
     pub brokers: Option<String>,
-    /// The workers' TOML configuration: its [kafka] settings (brokers, TLS,
+    /// The workers' TOML configuration: its `[kafka]` settings (brokers, TLS,
     /// SASL, passthrough properties) reach the cluster, and its
     /// kafka.topics.audit is the audit topic. GROUNDGATE_* variables and
     /// the flags here override it, as for `run`.

@@ -105,7 +105,7 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
 }
 
 /// How verify reaches an audit topic: the settings its Kafka readers start
-/// from (see [`crate::kafka::client::reader`]) and the topic.
+/// from (`crate::kafka::client::reader`) and the topic.
 pub struct TopicSource {
     pub client: ClientConfig,
     pub audit: String,
