@@ -133,7 +133,8 @@ pub struct AuditVerifyArgs {
     /// in a trail holding any seal of `check`'s, no row may.
     #[arg(long)]
     pub allow_unsealed_tail: bool,
-    /// Print the report as JSON.
+    /// Print the report as JSON: indented on a terminal, one line
+    /// otherwise (a log collector reads the job's report as one record).
     #[arg(long)]
     pub json: bool,
 }

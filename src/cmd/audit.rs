@@ -90,10 +90,14 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
     let topic = topic_source(args)?;
     let report = verify_trail(args, topic.as_ref())?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        // Indented for a person at a terminal; one line for a log
+        // collector (a scheduled job's log), which takes a line as a record.
+        let json = if std::io::stdout().is_terminal() {
+            serde_json::to_string_pretty(&report)
+        } else {
+            serde_json::to_string(&report)
+        };
+        println!("{}", json.unwrap_or_default());
     } else {
         print_report(&report);
     }

@@ -1053,3 +1053,17 @@ fn a_file_that_is_no_trail_is_told_so() {
     let (_, r) = verify(Path::new(input), &[]);
     assert_eq!(r["problems"].as_array().unwrap().len(), 300);
 }
+
+/// `--json` into a pipe (a scheduled job's log) is one line: a log
+/// collector takes it as one record.
+#[test]
+fn the_json_report_into_a_pipe_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trail = checked_trail(dir.path(), "");
+    let o = run(&["audit", "verify", trail.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["problems"], serde_json::json!([]));
+}
