@@ -209,46 +209,41 @@ fn read_and_judge(
     topic: Option<&TopicSource>,
     options: Options,
 ) -> Result<Report, CmdError> {
-    let input_side = topic.zip(args.input_topic.as_deref());
-    let mut v = AuditVerifier::new(options.clone());
-    match (topic, args.files.is_empty()) {
-        (None, false) => {
-            let groups = file_groups(&args.files)?;
-            if groups.len() > 1 {
-                let mut parts = Vec::new();
-                for files in groups {
-                    let mut v = AuditVerifier::new(options.clone());
-                    for path in &files {
-                        read_file(&mut v, path)?;
-                    }
-                    parts.push(v.finish());
-                }
-                return Ok(Report::merge(parts));
-            }
-            for path in &args.files {
+    let Some(t) = topic else {
+        if args.files.is_empty() {
+            return Err(CmdError::Source);
+        }
+        // Each group is verified on its own; one group is the whole trail.
+        let mut parts = Vec::new();
+        for files in file_groups(&args.files)? {
+            let mut v = AuditVerifier::new(options.clone());
+            for path in &files {
                 read_file(&mut v, path)?;
             }
+            parts.push(v.finish());
         }
-        (Some(t), true) => read_topic(&mut v, &t.client, &t.audit)?,
-        (Some(_), false) => return Err(CmdError::FilesAndTopic),
-        (None, true) => return Err(CmdError::Source),
+        return Ok(Report::merge(parts));
+    };
+    if !args.files.is_empty() {
+        return Err(CmdError::FilesAndTopic);
     }
-    if let Some((t, input)) = input_side {
-        // Read after the trail: a row for a record written while the trail
-        // was read is no ghost.
-        for (partition, end) in input_ends(&t.client, input)? {
-            let id = ChainId {
-                topic: input.to_string(),
-                partition,
-            };
-            v.input_end(id, end);
-        }
+    let mut v = AuditVerifier::new(options);
+    read_topic(&mut v, &t.client, &t.audit)?;
+    let Some(input) = args.input_topic.as_deref() else {
+        return Ok(v.finish());
+    };
+    // Read after the trail: a row for a record written while the trail was
+    // read is no ghost.
+    for (partition, end) in input_ends(&t.client, input)? {
+        let id = ChainId {
+            topic: input.to_string(),
+            partition,
+        };
+        v.input_end(id, end);
     }
     let mut report = v.finish();
-    if let Some((t, input)) = input_side {
-        let handed = read_handed(&t.client, input, &crate::audit::verify::gaps(&report))?;
-        crate::audit::verify::narrow(&mut report, &handed);
-    }
+    let handed = read_handed(&t.client, input, &crate::audit::verify::gaps(&report))?;
+    crate::audit::verify::narrow(&mut report, &handed);
     Ok(report)
 }
 
@@ -700,11 +695,11 @@ fn topic_progress(messages: i64) -> Option<ProgressBar> {
     Some(bar)
 }
 
-/// The table `audit verify` prints (`demo` prints it for a trail that fails).
 /// Problems the text report lists; a trail damaged throughout can have
 /// one per line, which `--json` keeps.
 const LISTED_PROBLEMS: usize = 100;
 
+/// The table `audit verify` prints (`demo` prints it for a trail that fails).
 pub fn print_report(r: &Report) {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);

@@ -48,8 +48,6 @@ pub fn classify_code(code: C) -> ErrorClass {
     }
 }
 
-/// Classifies a client error; errors without a broker code (configuration,
-/// client creation) are fatal.
 /// What to look at while librdkafka retries a client error. A topic that
 /// does not exist is no matter of reachability: the brokers answered.
 pub fn retry_hint(e: &KafkaError) -> &'static str {
@@ -61,6 +59,8 @@ pub fn retry_hint(e: &KafkaError) -> &'static str {
     }
 }
 
+/// Classifies a client error; errors without a broker code (configuration,
+/// client creation) are fatal.
 pub fn classify(e: &KafkaError) -> ErrorClass {
     match e.rdkafka_error_code() {
         Some(code) => classify_code(code),
