@@ -567,6 +567,7 @@ mod tests {
             "groundgate_findings_total{kind=\"out_of_range\"} 0",
             "groundgate_findings_total{kind=\"forbidden_term\"} 0",
             "groundgate_dead_letters_total{kind=\"invalid_utf8\"} 0",
+            "groundgate_dead_letters_total{kind=\"internal\"} 0",
             "groundgate_citations_total 0",
             "groundgate_answers_without_citations_total 0",
             "groundgate_process_duration_seconds_bucket",

@@ -18,7 +18,8 @@ Examples:
   groundgate check exports/2026-11-*.jsonl.gz --out out   # several inputs, one run and one report
   cat answers.jsonl | groundgate check - --out out --fail-on dead_letter --fail-on rejected
 
-Exit codes: 0 done; 1 a --fail-on outcome occurred; 2 a usage, configuration or I/O problem; 130 stopped by Ctrl-C or SIGTERM (nothing of the run is kept, earlier outputs \
+Exit codes: 0 done; 1 a --fail-on outcome occurred; 2 a usage, configuration or I/O problem; 3 a record could not be judged \
+(a defect in groundgate: it is in dead_letter.jsonl, kind internal); 130 stopped by Ctrl-C or SIGTERM (nothing of the run is kept, earlier outputs \
 in --out stay as they were).";
 
 pub const RUN: &str = "\

@@ -50,6 +50,8 @@ use crate::core::{
 const EXIT_OK: u8 = 0;
 /// Exit code when a `--fail-on` outcome occurred.
 const EXIT_FAILED_ON: u8 = 1;
+/// Exit code when a record could not be judged (a defect in groundgate).
+const EXIT_UNJUDGED: u8 = 3;
 
 pub fn main(args: CheckArgs) -> ExitCode {
     let staging = Arc::new(Mutex::new(Staging::Open));
@@ -107,7 +109,32 @@ pub fn main(args: CheckArgs) -> ExitCode {
             }
         }
     }
+    if let Some(note) = unjudged(&data, &args.out) {
+        eprintln!("groundgate check: {note}");
+        if code != super::EXIT_USAGE {
+            code = EXIT_UNJUDGED;
+        }
+    }
     ExitCode::from(code)
+}
+
+/// Says how many records groundgate failed to judge (`internal` dead
+/// letters), if any: a CI gate must not pass over them whatever its
+/// `--fail-on`.
+fn unjudged(data: &ReportData, out: &Path) -> Option<String> {
+    let n = data
+        .dead_letters
+        .get(DeadLetterKind::Internal.as_str())
+        .copied()
+        .unwrap_or(0);
+    (n > 0).then(|| {
+        format!(
+            "exit code 3: {n} record{s} could not be judged because of a defect in groundgate; {they} in {} as read (dead letter kind internal, with what failed): please report it",
+            out.join("dead_letter.jsonl").display(),
+            s = if n == 1 { "" } else { "s" },
+            they = if n == 1 { "it is" } else { "they are" },
+        )
+    })
 }
 
 /// Where the outputs stand, shared with the signal watcher. It is locked
@@ -989,6 +1016,25 @@ mod tests {
     use std::fs;
 
     use crate::batch::files::same_file;
+
+    #[test]
+    fn records_groundgate_failed_to_judge_are_said_and_counted() {
+        let mut data = ReportData::default();
+        data.dead_letters.insert("schema".into(), 4);
+        data.dead_letters.insert("internal".into(), 0);
+        assert_eq!(unjudged(&data, Path::new("out")), None);
+        data.dead_letters.insert("internal".into(), 2);
+        let note = unjudged(&data, Path::new("out")).unwrap();
+        assert!(
+            note.starts_with("exit code 3: 2 records could not be judged"),
+            "{note}"
+        );
+        assert!(note.contains("they are in out/dead_letter.jsonl"), "{note}");
+        data.dead_letters.insert("internal".into(), 1);
+        let note = unjudged(&data, Path::new("out")).unwrap();
+        assert!(note.contains(": 1 record could not be judged"), "{note}");
+        assert!(note.contains("it is in out/dead_letter.jsonl"), "{note}");
+    }
 
     #[test]
     fn the_cost_line_gives_the_rate_and_the_cpu_a_record() {

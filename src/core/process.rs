@@ -9,6 +9,12 @@
 //! can produce a message the producer refuses forever.
 //!
 //! Pure: the clock arrives as `now_nanos`, settings as an argument; no I/O.
+//!
+//! Total: a defect that panics while a record is judged does not escape.
+//! The record becomes an `internal` dead letter (kept whole, to be replayed
+//! once fixed) with its audit row, and the thread's grounding memo and
+//! cache start afresh, so one record can never stop a stream or taint the
+//! verdicts after it.
 
 use std::borrow::Cow;
 
@@ -36,6 +42,74 @@ use super::wire::{ClaimOut, GroundingAudit, GroundingOut};
 /// `now_nanos` is the processing time in epoch nanoseconds, stamped on the
 /// audit row.
 pub fn process(
+    value: Option<&[u8]>,
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+) -> Outcome {
+    contained(value, meta, now_nanos, settings, || {
+        decode_and_judge(value, meta, now_nanos, settings)
+    })
+}
+
+/// Runs `judge_record`; if it panics, the record's `internal` dead letter.
+fn contained(
+    value: Option<&[u8]>,
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+    judge_record: impl FnOnce() -> Outcome,
+) -> Outcome {
+    // Nothing the closure borrows is read after a panic but the record's
+    // bytes, which it never writes; the per-thread state it may have left
+    // half-updated is dropped below.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(judge_record)) {
+        Ok(outcome) => outcome,
+        Err(cause) => {
+            grounding::forget_thread_state();
+            internal_dead_letter(value, meta, now_nanos, settings, panic_text(&*cause))
+        }
+    }
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_text(cause: &(dyn std::any::Any + Send)) -> &str {
+    cause
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| cause.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
+}
+
+/// The dead letter of a record whose judging failed inside groundgate.
+fn internal_dead_letter(
+    value: Option<&[u8]>,
+    meta: &RecordMeta<'_>,
+    now_nanos: i64,
+    settings: &CoreSettings,
+    cause: &str,
+) -> Outcome {
+    let raw = value.unwrap_or_default();
+    let request_id = std::str::from_utf8(raw)
+        .ok()
+        .and_then(wire::recover_request_id);
+    let detail = format!(
+        "groundgate failed while judging this record, a defect to report (it panicked: {cause}); \
+         the record is kept here as received, to be produced again once groundgate is fixed"
+    );
+    let detail = bounded(&detail, MAX_DETAIL_BYTES).into_owned();
+    dead_letter_outcome(
+        DeadLetterKind::Internal,
+        detail,
+        raw,
+        request_id,
+        meta,
+        now_nanos,
+        settings,
+    )
+}
+
+fn decode_and_judge(
     value: Option<&[u8]>,
     meta: &RecordMeta<'_>,
     now_nanos: i64,
@@ -1021,6 +1095,57 @@ mod tests {
         // The reference meaning: the citations were fine, the policy said no.
         assert_eq!(a["validation_ok"], true);
         assert_eq!(v["validation"]["ok"], false);
+    }
+
+    #[test]
+    fn a_record_whose_judging_panics_becomes_an_internal_dead_letter() {
+        let raw = br#"{"request_id":"r7","answer":"It rained[^1].","sources":["It rained."]}"#;
+        let settings = CoreSettings::default();
+        let o = contained(Some(raw), &META, NOW, &settings, || {
+            panic!("index 9 out of range")
+        });
+        assert_eq!(o.kind, OutcomeKind::DeadLetter);
+        assert_eq!(o.request_id.as_deref(), Some("r7"));
+        assert_eq!(o.summary.dead_letter, Some(DeadLetterKind::Internal));
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!("{:?}", o.terminal)
+        };
+        assert_eq!(d.kind, DeadLetterKind::Internal);
+        assert_eq!(d.value, DeadLetterValue::Original, "kept as received");
+        assert!(d.detail.contains("index 9 out of range"), "{}", d.detail);
+        assert!(d.detail.contains("a defect to report"), "{}", d.detail);
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["outcome"], "dead_letter");
+        assert_eq!(a["errors"][0]["kind"], "internal");
+        assert_eq!(a["request_id"], "r7");
+        assert_eq!(a["answer_hash"], sha256_hex(raw));
+        assert_eq!(a["input"]["offset"], 42);
+
+        // A panic with a formatted message, on a value that is no JSON.
+        let o = contained(Some(b"\xff"), &META, NOW, &settings, || {
+            panic!("slot {} taken", 3)
+        });
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!("{:?}", o.terminal)
+        };
+        assert!(d.detail.contains("slot 3 taken"), "{}", d.detail);
+        assert_eq!(o.request_id, None);
+
+        // The record after it is judged as on a fresh thread.
+        assert_eq!(
+            format!("{:?}", process(Some(raw), &META, NOW, &settings)),
+            format!(
+                "{:?}",
+                std::thread::spawn(move || process(
+                    Some(raw),
+                    &META,
+                    NOW,
+                    &CoreSettings::default()
+                ))
+                .join()
+                .unwrap()
+            )
+        );
     }
 
     #[test]

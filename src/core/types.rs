@@ -127,21 +127,26 @@ impl Finding {
     }
 }
 
-/// Why a record could not be decoded into an answer at all.
+/// Why a record could not be decoded into an answer at all, or, for
+/// `Internal`, could not be judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeadLetterKind {
     InvalidUtf8,
     InvalidJson,
     Schema,
     TooLarge,
+    /// Judging the record failed inside groundgate (a defect, not the
+    /// record's fault): the record is kept whole to be replayed once fixed.
+    Internal,
 }
 
 impl DeadLetterKind {
-    pub const ALL: [DeadLetterKind; 4] = [
+    pub const ALL: [DeadLetterKind; 5] = [
         DeadLetterKind::InvalidUtf8,
         DeadLetterKind::InvalidJson,
         DeadLetterKind::Schema,
         DeadLetterKind::TooLarge,
+        DeadLetterKind::Internal,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -150,6 +155,7 @@ impl DeadLetterKind {
             DeadLetterKind::InvalidJson => "invalid_json",
             DeadLetterKind::Schema => "schema",
             DeadLetterKind::TooLarge => "too_large",
+            DeadLetterKind::Internal => "internal",
         }
     }
 }

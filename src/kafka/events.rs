@@ -3,7 +3,8 @@
 //! the log line and updates the counter together, so neither can be added
 //! without the other.
 //!
-//! Nothing per record is logged above `trace`. Must not decide anything or
+//! Nothing per record is logged above `trace`, but a record groundgate
+//! failed to judge (a defect, logged as an error). Must not decide anything or
 //! touch Kafka: an event is a fact that already happened.
 
 use std::time::Duration;
@@ -14,7 +15,7 @@ use tracing::{debug, error, info, trace, warn};
 use super::error::classify;
 use super::seals::RestartReason;
 use super::worker_report::Unfinished;
-use crate::core::{Outcome, OutputRole};
+use crate::core::{DeadLetterKind, Outcome, OutputRole, Terminal};
 use crate::metrics::{Metrics, RebalanceKind};
 
 /// Something that happened in the worker, logged and counted by `emit`.
@@ -30,11 +31,25 @@ fn since_ms(now_ms: i64, ts_ms: i64) -> Duration {
 pub struct RecordProcessed<'a> {
     pub outcome: &'a Outcome,
     pub took: Duration,
+    /// Where the record was read: topic, partition, offset.
+    pub input: (&'a str, i32, i64),
 }
 
 impl InternalEvent for RecordProcessed<'_> {
     fn emit(self, m: &Metrics) {
         trace!(outcome = self.outcome.kind.as_str(), "record processed");
+        if let Terminal::DeadLetter(d) = &self.outcome.terminal
+            && d.kind == DeadLetterKind::Internal
+        {
+            let (topic, partition, offset) = self.input;
+            error!(
+                topic,
+                partition,
+                offset,
+                detail = ?d.detail,
+                "a record could not be judged (a defect in groundgate, to report): it is on the dead-letter topic as received"
+            );
+        }
         m.record_outcome(self.outcome.kind, &self.outcome.summary, self.took);
     }
 }

@@ -308,6 +308,7 @@ fn publish_batch(
                 RecordProcessed {
                     outcome: &outcome,
                     took,
+                    input: (input.topic, input.partition, input.offset),
                 }
                 .emit(metrics);
                 st.report.count(outcome.kind);

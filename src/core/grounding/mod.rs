@@ -214,6 +214,17 @@ pub(crate) fn analyze_counting(
     })
 }
 
+/// Drops the thread's word memo, source cache and index tables, for a
+/// thread that unwound out of a check: what they held may be half-written,
+/// and a fresh start gives the same results as any other.
+pub(crate) fn forget_thread_state() {
+    SCRATCH.with(|scratch| {
+        if let Ok(mut s) = scratch.try_borrow_mut() {
+            *s = Scratch::new();
+        }
+    });
+}
+
 /// The least the check's word reader does with `texts`: every word of the
 /// raw texts (a marker's number too) scanned and looked up in a word memo
 /// (case-folded, and stemmed the first time the memo meets it), nothing

@@ -2562,3 +2562,26 @@ fn a_relation_the_source_states_in_another_voice_or_in_a_list_is_not_misattribut
         assert_eq!(misattributed(claim, &[source]).0, None, "{claim}");
     }
 }
+
+#[test]
+fn forgetting_the_thread_state_starts_the_memo_and_cache_afresh() {
+    // Runs on its own thread, so the thread's scratch is this test's alone.
+    std::thread::spawn(|| {
+        let source = "Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in 1903.";
+        let answer = "Marie Curie won the Nobel Prize in 1903[^1].";
+        let hits = || SCRATCH.with_borrow(|s| s.index.cache_hits());
+        let first = run(answer, &[source]);
+        run(answer, &[source]);
+        run(answer, &[source]);
+        assert!(hits() > 0, "the third reading is served from the cache");
+        forget_thread_state();
+        assert_eq!(hits(), 0, "a fresh scratch has served nothing");
+        // And a fresh start judges as before.
+        assert_eq!(
+            format!("{:?}", run(answer, &[source])),
+            format!("{first:?}")
+        );
+    })
+    .join()
+    .unwrap();
+}

@@ -445,7 +445,7 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
 
 /// Best effort: the record is JSON but has a schema problem; the request id
 /// still ties the dead letter to its request when it is a proper string.
-fn recover_request_id(text: &str) -> Option<String> {
+pub(crate) fn recover_request_id(text: &str) -> Option<String> {
     #[derive(Deserialize)]
     struct Rid<'a> {
         #[serde(borrow)]
