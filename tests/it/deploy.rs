@@ -139,6 +139,23 @@ fn compose_file_validates_and_wires_the_stack() {
         .filter_map(Value::as_str)
         .collect();
     assert_eq!(targets, ["worker-1:9464", "worker-2:9464"]);
+    // The worker of the "secured" profile by name, on the same port, so it
+    // is a target only while its profile runs.
+    let file = one("docker-compose.yml");
+    let secured = &file["services"]["worker-secured"];
+    assert_eq!(secured["profiles"][0], "secured");
+    assert_eq!(secured["hostname"], "worker-secured");
+    assert_eq!(secured["ports"][0], "9466:9464");
+    let dns = &prom["scrape_configs"][0]["dns_sd_configs"];
+    assert_eq!(dns.as_array().map(Vec::len), Some(1), "{dns}");
+    assert_eq!(dns[0]["names"], serde_json::json!(["worker-secured"]));
+    assert_eq!(dns[0]["type"], "A");
+    assert_eq!(dns[0]["port"], 9464);
+    assert_eq!(
+        prom["scrape_configs"].as_array().map(Vec::len),
+        Some(1),
+        "one job, as the alerts and the dashboard name it"
+    );
 }
 
 /// The `max.message.bytes` the compose file's topic-creating `service`
