@@ -308,6 +308,44 @@ fn kubernetes_manifests_point_at_what_the_worker_serves() {
         keda["spec"]["scaleTargetRef"]["name"],
         deploy["metadata"]["name"]
     );
+    // The optional network policy covers the workers and the verification
+    // job, lets Prometheus reach the metrics port and the pods reach the
+    // brokers on the port of their broker list.
+    let policy = one("deploy/k8s/networkpolicy.yaml");
+    let job = one("deploy/k8s/audit-verify-cronjob.yaml");
+    let job_pod = &job["spec"]["jobTemplate"]["spec"]["template"];
+    for pod_labels in [labels, &job_pod["metadata"]["labels"]] {
+        assert!(
+            selects(&policy["spec"]["podSelector"]["matchLabels"], pod_labels),
+            "{pod_labels}"
+        );
+    }
+    assert_eq!(
+        policy["spec"]["ingress"][0]["ports"][0]["port"],
+        c["ports"][0]["containerPort"]
+    );
+    let egress_ports: Vec<u64> = policy["spec"]["egress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|rule| rule["ports"].as_array().unwrap())
+        .filter_map(|p| p["port"].as_u64())
+        .collect();
+    for env in [&c["env"], &job_pod["spec"]["containers"][0]["env"]] {
+        let brokers = env
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "GROUNDGATE_BROKERS")
+            .and_then(|e| e["value"].as_str())
+            .unwrap();
+        for broker in brokers.split(',') {
+            let port: u64 = broker.rsplit(':').next().unwrap().parse().unwrap();
+            assert!(egress_ports.contains(&port), "{broker}: {egress_ports:?}");
+        }
+    }
+    assert!(egress_ports.contains(&53), "name resolution");
+
     let hpa = one("deploy/k8s/scaling-hpa.yaml");
     let metric = hpa["spec"]["metrics"][0]["external"]["metric"]["name"]
         .as_str()
