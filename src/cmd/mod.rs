@@ -74,7 +74,8 @@ pub struct UsageError(pub String);
 
 /// `e` and its causes, joined by `: `, leaving out a cause whose words the
 /// message already holds (many errors quote their source in their own
-/// message, as `cannot read F: No such file or directory` does).
+/// message, as `cannot read F: No such file or directory` does); escaped
+/// for a terminal, as a cause may quote a file name or a broker's text.
 pub fn error_chain(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
@@ -87,7 +88,7 @@ pub fn error_chain(e: &anyhow::Error) -> String {
         }
         out.push_str(&text);
     }
-    out
+    crate::terminal::escape_lines(&out).into_owned()
 }
 
 /// Exit code of usage and configuration errors (clap uses 2 as well).
