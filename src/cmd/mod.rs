@@ -39,9 +39,29 @@ pub fn init_logging(format: LogFormat, level: &str) {
             .with_writer(std::io::stderr);
         let _ = match format {
             LogFormat::Json => builder.json().flatten_event(true).try_init(),
-            LogFormat::Human => builder.try_init(),
+            LogFormat::Human => builder.fmt_fields(human_fields()).try_init(),
         };
     });
+}
+
+/// How the human log format writes an event's fields: `name=value`, the
+/// message bare, every value escaped by [`crate::terminal::escape`]. A
+/// value can quote text from outside (a broker's error message, a topic's
+/// name): a newline or carriage return in it must not start or overwrite a
+/// log line, and an escape sequence must not reach the terminal.
+/// (The JSON format needs none of this: each event is one JSON line.)
+fn human_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static
+{
+    use tracing_subscriber::field::MakeExt;
+    tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let text = format!("{value:?}");
+        let text = crate::terminal::escape(&text);
+        match field.name() {
+            "message" => write!(w, "{text}"),
+            name => write!(w, "{name}={text}"),
+        }
+    })
+    .delimited(" ")
 }
 
 /// Which layers made a command's configuration, without their values (a
@@ -127,6 +147,53 @@ pub fn on_signals(shutdown: CancellationToken, stopping: &'static str) -> std::i
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_human_log_line_stays_one_line_whatever_its_fields_quote() {
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .fmt_fields(human_fields())
+            .finish();
+        let injected =
+            "refused\n2026-01-01T00:00:00Z ERROR fake: forged line\r\x1b[2J\u{9b}\u{202e}";
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(error = %injected, topic = injected, "client error: {injected}");
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            !text
+                .trim_end_matches('\n')
+                .chars()
+                .any(crate::terminal::is_hazard),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "client error: refused\\n2026-01-01T00:00:00Z ERROR fake: forged line\\r\\u{1b}[2J\\u{9b}\\u{202e} error=refused\\n"
+            ),
+            "{text}"
+        );
+        // A string field keeps its quotes and Rust's own escapes, once.
+        assert!(text.contains("topic=\"refused\\n2026"), "{text}");
+    }
 
     #[test]
     fn a_cause_the_message_already_quotes_is_said_once() {
