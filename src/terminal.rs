@@ -8,13 +8,12 @@
 //! overrides and isolates, zero-width characters, the soft hyphen, the
 //! byte-order mark, tag characters) and the line and paragraph separators
 //! (U+2028, U+2029) are written as escapes, `\t`, `\n` and `\r` by their
-//! letter and the rest as `\u{…}` in lowercase hex, as Rust's
-//! `escape_debug` writes them. Everything else is kept, so ordinary text in
-//! any script reads as it was written. A terminal then shows such a
-//! character instead of obeying it: no escape sequence clears the screen,
-//! moves the cursor, sets a hyperlink or the clipboard, no `\r` or newline
-//! overwrites a line or starts a fake one, and no bidi override reorders
-//! what follows.
+//! letter and the rest as `\u{…}` with the code point in lowercase hex.
+//! Everything else is kept, so ordinary text in any script reads as it was
+//! written. A terminal then shows such a character instead of obeying it:
+//! no escape sequence clears the screen, moves the cursor, sets a
+//! hyperlink or the clipboard, no `\r` or newline overwrites a line or
+//! starts a fake one, and no bidi override reorders what follows.
 //!
 //! Backslashes are kept as they are, so text that is already escaped (a
 //! Rust `{:?}` quote in an error message) is not escaped twice.
