@@ -121,6 +121,18 @@ pub fn to_json<T: serde::Serialize + ?Sized>(
     String::from_utf8(out).map_err(|e| serde_json::Error::io(io::Error::other(e)))
 }
 
+/// Formatter methods that hand their call to the wrapped formatter, with
+/// their `bool` argument when named in parentheses.
+macro_rules! delegate {
+    ($($name:ident $(($arg:ident))?),* $(,)?) => {
+        $(
+            fn $name<W: io::Write + ?Sized>(&mut self, w: &mut W $(, $arg: bool)?) -> io::Result<()> {
+                self.0.$name(w $(, $arg)?)
+            }
+        )*
+    };
+}
+
 /// A serde_json formatter that escapes the characters of [`is_hazard`] inside
 /// strings and otherwise formats as the formatter it wraps.
 struct Visible<F>(F);
@@ -145,46 +157,17 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for Visible<F> {
         writer.write_all(&fragment.as_bytes()[start..])
     }
 
-    // Every other method delegates: the indentation and separators are the
-    // wrapped formatter's.
-    fn begin_array<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_array(w)
-    }
-    fn end_array<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array(w)
-    }
-    fn begin_array_value<W: io::Write + ?Sized>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_array_value(w, first)
-    }
-    fn end_array_value<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array_value(w)
-    }
-    fn begin_object<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object(w)
-    }
-    fn end_object<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object(w)
-    }
-    fn begin_object_key<W: io::Write + ?Sized>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_object_key(w, first)
-    }
-    fn end_object_key<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object_key(w)
-    }
-    fn begin_object_value<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object_value(w)
-    }
-    fn end_object_value<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object_value(w)
-    }
+    // Every method that places indentation and separators is the wrapped
+    // formatter's.
+    delegate!(
+        begin_array,
+        end_array,
+        end_array_value,
+        begin_object,
+        end_object
+    );
+    delegate!(end_object_key, begin_object_value, end_object_value);
+    delegate!(begin_array_value(first), begin_object_key(first));
 }
 
 #[cfg(test)]

@@ -35,6 +35,22 @@ fn headless(chromium: &Path, profile: &Path) -> Command {
     c
 }
 
+/// The DOM Chromium builds from the page at `url`, with its own profile
+/// directory.
+fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
+    let dump = headless(chromium, profile)
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    String::from_utf8_lossy(&dump.stdout).into_owned()
+}
+
 /// The number in the element carrying `data-k="key"` (first one), from the
 /// DOM dump, as a person reads it: thousands separators and `$` dropped.
 fn data_k(dom: &str, key: &str) -> Option<String> {
@@ -71,17 +87,7 @@ fn report_renders_in_chromium_with_the_numbers_of_summary_json() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
 
     let url = format!("file://{}", report.display());
-    let dump = headless(&chromium, &dir.path().join("profile-dom"))
-        .arg("--dump-dom")
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(
-        dump.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dump.stderr)
-    );
-    let dom = String::from_utf8_lossy(&dump.stdout);
+    let dom = dump_dom(&chromium, &dir.path().join("profile-dom"), &url);
 
     for id in ["totals", "findings", "models", "charts", "worst", "compare"] {
         assert!(
@@ -375,17 +381,11 @@ fn record_text_in_the_report_is_inert_in_chromium() {
 </script>"#;
     let probed = dir.path().join("probed.html");
     std::fs::write(&probed, format!("{html}{probe}")).unwrap();
-    let dump = headless(&chromium, &dir.path().join("profile"))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", probed.display()))
-        .output()
-        .unwrap();
-    assert!(
-        dump.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dump.stderr)
+    let dom = dump_dom(
+        &chromium,
+        &dir.path().join("profile"),
+        &format!("file://{}", probed.display()),
     );
-    let dom = String::from_utf8_lossy(&dump.stdout);
     assert!(dom.contains("data-probe=\"as-written\""), "{dom}");
     // The DOM as the browser built it: the probe is its only script, and
     // no element or attribute was made of the records' markup (the browser
