@@ -43,6 +43,7 @@ fn shown_name(sent: &str, kept: &str) -> String {
 fn bounded_name(name: &str) -> String {
     shown_name(name, &name[..name.floor_char_boundary(MAX_NAME_BYTES)])
 }
+
 /// Resolution of the per-model score quantiles.
 const QUANTILE_BINS: usize = 1000;
 /// Bins of the report's grounding-score histogram (width 0.1).
