@@ -50,6 +50,8 @@
 //! - `clock`: the shell's clocks, wall and process CPU (the core takes time as
 //!   an argument).
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
+//! - `terminal`: the one rule for showing text groundgate did not write
+//!   (records, file and topic names) on a terminal or in a text log line.
 
 mod audit;
 pub mod batch;
@@ -62,3 +64,4 @@ pub mod http;
 pub mod kafka;
 pub mod metrics;
 pub mod sample;
+mod terminal;

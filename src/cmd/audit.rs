@@ -29,6 +29,7 @@ use crate::config::{ConfigError, RawConfig};
 use crate::kafka::client::{LogContext, metadata_bytes};
 use crate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, H_SEAL};
 use crate::kafka::seals::read_head;
+use crate::terminal::{Escaped, escape, escape_lines};
 
 const EXIT_CLEAN: u8 = 0;
 const EXIT_PROBLEM: u8 = 1;
@@ -70,7 +71,7 @@ pub fn main(args: AuditArgs) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("groundgate audit: {e}");
+            eprintln!("groundgate audit: {}", escape_lines(&e.to_string()));
             ExitCode::from(super::EXIT_USAGE)
         }
     }
@@ -92,11 +93,7 @@ fn verify(args: &AuditVerifyArgs) -> Result<u8, CmdError> {
     if args.json {
         // Indented for a person at a terminal; one line for a log
         // collector (a scheduled job's log), which takes a line as a record.
-        let json = if std::io::stdout().is_terminal() {
-            serde_json::to_string_pretty(&report)
-        } else {
-            serde_json::to_string(&report)
-        };
+        let json = crate::terminal::to_json(&report, std::io::stdout().is_terminal());
         println!("{}", json.unwrap_or_default());
     } else {
         print_report(&report);
@@ -727,11 +724,13 @@ pub fn print_report(r: &Report) {
             (Some(a), Some(b)) => format!("{a}..={b}"),
             _ => "-".into(),
         };
-        let mut row = vec![c.topic.clone(), c.partition.to_string()];
+        // A trail under verification may have been written by anyone: every
+        // name read from it is shown escaped, so it cannot redraw the report.
+        let mut row = vec![escape(&c.topic).into_owned(), c.partition.to_string()];
         if by_run {
             // A run id read from the trail may be anything: cut by character.
-            let id = c.run.as_deref().unwrap_or("-");
-            row.push(id.chars().take(8).collect());
+            let id: String = c.run.as_deref().unwrap_or("-").chars().take(8).collect();
+            row.push(escape(&id).into_owned());
         }
         row.extend([
             range,
@@ -791,7 +790,7 @@ pub fn print_report(r: &Report) {
         p.add_row(vec![
             x.kind.to_string(),
             match (&x.topic, x.partition) {
-                (Some(t), Some(n)) => format!("{t}/{n}"),
+                (Some(t), Some(n)) => format!("{}/{n}", Escaped(t)),
                 _ => "-".into(),
             },
             x.offsets
@@ -806,8 +805,9 @@ pub fn print_report(r: &Report) {
             x.seal_seq
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "-".into()),
-            x.at.map(|a| r.location(a)).unwrap_or_else(|| "-".into()),
-            x.detail.clone(),
+            x.at.map(|a| escape(&r.location(a)).into_owned())
+                .unwrap_or_else(|| "-".into()),
+            escape(&x.detail).into_owned(),
         ]);
     }
     println!("{p}");
@@ -841,13 +841,14 @@ fn print_runs(r: &Report) {
             .map_or_else(|| "?".to_string(), |n| n.to_string());
         println!(
             "run {}: {} of {stated} input chain(s) in the trail",
-            run.run, run.chains
+            Escaped(&run.run),
+            run.chains
         );
     }
     if !r.unbound_chains.is_empty() {
         println!(
             "not bound to a run (sealed by a `check` whose seals name no run; a whole chain signed with the same key could stand in for one): {}",
-            r.unbound_chains.join(", ")
+            Escaped(&r.unbound_chains.join(", "))
         );
     }
 }

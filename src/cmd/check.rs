@@ -45,6 +45,7 @@ use crate::core::{
     DeadLetter, DeadLetterKind, DeadLetterValue, OutcomeKind, OutputRole, RecordMeta, Terminal,
     process,
 };
+use crate::terminal::{Escaped, escape, escape_lines};
 
 /// Exit code for a completed run with no `--fail-on` outcome.
 const EXIT_OK: u8 = 0;
@@ -64,7 +65,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
     let (data, took, not_answers) = match run(&args, &staging) {
         Ok(done) => done,
         Err(e) => {
-            eprintln!("groundgate check: {e}");
+            eprintln!("groundgate check: {}", escape_lines(&e.to_string()));
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
@@ -90,7 +91,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
     }
     eprintln!("groundgate check: {}", took.line(data.records));
     for input in &not_answers {
-        eprintln!("groundgate check: {input}");
+        eprintln!("groundgate check: {}", escape(&input.to_string()));
     }
     for f in &args.fail_on {
         let kind = match f {
@@ -781,7 +782,11 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     let mut stage = staging.lock().unwrap_or_else(|p| p.into_inner());
     write_file(
         &partial(&args.out.join(SUMMARY)),
-        &serde_json::to_vec_pretty(&data).unwrap_or_default(),
+        // Record text in it (request ids, provider and model names, worst
+        // answers) reaches whoever prints the file: no raw control.
+        crate::terminal::to_json(&data, true)
+            .unwrap_or_default()
+            .as_bytes(),
     )?;
     if let Some(path) = &args.report {
         let html = crate::batch::report::html::render(&data)
@@ -948,7 +953,9 @@ fn print_comparison(w: &mut impl Write, c: &Comparison) -> io::Result<()> {
     writeln!(
         w,
         "what-if: {} -> {}: {} record(s) change outcome",
-        c.baseline, c.candidate, c.changed
+        Escaped(&c.baseline),
+        Escaped(&c.candidate),
+        c.changed
     )?;
     if c.transitions.is_empty() {
         return Ok(());
@@ -961,7 +968,8 @@ fn print_comparison(w: &mut impl Write, c: &Comparison) -> io::Result<()> {
             tr.from.clone(),
             tr.to.clone(),
             tr.count.to_string(),
-            tr.examples.join(", "),
+            // Request ids are the producer's text.
+            escape(&tr.examples.join(", ")).into_owned(),
         ]);
     }
     writeln!(w, "{t}")

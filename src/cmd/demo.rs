@@ -431,14 +431,12 @@ fn header(m: &rdkafka::message::OwnedMessage, key: &str) -> Option<String> {
     })
 }
 
-/// `s` on one line, cut to at most `max` characters.
+/// `s` on one line, escaped for the terminal, cut to at most `max`
+/// characters.
 fn clip(s: &str, max: usize) -> String {
-    let one_line: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let one_line = crate::terminal::escape(s);
     if one_line.chars().count() <= max {
-        return one_line;
+        return one_line.into_owned();
     }
     let mut cut: String = one_line.chars().take(max).collect();
     cut.push('…');

@@ -17,6 +17,7 @@ use crate::batch::eval::{
 use crate::cli::EvalArgs;
 use crate::core::GroundingModel;
 use crate::core::grounding::model::coefficient_names;
+use crate::terminal::{Escaped, escape, escape_lines};
 
 pub fn main(args: EvalArgs) -> ExitCode {
     match run(&args) {
@@ -28,7 +29,7 @@ pub fn main(args: EvalArgs) -> ExitCode {
             ExitCode::from(super::EXIT_USAGE)
         }
         Err(e) => {
-            eprintln!("groundgate eval: {e}");
+            eprintln!("groundgate eval: {}", escape_lines(&e.to_string()));
             ExitCode::from(super::EXIT_USAGE)
         }
     }
@@ -101,8 +102,12 @@ fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
     ]);
     for r in &all_rows(args, files) {
         let label = match &r.group {
-            Some(g) => format!("  {}={g}", args.by.as_deref().unwrap_or("")),
-            None => r.file.clone(),
+            Some(g) => format!(
+                "  {}={}",
+                Escaped(args.by.as_deref().unwrap_or("")),
+                Escaped(g)
+            ),
+            None => escape(&r.file).into_owned(),
         };
         t.add_row(vec![
             label,
@@ -132,7 +137,7 @@ fn print_report(
 ) -> io::Result<()> {
     if args.json {
         let all = all_rows(args, files);
-        let text = serde_json::to_string_pretty(&all).map_err(io::Error::other)?;
+        let text = crate::terminal::to_json(&all, true).map_err(io::Error::other)?;
         return writeln!(out, "{text}");
     }
     let t = table(args, files);
@@ -168,7 +173,7 @@ fn print_naive_shared(
     let each: Vec<String> = accuracies
         .iter()
         .enumerate()
-        .filter_map(|(i, a)| a.map(|a| format!("{} {a:.3}", name(args, i))))
+        .filter_map(|(i, a)| a.map(|a| format!("{} {a:.3}", Escaped(&name(args, i)))))
         .collect();
     writeln!(
         out,
@@ -205,7 +210,7 @@ fn print_misses(out: &mut impl Write, file: &str, scored: &[Scored], n: usize) -
         }
         t.add_row(vec![
             s.line.to_string(),
-            s.request_id.clone(),
+            escape(&s.request_id).into_owned(),
             if s.unsupported {
                 "unsupported"
             } else {
@@ -213,10 +218,15 @@ fn print_misses(out: &mut impl Write, file: &str, scored: &[Scored], n: usize) -
             }
             .to_string(),
             format!("{:.3}", s.score),
-            answer,
+            escape(&answer).into_owned(),
         ]);
     }
-    writeln!(out, "{file}: worst misses ({} in all):\n{t}", misses.len())
+    writeln!(
+        out,
+        "{}: worst misses ({} in all):\n{t}",
+        Escaped(file),
+        misses.len()
+    )
 }
 
 /// Fewest records of each label in a file that `--fit` takes without a
@@ -263,7 +273,7 @@ fn print_fit(
             "leave_one_file_out": held_out.as_ref().map(|h| all_rows(args, h)),
             "coefficients": coefficients,
         });
-        let text = serde_json::to_string_pretty(&report).map_err(io::Error::other)?;
+        let text = crate::terminal::to_json(&report, true).map_err(io::Error::other)?;
         return writeln!(out, "{text}");
     }
     // A model fitted on a handful of answers fits them, not the stream:
@@ -276,7 +286,7 @@ fn print_fit(
                 out,
                 "note: {} holds {supported} supported and {unsupported} unsupported records; \
                  a fit on fewer than {FEW_TO_FIT} of each is unreliable",
-                name(args, i)
+                Escaped(&name(args, i))
             )?;
         }
     }

@@ -39,9 +39,62 @@ pub fn init_logging(format: LogFormat, level: &str) {
             .with_writer(std::io::stderr);
         let _ = match format {
             LogFormat::Json => builder.json().flatten_event(true).try_init(),
-            LogFormat::Human => builder.try_init(),
+            LogFormat::Human => builder.fmt_fields(HumanFields).try_init(),
         };
     });
+}
+
+/// How the human log format writes an event's fields: the message, then
+/// `name=value` pairs, every value escaped by [`crate::terminal::escape`].
+/// A value can quote text from outside (a broker's error message, a
+/// topic's name): a newline or carriage return in it must not start or
+/// overwrite a log line, and an escape sequence must not reach the
+/// terminal. The `log.*` fields that records of the `log` crate carry
+/// (librdkafka's Rust binding logs through it) repeat the line's target and
+/// are left out, as the default format does. (The JSON format needs none
+/// of this: each event is one JSON line.)
+struct HumanFields;
+
+impl<'w> tracing_subscriber::fmt::FormatFields<'w> for HumanFields {
+    fn format_fields<R: tracing_subscriber::field::RecordFields>(
+        &self,
+        writer: tracing_subscriber::fmt::format::Writer<'w>,
+        fields: R,
+    ) -> std::fmt::Result {
+        let mut visitor = EscapedFields {
+            writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+struct EscapedFields<'w> {
+    writer: tracing_subscriber::fmt::format::Writer<'w>,
+    first: bool,
+    result: std::fmt::Result,
+}
+
+impl tracing::field::Visit for EscapedFields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let name = field.name();
+        if self.result.is_err() || name.starts_with("log.") {
+            return;
+        }
+        let text = format!("{value:?}");
+        let text = crate::terminal::escape(&text);
+        let gap = if std::mem::take(&mut self.first) {
+            ""
+        } else {
+            " "
+        };
+        self.result = match name {
+            "message" => write!(self.writer, "{gap}{text}"),
+            name => write!(self.writer, "{gap}{name}={text}"),
+        };
+    }
 }
 
 /// Which layers made a command's configuration, without their values (a
@@ -74,7 +127,8 @@ pub struct UsageError(pub String);
 
 /// `e` and its causes, joined by `: `, leaving out a cause whose words the
 /// message already holds (many errors quote their source in their own
-/// message, as `cannot read F: No such file or directory` does).
+/// message, as `cannot read F: No such file or directory` does); escaped
+/// for a terminal, as a cause may quote a file name or a broker's text.
 pub fn error_chain(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
@@ -87,7 +141,7 @@ pub fn error_chain(e: &anyhow::Error) -> String {
         }
         out.push_str(&text);
     }
-    out
+    crate::terminal::escape_lines(&out).into_owned()
 }
 
 /// Exit code of usage and configuration errors (clap uses 2 as well).
@@ -126,6 +180,66 @@ pub fn on_signals(shutdown: CancellationToken, stopping: &'static str) -> std::i
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What the human format writes for the events `emit` logs.
+    fn logged(emit: impl FnOnce()) -> String {
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .fmt_fields(HumanFields)
+            .finish();
+        tracing::subscriber::with_default(subscriber, emit);
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn a_human_log_line_stays_one_line_whatever_its_fields_quote() {
+        let injected =
+            "refused\n2026-01-01T00:00:00Z ERROR fake: forged line\r\x1b[2J\u{9b}\u{202e}";
+        let text = logged(|| {
+            tracing::warn!(error = %injected, topic = injected, "client error: {injected}");
+        });
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            !text
+                .trim_end_matches('\n')
+                .chars()
+                .any(crate::terminal::is_hazard),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "client error: refused\\n2026-01-01T00:00:00Z ERROR fake: forged line\\r\\u{1b}[2J\\u{9b}\\u{202e} error=refused\\n"
+            ),
+            "{text}"
+        );
+        // A string field keeps its quotes and Rust's own escapes, once.
+        assert!(text.contains("topic=\"refused\\n2026"), "{text}");
+    }
+
+    #[test]
+    fn the_log_crates_bookkeeping_fields_are_left_out() {
+        let text = logged(|| {
+            tracing::info!(log.target = "rdkafka::util", n = 1, "queue destroyed");
+        });
+        assert!(text.ends_with(" queue destroyed n=1\n"), "{text}");
+    }
 
     #[test]
     fn a_cause_the_message_already_quotes_is_said_once() {

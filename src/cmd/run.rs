@@ -27,6 +27,7 @@ use crate::http::{self, Health};
 use crate::kafka::client;
 use crate::kafka::worker::{WorkerReport, run_worker};
 use crate::metrics::Metrics;
+use crate::terminal::{Escaped, escape_lines};
 
 /// Exit code when shutdown did not finish: the Kafka clients did not close
 /// within `kafka.drain_deadline_ms`, or the worker stopped with records
@@ -75,7 +76,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         }) {
         Ok(c) => Arc::new(c),
         Err(e) => {
-            eprintln!("groundgate run: {e}");
+            eprintln!("groundgate run: {}", escape_lines(&e.to_string()));
             return Ok(ExitCode::from(super::EXIT_USAGE));
         }
     };
@@ -155,7 +156,10 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         // Said once, as every other configuration error is.
         Err(e) if e.is_config() => {
-            eprintln!("groundgate run: invalid configuration: {e}");
+            eprintln!(
+                "groundgate run: invalid configuration: {}",
+                escape_lines(&e.to_string())
+            );
             Ok(ExitCode::from(super::EXIT_USAGE))
         }
         Err(e) => {
@@ -194,7 +198,10 @@ async fn preflight(config: &crate::config::Config, bootstrap: &str, layers: &str
         // The client would not be made from these settings: the worker's
         // own start would stop there too, with the same exit code.
         Err(e @ rdkafka::error::KafkaError::ClientCreation(_)) => {
-            eprintln!("groundgate run: invalid configuration: {e}");
+            eprintln!(
+                "groundgate run: invalid configuration: {}",
+                escape_lines(&e.to_string())
+            );
             return ExitCode::from(super::EXIT_USAGE);
         }
         Err(e) => {
@@ -207,7 +214,13 @@ async fn preflight(config: &crate::config::Config, bootstrap: &str, layers: &str
     };
     let checks = judge(config, &survey);
     for c in &checks {
-        println!("{:<8} {}: {}", c.level.as_str(), c.subject, c.detail);
+        // Names and settings as the brokers report them.
+        println!(
+            "{:<8} {}: {}",
+            c.level.as_str(),
+            Escaped(&c.subject),
+            Escaped(&c.detail)
+        );
     }
     let count = |l: Level| checks.iter().filter(|c| c.level == l).count();
     let problems = count(Level::Problem);

@@ -212,7 +212,10 @@ impl Default for Config {
 pub enum ConfigError {
     #[error("cannot read configuration: {0}")]
     Load(String),
-    #[error("invalid configuration:\n{}", .0.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    /// A problem may quote a key or value as written (a file's key, an
+    /// environment variable's value): each is escaped whole, so a newline in
+    /// it cannot start a problem of its own.
+    #[error("invalid configuration:\n{}", .0.iter().map(|p| format!("  - {}", crate::terminal::Escaped(p))).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<String>),
 }
 

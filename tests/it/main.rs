@@ -15,6 +15,7 @@ mod commands;
 mod deploy;
 mod eval_cli;
 mod grounding;
+mod hostile_output;
 mod lifecycle;
 mod observability;
 mod processes;

@@ -35,6 +35,22 @@ fn headless(chromium: &Path, profile: &Path) -> Command {
     c
 }
 
+/// The DOM Chromium builds from the page at `url`, with its own profile
+/// directory.
+fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
+    let dump = headless(chromium, profile)
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    String::from_utf8_lossy(&dump.stdout).into_owned()
+}
+
 /// The number in the element carrying `data-k="key"` (first one), from the
 /// DOM dump, as a person reads it: thousands separators and `$` dropped.
 fn data_k(dom: &str, key: &str) -> Option<String> {
@@ -71,17 +87,7 @@ fn report_renders_in_chromium_with_the_numbers_of_summary_json() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
 
     let url = format!("file://{}", report.display());
-    let dump = headless(&chromium, &dir.path().join("profile-dom"))
-        .arg("--dump-dom")
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(
-        dump.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dump.stderr)
-    );
-    let dom = String::from_utf8_lossy(&dump.stdout);
+    let dom = dump_dom(&chromium, &dir.path().join("profile-dom"), &url);
 
     for id in ["totals", "findings", "models", "charts", "worst", "compare"] {
         assert!(
@@ -304,4 +310,90 @@ fn worst_answers_do_not_depend_on_the_thread_count() {
             .collect::<Vec<_>>()
     };
     assert_eq!(ids(1), ids(3));
+}
+
+/// A record whose every text field is an attack on the report: markup that
+/// would run script or break out of an attribute, and a right-to-left
+/// override that would reorder what the report writes after it.
+fn hostile_record(id: &str) -> Value {
+    let markup = "</script><script>alert(1)</script><img src=x onerror=alert(2)>\"' onmouseover=alert(3) x=\"<!--javascript:alert(4)\u{2028}";
+    serde_json::json!({
+        "request_id": format!("{id}\u{202e}{markup}"),
+        "answer": format!("Revenue grew 55% in Q3 {markup}\u{202e}.[^1] Profit fell 9% in Q1.[^1]"),
+        "sources": [{"urn": format!("javascript:alert(5)\u{202e}{markup}"), "payload": format!("Revenue fell {markup}")}],
+        "provider": format!("p\u{202e}{markup}"),
+        "model": format!("m{markup}"),
+    })
+}
+
+/// In the browser, record text is text: no element, attribute or script
+/// comes from it, and a bidi override in it reorders nothing outside it.
+/// The bidi probe is a script appended to a copy of the report (the report
+/// itself holds none): it compares where "score" and the score's number are
+/// drawn in the worst answer's first line.
+#[test]
+fn record_text_in_the_report_is_inert_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("hostile.jsonl");
+    let lines: Vec<String> = ["rlo-a", "rlo-b"]
+        .iter()
+        .map(|id| hostile_record(id).to_string())
+        .collect();
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("out");
+    let report = dir.path().join("report.html");
+    let o = Command::new(BIN)
+        .arg("check")
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .arg("--report")
+        .arg(&report)
+        .args([
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo.toml"),
+            "--compare-config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/what-if.toml"),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&report).unwrap();
+    // Both sections that quote records are there: worst answers, what-if.
+    assert!(html.contains("data-request-id=\"rlo-a"), "{html}");
+    assert!(html.contains("<section id=\"compare\">"), "{html}");
+    assert!(!html.contains("<script"), "no script in the report itself");
+
+    let probe = r#"<script>
+(function () {
+  var p = document.querySelector('[data-request-id^="rlo-a"] p');
+  var walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+  var n, word = null;
+  while ((n = walker.nextNode())) {
+    var i = n.data.indexOf('score');
+    if (i >= 0) { word = document.createRange(); word.setStart(n, i); word.setEnd(n, i + 5); break; }
+  }
+  var number = n.nextSibling;
+  var inOrder = word.getBoundingClientRect().left < number.getBoundingClientRect().left;
+  document.body.setAttribute('data-probe', inOrder ? 'as-written' : 'reordered');
+})();
+</script>"#;
+    let probed = dir.path().join("probed.html");
+    std::fs::write(&probed, format!("{html}{probe}")).unwrap();
+    let dom = dump_dom(
+        &chromium,
+        &dir.path().join("profile"),
+        &format!("file://{}", probed.display()),
+    );
+    assert!(dom.contains("data-probe=\"as-written\""), "{dom}");
+    // The DOM as the browser built it: the probe is its only script, and
+    // no element or attribute was made of the records' markup (the browser
+    // writes an attribute it parsed as `name="value"`; as text, the
+    // markup reads `name=value`).
+    assert_eq!(dom.matches("<script").count(), 1, "{dom}");
+    for made in ["<img", "onerror=\"", "onmouseover=\"", "<a ", "href=\""] {
+        assert!(!dom.contains(made), "{made} in {dom}");
+    }
+    assert!(dom.contains("&lt;img src=x onerror=alert(2)&gt;"), "{dom}");
 }

@@ -1,7 +1,9 @@
 //! Renders [`ReportData`] as one self-contained HTML file: inline CSS,
 //! inline SVG charts, no script, no network. Text is escaped by the
-//! template engine (askama); chart geometry is computed here so the
-//! template stays declarative.
+//! template engine (askama); text from records that shares a line with the
+//! report's own words sits in a `<bdi>`, so a bidi override in it reorders
+//! nothing outside it. Chart geometry is computed here so the template
+//! stays declarative.
 
 use askama::Template;
 

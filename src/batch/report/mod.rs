@@ -23,6 +23,27 @@ pub use worst::{WorstAnswer, WorstBound};
 
 /// Distinct (provider, model) rows kept; the rest are pooled as `other`.
 pub const MAX_MODELS: usize = 200;
+/// Longest provider or model name kept, in bytes: real names are a few
+/// dozen. A record may send a megabyte in either, which the report would
+/// otherwise hold for every row and repeat, escaped, in several places of
+/// the HTML. Names that agree in their first this many bytes share a row.
+pub const MAX_NAME_BYTES: usize = 120;
+
+/// The name a row shows for `sent`, kept as `kept`: with `…` when it was
+/// cut.
+fn shown_name(sent: &str, kept: &str) -> String {
+    if sent.len() > kept.len() && sent.starts_with(kept) {
+        format!("{kept}…")
+    } else {
+        kept.to_string()
+    }
+}
+
+/// `name` cut to [`MAX_NAME_BYTES`], with `…` when it was cut.
+fn bounded_name(name: &str) -> String {
+    shown_name(name, &name[..name.floor_char_boundary(MAX_NAME_BYTES)])
+}
+
 /// Resolution of the per-model score quantiles.
 const QUANTILE_BINS: usize = 1000;
 /// Bins of the report's grounding-score histogram (width 0.1).
@@ -268,8 +289,8 @@ impl Aggregator {
                 && (self.worst.len() < self.worst_n || self.best_kept().is_some_and(|b| p < *b))
             {
                 let c = Candidate {
-                    provider: summary.provider.clone(),
-                    model: summary.model.clone(),
+                    provider: bounded_name(&summary.provider),
+                    model: bounded_name(&summary.model),
                     envelope: env.to_vec(),
                     ..probe(near_duplicate_key(env))
                 };
@@ -398,7 +419,11 @@ impl Aggregator {
     fn model_row(&mut self, provider: &str, model: &str) -> &mut ModelRow {
         fn name(s: &str) -> &str {
             // Dead letters and records without these fields have no names.
-            if s.is_empty() { "(none)" } else { s }
+            if s.is_empty() {
+                "(none)"
+            } else {
+                &s[..s.floor_char_boundary(MAX_NAME_BYTES)]
+            }
         }
         let (mut p, mut m) = (name(provider), name(model));
         let known = |models: &BTreeMap<String, BTreeMap<String, ModelRow>>, p: &str, m: &str| {
@@ -413,8 +438,8 @@ impl Aggregator {
                 self.models.entry(p.to_string()).or_default().insert(
                     m.to_string(),
                     ModelRow {
-                        provider: p.to_string(),
-                        model: m.to_string(),
+                        provider: shown_name(provider, p),
+                        model: shown_name(model, m),
                         score_bins: vec![0; QUANTILE_BINS + 1],
                         ..ModelRow::default()
                     },
@@ -806,6 +831,59 @@ mod tests {
         assert_eq!(d.models[0].model, "other");
         assert_eq!(d.models[0].records, 101);
         assert_eq!(d.models.iter().map(|m| m.records).sum::<u64>(), d.records);
+    }
+
+    #[test]
+    fn a_long_provider_or_model_name_is_kept_cut() {
+        let long = format!("{}é{}", "<".repeat(MAX_NAME_BYTES - 1), "x".repeat(1 << 20));
+        let mut a = Aggregator::new("in", "v", 0.5, 3);
+        let mut b = Aggregator::new("in", "v", 0.5, 3);
+        let env = r#"{"answer":"A.","request_id":"r","sources_flat":[]}"#;
+        a.add(
+            1,
+            OutcomeKind::Accepted,
+            &summary(&long, &long, vec![], 0.0),
+            Some(0.1),
+            Some(env.as_bytes()),
+        );
+        // Another name with the same first bytes shares its row, also once
+        // the parts of the input are merged.
+        let other = format!("{long}other");
+        b.add(
+            2,
+            OutcomeKind::Accepted,
+            &summary(&other, "m", vec![], 0.0),
+            None,
+            None,
+        );
+        b.add(
+            3,
+            OutcomeKind::Accepted,
+            &summary(&other, &long, vec![], 0.0),
+            None,
+            None,
+        );
+        a.merge(b);
+        let d = a.finish(None);
+        // The cut falls before the two-byte `é` that would cross the limit.
+        let kept = format!("{}…", "<".repeat(MAX_NAME_BYTES - 1));
+        let rows: Vec<(&str, &str, u64)> = d
+            .models
+            .iter()
+            .map(|m| (m.provider.as_str(), m.model.as_str(), m.records))
+            .collect();
+        assert!(
+            rows.contains(&(kept.as_str(), kept.as_str(), 2)),
+            "{rows:?}"
+        );
+        assert!(rows.contains(&(kept.as_str(), "m", 1)), "{rows:?}");
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(
+            (d.worst[0].provider.as_str(), d.worst[0].model.as_str()),
+            (kept.as_str(), kept.as_str())
+        );
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(json.len() < 10_000, "{} bytes", json.len());
     }
 
     #[test]
