@@ -442,19 +442,20 @@ impl Row {
 pub fn rows(file: &str, scored: &[Scored]) -> Vec<Row> {
     let all: Vec<&Scored> = scored.iter().collect();
     let mut out = vec![Row::of(file, None, &all)];
-    let mut groups: Vec<&str> = Vec::new();
+    // Groups in the order of their first record; one pass, however many
+    // distinct values the field takes.
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<(&str, Vec<&Scored>)> = Vec::new();
     for s in scored {
-        if let Some(g) = s.group.as_deref()
-            && !groups.contains(&g)
-        {
-            groups.push(g);
+        if let Some(g) = s.group.as_deref() {
+            let i = *at.entry(g).or_insert_with(|| {
+                groups.push((g, Vec::new()));
+                groups.len() - 1
+            });
+            groups[i].1.push(s);
         }
     }
-    for g in groups {
-        let members: Vec<&Scored> = scored
-            .iter()
-            .filter(|s| s.group.as_deref() == Some(g))
-            .collect();
+    for (g, members) in groups {
         out.push(Row::of(file, Some(g.to_string()), &members));
     }
     out
@@ -668,6 +669,27 @@ mod tests {
             }],
             ..s(0.0, unsupported)
         }
+    }
+
+    #[test]
+    fn by_rows_follow_the_first_record_of_each_group() {
+        let g = |score, unsupported, group: Option<&str>| Scored {
+            group: group.map(str::to_string),
+            ..s(score, unsupported)
+        };
+        let scored = [
+            g(0.9, false, Some("b")),
+            g(0.1, true, Some("a")),
+            g(0.2, true, None),
+            g(0.8, false, Some("b")),
+            g(0.3, true, Some("b")),
+        ];
+        let rows = rows("f", &scored);
+        let got: Vec<(Option<&str>, usize, usize)> = rows
+            .iter()
+            .map(|r| (r.group.as_deref(), r.records, r.unsupported))
+            .collect();
+        assert_eq!(got, [(None, 5, 3), (Some("b"), 3, 1), (Some("a"), 1, 1)]);
     }
 
     #[test]
