@@ -58,6 +58,9 @@ mod clock;
 pub mod cmd;
 pub mod config;
 pub mod core;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
