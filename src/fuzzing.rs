@@ -292,6 +292,47 @@ pub const FRAGMENTS: &[&str] = &[
     "\u{FFFF}",
     "\u{10FFFF}",
     "\u{E000}",
+    // Names, relations, references to the sources, questions, list items.
+    "Robert Zemeckis",
+    "Neil Armstrong",
+    "Paris",
+    "France",
+    "directed by",
+    "was born in",
+    "won",
+    "lost",
+    "according to the",
+    "the source states",
+    "this document",
+    "Q:",
+    "Question:",
+    "Answer:",
+    "\n- ",
+    "\n1. ",
+    "2) ",
+    "• ",
+    // Glued units, ranges, rates, bounds, abbreviated dates and times.
+    "5km",
+    "1.5GB",
+    "10mph",
+    "3x",
+    "x3",
+    "#1",
+    "No.1",
+    "1-2",
+    "2010–2015",
+    "mid-2020",
+    "per",
+    "per year",
+    "a year",
+    "no more than",
+    "prior to",
+    "Jan.",
+    "approx.",
+    "ca.",
+    "c.",
+    "p.m.",
+    "a.m.",
     // Terms the fuzzing settings forbid.
     "guaranteed",
     "guaran\u{200B}teed",
@@ -519,6 +560,17 @@ MCowBQYDK2VwAyEAmYcGACNCVe/qaV06VkhVb5XsuaDfTwq2+x4RuveVV+M=
 -----END PUBLIC KEY-----
 ";
 
+/// The ends of the offset ranges `audit verify --from/--to` is fuzzed with:
+/// none, small ones and the extremes.
+const BOUNDS: [Option<i64>; 6] = [
+    None,
+    Some(0),
+    Some(2),
+    Some(5),
+    Some(i64::MIN),
+    Some(i64::MAX),
+];
+
 /// `audit verify` on a trail file's bytes: the first byte chooses the
 /// options (signatures, a range, a live tail, an expected run), the rest
 /// is read line by line as the verifier reads a file.
@@ -526,13 +578,23 @@ pub fn check_trail(data: &[u8]) {
     let Some((&opts, trail)) = data.split_first() else {
         return;
     };
+    let (from, to) = (
+        BOUNDS[usize::from(opts >> 1) % BOUNDS.len()],
+        BOUNDS[usize::from(opts >> 4) % BOUNDS.len()],
+    );
+    // `audit verify` refuses a range whose start is past its end.
+    if let (Some(from), Some(to)) = (from, to)
+        && from > to
+    {
+        return;
+    }
     let options = Options {
         public_key: (opts & 1 != 0)
             .then(|| VerifyingKey::from_public_key_pem(PUBLIC_KEY).ok())
             .flatten(),
-        from: (opts & 2 != 0).then_some(2),
-        to: (opts & 4 != 0).then_some(5),
-        allow_unsealed_tail: opts & 8 != 0,
+        from,
+        to,
+        allow_unsealed_tail: opts & 0x80 != 0,
         ..Options::default()
     };
     const MAX_LINE: usize = 1 << 16;
@@ -558,7 +620,7 @@ pub fn check_trail(data: &[u8]) {
         line.clear();
     }
     let mut report = v.finish();
-    if opts & 16 != 0 {
+    if opts & 0x40 != 0 {
         runs.push("another-run".into());
         expect_runs(&mut report, &runs);
     }

@@ -50,6 +50,9 @@
 //! - `clock`: the shell's clocks, wall and process CPU (the core takes time as
 //!   an argument).
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
+//! - `fuzzing` (tests and the `fuzzing` feature only): adversarial records
+//!   and the invariants checked on them, for the fuzz targets under `fuzz/`
+//!   and the property tests.
 
 mod audit;
 pub mod batch;
