@@ -573,10 +573,11 @@ const BOUNDS: [Option<i64>; 6] = [
 
 /// `audit verify` on a trail file's bytes: the first byte chooses the
 /// options (signatures, a range, a live tail, an expected run), the rest
-/// is read line by line as the verifier reads a file.
-pub fn check_trail(data: &[u8]) {
+/// is read line by line as the verifier reads a file. Whether the trail
+/// passed.
+pub fn check_trail(data: &[u8]) -> bool {
     let Some((&opts, trail)) = data.split_first() else {
-        return;
+        return false;
     };
     let (from, to) = (
         BOUNDS[usize::from(opts >> 1) % BOUNDS.len()],
@@ -586,7 +587,7 @@ pub fn check_trail(data: &[u8]) {
     if let (Some(from), Some(to)) = (from, to)
         && from > to
     {
-        return;
+        return false;
     }
     let options = Options {
         public_key: (opts & 1 != 0)
@@ -629,6 +630,51 @@ pub fn check_trail(data: &[u8]) {
             report.location(at);
         }
     }
-    report.ok();
     assert!(serde_json::to_vec(&report).is_ok());
+    report.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{ChainHead, ChainId, Sealer};
+
+    /// A worker's trail of five rows, sealed two at a time.
+    fn worker_trail() -> Vec<u8> {
+        let chain = ChainId {
+            topic: "answers".into(),
+            partition: 0,
+        };
+        let mut sealer = Sealer::new(chain, "w", 2, ChainHead::START, None);
+        let mut trail: Vec<u8> = Vec::new();
+        for offset in 1..=5 {
+            if sealer.due()
+                && let Some(seal) = sealer.seal(100 + offset)
+            {
+                trail.extend(seal);
+                trail.push(b'\n');
+            }
+            let meta = RecordMeta {
+                topic: "answers",
+                partition: 0,
+                offset,
+            };
+            let row = crate::core::process(Some(b"{}"), &meta, offset, &settings()).audit;
+            sealer.push(offset, &row);
+            trail.extend(row);
+            trail.push(b'\n');
+        }
+        trail.extend(sealer.seal(200).unwrap_or_default());
+        trail
+    }
+
+    #[test]
+    fn every_option_byte_judges_a_trail() {
+        let trail = worker_trail();
+        assert!(check_trail(&[&[0], &trail[..]].concat()));
+        for opts in 0..=u8::MAX {
+            check_trail(&[&[opts], &trail[..]].concat());
+            check_trail(&[&[opts], &trail[..trail.len() / 2]].concat());
+        }
+    }
 }
