@@ -1452,7 +1452,7 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(256))]
+            #![proptest_config(ProptestConfig::with_cases(1024))]
 
             #[test]
             fn adversarial_text_gets_one_bounded_outcome(spec in spec()) {
