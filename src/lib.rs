@@ -52,6 +52,9 @@
 //! - [`sample`]: deterministic realistic sample answers (demo, produce, benches).
 //! - `terminal`: the one rule for showing text groundgate did not write
 //!   (records, file and topic names) on a terminal or in a text log line.
+//! - `fuzzing` (tests and the `fuzzing` feature only): adversarial records
+//!   and the invariants checked on them, for the fuzz targets under `fuzz/`
+//!   and the property tests.
 
 mod audit;
 pub mod batch;
@@ -60,6 +63,9 @@ mod clock;
 pub mod cmd;
 pub mod config;
 pub mod core;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod kafka;
 pub mod metrics;

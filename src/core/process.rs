@@ -1536,4 +1536,56 @@ mod tests {
             }
         }
     }
+
+    /// Records whose answers and sources are assembled from the pieces of
+    /// text the grounding scanners treat specially (`crate::fuzzing`, the
+    /// fragments the fuzz targets use): no panic, one outcome with both
+    /// outputs, every claim on character boundaries, supports in [0, 1].
+    mod adversarial_text {
+        use proptest::prelude::*;
+
+        use crate::fuzzing::{self, FRAGMENTS, Piece, SourceSpec, Spec};
+
+        fn piece() -> impl Strategy<Value = Piece> {
+            let fragment = 0..FRAGMENTS.len() as u16;
+            prop_oneof![
+                8 => fragment.clone().prop_map(Piece::Word),
+                3 => fragment.prop_map(Piece::Glued),
+                3 => any::<u8>().prop_map(Piece::Marker),
+                1 => any::<u64>().prop_map(Piece::BigMarker),
+                1 => (any::<u8>(), 0u16..200).prop_map(|(c, len)| Piece::Run { c, len }),
+                1 => any::<char>().prop_map(Piece::Char),
+                2 => (0u16..600, 0u16..300).prop_map(|(start, len)| Piece::Copy { start, len }),
+            ]
+        }
+
+        fn spec() -> impl Strategy<Value = Spec> {
+            let source = (prop::collection::vec(piece(), 0..40), any::<bool>())
+                .prop_map(|(pieces, object)| SourceSpec { pieces, object });
+            (
+                prop::collection::vec(piece(), 0..60),
+                prop::collection::vec(source, 0..4),
+                any::<bool>(),
+                any::<bool>(),
+            )
+                .prop_map(|(answer, sources, strict, retry)| Spec {
+                    answer,
+                    sources,
+                    strict,
+                    retry,
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1024))]
+
+            #[test]
+            fn adversarial_text_gets_one_bounded_outcome(spec in spec()) {
+                let (answer, sources) = spec.texts();
+                let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+                fuzzing::check_texts(&answer, &sources);
+                fuzzing::check_record(&spec.record(), &fuzzing::settings());
+            }
+        }
+    }
 }
