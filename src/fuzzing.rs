@@ -10,13 +10,14 @@
 //! panics when an invariant of the core does not hold, which is what a
 //! fuzzer or a property test reports.
 
-use std::io::{BufReader, Cursor};
+use std::io::Cursor;
 
 use ed25519_dalek::VerifyingKey;
 use ed25519_dalek::pkcs8::DecodePublicKey;
 use serde_json::{Value, json};
 
-use crate::audit::verify::{AuditVerifier, Location, Options, expect_runs, seal_run};
+use crate::audit::verify::{AuditVerifier, Options, expect_runs, seal_run};
+use crate::cmd::audit::{lines_of, record_line};
 use crate::core::grounding::{self, Grounding};
 use crate::core::{
     Action, CoreSettings, DeadLetterKind, GroundingSettings, Outcome, PolicySettings, RecordMeta,
@@ -601,28 +602,25 @@ pub fn check_trail(data: &[u8]) -> bool {
         allow_unsealed_tail: opts & 0x80 != 0,
         ..Options::default()
     };
+    // Shorter than the command's limit, so that an over-long line is
+    // within the fuzzer's reach.
     const MAX_LINE: usize = 1 << 16;
+    let mut runs = Vec::new();
     let mut v = AuditVerifier::new(options);
     let stream = v.stream("trail");
-    let mut reader = BufReader::new(Cursor::new(trail));
-    let mut line = Vec::new();
-    let mut n = 0;
-    let mut runs = Vec::new();
-    while let Ok(Some(len)) =
-        crate::batch::input::read_line_bounded(&mut reader, &mut line, MAX_LINE)
-    {
-        n += 1;
-        let at = Location { stream, pos: n };
-        if len > MAX_LINE as u64 {
-            v.oversized(at, len, MAX_LINE);
-        } else if !line.is_empty() {
-            if let Some(Some(run)) = seal_run(&line) {
-                runs.push(run);
-            }
-            v.record(at, &line);
+    // As the command reads files: once for the runs their seals name, once
+    // to judge them.
+    let read = lines_of(Cursor::new(trail), MAX_LINE, |_, _, line| {
+        if let Some(Some(run)) = seal_run(line) {
+            runs.push(run);
         }
-        line.clear();
-    }
+    })
+    .and_then(|()| {
+        lines_of(Cursor::new(trail), MAX_LINE, |n, len, line| {
+            record_line(&mut v, stream, n, len, line, MAX_LINE)
+        })
+    });
+    assert!(read.is_ok(), "a trail in memory reads: {read:?}");
     let mut report = v.finish();
     if opts & 0x40 != 0 {
         runs.push("another-run".into());

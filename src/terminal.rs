@@ -46,44 +46,35 @@ pub fn is_hazard(c: char) -> bool {
 /// `text` with every character of [`is_hazard`] escaped; borrowed when there
 /// is none.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_hazard) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        push_char(&mut out, c);
-    }
-    Cow::Owned(out)
+    escape_where(text, is_hazard)
 }
 
 /// `text` escaped line by line: the newlines stay, so a message of several
 /// lines (a list of configuration problems) still reads as lines, while a
 /// carriage return or an escape sequence inside a line is shown.
 pub fn escape_lines(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| c != '\n' && is_hazard(c)) {
+    escape_where(text, |c| c != '\n' && is_hazard(c))
+}
+
+/// `text` with the characters `shown` picks escaped; borrowed when there is
+/// none.
+fn escape_where(text: &str, shown: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&shown) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c == '\n' {
-            out.push(c);
-        } else {
-            push_char(&mut out, c);
+        match c {
+            c if !shown(c) => out.push(c),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
         }
     }
     Cow::Owned(out)
-}
-
-fn push_char(out: &mut String, c: char) {
-    match c {
-        '\t' => out.push_str("\\t"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        c if is_hazard(c) => {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        }
-        c => out.push(c),
-    }
 }
 
 /// Shows its text escaped by [`escape`] wherever it is formatted with `{}`.

@@ -354,19 +354,33 @@ const MAX_TRAIL_LINE: usize = 64 << 20;
 fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
     let stream = v.stream(path.display().to_string());
     each_line(path, |n, len, line| {
-        let at = Location { stream, pos: n };
-        if len > MAX_TRAIL_LINE as u64 {
-            v.oversized(at, len, MAX_TRAIL_LINE);
-        } else if !line.is_empty() {
-            v.record(at, line);
-        }
+        record_line(v, stream, n, len, line, MAX_TRAIL_LINE)
     })
+}
+
+/// Hands line `n` of `stream` (`len` bytes, read as `line` unless longer
+/// than `max`) to the verifier: an over-long line is reported as such, an
+/// empty one is skipped.
+pub(crate) fn record_line(
+    v: &mut AuditVerifier,
+    stream: u32,
+    n: u64,
+    len: u64,
+    line: &[u8],
+    max: usize,
+) {
+    let at = Location { stream, pos: n };
+    if len > max as u64 {
+        v.oversized(at, len, max);
+    } else if !line.is_empty() {
+        v.record(at, line);
+    }
 }
 
 /// Calls `f(line number, length, bytes)` for every line of a trail file,
 /// plain or compressed; a line longer than [`MAX_TRAIL_LINE`] comes with
 /// its length and without its bytes.
-fn each_line(path: &Path, mut f: impl FnMut(u64, u64, &[u8])) -> Result<(), CmdError> {
+fn each_line(path: &Path, f: impl FnMut(u64, u64, &[u8])) -> Result<(), CmdError> {
     let err = |source| CmdError::Read {
         path: path.to_path_buf(),
         source,
@@ -377,23 +391,25 @@ fn each_line(path: &Path, mut f: impl FnMut(u64, u64, &[u8])) -> Result<(), CmdE
         | crate::batch::InputError::Read { source, .. } => err(source),
         other => err(std::io::Error::other(other.to_string())),
     })?;
-    let mut reader = BufReader::new(input.reader);
+    lines_of(BufReader::new(input.reader), MAX_TRAIL_LINE, f).map_err(err)
+}
+
+/// Calls `f(line number, length, bytes)` for every line `reader` holds; a
+/// line longer than `max` comes with its length and without its bytes.
+pub(crate) fn lines_of(
+    mut reader: impl std::io::BufRead,
+    max: usize,
+    mut f: impl FnMut(u64, u64, &[u8]),
+) -> std::io::Result<()> {
     let mut line = Vec::new();
     let mut n = 0u64;
     loop {
         line.clear();
-        let Some(len) =
-            crate::batch::input::read_line_bounded(&mut reader, &mut line, MAX_TRAIL_LINE)
-                .map_err(err)?
-        else {
+        let Some(len) = crate::batch::input::read_line_bounded(&mut reader, &mut line, max)? else {
             return Ok(());
         };
         n += 1;
-        let bytes: &[u8] = if len > MAX_TRAIL_LINE as u64 {
-            &[]
-        } else {
-            &line
-        };
+        let bytes: &[u8] = if len > max as u64 { &[] } else { &line };
         f(n, len, bytes);
     }
 }

@@ -39,9 +39,14 @@ fn shown_name(sent: &str, kept: &str) -> String {
     }
 }
 
+/// The first [`MAX_NAME_BYTES`] of `name`, on a character boundary.
+fn kept_name(name: &str) -> &str {
+    &name[..name.floor_char_boundary(MAX_NAME_BYTES)]
+}
+
 /// `name` cut to [`MAX_NAME_BYTES`], with `…` when it was cut.
 fn bounded_name(name: &str) -> String {
-    shown_name(name, &name[..name.floor_char_boundary(MAX_NAME_BYTES)])
+    shown_name(name, kept_name(name))
 }
 
 /// Resolution of the per-model score quantiles.
@@ -419,11 +424,7 @@ impl Aggregator {
     fn model_row(&mut self, provider: &str, model: &str) -> &mut ModelRow {
         fn name(s: &str) -> &str {
             // Dead letters and records without these fields have no names.
-            if s.is_empty() {
-                "(none)"
-            } else {
-                &s[..s.floor_char_boundary(MAX_NAME_BYTES)]
-            }
+            if s.is_empty() { "(none)" } else { kept_name(s) }
         }
         let (mut p, mut m) = (name(provider), name(model));
         let known = |models: &BTreeMap<String, BTreeMap<String, ModelRow>>, p: &str, m: &str| {
