@@ -59,6 +59,12 @@ pub enum CmdError {
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("topic {0} not found")]
     NoTopic(String),
+    #[error(
+        "{} {}: a trail of several runs of check is verified a run at a time, which reads each file twice (save it to a file, or verify each run alone)",
+        path.display(),
+        if *pipe { "is a pipe or standard input, which reads empty the second time" } else { "changed while it was verified" }
+    )]
+    ReadTwice { path: PathBuf, pipe: bool },
     #[error("--from {from} is after --to {to}: the range is empty, nothing would be verified")]
     EmptyRange { from: i64, to: i64 },
 }
@@ -210,16 +216,7 @@ fn read_and_judge(
         if args.files.is_empty() {
             return Err(CmdError::Source);
         }
-        // Each group is verified on its own; one group is the whole trail.
-        let mut parts = Vec::new();
-        for files in file_groups(&args.files)? {
-            let mut v = AuditVerifier::new(options.clone());
-            for path in &files {
-                read_file(&mut v, path)?;
-            }
-            parts.push(v.finish());
-        }
-        return Ok(Report::merge(parts));
+        return judge_files(&args.files, options);
     };
     if !args.files.is_empty() {
         return Err(CmdError::FilesAndTopic);
@@ -351,13 +348,6 @@ fn read_handed(
 /// one endless line costs no more memory than this.
 const MAX_TRAIL_LINE: usize = 64 << 20;
 
-fn read_file(v: &mut AuditVerifier, path: &Path) -> Result<(), CmdError> {
-    let stream = v.stream(path.display().to_string());
-    each_line(path, |n, len, line| {
-        record_line(v, stream, n, len, line, MAX_TRAIL_LINE)
-    })
-}
-
 /// Hands line `n` of `stream` (`len` bytes, read as `line` unless longer
 /// than `max`) to the verifier: an over-long line is reported as such, an
 /// empty one is skipped.
@@ -414,33 +404,101 @@ pub(crate) fn lines_of(
     }
 }
 
-/// The trail files in the groups they are verified in. A run of `check`
-/// names each chain after its input file, so two runs over inputs of the
-/// same name write chains of the same name: read together they would be
-/// one chain, sealed twice. When every file's seals name one run (as each
+/// The trail of `files`, judged under `options`. A run of `check` names
+/// each chain after its input file, so two runs over inputs of the same
+/// name write chains of the same name: read together they would be one
+/// chain, sealed twice. When every file's seals name one run (as each
 /// `audit.jsonl` of `check` does) and the files hold several runs, each
 /// run's files are verified apart. Any other file (a worker's trail, a
 /// file of no seal, or of seals of several runs) keeps them all in one
 /// group, so no file is judged without a file it may belong with.
-fn file_groups(files: &[PathBuf]) -> Result<Vec<Vec<PathBuf>>, CmdError> {
-    if files.len() < 2 {
-        return Ok(vec![files.to_vec()]);
-    }
-    let mut by_run: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+///
+/// The first read judges the files as one group, which is the verdict
+/// whenever they are one; only a trail of several runs is read again, a
+/// run at a time. A file must then read the same both times: one that
+/// changed in between, or a pipe (read once, it is empty the second time),
+/// is an error rather than a verdict on bytes that were never judged.
+fn judge_files(files: &[PathBuf], options: Options) -> Result<Report, CmdError> {
+    let mut whole = AuditVerifier::new(options.clone());
+    let mut runs_of = Vec::with_capacity(files.len());
+    let mut digests = Vec::with_capacity(files.len());
+    // One file is one group: it is never read twice.
+    let several = files.len() > 1;
     for path in files {
+        let stream = whole.stream(path.display().to_string());
         let mut runs = std::collections::BTreeSet::new();
-        each_line(path, |_, _, line| {
+        let mut digest = FileDigest::default();
+        each_line(path, |n, len, line| {
             if let Some(run) = crate::audit::verify::seal_run(line) {
                 runs.insert(run);
             }
+            if several {
+                digest.line(len, line);
+            }
+            record_line(&mut whole, stream, n, len, line, MAX_TRAIL_LINE);
         })?;
         let mut runs = runs.into_iter();
-        match (runs.next(), runs.next()) {
-            (Some(Some(run)), None) => by_run.entry(run).or_default().push(path.clone()),
-            _ => return Ok(vec![files.to_vec()]),
-        }
+        runs_of.push(match (runs.next(), runs.next()) {
+            (Some(Some(run)), None) => Some(run),
+            _ => None,
+        });
+        digests.push(digest.finish());
     }
-    Ok(by_run.into_values().collect())
+    let Some(groups) = run_groups(&runs_of) else {
+        return Ok(Report::merge(vec![whole.finish()]));
+    };
+    drop(whole);
+    let mut parts = Vec::with_capacity(groups.len());
+    for group in groups {
+        let mut v = AuditVerifier::new(options.clone());
+        for i in group {
+            let path = &files[i];
+            let stream = v.stream(path.display().to_string());
+            let mut digest = FileDigest::default();
+            each_line(path, |n, len, line| {
+                digest.line(len, line);
+                record_line(&mut v, stream, n, len, line, MAX_TRAIL_LINE);
+            })?;
+            if digest.finish() != digests[i] {
+                let file = path.as_os_str() != "-" && path.metadata().is_ok_and(|m| m.is_file());
+                return Err(CmdError::ReadTwice {
+                    path: path.clone(),
+                    pipe: !file,
+                });
+            }
+        }
+        parts.push(v.finish());
+    }
+    Ok(Report::merge(parts))
+}
+
+/// The files (by index) of each run, in the order runs are named, when
+/// every file's seals name exactly one run and the files hold two runs or
+/// more; `None` when the files are verified as one group.
+fn run_groups(runs_of: &[Option<String>]) -> Option<Vec<Vec<usize>>> {
+    let mut by_run: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, run) in runs_of.iter().enumerate() {
+        by_run.entry(run.as_deref()?).or_default().push(i);
+    }
+    (by_run.len() > 1).then(|| by_run.into_values().collect())
+}
+
+/// A digest of the lines read from a file (each line's length and bytes),
+/// to tell whether a second read saw what the first one did.
+#[derive(Default)]
+struct FileDigest(sha2::Sha256);
+
+impl FileDigest {
+    fn line(&mut self, len: u64, line: &[u8]) {
+        use sha2::Digest;
+        self.0.update(len.to_le_bytes());
+        self.0.update(line);
+    }
+
+    fn finish(self) -> [u8; 32] {
+        use sha2::Digest;
+        self.0.finalize().into()
+    }
 }
 
 /// Reads every partition of the audit topic from its low to its high

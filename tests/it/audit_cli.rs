@@ -269,6 +269,52 @@ fn the_same_input_checked_twice_verifies_as_two_runs_but_not_as_one_file() {
     assert_eq!(c["sealed_rows"], 600);
 }
 
+/// Two runs' trails are verified a run at a time, which reads each file
+/// twice: a trail given on standard input is read empty the second time,
+/// and verify says so (exit 2) instead of passing a run it never judged.
+/// Standard input holding one run with files of that same run is read
+/// once and verified.
+#[test]
+fn a_trail_of_several_runs_on_standard_input_is_refused_not_half_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = checked_trail(dir.path(), "");
+    let again_dir = dir.path().join("again");
+    std::fs::create_dir(&again_dir).unwrap();
+    let second = checked_trail(&again_dir, "");
+
+    let piped = |stdin_file: &Path, files: &[&Path]| {
+        let mut args = vec!["audit", "verify", "--json"];
+        args.extend(files.iter().map(|f| f.to_str().unwrap()));
+        Command::new(BIN)
+            .args(&args)
+            .stdin(std::fs::File::open(stdin_file).unwrap())
+            .output()
+            .expect("run groundgate")
+    };
+    let o = piped(&second, &[&first, Path::new("-")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("- is a pipe or standard input, which reads empty the second time"),
+        "{}",
+        text(&o)
+    );
+
+    // One run: split in two, one half piped in; read once, verified whole.
+    let lines: Vec<String> = std::fs::read_to_string(&first)
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let head = dir.path().join("head.jsonl");
+    let tail = dir.path().join("tail.jsonl");
+    std::fs::write(&head, lines[..150].concat()).unwrap();
+    std::fs::write(&tail, lines[150..].concat()).unwrap();
+    let o = piped(&tail, &[&head, Path::new("-")]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(r["chains"][0]["sealed_rows"], 300, "{r}");
+}
+
 /// `check` names its run (on stdout and in summary.json), and `audit
 /// verify --run` holds a trail to the runs kept that way: last week's
 /// complete trail in place of this week's shows.
