@@ -578,19 +578,30 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     if let Some(note) = lowered {
         eprintln!("groundgate check: {note}");
     }
+    // Bytes read from all inputs (their own bytes: compressed ones count as
+    // stored), against their summed size.
+    let file_read = Arc::new(AtomicU64::new(0));
     // Every file is opened once before the run, so a missing, unreadable or
     // refused one stops it before any work; each is opened again, one at a
     // time, when its turn comes (thousands of inputs hold no more than one
-    // open file).
+    // open file). A pipe (`<(zcat …)`, a FIFO) cannot be opened again from
+    // its start: opening it has read its first bytes to tell its packing,
+    // so it is kept open for its turn.
+    let mut kept = std::collections::HashMap::<&Path, crate::batch::input::Input>::new();
     let mut size = Some(0u64);
     let mut seen = std::collections::HashSet::new();
     for path in &files {
-        let input = crate::batch::input::open(path)?;
+        let input = crate::batch::input::open_counted(path, file_read.clone())?;
         if !seen.insert(input.file_id) {
             return Err(CheckError::InputTwice(path.to_path_buf()));
         }
         size = size.zip(input.size).map(|(a, b)| a + b);
+        if !path.metadata().is_ok_and(|m| m.is_file()) {
+            kept.insert(path, input);
+        }
     }
+    // The progress counts from here: what the opening read is read again.
+    file_read.store(0, Ordering::Relaxed);
     if files.len() < args.inputs.len() {
         size = None;
     }
@@ -636,9 +647,6 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
 
     let (started, cpu_before) = (Instant::now(), crate::clock::process_cpu());
     let progress = Progress::default();
-    // Bytes read from all inputs (their own bytes: compressed ones count as
-    // stored), against their summed size.
-    let file_read = Arc::new(AtomicU64::new(0));
     let bar = progress_bar(size);
     let shape = Shape::new(threads, config.core.max_record_bytes);
     let mut layout = Layout::default();
@@ -678,7 +686,8 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         };
         for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
             let (records_before, dead_before) = report.dead_letters_among(&NOT_A_RECORD);
-            r = run_input(Path::new(arg), name, &file_read, |input| {
+            let opened = kept.remove(Path::new(arg));
+            r = run_input(Path::new(arg), name, &file_read, opened, |input| {
                 // One chain per input: its audit rows, sealed every
                 // `seal_every` rows and by a final seal at its end, so `audit
                 // verify` can prove each input complete and untouched, and
@@ -815,14 +824,19 @@ fn draw_run_id() -> Result<String, CheckError> {
 }
 
 /// Reads one input through `each` (its lines into the outputs), naming the
-/// input in a read error.
+/// input in a read error; `opened` is the input when it was kept open
+/// since the run's start.
 fn run_input(
     path: &Path,
     name: &str,
     read: &Arc<AtomicU64>,
+    opened: Option<crate::batch::input::Input>,
     each: impl FnOnce(Box<dyn io::Read + Send>) -> Result<(), pipeline::PipelineError<CheckError>>,
 ) -> Result<(), CheckError> {
-    let input = crate::batch::input::open_counted(path, read.clone())?;
+    let input = match opened {
+        Some(input) => input,
+        None => crate::batch::input::open_counted(path, read.clone())?,
+    };
     each(input.reader).map_err(|e| match e {
         pipeline::PipelineError::Read { line, source } => CheckError::InInput {
             input: name.to_string(),

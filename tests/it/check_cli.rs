@@ -543,6 +543,89 @@ fn a_closed_or_full_stdout_is_an_error_message_not_a_panic() {
     }
 }
 
+/// A named pipe (`check <(zcat …)`, a FIFO) is read from its first byte:
+/// opening every input before the run, to refuse a bad one early, reads
+/// the bytes that tell its packing, and a pipe cannot be opened again from
+/// its start. Plain or gzip, the outputs equal those of the same bytes in
+/// a file of the same name.
+#[test]
+fn a_named_pipe_is_read_whole_plain_or_gzip() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(repo("examples/answers.jsonl")).unwrap();
+    let check_into = |input: &Path, out: &Path| {
+        let o = Command::new(BIN)
+            .args([
+                "check",
+                input.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let file_dir = dir.path().join("file");
+    std::fs::create_dir(&file_dir).unwrap();
+    std::fs::write(file_dir.join("answers.jsonl"), &bytes).unwrap();
+    let reference = dir.path().join("out-file");
+    check_into(&file_dir.join("answers.jsonl"), &reference);
+
+    for gzip in [false, true] {
+        let pipe_dir = dir.path().join(format!("pipe-{gzip}"));
+        std::fs::create_dir(&pipe_dir).unwrap();
+        let fifo = pipe_dir.join("answers.jsonl");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo touches nothing else.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let data = if gzip {
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(&bytes).unwrap();
+            z.finish().unwrap()
+        } else {
+            bytes.clone()
+        };
+        let to = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(to)?;
+            f.write_all(&data)
+        });
+        let out = dir.path().join(format!("out-pipe-{gzip}"));
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "check",
+            fifo.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null());
+        let mut check = crate::common::Proc::spawn("check", cmd);
+        // A check that closes the pipe early waits for a writer to open it
+        // again; a bound, not a measure, so a failure ends the test.
+        let status = check.wait_exit(std::time::Duration::from_secs(120));
+        // Lets a writer still waiting for a reader go.
+        let _ = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo);
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "check over a pipe: {status:?}"
+        );
+        writer.join().unwrap().unwrap();
+        for f in [
+            "final.jsonl",
+            "retry.jsonl",
+            "dead_letter.jsonl",
+            "audit.jsonl",
+        ] {
+            let (a, b) = (without_ts(&reference.join(f)), without_ts(&out.join(f)));
+            assert!(!a.is_empty(), "{f} has lines");
+            assert_eq!(a, b, "{f}, gzip {gzip}");
+        }
+    }
+}
+
 #[test]
 fn stdin_input_and_no_trailing_newline() {
     let dir = tempfile::tempdir().unwrap();
