@@ -120,6 +120,8 @@ pub fn parse_public_keys(text: &str) -> Result<Vec<(usize, VerifyingKey)>, Bundl
     let mut block = 0;
     // The open block: its label and its lines, BEGIN line included.
     let mut open: Option<(&str, Vec<&str>)> = None;
+    // A bundle saved by an editor that marks UTF-8 starts with a BOM.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for line in text.lines().map(str::trim_end) {
         let begin = line
             .strip_prefix("-----BEGIN ")
@@ -400,6 +402,8 @@ MCowBQYDK2VwAyEA6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw=
             [(1, public(1)), (2, public(2)), (3, public(7))]
         );
         assert_eq!(parse_public_keys(KEY_7).unwrap(), [(1, public(7))]);
+        let marked = format!("\u{feff}{KEY_7}");
+        assert_eq!(parse_public_keys(&marked).unwrap(), [(1, public(7))]);
     }
 
     #[test]

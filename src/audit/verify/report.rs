@@ -253,6 +253,12 @@ impl KeyReport {
     /// Counts `seal` as one the key signed.
     pub(super) fn signed(&mut self, seal: &SealRef) {
         self.seals += 1;
+        self.widen(seal);
+    }
+
+    /// Takes `seal` as the first or the last one signed if it is earlier
+    /// or later than those.
+    fn widen(&mut self, seal: &SealRef) {
         if self.first.as_ref().is_none_or(|f| seal.earlier(f)) {
             self.first = Some(seal.clone());
         }
@@ -263,11 +269,10 @@ impl KeyReport {
 
     /// Adds what the same key signed in another part of the trail.
     fn absorb(&mut self, other: KeyReport) {
-        let seals = self.seals + other.seals;
+        self.seals += other.seals;
         for s in other.first.iter().chain(&other.last) {
-            self.signed(s);
+            self.widen(s);
         }
-        self.seals = seals;
         self.signed_again.extend(other.signed_again);
     }
 
