@@ -123,9 +123,13 @@ pub struct AuditVerifyArgs {
     /// exactly the ones given, each whole.
     #[arg(long = "run", value_name = "ID")]
     pub runs: Vec<String>,
-    /// Require every seal to be signed by this key (SPKI PEM, from `audit keygen`).
-    #[arg(long)]
-    pub public_key: Option<PathBuf>,
+    /// Require every seal to be signed by one of the keys of this file: the
+    /// .pub of `audit keygen` (SPKI PEM), or a bundle of several PEM PUBLIC
+    /// KEY blocks. Repeatable: after a key rotation, give every public key
+    /// that signed seals the trail still holds; the report says what each
+    /// signed.
+    #[arg(long, value_name = "FILE")]
+    pub public_key: Vec<PathBuf>,
     /// Accept rows after a chain's last seal as a running worker's live
     /// tail (counted, not a problem). Without it a trail must end with a
     /// seal, as `check`'s and a stopped worker's do. With --public-key,

@@ -16,6 +16,7 @@ use ed25519_dalek::VerifyingKey;
 use ed25519_dalek::pkcs8::DecodePublicKey;
 use serde_json::{Value, json};
 
+use crate::audit::keys::KnownKey;
 use crate::audit::verify::{AuditVerifier, Options, expect_runs, seal_run};
 use crate::cmd::audit::{lines_of, record_line};
 use crate::core::grounding::{self, Grounding};
@@ -594,9 +595,12 @@ pub fn check_trail(data: &[u8]) -> bool {
         return false;
     }
     let options = Options {
-        public_key: (opts & 1 != 0)
+        keys: (opts & 1 != 0)
             .then(|| VerifyingKey::from_public_key_pem(PUBLIC_KEY).ok())
-            .flatten(),
+            .flatten()
+            .map(|k| KnownKey::new(k, "fuzz.pub", 1))
+            .into_iter()
+            .collect(),
         from,
         to,
         allow_unsealed_tail: opts & 0x80 != 0,

@@ -67,9 +67,9 @@ Examples:
 pub const AUDIT_VERIFY: &str = "\
 Examples:
   groundgate audit verify out/audit.jsonl
-  groundgate audit verify out/audit.jsonl --public-key keys/audit.pub
+  groundgate audit verify out/audit.jsonl --public-key keys/audit-2026.pub --public-key keys/audit-2027.pub
   groundgate audit verify --brokers kafka:9092 --input-topic answers --group groundgate
-  groundgate audit verify --config /etc/groundgate/worker.toml --input-topic answers --group groundgate --public-key keys/audit.pub";
+  groundgate audit verify --config /etc/groundgate/worker.toml --input-topic answers --group groundgate --public-key keys/keyring.pem";
 
 pub const AUDIT_KEYGEN: &str = "\
 Examples:

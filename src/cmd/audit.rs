@@ -22,7 +22,7 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use crate::audit::keys;
 use crate::audit::seal::{ChainHead, ChainId};
 use crate::audit::verify::{
-    Anchor, AuditVerifier, Handed, Location, Options, ProblemKind, RecordHeaders, Report,
+    Anchor, AuditVerifier, Handed, Location, Options, ProblemKind, RecordHeaders, Report, SealRef,
 };
 use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, ClientFlags, KeygenArgs};
 use crate::config::{ConfigError, RawConfig};
@@ -85,11 +85,17 @@ pub fn main(args: AuditArgs) -> ExitCode {
 
 fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {
     let (private, public) = keys::generate(&args.out)?;
+    // Read back: the fingerprint is the one of the file verify will read.
+    let fingerprints: Vec<String> = keys::load_public_keys(&public)?
+        .iter()
+        .map(|(_, k)| keys::fingerprint(k))
+        .collect();
     println!(
         "wrote {} (private, keep it secret; [audit] signing_key_file) and {} (public, for audit verify --public-key)",
         private.display(),
         public.display()
     );
+    println!("public key fingerprint: {}", fingerprints.join(", "));
     Ok(EXIT_CLEAN)
 }
 
@@ -182,18 +188,14 @@ pub fn verify_trail(
     {
         return Err(CmdError::EmptyRange { from, to });
     }
-    let public_key = args
-        .public_key
-        .as_deref()
-        .map(keys::load_public_key)
-        .transpose()?;
+    let keys = keys::load_keyring(&args.public_key)?;
     let input_side = topic.zip(args.input_topic.as_deref());
     let anchors = match input_side {
         Some((t, input)) => read_anchors(&t.client, input, args)?,
         None => BTreeMap::new(),
     };
     let options = Options {
-        public_key,
+        keys,
         from: args.from,
         to: args.to,
         anchors,
@@ -828,6 +830,9 @@ pub fn print_report(r: &Report) {
             "not checked (no --public-key)"
         }
     );
+    for line in key_lines(r) {
+        println!("{line}");
+    }
     print_runs(r);
     let undelivered: u64 = r.chains.iter().map(|c| c.undelivered).sum();
     if undelivered > 0 {
@@ -906,6 +911,61 @@ pub fn print_report(r: &Report) {
     println!("{n} problem(s) found");
 }
 
+/// Places a key signed again after a newer key that the text report lists
+/// per key; `--json` lists them all.
+const LISTED_SIGNED_AGAIN: usize = 10;
+
+/// What each public key given signed: a key that signed nothing is listed
+/// too, since a key expected to sign may have been left out of the rollout.
+fn key_lines(r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in &r.keys {
+        let signed = match (&k.first, &k.last) {
+            (Some(first), Some(last)) => format!(
+                "{} seal(s), first {}, last {}",
+                k.seals,
+                seal_name(first),
+                seal_name(last)
+            ),
+            _ => "signed no seal of the trail".into(),
+        };
+        out.push(format!(
+            "key {} ({}, block {}): {signed}",
+            k.fingerprint,
+            Escaped(&k.file),
+            k.block
+        ));
+        for again in k.signed_again.iter().take(LISTED_SIGNED_AGAIN) {
+            out.push(format!(
+                "  signed again after {} had signed: {} at {}",
+                again.after,
+                seal_name(&again.seal),
+                escape(&r.location(again.seal.at))
+            ));
+        }
+        let more = k.signed_again.len().saturating_sub(LISTED_SIGNED_AGAIN);
+        if more > 0 {
+            out.push(format!("  … and {more} more: --json lists them all"));
+        }
+    }
+    out
+}
+
+/// `topic/partition seal N (time)`, with the run's id start for a seal of
+/// `check` that names one.
+fn seal_name(s: &SealRef) -> String {
+    let mut name = format!("{}/{} seal {}", Escaped(&s.topic), s.partition, s.seq);
+    if let Some(run) = &s.run {
+        // A run id read from the trail may be anything: cut by character.
+        let id: String = run.chars().take(8).collect();
+        name.push_str(&format!(" of run {}", Escaped(&id)));
+    }
+    if let Some(time) = &s.time {
+        name.push_str(&format!(" ({time})"));
+    }
+    name
+}
+
 /// The `check` runs the trail's chains belong to, and the chains of
 /// `check`'s that name none.
 fn print_runs(r: &Report) {
@@ -930,6 +990,60 @@ fn print_runs(r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_key_says_what_it_signed_and_where_it_signed_again() {
+        use crate::audit::verify::{KeyReport, SignedAgain};
+        let seal = |seq, ts: i64, pos| SealRef {
+            topic: "answers".into(),
+            partition: 3,
+            run: None,
+            seq,
+            ts: Some(ts),
+            time: Some(format!("2026-11-27T10:00:0{ts}.000Z")),
+            at: Location { stream: 0, pos },
+        };
+        let again = |seq| SignedAgain {
+            seal: seal(seq, 5, 40 + seq),
+            after: "SHA256:bb".into(),
+        };
+        let r = Report {
+            streams: vec!["audit.jsonl".into()],
+            keys: vec![
+                KeyReport {
+                    fingerprint: "SHA256:aa".into(),
+                    file: "keys/ring.pem".into(),
+                    block: 1,
+                    seals: 14,
+                    first: Some(seal(0, 1, 2)),
+                    last: Some(seal(20, 9, 90)),
+                    signed_again: (2..14).map(again).collect(),
+                },
+                KeyReport {
+                    fingerprint: "SHA256:cc".into(),
+                    file: "keys/ring.pem".into(),
+                    block: 3,
+                    ..KeyReport::default()
+                },
+            ],
+            ..Report::default()
+        };
+        let lines = key_lines(&r);
+        assert_eq!(
+            lines[0],
+            "key SHA256:aa (keys/ring.pem, block 1): 14 seal(s), first answers/3 seal 0 (2026-11-27T10:00:01.000Z), last answers/3 seal 20 (2026-11-27T10:00:09.000Z)"
+        );
+        assert_eq!(
+            lines[1],
+            "  signed again after SHA256:bb had signed: answers/3 seal 2 (2026-11-27T10:00:05.000Z) at audit.jsonl:42"
+        );
+        assert_eq!(lines[11], "  … and 2 more: --json lists them all");
+        assert_eq!(
+            lines[12],
+            "key SHA256:cc (keys/ring.pem, block 3): signed no seal of the trail"
+        );
+        assert_eq!(lines.len(), 13);
+    }
 
     #[test]
     fn times_narrow_the_range_per_partition() {

@@ -223,7 +223,7 @@ async fn verify_trail(
         from: None,
         to: None,
         runs: Vec::new(),
-        public_key: None,
+        public_key: Vec::new(),
         allow_unsealed_tail: false,
         json: false,
     };

@@ -1113,3 +1113,228 @@ fn the_json_report_into_a_pipe_is_one_line() {
     let r: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(r["problems"], serde_json::json!([]));
 }
+
+/// `audit keygen` into `dir/name`: the public key file and the fingerprint
+/// it printed.
+fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
+    let prefix = dir.join(name);
+    let o = run(&["audit", "keygen", "--out", prefix.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let fingerprint = out
+        .lines()
+        .find_map(|l| l.strip_prefix("public key fingerprint: "))
+        .unwrap_or_else(|| panic!("no fingerprint in {out}"))
+        .to_string();
+    (prefix.with_extension("pub"), fingerprint)
+}
+
+/// `check` over the first 120 lines of the sample, sealed every 50 rows
+/// (three seals) and signed with the private key beside `public`.
+fn checked_with(dir: &Path, public: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/answers.jsonl");
+    let input = dir.join("answers.jsonl");
+    let head: Vec<String> = lines(Path::new(sample)).into_iter().take(120).collect();
+    write_lines(&input, &head);
+    let config = format!(
+        "[audit]\nseal_every = 50\nsigning_key_file = {:?}\n",
+        public.with_extension("key")
+    );
+    checked_input(dir, &input, &config)
+}
+
+/// (fingerprint, file, block, seals, first seq, last seq) of a key.
+type KeyTally = (String, String, u64, u64, Value, Value);
+
+/// The tally of each key of a report.
+fn key_tallies(r: &Value) -> Vec<KeyTally> {
+    r["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["fingerprint"].as_str().unwrap().to_string(),
+                k["file"].as_str().unwrap().to_string(),
+                k["block"].as_u64().unwrap(),
+                k["seals"].as_u64().unwrap(),
+                k["first"]["seq"].clone(),
+                k["last"]["seq"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A rotation: the trail before it is signed by key A, the trail after by
+/// key B. Verify takes both, from two flags or one bundle, says which key
+/// signed which seals, and lists a key given that signed nothing.
+#[test]
+fn trails_signed_before_and_after_a_key_rotation_verify_with_the_keyring() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, fp_a) = keygen(dir.path(), "a");
+    let (b, fp_b) = keygen(dir.path(), "b");
+    let (c, fp_c) = keygen(dir.path(), "c");
+    assert!(fp_a.starts_with("SHA256:") && fp_a.len() == 39, "{fp_a}");
+    assert!(fp_a != fp_b && fp_b != fp_c);
+    let before = checked_with(&dir.path().join("before"), &a);
+    let after = checked_with(&dir.path().join("after"), &b);
+    let trail = [before.as_path(), after.as_path()];
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (a_s, b_s) = (path(&a), path(&b));
+
+    // One key alone: the other key's seals are what they always were.
+    let (code, r) = verify_files(&trail, &["--public-key", &a_s]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(problem_kinds(&r), ["seal_signature"; 3], "{r}");
+    for p in r["problems"].as_array().unwrap() {
+        let at = p["at"]["stream"].as_u64().unwrap() as usize;
+        assert_eq!(r["streams"][at], path(&after), "{p}");
+    }
+    assert_eq!(
+        key_tallies(&r),
+        [(fp_a.clone(), a_s.clone(), 1, 3, 0.into(), 2.into())],
+        "{r}"
+    );
+
+    // Both keys, one flag each (and A again, which counts once).
+    let (code, r) = verify_files(
+        &trail,
+        &[
+            "--public-key",
+            &a_s,
+            "--public-key",
+            &b_s,
+            "--public-key",
+            &a_s,
+        ],
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(
+        key_tallies(&r),
+        [
+            (fp_a.clone(), a_s.clone(), 1, 3, 0.into(), 2.into()),
+            (fp_b.clone(), b_s.clone(), 1, 3, 0.into(), 2.into()),
+        ],
+        "{r}"
+    );
+    // Each key's seals are the run it signed.
+    let run_of = |trail: &Path| -> Value {
+        let summary = std::fs::read(trail.with_file_name("summary.json")).unwrap();
+        serde_json::from_slice::<Value>(&summary).unwrap()["audit_run"].clone()
+    };
+    assert_eq!(r["keys"][0]["first"]["run"], run_of(&before), "{r}");
+    assert_eq!(r["keys"][1]["last"]["run"], run_of(&after), "{r}");
+    assert!(
+        r["keys"][1]["first"]["time"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+
+    // One bundle holding the keyring, with a key that signed nothing.
+    let bundle = dir.path().join("keyring.pem");
+    let pem = |p: &Path| std::fs::read_to_string(p).unwrap();
+    std::fs::write(
+        &bundle,
+        format!(
+            "# groundgate audit keys\n{}{}# spare\n{}",
+            pem(&a),
+            pem(&b),
+            pem(&c)
+        ),
+    )
+    .unwrap();
+    let bundle_s = path(&bundle);
+    let (code, r) = verify_files(&trail, &["--public-key", &bundle_s]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(
+        key_tallies(&r),
+        [
+            (fp_a.clone(), bundle_s.clone(), 1, 3, 0.into(), 2.into()),
+            (fp_b.clone(), bundle_s.clone(), 2, 3, 0.into(), 2.into()),
+            (
+                fp_c.clone(),
+                bundle_s.clone(),
+                3,
+                0,
+                Value::Null,
+                Value::Null
+            ),
+        ],
+        "{r}"
+    );
+    assert!(
+        r["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["signed_again"] == serde_json::json!([]))
+    );
+    let mut args = vec![
+        "audit",
+        "verify",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+    ];
+    args.extend(["--public-key", &bundle_s]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = text(&o);
+    for line in [
+        format!(
+            "key {fp_a} ({bundle_s}, block 1): 3 seal(s), first answers.jsonl/0 seal 0 of run "
+        ),
+        format!("key {fp_c} ({bundle_s}, block 3): signed no seal of the trail"),
+    ] {
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+}
+
+/// A key file verify cannot use in full is refused before anything is
+/// read, exit 2, naming the file and the block.
+#[test]
+fn a_keyring_file_that_is_not_all_public_keys_exits_2_naming_the_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = keygen(dir.path(), "a");
+    let trail = checked_with(&dir.path().join("t"), &a);
+    let pem = std::fs::read_to_string(&a).unwrap();
+    // `content`: what the file holds; `None`: there is no such file.
+    let refused = |name: &str, content: Option<&str>| {
+        let file = dir.path().join(name);
+        if let Some(content) = content {
+            std::fs::write(&file, content).unwrap();
+        }
+        let o = run(&[
+            "audit",
+            "verify",
+            trail.to_str().unwrap(),
+            "--public-key",
+            a.to_str().unwrap(),
+            "--public-key",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(o.stdout.is_empty(), "{}", text(&o));
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert!(err.contains(file.to_str().unwrap()), "{err}");
+        err
+    };
+    // The second key's base64 damaged.
+    let damaged = format!("{pem}{}", pem.replacen("MCow", "MCo", 1));
+    let err = refused("damaged.pem", Some(&damaged));
+    assert!(
+        err.contains("PEM block 2: not an Ed25519 public key"),
+        "{err}"
+    );
+    let private = std::fs::read_to_string(a.with_extension("key")).unwrap();
+    let err = refused("with-private.pem", Some(&format!("{pem}{private}")));
+    assert!(
+        err.contains("PEM block 2: a PRIVATE KEY, not a PUBLIC KEY"),
+        "{err}"
+    );
+    let err = refused("empty.pem", Some("keys go here\n"));
+    assert!(err.contains("holds no PEM block"), "{err}");
+    let err = refused("missing.pem", None);
+    assert!(err.contains("cannot read key file"), "{err}");
+}

@@ -2066,3 +2066,92 @@ async fn audit_verify_reaches_the_trail_through_the_workers_configuration() {
         "{report:#}"
     );
 }
+
+/// A key rotation and a rollback on the worker's trail: workers signing
+/// with key A, then B, then A again continue each partition's chain. The
+/// keyring verifies it whole, says what each key signed, and reports on
+/// every chain that A signed again after B, without failing; either key
+/// alone leaves the other's seals as `seal_signature` problems.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_and_rolled_back_signing_key_verifies_with_the_keyring() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let dir = tempfile::tempdir().unwrap();
+    let keygen = |name: &str| {
+        let o = std::process::Command::new(BIN)
+            .args(["audit", "keygen", "--out"])
+            .arg(dir.path().join(name))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8(o.stdout).unwrap();
+        let fingerprint = out
+            .lines()
+            .find_map(|l| l.strip_prefix("public key fingerprint: "))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string();
+        let public = dir.path().join(format!("{name}.pub"));
+        (dir.path().join(format!("{name}.key")), public, fingerprint)
+    };
+    let (key_a, pub_a, fp_a) = keygen("a");
+    let (key_b, pub_b, fp_b) = keygen("b");
+    // The same 40 request ids each time: every partition they fall in gets
+    // rows in each phase, so each of its seals of A, B, A.
+    for (phase, key) in [&key_a, &key_b, &key_a].into_iter().enumerate() {
+        produce_mixed(&bs, 40, 300).await;
+        let mut c = (*config(&bs, "g-rotate", Guarantee::AtLeastOnce)).clone();
+        c.audit.signing_key_file = Some(key.clone());
+        let w = start(&Arc::new(c), &bs);
+        let want = 40 * (phase as i64 + 1);
+        assert_eq!(wait_committed(&bs, "g-rotate", want).await, want);
+        w.stop().await.unwrap();
+    }
+    let (a, b) = (pub_a.to_str().unwrap(), pub_b.to_str().unwrap());
+
+    let (code, r) = verify_anchored(&bs, "g-rotate", &["--public-key", a, "--public-key", b]).await;
+    assert_eq!(code, 0, "{r:#}");
+    let chains: BTreeSet<i64> = r["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["rows"].as_u64() > Some(0))
+        .map(|c| c["partition"].as_i64().unwrap())
+        .collect();
+    assert!(!chains.is_empty(), "{r:#}");
+    let keys = r["keys"].as_array().unwrap();
+    assert_eq!(keys[0]["fingerprint"], fp_a.as_str());
+    assert_eq!(keys[1]["fingerprint"], fp_b.as_str());
+    let seals: u64 = r["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["seals"].as_u64().unwrap())
+        .sum();
+    let signed = |k: &Value| k["seals"].as_u64().unwrap();
+    assert_eq!(signed(&keys[0]) + signed(&keys[1]), seals, "{r:#}");
+    assert!(signed(&keys[1]) >= chains.len() as u64, "{r:#}");
+    // A's return after B, once on every chain; B never returns.
+    let again: BTreeSet<i64> = keys[0]["signed_again"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            assert_eq!(x["after"], fp_b.as_str(), "{x}");
+            x["partition"].as_i64().unwrap()
+        })
+        .collect();
+    assert_eq!(again, chains, "{r:#}");
+    assert_eq!(
+        keys[0]["signed_again"].as_array().unwrap().len(),
+        chains.len()
+    );
+    assert_eq!(keys[1]["signed_again"], json!([]), "{r:#}");
+
+    for (alone, other) in [(a, &keys[1]), (b, &keys[0])] {
+        let (code, r) = verify_anchored(&bs, "g-rotate", &["--public-key", alone]).await;
+        assert_eq!(code, 1, "{r:#}");
+        let kinds = problem_kinds(&r);
+        assert!(kinds.iter().all(|k| k == "seal_signature"), "{r:#}");
+        assert_eq!(kinds.len() as u64, signed(other), "{r:#}");
+    }
+}

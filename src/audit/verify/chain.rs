@@ -42,6 +42,11 @@ pub(super) struct SealRec {
     pub(super) run: Option<String>,
     /// On a final seal of a run: how many chains the run sealed.
     pub(super) run_inputs: Option<u64>,
+    /// The given key its signature verifies with (an index into the
+    /// keyring); `None` when no key was given or none verifies it.
+    pub(super) signer: Option<usize>,
+    /// Its `ts`, when an integer.
+    pub(super) ts: Option<i64>,
 }
 
 #[derive(Default)]

@@ -13,7 +13,10 @@
 //!   is replaced by one that re-processes those records and seals them again
 //!   from the same chain head (a *reseal*, counted, not a problem). Every
 //!   seal of such a fork must still link, be signed and have all its rows;
-//! - with a public key, each seal carries a valid Ed25519 signature;
+//! - with public keys, each seal carries an Ed25519 signature that verifies
+//!   with one of them; the report says, per key, which seals it signed, and
+//!   where a key signed a chain's seal again after a newer key had
+//!   ([`keyring`]);
 //! - every row a seal lists is present byte for byte (altered, deleted);
 //! - rows of one seal appear in the listed order within one stream
 //!   (reordered); rows spread over several streams (audit partitions) are
@@ -83,6 +86,7 @@ use super::seal::{CHECK_WORKER, ChainHead, ChainId, GENESIS, SEAL_TYPE, row_hash
 
 mod chain;
 mod json;
+mod keyring;
 mod report;
 mod runs;
 mod undelivered;
@@ -119,7 +123,7 @@ pub struct AuditVerifier {
 
 impl AuditVerifier {
     pub fn new(opts: Options) -> AuditVerifier {
-        let signatures_checked = opts.public_key.is_some();
+        let signatures_checked = opts.signed();
         AuditVerifier {
             report: Report {
                 signatures_checked,
@@ -343,26 +347,20 @@ impl AuditVerifier {
             p.at = Some(at);
         }
         let unsigned = unsigned_bytes(map);
-        if let Some(key) = self.opts.public_key {
-            let sig = map
-                .get("sig")
-                .and_then(Value::as_str)
-                .and_then(|s| hex::decode(s).ok())
-                .and_then(|b| <[u8; 64]>::try_from(b).ok());
-            let verdict = match sig {
-                None => Some("seal is not signed"),
-                Some(s) if key.verify(&unsigned, &Signature::from_bytes(&s)).is_err() => {
-                    Some("signature does not verify with the given public key")
+        let signer = if self.opts.signed() {
+            match self.signer(map, &unsigned) {
+                Ok(k) => Some(k),
+                Err(why) => {
+                    let p = self.problem(ProblemKind::SealSignature, Some(&chain), why);
+                    p.seal_seq = Some(seq);
+                    p.offsets = Some((first, last));
+                    p.at = Some(at);
+                    None
                 }
-                Some(_) => None,
-            };
-            if let Some(why) = verdict {
-                let p = self.problem(ProblemKind::SealSignature, Some(&chain), why.into());
-                p.seal_seq = Some(seq);
-                p.offsets = Some((first, last));
-                p.at = Some(at);
             }
-        }
+        } else {
+            None
+        };
         if rows.iter().any(|(o, _)| *o < first || *o > last) {
             let p = self.problem(
                 ProblemKind::SealMalformed,
@@ -389,7 +387,28 @@ impl AuditVerifier {
             by_check,
             run,
             run_inputs,
+            signer,
+            ts: map.get("ts").and_then(Value::as_i64),
         });
+    }
+
+    /// The given key `seal`'s signature verifies with (its index), or why
+    /// none does.
+    fn signer(&self, seal: &Map<String, Value>, unsigned: &[u8]) -> Result<usize, String> {
+        let sig = seal
+            .get("sig")
+            .and_then(Value::as_str)
+            .and_then(|s| hex::decode(s).ok())
+            .and_then(|b| <[u8; 64]>::try_from(b).ok())
+            .ok_or("seal is not signed")?;
+        let sig = Signature::from_bytes(&sig);
+        let keys = &self.opts.keys;
+        keys.iter()
+            .position(|k| k.key.verify(unsigned, &sig).is_ok())
+            .ok_or_else(|| match keys.len() {
+                1 => "signature does not verify with the given public key".into(),
+                n => format!("signature verifies with none of the {n} public keys given"),
+            })
     }
 
     /// Judges everything fed so far.
@@ -404,6 +423,7 @@ impl AuditVerifier {
                 self.chains.entry(id.clone()).or_default();
             }
         }
+        self.report.keys = keyring::tally(&self.opts.keys, &self.chains);
         let runs = runs::judge(&self.chains);
         let chains = std::mem::take(&mut self.chains);
         for (id, mut chain) in chains {
@@ -683,7 +703,7 @@ impl AuditVerifier {
                 "`check` writes nothing after a chain's final seal, so no row of its chains is a live tail, with or without --allow-unsealed-tail"
             } else if self.check_sealed {
                 "the trail holds seals `check` wrote, and `check` seals every chain it writes up to a final seal, so no row of it is a live tail, with or without --allow-unsealed-tail (seals deleted, or rows added?)"
-            } else if self.opts.public_key.is_some() && self.opts.allow_unsealed_tail {
+            } else if self.opts.signed() && self.opts.allow_unsealed_tail {
                 "with --public-key every row must be covered by a signed seal; only rows above the consumer group's committed offset (--group) may be a live tail"
             } else {
                 "a finished trail ends with a seal (seals stripped or the last seal deleted?); a running worker's trail needs --allow-unsealed-tail"
@@ -1054,6 +1074,7 @@ impl AuditVerifier {
 mod tests {
     use ed25519_dalek::SigningKey;
 
+    use super::super::keys::KnownKey;
     use super::super::seal::{ChainHead, Sealer, Written};
     use super::*;
 
@@ -1082,6 +1103,15 @@ mod tests {
         }
         out.extend(s.seal(9_999));
         out
+    }
+
+    /// The keyring of the public keys of `keys`, as if read from a bundle
+    /// `ring.pem` in that order.
+    fn ring(keys: &[&SigningKey]) -> Vec<KnownKey> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| KnownKey::new(k.verifying_key(), "ring.pem", i + 1))
+            .collect()
     }
 
     fn check(records: &[Vec<u8>], opts: Options) -> Report {
@@ -1196,7 +1226,7 @@ mod tests {
         let r = check(&t, live.clone());
         assert!(r.ok(), "{:?}", r.problems);
         assert_eq!(r.chains[0].unsealed_tail, 2);
-        live.public_key = Some(SigningKey::from_bytes(&[1; 32]).verifying_key());
+        live.keys = ring(&[&SigningKey::from_bytes(&[1; 32])]);
         let signed = trail(10, 4, Some(SigningKey::from_bytes(&[1; 32])));
         let r = check(&signed[..signed.len() - 1], live);
         assert!(r.ok(), "{:?}", r.problems);
@@ -1649,7 +1679,7 @@ mod tests {
         assert!(is_seal(&t.pop().unwrap()));
         let mut signed_live = anchored(Some((0, 7)), 8, head_of(8, 4));
         signed_live.allow_unsealed_tail = true;
-        signed_live.public_key = Some(key.verifying_key());
+        signed_live.keys = ring(&[&key]);
         let live = Options {
             allow_unsealed_tail: true,
             ..Options::default()
@@ -1717,7 +1747,7 @@ mod tests {
         let mut opts = anchored(Some((0, 9)), 10, head_of(10, 4));
         opts.anchors.get_mut(&answers(0)).unwrap().end = Some(10);
         opts.input_topic = Some("answers".into());
-        opts.public_key = signed.public_key;
+        opts.keys = signed.keys;
         let r = check(&t, opts);
         assert_eq!(
             kinds(&r),
@@ -1949,7 +1979,7 @@ mod tests {
     fn key_and_options() -> (SigningKey, Options) {
         let key = SigningKey::from_bytes(&[1; 32]);
         let opts = Options {
-            public_key: Some(key.verifying_key()),
+            keys: ring(&[&key]),
             ..Options::default()
         };
         (key, opts)
@@ -2048,6 +2078,159 @@ mod tests {
             r.chains[0].head_seal,
             Some(hex::encode(Sha256::digest(unsigned_bytes(&last))))
         );
+    }
+
+    /// A worker chain of chain 0 with one seal of two rows per entry of
+    /// `signers`, each signed by that key: a key rotation as the workers
+    /// roll, each seal continuing from the one before.
+    fn signed_by(signers: &[&SigningKey]) -> Vec<Vec<u8>> {
+        let mut head = ChainHead::START;
+        let mut t = Vec::new();
+        for (i, key) in signers.iter().enumerate() {
+            let mut w = Sealer::new(chain0(), "w", 2, head, Some((*key).clone()));
+            let o = 2 * i as i64;
+            t.extend(work(&mut w, o..o + 2, 1_000_000_000 * i as i64, false));
+            head = w.head();
+        }
+        t
+    }
+
+    fn signed(opts: &Options, keys: &[&SigningKey]) -> Options {
+        Options {
+            keys: ring(keys),
+            ..opts.clone()
+        }
+    }
+
+    /// (seals, first seq, last seq) of each key of the report.
+    fn tallies(r: &Report) -> Vec<(u64, Option<u64>, Option<u64>)> {
+        r.keys
+            .iter()
+            .map(|k| {
+                let seq = |s: &Option<SealRef>| s.as_ref().map(|s| s.seq);
+                (k.seals, seq(&k.first), seq(&k.last))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_chain_signed_by_two_keys_verifies_with_both_and_says_what_each_signed() {
+        let (a, b, c) = (
+            SigningKey::from_bytes(&[1; 32]),
+            SigningKey::from_bytes(&[2; 32]),
+            SigningKey::from_bytes(&[3; 32]),
+        );
+        let t = signed_by(&[&a, &a, &b, &b]);
+        let none = Options::default();
+        // One key alone: the other's seals are findings, as they always were.
+        let r = check(&t, signed(&none, &[&a]));
+        assert_eq!(kinds(&r), vec![ProblemKind::SealSignature; 2]);
+        let seals: Vec<Option<u64>> = r.problems.iter().map(|p| p.seal_seq).collect();
+        assert_eq!(seals, [Some(2), Some(3)]);
+        assert_eq!(tallies(&r), [(2, Some(0), Some(1))]);
+        let r = check(&t, signed(&none, &[&b]));
+        assert_eq!(kinds(&r), vec![ProblemKind::SealSignature; 2]);
+        let two = "signature verifies with none of the 2 public keys given";
+        let r = check(&t, signed(&none, &[&c, &a]));
+        assert_eq!(r.problems[0].detail, two);
+
+        // The keyring: every seal verifies, and each key's seals are told.
+        let r = check(&t, signed(&none, &[&a, &b, &c]));
+        assert!(r.ok(), "{:?}", r.problems);
+        assert!(r.signatures_checked);
+        assert_eq!(
+            tallies(&r),
+            [
+                (2, Some(0), Some(1)),
+                (2, Some(2), Some(3)),
+                (0, None, None)
+            ]
+        );
+        assert!(r.keys.iter().all(|k| k.signed_again.is_empty()));
+        let ring = ring(&[&a, &b, &c]);
+        let names: Vec<(&str, &str, usize)> = r
+            .keys
+            .iter()
+            .map(|k| (k.fingerprint.as_str(), k.file.as_str(), k.block))
+            .collect();
+        assert_eq!(
+            names,
+            ring.iter()
+                .map(|k| (k.fingerprint.as_str(), "ring.pem", k.block))
+                .collect::<Vec<_>>()
+        );
+        // The first and last seal by the time they state: seal 2 was made
+        // 2 s after the epoch (plus its rows' offsets).
+        let first_b = r.keys[1].first.clone().unwrap();
+        assert_eq!(
+            (first_b.topic.as_str(), first_b.partition, first_b.ts),
+            ("answers", 0, Some(2_000_001_005))
+        );
+        assert_eq!(first_b.time.as_deref(), Some("1970-01-01T00:00:02.000Z"));
+        assert_eq!(first_b.at.pos, 9, "the ninth record read");
+        // Without keys, nothing is said of keys.
+        let r = check(&t, none);
+        assert!(r.ok() && r.keys.is_empty() && !r.signatures_checked);
+    }
+
+    #[test]
+    fn a_copy_of_a_seal_is_counted_once_for_its_key() {
+        let a = SigningKey::from_bytes(&[1; 32]);
+        let mut t = signed_by(&[&a, &a]);
+        let seal = t.iter().find(|r| is_seal(r)).unwrap().clone();
+        t.push(seal);
+        let r = check(&t, signed(&Options::default(), &[&a]));
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(tallies(&r), [(2, Some(0), Some(1))]);
+    }
+
+    /// `A, B, A` in one chain: an older key signs again after a newer one.
+    /// A rolling restart or a rollback does it, and so does a retired key
+    /// still in use: reported with its seal, not failed.
+    #[test]
+    fn an_older_key_signing_again_after_a_newer_one_is_reported_not_failed() {
+        let (a, b) = (
+            SigningKey::from_bytes(&[1; 32]),
+            SigningKey::from_bytes(&[2; 32]),
+        );
+        let opts = signed(&Options::default(), &[&a, &b]);
+        let r = check(&signed_by(&[&a, &b, &a, &b, &b, &a]), opts.clone());
+        assert!(r.ok(), "{:?}", r.problems);
+        let again: Vec<(u64, &str)> = r.keys[0]
+            .signed_again
+            .iter()
+            .map(|x| (x.seal.seq, x.after.as_str()))
+            .collect();
+        let fp_b = r.keys[1].fingerprint.as_str();
+        assert_eq!(again, [(2, fp_b), (5, fp_b)]);
+        // B is the newer key: its signing after A is no return.
+        assert!(r.keys[1].signed_again.is_empty());
+        assert_eq!(tallies(&r), [(3, Some(0), Some(5)), (3, Some(1), Some(4))]);
+
+        // Old to new only, in any number of chains: nothing to say.
+        for signers in [vec![&a, &a, &b], vec![&b, &b], vec![&a]] {
+            let r = check(&signed_by(&signers), opts.clone());
+            assert!(r.ok(), "{:?}", r.problems);
+            assert!(r.keys.iter().all(|k| k.signed_again.is_empty()));
+        }
+        // B alone in one chain, A in another: each chain on its own.
+        let mut two = signed_by(&[&b, &b]);
+        let mut w = Sealer::new(answers(1), "w", 2, ChainHead::START, Some(a.clone()));
+        for o in 0..4 {
+            let r = format!(
+                r#"{{"answer_hash":"p1-{o}","input":{{"offset":{o},"partition":1,"topic":"answers"}},"ts":{o}}}"#
+            )
+            .into_bytes();
+            let due = w.push(o, &r);
+            two.push(r);
+            if due {
+                two.extend(w.seal(9));
+            }
+        }
+        let r = check(&two, opts);
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(tallies(&r), [(2, Some(0), Some(1)), (2, Some(0), Some(1))]);
+        assert!(r.keys.iter().all(|k| k.signed_again.is_empty()));
     }
 
     #[test]

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use ed25519_dalek::VerifyingKey;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::audit::keys::KnownKey;
 use crate::audit::seal::{ChainHead, ChainId};
 
 /// Where a record was read: a stream (a file, an audit partition) and the
@@ -89,7 +89,7 @@ pub enum ProblemKind {
     RunAbsent,
     /// A seal is malformed (missing fields, rows outside its range).
     SealMalformed,
-    /// A seal's signature does not verify with the given key, or is absent.
+    /// A seal's signature verifies with none of the given keys, or is absent.
     SealSignature,
     /// Input offsets with no audit row.
     Gap,
@@ -187,11 +187,111 @@ pub struct RunReport {
     pub chains: u64,
 }
 
+/// A seal, named for a reader: its chain (and run), its number, the time
+/// it states and where it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SealRef {
+    pub topic: String,
+    pub partition: i32,
+    /// The `check` run the seal names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    pub seq: u64,
+    /// The seal's `ts` (nanoseconds since the Unix epoch, the writer's
+    /// clock, under the signature); `None` when it has none.
+    pub ts: Option<i64>,
+    /// `ts` in RFC 3339, UTC.
+    pub time: Option<String>,
+    pub at: Location,
+}
+
+impl SealRef {
+    /// Earlier by the time the seals state, then by where they were read.
+    fn earlier(&self, other: &SealRef) -> bool {
+        (self.ts, self.at) < (other.ts, other.at)
+    }
+}
+
+/// A key signing a seal of a chain after a key that first signed in that
+/// chain after it did: an older key in use again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignedAgain {
+    /// The seal it signed.
+    #[serde(flatten)]
+    pub seal: SealRef,
+    /// The fingerprint of the newer key, which signed the chain's seal
+    /// before this one.
+    pub after: String,
+}
+
+/// A public key given to verify and the seals it signed.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct KeyReport {
+    pub fingerprint: String,
+    /// The file it was read from, as named, and its PEM block there.
+    pub file: String,
+    pub block: usize,
+    /// Seals whose signature verifies with this key (a copy of a seal
+    /// counted once).
+    pub seals: u64,
+    /// Of those, the earliest and the latest by their `ts`.
+    pub first: Option<SealRef>,
+    pub last: Option<SealRef>,
+    pub signed_again: Vec<SignedAgain>,
+}
+
+impl KeyReport {
+    pub(super) fn of(key: &KnownKey) -> KeyReport {
+        KeyReport {
+            fingerprint: key.fingerprint.clone(),
+            file: key.file.clone(),
+            block: key.block,
+            ..KeyReport::default()
+        }
+    }
+
+    /// Counts `seal` as one the key signed.
+    pub(super) fn signed(&mut self, seal: &SealRef) {
+        self.seals += 1;
+        self.widen(seal);
+    }
+
+    /// Takes `seal` as the first or the last one signed if it is earlier
+    /// or later than those.
+    fn widen(&mut self, seal: &SealRef) {
+        if self.first.as_ref().is_none_or(|f| seal.earlier(f)) {
+            self.first = Some(seal.clone());
+        }
+        if self.last.as_ref().is_none_or(|l| l.earlier(seal)) {
+            self.last = Some(seal.clone());
+        }
+    }
+
+    /// Adds what the same key signed in another part of the trail.
+    fn absorb(&mut self, other: KeyReport) {
+        self.seals += other.seals;
+        for s in other.first.iter().chain(&other.last) {
+            self.widen(s);
+        }
+        self.signed_again.extend(other.signed_again);
+    }
+
+    fn places(&mut self) -> impl Iterator<Item = &mut Location> {
+        self.first
+            .iter_mut()
+            .chain(self.last.iter_mut())
+            .chain(self.signed_again.iter_mut().map(|a| &mut a.seal))
+            .map(|s| &mut s.at)
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub records: u64,
     pub streams: Vec<String>,
     pub signatures_checked: bool,
+    /// Per public key given, in the order given: the seals it signed.
+    pub keys: Vec<KeyReport>,
     /// Rows after a chain's last seal were accepted as a live tail.
     pub unsealed_tail_allowed: bool,
     pub chains: Vec<ChainReport>,
@@ -230,8 +330,21 @@ impl Report {
                     at.stream = at.stream.saturating_add(first);
                 }
             }
+            for k in &mut part.keys {
+                for at in k.places() {
+                    at.stream = at.stream.saturating_add(first);
+                }
+            }
             part.problems
                 .retain(|p| p.kind != ProblemKind::NothingToVerify);
+            // Every part was verified with the same keyring.
+            if out.keys.is_empty() {
+                out.keys = std::mem::take(&mut part.keys);
+            } else {
+                for (k, more) in out.keys.iter_mut().zip(part.keys) {
+                    k.absorb(more);
+                }
+            }
             out.records += part.records;
             out.streams.extend(part.streams);
             out.signatures_checked = part.signatures_checked;
@@ -268,8 +381,8 @@ impl fmt::Display for ProblemKind {
 /// Options of a verification.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Require every seal to be signed by this key.
-    pub public_key: Option<VerifyingKey>,
+    /// Require every seal to be signed by one of these keys.
+    pub keys: Vec<KnownKey>,
     /// Only input offsets in this inclusive range are checked for
     /// completeness and coverage.
     pub from: Option<i64>,
@@ -311,8 +424,12 @@ impl Options {
     /// stand as a live tail: only when asked for, and with a key only where
     /// the consumer group has not committed it yet (nobody vouched for it).
     pub(super) fn tail_allowed(&self, committed: Option<i64>, offset: i64) -> bool {
-        self.allow_unsealed_tail
-            && (self.public_key.is_none() || committed.is_some_and(|c| offset >= c))
+        self.allow_unsealed_tail && (!self.signed() || committed.is_some_and(|c| offset >= c))
+    }
+
+    /// Whether every seal must be signed (a key was given).
+    pub(super) fn signed(&self) -> bool {
+        !self.keys.is_empty()
     }
 
     pub(super) fn in_range(&self, offset: i64) -> bool {
