@@ -469,29 +469,8 @@ impl LineDigest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzzing::{Cutting, Record, cut_lines, expected_records};
     use proptest::prelude::*;
-
-    #[derive(Debug, PartialEq, Eq)]
-    enum Got {
-        Whole(u64, Vec<u8>),
-        TooLong(u64, u64, [u8; 32], Vec<u8>),
-    }
-
-    #[derive(Default)]
-    struct Collect(Vec<Got>);
-
-    impl Fold for Collect {
-        fn line(&mut self, i: u64, l: Line<'_>) {
-            self.0.push(match l {
-                Line::Whole(b) => Got::Whole(i, b.to_vec()),
-                Line::TooLong {
-                    len,
-                    sha256,
-                    preview,
-                } => Got::TooLong(i, len, sha256, preview.to_vec()),
-            });
-        }
-    }
 
     /// Line indices seen, for tests that only count.
     #[derive(Default)]
@@ -503,47 +482,15 @@ mod tests {
         }
     }
 
-    fn collect(input: &[u8], shape: Shape) -> Vec<Got> {
-        let mut out = Vec::new();
-        let progress = Progress::default();
-        let n = run(input, shape, &progress, Collect::default, |c| {
-            out.extend(c.0);
-            Ok::<(), ()>(())
-        })
-        .unwrap();
-        assert_eq!(n as usize, out.len());
-        out
-    }
-
-    /// What `check` has always meant by a line: split on `\n`, strip one
-    /// `\r` before it, no phantom line after a final newline.
-    fn oracle(input: &[u8], max_line: usize) -> Vec<Got> {
-        let mut parts: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
-        let last = parts.len() - 1;
-        if parts[last].is_empty() {
-            parts.pop();
-        }
-        parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let p = if i < last {
-                    p.strip_suffix(b"\r").unwrap_or(p)
-                } else {
-                    p
-                };
-                if p.len() > max_line {
-                    Got::TooLong(
-                        i as u64,
-                        p.len() as u64,
-                        Sha256::digest(p).into(),
-                        p[..PREVIEW.min(p.len())].to_vec(),
-                    )
-                } else {
-                    Got::Whole(i as u64, p.to_vec())
-                }
-            })
-            .collect()
+    fn collect(input: &[u8], shape: Shape) -> Vec<Record> {
+        let cutting = Cutting {
+            max_line: shape.max_line,
+            block: shape.block,
+            threads: shape.threads,
+        };
+        let (records, error) = cut_lines(input, cutting);
+        assert_eq!(error, None);
+        records
     }
 
     proptest! {
@@ -555,7 +502,7 @@ mod tests {
             threads in 1usize..4,
         ) {
             let shape = Shape { threads, max_line, block };
-            prop_assert_eq!(collect(&input, shape), oracle(&input, max_line));
+            prop_assert_eq!(collect(&input, shape), expected_records(&input, max_line));
         }
     }
 
@@ -574,9 +521,9 @@ mod tests {
                 block: 64 << 10,
             },
         );
-        assert_eq!(got, oracle(&input, 1024));
+        assert_eq!(got, expected_records(&input, 1024));
         assert!(
-            matches!(&got[1], Got::TooLong(1, len, _, p) if *len == 8 << 20 && p.len() == PREVIEW)
+            matches!(&got[1], Record::TooLong { index: 1, len, preview, .. } if *len == 8 << 20 && preview.len() == PREVIEW)
         );
     }
 
@@ -595,7 +542,7 @@ mod tests {
         );
         assert_eq!(got.len(), 20_000);
         for (i, g) in got.iter().enumerate() {
-            assert_eq!(g, &Got::Whole(i as u64, i.to_string().into_bytes()));
+            assert_eq!(g, &Record::Whole(i as u64, i.to_string().into_bytes()));
         }
     }
 
