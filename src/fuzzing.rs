@@ -800,8 +800,9 @@ fn without_bom(text: &[u8]) -> &[u8] {
 }
 
 /// What an input's first bytes make of it, as docs/input-and-outputs.md
-/// states: gzip or zstd by their magic numbers, xz, bzip2 (its magic and
-/// a block), zip and lz4 refused, anything else plain text.
+/// states: gzip or zstd by their magic numbers (zstd's skippable frames
+/// too), xz, bzip2 (its magic and a block), zip and lz4 refused, anything
+/// else plain text.
 fn looks(bytes: &[u8]) -> Option<Packing> {
     let refused: [&[u8]; 3] = [b"\xFD7zXZ\x00", b"PK\x03\x04", b"\x04\x22\x4D\x18"];
     let bzip2 = bytes.starts_with(b"BZh") && bytes.get(4..10) == Some(b"1AY&SY");
@@ -809,7 +810,9 @@ fn looks(bytes: &[u8]) -> Option<Packing> {
         None
     } else if bytes.starts_with(b"\x1F\x8B\x08") {
         Some(Packing::Gzip)
-    } else if bytes.starts_with(b"\x28\xB5\x2F\xFD") {
+    } else if bytes.starts_with(b"\x28\xB5\x2F\xFD")
+        || bytes.first().is_some_and(|b| b >> 4 == 5) && bytes.get(1..4) == Some(b"\x2A\x4D\x18")
+    {
         Some(Packing::Zstd)
     } else {
         Some(Packing::Plain)
@@ -851,8 +854,9 @@ fn parts(text: &[u8], split: u8, empty_last: bool) -> Vec<&[u8]> {
 }
 
 /// `parts` packed one after another; `wrap` chooses the level (its low two
-/// bits) and whether a zstd frame states its text's size (bit 3, as the
-/// zstd tool writes a file; not a pipe).
+/// bits), whether a zstd frame states its text's size (bit 3, as the zstd
+/// tool writes a file; not a pipe) and follows a skippable frame with its
+/// size (bit 4, as `pzstd` writes).
 fn pack(packing: Packing, parts: &[&[u8]], wrap: u8) -> Packed {
     let mut packed = Packed {
         bytes: Vec::new(),
@@ -881,9 +885,13 @@ fn pack(packing: Packing, parts: &[&[u8]], wrap: u8) -> Packed {
                 })
             }
         };
-        packed
-            .bytes
-            .extend(member.unwrap_or_else(|e| panic!("packing in memory: {e}")));
+        let member = member.unwrap_or_else(|e| panic!("packing in memory: {e}"));
+        if packing == Packing::Zstd && wrap & 16 != 0 {
+            packed.bytes.extend(b"\x50\x2A\x4D\x18\x04\x00\x00\x00");
+            packed.bytes.extend((member.len() as u32).to_le_bytes());
+            packed.ends.push((packed.bytes.len(), text_end));
+        }
+        packed.bytes.extend(member);
         text_end += part.len();
         packed.ends.push((packed.bytes.len(), text_end));
     }
@@ -909,7 +917,8 @@ enum Want<'a> {
 /// bytes choose the record size limit, the block size, one or two
 /// workers, whether the text is repeated past 64 KiB, and how it is packed
 /// into gzip and zstd (level, split into two members or frames, an empty
-/// one at the end) and then cut short and corrupted. The rest is the text.
+/// one at the end, zstd's frame sizes and skippable frames) and then cut
+/// short and corrupted. The rest is the text.
 /// Panics when a reading breaks the contract of
 /// docs/input-and-outputs.md: read plain, packed or packed in parts, the
 /// text gives exactly its lines as records, with their line numbers and the

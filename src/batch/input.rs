@@ -2,6 +2,7 @@
 //! `produce --file`, `audit verify`) open it: a path or `-` for standard input, plain or
 //! compressed with gzip or zstd, told by its first bytes rather than its
 //! name (a pipe has no name), with a UTF-8 byte order mark skipped.
+//! A zstd stream may open with a skippable frame, as `pzstd`'s do.
 //! Formats recognised but not read (xz, bzip2, zip, lz4) are refused with
 //! the command that unpacks them, instead of being read as lines of
 //! garbage.
@@ -66,6 +67,10 @@ const REFUSED: [(&[u8], &str, &str); 4] = [
 ];
 const GZIP: &[u8] = b"\x1F\x8B\x08";
 const ZSTD: &[u8] = b"\x28\xB5\x2F\xFD";
+/// The last three bytes of a zstd skippable frame's magic number (its
+/// first byte is 0x50 to 0x5F). `pzstd` writes one before every frame, so
+/// its files open with one.
+const ZSTD_SKIPPABLE: &[u8] = b"\x2A\x4D\x18";
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// A bzip2 stream is `BZh`, a block size digit, then this block magic: a
 /// JSON Lines file that happens to open with `BZh` is still read.
@@ -149,7 +154,7 @@ pub fn unpacked(
             Box::new(flate2::read::MultiGzDecoder::new(whole)),
             Packing::Gzip,
         )
-    } else if head.starts_with(ZSTD) {
+    } else if head.starts_with(ZSTD) || is_skippable(&head) {
         let z = zstd::stream::read::Decoder::new(whole).map_err(read)?;
         (Box::new(z), Packing::Zstd)
     } else {
@@ -194,6 +199,10 @@ pub fn read_line_bounded(
             return Ok(Some(len));
         }
     }
+}
+
+fn is_skippable(head: &[u8]) -> bool {
+    head.first().is_some_and(|b| b & 0xF0 == 0x50) && head.get(1..4) == Some(ZSTD_SKIPPABLE)
 }
 
 /// Up to `n` first bytes of `input` (fewer only at its end).
@@ -325,6 +334,20 @@ mod tests {
         let mut two = gzip(b"{\"a\":1}\n");
         two.extend(gzip(b"{\"b\":2}\n"));
         assert_eq!(read_all(two).unwrap(), (LINES.to_vec(), Packing::Gzip));
+    }
+
+    #[test]
+    fn a_zstd_stream_opening_with_a_skippable_frame_is_zstd() {
+        // As pzstd writes: a skippable frame (magic 0x184D2A50, four bytes
+        // of payload: the size of the frame after it) before every frame.
+        let frame = zstd::encode_all(LINES, 1).unwrap();
+        let mut bytes = b"\x50\x2A\x4D\x18\x04\x00\x00\x00".to_vec();
+        bytes.extend((frame.len() as u32).to_le_bytes());
+        bytes.extend(&frame);
+        assert_eq!(read_all(bytes).unwrap(), (LINES.to_vec(), Packing::Zstd));
+        // The other fifteen skippable magic numbers, and no payload.
+        let only = b"\x5F\x2A\x4D\x18\x00\x00\x00\x00".to_vec();
+        assert_eq!(read_all(only).unwrap(), (Vec::new(), Packing::Zstd));
     }
 
     #[test]
