@@ -7,7 +7,8 @@
 //! system, and must never make a verdict of its own. The work is spread by
 //! `crate::batch::pipeline`: lines are validated on `--threads` workers and
 //! written in input order; memory is bounded whatever the file or line size
-//! (a line over `max_record_bytes` is streamed through SHA-256, never held).
+//! (a line over `max_record_bytes` is streamed through SHA-256, never held
+//! whole).
 //!
 //! Several inputs are read one after another into one set of outputs, each
 //! input its own audit chain. Every seal names the run (an id drawn at
