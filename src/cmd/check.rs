@@ -583,10 +583,12 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     // refused one stops it before any work; each is opened again, one at a
     // time, when its turn comes (thousands of inputs hold no more than one
     // open file).
+    let names = input_names(&args.inputs);
     let mut size = Some(0u64);
     let mut seen = std::collections::HashSet::new();
-    for path in &files {
-        let input = crate::batch::input::open(path)?;
+    for (arg, name) in args.inputs.iter().zip(&names).filter(|(a, _)| *a != "-") {
+        let path = Path::new(arg);
+        let input = crate::batch::input::open(path).map_err(named(name))?;
         if !seen.insert(input.file_id) {
             return Err(CheckError::InputTwice(path.to_path_buf()));
         }
@@ -595,7 +597,6 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     if files.len() < args.inputs.len() {
         size = None;
     }
-    let names = input_names(&args.inputs);
     let key = config
         .audit
         .signing_key_file
@@ -823,7 +824,7 @@ fn run_input(
     read: &Arc<AtomicU64>,
     each: impl FnOnce(Box<dyn io::Read + Send>) -> Result<(), pipeline::PipelineError<CheckError>>,
 ) -> Result<(), CheckError> {
-    let input = crate::batch::input::open_counted(path, read.clone())?;
+    let input = crate::batch::input::open_counted(path, read.clone()).map_err(named(name))?;
     each(input.reader).map_err(|e| match e {
         pipeline::PipelineError::Read { line, source } => CheckError::InInput {
             input: name.to_string(),
@@ -831,6 +832,19 @@ fn run_input(
         },
         pipeline::PipelineError::Sink(e) => e,
     })
+}
+
+/// An error opening the input called `name`: a read error (its packing
+/// broken in its first bytes) names the input, as one met further on does;
+/// the others name its path.
+fn named(name: &str) -> impl Fn(InputError) -> CheckError + '_ {
+    move |e| match e {
+        InputError::Read { .. } => CheckError::InInput {
+            input: name.to_string(),
+            source: e,
+        },
+        e => CheckError::Input(e),
+    }
 }
 
 /// What each input is called in the outputs (`input.topic`, a dead
