@@ -1049,7 +1049,8 @@ fn judge(bytes: &[u8], cutting: Cutting, wrapped: Option<(Packing, Want<'_>)>, w
                             "the error names line {line} of {}",
                             want.len()
                         );
-                        assert_records(&got.records, &want[..got.records.len()]);
+                        let first = got.records.len().min(want.len());
+                        assert_records(&got.records, &want[..first]);
                     }
                 }
             }
