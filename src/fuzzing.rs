@@ -16,6 +16,7 @@
 
 use std::borrow::Cow;
 use std::io::{Cursor, Read, Write};
+use std::ops::Range;
 use std::path::Path;
 
 use ed25519_dalek::VerifyingKey;
@@ -836,6 +837,27 @@ const REPEATED: usize = 80 << 10;
 struct Packed {
     bytes: Vec<u8>,
     ends: Vec<(usize, usize)>,
+    /// Each member or frame: its bytes and the part of the text it holds.
+    frames: Vec<(Range<usize>, Range<usize>)>,
+    /// Where each skippable frame's size is, and where its payload starts.
+    sizes: Vec<(usize, usize)>,
+}
+
+impl Packed {
+    /// The text left when the skippable frame whose size holds the byte at
+    /// `at` skips what `bad` says it does: the frames that span covers are
+    /// gone. No checksum covers a skippable frame, so a size corrupted to
+    /// end where a frame ends is a valid stream of less text.
+    fn skipped(&self, bad: &[u8], at: usize, text: &[u8]) -> Option<Vec<u8>> {
+        let &(field, payload) = self.sizes.iter().find(|(f, _)| (*f..f + 4).contains(&at))?;
+        let size: [u8; 4] = bad.get(field..field + 4)?.try_into().ok()?;
+        let end = payload.saturating_add(u32::from_le_bytes(size) as usize);
+        let kept = self
+            .frames
+            .iter()
+            .filter(|(bytes, _)| bytes.end <= payload || bytes.start >= end);
+        Some(kept.flat_map(|(_, t)| &text[t.clone()]).copied().collect())
+    }
 }
 
 /// `text` split at `split` (none: one part), and an empty part at the end
@@ -861,6 +883,8 @@ fn pack(packing: Packing, parts: &[&[u8]], wrap: u8) -> Packed {
     let mut packed = Packed {
         bytes: Vec::new(),
         ends: vec![(0, 0)],
+        frames: Vec::new(),
+        sizes: Vec::new(),
     };
     let mut text_end = 0;
     for part in parts {
@@ -887,11 +911,17 @@ fn pack(packing: Packing, parts: &[&[u8]], wrap: u8) -> Packed {
         };
         let member = member.unwrap_or_else(|e| panic!("packing in memory: {e}"));
         if packing == Packing::Zstd && wrap & 16 != 0 {
+            let start = packed.bytes.len();
             packed.bytes.extend(b"\x50\x2A\x4D\x18\x04\x00\x00\x00");
             packed.bytes.extend((member.len() as u32).to_le_bytes());
+            packed.sizes.push((start + 4, start + 8));
             packed.ends.push((packed.bytes.len(), text_end));
         }
+        let start = packed.bytes.len();
         packed.bytes.extend(member);
+        packed
+            .frames
+            .push((start..packed.bytes.len(), text_end..text_end + part.len()));
         text_end += part.len();
         packed.ends.push((packed.bytes.len(), text_end));
     }
@@ -909,8 +939,9 @@ enum Want<'a> {
     /// it ends.
     Cut(&'a Packed, usize, &'a [u8]),
     /// A corrupt byte: an error naming a line past the records handed on,
-    /// or the records of the text.
-    Corrupt,
+    /// or the records of the text, or, when the byte is a skippable frame's
+    /// size, of the text it leaves (the argument).
+    Corrupt(Option<Vec<u8>>),
 }
 
 /// `check`'s reading on one input of a fuzzer: the first [`INPUT_HEAD`]
@@ -959,11 +990,13 @@ pub fn check_input(data: &[u8]) {
             &want,
         );
         let mut bad = packed.bytes.clone();
-        match bad.get_mut(flip_at % (packed.bytes.len() + 1)) {
+        let at = flip_at % (packed.bytes.len() + 1);
+        match bad.get_mut(at) {
             Some(b) => *b ^= mask.max(1),
             None => bad.push(mask),
         }
-        judge(&bad, cutting, wrapped(Want::Corrupt), &want);
+        let left = packed.skipped(&bad, at, &text);
+        judge(&bad, cutting, wrapped(Want::Corrupt(left)), &want);
     }
 }
 
@@ -1054,9 +1087,13 @@ fn judge(bytes: &[u8], cutting: Cutting, wrapped: Option<(Packing, Want<'_>)>, w
                     }
                 }
             }
-            (Want::Corrupt, None) => assert_records(&got.records, want),
-            (Want::Corrupt, Some(Stop::Read(line))) => past_records(*line),
-            (Want::Corrupt, Some(Stop::Refused)) => panic!("refused, yet {p:?}"),
+            (Want::Corrupt(Some(left)), None) if got.records != want => assert_records(
+                &got.records,
+                &expected_records(without_bom(&left), cutting.max_line),
+            ),
+            (Want::Corrupt(_), None) => assert_records(&got.records, want),
+            (Want::Corrupt(_), Some(Stop::Read(line))) => past_records(*line),
+            (Want::Corrupt(_), Some(Stop::Refused)) => panic!("refused, yet {p:?}"),
         },
         (_, _) => {
             let mut all = Vec::new();
@@ -1106,6 +1143,30 @@ mod tests {
         }
         trail.extend(sealer.seal(200).unwrap_or_default());
         trail
+    }
+
+    /// Found by the fuzzer: the size of a skippable frame (pzstd-style, one
+    /// before each frame) corrupted from 4 to 18 skips the next frame
+    /// whole, its 4-byte payload and 14 bytes; the stream stays valid and
+    /// the text of that frame (`a`) is gone, as `zstd -d` would read it.
+    #[test]
+    fn a_corrupt_skippable_frame_size_can_skip_a_frame() {
+        let data = b"\x00\xff\xff\xf7\x40\x20\x05\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x61";
+        check_input(data);
+        let text = &data[INPUT_HEAD..];
+        let packed = pack(Packing::Zstd, &parts(text, 0xff, true), 0xff);
+        let mut bad = packed.bytes.clone();
+        let at = 0x0520 % (bad.len() + 1);
+        bad[at] ^= 0x16;
+        assert_eq!(packed.skipped(&bad, at, text).as_deref(), Some(&text[..23]));
+        let cutting = Cutting {
+            max_line: 1 << 20,
+            block: 1 << 20,
+            threads: 1,
+        };
+        let got = read_as_check(&bad, cutting);
+        assert_eq!(got.stop, None);
+        assert_eq!(got.records, vec![Record::Whole(0, text[..23].to_vec())]);
     }
 
     #[test]
