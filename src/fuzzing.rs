@@ -9,15 +9,26 @@
 //! answer spans, encoded as a valid input record. Each `check_*` function
 //! panics when an invariant of the core does not hold, which is what a
 //! fuzzer or a property test reports.
+//!
+//! [`check_input`] does the same for the way `check` reads an input file
+//! before any record is judged: packing, byte order mark, line cutting and
+//! the record size bound, through the reading code `check` itself runs.
 
-use std::io::Cursor;
+use std::borrow::Cow;
+use std::io::{Cursor, Read, Write};
+use std::ops::Range;
+use std::path::Path;
 
 use ed25519_dalek::VerifyingKey;
 use ed25519_dalek::pkcs8::DecodePublicKey;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::audit::keys::KnownKey;
 use crate::audit::verify::{AuditVerifier, Options, expect_runs, seal_run};
+use crate::batch::InputError;
+use crate::batch::input::{Packing, unpacked};
+use crate::batch::pipeline::{self, Fold, Line, PREVIEW, Progress, Shape};
 use crate::cmd::audit::{lines_of, record_line};
 use crate::core::grounding::{self, Grounding};
 use crate::core::{
@@ -639,6 +650,471 @@ pub fn check_trail(data: &[u8]) -> bool {
     report.ok()
 }
 
+/// One line as `check`'s reading hands it on to be judged, by its 0-based
+/// index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Whole(u64, Vec<u8>),
+    /// Longer than the limit: only its length, SHA-256 and first bytes.
+    TooLong {
+        index: u64,
+        len: u64,
+        sha256: [u8; 32],
+        preview: Vec<u8>,
+    },
+}
+
+#[derive(Default)]
+struct Collect(Vec<Record>);
+
+impl Fold for Collect {
+    fn line(&mut self, index: u64, line: Line<'_>) {
+        self.0.push(match line {
+            Line::Whole(b) => Record::Whole(index, b.to_vec()),
+            Line::TooLong {
+                len,
+                sha256,
+                preview,
+            } => Record::TooLong {
+                index,
+                len,
+                sha256,
+                preview: preview.to_vec(),
+            },
+        });
+    }
+}
+
+/// How `check` cuts a stream into records: at most `max_line` bytes a
+/// line kept, `block` bytes read at a time, on `threads` workers.
+#[derive(Debug, Clone, Copy)]
+pub struct Cutting {
+    pub max_line: usize,
+    pub block: usize,
+    pub threads: usize,
+}
+
+/// Why reading an input stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Refused by its first bytes: a packing groundgate does not unpack.
+    Refused,
+    /// A read error, naming the 1-based line it broke.
+    Read(u64),
+}
+
+/// What `check`'s reading made of an input.
+#[derive(Debug)]
+pub struct Reading {
+    /// The packing told from the first bytes (`None`: refused).
+    pub packing: Option<Packing>,
+    /// Every record handed on, in order, those before an error included.
+    pub records: Vec<Record>,
+    pub stop: Option<Stop>,
+}
+
+/// The records of `input`, cut by `check`'s pipeline, and the line a read
+/// error named.
+pub(crate) fn cut_lines(input: impl Read + Send, cutting: Cutting) -> (Vec<Record>, Option<u64>) {
+    let shape = Shape {
+        threads: cutting.threads,
+        max_line: cutting.max_line,
+        block: cutting.block,
+    };
+    let mut records = Vec::new();
+    let read = pipeline::run(input, shape, &Progress::default(), Collect::default, |c| {
+        records.extend(c.0);
+        Ok::<(), ()>(())
+    });
+    match read {
+        Ok(n) => {
+            assert_eq!(n, records.len() as u64, "lines counted");
+            (records, None)
+        }
+        Err(pipeline::PipelineError::Read { line, .. }) => (records, Some(line)),
+        Err(pipeline::PipelineError::Sink(())) => unreachable!("the sink never fails"),
+    }
+}
+
+/// `bytes` read as `check` reads an input file: its packing told from its
+/// first bytes, unpacked, a byte order mark skipped, cut into records.
+pub fn read_as_check(bytes: &[u8], cutting: Cutting) -> Reading {
+    let input = Box::new(Cursor::new(bytes.to_vec()));
+    match unpacked(input, Path::new("input")) {
+        Ok((reader, packing)) => {
+            let (records, line) = cut_lines(reader, cutting);
+            Reading {
+                packing: Some(packing),
+                records,
+                stop: line.map(Stop::Read),
+            }
+        }
+        Err(InputError::Packed { .. }) => Reading {
+            packing: None,
+            records: Vec::new(),
+            stop: Some(Stop::Refused),
+        },
+        Err(InputError::Read { line, .. }) => Reading {
+            packing: None,
+            records: Vec::new(),
+            stop: Some(Stop::Read(line)),
+        },
+        Err(e) => panic!("reading bytes in memory: {e}"),
+    }
+}
+
+/// The records a text holds, as docs/input-and-outputs.md defines a line:
+/// cut at every `\n`, one `\r` before it dropped, the last line a record
+/// even without a newline (a `\r` ending it is data), none after a final
+/// newline, an empty line a record of its own; a line longer than
+/// `max_line` measured, not kept.
+pub fn expected_records(text: &[u8], max_line: usize) -> Vec<Record> {
+    let mut parts: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+    let last = parts.len() - 1;
+    if parts[last].is_empty() {
+        parts.pop();
+    }
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let p = if i < last {
+                p.strip_suffix(b"\r").unwrap_or(p)
+            } else {
+                p
+            };
+            if p.len() > max_line {
+                Record::TooLong {
+                    index: i as u64,
+                    len: p.len() as u64,
+                    sha256: Sha256::digest(p).into(),
+                    preview: p[..PREVIEW.min(p.len())].to_vec(),
+                }
+            } else {
+                Record::Whole(i as u64, p.to_vec())
+            }
+        })
+        .collect()
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A text without the byte order mark it may open with.
+fn without_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(BOM).unwrap_or(text)
+}
+
+/// What an input's first bytes make of it, as docs/input-and-outputs.md
+/// states: gzip or zstd by their magic numbers (zstd's skippable frames
+/// too), xz, bzip2 (its magic and a block), zip and lz4 refused, anything
+/// else plain text.
+fn looks(bytes: &[u8]) -> Option<Packing> {
+    let refused: [&[u8]; 3] = [b"\xFD7zXZ\x00", b"PK\x03\x04", b"\x04\x22\x4D\x18"];
+    let bzip2 = bytes.starts_with(b"BZh") && bytes.get(4..10) == Some(b"1AY&SY");
+    if bzip2 || refused.iter().any(|m| bytes.starts_with(m)) {
+        None
+    } else if bytes.starts_with(b"\x1F\x8B\x08") {
+        Some(Packing::Gzip)
+    } else if bytes.starts_with(b"\x28\xB5\x2F\xFD")
+        || bytes.first().is_some_and(|b| b >> 4 == 5) && bytes.get(1..4) == Some(b"\x2A\x4D\x18")
+    {
+        Some(Packing::Zstd)
+    } else {
+        Some(Packing::Plain)
+    }
+}
+
+/// The largest record sizes `check_input` cuts with: tiny ones, so that
+/// lines over the limit are within reach, and the default.
+const MAX_LINES: [usize; 8] = [1, 2, 3, 5, 16, 64, 1024, 1 << 20];
+/// The bytes read at a time: tiny ones, so that lines and line endings
+/// straddle blocks, and `check`'s own.
+const BLOCKS: [usize; 8] = [1, 2, 3, 7, 64, 4096, 1 << 16, 1 << 20];
+/// The bytes of a `check_input` input that choose how its text is cut and
+/// packed.
+pub const INPUT_HEAD: usize = 8;
+/// What a repeated text grows to: past 64 KiB and the decoders' buffers.
+const REPEATED: usize = 80 << 10;
+
+/// A text packed into members (gzip) or frames (zstd) one after another,
+/// with where each ends: (in the packed bytes, in the text).
+struct Packed {
+    bytes: Vec<u8>,
+    ends: Vec<(usize, usize)>,
+    /// Each member or frame: its bytes and the part of the text it holds.
+    frames: Vec<(Range<usize>, Range<usize>)>,
+    /// Where each skippable frame's size is, and where its payload starts.
+    sizes: Vec<(usize, usize)>,
+}
+
+impl Packed {
+    /// The text left when the skippable frame whose size holds the byte at
+    /// `at` skips what `bad` says it does: the frames that span covers are
+    /// gone. No checksum covers a skippable frame, so a size corrupted to
+    /// end where a frame ends is a valid stream of less text.
+    fn skipped(&self, bad: &[u8], at: usize, text: &[u8]) -> Option<Vec<u8>> {
+        let &(field, payload) = self.sizes.iter().find(|(f, _)| (*f..f + 4).contains(&at))?;
+        let size: [u8; 4] = bad.get(field..field + 4)?.try_into().ok()?;
+        let end = payload.saturating_add(u32::from_le_bytes(size) as usize);
+        let kept = self
+            .frames
+            .iter()
+            .filter(|(bytes, _)| bytes.end <= payload || bytes.start >= end);
+        Some(kept.flat_map(|(_, t)| &text[t.clone()]).copied().collect())
+    }
+}
+
+/// `text` split at `split` (none: one part), and an empty part at the end
+/// when `empty_last`.
+fn parts(text: &[u8], split: u8, empty_last: bool) -> Vec<&[u8]> {
+    let at = text.len() * usize::from(split) / 256;
+    let mut parts = if split == 0 {
+        vec![text]
+    } else {
+        vec![&text[..at], &text[at..]]
+    };
+    if empty_last {
+        parts.push(&[]);
+    }
+    parts
+}
+
+/// `parts` packed one after another; `wrap` chooses the level (its low two
+/// bits), whether a zstd frame states its text's size (bit 3, as the zstd
+/// tool writes a file; not a pipe) and follows a skippable frame with its
+/// size (bit 4, as `pzstd` writes).
+fn pack(packing: Packing, parts: &[&[u8]], wrap: u8) -> Packed {
+    let mut packed = Packed {
+        bytes: Vec::new(),
+        ends: vec![(0, 0)],
+        frames: Vec::new(),
+        sizes: Vec::new(),
+    };
+    let mut text_end = 0;
+    for part in parts {
+        let member = match packing {
+            Packing::Gzip => {
+                let level = [0, 1, 6, 1][usize::from(wrap % 4)];
+                let mut z =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+                z.write_all(part).and_then(|()| z.finish())
+            }
+            // With a checksum, as the zstd tool writes by default: without
+            // one a frame cannot tell a corrupt byte of its text.
+            Packing::Zstd | Packing::Plain => {
+                let level = [-5, 1, 3, 1][usize::from(wrap % 4)];
+                zstd::stream::write::Encoder::new(Vec::new(), level).and_then(|mut z| {
+                    z.include_checksum(true)?;
+                    if wrap & 8 != 0 {
+                        z.set_pledged_src_size(Some(part.len() as u64))?;
+                    }
+                    z.write_all(part)?;
+                    z.finish()
+                })
+            }
+        };
+        let member = member.unwrap_or_else(|e| panic!("packing in memory: {e}"));
+        if packing == Packing::Zstd && wrap & 16 != 0 {
+            let start = packed.bytes.len();
+            packed.bytes.extend(b"\x50\x2A\x4D\x18\x04\x00\x00\x00");
+            packed.bytes.extend((member.len() as u32).to_le_bytes());
+            packed.sizes.push((start + 4, start + 8));
+            packed.ends.push((packed.bytes.len(), text_end));
+        }
+        let start = packed.bytes.len();
+        packed.bytes.extend(member);
+        packed
+            .frames
+            .push((start..packed.bytes.len(), text_end..text_end + part.len()));
+        text_end += part.len();
+        packed.ends.push((packed.bytes.len(), text_end));
+    }
+    packed
+}
+
+/// What a reading of packed bytes must give, beside the records of the
+/// whole text.
+enum Want<'a> {
+    /// The packing of these bytes, whole: the records of the text.
+    Whole,
+    /// Cut at a byte: an error naming a line past the records handed on,
+    /// which are the first records of the text, or, cut where a member or
+    /// frame ends, the records of the text (the last argument) up to where
+    /// it ends.
+    Cut(&'a Packed, usize, &'a [u8]),
+    /// A corrupt byte: an error naming a line past the records handed on,
+    /// or the records of the text, or, when the byte is a skippable frame's
+    /// size, of the text it leaves (the argument).
+    Corrupt(Option<Vec<u8>>),
+}
+
+/// `check`'s reading on one input of a fuzzer: the first [`INPUT_HEAD`]
+/// bytes choose the record size limit, the block size, one or two
+/// workers, whether the text is repeated past 64 KiB, and how it is packed
+/// into gzip and zstd (level, split into two members or frames, an empty
+/// one at the end, zstd's frame sizes and skippable frames) and then cut
+/// short and corrupted. The rest is the text.
+/// Panics when a reading breaks the contract of
+/// docs/input-and-outputs.md: read plain, packed or packed in parts, the
+/// text gives exactly its lines as records, with their line numbers and the
+/// ones over the limit measured; cut or corrupt, an error or a prefix of
+/// them, never a record that is not the text's.
+pub fn check_input(data: &[u8]) {
+    let mut head = [0u8; INPUT_HEAD];
+    let n = data.len().min(INPUT_HEAD);
+    head[..n].copy_from_slice(&data[..n]);
+    let [shape, wrap, split, cut_lo, cut_hi, flip_lo, flip_hi, mask] = head;
+    let mut cutting = Cutting {
+        max_line: MAX_LINES[usize::from(shape & 7)],
+        block: BLOCKS[usize::from(shape >> 3 & 7)],
+        threads: 1 + usize::from(shape >> 6 & 1),
+    };
+    let mut text = Cow::Borrowed(&data[n..]);
+    if shape & 0x80 != 0 && !text.is_empty() {
+        text = Cow::Owned(text.repeat(REPEATED.div_ceil(text.len())));
+        // A tiny block rescans a long unfinished line once a block: too
+        // slow for a fuzzer, and no other path.
+        cutting.block = cutting.block.max(4096);
+    }
+    let want = expected_records(without_bom(&text), cutting.max_line);
+    judge(&text, cutting, None, &want);
+
+    let parts = parts(&text, split, wrap & 4 != 0);
+    let cut_at = usize::from(u16::from_le_bytes([cut_lo, cut_hi]));
+    let flip_at = usize::from(u16::from_le_bytes([flip_lo, flip_hi]));
+    for packing in [Packing::Gzip, Packing::Zstd] {
+        let packed = pack(packing, &parts, wrap);
+        let wrapped = |w| Some((packing, w));
+        judge(&packed.bytes, cutting, wrapped(Want::Whole), &want);
+        let cut = cut_at % (packed.bytes.len() + 1);
+        judge(
+            &packed.bytes[..cut],
+            cutting,
+            wrapped(Want::Cut(&packed, cut, &text)),
+            &want,
+        );
+        let mut bad = packed.bytes.clone();
+        let at = flip_at % (packed.bytes.len() + 1);
+        match bad.get_mut(at) {
+            Some(b) => *b ^= mask.max(1),
+            None => bad.push(mask),
+        }
+        let left = packed.skipped(&bad, at, &text);
+        judge(&bad, cutting, wrapped(Want::Corrupt(left)), &want);
+    }
+}
+
+/// Asserts that `got` are the records `want`, naming the first that
+/// differs (a record may be 80 KiB long: not printed whole).
+fn assert_records(got: &[Record], want: &[Record]) {
+    let short = |r: Option<&Record>| match r {
+        Some(Record::Whole(i, b)) => format!(
+            "line {} of {} bytes: {:?}",
+            i + 1,
+            b.len(),
+            String::from_utf8_lossy(&b[..b.len().min(64)])
+        ),
+        Some(Record::TooLong { index, len, .. }) => {
+            format!("line {} over the limit, {len} bytes", index + 1)
+        }
+        None => "none".into(),
+    };
+    if let Some(i) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
+        panic!(
+            "record {i} of {} (want {}): got {}, want {}",
+            got.len(),
+            want.len(),
+            short(got.get(i)),
+            short(want.get(i))
+        );
+    }
+}
+
+/// Reads `bytes` as `check` does and asserts the contract: by what their
+/// first bytes make of them, refused, their plain lines, or, packed as
+/// `wrapped` says, what [`Want`] says of the records of the text (`want`);
+/// packed otherwise, the same records as reading the unpacked stream whole.
+fn judge(bytes: &[u8], cutting: Cutting, wrapped: Option<(Packing, Want<'_>)>, want: &[Record]) {
+    let got = read_as_check(bytes, cutting);
+    let looks = looks(bytes);
+    let Some(packing) = looks else {
+        assert_eq!(got.stop, Some(Stop::Refused), "refused by its first bytes");
+        return;
+    };
+    match got.packing {
+        Some(p) => assert_eq!(p, packing, "told by its first bytes"),
+        // The decoder failed on the stream's first bytes.
+        None => assert!(
+            got.stop == Some(Stop::Read(1)) && packing != Packing::Plain,
+            "{:?}",
+            got.stop
+        ),
+    }
+    let past_records = |line: u64| {
+        assert!(
+            line > got.records.len() as u64,
+            "the error names line {line}, one of the {} records handed on",
+            got.records.len()
+        );
+    };
+    match (packing, wrapped) {
+        (Packing::Plain, _) => {
+            assert_eq!(got.stop, None, "plain text reads to its end");
+            let plain = expected_records(without_bom(bytes), cutting.max_line);
+            assert_records(&got.records, &plain);
+        }
+        (p, Some((wrapped, w))) if p == wrapped => match (w, &got.stop) {
+            (Want::Whole, stop) => {
+                assert_eq!(stop, &None, "an intact {p:?} stream reads to its end");
+                assert_records(&got.records, want);
+            }
+            (Want::Cut(packed, cut, text), stop) => {
+                match packed.ends.iter().find(|(at, _)| *at == cut) {
+                    Some(&(_, text_end)) => {
+                        assert_eq!(stop, &None, "cut where a {p:?} member ends");
+                        let kept =
+                            expected_records(without_bom(&text[..text_end]), cutting.max_line);
+                        assert_records(&got.records, &kept);
+                    }
+                    None => {
+                        let Some(Stop::Read(line)) = *stop else {
+                            panic!("a {p:?} stream cut at byte {cut} read without an error")
+                        };
+                        past_records(line);
+                        assert!(
+                            line <= want.len() as u64 + 1,
+                            "the error names line {line} of {}",
+                            want.len()
+                        );
+                        let first = got.records.len().min(want.len());
+                        assert_records(&got.records, &want[..first]);
+                    }
+                }
+            }
+            (Want::Corrupt(Some(left)), None) if got.records != want => assert_records(
+                &got.records,
+                &expected_records(without_bom(&left), cutting.max_line),
+            ),
+            (Want::Corrupt(_), None) => assert_records(&got.records, want),
+            (Want::Corrupt(_), Some(Stop::Read(line))) => past_records(*line),
+            (Want::Corrupt(_), Some(Stop::Refused)) => panic!("refused, yet {p:?}"),
+        },
+        (_, _) => {
+            let mut all = Vec::new();
+            let whole = unpacked(Box::new(Cursor::new(bytes.to_vec())), Path::new("input"))
+                .map_err(|_| ())
+                .and_then(|(mut r, _)| r.read_to_end(&mut all).map_err(|_| ()));
+            match (whole, &got.stop) {
+                (Ok(_), None) => {
+                    assert_records(&got.records, &expected_records(&all, cutting.max_line))
+                }
+                (Err(()), Some(Stop::Read(line))) => past_records(*line),
+                (whole, stop) => panic!("read whole: {whole:?}; cut into records: {stop:?}"),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -671,6 +1147,30 @@ mod tests {
         }
         trail.extend(sealer.seal(200).unwrap_or_default());
         trail
+    }
+
+    /// Found by the fuzzer: the size of a skippable frame (pzstd-style, one
+    /// before each frame) corrupted from 4 to 18 skips the next frame
+    /// whole, its 4-byte payload and 14 bytes; the stream stays valid and
+    /// the text of that frame (`a`) is gone, as `zstd -d` would read it.
+    #[test]
+    fn a_corrupt_skippable_frame_size_can_skip_a_frame() {
+        let data = b"\x00\xff\xff\xf7\x40\x20\x05\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x16\x61";
+        check_input(data);
+        let text = &data[INPUT_HEAD..];
+        let packed = pack(Packing::Zstd, &parts(text, 0xff, true), 0xff);
+        let mut bad = packed.bytes.clone();
+        let at = 0x0520 % (bad.len() + 1);
+        bad[at] ^= 0x16;
+        assert_eq!(packed.skipped(&bad, at, text).as_deref(), Some(&text[..23]));
+        let cutting = Cutting {
+            max_line: 1 << 20,
+            block: 1 << 20,
+            threads: 1,
+        };
+        let got = read_as_check(&bad, cutting);
+        assert_eq!(got.stop, None);
+        assert_eq!(got.records, vec![Record::Whole(0, text[..23].to_vec())]);
     }
 
     #[test]

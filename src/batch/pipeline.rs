@@ -8,9 +8,12 @@
 //! receives the folds in input order. Nothing serial is done per line.
 //!
 //! Bounded: at most `2 × threads + 2` blocks exist at once (read, being mapped or
-//! waiting to be written), whatever the speed of each stage; a line longer
-//! than `max_line` is never held whole: it is streamed through SHA-256 and
-//! handed over as [`Line::TooLong`] with its length, digest and a preview.
+//! waiting to be written), whatever the speed of each stage; a line is held
+//! only up to `max_line` bytes and one block, and streamed through SHA-256
+//! past that. A line longer than `max_line` is handed over as
+//! [`Line::TooLong`] with its length, digest and a preview, by the worker
+//! when it fits in a block, so that long lines cost no more hand-offs than
+//! short ones.
 //!
 //! It knows nothing of answers, Kafka or outputs: it moves bytes.
 
@@ -136,7 +139,7 @@ where
             scope.spawn(move || {
                 for b in blocks_rx {
                     let mut fold = new_block();
-                    let n = fold_block(&b, &mut fold);
+                    let n = fold_block(&b, shape.max_line, &mut fold);
                     if done_tx.send((b.seq, n, fold)).is_err() {
                         return;
                     }
@@ -185,8 +188,9 @@ fn write_in_order<B, E>(
     Ok(lines)
 }
 
-/// Feeds a block's lines to `fold`; returns how many there were.
-fn fold_block(b: &Numbered, fold: &mut impl Fold) -> u64 {
+/// Feeds a block's lines to `fold`, those longer than `max_line` as
+/// [`Line::TooLong`]; returns how many there were.
+fn fold_block(b: &Numbered, max_line: usize, fold: &mut impl Fold) -> u64 {
     match &b.block {
         Block::TooLong {
             len,
@@ -216,7 +220,19 @@ fn fold_block(b: &Numbered, fold: &mut impl Fold) -> u64 {
                     ),
                     None => (rest, &rest[rest.len()..]),
                 };
-                fold.line(line, Line::Whole(l));
+                // A line over the limit shares its block with the lines
+                // around it: split out, each would cost a hand-off between
+                // threads.
+                let l = if l.len() > max_line {
+                    Line::TooLong {
+                        len: l.len() as u64,
+                        sha256: Sha256::digest(l).into(),
+                        preview: &l[..PREVIEW.min(l.len())],
+                    }
+                } else {
+                    Line::Whole(l)
+                };
+                fold.line(line, l);
                 line += 1;
                 rest = next;
             }
@@ -314,7 +330,7 @@ fn read_blocks<R: Read, E>(
                 + u64::from(buf[cut - 1] != b'\n');
             let tail = buf.split_off(cut);
             let whole = std::mem::replace(&mut buf, tail);
-            if !send_lines(whole, lines, max_line, &mut send, &mut line) {
+            if !send(Block::Lines(whole), lines, &mut line) {
                 return Ok(());
             }
         }
@@ -337,62 +353,6 @@ fn read_blocks<R: Read, E>(
             }
         }
     }
-}
-
-/// Sends a buffer of whole lines, splitting out any line over `max_line`
-/// as a [`Block::TooLong`] so workers never see one.
-fn send_lines(
-    whole: Vec<u8>,
-    lines: u64,
-    max_line: usize,
-    send: &mut impl FnMut(Block, u64, &mut u64) -> bool,
-    line: &mut u64,
-) -> bool {
-    // No line is longer than the buffer: the common case costs no scan.
-    if whole.len() <= max_line {
-        return send(Block::Lines(whole), lines, line);
-    }
-    let mut start = 0;
-    let mut pending_from = 0;
-    let mut pending_lines = 0u64;
-    while start < whole.len() {
-        let end = memchr::memchr(b'\n', &whole[start..]).map_or(whole.len(), |i| start + i + 1);
-        let raw = &whole[start..end];
-        let body = match raw.strip_suffix(b"\n") {
-            Some(b) => b.strip_suffix(b"\r").unwrap_or(b),
-            None => raw,
-        };
-        if body.len() > max_line {
-            if pending_lines > 0
-                && !send(
-                    Block::Lines(whole[pending_from..start].to_vec()),
-                    pending_lines,
-                    line,
-                )
-            {
-                return false;
-            }
-            let block = Block::TooLong {
-                len: body.len() as u64,
-                sha256: Sha256::digest(body).into(),
-                preview: body[..PREVIEW.min(body.len())].to_vec(),
-            };
-            if !send(block, 1, line) {
-                return false;
-            }
-            pending_from = end;
-            pending_lines = 0;
-        } else {
-            pending_lines += 1;
-        }
-        start = end;
-    }
-    pending_lines == 0
-        || send(
-            Block::Lines(whole[pending_from..].to_vec()),
-            pending_lines,
-            line,
-        )
 }
 
 /// Consumes a too-long line whose first bytes are `head`, up to and
@@ -469,29 +429,8 @@ impl LineDigest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzzing::{Cutting, Record, cut_lines, expected_records};
     use proptest::prelude::*;
-
-    #[derive(Debug, PartialEq, Eq)]
-    enum Got {
-        Whole(u64, Vec<u8>),
-        TooLong(u64, u64, [u8; 32], Vec<u8>),
-    }
-
-    #[derive(Default)]
-    struct Collect(Vec<Got>);
-
-    impl Fold for Collect {
-        fn line(&mut self, i: u64, l: Line<'_>) {
-            self.0.push(match l {
-                Line::Whole(b) => Got::Whole(i, b.to_vec()),
-                Line::TooLong {
-                    len,
-                    sha256,
-                    preview,
-                } => Got::TooLong(i, len, sha256, preview.to_vec()),
-            });
-        }
-    }
 
     /// Line indices seen, for tests that only count.
     #[derive(Default)]
@@ -503,47 +442,15 @@ mod tests {
         }
     }
 
-    fn collect(input: &[u8], shape: Shape) -> Vec<Got> {
-        let mut out = Vec::new();
-        let progress = Progress::default();
-        let n = run(input, shape, &progress, Collect::default, |c| {
-            out.extend(c.0);
-            Ok::<(), ()>(())
-        })
-        .unwrap();
-        assert_eq!(n as usize, out.len());
-        out
-    }
-
-    /// What `check` has always meant by a line: split on `\n`, strip one
-    /// `\r` before it, no phantom line after a final newline.
-    fn oracle(input: &[u8], max_line: usize) -> Vec<Got> {
-        let mut parts: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
-        let last = parts.len() - 1;
-        if parts[last].is_empty() {
-            parts.pop();
-        }
-        parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let p = if i < last {
-                    p.strip_suffix(b"\r").unwrap_or(p)
-                } else {
-                    p
-                };
-                if p.len() > max_line {
-                    Got::TooLong(
-                        i as u64,
-                        p.len() as u64,
-                        Sha256::digest(p).into(),
-                        p[..PREVIEW.min(p.len())].to_vec(),
-                    )
-                } else {
-                    Got::Whole(i as u64, p.to_vec())
-                }
-            })
-            .collect()
+    fn collect(input: &[u8], shape: Shape) -> Vec<Record> {
+        let cutting = Cutting {
+            max_line: shape.max_line,
+            block: shape.block,
+            threads: shape.threads,
+        };
+        let (records, error) = cut_lines(input, cutting);
+        assert_eq!(error, None);
+        records
     }
 
     proptest! {
@@ -555,7 +462,7 @@ mod tests {
             threads in 1usize..4,
         ) {
             let shape = Shape { threads, max_line, block };
-            prop_assert_eq!(collect(&input, shape), oracle(&input, max_line));
+            prop_assert_eq!(collect(&input, shape), expected_records(&input, max_line));
         }
     }
 
@@ -574,10 +481,44 @@ mod tests {
                 block: 64 << 10,
             },
         );
-        assert_eq!(got, oracle(&input, 1024));
+        assert_eq!(got, expected_records(&input, 1024));
         assert!(
-            matches!(&got[1], Got::TooLong(1, len, _, p) if *len == 8 << 20 && p.len() == PREVIEW)
+            matches!(&got[1], Record::TooLong { index: 1, len, preview, .. } if *len == 8 << 20 && preview.len() == PREVIEW)
         );
+    }
+
+    #[test]
+    fn lines_over_the_limit_share_their_block_with_the_lines_around_them() {
+        // 1,000 lines over the limit, between short ones, in one read: one
+        // block goes to the workers, not one per long line (a hand-off
+        // between threads each).
+        let input: Vec<u8> = (0..1000)
+            .flat_map(|i| format!("{}\nok\r\n", "x".repeat(20 + i % 7)).into_bytes())
+            .collect();
+        let shape = Shape {
+            threads: 2,
+            max_line: 10,
+            block: 1 << 20,
+        };
+        let blocks = AtomicU64::new(0);
+        let mut got = Vec::new();
+        run(
+            &input[..],
+            shape,
+            &Progress::default(),
+            || {
+                blocks.fetch_add(1, Ordering::Relaxed);
+                Indices::default()
+            },
+            |b| {
+                got.extend(b.0);
+                Ok::<(), ()>(())
+            },
+        )
+        .unwrap();
+        assert_eq!(got, (0..2000).collect::<Vec<u64>>());
+        assert_eq!(blocks.into_inner(), 1);
+        assert_eq!(collect(&input, shape), expected_records(&input, 10));
     }
 
     #[test]
@@ -595,7 +536,7 @@ mod tests {
         );
         assert_eq!(got.len(), 20_000);
         for (i, g) in got.iter().enumerate() {
-            assert_eq!(g, &Got::Whole(i as u64, i.to_string().into_bytes()));
+            assert_eq!(g, &Record::Whole(i as u64, i.to_string().into_bytes()));
         }
     }
 

@@ -7,7 +7,8 @@
 //! system, and must never make a verdict of its own. The work is spread by
 //! `crate::batch::pipeline`: lines are validated on `--threads` workers and
 //! written in input order; memory is bounded whatever the file or line size
-//! (a line over `max_record_bytes` is streamed through SHA-256, never held).
+//! (a line over `max_record_bytes` is streamed through SHA-256, never held
+//! whole).
 //!
 //! Several inputs are read one after another into one set of outputs, each
 //! input its own audit chain. Every seal names the run (an id drawn at
@@ -587,11 +588,14 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     // open file). A pipe (`<(zcat …)`, a FIFO) cannot be opened again from
     // its start: opening it has read its first bytes to tell its packing,
     // so it is kept open for its turn.
+    let names = input_names(&args.inputs);
     let mut kept = std::collections::HashMap::<&Path, crate::batch::input::Input>::new();
     let mut size = Some(0u64);
     let mut seen = std::collections::HashSet::new();
-    for path in &files {
-        let input = crate::batch::input::open_counted(path, file_read.clone())?;
+    for (arg, name) in args.inputs.iter().zip(&names).filter(|(a, _)| *a != "-") {
+        let path = Path::new(arg);
+        let input =
+            crate::batch::input::open_counted(path, file_read.clone()).map_err(named(name))?;
         if !seen.insert(input.file_id) {
             return Err(CheckError::InputTwice(path.to_path_buf()));
         }
@@ -605,7 +609,6 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     if files.len() < args.inputs.len() {
         size = None;
     }
-    let names = input_names(&args.inputs);
     let key = config
         .audit
         .signing_key_file
@@ -835,7 +838,7 @@ fn run_input(
 ) -> Result<(), CheckError> {
     let input = match opened {
         Some(input) => input,
-        None => crate::batch::input::open_counted(path, read.clone())?,
+        None => crate::batch::input::open_counted(path, read.clone()).map_err(named(name))?,
     };
     each(input.reader).map_err(|e| match e {
         pipeline::PipelineError::Read { line, source } => CheckError::InInput {
@@ -844,6 +847,19 @@ fn run_input(
         },
         pipeline::PipelineError::Sink(e) => e,
     })
+}
+
+/// An error opening the input called `name`: a read error (its packing
+/// broken in its first bytes) names the input, as one met further on does;
+/// the others name its path.
+fn named(name: &str) -> impl Fn(InputError) -> CheckError + '_ {
+    move |e| match e {
+        InputError::Read { .. } => CheckError::InInput {
+            input: name.to_string(),
+            source: e,
+        },
+        e => CheckError::Input(e),
+    }
 }
 
 /// What each input is called in the outputs (`input.topic`, a dead

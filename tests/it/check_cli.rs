@@ -1263,6 +1263,56 @@ fn gzip_and_zstd_inputs_give_the_plain_file_s_verdicts_and_other_packings_are_re
 }
 
 #[test]
+fn an_input_whose_packing_breaks_in_its_first_bytes_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = dir.path().join("ok.jsonl");
+    many_lines(&ok, 3);
+    // Told gzip and zstd by their magic numbers, broken right after them:
+    // the error comes while the input is opened, before any line.
+    let cases: [(&str, &[u8]); 2] = [
+        ("head.gz", b"\x1F\x8B\x08\xFF\x00\x00 not a gzip header\n"),
+        ("head.zst", b"\x28\xB5\x2F\xFD\xFF\xFF"),
+    ];
+    for (name, bytes) in cases {
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, bytes).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let o = check(&[os(&ok), os(&bad), os("--out"), os(&out)]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{name}: cannot read input at line 1:")),
+            "the error names the input: {stderr}"
+        );
+    }
+    // Standard input too.
+    let out = dir.path().join("out-stdin");
+    let mut child = crate::common::bin()
+        .arg("check")
+        .arg("-")
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"\x1F\x8B\x08\xFF\x00\x00 not a gzip header\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("stdin: cannot read input at line 1:"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn several_inputs_are_read_in_turn_each_its_own_audit_chain() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
