@@ -806,10 +806,16 @@ fn without_bom(text: &[u8]) -> &[u8] {
 
 /// What an input's first bytes make of it, as docs/input-and-outputs.md
 /// states: gzip or zstd by their magic numbers (zstd's skippable frames
-/// too), xz, bzip2 (its magic and a block), zip and lz4 refused, anything
-/// else plain text.
+/// too), xz, bzip2 (its magic and a block), zip, lz4 and UTF-16 (its byte
+/// order mark) refused, anything else plain text.
 fn looks(bytes: &[u8]) -> Option<Packing> {
-    let refused: [&[u8]; 3] = [b"\xFD7zXZ\x00", b"PK\x03\x04", b"\x04\x22\x4D\x18"];
+    let refused: [&[u8]; 5] = [
+        b"\xFD7zXZ\x00",
+        b"PK\x03\x04",
+        b"\x04\x22\x4D\x18",
+        b"\xFF\xFE",
+        b"\xFE\xFF",
+    ];
     let bzip2 = bytes.starts_with(b"BZh") && bytes.get(4..10) == Some(b"1AY&SY");
     if bzip2 || refused.iter().any(|m| bytes.starts_with(m)) {
         None

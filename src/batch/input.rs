@@ -3,9 +3,9 @@
 //! compressed with gzip or zstd, told by its first bytes rather than its
 //! name (a pipe has no name), with a UTF-8 byte order mark skipped.
 //! A zstd stream may open with a skippable frame, as `pzstd`'s do.
-//! Formats recognised but not read (xz, bzip2, zip, lz4) are refused with
-//! the command that unpacks them, instead of being read as lines of
-//! garbage.
+//! Formats recognised but not read (xz, bzip2, zip, lz4, UTF-16 text) are
+//! refused with the command that unpacks or converts them, instead of
+//! being read as lines of garbage.
 //!
 //! Must not parse records: it hands over a byte stream, and reads a line at
 //! a time only with a bound on what it keeps.
@@ -58,12 +58,16 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// The first bytes of formats this module refuses, with their names and
-/// the command that writes them out unpacked.
-const REFUSED: [(&[u8], &str, &str); 4] = [
-    (b"\xFD7zXZ\x00", "xz", "xz -dc"),
-    (b"BZh", "bzip2", "bzip2 -dc"),
-    (b"PK\x03\x04", "zip", "unzip -p"),
-    (b"\x04\x22\x4D\x18", "lz4", "lz4 -dc"),
+/// the command that writes them out as UTF-8 JSON Lines. UTF-16 is told by
+/// its byte order mark, which is never UTF-8 (Windows PowerShell 5 writes
+/// text files so with `>`).
+const REFUSED: [(&[u8], &str, &str); 6] = [
+    (b"\xFD7zXZ\x00", "xz-compressed", "xz -dc"),
+    (b"BZh", "bzip2-compressed", "bzip2 -dc"),
+    (b"PK\x03\x04", "zip-compressed", "unzip -p"),
+    (b"\x04\x22\x4D\x18", "lz4-compressed", "lz4 -dc"),
+    (b"\xFF\xFE", "UTF-16 text", "iconv -f UTF-16 -t UTF-8"),
+    (b"\xFE\xFF", "UTF-16 text", "iconv -f UTF-16 -t UTF-8"),
 ];
 const GZIP: &[u8] = b"\x1F\x8B\x08";
 const ZSTD: &[u8] = b"\x28\xB5\x2F\xFD";
@@ -137,7 +141,7 @@ pub fn unpacked(
     let read = |source| InputError::Read { line: 1, source };
     let head = read_head(&mut input, 10).map_err(read)?;
     for (magic, format, command) in REFUSED {
-        let bzip2_block = format != "bzip2" || head.get(4..10) == Some(BZIP2_BLOCK);
+        let bzip2_block = format != "bzip2-compressed" || head.get(4..10) == Some(BZIP2_BLOCK);
         if head.starts_with(magic) && bzip2_block {
             return Err(InputError::Packed {
                 path: path.to_path_buf(),
@@ -412,11 +416,13 @@ mod tests {
 
     #[test]
     fn formats_not_read_are_refused_by_name_with_the_unpacking_command() {
-        let cases: [(&[u8], &str); 4] = [
+        let cases: [(&[u8], &str); 6] = [
             (b"\xFD7zXZ\x00\x00\x04", "xz -dc"),
             (b"BZh91AY&SY\x00\x00", "bzip2 -dc"),
             (b"PK\x03\x04\x14\x00", "unzip -p"),
             (b"\x04\x22\x4D\x18\x64\x40", "lz4 -dc"),
+            (b"\xFF\xFE{\x00\"\x00", "iconv -f UTF-16 -t UTF-8"),
+            (b"\xFE\xFF\x00{\x00\"", "iconv -f UTF-16 -t UTF-8"),
         ];
         for (bytes, command) in cases {
             let Err(e) = read_all(bytes.to_vec()) else {

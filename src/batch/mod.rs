@@ -68,7 +68,7 @@ pub enum InputError {
     #[error("cannot read input at line {line}: {source}")]
     Read { line: u64, source: io::Error },
     #[error(
-        "{path} is {format}-compressed, which groundgate does not unpack (it reads JSON Lines plain, gzip- or zstd-compressed); unpack it first: {command} {path} > FILE.jsonl",
+        "{path} is {format}, which groundgate does not read (it reads JSON Lines in UTF-8, plain, gzip- or zstd-compressed); convert it first: {command} {path} > FILE.jsonl",
         path = path.display()
     )]
     Packed {
