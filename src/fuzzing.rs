@@ -806,17 +806,23 @@ fn without_bom(text: &[u8]) -> &[u8] {
 
 /// What an input's first bytes make of it, as docs/input-and-outputs.md
 /// states: gzip or zstd by their magic numbers (zstd's skippable frames
-/// too), xz, bzip2 (its magic and a block), zip, lz4 and UTF-16 (its byte
+/// too), xz, bzip2 (its magic and a block or its end), zip (an archive or
+/// an empty one), lz4 (its frame or its legacy frame) and UTF-16 (its byte
 /// order mark) refused, anything else plain text.
 fn looks(bytes: &[u8]) -> Option<Packing> {
-    let refused: [&[u8]; 5] = [
+    let refused: [&[u8]; 7] = [
         b"\xFD7zXZ\x00",
         b"PK\x03\x04",
+        b"PK\x05\x06",
         b"\x04\x22\x4D\x18",
+        b"\x02\x21\x4C\x18",
         b"\xFF\xFE",
         b"\xFE\xFF",
     ];
-    let bzip2 = bytes.starts_with(b"BZh") && bytes.get(4..10) == Some(b"1AY&SY");
+    let bzip2 = bytes.starts_with(b"BZh")
+        && [&b"1AY&SY"[..], b"\x17\x72\x45\x38\x50\x90"]
+            .map(Some)
+            .contains(&bytes.get(4..10));
     if bzip2 || refused.iter().any(|m| bytes.starts_with(m)) {
         None
     } else if bytes.starts_with(b"\x1F\x8B\x08") {

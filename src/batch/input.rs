@@ -61,11 +61,15 @@ impl<R: Read> Read for Counted<R> {
 /// the command that writes them out as UTF-8 JSON Lines. UTF-16 is told by
 /// its byte order mark, which is never UTF-8 (Windows PowerShell 5 writes
 /// text files so with `>`).
-const REFUSED: [(&[u8], &str, &str); 6] = [
+const REFUSED: [(&[u8], &str, &str); 8] = [
     (b"\xFD7zXZ\x00", "xz-compressed", "xz -dc"),
     (b"BZh", "bzip2-compressed", "bzip2 -dc"),
     (b"PK\x03\x04", "zip-compressed", "unzip -p"),
+    // An empty zip archive: its end record alone.
+    (b"PK\x05\x06", "zip-compressed", "unzip -p"),
     (b"\x04\x22\x4D\x18", "lz4-compressed", "lz4 -dc"),
+    // lz4's legacy frame (`lz4 -l`).
+    (b"\x02\x21\x4C\x18", "lz4-compressed", "lz4 -dc"),
     (b"\xFF\xFE", "UTF-16 text", "iconv -f UTF-16 -t UTF-8"),
     (b"\xFE\xFF", "UTF-16 text", "iconv -f UTF-16 -t UTF-8"),
 ];
@@ -79,6 +83,8 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// A bzip2 stream is `BZh`, a block size digit, then this block magic: a
 /// JSON Lines file that happens to open with `BZh` is still read.
 const BZIP2_BLOCK: &[u8] = b"\x31\x41\x59\x26\x53\x59";
+/// The end-of-stream magic that follows the header of an empty bzip2 stream.
+const BZIP2_END: &[u8] = b"\x17\x72\x45\x38\x50\x90";
 
 /// Opens `path` (`-`: standard input) for reading as JSON Lines.
 pub fn open(path: &Path) -> Result<Input, InputError> {
@@ -141,7 +147,10 @@ pub fn unpacked(
     let read = |source| InputError::Read { line: 1, source };
     let head = read_head(&mut input, 10).map_err(read)?;
     for (magic, format, command) in REFUSED {
-        let bzip2_block = format != "bzip2-compressed" || head.get(4..10) == Some(BZIP2_BLOCK);
+        let bzip2_block = format != "bzip2-compressed"
+            || [BZIP2_BLOCK, BZIP2_END]
+                .map(Some)
+                .contains(&head.get(4..10));
         if head.starts_with(magic) && bzip2_block {
             return Err(InputError::Packed {
                 path: path.to_path_buf(),
@@ -416,11 +425,14 @@ mod tests {
 
     #[test]
     fn formats_not_read_are_refused_by_name_with_the_unpacking_command() {
-        let cases: [(&[u8], &str); 6] = [
+        let cases: [(&[u8], &str); 9] = [
             (b"\xFD7zXZ\x00\x00\x04", "xz -dc"),
             (b"BZh91AY&SY\x00\x00", "bzip2 -dc"),
             (b"PK\x03\x04\x14\x00", "unzip -p"),
             (b"\x04\x22\x4D\x18\x64\x40", "lz4 -dc"),
+            (b"\x02\x21\x4C\x18\x00\x00", "lz4 -dc"),
+            (b"PK\x05\x06\x00\x00", "unzip -p"),
+            (b"BZh9\x17\x72\x45\x38\x50\x90", "bzip2 -dc"),
             (b"\xFF\xFE{\x00\"\x00", "iconv -f UTF-16 -t UTF-8"),
             (b"\xFE\xFF\x00{\x00\"", "iconv -f UTF-16 -t UTF-8"),
         ];
