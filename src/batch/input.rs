@@ -86,6 +86,12 @@ const BZIP2_BLOCK: &[u8] = b"\x31\x41\x59\x26\x53\x59";
 /// The end-of-stream magic that follows the header of an empty bzip2 stream.
 const BZIP2_END: &[u8] = b"\x17\x72\x45\x38\x50\x90";
 
+/// Whether opening `path` again reads it from its start: a regular file
+/// does; standard input (`-`), a pipe or a FIFO does not.
+pub fn reopens(path: &Path) -> bool {
+    path.as_os_str() != "-" && path.metadata().is_ok_and(|m| m.is_file())
+}
+
 /// Opens `path` (`-`: standard input) for reading as JSON Lines.
 pub fn open(path: &Path) -> Result<Input, InputError> {
     open_counted(path, Arc::new(AtomicU64::new(0)))

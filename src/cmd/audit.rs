@@ -350,6 +350,20 @@ fn read_handed(
 /// one endless line costs no more memory than this.
 const MAX_TRAIL_LINE: usize = 64 << 20;
 
+/// Reads the trail file `path` into `v` as a stream of its own, showing
+/// `also` each line's length and bytes (none for an over-long line).
+fn read_file(
+    v: &mut AuditVerifier,
+    path: &Path,
+    mut also: impl FnMut(u64, &[u8]),
+) -> Result<(), CmdError> {
+    let stream = v.stream(path.display().to_string());
+    each_line(path, |n, len, line| {
+        also(len, line);
+        record_line(v, stream, n, len, line, MAX_TRAIL_LINE);
+    })
+}
+
 /// Hands line `n` of `stream` (`len` bytes, read as `line` unless longer
 /// than `max`) to the verifier: an over-long line is reported as such, an
 /// empty one is skipped.
@@ -427,17 +441,15 @@ fn judge_files(files: &[PathBuf], options: Options) -> Result<Report, CmdError> 
     // One file is one group: it is never read twice.
     let several = files.len() > 1;
     for path in files {
-        let stream = whole.stream(path.display().to_string());
         let mut runs = std::collections::BTreeSet::new();
         let mut digest = FileDigest::default();
-        each_line(path, |n, len, line| {
+        read_file(&mut whole, path, |len, line| {
             if let Some(run) = crate::audit::verify::seal_run(line) {
                 runs.insert(run);
             }
             if several {
                 digest.line(len, line);
             }
-            record_line(&mut whole, stream, n, len, line, MAX_TRAIL_LINE);
         })?;
         let mut runs = runs.into_iter();
         runs_of.push(match (runs.next(), runs.next()) {
@@ -455,17 +467,12 @@ fn judge_files(files: &[PathBuf], options: Options) -> Result<Report, CmdError> 
         let mut v = AuditVerifier::new(options.clone());
         for i in group {
             let path = &files[i];
-            let stream = v.stream(path.display().to_string());
             let mut digest = FileDigest::default();
-            each_line(path, |n, len, line| {
-                digest.line(len, line);
-                record_line(&mut v, stream, n, len, line, MAX_TRAIL_LINE);
-            })?;
+            read_file(&mut v, path, |len, line| digest.line(len, line))?;
             if digest.finish() != digests[i] {
-                let file = path.as_os_str() != "-" && path.metadata().is_ok_and(|m| m.is_file());
                 return Err(CmdError::ReadTwice {
                     path: path.clone(),
-                    pipe: !file,
+                    pipe: !crate::batch::input::reopens(path),
                 });
             }
         }

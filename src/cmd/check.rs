@@ -589,10 +589,15 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     // its start: opening it has read its first bytes to tell its packing,
     // so it is kept open for its turn.
     let names = input_names(&args.inputs);
-    let mut kept = std::collections::HashMap::<&Path, crate::batch::input::Input>::new();
+    // By the input's place in the arguments.
+    let mut kept: Vec<Option<crate::batch::input::Input>> =
+        args.inputs.iter().map(|_| None).collect();
     let mut size = Some(0u64);
     let mut seen = std::collections::HashSet::new();
-    for (arg, name) in args.inputs.iter().zip(&names).filter(|(a, _)| *a != "-") {
+    for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
+        if arg == "-" {
+            continue;
+        }
         let path = Path::new(arg);
         let input =
             crate::batch::input::open_counted(path, file_read.clone()).map_err(named(name))?;
@@ -600,8 +605,8 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             return Err(CheckError::InputTwice(path.to_path_buf()));
         }
         size = size.zip(input.size).map(|(a, b)| a + b);
-        if !path.metadata().is_ok_and(|m| m.is_file()) {
-            kept.insert(path, input);
+        if !crate::batch::input::reopens(path) {
+            kept[i] = Some(input);
         }
     }
     // The progress counts from here: what the opening read is read again.
@@ -689,8 +694,7 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         };
         for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
             let (records_before, dead_before) = report.dead_letters_among(&NOT_A_RECORD);
-            let opened = kept.remove(Path::new(arg));
-            r = run_input(Path::new(arg), name, &file_read, opened, |input| {
+            r = run_input(Path::new(arg), name, &file_read, kept[i].take(), |input| {
                 // One chain per input: its audit rows, sealed every
                 // `seal_every` rows and by a final seal at its end, so `audit
                 // verify` can prove each input complete and untouched, and
