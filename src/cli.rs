@@ -68,6 +68,10 @@ pub enum AuditCommand {
     /// Write an Ed25519 key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub (SPKI PEM).
     #[command(after_help = examples::AUDIT_KEYGEN)]
     Keygen(KeygenArgs),
+    /// Print the pseudonym that `[audit] pseudonymize` writes for each value, to find the rows of
+    /// one user, tenant, question or source in a pseudonymised trail.
+    #[command(after_help = examples::AUDIT_PSEUDONYM)]
+    Pseudonym(PseudonymArgs),
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +154,16 @@ pub struct KeygenArgs {
     /// are created (mode 0700).
     #[arg(long, default_value = "groundgate-audit")]
     pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct PseudonymArgs {
+    /// The key the trail was written with (`[audit] pseudonym_key_file`).
+    #[arg(long)]
+    pub key_file: PathBuf,
+    /// Values to pseudonymise, exactly as the records carry them; without any, one a line is read
+    /// from standard input.
+    pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,6 +7,7 @@
 //!   envelope / retry request / audit row, and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
 //!   `core::wire` holds the input decoding and the output shapes;
+//!   `core::pseudonym` the keyed pseudonyms of the audit row's personal fields;
 //!   `core::grounding` the support check (words, memo, source index, claim
 //!   splitting, scoring, explanations).
 //! - `audit`: the sealed audit trail: seals over audit rows and the

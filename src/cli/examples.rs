@@ -62,7 +62,8 @@ pub const AUDIT: &str = "\
 Examples:
   groundgate audit verify out/audit.jsonl
   groundgate audit verify --brokers kafka:9092 --input-topic answers --group groundgate
-  groundgate audit keygen --out keys/audit";
+  groundgate audit keygen --out keys/audit
+  groundgate audit pseudonym --key-file pseudonym.key alice@example.com";
 
 pub const AUDIT_VERIFY: &str = "\
 Examples:
@@ -75,6 +76,11 @@ pub const AUDIT_KEYGEN: &str = "\
 Examples:
   groundgate audit keygen --out keys/audit            # keys/audit.key and keys/audit.pub
   groundgate audit keygen                             # groundgate-audit.key and groundgate-audit.pub";
+
+pub const AUDIT_PSEUDONYM: &str = "\
+Examples:
+  groundgate audit pseudonym --key-file /run/secrets/pseudonym.key alice@example.com
+  groundgate audit pseudonym --key-file pseudonym.key alice bob | grep -F -f - out/audit.jsonl   # their rows";
 
 pub const EVAL: &str = "\
 Examples:

@@ -24,8 +24,11 @@ use crate::audit::seal::{ChainHead, ChainId};
 use crate::audit::verify::{
     Anchor, AuditVerifier, Handed, Location, Options, ProblemKind, RecordHeaders, Report, SealRef,
 };
-use crate::cli::{AuditArgs, AuditCommand, AuditVerifyArgs, ClientFlags, KeygenArgs};
+use crate::cli::{
+    AuditArgs, AuditCommand, AuditVerifyArgs, ClientFlags, KeygenArgs, PseudonymArgs,
+};
 use crate::config::{ConfigError, RawConfig};
+use crate::core::pseudonym::{PseudonymField, Pseudonyms};
 use crate::kafka::client::{LogContext, metadata_bytes};
 use crate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, H_SEAL};
 use crate::kafka::seals::read_head;
@@ -73,6 +76,7 @@ pub fn main(args: AuditArgs) -> ExitCode {
     let result = match args.command {
         AuditCommand::Verify(v) => verify(&v),
         AuditCommand::Keygen(k) => keygen(&k),
+        AuditCommand::Pseudonym(p) => pseudonym(&p),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -81,6 +85,35 @@ pub fn main(args: AuditArgs) -> ExitCode {
             ExitCode::from(super::EXIT_USAGE)
         }
     }
+}
+
+fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
+    use std::io::{BufRead, Write};
+    let read = |source| CmdError::Read {
+        path: args.key_file.clone(),
+        source,
+    };
+    let key = std::fs::read(&args.key_file).map_err(read)?;
+    let pseudonyms = Pseudonyms::new(&key, &PseudonymField::ALL)
+        .map_err(|e| CmdError::Usage(format!("{} {e}", args.key_file.display())))?;
+    let mut out = std::io::stdout().lock();
+    let mut write = |value: &str| writeln!(out, "{}", pseudonyms.of(value));
+    let stdout =
+        |e: std::io::Error| CmdError::Usage(format!("cannot write to standard output: {e}"));
+    if args.values.is_empty() {
+        for line in std::io::stdin().lock().lines() {
+            let line = line.map_err(|source| CmdError::Read {
+                path: "standard input".into(),
+                source,
+            })?;
+            write(line.strip_suffix('\r').unwrap_or(&line)).map_err(stdout)?;
+        }
+    } else {
+        for value in &args.values {
+            write(value).map_err(stdout)?;
+        }
+    }
+    Ok(EXIT_CLEAN)
 }
 
 fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {

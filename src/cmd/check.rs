@@ -209,6 +209,13 @@ fn config_note(config: Option<&Path>, env: &[String]) -> String {
     note
 }
 
+/// Which fields of the audit rows are pseudonyms, and under which key:
+/// `user, question written as pseudonyms (key 3eb1bd43)`.
+fn pseudonyms_note(fields: &[crate::core::pseudonym::PseudonymField], key_id: &str) -> String {
+    let names: Vec<&str> = fields.iter().map(|f| f.as_str()).collect();
+    format!("{} written as pseudonyms (key {key_id})", names.join(", "))
+}
+
 /// What a run took: its wall time and the CPU time of the whole process
 /// (reading, validating and writing), from the first line read to the
 /// outputs in place.
@@ -564,10 +571,20 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             r.display().to_string().trim_end_matches('/').into(),
         ));
     }
-    let config: Config =
+    let mut config: Config =
         RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
+    config.read_pseudonym_key()?;
     if let Some(key) = config.audit.signing_key_file.as_deref() {
         refuse_overwrites(args, &[("audit.signing_key_file", key)])?;
+    }
+    if let Some(key) = config.audit.pseudonym_key_file.as_deref() {
+        refuse_overwrites(args, &[("audit.pseudonym_key_file", key)])?;
+    }
+    if let Some(p) = &config.core.pseudonyms {
+        eprintln!(
+            "audit trail: {}",
+            pseudonyms_note(&config.audit.pseudonymize, p.key_id())
+        );
     }
     let baseline: Option<Config> = args
         .compare_config

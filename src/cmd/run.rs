@@ -67,12 +67,14 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         .raw_layer()
         .map_err(|p| ConfigError::Invalid(vec![p]))
         .and_then(|flags| {
-            RawConfig::load_for_kafka(
+            let mut config = RawConfig::load_for_kafka(
                 args.kafka.client.config.as_deref(),
                 flags,
                 &library.features,
                 &client::refuses,
-            )
+            )?;
+            config.read_pseudonym_key()?;
+            Ok(config)
         }) {
         Ok(c) => Arc::new(c),
         Err(e) => {
@@ -94,6 +96,19 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         policy_version = %config.core.policy_version,
         "grounding check"
     );
+    if let Some(p) = &config.core.pseudonyms {
+        let fields: Vec<&str> = config
+            .audit
+            .pseudonymize
+            .iter()
+            .map(|f| f.as_str())
+            .collect();
+        info!(
+            fields = %fields.join(","),
+            key_id = p.key_id(),
+            "audit rows write these fields as pseudonyms"
+        );
+    }
     let Some(bootstrap) = config.kafka.brokers.clone() else {
         // `load_for_kafka` refuses a configuration without brokers.
         eprintln!("groundgate run: no brokers configured");

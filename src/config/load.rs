@@ -11,6 +11,7 @@ use figment::providers::{Format, Serialized, Toml};
 
 use super::validate::Host;
 use super::{Access, Config, ConfigError, RawConfig, RawGrounding, check_access};
+use crate::core::pseudonym::Pseudonyms;
 
 /// The layers as far as they could be read.
 #[derive(Debug, Default)]
@@ -148,6 +149,49 @@ impl RawConfig {
     }
 }
 
+impl Config {
+    /// Reads the key of `[audit] pseudonym_key_file` into the core's
+    /// settings, when fields are to be pseudonymised. The commands that
+    /// write audit rows (`run`, `check`) call it at start, as they load
+    /// the signing key; the others never need the secret.
+    pub fn read_pseudonym_key(&mut self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        read_pseudonym_key(self, &|p| std::fs::read(p), &mut problems);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+}
+
+/// [`Config::read_pseudonym_key`] with the file read by `read`
+/// (validation has said what is missing otherwise).
+fn read_pseudonym_key(
+    config: &mut Config,
+    read: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+    problems: &mut Vec<String>,
+) {
+    let a = &config.audit;
+    let Some(path) = a
+        .pseudonym_key_file
+        .as_deref()
+        .filter(|_| !a.pseudonymize.is_empty())
+    else {
+        return;
+    };
+    let shown = path.display();
+    match read(path) {
+        Ok(bytes) => match Pseudonyms::new(&bytes, &a.pseudonymize) {
+            Ok(p) => config.core.pseudonyms = Some(p),
+            Err(e) => problems.push(format!("audit.pseudonym_key_file {shown} {e}")),
+        },
+        Err(e) => problems.push(format!(
+            "audit.pseudonym_key_file {shown} cannot be read: {e}"
+        )),
+    }
+}
+
 /// The file, then the environment `env`, then `flags`, each key read on its
 /// own; fails only when the file is missing.
 fn load_layers(
@@ -225,7 +269,7 @@ const ENV_ALIASES: &[(&str, &str)] = &[
 /// Top-level keys (of the file's first lines, before any section) are set
 /// by their own names, like the aliases: `GROUNDGATE_MAX_RECORD_BYTES`.
 /// A list is written with commas: `GROUNDGATE_NON_CITING_PROVIDERS=acme,perplexity`.
-const ENV_LISTS: &[&str] = &["non_citing_providers"];
+const ENV_LISTS: &[&str] = &["non_citing_providers", "audit.pseudonymize"];
 
 /// The variables that could be read, and the problems of the others.
 fn env_layer(env: &[(String, String)]) -> Loaded {
@@ -724,6 +768,97 @@ mod tests {
             problems[0].contains("the configuration file must be TOML")
                 && problems[0].contains("YAML and JSON are not read"),
             "{problems:#?}"
+        );
+    }
+
+    /// The problems of `toml` with the pseudonym key read by `read`.
+    fn pseudonym_problems(
+        toml: &str,
+        env: &[(&str, &str)],
+        read: &dyn Fn(&Path) -> io::Result<Vec<u8>>,
+    ) -> (Option<Config>, Vec<String>) {
+        let f = write(toml);
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let raw = match RawConfig::load(Some(f.path()), &env, RawConfig::default()) {
+            Ok(raw) => raw,
+            Err(ConfigError::Invalid(p)) => return (None, p),
+            Err(e) => panic!("{e}"),
+        };
+        let (mut config, mut problems) = raw.validate_listing(&Host::default());
+        read_pseudonym_key(&mut config, read, &mut problems);
+        (problems.is_empty().then_some(config), problems)
+    }
+
+    #[test]
+    fn pseudonyms_need_known_fields_and_a_key_and_the_key_is_read_once_valid() {
+        use crate::core::pseudonym::PseudonymField;
+        let key = |_: &Path| Ok(b"0123456789abcdef0123456789abcdef\n".to_vec());
+        let (config, problems) = pseudonym_problems(
+            "[audit]\npseudonymize = [\"question\", \"user\", \"user\"]\npseudonym_key_file = \"k\"\n",
+            &[],
+            &key,
+        );
+        assert_eq!(problems, Vec::<String>::new());
+        let config = config.unwrap();
+        assert_eq!(
+            config.audit.pseudonymize,
+            [PseudonymField::User, PseudonymField::Question]
+        );
+        let p = config
+            .core
+            .pseudonyms
+            .expect("key read into the core's settings");
+        assert_eq!(p.key_id(), "3eb1bd43");
+        assert!(p.covers(PseudonymField::User) && !p.covers(PseudonymField::Tenant));
+
+        // Every problem in one list: an unknown field, and no key.
+        let (_, problems) =
+            pseudonym_problems("[audit]\npseudonymize = [\"user\", \"email\"]\n", &[], &key);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with("audit.pseudonymize: \"email\" is not a field")
+                && problems[0].ends_with("user, tenant, question, sources_urns"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1]
+                .starts_with("audit.pseudonymize is set but audit.pseudonym_key_file is not"),
+            "{problems:?}"
+        );
+        // A key that names no field would pseudonymise nothing.
+        let (_, problems) = pseudonym_problems("[audit]\npseudonym_key_file = \"k\"\n", &[], &key);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("lists no field"), "{problems:?}");
+        // The environment takes a list with commas; a key too short, or
+        // one that cannot be read, is named with its file.
+        let short = |_: &Path| Ok(b"tiny\n".to_vec());
+        let (_, problems) = pseudonym_problems(
+            "",
+            &[
+                ("GROUNDGATE_AUDIT__PSEUDONYMIZE", "user, tenant"),
+                ("GROUNDGATE_AUDIT__PSEUDONYM_KEY_FILE", "/run/k"),
+            ],
+            &short,
+        );
+        assert_eq!(
+            problems,
+            [
+                "audit.pseudonym_key_file /run/k is 4 bytes once trailing white space is dropped: a pseudonym key needs at least 32 (e.g. `openssl rand -hex 32 > FILE`)"
+            ]
+        );
+        let missing = |_: &Path| Err(io::Error::from(io::ErrorKind::NotFound));
+        let (_, problems) = pseudonym_problems(
+            "[audit]\npseudonymize = [\"tenant\"]\npseudonym_key_file = \"/run/k\"\n",
+            &[],
+            &missing,
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("audit.pseudonym_key_file /run/k cannot be read"),
+            "{problems:?}"
         );
     }
 }

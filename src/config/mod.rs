@@ -39,6 +39,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::core::CoreSettings;
+use crate::core::pseudonym::PseudonymField;
 
 pub use load::env_layer_names;
 pub use raw::*;
@@ -166,6 +167,11 @@ pub struct AuditConfig {
     pub seal_every: usize,
     pub seal_interval: Duration,
     pub signing_key_file: Option<PathBuf>,
+    /// The audit-row fields written as pseudonyms (sorted, each once).
+    pub pseudonymize: Vec<PseudonymField>,
+    /// The pseudonyms' key, read with the configuration by the commands
+    /// that judge records (into `core.pseudonyms`).
+    pub pseudonym_key_file: Option<PathBuf>,
 }
 
 impl Default for AuditConfig {
@@ -177,6 +183,8 @@ impl Default for AuditConfig {
             // and a crash redelivers what came after the last one.
             seal_interval: Duration::from_secs(1),
             signing_key_file: None,
+            pseudonymize: Vec::new(),
+            pseudonym_key_file: None,
         }
     }
 }

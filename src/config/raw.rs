@@ -54,6 +54,13 @@ pub struct RawAudit {
     /// Ed25519 private key (PKCS#8 PEM, from `groundgate audit keygen`) to sign seals.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signing_key_file: Option<PathBuf>,
+    /// Audit-row fields written as keyed pseudonyms: `user`, `tenant`,
+    /// `question`, `sources_urns`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pseudonymize: Option<Vec<String>>,
+    /// The pseudonyms' secret key (at least 32 bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pseudonym_key_file: Option<PathBuf>,
 }
 
 impl RawAudit {

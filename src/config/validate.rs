@@ -9,6 +9,7 @@ use super::*;
 use super::{managed, security};
 use crate::core::grounding::model::{COEFFICIENTS, FEATURES, coefficient_names};
 use crate::core::process::MIN_OUTPUT_BYTES;
+use crate::core::pseudonym::PseudonymField;
 use crate::core::{CoreSettings, GroundingSettings, PolicySettings};
 
 /// What validation needs to know about the machine it runs on, read by the
@@ -115,6 +116,9 @@ impl RawConfig {
             max_record_bytes: max_record_bytes as usize,
             max_output_bytes: max_output_bytes as usize,
             grounding: validate_grounding(&self.grounding, &mut problems),
+            // Set with the key, once the shell has read it (see
+            // `read_pseudonym_key`).
+            pseudonyms: None,
         };
 
         let kafka = validate_kafka(self.kafka, max_output_bytes as usize, host, &mut problems);
@@ -155,10 +159,34 @@ fn validate_audit(raw: RawAudit, problems: &mut Vec<String>) -> AuditConfig {
         100..=3_600_000,
         problems,
     );
+    let mut pseudonymize = Vec::new();
+    for name in raw.pseudonymize.iter().flatten() {
+        match PseudonymField::parse(name) {
+            Some(f) => pseudonymize.push(f),
+            None => problems.push(format!(
+                "audit.pseudonymize: {name:?} is not a field that can be pseudonymised; the fields are {}",
+                PseudonymField::ALL.map(PseudonymField::as_str).join(", ")
+            )),
+        }
+    }
+    pseudonymize.sort();
+    pseudonymize.dedup();
+    let listed = raw.pseudonymize.as_ref().is_some_and(|f| !f.is_empty());
+    match (listed, raw.pseudonym_key_file.is_some()) {
+        (true, false) => problems.push(
+            "audit.pseudonymize is set but audit.pseudonym_key_file is not: pseudonyms need a secret key (e.g. `openssl rand -hex 32 > pseudonym.key`)".to_string(),
+        ),
+        (false, true) => problems.push(
+            "audit.pseudonym_key_file is set but audit.pseudonymize lists no field: name the fields to pseudonymise, e.g. pseudonymize = [\"user\", \"question\"]".to_string(),
+        ),
+        _ => {}
+    }
     AuditConfig {
         seal_every: seal_every.clamp(1, max) as usize,
         seal_interval: Duration::from_millis(interval_ms),
         signing_key_file: raw.signing_key_file,
+        pseudonymize,
+        pseudonym_key_file: raw.pseudonym_key_file,
     }
 }
 

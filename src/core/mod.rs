@@ -13,6 +13,7 @@ pub mod grounding;
 pub mod normalize;
 pub mod policy;
 pub mod process;
+pub mod pseudonym;
 pub mod settings;
 pub(crate) mod terms;
 pub mod types;

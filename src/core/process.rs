@@ -25,6 +25,7 @@ use super::decision::{self, Attempt, Verdict};
 use super::encode;
 use super::grounding::{self, Grounding};
 use super::policy::{self, PolicyInput};
+use super::pseudonym::{self, PseudonymField};
 use super::settings::{CoreSettings, PolicySettings};
 use super::types::{
     Action, DeadLetter, DeadLetterKind, DeadLetterValue, Finding, FindingKind, Outcome,
@@ -407,6 +408,15 @@ fn judge(
     };
 
     let hash = sha256_hex(answer.as_bytes());
+    let personal = |field, value| pseudonym::written(settings.pseudonyms.as_ref(), field, value);
+    let question = personal(PseudonymField::Question, &rec.question);
+    let tenant = personal(PseudonymField::Tenant, &rec.tenant);
+    let user = personal(PseudonymField::User, &rec.user);
+    let sources_urns: Vec<Cow<'_, str>> = rec
+        .sources
+        .iter()
+        .map(|s| personal(PseudonymField::SourcesUrns, &s.urn))
+        .collect();
     let audit = AuditRow {
         answer: settings.include_answer.then_some(answer),
         answer_hash: &hash,
@@ -428,17 +438,17 @@ fn judge(
         policy_version: &settings.policy_version,
         prompt_tokens: own_usage.prompt_tokens,
         provider: &rec.provider,
-        question: &rec.question,
+        question: &question,
         request_id: &rec.request_id,
         requested_mode: rec.mode.as_str(),
         retry_count: attempt.retry_count(),
         role: &rec.role,
         seed: rec.seed,
-        sources_urns: rec.sources.iter().map(|s| s.urn.as_ref()).collect(),
+        sources_urns: sources_urns.iter().map(AsRef::as_ref).collect(),
         temperature: rec.temperature,
-        tenant: &rec.tenant,
+        tenant: &tenant,
         ts: now_nanos,
-        user: &rec.user,
+        user: &user,
         validation_ok: citations_ok,
         warnings: warnings_listed.iter().map(KindDetail::from).collect(),
     };
@@ -1008,6 +1018,54 @@ mod tests {
         assert_eq!(wire_keys(&o.audit)[0], "answer");
         let a: Value = serde_json::from_slice(&o.audit).unwrap();
         assert_eq!(a["answer"], good()["answer"]);
+    }
+
+    #[test]
+    fn personal_fields_of_the_audit_row_are_written_as_pseudonyms_and_nothing_else_changes() {
+        use crate::core::pseudonym::{PseudonymField, Pseudonyms};
+        let p = Pseudonyms::new(
+            &[b'k'; 32],
+            &[
+                PseudonymField::User,
+                PseudonymField::SourcesUrns,
+                PseudonymField::Question,
+            ],
+        )
+        .unwrap();
+        let settings = CoreSettings {
+            pseudonyms: Some(p.clone()),
+            ..Default::default()
+        };
+        let plain = run(&good(), &CoreSettings::default());
+        let o = run(&good(), &settings);
+        let mut a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["user"], p.of("u1"));
+        assert_eq!(a["question"], p.of("Why did churn rise?"));
+        assert_eq!(
+            a["sources_urns"],
+            json!([p.of("urn:doc:pricing"), p.of("urn:doc:churn")])
+        );
+        assert_eq!(a["tenant"], "acme", "a field not listed stays as it is");
+        for (k, v) in [
+            ("user", "u1"),
+            ("question", "Why did churn rise?"),
+            ("sources_urns", ""),
+        ] {
+            a[k] = if k == "sources_urns" {
+                json!(["urn:doc:pricing", "urn:doc:churn"])
+            } else {
+                json!(v)
+            };
+        }
+        let b: Value = serde_json::from_slice(&plain.audit).unwrap();
+        assert_eq!(a, b, "only the listed fields differ");
+        // The envelope goes to the application, not the trail: as it was.
+        assert_eq!(o.terminal, plain.terminal);
+        // An empty user says "none given" in either form.
+        let mut rec = good();
+        rec["user"] = json!("");
+        let a: Value = serde_json::from_slice(&run(&rec, &settings).audit).unwrap();
+        assert_eq!(a["user"], "");
     }
 
     #[test]

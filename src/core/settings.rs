@@ -4,6 +4,7 @@
 //! sees this already-validated form, so nothing here parses or defaults.
 
 use super::grounding::model::{COEFFICIENTS, FEATURES};
+use super::pseudonym::Pseudonyms;
 use super::types::Action;
 
 /// Thresholds and actions of the policy checks.
@@ -60,6 +61,8 @@ pub struct CoreSettings {
     pub max_output_bytes: usize,
     /// Grounding support check.
     pub grounding: GroundingSettings,
+    /// Personal fields of the audit row written as keyed pseudonyms.
+    pub pseudonyms: Option<Pseudonyms>,
 }
 
 impl Default for CoreSettings {
@@ -72,6 +75,7 @@ impl Default for CoreSettings {
             max_record_bytes: 1 << 20,
             max_output_bytes: 1 << 20,
             grounding: GroundingSettings::default(),
+            pseudonyms: None,
         }
     }
 }

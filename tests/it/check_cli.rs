@@ -1496,3 +1496,103 @@ fn a_directory_in_the_way_of_an_output_stops_the_run_and_keeps_the_previous_one(
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// With `[audit] pseudonymize`, `check`'s audit rows carry the pseudonyms
+/// `audit pseudonym` prints for the listed fields, the trail verifies
+/// without the key, the key is written nowhere, and every other output is
+/// as without pseudonyms.
+#[test]
+fn pseudonymised_audit_rows_match_the_cli_and_change_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("answers.jsonl");
+    let records: Vec<Vec<u8>> = (0..6)
+        .map(|i| {
+            rec(
+                &format!("r{i}"),
+                "Revenue grew[^1] on volume[^2].",
+                json!({"user": format!("alice-{}", i % 2), "tenant": "acme", "question": "Why?"}),
+            )
+        })
+        .chain([rec("anon", "Revenue grew[^1].", json!({"user": ""}))])
+        .collect();
+    std::fs::write(&input, records.join(&b"\n"[..])).unwrap();
+    let key_text = "d41c9a0b7e5f43a8b2c6d0e1f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0";
+    let key = dir.path().join("pseudonym.key");
+    std::fs::write(&key, format!("{key_text}\n")).unwrap();
+    let cfg = dir.path().join("gg.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[audit]\npseudonymize = [\"user\", \"sources_urns\"]\npseudonym_key_file = \"{}\"\n",
+            key.display()
+        ),
+    )
+    .unwrap();
+    let (plain, pseudo) = (dir.path().join("plain"), dir.path().join("pseudo"));
+    let run = check(&[os(&input), os("--out"), os(&plain)]);
+    assert!(run.status.success(), "{run:?}");
+    let run = check(&[
+        os(&input),
+        os("--out"),
+        os(&pseudo),
+        os("--config"),
+        os(&cfg),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        said.contains("audit trail: user, sources_urns written as pseudonyms (key "),
+        "{said}"
+    );
+
+    let printed = crate::common::succeeded(
+        crate::common::bin()
+            .args(["audit", "pseudonym", "--key-file"])
+            .arg(&key)
+            .args(["alice-0", "alice-1", "urn:a", "urn:b"]),
+        "audit pseudonym",
+    );
+    let printed = String::from_utf8(printed).unwrap();
+    let p: Vec<&str> = printed.lines().collect();
+    assert_eq!(p.len(), 4, "{printed}");
+    let rows = read_audit_rows(&pseudo.join("audit.jsonl"));
+    let plain_rows = read_audit_rows(&plain.join("audit.jsonl"));
+    assert_eq!(rows.len(), 7);
+    for (i, (row, before)) in rows.iter().zip(&plain_rows).enumerate() {
+        let user = match i {
+            6 => "",
+            _ => p[i % 2],
+        };
+        assert_eq!(row["user"], user, "{row}");
+        assert_eq!(row["sources_urns"], json!([p[2], p[3]]), "{row}");
+        assert_eq!(row["tenant"], before["tenant"], "not listed: {row}");
+        assert_eq!(row["question"], before["question"], "not listed: {row}");
+        let mut row = row.clone();
+        for k in ["user", "sources_urns", "ts"] {
+            row[k] = before[k].clone();
+        }
+        assert_eq!(&row, before, "only the listed fields differ");
+    }
+    for f in ["final.jsonl", "retry.jsonl", "dead_letter.jsonl"] {
+        assert_eq!(
+            std::fs::read(plain.join(f)).unwrap(),
+            std::fs::read(pseudo.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    for f in std::fs::read_dir(&pseudo).unwrap() {
+        let text = std::fs::read(f.unwrap().path()).unwrap();
+        assert!(
+            !text
+                .windows(key_text.len())
+                .any(|w| w == key_text.as_bytes()),
+            "the key is written nowhere"
+        );
+    }
+    let verify = crate::common::bin()
+        .args(["audit", "verify"])
+        .arg(pseudo.join("audit.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{verify:?}");
+}

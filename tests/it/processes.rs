@@ -605,3 +605,76 @@ fn sigterm_after_the_broker_vanished_ends_within_the_drain_deadline() {
         other => panic!("exit {other:?}: {text}"),
     }
 }
+
+/// A worker configured with `[audit] pseudonymize` writes, in every audit
+/// row on the topic, the keyed pseudonym `audit pseudonym` prints for the
+/// listed field, never the value; the retry requests, which go back to the
+/// model, keep it.
+#[test]
+fn a_worker_writes_pseudonyms_into_the_audit_topic_and_the_cli_finds_them() {
+    let (_broker, bs) = dev_broker(1);
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("pseudonym.key");
+    std::fs::write(
+        &key,
+        "8c1f0d6a4be34a7c9e215d0b7f3a6c2e9d4b1a0f5e6c7d8b9a0f1e2d3c4b5a69\n",
+    )
+    .unwrap();
+    let toml = format!(
+        "[kafka]\ngroup_id = \"pseudonyms\"\n[audit]\npseudonymize = [\"user\"]\npseudonym_key_file = \"{}\"\n",
+        key.display()
+    );
+    let n = 60u64;
+    produce_answers(&bs, &dir.path().join("in.jsonl"), 0..n);
+    let (mut w, log, _) = start_configured_worker(&bs, dir.path(), &toml);
+    let out = inspect::read_until(&bs, &OUTPUTS, WAIT, |got| {
+        rows(&got[2]).count() >= n as usize
+    })
+    .unwrap();
+    w.signal("TERM");
+    let status = w.wait_exit(WAIT).expect("worker exits after SIGTERM");
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(
+        log.contains("audit rows write these fields as pseudonyms"),
+        "the worker says so at start:\n{log}"
+    );
+
+    let users: Vec<String> = (0..17).map(|i| format!("user-{i}")).collect();
+    let printed = succeeded(
+        bin()
+            .args(["audit", "pseudonym", "--key-file"])
+            .arg(&key)
+            .args(&users),
+        "audit pseudonym",
+    );
+    let printed = String::from_utf8(printed).unwrap();
+    let pseudonym: BTreeSet<&str> = printed.lines().collect();
+    assert_eq!(pseudonym.len(), users.len(), "{printed}");
+    let json = |m: &OwnedMessage| -> serde_json::Value {
+        serde_json::from_slice(rdkafka::Message::payload(m).unwrap()).unwrap()
+    };
+    let mut written = 0;
+    for m in rows(&out[2]) {
+        let row = json(m);
+        let user = row["user"].as_str().unwrap();
+        if row["outcome"] == "dead_letter" {
+            continue;
+        }
+        assert!(pseudonym.contains(user), "{row}");
+        assert!(
+            row["tenant"].as_str().unwrap().starts_with("tenant-"),
+            "{row}"
+        );
+        written += 1;
+    }
+    assert!(written > n / 2, "{written} judged rows of {n}");
+    for m in &out[1] {
+        let retry = json(m);
+        assert!(
+            retry["user"].as_str().unwrap().starts_with("user-"),
+            "{retry}"
+        );
+    }
+    assert!(!out[1].is_empty(), "the sample stream has retries");
+}
