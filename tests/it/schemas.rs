@@ -22,15 +22,18 @@ use serde_json::{Map, Value, json};
 use crate::common::{bin, repo, succeeded};
 
 /// Every schema file, by name (the file name without `.schema.json`).
-const NAMES: [&str; 8] = [
+const NAMES: [&str; 11] = [
     "answer",
     "audit-row",
     "check-dead-letter",
     "dead-letter-too-large",
+    "eval",
+    "eval-fit",
     "final",
     "retry",
     "seal",
     "summary",
+    "verify-report",
 ];
 
 struct Schema {
@@ -55,6 +58,12 @@ fn schemas() -> &'static BTreeMap<&'static str, Schema> {
             })
             .collect()
     })
+}
+
+/// Asserts that `value`, which groundgate wrote, passes schema `name`.
+pub fn assert_valid(name: &str, value: &Value) {
+    let e = errors(name, value);
+    assert!(e.is_empty(), "fails {name}.schema.json: {e:?}\n{value}");
 }
 
 /// Why `value` fails schema `name`, one line per error; empty when it passes.
@@ -199,7 +208,36 @@ fn closed_vocabularies_are_the_code_s() {
     assert_eq!(keys_of("summary", "/properties/dead_letters"), set(dead));
 }
 
-// --- What `check` writes -------------------------------------------------
+/// The problem kinds of `audit verify`, as the table of docs/audit-trail.md
+/// lists them (its first column).
+fn documented_problem_kinds() -> BTreeSet<String> {
+    let doc = std::fs::read_to_string(repo("docs/audit-trail.md")).unwrap();
+    doc.lines()
+        .skip_while(|l| !l.starts_with("| problem | meaning |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .flat_map(|l| {
+            let cell = l.split('|').nth(1).unwrap_or_default();
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_verify_report_s_problem_kinds_are_the_documented_ones() {
+    let documented = documented_problem_kinds();
+    assert!(documented.len() > 20, "{documented:?}");
+    let in_schema: BTreeSet<String> = enum_of("verify-report", "/$defs/problem/properties/kind")
+        .into_iter()
+        .collect();
+    assert_eq!(in_schema, documented);
+}
+
+// --- What groundgate writes ----------------------------------------------
 
 /// One record `check` wrote: the schema it must pass, where it came from.
 struct Written {
@@ -349,7 +387,9 @@ fn runs(dir: &Path) -> Vec<Run> {
     ]
 }
 
-/// Every record of every run, parsed, with the schema it must pass.
+/// Every record of every run, parsed, with the schema it must pass; and
+/// the reports of `audit verify --json` over their trails and of `eval
+/// --json` over the labelled test data.
 fn written() -> &'static [Written] {
     static WRITTEN: OnceLock<Vec<Written>> = OnceLock::new();
     WRITTEN.get_or_init(|| {
@@ -403,12 +443,115 @@ fn written() -> &'static [Written] {
                 serde_json::from_str(&summary).unwrap(),
             );
         }
+        all.extend(verify_reports(dir.path()));
+        all.extend(eval_reports());
         all
     })
 }
 
+/// Reports of `audit verify --json` over the trails `check` wrote into
+/// `dir`: the signed one with its key, and the demo's tampered (a row
+/// dropped, another altered) and checked against a run it is not.
+fn verify_reports(dir: &Path) -> Vec<Written> {
+    let demo = std::fs::read_to_string(dir.join("demo/audit.jsonl")).unwrap();
+    let tampered_lines: String = demo
+        .lines()
+        .enumerate()
+        .filter(|&(i, _)| i != 3)
+        .map(|(i, line)| match i {
+            6 => line.replacen("\"outcome\":\"", "\"outcome\":\"x", 1) + "\n",
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    let tampered = dir.join("tampered.jsonl");
+    std::fs::write(&tampered, tampered_lines).unwrap();
+    let public = dir.join("audit.pub");
+    let edge = dir.join("edge/audit.jsonl");
+    let runs: [(&str, Vec<&std::ffi::OsStr>); 3] = [
+        (
+            "signed",
+            vec![
+                edge.as_os_str(),
+                "--public-key".as_ref(),
+                public.as_os_str(),
+            ],
+        ),
+        ("tampered", vec![tampered.as_os_str()]),
+        (
+            "another run",
+            vec![
+                edge.as_os_str(),
+                "--run".as_ref(),
+                "0123456789abcdef0123456789abcdef".as_ref(),
+            ],
+        ),
+    ];
+    runs.into_iter()
+        .map(|(name, args)| {
+            let o = bin()
+                .args(["audit", "verify", "--json"])
+                .args(args)
+                .output()
+                .unwrap();
+            Written {
+                schema: "verify-report",
+                whence: format!("audit verify ({name}), exit {:?}", o.status.code()),
+                value: serde_json::from_slice(&o.stdout)
+                    .unwrap_or_else(|e| panic!("audit verify ({name}): {e}")),
+            }
+        })
+        .collect()
+}
+
+/// Reports of `eval --json`, by file and by group, and of `eval --fit
+/// --json` over one input and over two.
+fn eval_reports() -> Vec<Written> {
+    let subset = repo("tests/data/grounding_subset.jsonl");
+    let claims = repo("tests/data/grounding_wice_claims.jsonl");
+    let runs: [(&str, Vec<&std::ffi::OsStr>); 3] = [
+        (
+            "eval",
+            vec![
+                subset.as_os_str(),
+                claims.as_os_str(),
+                "--by".as_ref(),
+                "kind".as_ref(),
+            ],
+        ),
+        (
+            "eval-fit",
+            vec![
+                "--fit".as_ref(),
+                "--folds".as_ref(),
+                "3".as_ref(),
+                claims.as_os_str(),
+            ],
+        ),
+        (
+            "eval-fit",
+            vec![
+                "--fit".as_ref(),
+                "--folds".as_ref(),
+                "3".as_ref(),
+                subset.as_os_str(),
+                claims.as_os_str(),
+            ],
+        ),
+    ];
+    runs.into_iter()
+        .map(|(schema, args)| {
+            let out = succeeded(bin().args(["eval", "--json"]).args(&args), schema);
+            Written {
+                schema,
+                whence: format!("{schema} {args:?}"),
+                value: serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{schema}: {e}")),
+            }
+        })
+        .collect()
+}
+
 #[test]
-fn every_record_check_writes_validates_against_its_schema() {
+fn every_record_groundgate_writes_validates_against_its_schema() {
     let written = written();
     let mut failures = Vec::new();
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
@@ -453,6 +596,9 @@ fn every_record_check_writes_validates_against_its_schema() {
         ("retry", "/problems/20/kind", json!("out_of_range")),
         ("seal", "/final", json!(true)),
         ("summary", "/saturated/0", json!("prompt_tokens")),
+        ("verify-report", "/signatures_checked", json!(true)),
+        ("eval", "/1/group", json!("(none)")),
+        ("eval-fit", "/leave_one_file_out", Value::Null),
     ] {
         assert!(
             has(schema, pointer, &want),
@@ -475,10 +621,19 @@ fn every_record_check_writes_validates_against_its_schema() {
 
 // --- The output schemas are closed ---------------------------------------
 
-/// Keys an output may lack: the audit row's `answer` (only with
-/// `include_answer`) and the `run` of a seal that is not a chain's last
-/// (a worker's seals name no run).
-const OPTIONAL: [(&str, &str); 2] = [("audit-row", "/answer"), ("seal", "/run")];
+/// Whether an output may lack `key` of the object at `parent`: the audit
+/// row's `answer` (only with `include_answer`), a seal's `run` (a worker's
+/// seals name none), and in a verify report the `run` of a problem or a
+/// seal (absent when none is concerned or named).
+fn optional(schema: &str, parent: &str, key: &str) -> bool {
+    match (schema, key) {
+        ("audit-row", "answer") | ("seal", "run") => parent.is_empty(),
+        ("verify-report", "run") => {
+            parent.starts_with("/problems/") || parent.starts_with("/keys/")
+        }
+        _ => false,
+    }
+}
 
 /// JSON pointers of every object in `v`, but for the insides of a retry
 /// request's structured payloads, which are the producer's and open.
@@ -534,7 +689,11 @@ fn samples() -> Vec<(&'static str, Value)> {
         // The largest ones, and one of each top-level key set.
         let mut shapes = BTreeSet::new();
         for (i, v) in values.into_iter().enumerate() {
-            let shape: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            let shape: Vec<String> = v
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys().cloned())
+                .collect();
             if i < 3 || shapes.insert(shape) {
                 out.push((schema, v));
             }
@@ -575,7 +734,7 @@ fn an_extra_or_missing_key_anywhere_in_an_output_fails_its_schema() {
                 .collect();
             for key in keys {
                 let path = format!("{pointer}/{key}");
-                if OPTIONAL.contains(&(schema, path.as_str())) {
+                if optional(schema, &pointer, &key) {
                     continue;
                 }
                 let mut missing = sample.clone();
@@ -637,6 +796,14 @@ fn a_value_outside_its_vocabulary_or_range_fails_its_schema() {
         ("summary", "/score_histogram", json!([0, 0, 0])),
         ("summary", "/worst/0/outcome", json!("retry")),
         ("summary", "/audit_run", json!("run-1")),
+        ("verify-report", "/problems/0/kind", json!("bogus")),
+        ("verify-report", "/problems/0/offsets", json!([1])),
+        ("verify-report", "/keys/0/fingerprint", json!("MD5:00")),
+        ("verify-report", "/chains/0/head_seal", json!("x")),
+        ("eval", "/0/auc", json!(1.5)),
+        ("eval", "/0/records", json!(-1)),
+        ("eval-fit", "/folds", json!(1)),
+        ("eval-fit", "/coefficients/found", json!("high")),
     ] {
         let Some(sample) = samples
             .iter()
