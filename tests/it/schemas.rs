@@ -1059,6 +1059,28 @@ fn the_input_schema_and_the_decoder_agree_but_for_the_listed_rules() {
     }
 }
 
+#[test]
+fn sample_records_and_their_outputs_pass_their_schemas() {
+    // The generator of examples/answers.jsonl (every kind of record, the
+    // broken ones included) and of the RAG-shaped benchmark load.
+    let settings = CoreSettings {
+        include_answer: true,
+        ..CoreSettings::default()
+    };
+    let records = (0..600)
+        .map(|i| groundgate::sample::mixed(i, 600))
+        .chain((0..100).map(|i| groundgate::sample::rag(i, 50)));
+    for r in records {
+        assert_eq!(agreement(&r), Ok(None), "{}", String::from_utf8_lossy(&r));
+        let failures = outputs_fail(&r, &settings);
+        assert!(
+            failures.is_empty(),
+            "{}: {failures:?}",
+            String::from_utf8_lossy(&r)
+        );
+    }
+}
+
 /// A value for a field of the input record: the right type, a wrong one,
 /// null, or a boundary.
 fn field() -> impl Strategy<Value = (&'static str, Option<Value>)> {
