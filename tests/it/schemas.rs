@@ -239,7 +239,8 @@ fn the_verify_report_s_problem_kinds_are_the_documented_ones() {
 
 // --- What groundgate writes ----------------------------------------------
 
-/// One record `check` wrote: the schema it must pass, where it came from.
+/// One record or report groundgate wrote: the schema it must pass, where
+/// it came from.
 struct Written {
     schema: &'static str,
     whence: String,
@@ -942,8 +943,8 @@ const INEXPRESSIBLE: [(&str, ToldBy); 4] = [
 const LENIENT_SOURCE_ARRAY: &str = "a source written as an array";
 
 /// How a record's fate under the decoder compares with the schema's
-/// verdict: `Ok` when they agree, else the listed rule or leniency that
-/// explains the difference, or an error when nothing does.
+/// verdict: `Ok(None)` when they agree, `Ok(Some(rule))` when a listed rule
+/// or the leniency explains the difference, an error when nothing does.
 fn agreement(record: &[u8]) -> Result<Option<&'static str>, String> {
     let o = process(Some(record), &META, NOW, &settings());
     let refused = match &o.terminal {
