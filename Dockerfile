@@ -22,6 +22,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates
 COPY --from=builder /src/target/release/groundgate /usr/local/bin/groundgate
 # The binary embeds word tables derived from WordNet: its notice travels with it.
 COPY --from=builder /src/src/core/grounding/data/LICENSE-WordNet /usr/share/doc/groundgate/LICENSE-WordNet
+# The JSON Schemas of the records this binary reads and writes, so that a
+# pipeline can validate or register exactly the shapes of the image it runs.
+COPY --from=builder /src/schemas /usr/share/groundgate/schemas
 USER 10001
 EXPOSE 9464
 ENTRYPOINT ["/usr/local/bin/groundgate"]

@@ -336,8 +336,9 @@ fn a_misspelt_flag_would_be_caught() {
 /// Repository paths the documents name in backticks (`src/…`, `tests/…`,
 /// `examples/…`, …) and relative links to files other than Markdown pages.
 fn named_paths(text: &str) -> Vec<String> {
-    const ROOTS: [&str; 8] = [
+    const ROOTS: [&str; 9] = [
         "src/",
+        "schemas/",
         "fuzz/",
         "tests/",
         "examples/",

@@ -59,6 +59,7 @@ fn verify_files(files: &[&Path], extra: &[&str]) -> (i32, Value) {
     let o = run(&args);
     let report: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("--json output: {e}: {}", text(&o)));
+    crate::schemas::assert_valid("verify-report", &report);
     (o.status.code().unwrap_or(-1), report)
 }
 

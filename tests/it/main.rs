@@ -21,5 +21,6 @@ mod observability;
 mod processes;
 mod prometheus_live;
 mod report_browser;
+mod schemas;
 mod secured;
 mod worker;

@@ -210,6 +210,7 @@ async fn verify_audit_topic(bootstrap: &str, extra: &[&str]) -> (i32, Value) {
             String::from_utf8_lossy(&out.stderr)
         )
     });
+    crate::schemas::assert_valid("verify-report", &report);
     (out.status.code().unwrap_or(-1), report)
 }
 
@@ -254,6 +255,7 @@ fn seals_by_partition(seals: &[OwnedMessage]) -> BTreeMap<i64, Vec<(u64, String,
     let mut by: BTreeMap<i64, Vec<(u64, String, i64, i64)>> = BTreeMap::new();
     for m in seals {
         let v = json_of(m);
+        crate::schemas::assert_valid("seal", &v);
         assert_eq!(v["type"], "groundgate.seal/v1", "{v}");
         assert_eq!(
             m.key().unwrap(),
