@@ -90,7 +90,7 @@ fn internal_dead_letter(
     cause: &str,
 ) -> Outcome {
     let raw = value.unwrap_or_default();
-    let request_id = std::str::from_utf8(raw)
+    let request_id = std::str::from_utf8(wire::json_bytes(raw, &settings.value_framing))
         .ok()
         .and_then(wire::recover_request_id);
     let detail = format!(
@@ -115,7 +115,7 @@ fn decode_and_judge(
     now_nanos: i64,
     settings: &CoreSettings,
 ) -> Outcome {
-    match wire::decode(value, settings.max_record_bytes) {
+    match wire::decode(value, settings.max_record_bytes, &settings.value_framing) {
         Ok(rec) => {
             let outcome = judge(&rec, meta, now_nanos, settings);
             if fits(&outcome, settings.max_output_bytes) {
@@ -1146,6 +1146,82 @@ mod tests {
                 .unwrap()
             )
         );
+    }
+
+    /// `value` in Schema Registry wire format with schema id `id`.
+    fn framed(id: u32, value: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x00];
+        v.extend_from_slice(&id.to_be_bytes());
+        v.extend_from_slice(value);
+        v
+    }
+
+    fn schema_registry(ids: Option<Vec<u32>>) -> CoreSettings {
+        CoreSettings {
+            value_framing: crate::core::ValueFraming::SchemaRegistry { schema_ids: ids },
+            ..CoreSettings::default()
+        }
+    }
+
+    #[test]
+    fn a_framed_record_gets_the_outputs_of_its_json_text() {
+        let plain = good().to_string().into_bytes();
+        let settings = schema_registry(Some(vec![42]));
+        let want = process(Some(&plain), &META, NOW, &CoreSettings::default());
+        assert_eq!(want.kind, OutcomeKind::Accepted);
+        // Nothing of the frame reaches an output: the audit row hashes the answer.
+        assert_eq!(
+            process(Some(&framed(42, &plain)), &META, NOW, &settings),
+            want
+        );
+        assert_eq!(process(Some(&plain), &META, NOW, &settings), want);
+    }
+
+    #[test]
+    fn a_framed_dead_letter_keeps_and_hashes_the_whole_value() {
+        let mut r = good();
+        r["answer"] = json!(3);
+        let value = framed(7, r.to_string().as_bytes());
+        let o = process(Some(&value), &META, NOW, &schema_registry(None));
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!("{:?}", o.terminal)
+        };
+        assert_eq!(d.kind, DeadLetterKind::Schema);
+        assert_eq!(
+            d.value,
+            DeadLetterValue::Original,
+            "the framed bytes as received"
+        );
+        assert_eq!(o.request_id.as_deref(), Some("req-1"));
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["answer_hash"], sha256_hex(&value));
+
+        let o = process(
+            Some(&framed(8, &[2, 0xff])),
+            &META,
+            NOW,
+            &schema_registry(Some(vec![7])),
+        );
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!("{:?}", o.terminal)
+        };
+        assert_eq!(d.kind, DeadLetterKind::Schema);
+        assert!(d.detail.contains("schema id 8"), "{}", d.detail);
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["answer_hash"], sha256_hex(&framed(8, &[2, 0xff])));
+        assert_eq!(a["errors"][0]["kind"], "schema");
+    }
+
+    #[test]
+    fn a_framed_record_whose_judging_panics_keeps_its_request_id() {
+        let value = framed(200, good().to_string().as_bytes());
+        let o = contained(Some(&value), &META, NOW, &schema_registry(None), || {
+            panic!("defect")
+        });
+        assert_eq!(o.summary.dead_letter, Some(DeadLetterKind::Internal));
+        assert_eq!(o.request_id.as_deref(), Some("req-1"));
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["answer_hash"], sha256_hex(&value));
     }
 
     #[test]
