@@ -1587,8 +1587,18 @@ mod tests {
                 max_record_kb in 64usize..256,
                 extra_kb in 0usize..64,
                 include_answer in any::<bool>(),
+                schema_id in proptest::option::of(any::<u32>()),
             ) {
+                let value_framing = match schema_id {
+                    Some(_) => crate::core::ValueFraming::SchemaRegistry { schema_ids: None },
+                    None => crate::core::ValueFraming::None,
+                };
+                let framed = match schema_id {
+                    Some(id) => framed(id, &rec),
+                    None => rec.clone(),
+                };
                 let settings = CoreSettings {
+                    value_framing,
                     max_record_bytes: max_record_kb << 10,
                     max_output_bytes: ((max_record_kb + extra_kb) << 10).max(MIN_OUTPUT_BYTES),
                     include_answer,
@@ -1600,7 +1610,7 @@ mod tests {
                     },
                     ..Default::default()
                 };
-                for input in [&rec[..], &junk[..], &rec[..rec.len() / 2]] {
+                for input in [&rec[..], &junk[..], &rec[..rec.len() / 2], &framed[..]] {
                     let o = process(Some(input), &META, NOW, &settings);
                     prop_assert!(fits(&o, settings.max_output_bytes), "{:?}", output_sizes(&o));
                     if let Terminal::DeadLetter(d) = &o.terminal
