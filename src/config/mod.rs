@@ -726,7 +726,7 @@ mod managed_and_every_problem {
             .and_then(RawConfig::validate)
             .unwrap();
         assert_eq!(c.core.value_framing, want);
-        let c = RawConfig::load(None, &env[..1].to_vec(), RawConfig::default())
+        let c = RawConfig::load(None, &env[..1], RawConfig::default())
             .and_then(RawConfig::validate)
             .unwrap();
         assert_eq!(
