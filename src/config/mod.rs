@@ -671,36 +671,32 @@ mod managed_and_every_problem {
 
     #[test]
     fn value_framing_problems_are_listed_with_the_others() {
-        let all = problems(
+        let lists = |file: &str, needles: &[&str]| {
+            let all = problems(file, RawConfig::default());
+            for needle in needles {
+                assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+            }
+        };
+        lists(
             "value_framing = \"avro\"\nmax_record_bytes = 10\n[policy]\nmin_confidence = 2.0\n",
-            RawConfig::default(),
+            &[
+                "value_framing: unknown value \"avro\" (known values: none, schema-registry)",
+                "max_record_bytes = 10",
+                "policy.min_confidence = 2",
+            ],
         );
-        for needle in [
-            "value_framing: unknown value \"avro\" (known values: none, schema-registry)",
-            "max_record_bytes = 10",
-            "policy.min_confidence = 2",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
-        let all = problems(
+        lists(
             "value_schema_ids = [42, -1, 4294967296]\nmax_record_bytes = 10\n",
-            RawConfig::default(),
+            &[
+                "value_schema_ids[1] = -1: a schema id is between 0 and 4294967295",
+                "value_schema_ids[2] = 4294967296: a schema id is between 0 and 4294967295",
+                "value_schema_ids is set but value_framing is \"none\"",
+                "max_record_bytes = 10",
+            ],
         );
-        for needle in [
-            "value_schema_ids[1] = -1: a schema id is between 0 and 4294967295",
-            "value_schema_ids[2] = 4294967296: a schema id is between 0 and 4294967295",
-            "value_schema_ids is set but value_framing is \"none\"",
-            "max_record_bytes = 10",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
-        let all = problems(
+        lists(
             "value_framing = \"schema-registry\"\nvalue_schema_ids = []\n",
-            RawConfig::default(),
-        );
-        assert!(
-            all.starts_with("value_schema_ids = []: lists no id"),
-            "{all}"
+            &["value_schema_ids = []: lists no id"],
         );
     }
 
