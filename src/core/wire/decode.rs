@@ -1,7 +1,8 @@
-//! Decoding an input record: bytes → [`InputRecord`] (borrowing from the
-//! bytes where it can), or a [`DecodeFailure`] naming the dead-letter kind,
-//! a detail pointing at the offending byte, and the request id when one can
-//! be recovered. This module must not decide verdicts; it only reads data.
+//! Decoding an input record: bytes (JSON text, or JSON text behind a
+//! Confluent Schema Registry header when the settings say so) →
+//! [`InputRecord`] (borrowing from the bytes where it can), or a
+//! [`DecodeFailure`] naming the dead-letter kind, a detail pointing at the
+//! offending byte, and the request id when one can be recovered. This module must not decide verdicts; it only reads data.
 
 use std::borrow::Cow;
 
