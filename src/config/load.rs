@@ -264,12 +264,22 @@ const ENV_ALIASES: &[(&str, &str)] = &[
     ("MAX_RECORD_BYTES", "max_record_bytes"),
     ("MAX_OUTPUT_BYTES", "max_output_bytes"),
     ("NON_CITING_PROVIDERS", "non_citing_providers"),
+    ("VALUE_FRAMING", "value_framing"),
+    ("VALUE_SCHEMA_IDS", "value_schema_ids"),
 ];
 
 /// Top-level keys (of the file's first lines, before any section) are set
 /// by their own names, like the aliases: `GROUNDGATE_MAX_RECORD_BYTES`.
 /// A list is written with commas: `GROUNDGATE_NON_CITING_PROVIDERS=acme,perplexity`.
-const ENV_LISTS: &[&str] = &["non_citing_providers", "audit.pseudonymize"];
+const ENV_LISTS: &[&str] = &[
+    "non_citing_providers",
+    "value_schema_ids",
+    "audit.pseudonymize",
+];
+/// The lists of numbers among them: each item is read as a number
+/// (`GROUNDGATE_VALUE_SCHEMA_IDS=42,43`), where the others keep their items
+/// as text.
+const ENV_NUMBER_LISTS: &[&str] = &["value_schema_ids"];
 
 /// The variables that could be read, and the problems of the others.
 fn env_layer(env: &[(String, String)]) -> Loaded {
@@ -302,13 +312,15 @@ fn env_layer(env: &[(String, String)]) -> Loaded {
             continue;
         }
         let value: figment::value::Value = if ENV_LISTS.contains(&path.as_str()) {
-            let items: Vec<String> = v
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect();
-            items.into()
+            let items = v.split(',').map(str::trim).filter(|s| !s.is_empty());
+            if ENV_NUMBER_LISTS.contains(&path.as_str()) {
+                let items: Vec<figment::value::Value> = items
+                    .map(|s| s.parse().unwrap_or_else(|_| s.into()))
+                    .collect();
+                items.into()
+            } else {
+                items.map(str::to_string).collect::<Vec<String>>().into()
+            }
         } else {
             v.parse().unwrap_or_else(|_| v.clone().into())
         };

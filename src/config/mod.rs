@@ -51,7 +51,11 @@ pub use validate::Host;
 
 // What the test modules below use besides this module's own items.
 #[cfg(test)]
-use {crate::core::Action, std::path::Path, validate::MESSAGE_HEADROOM_BYTES};
+use {
+    crate::core::{Action, ValueFraming},
+    std::path::Path,
+    validate::MESSAGE_HEADROOM_BYTES,
+};
 
 /// Delivery guarantee of the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -74,6 +78,27 @@ impl Guarantee {
 impl fmt::Display for Guarantee {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// What wraps the JSON text of an input record's value (`value_framing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framing {
+    /// The value is the JSON text.
+    #[default]
+    None,
+    /// Confluent Schema Registry wire format (0x00, a 4-byte schema id, the
+    /// JSON text); a value without it is read as plain JSON.
+    SchemaRegistry,
+}
+
+impl Framing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framing::None => "none",
+            Framing::SchemaRegistry => "schema-registry",
+        }
     }
 }
 
@@ -650,6 +675,79 @@ mod managed_and_every_problem {
         }
         assert!(!all.contains("``"), "doubled backticks:\n{all}");
         assert!(all.contains("min_confidence"), "known keys listed:\n{all}");
+    }
+
+    #[test]
+    fn value_framing_problems_are_listed_with_the_others() {
+        let lists = |file: &str, needles: &[&str]| {
+            let all = problems(file, RawConfig::default());
+            for needle in needles {
+                assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+            }
+        };
+        lists(
+            "value_framing = \"avro\"\nmax_record_bytes = 10\n[policy]\nmin_confidence = 2.0\n",
+            &[
+                "value_framing: unknown value \"avro\" (known values: none, schema-registry)",
+                "max_record_bytes = 10",
+                "policy.min_confidence = 2",
+            ],
+        );
+        lists(
+            "value_schema_ids = [42, -1, 4294967296]\nmax_record_bytes = 10\n",
+            &[
+                "value_schema_ids[1] = -1: a schema id is between 0 and 4294967295",
+                "value_schema_ids[2] = 4294967296: a schema id is between 0 and 4294967295",
+                "value_schema_ids is set but value_framing is \"none\"",
+                "max_record_bytes = 10",
+            ],
+        );
+        lists(
+            "value_framing = \"schema-registry\"\nvalue_schema_ids = []\n",
+            &["value_schema_ids = []: lists no id"],
+        );
+    }
+
+    #[test]
+    fn value_framing_is_read_from_the_file_and_the_environment() {
+        assert_eq!(Config::default().core.value_framing, ValueFraming::None);
+        let f = write("value_framing = \"schema-registry\"\nvalue_schema_ids = [42, 43]\n");
+        let c = RawConfig::load(Some(f.path()), &[], RawConfig::default())
+            .and_then(RawConfig::validate)
+            .unwrap();
+        let want = ValueFraming::SchemaRegistry {
+            schema_ids: Some(vec![42, 43]),
+        };
+        assert_eq!(c.core.value_framing, want);
+        let env: Vec<(String, String)> = [
+            ("GROUNDGATE_VALUE_FRAMING", "schema-registry"),
+            ("GROUNDGATE_VALUE_SCHEMA_IDS", "42, 43"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let c = RawConfig::load(None, &env, RawConfig::default())
+            .and_then(RawConfig::validate)
+            .unwrap();
+        assert_eq!(c.core.value_framing, want);
+        let c = RawConfig::load(None, &env[..1], RawConfig::default())
+            .and_then(RawConfig::validate)
+            .unwrap();
+        assert_eq!(
+            c.core.value_framing,
+            ValueFraming::SchemaRegistry { schema_ids: None }
+        );
+        let err = RawConfig::load(
+            None,
+            &[(
+                "GROUNDGATE_VALUE_SCHEMA_IDS".to_string(),
+                "42,x".to_string(),
+            )],
+            RawConfig::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("GROUNDGATE_VALUE_SCHEMA_IDS"), "{err}");
     }
 
     #[test]

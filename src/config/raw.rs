@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Guarantee, LogFormat, SaslMechanism, SecurityProtocol};
+use super::{Framing, Guarantee, LogFormat, SaslMechanism, SecurityProtocol};
 use crate::core::Action;
 
 // ---------------------------------------------------------------------------
@@ -25,6 +25,12 @@ pub struct RawConfig {
     pub max_record_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_bytes: Option<u64>,
+    /// What wraps the JSON text of an input record's value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_framing: Option<Framing>,
+    /// The Schema Registry schema ids a framed value may carry (any when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_schema_ids: Option<Vec<i64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub non_citing_providers: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "RawPolicy::is_empty")]

@@ -10,7 +10,7 @@ use super::{managed, security};
 use crate::core::grounding::model::{COEFFICIENTS, FEATURES, coefficient_names};
 use crate::core::process::MIN_OUTPUT_BYTES;
 use crate::core::pseudonym::PseudonymField;
-use crate::core::{CoreSettings, GroundingSettings, PolicySettings};
+use crate::core::{CoreSettings, GroundingSettings, PolicySettings, ValueFraming};
 
 /// What validation needs to know about the machine it runs on, read by the
 /// shell (`RawConfig::load_from_process`) and passed in.
@@ -114,6 +114,11 @@ impl RawConfig {
             include_answer: self.include_answer.unwrap_or(false),
             policy_version,
             max_record_bytes: max_record_bytes as usize,
+            value_framing: validate_framing(
+                self.value_framing,
+                self.value_schema_ids,
+                &mut problems,
+            ),
             max_output_bytes: max_output_bytes as usize,
             grounding: validate_grounding(&self.grounding, &mut problems),
             // Set with the key, once the shell has read it (see
@@ -143,6 +148,46 @@ impl RawConfig {
         (config, problems)
     }
 }
+/// `value_framing` and its schema-id allow-list.
+fn validate_framing(
+    framing: Option<Framing>,
+    schema_ids: Option<Vec<i64>>,
+    problems: &mut Vec<String>,
+) -> ValueFraming {
+    let framing = framing.unwrap_or_default();
+    let schema_ids = schema_ids.map(|ids| {
+        if ids.is_empty() {
+            problems.push(
+                "value_schema_ids = []: lists no id, so every framed record would be a dead letter; list the ids of your producers' schemas, or remove the key to read any".into(),
+            );
+        }
+        ids.iter()
+            .enumerate()
+            .filter_map(|(i, id)| match u32::try_from(*id) {
+                Ok(id) => Some(id),
+                Err(_) => {
+                    problems.push(format!(
+                        "value_schema_ids[{i}] = {id}: a schema id is between 0 and {} (the wire format's 4 bytes)",
+                        u32::MAX
+                    ));
+                    None
+                }
+            })
+            .collect::<Vec<u32>>()
+    });
+    match framing {
+        Framing::None => {
+            if schema_ids.is_some() {
+                problems.push(
+                    "value_schema_ids is set but value_framing is \"none\": schema ids are read from Schema Registry framed values only; set value_framing = \"schema-registry\", or remove value_schema_ids".into(),
+                );
+            }
+            ValueFraming::None
+        }
+        Framing::SchemaRegistry => ValueFraming::SchemaRegistry { schema_ids },
+    }
+}
+
 fn validate_audit(raw: RawAudit, problems: &mut Vec<String>) -> AuditConfig {
     let d = AuditConfig::default();
     let max = crate::audit::seal::MAX_SEAL_EVERY as u64;

@@ -20,5 +20,5 @@ pub mod types;
 pub mod wire;
 
 pub use process::process;
-pub use settings::{CoreSettings, GroundingModel, GroundingSettings, PolicySettings};
+pub use settings::{CoreSettings, GroundingModel, GroundingSettings, PolicySettings, ValueFraming};
 pub use types::*;

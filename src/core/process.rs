@@ -91,7 +91,7 @@ fn internal_dead_letter(
     cause: &str,
 ) -> Outcome {
     let raw = value.unwrap_or_default();
-    let request_id = std::str::from_utf8(raw)
+    let request_id = std::str::from_utf8(wire::json_bytes(raw, &settings.value_framing))
         .ok()
         .and_then(wire::recover_request_id);
     let detail = format!(
@@ -116,7 +116,7 @@ fn decode_and_judge(
     now_nanos: i64,
     settings: &CoreSettings,
 ) -> Outcome {
-    match wire::decode(value, settings.max_record_bytes) {
+    match wire::decode(value, settings.max_record_bytes, &settings.value_framing) {
         Ok(rec) => {
             let outcome = judge(&rec, meta, now_nanos, settings);
             if fits(&outcome, settings.max_output_bytes) {
@@ -1206,6 +1206,82 @@ mod tests {
         );
     }
 
+    /// `value` in Schema Registry wire format with schema id `id`.
+    fn framed(id: u32, value: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x00];
+        v.extend_from_slice(&id.to_be_bytes());
+        v.extend_from_slice(value);
+        v
+    }
+
+    fn schema_registry(ids: Option<Vec<u32>>) -> CoreSettings {
+        CoreSettings {
+            value_framing: crate::core::ValueFraming::SchemaRegistry { schema_ids: ids },
+            ..CoreSettings::default()
+        }
+    }
+
+    #[test]
+    fn a_framed_record_gets_the_outputs_of_its_json_text() {
+        let plain = good().to_string().into_bytes();
+        let settings = schema_registry(Some(vec![42]));
+        let want = process(Some(&plain), &META, NOW, &CoreSettings::default());
+        assert_eq!(want.kind, OutcomeKind::Accepted);
+        // Nothing of the frame reaches an output: the audit row hashes the answer.
+        assert_eq!(
+            process(Some(&framed(42, &plain)), &META, NOW, &settings),
+            want
+        );
+        assert_eq!(process(Some(&plain), &META, NOW, &settings), want);
+    }
+
+    #[test]
+    fn a_framed_dead_letter_keeps_and_hashes_the_whole_value() {
+        let mut r = good();
+        r["answer"] = json!(3);
+        let value = framed(7, r.to_string().as_bytes());
+        let o = process(Some(&value), &META, NOW, &schema_registry(None));
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!("{:?}", o.terminal)
+        };
+        assert_eq!(d.kind, DeadLetterKind::Schema);
+        assert_eq!(
+            d.value,
+            DeadLetterValue::Original,
+            "the framed bytes as received"
+        );
+        assert_eq!(o.request_id.as_deref(), Some("req-1"));
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["answer_hash"], sha256_hex(&value));
+
+        let o = process(
+            Some(&framed(8, &[2, 0xff])),
+            &META,
+            NOW,
+            &schema_registry(Some(vec![7])),
+        );
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!("{:?}", o.terminal)
+        };
+        assert_eq!(d.kind, DeadLetterKind::Schema);
+        assert!(d.detail.contains("schema id 8"), "{}", d.detail);
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["answer_hash"], sha256_hex(&framed(8, &[2, 0xff])));
+        assert_eq!(a["errors"][0]["kind"], "schema");
+    }
+
+    #[test]
+    fn a_framed_record_whose_judging_panics_keeps_its_request_id() {
+        let value = framed(200, good().to_string().as_bytes());
+        let o = contained(Some(&value), &META, NOW, &schema_registry(None), || {
+            panic!("defect")
+        });
+        assert_eq!(o.summary.dead_letter, Some(DeadLetterKind::Internal));
+        assert_eq!(o.request_id.as_deref(), Some("req-1"));
+        let a: Value = serde_json::from_slice(&o.audit).unwrap();
+        assert_eq!(a["answer_hash"], sha256_hex(&value));
+    }
+
     #[test]
     fn dead_letter_still_gets_an_audit_row() {
         let o = process(
@@ -1569,8 +1645,18 @@ mod tests {
                 max_record_kb in 64usize..256,
                 extra_kb in 0usize..64,
                 include_answer in any::<bool>(),
+                schema_id in proptest::option::of(any::<u32>()),
             ) {
+                let value_framing = match schema_id {
+                    Some(_) => crate::core::ValueFraming::SchemaRegistry { schema_ids: None },
+                    None => crate::core::ValueFraming::None,
+                };
+                let framed = match schema_id {
+                    Some(id) => framed(id, &rec),
+                    None => rec.clone(),
+                };
                 let settings = CoreSettings {
+                    value_framing,
                     max_record_bytes: max_record_kb << 10,
                     max_output_bytes: ((max_record_kb + extra_kb) << 10).max(MIN_OUTPUT_BYTES),
                     include_answer,
@@ -1582,7 +1668,7 @@ mod tests {
                     },
                     ..Default::default()
                 };
-                for input in [&rec[..], &junk[..], &rec[..rec.len() / 2]] {
+                for input in [&rec[..], &junk[..], &rec[..rec.len() / 2], &framed[..]] {
                     let o = process(Some(input), &META, NOW, &settings);
                     prop_assert!(fits(&o, settings.max_output_bytes), "{:?}", output_sizes(&o));
                     if let Terminal::DeadLetter(d) = &o.terminal

@@ -54,8 +54,11 @@ pub struct CoreSettings {
     pub include_answer: bool,
     /// Stamped on every audit row so a verdict can be tied to the rules that made it.
     pub policy_version: String,
-    /// Records larger than this are dead-lettered as `too_large` without decoding.
+    /// Records larger than this are dead-lettered as `too_large` without
+    /// decoding (the whole value, framing included).
     pub max_record_bytes: usize,
+    /// What wraps a record value's JSON text.
+    pub value_framing: ValueFraming,
     /// No output `process` builds (terminal record or audit row) is larger;
     /// a record whose outputs would be becomes a bounded `too_large` dead letter.
     pub max_output_bytes: usize,
@@ -73,11 +76,28 @@ impl Default for CoreSettings {
             include_answer: false,
             policy_version: "default".to_string(),
             max_record_bytes: 1 << 20,
+            value_framing: ValueFraming::None,
             max_output_bytes: 1 << 20,
             grounding: GroundingSettings::default(),
             pseudonyms: None,
         }
     }
+}
+
+/// What wraps the JSON text of a record value.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ValueFraming {
+    /// The value is the JSON text itself.
+    #[default]
+    None,
+    /// Confluent Schema Registry wire format: byte 0x00, a 4-byte
+    /// big-endian schema id, then the JSON text. A value that does not start
+    /// with 0x00 is read as plain JSON (no JSON text starts with that byte),
+    /// so a topic carrying both is read whole.
+    SchemaRegistry {
+        /// The schema ids a framed value may carry; `None`: any.
+        schema_ids: Option<Vec<u32>>,
+    },
 }
 
 /// The grounding support check: thresholds, actions and the method's knobs

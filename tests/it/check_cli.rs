@@ -678,6 +678,68 @@ fn bad_config_is_a_usage_error_naming_the_key() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/in.jsonl"));
 }
 
+/// A Schema Registry topic dumped as lines (`kcat -C -e` writes each value
+/// and a newline) is read with the worker's setting: without it the framed
+/// line is a dead letter that names the setting, with it both lines are
+/// judged as their JSON text is.
+#[test]
+fn framed_lines_are_read_with_the_workers_value_framing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("dump.jsonl");
+    let framed = [&[0u8, 0, 0, 0, 42][..], &rec("a", "x[^1]", json!({}))].concat();
+    let lines = [
+        framed.as_slice(),
+        b"\n",
+        &rec("b", "y[^2]", json!({})),
+        b"\n",
+    ]
+    .concat();
+    std::fs::write(&input, lines).unwrap();
+    let run = |out: &Path, framing: Option<&str>| {
+        let mut cmd = crate::common::bin();
+        cmd.arg("check").arg(&input).arg("--out").arg(out);
+        if let Some(f) = framing {
+            cmd.env("GROUNDGATE_VALUE_FRAMING", f);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+
+    let off = dir.path().join("off");
+    run(&off, None);
+    let dead = read_jsonl(&off.join("dead_letter.jsonl"));
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0]["kind"], "invalid_json");
+    assert_eq!(dead[0]["line"], 1);
+    assert!(
+        dead[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("schema id (42) before its JSON: it looks like Confluent Schema Registry wire format; set value_framing = \"schema-registry\""),
+        "{}",
+        dead[0]["detail"]
+    );
+    assert_eq!(
+        dead[0]["raw"].as_str().unwrap().as_bytes(),
+        framed.as_slice()
+    );
+
+    let on = dir.path().join("on");
+    run(&on, Some("schema-registry"));
+    assert_eq!(std::fs::read(on.join("dead_letter.jsonl")).unwrap(), b"");
+    let finals = read_jsonl(&on.join("final.jsonl"));
+    let ids: Vec<&str> = finals
+        .iter()
+        .map(|f| f["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+}
+
 /// `check` with the given arguments, GROUNDGATE_* variables removed.
 fn check(args: &[&std::ffi::OsStr]) -> std::process::Output {
     crate::common::bin()

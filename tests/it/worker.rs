@@ -952,6 +952,120 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
     w.stop().await.unwrap();
 }
 
+/// A topic written by a Schema Registry JSON Schema serializer while some
+/// producers still write plain JSON: with `value_framing =
+/// "schema-registry"` every record is judged as its JSON text would be,
+/// each with one audit row, the trail verifies, and a record whose schema
+/// id is not allowed is a dead letter that keeps the framed bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_registry_framed_and_plain_records_are_judged_alike() {
+    use groundgate::sample::Kind;
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let kinds = [
+        Kind::Clean,
+        Kind::OutOfRange,
+        Kind::ForbiddenTerm,
+        Kind::Lenient,
+        Kind::Malformed,
+        Kind::LowConfidence,
+        Kind::EmptyAnswer,
+        Kind::CodeFence,
+    ];
+    let frame = |id: u32, json: &[u8]| [&[0u8][..], &id.to_be_bytes(), json].concat();
+    let plain: Vec<Vec<u8>> = (0..48u64)
+        .map(|i| groundgate::sample::record(i, kinds[i as usize % kinds.len()], 300))
+        .collect();
+    // Ids 42 and 200 (a byte that is not UTF-8) framed, every third plain.
+    let mut values: Vec<Vec<u8>> = plain
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match i % 3 {
+            0 => frame(42, v),
+            1 => frame(200, v),
+            _ => v.clone(),
+        })
+        .collect();
+    let refused = frame(43, &plain[0]);
+    values.push(refused.clone());
+    let total = values.len();
+    produce_values(&bs, "answers", values).await;
+
+    let mut cfg = (*config(&bs, "g-framed", Guarantee::AtLeastOnce)).clone();
+    let unframed = cfg.core.clone();
+    cfg.core.value_framing = groundgate::core::ValueFraming::SchemaRegistry {
+        schema_ids: Some(vec![42, 200]),
+    };
+    let cfg = Arc::new(cfg);
+    let w = start(&cfg, &bs);
+    let out = read_outputs(&bs, total).await;
+    assert_eq!(assert_pairs(&out).len(), total);
+    assert_eq!(out[2].len(), total, "one audit row per record");
+
+    // Each final envelope and retry request is the one its plain JSON text gets.
+    let meta = groundgate::core::RecordMeta {
+        topic: "answers",
+        partition: 0,
+        offset: 0,
+    };
+    let mut want: BTreeMap<String, String> = BTreeMap::new();
+    for v in &plain {
+        let o = groundgate::core::process(Some(v), &meta, 0, &unframed);
+        let bytes = match o.terminal {
+            groundgate::core::Terminal::Final(b) | groundgate::core::Terminal::Retry(b) => b,
+            other => panic!("{other:?}"),
+        };
+        want.insert(o.request_id.unwrap(), String::from_utf8(bytes).unwrap());
+    }
+    assert!(
+        !out[0].is_empty() && !out[1].is_empty(),
+        "finals and retries"
+    );
+    let mut got: BTreeMap<String, String> = BTreeMap::new();
+    for m in out[0].iter().chain(&out[1]) {
+        let key = String::from_utf8(m.key().unwrap().to_vec()).unwrap();
+        got.insert(
+            key,
+            String::from_utf8_lossy(m.payload().unwrap()).into_owned(),
+        );
+    }
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "every record, framed or plain, has its final envelope or retry request"
+    );
+    assert_eq!(got, want);
+
+    assert_eq!(out[3].len(), 1, "only the refused id is a dead letter");
+    let d = &out[3][0];
+    assert_eq!(
+        d.payload().unwrap(),
+        refused.as_slice(),
+        "kept with its frame"
+    );
+    assert_eq!(header(d, outputs::H_ERROR_KIND).as_deref(), Some("schema"));
+    assert_eq!(
+        header(d, outputs::H_ERROR_DETAIL).as_deref(),
+        Some("Schema Registry schema id 43 is not one of value_schema_ids = [42, 200]")
+    );
+    let row = out[2]
+        .iter()
+        .map(json_of)
+        .find(|a| a["outcome"] == "dead_letter")
+        .unwrap();
+    assert_eq!(
+        row["answer_hash"],
+        hex::encode(sha2::Sha256::digest(&refused))
+    );
+
+    assert_eq!(
+        wait_committed(&bs, "g-framed", total as i64).await,
+        total as i64
+    );
+    w.stop().await.unwrap();
+    assert_all_sealed(&bs, total as u64).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retriable_produce_errors_lose_nothing() {
     let n = 40;

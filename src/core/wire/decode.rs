@@ -1,13 +1,15 @@
-//! Decoding an input record: bytes → [`InputRecord`] (borrowing from the
-//! bytes where it can), or a [`DecodeFailure`] naming the dead-letter kind,
-//! a detail pointing at the offending byte, and the request id when one can
-//! be recovered. This module must not decide verdicts; it only reads data.
+//! Decoding an input record: bytes (JSON text, or JSON text behind a
+//! Confluent Schema Registry header when the settings say so) →
+//! [`InputRecord`] (borrowing from the bytes where it can), or a
+//! [`DecodeFailure`] naming the dead-letter kind, a detail pointing at the
+//! offending byte, and the request id when one can be recovered. This module must not decide verdicts; it only reads data.
 
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::core::settings::ValueFraming;
 use crate::core::types::{DeadLetter, DeadLetterKind, DeadLetterValue, Mode};
 
 /// Maximum `request_id` length in bytes.
@@ -268,15 +270,50 @@ pub fn too_large_detail(length: u64, max_record_bytes: usize) -> String {
     )
 }
 
+/// The first byte of a value in Confluent Schema Registry wire format.
+pub const SCHEMA_REGISTRY_MAGIC: u8 = 0x00;
+/// The wire format's header: the magic byte and a 4-byte big-endian schema id.
+pub const SCHEMA_REGISTRY_HEADER_BYTES: usize = 5;
+
+/// The schema id and payload of a value that starts with the Schema
+/// Registry magic byte and holds a whole header; `None` otherwise.
+pub fn schema_registry_frame(bytes: &[u8]) -> Option<(u32, &[u8])> {
+    match bytes {
+        [SCHEMA_REGISTRY_MAGIC, a, b, c, d, payload @ ..] => {
+            Some((u32::from_be_bytes([*a, *b, *c, *d]), payload))
+        }
+        _ => None,
+    }
+}
+
+/// The bytes that hold the JSON text: the payload of a framed value when
+/// `framing` reads frames, the whole value otherwise.
+pub fn json_bytes<'a>(bytes: &'a [u8], framing: &ValueFraming) -> &'a [u8] {
+    match (framing, schema_registry_frame(bytes)) {
+        (ValueFraming::SchemaRegistry { .. }, Some((_, payload))) => payload,
+        _ => bytes,
+    }
+}
+
+/// Whether `bytes`, after leading JSON whitespace, starts a JSON object.
+fn opens_object(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+        .is_some_and(|b| *b == b'{')
+}
+
 /// Decodes and schema-checks one record value.
 ///
-/// Order of checks: absent/empty value, size, UTF-8, JSON syntax, schema
-/// (types and value rules). Each failure names the field or
-/// byte position so an operator can fix the producer.
-pub fn decode(
-    value: Option<&[u8]>,
+/// Order of checks: absent/empty value, size (of the whole value), framing,
+/// UTF-8, JSON syntax, schema (types and value rules). Each failure names
+/// the field or byte position (counted in the whole value, framing
+/// included) so an operator can fix the producer.
+pub fn decode<'a>(
+    value: Option<&'a [u8]>,
     max_record_bytes: usize,
-) -> Result<InputRecord<'_>, DecodeFailure> {
+    framing: &ValueFraming,
+) -> Result<InputRecord<'a>, DecodeFailure> {
     let bytes = match value {
         None => {
             return Err(fail(
@@ -294,10 +331,99 @@ pub fn decode(
             None,
         ));
     }
+    match framing {
+        ValueFraming::SchemaRegistry { schema_ids }
+            if bytes.first() == Some(&SCHEMA_REGISTRY_MAGIC) =>
+        {
+            decode_framed(bytes, schema_ids.as_deref())
+        }
+        _ => {
+            // The magic byte, an id, then a JSON object: a Schema Registry
+            // serializer wrote it, and the one thing to change is the setting.
+            if let ValueFraming::None = framing
+                && let Some((id, payload)) = schema_registry_frame(bytes)
+                && opens_object(payload)
+            {
+                return Err(fail(
+                    DeadLetterKind::InvalidJson,
+                    format!(
+                        "record starts with byte 0x00 and a 4-byte schema id ({id}) before its JSON: it looks like Confluent Schema Registry wire format; set value_framing = \"schema-registry\" (GROUNDGATE_VALUE_FRAMING) to read such records"
+                    ),
+                    None,
+                ));
+            }
+            decode_json(bytes, 0)
+        }
+    }
+}
+
+/// A value in Schema Registry wire format: the header checked, then its
+/// payload decoded as JSON.
+fn decode_framed<'a>(
+    bytes: &'a [u8],
+    schema_ids: Option<&[u32]>,
+) -> Result<InputRecord<'a>, DecodeFailure> {
+    let Some((id, payload)) = schema_registry_frame(bytes) else {
+        return Err(fail(
+            DeadLetterKind::InvalidJson,
+            format!(
+                "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has {SCHEMA_REGISTRY_HEADER_BYTES} (magic byte and 4-byte schema id) before its payload",
+                bytes.len()
+            ),
+            None,
+        ));
+    };
+    if let Some(allowed) = schema_ids
+        && !allowed.contains(&id)
+    {
+        let list: Vec<String> = allowed.iter().map(u32::to_string).collect();
+        return Err(fail(
+            DeadLetterKind::Schema,
+            format!(
+                "Schema Registry schema id {id} is not one of value_schema_ids = [{}]",
+                list.join(", ")
+            ),
+            std::str::from_utf8(payload)
+                .ok()
+                .and_then(recover_request_id),
+        ));
+    }
+    if payload.iter().all(u8::is_ascii_whitespace) {
+        return Err(fail(
+            DeadLetterKind::InvalidJson,
+            format!("Schema Registry framed record (schema id {id}) with an empty payload"),
+            None,
+        ));
+    }
+    decode_json(payload, SCHEMA_REGISTRY_HEADER_BYTES).map_err(|mut f| {
+        let dl = &mut f.dead_letter;
+        if matches!(
+            dl.kind,
+            DeadLetterKind::InvalidUtf8 | DeadLetterKind::InvalidJson
+        ) {
+            // Avro and Protobuf serializers frame their payloads the same way.
+            let what = if opens_object(payload) {
+                "its payload is not valid JSON"
+            } else {
+                "its payload is not JSON (Avro or Protobuf? groundgate reads JSON payloads only)"
+            };
+            dl.detail = format!(
+                "Schema Registry framed record (schema id {id}): {what}: {}",
+                dl.detail
+            );
+            dl.kind = DeadLetterKind::InvalidJson;
+        }
+        f
+    })
+}
+
+/// Decodes the JSON text of a record; `base` is where `bytes` starts in
+/// the record value, so byte positions name the value's own bytes.
+fn decode_json(bytes: &[u8], base: usize) -> Result<InputRecord<'_>, DecodeFailure> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         fail(
             DeadLetterKind::InvalidUtf8,
-            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+            format!("invalid UTF-8 at byte {}", base + e.valid_up_to()),
             None,
         )
     })?;
@@ -312,7 +438,7 @@ pub fn decode(
     // input record is an object, full stop.
     if !text.trim_start().starts_with('{') {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            return Err(syntax_failure(text, &e));
+            return Err(syntax_failure(text, base, &e));
         }
         return Err(fail(
             DeadLetterKind::Schema,
@@ -324,7 +450,7 @@ pub fn decode(
     // second, path-tracking pass to name the offending field.
     let rec: InputRecord<'_> = match serde_json::from_str(text) {
         Ok(r) => r,
-        Err(_) => return Err(diagnose(text)),
+        Err(_) => return Err(diagnose(text, base)),
     };
     let rid = || Some(rec.request_id.to_string());
     if rec.request_id.is_empty() || rec.request_id.len() > MAX_REQUEST_ID_BYTES {
@@ -392,12 +518,12 @@ pub fn decode(
 
 /// Second pass over a record that failed to decode: names the field (with
 /// its path) or the byte position of the problem.
-fn diagnose(text: &str) -> DecodeFailure {
+fn diagnose(text: &str, base: usize) -> DecodeFailure {
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed: Result<InputRecord<'_>, _> = serde_path_to_error::deserialize(&mut de);
     match parsed {
         Ok(_) => match de.end() {
-            Err(e) => syntax_failure(text, &e),
+            Err(e) => syntax_failure(text, base, &e),
             // Unreachable in practice: the fast path failed on the same text.
             Ok(()) => fail(
                 DeadLetterKind::InvalidJson,
@@ -410,7 +536,7 @@ fn diagnose(text: &str) -> DecodeFailure {
             let inner = e.into_inner();
             match inner.classify() {
                 serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                    syntax_failure(text, &inner)
+                    syntax_failure(text, base, &inner)
                 }
                 _ => {
                     let detail = if path.is_empty() || path == "." {
@@ -425,10 +551,13 @@ fn diagnose(text: &str) -> DecodeFailure {
     }
 }
 
-fn syntax_failure(text: &str, e: &serde_json::Error) -> DecodeFailure {
+fn syntax_failure(text: &str, base: usize, e: &serde_json::Error) -> DecodeFailure {
     fail(
         DeadLetterKind::InvalidJson,
-        format!("{e} (byte {})", byte_offset(text, e.line(), e.column())),
+        format!(
+            "{e} (byte {})",
+            base + byte_offset(text, e.line(), e.column())
+        ),
         None,
     )
 }
@@ -462,12 +591,17 @@ mod tests {
     use super::*;
 
     fn dl(value: &[u8]) -> DecodeFailure {
-        decode(Some(value), 1 << 20).unwrap_err()
+        decode(Some(value), 1 << 20, &ValueFraming::None).unwrap_err()
     }
 
     #[test]
     fn minimal_record_decodes_with_defaults() {
-        let r = decode(Some(br#"{"request_id":"r1","answer":"hi"}"#), 1024).unwrap();
+        let r = decode(
+            Some(br#"{"request_id":"r1","answer":"hi"}"#),
+            1024,
+            &ValueFraming::None,
+        )
+        .unwrap();
         assert_eq!(r.request_id, "r1");
         assert_eq!(r.attempt, 0);
         assert_eq!(r.mode, Mode::Strict);
@@ -481,7 +615,8 @@ mod tests {
         assert!(
             decode(
                 Some(br#"{"request_id":"r","answer":"a","extra":{"x":[1]}}"#),
-                1024
+                1024,
+                &ValueFraming::None
             )
             .is_ok()
         );
@@ -489,14 +624,14 @@ mod tests {
 
     #[test]
     fn dead_letter_kinds_and_details() {
-        let e = decode(None, 10).unwrap_err();
+        let e = decode(None, 10, &ValueFraming::None).unwrap_err();
         assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidJson);
         assert!(e.dead_letter.detail.contains("tombstone"));
 
         let e = dl(b"");
         assert_eq!(e.dead_letter.kind, DeadLetterKind::InvalidJson);
 
-        let e = decode(Some(&[b'x'; 2000]), 1024).unwrap_err();
+        let e = decode(Some(&[b'x'; 2000]), 1024, &ValueFraming::None).unwrap_err();
         assert_eq!(e.dead_letter.kind, DeadLetterKind::TooLarge);
         assert!(e.dead_letter.detail.contains("2000") && e.dead_letter.detail.contains("1024"));
 
@@ -603,7 +738,7 @@ mod tests {
         let long = format!(r#"{{"request_id":"{}","answer":"a"}}"#, "x".repeat(257));
         assert_eq!(dl(long.as_bytes()).dead_letter.kind, DeadLetterKind::Schema);
         let ok = format!(r#"{{"request_id":"{}","answer":"a"}}"#, "x".repeat(256));
-        assert!(decode(Some(ok.as_bytes()), 4096).is_ok());
+        assert!(decode(Some(ok.as_bytes()), 4096, &ValueFraming::None).is_ok());
     }
 
     #[test]
@@ -612,12 +747,13 @@ mod tests {
         let r = decode(
             Some(br#"{"request_id":"r","answer":"a","attempt":1}"#),
             1024,
+            &ValueFraming::None,
         )
         .unwrap();
         assert_eq!(r.prior, None);
         let r = decode(
             Some(br#"{"request_id":"r","answer":"a","prior":{"completion_tokens":1,"cost_usd":0.5,"prompt_tokens":2}}"#),
-            1024,
+            1024, &ValueFraming::None
         )
         .unwrap();
         assert_eq!(
@@ -631,9 +767,176 @@ mod tests {
         let r = decode(
             Some(br#"{"request_id":"r","answer":"a","attempt":1,"prior":null}"#),
             1024,
+            &ValueFraming::None,
         )
         .unwrap();
         assert_eq!(r.prior, None);
+    }
+
+    const RECORD: &[u8] = br#"{"request_id":"r1","answer":"hi"}"#;
+
+    /// `value` in Schema Registry wire format with schema id `id`.
+    fn framed(id: u32, value: &[u8]) -> Vec<u8> {
+        let mut v = vec![SCHEMA_REGISTRY_MAGIC];
+        v.extend_from_slice(&id.to_be_bytes());
+        v.extend_from_slice(value);
+        v
+    }
+
+    fn schema_registry(ids: Option<&[u32]>) -> ValueFraming {
+        ValueFraming::SchemaRegistry {
+            schema_ids: ids.map(<[u32]>::to_vec),
+        }
+    }
+
+    fn decoded(value: &[u8], framing: &ValueFraming) -> Result<String, DecodeFailure> {
+        decode(Some(value), 1 << 20, framing).map(|r| r.request_id.into_owned())
+    }
+
+    fn failed(value: &[u8], framing: &ValueFraming) -> (DeadLetterKind, String) {
+        let f = decode(Some(value), 1 << 20, framing).unwrap_err();
+        (f.dead_letter.kind, f.dead_letter.detail)
+    }
+
+    #[test]
+    fn schema_registry_framing_reads_framed_and_plain_values() {
+        let on = schema_registry(None);
+        // Ids whose bytes are not UTF-8 or are JSON whitespace and quotes.
+        for id in [0, 1, 42, 200, 0x0a0d_2022, u32::MAX] {
+            assert_eq!(decoded(&framed(id, RECORD), &on).unwrap(), "r1", "{id}");
+        }
+        assert_eq!(decoded(RECORD, &on).unwrap(), "r1");
+        let spaced = framed(7, b" \n{\"request_id\":\"r2\",\"answer\":\"a\"}");
+        assert_eq!(decoded(&spaced, &on).unwrap(), "r2");
+        // The frame is read only at the start: a plain value keeps every byte.
+        let (kind, _) = failed(&[b" ".as_slice(), &framed(42, RECORD)].concat(), &on);
+        assert_eq!(kind, DeadLetterKind::InvalidJson);
+    }
+
+    #[test]
+    fn a_framed_schema_error_is_the_plain_one_and_positions_count_the_header() {
+        let on = schema_registry(None);
+        let f = decode(Some(&framed(42, br#"{"request_id":"r1"}"#)), 1 << 20, &on).unwrap_err();
+        assert_eq!(f.dead_letter.kind, DeadLetterKind::Schema);
+        assert!(
+            f.dead_letter.detail.contains("answer"),
+            "{}",
+            f.dead_letter.detail
+        );
+        assert_eq!(f.request_id.as_deref(), Some("r1"));
+        // Byte 29 of the JSON text is byte 34 of the value.
+        let (kind, detail) = failed(&framed(42, br#"{"request_id":"r", "answer": }"#), &on);
+        assert_eq!(kind, DeadLetterKind::InvalidJson);
+        assert_eq!(
+            detail,
+            "Schema Registry framed record (schema id 42): its payload is not valid JSON: expected value at line 1 column 30 (byte 34)"
+        );
+    }
+
+    #[test]
+    fn a_framed_payload_that_is_not_json_names_the_id_and_the_likely_formats() {
+        let on = schema_registry(None);
+        // An Avro record: a zig-zag length, then the string's bytes.
+        let avro = framed(42, b"\x04r1\x04hi");
+        let (kind, detail) = failed(&avro, &on);
+        assert_eq!(kind, DeadLetterKind::InvalidJson);
+        assert!(
+            detail.starts_with(
+                "Schema Registry framed record (schema id 42): its payload is not JSON (Avro or Protobuf? groundgate reads JSON payloads only): "
+            ),
+            "{detail}"
+        );
+        // Not UTF-8 either: still said to be framed, not an encoding problem.
+        let (kind, detail) = failed(&framed(7, b"\x00\x02\xff\xfe"), &on);
+        assert_eq!(kind, DeadLetterKind::InvalidJson);
+        assert!(
+            detail.contains("schema id 7") && detail.contains("Avro or Protobuf?"),
+            "{detail}"
+        );
+        assert!(detail.ends_with("invalid UTF-8 at byte 7"), "{detail}");
+        let (kind, detail) = failed(&framed(9, b""), &on);
+        assert_eq!(kind, DeadLetterKind::InvalidJson);
+        assert_eq!(
+            detail,
+            "Schema Registry framed record (schema id 9) with an empty payload"
+        );
+    }
+
+    #[test]
+    fn a_framed_value_shorter_than_its_header_is_invalid_json() {
+        let on = schema_registry(None);
+        for short in [&b"\x00"[..], b"\x00\x00\x00", b"\x00\x00\x00\x2a"] {
+            let (kind, detail) = failed(short, &on);
+            assert_eq!(kind, DeadLetterKind::InvalidJson, "{short:?}");
+            assert_eq!(
+                detail,
+                format!(
+                    "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has 5 (magic byte and 4-byte schema id) before its payload",
+                    short.len()
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_schema_id_outside_the_allow_list_is_a_schema_dead_letter() {
+        let allowed = schema_registry(Some(&[42, 43]));
+        assert_eq!(decoded(&framed(42, RECORD), &allowed).unwrap(), "r1");
+        assert_eq!(decoded(&framed(43, RECORD), &allowed).unwrap(), "r1");
+        // Plain JSON carries no id: the list does not apply to it.
+        assert_eq!(decoded(RECORD, &allowed).unwrap(), "r1");
+        let f = decode(Some(&framed(44, RECORD)), 1 << 20, &allowed).unwrap_err();
+        assert_eq!(f.dead_letter.kind, DeadLetterKind::Schema);
+        assert_eq!(
+            f.dead_letter.detail,
+            "Schema Registry schema id 44 is not one of value_schema_ids = [42, 43]"
+        );
+        assert_eq!(f.request_id.as_deref(), Some("r1"));
+        // The id is judged before the payload.
+        let (kind, _) = failed(&framed(44, b"\x04r1"), &allowed);
+        assert_eq!(kind, DeadLetterKind::Schema);
+    }
+
+    #[test]
+    fn without_framing_a_framed_json_value_is_told_which_setting_reads_it() {
+        let off = ValueFraming::default();
+        assert_eq!(off, ValueFraming::None);
+        for id in [42, 200] {
+            let (kind, detail) = failed(&framed(id, RECORD), &off);
+            assert_eq!(kind, DeadLetterKind::InvalidJson);
+            assert_eq!(
+                detail,
+                format!(
+                    "record starts with byte 0x00 and a 4-byte schema id ({id}) before its JSON: it looks like Confluent Schema Registry wire format; set value_framing = \"schema-registry\" (GROUNDGATE_VALUE_FRAMING) to read such records"
+                )
+            );
+        }
+        // Anything else starting with 0x00 is judged as before.
+        assert_eq!(
+            failed(b"\x00\x00\x00\x00\x2a", &off),
+            (
+                DeadLetterKind::InvalidJson,
+                "expected value at line 1 column 1 (byte 0)".to_string()
+            )
+        );
+        assert_eq!(
+            failed(&framed(200, b"\x04r1"), &off).0,
+            DeadLetterKind::InvalidUtf8
+        );
+    }
+
+    #[test]
+    fn the_size_limit_counts_the_whole_framed_value() {
+        let on = schema_registry(None);
+        let v = framed(42, RECORD);
+        assert!(decode(Some(&v), v.len(), &on).is_ok());
+        let f = decode(Some(&v), v.len() - 1, &on).unwrap_err();
+        assert_eq!(f.dead_letter.kind, DeadLetterKind::TooLarge);
+        assert!(
+            f.dead_letter
+                .detail
+                .contains(&format!("record is {} bytes", v.len()))
+        );
     }
 
     #[test]
@@ -646,7 +949,7 @@ mod tests {
     fn payloads_become_text() {
         let r = decode(
             Some(br#"{"request_id":"r","answer":"a","sources":[{"urn":"u1","payload":"plain \"q\""},{"urn":"u2","payload":{ "b" : [1, 2.50], "a":"x y" }},{"urn":"u3"},{"urn":"u4","payload":null}]}"#),
-            4096,
+            4096, &ValueFraming::None
         )
         .unwrap();
         let p: Vec<Payload<'_>> = r.sources.iter().map(|s| payload_text(s.payload)).collect();
