@@ -1621,6 +1621,7 @@ fn pseudonymised_audit_rows_match_the_cli_and_change_nothing_else() {
     let plain_rows = read_audit_rows(&plain.join("audit.jsonl"));
     assert_eq!(rows.len(), 7);
     for (i, (row, before)) in rows.iter().zip(&plain_rows).enumerate() {
+        crate::schemas::assert_valid("audit-row", row);
         let user = match i {
             6 => "",
             _ => p[i % 2],
