@@ -4,8 +4,7 @@
 //! under several configurations, validates against its schema; a real
 //! output altered by one key or value does not (the output schemas are
 //! closed); and over generated records the input schema agrees with the
-//! decoder, except for the decoder rules listed in [`INEXPRESSIBLE`] and
-//! the leniency of [`LENIENT_SOURCE_ARRAY`].
+//! decoder, except for the decoder rules listed in [`INEXPRESSIBLE`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -937,14 +936,9 @@ const INEXPRESSIBLE: [(&str, ToldBy); 4] = [
     }),
 ];
 
-/// The one leniency of the decoder: a source written as an array is read
-/// by position (`[urn, payload]`). The schema refuses it, as the documented
-/// record has objects there.
-const LENIENT_SOURCE_ARRAY: &str = "a source written as an array";
-
 /// How a record's fate under the decoder compares with the schema's
 /// verdict: `Ok(None)` when they agree, `Ok(Some(rule))` when a listed rule
-/// or the leniency explains the difference, an error when nothing does.
+/// explains the difference, an error when nothing does.
 fn agreement(record: &[u8]) -> Result<Option<&'static str>, String> {
     let o = process(Some(record), &META, NOW, &settings());
     let refused = match &o.terminal {
@@ -973,19 +967,10 @@ fn agreement(record: &[u8]) -> Result<Option<&'static str>, String> {
             .find(|(_, told_by)| told_by(&detail))
             .map(|(rule, _)| Some(*rule))
             .ok_or_else(|| format!("valid but dead-lettered ({detail}): {text}")),
-        (false, None) => {
-            let array_source = value["sources"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(Value::is_array));
-            if array_source {
-                Ok(Some(LENIENT_SOURCE_ARRAY))
-            } else {
-                Err(format!(
-                    "invalid ({:?}) but decoded: {text}",
-                    errors("answer", &value)
-                ))
-            }
-        }
+        (false, None) => Err(format!(
+            "invalid ({:?}) but decoded: {text}",
+            errors("answer", &value)
+        )),
     }
 }
 
@@ -1025,7 +1010,7 @@ fn the_input_schema_and_the_decoder_agree_but_for_the_listed_rules() {
         ),
         (
             r#"{"request_id":"r","answer":"a","sources":[["u","p"]]}"#,
-            Some(LENIENT_SOURCE_ARRAY),
+            None,
         ),
         (
             r#"{"request_id":"r","answer":"a","temperature":1e400}"#,

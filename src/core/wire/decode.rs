@@ -49,6 +49,48 @@ pub struct SourceIn<'a> {
     pub payload: Option<&'a RawValue>,
 }
 
+/// `sources` on the wire: a list of objects. serde's derive would also
+/// take a source written as an array, by position (`["urn", "payload"]`),
+/// which is not the record's form.
+fn source_objects<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<SourceIn<'a>>, D::Error> {
+    struct Object;
+    impl<'de> serde::de::DeserializeSeed<'de> for Object {
+        type Value = SourceIn<'de>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for Object {
+        type Value = SourceIn<'de>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object {urn, payload}")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            SourceIn::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    struct List;
+    impl<'de> serde::de::Visitor<'de> for List {
+        type Value = Vec<SourceIn<'de>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a sequence")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+            while let Some(s) = seq.next_element_seed(Object)? {
+                out.push(s);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(List)
+}
+
 /// An input record, borrowed from the record bytes where no unescaping is needed.
 #[derive(Debug, Deserialize)]
 pub struct InputRecord<'a> {
@@ -62,7 +104,7 @@ pub struct InputRecord<'a> {
     pub mode: Mode,
     #[serde(borrow, default)]
     pub question: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "source_objects")]
     pub sources: Vec<SourceIn<'a>>,
     #[serde(borrow, default)]
     pub provider: Cow<'a, str>,
@@ -669,6 +711,17 @@ mod tests {
             "{}",
             e.dead_letter.detail
         );
+        // A source is an object; the positional form serde would read is refused.
+        let e = dl(br#"{"request_id":"r1","answer":"a","sources":[{"urn":"u"},["v","p"]]}"#);
+        assert_eq!(e.dead_letter.kind, DeadLetterKind::Schema);
+        assert!(
+            e.dead_letter.detail.starts_with(
+                "sources[1]: invalid type: sequence, expected an object {urn, payload}"
+            ),
+            "{}",
+            e.dead_letter.detail
+        );
+        assert_eq!(e.request_id.as_deref(), Some("r1"));
 
         let e = dl(br#"{"request_id":"r1","answer":"a","attempt":2}"#);
         assert!(
