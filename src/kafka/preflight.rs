@@ -21,6 +21,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 
 use crate::config::{Config, Guarantee};
+use crate::core::ValueFraming;
 
 /// What the cluster said.
 #[derive(Debug, Clone, PartialEq)]
@@ -350,6 +351,29 @@ pub fn judge(config: &Config, s: &Survey) -> Vec<Check> {
                 ),
             ));
         }
+        // Confluent Server refuses, on a topic that validates schemas, a
+        // value without a Schema Registry header naming a registered schema.
+        let validated = c
+            .get("confluent.value.schema.validation")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let framed = matches!(
+            config.core.value_framing,
+            ValueFraming::SchemaRegistry { .. }
+        );
+        if validated && role != "input" {
+            out.push(check(
+                Level::Problem,
+                subject.clone(),
+                "confluent.value.schema.validation = true: the brokers refuse a value without a Schema Registry header, and groundgate writes plain JSON, so the first record routed here would stop the worker; turn schema validation off for this topic",
+            ));
+        }
+        if validated && role == "input" && !framed {
+            out.push(check(
+                Level::Problem,
+                subject.clone(),
+                "confluent.value.schema.validation = true: every record carries a Schema Registry header, which value_framing = \"none\" reads as a dead letter; set value_framing = \"schema-registry\"",
+            ));
+        }
         if role == "audit" {
             if c.get("cleanup.policy")
                 .is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"))
@@ -514,6 +538,44 @@ mod tests {
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].starts_with("min.insync.replicas = 1"));
         assert!(notes[1].contains("604800000 (7.0 days)"));
+    }
+
+    #[test]
+    fn topics_that_validate_schemas_are_problems_unless_the_input_is_read_framed() {
+        let mut config = Config::default();
+        let mut s = cluster(&ALL.map(|t| (t, 3)));
+        let validated = || {
+            BTreeMap::from([(
+                "confluent.value.schema.validation".to_string(),
+                "true".to_string(),
+            )])
+        };
+        s.configs = Ok(BTreeMap::from([
+            ("answers".into(), validated()),
+            ("answers.retry".into(), validated()),
+            (
+                "answers.final".into(),
+                BTreeMap::from([(
+                    "confluent.value.schema.validation".to_string(),
+                    "false".to_string(),
+                )]),
+            ),
+        ]));
+        let checks = judge(&config, &s);
+        let p = problems(&checks);
+        assert_eq!(p.len(), 2, "{checks:#?}");
+        assert!(
+            p[0].0 == "answers (input)" && p[0].1.contains("value_framing"),
+            "{p:?}"
+        );
+        assert!(
+            p[1].0 == "answers.retry (retry)" && p[1].1.contains("groundgate writes plain JSON"),
+            "{p:?}"
+        );
+        config.core.value_framing = ValueFraming::SchemaRegistry { schema_ids: None };
+        let p = problems(&judge(&config, &s));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].0, "answers.retry (retry)");
     }
 
     #[test]
