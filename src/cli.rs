@@ -43,12 +43,24 @@ pub enum Command {
     /// Measure the worker against a passthrough on the embedded broker (prints rates and ratios).
     #[command(after_help = examples::BENCH)]
     Bench(BenchArgs),
-    /// The sealed audit trail: verify a trail, or make a signing key pair.
+    /// The sealed audit trail: verify a trail, make a signing key pair, or print a pseudonym.
     #[command(after_help = examples::AUDIT)]
     Audit(AuditArgs),
     /// Measure the grounding check on labelled JSON Lines (AUC, accuracy, threshold sweep).
     #[command(after_help = examples::EVAL)]
     Eval(EvalArgs),
+    /// Print the JSON Schema of a record this binary reads or writes, or list them.
+    #[command(after_help = examples::SCHEMA)]
+    Schema(SchemaArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The schema to print (e.g. `final`, `audit-row`); without it, every name with its title.
+    pub name: Option<String>,
+    /// Write every schema into this directory instead, as NAME.schema.json (created if missing).
+    #[arg(long, conflicts_with = "name")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => block_on(cmd::bench::main(args)),
         Command::Audit(args) => Ok(cmd::audit::main(args)),
         Command::Eval(args) => Ok(cmd::eval::main(args)),
+        Command::Schema(args) => Ok(cmd::schema::main(args)),
     };
     match result {
         Ok(code) => code,

@@ -82,6 +82,12 @@ Examples:
   groundgate audit pseudonym --key-file /run/secrets/pseudonym.key alice@example.com
   groundgate audit pseudonym --key-file pseudonym.key alice bob | grep -F -f - out/audit.jsonl   # their rows";
 
+pub const SCHEMA: &str = "\
+Examples:
+  groundgate schema                                   # the names and titles
+  groundgate schema audit-row > audit-row.schema.json
+  groundgate schema --out /etc/groundgate/schemas     # every schema, one file each";
+
 pub const EVAL: &str = "\
 Examples:
   groundgate eval tests/data/grounding_subset.jsonl

@@ -13,6 +13,7 @@ pub mod dev_broker;
 pub mod eval;
 pub mod produce;
 pub mod run;
+pub mod schema;
 
 use std::sync::Once;
 

@@ -41,7 +41,7 @@ fn examples(help: &str) -> Vec<String> {
 
 #[test]
 fn every_help_ends_with_two_to_four_examples() {
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 13] = [
         &[],
         &["check"],
         &["run"],
@@ -52,7 +52,9 @@ fn every_help_ends_with_two_to_four_examples() {
         &["audit"],
         &["audit", "verify"],
         &["audit", "keygen"],
+        &["audit", "pseudonym"],
         &["eval"],
+        &["schema"],
     ];
     for cmd in commands {
         let mut args = cmd.to_vec();
@@ -133,7 +135,9 @@ fn usage_errors_exit_2_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.jsonl");
     let missing = missing.to_str().unwrap();
-    let cases: [&[&str]; 10] = [
+    let cases: [&[&str]; 12] = [
+        &["schema", "no-such-record"],
+        &["audit", "pseudonym", "--key-file", missing, "alice"],
         &["produce", "--count", "1"],
         &["run", "-X", "no-equals-sign"],
         &[
@@ -477,4 +481,60 @@ fn preflight_against_a_closed_port_says_why_once_not_per_retry() {
         "the cause, logged once (twice at most across the limiter's 10 s): {err}"
     );
     assert!(!err.contains("ERROR"), "{err}");
+}
+
+/// `groundgate schema` carries every file of `schemas/`, byte for byte:
+/// printed one at a time, listed with its title, written into a directory.
+#[test]
+fn the_schemas_built_into_the_binary_are_the_repositorys() {
+    let files: std::collections::BTreeMap<String, Vec<u8>> =
+        std::fs::read_dir(crate::common::repo("schemas"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                let name = p.file_name().unwrap().to_str().unwrap().to_string();
+                let name = name.strip_suffix(".schema.json").unwrap().to_string();
+                (name, std::fs::read(&p).unwrap())
+            })
+            .collect();
+    let listed = run(&["schema"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let names: Vec<String> = stdout(&listed)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        files.keys().cloned().collect::<Vec<_>>(),
+        "every schema file is built in"
+    );
+    assert!(
+        stdout(&listed).contains("final  ")
+            && stdout(&listed).contains("groundgate final envelope"),
+        "{}",
+        stdout(&listed)
+    );
+    for (name, bytes) in &files {
+        let o = run(&["schema", name]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert_eq!(&o.stdout, bytes, "{name}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("nested/schemas");
+    let o = run(&["schema", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (name, bytes) in &files {
+        assert_eq!(
+            &std::fs::read(out.join(format!("{name}.schema.json"))).unwrap(),
+            bytes,
+            "{name}"
+        );
+    }
+    let o = run(&["schema", "envelope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no schema named \"envelope\"; the schemas are answer, audit-row"),
+        "{}",
+        stderr(&o)
+    );
 }

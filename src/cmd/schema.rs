@@ -1,0 +1,94 @@
+//! `groundgate schema`: the JSON Schemas of the records this binary reads
+//! and writes, built into it, so the contract a pipeline validates against
+//! is the one of the binary it runs (also in `schemas/` of the repository
+//! and in the container image).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::cli::SchemaArgs;
+
+/// Every schema, by name (the file is NAME.schema.json), in the order of
+/// the names.
+pub const SCHEMAS: &[(&str, &str)] = &[
+    ("answer", include_str!("../../schemas/answer.schema.json")),
+    (
+        "audit-row",
+        include_str!("../../schemas/audit-row.schema.json"),
+    ),
+    (
+        "check-dead-letter",
+        include_str!("../../schemas/check-dead-letter.schema.json"),
+    ),
+    (
+        "dead-letter-too-large",
+        include_str!("../../schemas/dead-letter-too-large.schema.json"),
+    ),
+    ("eval", include_str!("../../schemas/eval.schema.json")),
+    (
+        "eval-fit",
+        include_str!("../../schemas/eval-fit.schema.json"),
+    ),
+    ("final", include_str!("../../schemas/final.schema.json")),
+    ("retry", include_str!("../../schemas/retry.schema.json")),
+    ("seal", include_str!("../../schemas/seal.schema.json")),
+    ("summary", include_str!("../../schemas/summary.schema.json")),
+    (
+        "verify-report",
+        include_str!("../../schemas/verify-report.schema.json"),
+    ),
+];
+
+pub fn main(args: SchemaArgs) -> ExitCode {
+    let result = match (&args.name, &args.out) {
+        (_, Some(dir)) => write_all(dir),
+        (Some(name), None) => print_one(name),
+        (None, None) => {
+            list();
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("groundgate schema: {e}");
+            ExitCode::from(super::EXIT_USAGE)
+        }
+    }
+}
+
+fn title(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v["title"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn list() {
+    let width = SCHEMAS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    for (name, text) in SCHEMAS {
+        println!("{name:width$}  {}", title(text));
+    }
+}
+
+fn print_one(name: &str) -> Result<(), String> {
+    let Some((_, text)) = SCHEMAS.iter().find(|(n, _)| *n == name) else {
+        let names: Vec<&str> = SCHEMAS.iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "no schema named {name:?}; the schemas are {}",
+            names.join(", ")
+        ));
+    };
+    print!("{text}");
+    Ok(())
+}
+
+fn write_all(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (name, text) in SCHEMAS {
+        let path = dir.join(format!("{name}.schema.json"));
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    eprintln!("wrote {} schemas into {}", SCHEMAS.len(), dir.display());
+    Ok(())
+}
