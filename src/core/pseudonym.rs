@@ -54,11 +54,20 @@ impl PseudonymField {
 
 /// The key and the fields it pseudonymises. `Debug` shows the key's id,
 /// never the key.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Pseudonyms {
     key: Vec<u8>,
+    /// HMAC state with the key already absorbed: each value then costs a
+    /// copy of it, not the key's two padded blocks hashed again.
+    keyed: Hmac<Sha256>,
     key_id: String,
     fields: Vec<PseudonymField>,
+}
+
+impl PartialEq for Pseudonyms {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && self.fields == other.fields
+    }
 }
 
 impl fmt::Debug for Pseudonyms {
@@ -92,8 +101,11 @@ impl Pseudonyms {
         let mut fields = fields.to_vec();
         fields.sort();
         fields.dedup();
+        let keyed = <Hmac<Sha256> as KeyInit>::new_from_slice(key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
         Ok(Pseudonyms {
             key: key.to_vec(),
+            keyed,
             key_id: key_id(key),
             fields,
         })
@@ -116,11 +128,10 @@ impl Pseudonyms {
         if value.is_empty() {
             return String::new();
         }
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
-            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        let mut mac = self.keyed.clone();
         mac.update(value.as_bytes());
         let tag = mac.finalize().into_bytes();
-        format!("hmac-sha256:{}:{}", self.key_id, hex(&tag))
+        format!("hmac-sha256:{}:{}", self.key_id, hex::encode(tag))
     }
 
     /// `value` as the audit row writes `field`.
@@ -146,15 +157,7 @@ pub fn written<'a>(
 }
 
 fn key_id(key: &[u8]) -> String {
-    hex(&Sha256::digest(key)[..4])
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    hex::encode(&Sha256::digest(key)[..4])
 }
 
 #[cfg(test)]
