@@ -209,13 +209,6 @@ fn config_note(config: Option<&Path>, env: &[String]) -> String {
     note
 }
 
-/// Which fields of the audit rows are pseudonyms, and under which key:
-/// `user, question written as pseudonyms (key 3eb1bd43)`.
-fn pseudonyms_note(fields: &[crate::core::pseudonym::PseudonymField], key_id: &str) -> String {
-    let names: Vec<&str> = fields.iter().map(|f| f.as_str()).collect();
-    format!("{} written as pseudonyms (key {key_id})", names.join(", "))
-}
-
 /// What a run took: its wall time and the CPU time of the whole process
 /// (reading, validating and writing), from the first line read to the
 /// outputs in place.
@@ -582,8 +575,9 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     }
     if let Some(p) = &config.core.pseudonyms {
         eprintln!(
-            "audit trail: {}",
-            pseudonyms_note(&config.audit.pseudonymize, p.key_id())
+            "audit trail: {} written as pseudonyms (key {})",
+            p.field_names(),
+            p.key_id()
         );
     }
     let baseline: Option<Config> = args

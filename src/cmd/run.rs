@@ -97,14 +97,8 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         "grounding check"
     );
     if let Some(p) = &config.core.pseudonyms {
-        let fields: Vec<&str> = config
-            .audit
-            .pseudonymize
-            .iter()
-            .map(|f| f.as_str())
-            .collect();
         info!(
-            fields = %fields.join(","),
+            fields = %p.field_names(),
             key_id = p.key_id(),
             "audit rows write these fields as pseudonyms"
         );

@@ -118,6 +118,12 @@ impl Pseudonyms {
         &self.key_id
     }
 
+    /// The fields pseudonymised, by name: `user, question`.
+    pub fn field_names(&self) -> String {
+        let names: Vec<&str> = self.fields.iter().map(|f| f.as_str()).collect();
+        names.join(", ")
+    }
+
     pub fn covers(&self, field: PseudonymField) -> bool {
         self.fields.contains(&field)
     }
