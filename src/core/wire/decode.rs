@@ -2,7 +2,8 @@
 //! Confluent Schema Registry header when the settings say so) →
 //! [`InputRecord`] (borrowing from the bytes where it can), or a
 //! [`DecodeFailure`] naming the dead-letter kind, a detail pointing at the
-//! offending byte, and the request id when one can be recovered. This module must not decide verdicts; it only reads data.
+//! offending byte, and the request id when one can be recovered. This
+//! module must not decide verdicts; it only reads data.
 
 use std::borrow::Cow;
 
