@@ -706,7 +706,7 @@ fn input_ends(client: &ClientConfig, input: &str) -> Result<Vec<(i32, i64)>, Cmd
 
 /// The partition ids of `topic`; an absent or partitionless topic is an error.
 fn partitions(consumer: &Reader, topic: &str, timeout: Duration) -> Result<Vec<i32>, CmdError> {
-    let md = consumer.fetch_metadata(Some(topic), timeout)?;
+    let md = crate::kafka::client::fetch_metadata(consumer, Some(topic), timeout)?;
     md.topics()
         .iter()
         .find(|t| t.name() == topic && !t.partitions().is_empty())

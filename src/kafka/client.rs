@@ -152,6 +152,25 @@ impl ClientContext for LogContext {
 
 impl rdkafka::consumer::ConsumerContext for LogContext {}
 
+/// How long the client's pending error events are served after a failed
+/// metadata read.
+const ERRORS_WAIT: Duration = Duration::from_secs(1);
+
+/// The cluster's metadata, of `topic` or of every topic. A failed read says
+/// only "broker transport failure"; why (a refused TLS handshake, a failed
+/// login) waits in the client's queue as error events, which are served,
+/// so logged, before the error is returned.
+pub fn fetch_metadata(
+    consumer: &rdkafka::consumer::BaseConsumer<LogContext>,
+    topic: Option<&str>,
+    timeout: Duration,
+) -> Result<rdkafka::metadata::Metadata, KafkaError> {
+    use rdkafka::consumer::Consumer;
+    consumer.fetch_metadata(topic, timeout).inspect_err(|_| {
+        let _ = consumer.poll(ERRORS_WAIT);
+    })
+}
+
 /// The librdkafka this binary links: its version and `builtin.features`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Library {

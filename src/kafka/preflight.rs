@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::client::LogContext;
 use rdkafka::admin::{AdminClient, AdminOptions, OwnedResourceSpecifier, ResourceSpecifier};
 use rdkafka::config::FromClientConfigAndContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
 
 use crate::config::{Config, Guarantee};
@@ -135,12 +135,7 @@ fn metadata(
     let consumer: BaseConsumer<LogContext> = settings.create_with_context(LogContext::loud())?;
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        let read = read_metadata(&consumer, timeout).inspect_err(|_| {
-            // Why the brokers could not be read (a refused handshake, a
-            // failed login) waits in the client's queue as error events:
-            // serve them, so they are logged, before giving up.
-            let _ = consumer.poll(ERRORS_WAIT);
-        })?;
+        let read = read_metadata(&consumer, timeout)?;
         let settled = wanted
             .iter()
             .all(|t| read.1.get(t).is_none_or(|v| v.leaderless.is_empty()));
@@ -151,10 +146,6 @@ fn metadata(
     }
 }
 
-/// How long the client's pending error events are served after a failed
-/// metadata read.
-const ERRORS_WAIT: Duration = Duration::from_secs(1);
-
 /// How long to wait before reading the metadata again for a leader.
 const LEADER_RETRY: Duration = Duration::from_millis(500);
 
@@ -162,7 +153,7 @@ fn read_metadata(
     consumer: &BaseConsumer<LogContext>,
     timeout: Duration,
 ) -> Result<(Brokers, BTreeMap<String, TopicView>), KafkaError> {
-    let metadata = consumer.fetch_metadata(None, timeout)?;
+    let metadata = super::client::fetch_metadata(consumer, None, timeout)?;
     let brokers = metadata
         .brokers()
         .iter()
