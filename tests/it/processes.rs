@@ -627,8 +627,11 @@ fn a_worker_writes_pseudonyms_into_the_audit_topic_and_the_cli_finds_them() {
     let n = 60u64;
     produce_answers(&bs, &dir.path().join("in.jsonl"), 0..n);
     let (mut w, log, _) = start_configured_worker(&bs, dir.path(), &toml);
+    // Every record's terminal record and its row: the topics are read in
+    // turn, so the rows may all be in before the last retries are.
     let out = inspect::read_until(&bs, &OUTPUTS, WAIT, |got| {
         rows(&got[2]).count() >= n as usize
+            && got[0].len() + got[1].len() + got[3].len() >= n as usize
     })
     .unwrap();
     w.signal("TERM");
