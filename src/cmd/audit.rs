@@ -93,7 +93,7 @@ fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
         path: args.key_file.clone(),
         source,
     };
-    let key = std::fs::read(&args.key_file).map_err(read)?;
+    let key = crate::config::read_pseudonym_key_file(&args.key_file).map_err(read)?;
     let pseudonyms = Pseudonyms::new(&key, &PseudonymField::ALL)
         .map_err(|e| CmdError::Usage(format!("{} {e}", args.key_file.display())))?;
     let mut out = std::io::stdout().lock();

@@ -19,6 +19,10 @@ use sha2::{Digest, Sha256};
 
 /// Fewest key bytes accepted: HMAC-SHA256's own block of security.
 pub const MIN_KEY_BYTES: usize = 32;
+/// Most bytes a key file may hold. A key is a few dozen bytes: a larger
+/// file is another file given by mistake (a certificate bundle, a log,
+/// `/dev/zero`), and the shell reads no more than one byte beyond this.
+pub const MAX_KEY_FILE_BYTES: usize = 4096;
 
 /// A field of the audit row that can be written as a pseudonym.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -86,6 +90,10 @@ pub enum KeyProblem {
         "is {0} bytes once trailing white space is dropped: a pseudonym key needs at least {MIN_KEY_BYTES} (e.g. `openssl rand -hex 32 > FILE`)"
     )]
     TooShort(usize),
+    #[error(
+        "is larger than {MAX_KEY_FILE_BYTES} bytes: a pseudonym key is a few dozen (e.g. `openssl rand -hex 32 > FILE`); is it the right file?"
+    )]
+    TooLong,
 }
 
 impl Pseudonyms {
@@ -94,6 +102,9 @@ impl Pseudonyms {
     /// the key, so `openssl dgst -hmac "$(cat FILE)"` computes the same
     /// pseudonyms.
     pub fn new(file: &[u8], fields: &[PseudonymField]) -> Result<Pseudonyms, KeyProblem> {
+        if file.len() > MAX_KEY_FILE_BYTES {
+            return Err(KeyProblem::TooLong);
+        }
         let key = file.trim_ascii_end();
         if key.len() < MIN_KEY_BYTES {
             return Err(KeyProblem::TooShort(key.len()));
@@ -209,11 +220,16 @@ mod tests {
     }
 
     #[test]
-    fn a_short_key_is_refused_and_the_key_never_shows_in_debug() {
+    fn a_short_or_oversized_key_is_refused_and_the_key_never_shows_in_debug() {
         assert_eq!(
             Pseudonyms::new(b"short\n\n", &[]),
             Err(KeyProblem::TooShort(5))
         );
+        assert_eq!(
+            Pseudonyms::new(&[b'k'; MAX_KEY_FILE_BYTES + 1], &[]),
+            Err(KeyProblem::TooLong)
+        );
+        assert!(Pseudonyms::new(&[b'k'; MAX_KEY_FILE_BYTES], &[]).is_ok());
         let p = Pseudonyms::new(KEY, &[PseudonymField::Tenant]).unwrap();
         let shown = format!("{p:?}");
         assert!(!shown.contains("0123456789abcdef"), "{shown}");
