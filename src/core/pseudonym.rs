@@ -151,6 +151,38 @@ impl Pseudonyms {
         format!("hmac-sha256:{}:{}", self.key_id, hex::encode(tag))
     }
 
+    /// A dead letter's `detail` with no value of a pseudonymised field in
+    /// it. A field of the wrong type is named with the value read
+    /// (`user: invalid type: integer `48151623`, expected a string`, or a
+    /// source given as its URN alone): in the audit row that would keep
+    /// the very value the field's pseudonym keeps out of the trail. The
+    /// value is left out and its kind kept (`invalid type: integer,
+    /// expected a string`).
+    pub fn without_values<'a>(&self, detail: &'a str) -> Cow<'a, str> {
+        const TYPE: &str = ": invalid type: ";
+        let Some((path, rest)) = detail.split_once(TYPE) else {
+            return Cow::Borrowed(detail);
+        };
+        let field = match path.split(['.', '[']).next() {
+            Some("sources") => Some(PseudonymField::SourcesUrns),
+            Some(name) => PseudonymField::parse(name),
+            None => None,
+        };
+        // The expected type is serde's own words, after the value.
+        let Some((value, expected)) = rest.rsplit_once(", expected") else {
+            return Cow::Borrowed(detail);
+        };
+        if !field.is_some_and(|f| self.covers(f)) {
+            return Cow::Borrowed(detail);
+        }
+        let kind = value
+            .split(['`', '"'])
+            .next()
+            .unwrap_or_default()
+            .trim_end();
+        Cow::Owned(format!("{path}{TYPE}{kind}, expected{expected}"))
+    }
+
     /// `value` as the audit row writes `field`.
     pub fn apply<'a>(&self, field: PseudonymField, value: &'a str) -> Cow<'a, str> {
         if self.covers(field) {
@@ -234,6 +266,39 @@ mod tests {
         let shown = format!("{p:?}");
         assert!(!shown.contains("0123456789abcdef"), "{shown}");
         assert!(shown.contains(p.key_id()), "{shown}");
+    }
+
+    #[test]
+    fn a_type_error_of_a_pseudonymised_field_keeps_its_kind_not_its_value() {
+        let p = Pseudonyms::new(KEY, &[PseudonymField::User, PseudonymField::SourcesUrns]).unwrap();
+        for (detail, kept) in [
+            (
+                "user: invalid type: integer `48151623`, expected a string at line 1 column 46",
+                "user: invalid type: integer, expected a string at line 1 column 46",
+            ),
+            (
+                "sources[1]: invalid type: string \"urn:hr:alice, expected x\", expected an object {urn, payload} at line 1 column 80",
+                "sources[1]: invalid type: string, expected an object {urn, payload} at line 1 column 80",
+            ),
+            (
+                "sources[0].urn: invalid type: floating point `1.5`, expected a string at line 1 column 9",
+                "sources[0].urn: invalid type: floating point, expected a string at line 1 column 9",
+            ),
+            (
+                "tenant: invalid type: integer `7`, expected a string at line 1 column 9",
+                "tenant: invalid type: integer `7`, expected a string at line 1 column 9",
+            ),
+            (
+                "mode: invalid value: string \"x\", expected \"strict\" or \"lenient\"",
+                "mode: invalid value: string \"x\", expected \"strict\" or \"lenient\"",
+            ),
+            (
+                "sources[0]: missing field `urn` at line 1 column 9",
+                "sources[0]: missing field `urn` at line 1 column 9",
+            ),
+        ] {
+            assert_eq!(p.without_values(detail), kept);
+        }
     }
 
     #[test]
