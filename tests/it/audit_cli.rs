@@ -1345,8 +1345,6 @@ fn a_keyring_file_that_is_not_all_public_keys_exits_2_naming_the_block() {
 /// quietly when its reader has what it wanted.
 #[test]
 fn a_windows_list_of_values_gives_the_pseudonyms_of_its_values() {
-    use std::io::Write;
-    use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("pseudonym.key");
     std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
@@ -1360,19 +1358,13 @@ fn a_windows_list_of_values_gives_the_pseudonyms_of_its_values() {
         "{}",
         text(&given)
     );
-    let mut child = Command::new(BIN)
+    let list = dir.path().join("users.txt");
+    std::fs::write(&list, "\u{feff}alice\r\n\r\nbob").unwrap();
+    let read = Command::new(BIN)
         .args(["audit", "pseudonym", "--key-file", key])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
+        .stdin(std::fs::File::open(&list).unwrap())
+        .output()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all("\u{feff}alice\r\n\r\nbob".as_bytes())
-        .unwrap();
-    let read = child.wait_with_output().unwrap();
     assert!(read.status.success(), "{}", text(&read));
     assert_eq!(
         String::from_utf8_lossy(&read.stdout),
