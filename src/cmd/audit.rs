@@ -101,9 +101,15 @@ fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
     let written = if args.values.is_empty() {
         let mut written = Ok(());
         for (i, line) in std::io::stdin().lock().lines().enumerate() {
-            let line = line.map_err(|source| CmdError::Read {
-                path: "standard input".into(),
-                source,
+            let line = line.map_err(|source| match source.kind() {
+                std::io::ErrorKind::InvalidData => CmdError::Usage(format!(
+                    "standard input, line {}: not UTF-8, which no value of a record is (records are JSON); save the list as UTF-8",
+                    i + 1
+                )),
+                _ => CmdError::Read {
+                    path: "standard input".into(),
+                    source,
+                },
             })?;
             // A list saved by a Windows editor ends its lines with CR LF
             // and may start with a byte order mark: neither is part of a

@@ -1370,6 +1370,20 @@ fn a_windows_list_of_values_gives_the_pseudonyms_of_its_values() {
         String::from_utf8_lossy(&read.stdout),
         String::from_utf8_lossy(&given.stdout)
     );
+    // A list saved in a Windows code page is not UTF-8: the line is named.
+    std::fs::write(&list, b"alice\r\nren\xe9e\r\n").unwrap();
+    let latin1 = Command::new(BIN)
+        .args(["audit", "pseudonym", "--key-file", key])
+        .stdin(std::fs::File::open(&list).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(latin1.status.code(), Some(2), "{}", text(&latin1));
+    assert!(
+        String::from_utf8_lossy(&latin1.stderr)
+            .contains("standard input, line 2: not UTF-8, which no value of a record is"),
+        "{}",
+        text(&latin1)
+    );
 
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
