@@ -93,27 +93,48 @@ fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
         path: args.key_file.clone(),
         source,
     };
-    let key = std::fs::read(&args.key_file).map_err(read)?;
+    let key = crate::config::read_pseudonym_key_file(&args.key_file).map_err(read)?;
     let pseudonyms = Pseudonyms::new(&key, &PseudonymField::ALL)
         .map_err(|e| CmdError::Usage(format!("{} {e}", args.key_file.display())))?;
     let mut out = std::io::stdout().lock();
     let mut write = |value: &str| writeln!(out, "{}", pseudonyms.of(value));
-    let stdout =
-        |e: std::io::Error| CmdError::Usage(format!("cannot write to standard output: {e}"));
-    if args.values.is_empty() {
-        for line in std::io::stdin().lock().lines() {
-            let line = line.map_err(|source| CmdError::Read {
-                path: "standard input".into(),
-                source,
+    let written = if args.values.is_empty() {
+        let mut written = Ok(());
+        for (i, line) in std::io::stdin().lock().lines().enumerate() {
+            let line = line.map_err(|source| match source.kind() {
+                std::io::ErrorKind::InvalidData => CmdError::Usage(format!(
+                    "standard input, line {}: not UTF-8, which no value of a record is (records are JSON); save the list as UTF-8",
+                    i + 1
+                )),
+                _ => CmdError::Read {
+                    path: "standard input".into(),
+                    source,
+                },
             })?;
-            write(line.strip_suffix('\r').unwrap_or(&line)).map_err(stdout)?;
+            // A list saved by a Windows editor ends its lines with CR LF
+            // and may start with a byte order mark: neither is part of a
+            // value, and either would give a pseudonym no row holds.
+            let value = line.strip_suffix('\r').unwrap_or(&line);
+            let value = match i {
+                0 => value.strip_prefix('\u{feff}').unwrap_or(value),
+                _ => value,
+            };
+            written = write(value);
+            if written.is_err() {
+                break;
+            }
         }
+        written
     } else {
-        for value in &args.values {
-            write(value).map_err(stdout)?;
-        }
+        args.values.iter().try_for_each(|v| write(v))
+    };
+    match written {
+        // `audit pseudonym … | head -1`: the reader has what it wanted.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CmdError::Usage(format!(
+            "cannot write to standard output: {e}"
+        ))),
+        _ => Ok(EXIT_CLEAN),
     }
-    Ok(EXIT_CLEAN)
 }
 
 fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {

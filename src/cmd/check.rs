@@ -564,9 +564,8 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             r.display().to_string().trim_end_matches('/').into(),
         ));
     }
-    let mut config: Config =
-        RawConfig::load_from_process(args.config.as_deref(), RawConfig::default())?;
-    config.read_pseudonym_key()?;
+    let config: Config =
+        RawConfig::load_writing_audit(args.config.as_deref(), RawConfig::default())?;
     if let Some(key) = config.audit.signing_key_file.as_deref() {
         refuse_overwrites(args, &[("audit.signing_key_file", key)])?;
     }

@@ -67,14 +67,12 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         .raw_layer()
         .map_err(|p| ConfigError::Invalid(vec![p]))
         .and_then(|flags| {
-            let mut config = RawConfig::load_for_kafka(
+            RawConfig::load_for_worker(
                 args.kafka.client.config.as_deref(),
                 flags,
                 &library.features,
                 &client::refuses,
-            )?;
-            config.read_pseudonym_key()?;
-            Ok(config)
+            )
         }) {
         Ok(c) => Arc::new(c),
         Err(e) => {

@@ -3,10 +3,12 @@
 //! is the one of the binary it runs (also in `schemas/` of the repository
 //! and in the container image).
 
+use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 use crate::cli::SchemaArgs;
+use crate::terminal::escape_lines;
 
 /// Every schema, by name (the file is NAME.schema.json), in the order of
 /// the names.
@@ -43,15 +45,12 @@ pub fn main(args: SchemaArgs) -> ExitCode {
     let result = match (&args.name, &args.out) {
         (_, Some(dir)) => write_all(dir),
         (Some(name), None) => print_one(name),
-        (None, None) => {
-            list();
-            Ok(())
-        }
+        (None, None) => list(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("groundgate schema: {e}");
+            eprintln!("groundgate schema: {}", escape_lines(&e));
             ExitCode::from(super::EXIT_USAGE)
         }
     }
@@ -64,11 +63,26 @@ fn title(text: &str) -> String {
         .unwrap_or_default()
 }
 
-fn list() {
-    let width = SCHEMAS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    for (name, text) in SCHEMAS {
-        println!("{name:width$}  {}", title(text));
+/// `text` on standard output. A reader that stops early (`schema final |
+/// head -c1`) closed the pipe because it has what it wanted: that ends the
+/// command quietly, as it ends any filter.
+fn print(text: &str) -> Result<(), String> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
     }
+}
+
+fn list() -> Result<(), String> {
+    let width = SCHEMAS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let lines: String = SCHEMAS
+        .iter()
+        .map(|(name, text)| format!("{name:width$}  {}\n", title(text)))
+        .collect();
+    print(&lines)
 }
 
 fn print_one(name: &str) -> Result<(), String> {
@@ -79,11 +93,16 @@ fn print_one(name: &str) -> Result<(), String> {
             names.join(", ")
         ));
     };
-    print!("{text}");
-    Ok(())
+    print(text)
 }
 
 fn write_all(dir: &Path) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--out {} is not a directory: the schemas are written into one, as NAME.schema.json",
+            dir.display()
+        ));
+    }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for (name, text) in SCHEMAS {
         let path = dir.join(format!("{name}.schema.json"));

@@ -11,7 +11,7 @@ use figment::providers::{Format, Serialized, Toml};
 
 use super::validate::Host;
 use super::{Access, Config, ConfigError, RawConfig, RawGrounding, check_access};
-use crate::core::pseudonym::Pseudonyms;
+use crate::core::pseudonym::{MAX_KEY_FILE_BYTES, Pseudonyms};
 
 /// The layers as far as they could be read.
 #[derive(Debug, Default)]
@@ -56,12 +56,39 @@ impl Loaded {
         Err(ConfigError::Invalid(problems))
     }
 
+    /// [`RawConfig::load_writing_audit`] over what was read, with the key
+    /// file read by `read`: the load problems, the validation problems of
+    /// the keys that were read, then the pseudonym key's.
+    fn writing_audit(self, host: &Host, read: &ReadFile<'_>) -> Result<Config, ConfigError> {
+        let Loaded {
+            raw, mut problems, ..
+        } = self;
+        let Some(raw) = raw else {
+            return Err(ConfigError::Invalid(problems));
+        };
+        let (mut config, invalid) = raw.validate_listing(host);
+        problems.extend(invalid);
+        read_pseudonym_key(&mut config, read, &mut problems);
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+
     /// [`RawConfig::load_for_kafka`] over what was read: the load problems,
     /// the missing brokers, the validation problems and the access
     /// problems, in that order and in one list. A check of a key whose
     /// value could not be read is left out; so are the access checks of
     /// settings that validation refuses (see [`check_access`]).
-    fn for_kafka(self, host: &Host, access: &Access<'_>) -> Result<Config, ConfigError> {
+    /// With `key`, the pseudonym key is read too (see
+    /// [`RawConfig::load_for_worker`]) and its problems come last.
+    fn for_kafka(
+        self,
+        host: &Host,
+        access: &Access<'_>,
+        key: Option<&ReadFile<'_>>,
+    ) -> Result<Config, ConfigError> {
         let brokers_unread = self.unread("kafka.brokers");
         let Loaded {
             raw, mut problems, ..
@@ -84,6 +111,9 @@ impl Loaded {
         problems.extend(invalid);
         let k = &mut config.kafka;
         k.security.secrets = check_access(&k.security, &k.properties, access, &mut problems);
+        if let Some(read) = key {
+            read_pseudonym_key(&mut config, read, &mut problems);
+        }
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -121,6 +151,17 @@ impl RawConfig {
         RawConfig::load(file, &process_env(), flags)?.validate_on(&process_host())
     }
 
+    /// [`RawConfig::load_from_process`] for `check`, which writes audit
+    /// rows: the pseudonym key is read into the core's settings as well,
+    /// and what is wrong with it is listed with every other problem.
+    pub fn load_writing_audit(
+        file: Option<&Path>,
+        flags: RawConfig,
+    ) -> Result<Config, ConfigError> {
+        load_layers(file, &process_env(), flags)?
+            .writing_audit(&process_host(), &read_pseudonym_key_file)
+    }
+
     /// [`RawConfig::load_from_process`] for the commands that connect to
     /// Kafka (`run`, `produce`): the brokers must be configured, the TLS
     /// files readable, the secrets are read, and what the settings ask of
@@ -137,41 +178,68 @@ impl RawConfig {
         features: &BTreeSet<String>,
         refuses: &dyn Fn(&str, &str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let read = |p: &Path| std::fs::read(p);
-        let var = |name: &str| std::env::var(name).ok();
-        let access = Access {
-            read: &read,
-            var: &var,
-            features: Some(features),
-            refuses: Some(refuses),
-        };
-        load_layers(file, &process_env(), flags)?.for_kafka(&process_host(), &access)
+        load_connecting(file, flags, features, refuses, None)
+    }
+
+    /// [`RawConfig::load_for_kafka`] for `run`, whose workers write audit
+    /// rows: the pseudonym key is read as well, and what is wrong with it
+    /// is listed with every other problem. The other commands that connect
+    /// never read that secret.
+    pub fn load_for_worker(
+        file: Option<&Path>,
+        flags: RawConfig,
+        features: &BTreeSet<String>,
+        refuses: &dyn Fn(&str, &str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        load_connecting(
+            file,
+            flags,
+            features,
+            refuses,
+            Some(&read_pseudonym_key_file),
+        )
     }
 }
 
-impl Config {
-    /// Reads the key of `[audit] pseudonym_key_file` into the core's
-    /// settings, when fields are to be pseudonymised. The commands that
-    /// write audit rows (`run`, `check`) call it at start, as they load
-    /// the signing key; the others never need the secret.
-    pub fn read_pseudonym_key(&mut self) -> Result<(), ConfigError> {
-        let mut problems = Vec::new();
-        read_pseudonym_key(self, &|p| std::fs::read(p), &mut problems);
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigError::Invalid(problems))
-        }
-    }
+/// [`RawConfig::load_for_kafka`], reading the pseudonym key with `key` if given.
+fn load_connecting(
+    file: Option<&Path>,
+    flags: RawConfig,
+    features: &BTreeSet<String>,
+    refuses: &dyn Fn(&str, &str) -> Option<String>,
+    key: Option<&ReadFile<'_>>,
+) -> Result<Config, ConfigError> {
+    let read = |p: &Path| std::fs::read(p);
+    let var = |name: &str| std::env::var(name).ok();
+    let access = Access {
+        read: &read,
+        var: &var,
+        features: Some(features),
+        refuses: Some(refuses),
+    };
+    load_layers(file, &process_env(), flags)?.for_kafka(&process_host(), &access, key)
 }
 
-/// [`Config::read_pseudonym_key`] with the file read by `read`
-/// (validation has said what is missing otherwise).
-fn read_pseudonym_key(
-    config: &mut Config,
-    read: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
-    problems: &mut Vec<String>,
-) {
+/// Reads a whole file (or as much of it as the reader takes).
+type ReadFile<'a> = dyn Fn(&Path) -> std::io::Result<Vec<u8>> + 'a;
+
+/// The bytes of a pseudonym key file, one more than a key file may hold at
+/// most: [`Pseudonyms::new`] then refuses a larger file without its being
+/// read whole (a 1 GB file given by mistake, or `/dev/zero`, which never
+/// ends).
+pub fn read_pseudonym_key_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_KEY_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Reads the key of `[audit] pseudonym_key_file` with `read` into the
+/// core's settings, when fields are to be pseudonymised (validation has
+/// said what is missing otherwise).
+fn read_pseudonym_key(config: &mut Config, read: &ReadFile<'_>, problems: &mut Vec<String>) {
     let a = &config.audit;
     let Some(path) = a
         .pseudonym_key_file
@@ -576,7 +644,7 @@ mod tests {
             refuses: Some(&refuses),
         };
         match load_layers(Some(f.path()), &env, RawConfig::default())
-            .and_then(|loaded| loaded.for_kafka(&Host::default(), &access))
+            .and_then(|loaded| loaded.for_kafka(&Host::default(), &access, None))
         {
             Ok(_) => Vec::new(),
             Err(ConfigError::Invalid(p)) => p,
@@ -783,25 +851,96 @@ mod tests {
         );
     }
 
-    /// The problems of `toml` with the pseudonym key read by `read`.
+    /// The problems `check` lists for `toml` and `env`, with the pseudonym
+    /// key read by `read`.
     fn pseudonym_problems(
         toml: &str,
         env: &[(&str, &str)],
-        read: &dyn Fn(&Path) -> io::Result<Vec<u8>>,
+        read: &ReadFile<'_>,
     ) -> (Option<Config>, Vec<String>) {
         let f = write(toml);
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let raw = match RawConfig::load(Some(f.path()), &env, RawConfig::default()) {
-            Ok(raw) => raw,
-            Err(ConfigError::Invalid(p)) => return (None, p),
+        match load_layers(Some(f.path()), &env, RawConfig::default())
+            .and_then(|loaded| loaded.writing_audit(&Host::default(), read))
+        {
+            Ok(config) => (Some(config), Vec::new()),
+            Err(ConfigError::Invalid(p)) => (None, p),
             Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A key that cannot be used is one more configuration problem, listed
+    /// with the others, for `check` and for `run`: one round of fixes.
+    #[test]
+    fn a_bad_pseudonym_key_is_listed_with_every_other_problem() {
+        let toml = "max_record_bytes = 10
+[audit]
+pseudonymize = [\"user\"]
+pseudonym_key_file = \"/run/k\"\n";
+        let short = |_: &Path| Ok(b"tiny\n".to_vec());
+        let (_, problems) = pseudonym_problems(toml, &[], &short);
+        assert_begin(
+            &problems,
+            &[
+                "max_record_bytes = 10: must be between",
+                "audit.pseudonym_key_file /run/k is 4 bytes",
+            ],
+        );
+        let f = write(&format!("{toml}[kafka]\nbrokers = \"kafka-1:9092\"\n"));
+        let (read, var) = (|_: &Path| Ok(Vec::new()), |_: &str| None);
+        let access = Access {
+            read: &read,
+            var: &var,
+            features: None,
+            refuses: None,
         };
-        let (mut config, mut problems) = raw.validate_listing(&Host::default());
-        read_pseudonym_key(&mut config, read, &mut problems);
-        (problems.is_empty().then_some(config), problems)
+        let with_key = |key: Option<&ReadFile<'_>>| -> Vec<String> {
+            match load_layers(Some(f.path()), &[], RawConfig::default())
+                .and_then(|loaded| loaded.for_kafka(&Host::default(), &access, key))
+            {
+                Ok(_) => Vec::new(),
+                Err(ConfigError::Invalid(p)) => p,
+                Err(e) => vec![e.to_string()],
+            }
+        };
+        assert_begin(
+            &with_key(Some(&short)),
+            &[
+                "max_record_bytes = 10: must be between",
+                "audit.pseudonym_key_file /run/k is 4 bytes",
+            ],
+        );
+        // The commands that never write audit rows never read the key.
+        assert_begin(&with_key(None), &["max_record_bytes = 10: must be between"]);
+    }
+
+    /// A key file is read no further than a key file may reach, so a huge
+    /// file (or `/dev/zero`) given by mistake is refused, not read whole.
+    #[test]
+    fn a_key_file_is_read_no_further_than_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(64 << 20).unwrap();
+        let bytes = read_pseudonym_key_file(&path).unwrap();
+        assert_eq!(bytes.len(), MAX_KEY_FILE_BYTES + 1);
+        let read = |p: &Path| read_pseudonym_key_file(p);
+        let (_, problems) = pseudonym_problems(
+            &format!(
+                "[audit]\npseudonymize = [\"user\"]\npseudonym_key_file = \"{}\"\n",
+                path.display()
+            ),
+            &[],
+            &read,
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].ends_with("is larger than 4096 bytes: a pseudonym key is a few dozen (e.g. `openssl rand -hex 32 > FILE`); is it the right file?"),
+            "{problems:?}"
+        );
     }
 
     #[test]

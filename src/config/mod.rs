@@ -9,8 +9,8 @@
 //! - `load`: merging the file, the `GROUNDGATE_*` environment and the flags,
 //!   collecting every unknown key and type error, and for the commands that
 //!   connect, every problem in one list (the only code here that reads
-//!   files or the process environment, in `load_from_process` and
-//!   `load_for_kafka`);
+//!   files or the process environment, in `load_from_process`,
+//!   `load_writing_audit`, `load_for_kafka` and `load_for_worker`);
 //! - `validate`: checking every value and filling defaults into the
 //!   validated types below; the environment it needs (the host name for the
 //!   default transactional id) is passed in;
@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::CoreSettings;
 use crate::core::pseudonym::PseudonymField;
 
-pub use load::env_layer_names;
+pub use load::{env_layer_names, read_pseudonym_key_file};
 pub use raw::*;
 pub use security::{
     Access, KafkaSecurity, Oidc, SaslMechanism, Secret, SecretSource, Secrets, SecurityProtocol,

@@ -122,7 +122,7 @@ impl RawConfig {
             max_output_bytes: max_output_bytes as usize,
             grounding: validate_grounding(&self.grounding, &mut problems),
             // Set with the key, once the shell has read it (see
-            // `read_pseudonym_key`).
+            // `RawConfig::load_writing_audit`).
             pseudonyms: None,
         };
 

@@ -526,6 +526,12 @@ fn dead_letter(
         dead_letter: DeadLetter { kind, detail, .. },
         request_id,
     } = failure;
+    // Before the cut, which could leave a value's start without the end
+    // that shows where it stops.
+    let detail = match &settings.pseudonyms {
+        Some(p) => p.without_values(&detail),
+        None => Cow::Borrowed(detail.as_str()),
+    };
     let detail = bounded(&detail, MAX_DETAIL_BYTES).into_owned();
     dead_letter_outcome(kind, detail, raw, request_id, meta, now_nanos, settings)
 }
@@ -1066,6 +1072,33 @@ mod tests {
         rec["user"] = json!("");
         let a: Value = serde_json::from_slice(&run(&rec, &settings).audit).unwrap();
         assert_eq!(a["user"], "");
+    }
+
+    /// A numeric user id is a `schema` dead letter whose detail names the
+    /// value read: with `user` pseudonymised, no output says it.
+    #[test]
+    fn a_dead_letter_names_no_value_of_a_pseudonymised_field() {
+        use crate::core::pseudonym::{PseudonymField, Pseudonyms};
+        let mut rec = good();
+        rec["user"] = json!(48151623);
+        let detail = |o: &Outcome| match &o.terminal {
+            Terminal::DeadLetter(d) => d.detail.clone(),
+            other => panic!("{other:?}"),
+        };
+        let plain = run(&rec, &CoreSettings::default());
+        assert!(detail(&plain).contains("`48151623`"), "{}", detail(&plain));
+        let settings = CoreSettings {
+            pseudonyms: Some(Pseudonyms::new(&[b'k'; 32], &[PseudonymField::User]).unwrap()),
+            ..Default::default()
+        };
+        let o = run(&rec, &settings);
+        assert!(
+            detail(&o).starts_with("user: invalid type: integer, expected a string"),
+            "{}",
+            detail(&o)
+        );
+        let audit = String::from_utf8(o.audit).unwrap();
+        assert!(!audit.contains("48151623"), "{audit}");
     }
 
     #[test]

@@ -19,6 +19,10 @@ use sha2::{Digest, Sha256};
 
 /// Fewest key bytes accepted: HMAC-SHA256's own block of security.
 pub const MIN_KEY_BYTES: usize = 32;
+/// Most bytes a key file may hold. A key is a few dozen bytes: a larger
+/// file is another file given by mistake (a certificate bundle, a log,
+/// `/dev/zero`), and the shell reads no more than one byte beyond this.
+pub const MAX_KEY_FILE_BYTES: usize = 4096;
 
 /// A field of the audit row that can be written as a pseudonym.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -86,6 +90,10 @@ pub enum KeyProblem {
         "is {0} bytes once trailing white space is dropped: a pseudonym key needs at least {MIN_KEY_BYTES} (e.g. `openssl rand -hex 32 > FILE`)"
     )]
     TooShort(usize),
+    #[error(
+        "is larger than {MAX_KEY_FILE_BYTES} bytes: a pseudonym key is a few dozen (e.g. `openssl rand -hex 32 > FILE`); is it the right file?"
+    )]
+    TooLong,
 }
 
 impl Pseudonyms {
@@ -94,6 +102,9 @@ impl Pseudonyms {
     /// the key, so `openssl dgst -hmac "$(cat FILE)"` computes the same
     /// pseudonyms.
     pub fn new(file: &[u8], fields: &[PseudonymField]) -> Result<Pseudonyms, KeyProblem> {
+        if file.len() > MAX_KEY_FILE_BYTES {
+            return Err(KeyProblem::TooLong);
+        }
         let key = file.trim_ascii_end();
         if key.len() < MIN_KEY_BYTES {
             return Err(KeyProblem::TooShort(key.len()));
@@ -138,6 +149,38 @@ impl Pseudonyms {
         mac.update(value.as_bytes());
         let tag = mac.finalize().into_bytes();
         format!("hmac-sha256:{}:{}", self.key_id, hex::encode(tag))
+    }
+
+    /// A dead letter's `detail` with no value of a pseudonymised field in
+    /// it. A field of the wrong type is named with the value read
+    /// (`user: invalid type: integer `48151623`, expected a string`, or a
+    /// source given as its URN alone): in the audit row that would keep
+    /// the very value the field's pseudonym keeps out of the trail. The
+    /// value is left out and its kind kept (`invalid type: integer,
+    /// expected a string`).
+    pub fn without_values<'a>(&self, detail: &'a str) -> Cow<'a, str> {
+        const TYPE: &str = ": invalid type: ";
+        let Some((path, rest)) = detail.split_once(TYPE) else {
+            return Cow::Borrowed(detail);
+        };
+        let field = match path.split(['.', '[']).next() {
+            Some("sources") => Some(PseudonymField::SourcesUrns),
+            Some(name) => PseudonymField::parse(name),
+            None => None,
+        };
+        // The expected type is serde's own words, after the value.
+        let Some((value, expected)) = rest.rsplit_once(", expected") else {
+            return Cow::Borrowed(detail);
+        };
+        if !field.is_some_and(|f| self.covers(f)) {
+            return Cow::Borrowed(detail);
+        }
+        let kind = value
+            .split(['`', '"'])
+            .next()
+            .unwrap_or_default()
+            .trim_end();
+        Cow::Owned(format!("{path}{TYPE}{kind}, expected{expected}"))
     }
 
     /// `value` as the audit row writes `field`.
@@ -209,15 +252,53 @@ mod tests {
     }
 
     #[test]
-    fn a_short_key_is_refused_and_the_key_never_shows_in_debug() {
+    fn a_short_or_oversized_key_is_refused_and_the_key_never_shows_in_debug() {
         assert_eq!(
             Pseudonyms::new(b"short\n\n", &[]),
             Err(KeyProblem::TooShort(5))
         );
+        assert_eq!(
+            Pseudonyms::new(&[b'k'; MAX_KEY_FILE_BYTES + 1], &[]),
+            Err(KeyProblem::TooLong)
+        );
+        assert!(Pseudonyms::new(&[b'k'; MAX_KEY_FILE_BYTES], &[]).is_ok());
         let p = Pseudonyms::new(KEY, &[PseudonymField::Tenant]).unwrap();
         let shown = format!("{p:?}");
         assert!(!shown.contains("0123456789abcdef"), "{shown}");
         assert!(shown.contains(p.key_id()), "{shown}");
+    }
+
+    #[test]
+    fn a_type_error_of_a_pseudonymised_field_keeps_its_kind_not_its_value() {
+        let p = Pseudonyms::new(KEY, &[PseudonymField::User, PseudonymField::SourcesUrns]).unwrap();
+        for (detail, kept) in [
+            (
+                "user: invalid type: integer `48151623`, expected a string at line 1 column 46",
+                "user: invalid type: integer, expected a string at line 1 column 46",
+            ),
+            (
+                "sources[1]: invalid type: string \"urn:hr:alice, expected x\", expected an object {urn, payload} at line 1 column 80",
+                "sources[1]: invalid type: string, expected an object {urn, payload} at line 1 column 80",
+            ),
+            (
+                "sources[0].urn: invalid type: floating point `1.5`, expected a string at line 1 column 9",
+                "sources[0].urn: invalid type: floating point, expected a string at line 1 column 9",
+            ),
+            (
+                "tenant: invalid type: integer `7`, expected a string at line 1 column 9",
+                "tenant: invalid type: integer `7`, expected a string at line 1 column 9",
+            ),
+            (
+                "mode: invalid value: string \"x\", expected \"strict\" or \"lenient\"",
+                "mode: invalid value: string \"x\", expected \"strict\" or \"lenient\"",
+            ),
+            (
+                "sources[0]: missing field `urn` at line 1 column 9",
+                "sources[0]: missing field `urn` at line 1 column 9",
+            ),
+        ] {
+            assert_eq!(p.without_values(detail), kept);
+        }
     }
 
     #[test]

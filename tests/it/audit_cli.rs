@@ -1339,3 +1339,59 @@ fn a_keyring_file_that_is_not_all_public_keys_exits_2_naming_the_block() {
     let err = refused("missing.pem", None);
     assert!(err.contains("cannot read key file"), "{err}");
 }
+
+/// `audit pseudonym` reads a list saved on Windows (a byte order mark, CR
+/// LF line ends) as the same values given on the command line, and stops
+/// quietly when its reader has what it wanted.
+#[test]
+fn a_windows_list_of_values_gives_the_pseudonyms_of_its_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("pseudonym.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let key = key.to_str().unwrap();
+    let given = run(&["audit", "pseudonym", "--key-file", key, "alice", "", "bob"]);
+    assert!(given.status.success(), "{}", text(&given));
+    assert!(
+        String::from_utf8_lossy(&given.stdout).starts_with(
+            "hmac-sha256:3eb1bd43:433deb45467e4e53dbaba594c88bc3a200f705a2150788c3d11e6040e63e8510\n\n"
+        ),
+        "{}",
+        text(&given)
+    );
+    let list = dir.path().join("users.txt");
+    std::fs::write(&list, "\u{feff}alice\r\n\r\nbob").unwrap();
+    let read = Command::new(BIN)
+        .args(["audit", "pseudonym", "--key-file", key])
+        .stdin(std::fs::File::open(&list).unwrap())
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{}", text(&read));
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout),
+        String::from_utf8_lossy(&given.stdout)
+    );
+    // A list saved in a Windows code page is not UTF-8: the line is named.
+    std::fs::write(&list, b"alice\r\nren\xe9e\r\n").unwrap();
+    let latin1 = Command::new(BIN)
+        .args(["audit", "pseudonym", "--key-file", key])
+        .stdin(std::fs::File::open(&list).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(latin1.status.code(), Some(2), "{}", text(&latin1));
+    assert!(
+        String::from_utf8_lossy(&latin1.stderr)
+            .contains("standard input, line 2: not UTF-8, which no value of a record is"),
+        "{}",
+        text(&latin1)
+    );
+
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let closed = Command::new(BIN)
+        .args(["audit", "pseudonym", "--key-file", key, "alice"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(closed.status.code(), Some(0), "{}", text(&closed));
+    assert_eq!(String::from_utf8_lossy(&closed.stderr), "");
+}

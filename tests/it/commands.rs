@@ -483,6 +483,43 @@ fn preflight_against_a_closed_port_says_why_once_not_per_retry() {
     assert!(!err.contains("ERROR"), "{err}");
 }
 
+/// `schema`'s standard output may be a reader that stops early or a full
+/// disk: the first ends the command quietly, the second is an error that
+/// says so; neither is a panic.
+#[test]
+fn schema_output_to_a_closed_pipe_or_a_full_disk_never_panics() {
+    for args in [&["schema", "final"][..], &["schema"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = bin().args(args).stdout(writer).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?}");
+
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = bin().args(args).stdout(full).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("groundgate schema: cannot write to standard output: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("schemas.json");
+    std::fs::write(&file, "{}").unwrap();
+    let o = run(&["schema", "--out", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("schemas.json is not a directory: the schemas are written into one"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"{}");
+}
+
 /// `groundgate schema` carries every file of `schemas/`, byte for byte:
 /// printed one at a time, listed with its title, written into a directory.
 #[test]

@@ -318,6 +318,12 @@ pub const SCHEMA_REGISTRY_MAGIC: u8 = 0x00;
 /// The wire format's header: the magic byte and a 4-byte big-endian schema id.
 pub const SCHEMA_REGISTRY_HEADER_BYTES: usize = 5;
 
+/// How a framed value shorter than its header comes about when the value
+/// is read from lines (`check` on a topic dumped by kcat): an id byte
+/// 0x0A ends the line inside the header, and the rest of the value is read
+/// as a line of its own.
+const SPLIT_BY_NEWLINE: &str = " (read from lines, as by check, a schema id holding byte 0x0A, such as 10 or 266, ends the line inside the header, and the rest of the record is read as a plain record of its own)";
+
 /// The schema id and payload of a value that starts with the Schema
 /// Registry magic byte and holds a whole header; `None` otherwise.
 pub fn schema_registry_frame(bytes: &[u8]) -> Option<(u32, &[u8])> {
@@ -410,7 +416,7 @@ fn decode_framed<'a>(
         return Err(fail(
             DeadLetterKind::InvalidJson,
             format!(
-                "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has {SCHEMA_REGISTRY_HEADER_BYTES} (magic byte and 4-byte schema id) before its payload",
+                "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has {SCHEMA_REGISTRY_HEADER_BYTES} (magic byte and 4-byte schema id) before its payload{SPLIT_BY_NEWLINE}",
                 bytes.len()
             ),
             None,
@@ -444,8 +450,11 @@ fn decode_framed<'a>(
             dl.kind,
             DeadLetterKind::InvalidUtf8 | DeadLetterKind::InvalidJson
         ) {
-            // Avro and Protobuf serializers frame their payloads the same way.
-            let what = if opens_object(payload) {
+            // Avro and Protobuf serializers frame their payloads the same
+            // way; a byte order mark is a JSON producer's mistake.
+            let what = if payload.starts_with(b"\xEF\xBB\xBF") {
+                "its payload starts with a UTF-8 byte order mark, which JSON text sent to Kafka does not carry (have the producer write UTF-8 without one)"
+            } else if opens_object(payload) {
                 "its payload is not valid JSON"
             } else {
                 "its payload is not JSON (Avro or Protobuf? groundgate reads JSON payloads only)"
@@ -925,11 +934,26 @@ mod tests {
             assert_eq!(
                 detail,
                 format!(
-                    "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has 5 (magic byte and 4-byte schema id) before its payload",
+                    "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has 5 (magic byte and 4-byte schema id) before its payload (read from lines, as by check, a schema id holding byte 0x0A, such as 10 or 266, ends the line inside the header, and the rest of the record is read as a plain record of its own)",
                     short.len()
                 )
             );
         }
+    }
+
+    /// A JSON payload behind a byte order mark is a producer's mistake, not
+    /// an Avro or Protobuf payload, and the detail says which.
+    #[test]
+    fn a_framed_payload_with_a_byte_order_mark_is_named_for_it() {
+        let on = schema_registry(None);
+        let mut payload = b"\xEF\xBB\xBF".to_vec();
+        payload.extend_from_slice(RECORD);
+        let (kind, detail) = failed(&framed(42, &payload), &on);
+        assert_eq!(kind, DeadLetterKind::InvalidJson);
+        assert_eq!(
+            detail,
+            "Schema Registry framed record (schema id 42): its payload starts with a UTF-8 byte order mark, which JSON text sent to Kafka does not carry (have the producer write UTF-8 without one): expected value at line 1 column 1 (byte 5)"
+        );
     }
 
     #[test]
