@@ -566,7 +566,32 @@ fn describe_kind(kind: &figment::error::Kind) -> String {
                 values.join(", ")
             )
         }
+        figment::error::Kind::Message(text) => one_line(text),
         other => other.to_string(),
+    }
+}
+
+/// The TOML parser's message on one line: its source excerpt (the lines
+/// of the file with a `|` gutter and a `^` under the place) is left out,
+/// since the message names the line and column, and a problem is one line
+/// of the list.
+fn one_line(text: &str) -> String {
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter(|l| {
+            !l.split_once('|')
+                .is_some_and(|(gutter, _)| gutter.trim().chars().all(|c| c.is_ascii_digit()))
+        });
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let rest: Vec<&str> = lines.collect();
+    if rest.is_empty() {
+        first.to_string()
+    } else {
+        format!("{first}: {}", rest.join(", "))
     }
 }
 
@@ -835,6 +860,21 @@ mod tests {
             !problems[0].contains("kafka.brokers is not set"),
             "{problems:#?}"
         );
+    }
+
+    /// The parser's message is one line of the list: where, and what was
+    /// expected, without the excerpt of the file drawn under it.
+    #[test]
+    fn a_toml_syntax_error_is_one_line_naming_the_place() {
+        let problems = kafka_problems("[kafka]\nbrokers = \n", &[]);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(!problems[0].contains('\n'), "{:?}", problems[0]);
+        assert!(
+            problems[0].contains("TOML parse error at line 2, column 11: invalid string, expected"),
+            "{:?}",
+            problems[0]
+        );
+        assert!(!problems[0].contains('^'), "{:?}", problems[0]);
     }
 
     /// A YAML file given to --config is named for what it is not: the
