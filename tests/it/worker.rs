@@ -1234,6 +1234,43 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     assert_all_sealed(&bs, n).await;
 }
 
+/// The same refusal with every topic framed: the stand-in dead letter is
+/// plain, every audit row (a stand-in among them) carries its header, and
+/// the seals hash the rows' JSON text, a row replaced on the way included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_framed_output_refused_as_too_large_is_replaced_and_sealed_by_its_json() {
+    let n = 6;
+    let (_broker, bs, cfg) = inputs_then_failing_produces(
+        n,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 1],
+        "g-too-large-framed",
+    )
+    .await;
+    let mut cfg = (*cfg).clone();
+    cfg.kafka.output_schema_ids = OutputSchemaIds {
+        final_: Some(101),
+        retry: Some(102),
+        audit: Some(103),
+    };
+    let cfg = Arc::new(cfg);
+    let w = start(&cfg, &bs);
+    let out = all_delivered(&bs, "g-too-large-framed", n, &w).await;
+    let refused = stand_ins(&out);
+    assert!(!refused.is_empty(), "no output was refused: {out:?}");
+    for m in &refused {
+        if outputs_is_row(m) {
+            unframed_json(m, 103);
+        } else {
+            assert_eq!(m.payload().unwrap()[0], b'{', "a dead letter is plain");
+        }
+    }
+    for row in &out[2] {
+        crate::schemas::assert_valid("audit-row", &unframed_json(row, 103));
+    }
+    w.stop().await.unwrap();
+    assert_all_sealed(&bs, n).await;
+}
+
 /// A record whose terminal record was replaced by its too_large stand-in
 /// has an audit row that says so (the last one, after a redelivery), not
 /// the outcome of the terminal record that was refused.
