@@ -779,28 +779,29 @@ mod managed_and_every_problem {
 
     #[test]
     fn output_schema_id_problems_are_listed_with_the_others() {
-        let all = problems(
-            "max_record_bytes = 10\n[output_schema_ids]\nfinal = -1\nretry = 4294967296\naudit = 7\n",
-            RawConfig::default(),
-        );
-        for needle in [
-            "output_schema_ids.final = -1: a schema id is between 0 and 4294967295",
-            "output_schema_ids.retry = 4294967296: a schema id is between 0 and 4294967295",
-            "max_record_bytes = 10",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
-        }
-        assert!(!all.contains("output_schema_ids.audit"), "{all}");
-        let all = problems(
-            "[output_schema_ids]\nfinal = \"x\"\ndead_letter = 5\n[policy]\nmin_confidence = 2.0\n",
-            RawConfig::default(),
-        );
-        for needle in [
-            "output_schema_ids.final",
-            "dead_letter",
-            "policy.min_confidence = 2",
-        ] {
-            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        let cases: [(&str, &[&str]); 2] = [
+            (
+                "max_record_bytes = 10\n[output_schema_ids]\nfinal = -1\nretry = 4294967296\naudit = 7\n",
+                &[
+                    "output_schema_ids.final = -1: a schema id is between 0 and 4294967295",
+                    "output_schema_ids.retry = 4294967296: a schema id is between 0 and 4294967295",
+                    "max_record_bytes = 10",
+                ],
+            ),
+            (
+                "[output_schema_ids]\nfinal = \"x\"\ndead_letter = 5\n[policy]\nmin_confidence = 2.0\n",
+                &[
+                    "output_schema_ids.final",
+                    "output_schema_ids.dead_letter: unknown key",
+                    "policy.min_confidence = 2",
+                ],
+            ),
+        ];
+        for (file, needles) in cases {
+            let all = problems(file, RawConfig::default());
+            let missing: Vec<&&str> = needles.iter().filter(|n| !all.contains(**n)).collect();
+            assert!(missing.is_empty(), "missing {missing:?} in:\n{all}");
+            assert!(!all.contains("output_schema_ids.audit"), "{all}");
         }
     }
 
@@ -811,13 +812,16 @@ mod managed_and_every_problem {
             OutputSchemaIds::default()
         );
         let f = write("[output_schema_ids]\nfinal = 101\naudit = 103\n");
-        let env: Vec<(String, String)> = [
-            ("GROUNDGATE_OUTPUT_SCHEMA_IDS__AUDIT", "203"),
-            ("GROUNDGATE_OUTPUT_SCHEMA_IDS__RETRY", "202"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        let env = vec![
+            (
+                "GROUNDGATE_OUTPUT_SCHEMA_IDS__AUDIT".to_string(),
+                "203".into(),
+            ),
+            (
+                "GROUNDGATE_OUTPUT_SCHEMA_IDS__RETRY".to_string(),
+                "202".into(),
+            ),
+        ];
         let c = RawConfig::load(Some(f.path()), &env, RawConfig::default())
             .and_then(RawConfig::validate)
             .unwrap();

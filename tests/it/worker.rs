@@ -445,15 +445,26 @@ async fn offsets_committed_without_a_seal_head_start_a_new_chain_there() {
     assert_eq!(code, 0, "{report:#}");
 }
 
+/// An at-least-once worker of `group` under its own client id, writing
+/// the outputs framed with `schema_ids` (none: plain).
+fn named_worker(
+    bootstrap: &str,
+    group: &str,
+    client: &str,
+    schema_ids: OutputSchemaIds,
+) -> Arc<Config> {
+    let mut c = (*config(bootstrap, group, Guarantee::AtLeastOnce)).clone();
+    c.kafka.client_id = client.to_string();
+    c.kafka.output_schema_ids = schema_ids;
+    Arc::new(c)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
     let broker = broker();
     let bs = broker.bootstrap();
-    let with_client = |client: &str| {
-        let mut c = (*config(&bs, "g-chain", Guarantee::AtLeastOnce)).clone();
-        c.kafka.client_id = client.to_string();
-        Arc::new(c)
-    };
+    let with_client =
+        |client: &str| named_worker(&bs, "g-chain", client, OutputSchemaIds::default());
     produce_mixed(&bs, 60, 300).await;
     let a = start(&with_client("worker-a"), &bs);
     assert_eq!(wait_committed(&bs, "g-chain", 60).await, 60);
@@ -488,6 +499,18 @@ async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
     );
 }
 
+/// Schema ids for the final, retry and audit topics: 101, 102, 103.
+const FRAMED: OutputSchemaIds = OutputSchemaIds {
+    final_: Some(101),
+    retry: Some(102),
+    audit: Some(103),
+};
+
+/// One produce request refused as too large, as by a topic whose
+/// max.message.bytes is below what the worker may send.
+const REFUSED_ONCE_AS_TOO_LARGE: [RDKafkaRespErr; 1] =
+    [RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 1];
+
 /// The JSON value behind the Schema Registry header of `m`, whose header
 /// must name `schema_id`.
 fn unframed_json(m: &OwnedMessage, schema_id: u32) -> Value {
@@ -506,16 +529,7 @@ fn unframed_json(m: &OwnedMessage, schema_id: u32) -> Value {
 async fn outputs_framed_for_the_schema_registry_carry_their_ids_and_the_chain_continues() {
     let broker = broker();
     let bs = broker.bootstrap();
-    let framed = |client: &str| {
-        let mut c = (*config(&bs, "g-framed", Guarantee::AtLeastOnce)).clone();
-        c.kafka.client_id = client.to_string();
-        c.kafka.output_schema_ids = OutputSchemaIds {
-            final_: Some(101),
-            retry: Some(102),
-            audit: Some(103),
-        };
-        Arc::new(c)
-    };
+    let framed = |client: &str| named_worker(&bs, "g-framed", client, FRAMED);
     // Mixed outcomes, and dead letters: one plain, one whose value starts
     // with byte 0x00 as a framed record's does (read plain, it is one).
     let mixed = |range: std::ops::Range<u64>| -> Vec<RawRecord> {
@@ -1200,12 +1214,8 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     // send. One refused request: the broker would refuse the next one
     // whatever it holds, and when that is the stand-in itself, the worker
     // stops (nothing smaller can take its place).
-    let (_broker, bs, cfg) = inputs_then_failing_produces(
-        n,
-        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 1],
-        "g-too-large",
-    )
-    .await;
+    let (_broker, bs, cfg) =
+        inputs_then_failing_produces(n, &REFUSED_ONCE_AS_TOO_LARGE, "g-too-large").await;
     let w = start(&cfg, &bs);
     // Never retried forever: everything is committed.
     let out = all_delivered(&bs, "g-too-large", n, &w).await;
@@ -1240,21 +1250,14 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_framed_output_refused_as_too_large_is_replaced_and_sealed_by_its_json() {
     let n = 6;
-    let (_broker, bs, cfg) = inputs_then_failing_produces(
-        n,
-        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 1],
-        "g-too-large-framed",
-    )
-    .await;
+    let group = "g-too-large-framed";
+    let (_broker, bs, cfg) =
+        inputs_then_failing_produces(n, &REFUSED_ONCE_AS_TOO_LARGE, group).await;
     let mut cfg = (*cfg).clone();
-    cfg.kafka.output_schema_ids = OutputSchemaIds {
-        final_: Some(101),
-        retry: Some(102),
-        audit: Some(103),
-    };
+    cfg.kafka.output_schema_ids = FRAMED;
     let cfg = Arc::new(cfg);
     let w = start(&cfg, &bs);
-    let out = all_delivered(&bs, "g-too-large-framed", n, &w).await;
+    let out = all_delivered(&bs, group, n, &w).await;
     let refused = stand_ins(&out);
     assert!(!refused.is_empty(), "no output was refused: {out:?}");
     for m in &refused {
