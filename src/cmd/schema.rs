@@ -15,6 +15,10 @@ use crate::terminal::escape_lines;
 pub const SCHEMAS: &[(&str, &str)] = &[
     ("answer", include_str!("../../schemas/answer.schema.json")),
     (
+        "audit-record",
+        include_str!("../../schemas/audit-record.schema.json"),
+    ),
+    (
         "audit-row",
         include_str!("../../schemas/audit-row.schema.json"),
     ),

@@ -38,8 +38,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::CoreSettings;
 use crate::core::pseudonym::PseudonymField;
+use crate::core::{CoreSettings, OutputRole};
 
 pub use load::{env_layer_names, read_pseudonym_key_file};
 pub use raw::*;
@@ -149,6 +149,29 @@ impl Topics {
     }
 }
 
+/// The Schema Registry schema id written in front of the values of each
+/// output topic that has one (`[output_schema_ids]`): byte 0x00, the id as
+/// 4 bytes big-endian, then the JSON text. A topic without an id gets the
+/// JSON text alone; dead letters always keep the record as received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputSchemaIds {
+    pub final_: Option<u32>,
+    pub retry: Option<u32>,
+    pub audit: Option<u32>,
+}
+
+impl OutputSchemaIds {
+    /// The schema id of the values of an output of `role`, if they are framed.
+    pub fn of(&self, role: OutputRole) -> Option<u32> {
+        match role {
+            OutputRole::Final => self.final_,
+            OutputRole::Retry => self.retry,
+            OutputRole::Audit => self.audit,
+            OutputRole::DeadLetter => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct KafkaConfig {
     /// `None` when not configured: `run` and `produce` refuse to start
@@ -171,6 +194,9 @@ pub struct KafkaConfig {
     /// is not ready, and stops with an error so it is restarted.
     pub unassigned_timeout: Duration,
     pub topics: Topics,
+    /// Kept beside the topics because only what the worker writes to Kafka
+    /// is framed: `check` writes its files plain whatever it says.
+    pub output_schema_ids: OutputSchemaIds,
     /// TLS and SASL; secrets are read only by the commands that connect.
     pub security: KafkaSecurity,
     pub properties: BTreeMap<String, String>,
@@ -531,6 +557,7 @@ mod reference_file {
         };
         let sections = [
             "",
+            "output_schema_ids",
             "policy",
             "policy.actions",
             "grounding",
@@ -748,6 +775,76 @@ mod managed_and_every_problem {
         .unwrap_err()
         .to_string();
         assert!(err.contains("GROUNDGATE_VALUE_SCHEMA_IDS"), "{err}");
+    }
+
+    #[test]
+    fn output_schema_id_problems_are_listed_with_the_others() {
+        let cases: [(&str, &[&str]); 2] = [
+            (
+                "max_record_bytes = 10\n[output_schema_ids]\nfinal = -1\nretry = 4294967296\naudit = 7\n",
+                &[
+                    "output_schema_ids.final = -1: a schema id is between 0 and 4294967295",
+                    "output_schema_ids.retry = 4294967296: a schema id is between 0 and 4294967295",
+                    "max_record_bytes = 10",
+                ],
+            ),
+            (
+                "[output_schema_ids]\nfinal = \"x\"\ndead_letter = 5\n[policy]\nmin_confidence = 2.0\n",
+                &[
+                    "output_schema_ids.final",
+                    "output_schema_ids.dead_letter: unknown key",
+                    "policy.min_confidence = 2",
+                ],
+            ),
+        ];
+        for (file, needles) in cases {
+            let all = problems(file, RawConfig::default());
+            let missing: Vec<&&str> = needles.iter().filter(|n| !all.contains(**n)).collect();
+            assert!(missing.is_empty(), "missing {missing:?} in:\n{all}");
+            assert!(!all.contains("output_schema_ids.audit"), "{all}");
+        }
+    }
+
+    #[test]
+    fn output_schema_ids_are_read_from_the_file_and_the_environment() {
+        assert_eq!(
+            Config::default().kafka.output_schema_ids,
+            OutputSchemaIds::default()
+        );
+        let f = write("[output_schema_ids]\nfinal = 101\naudit = 103\n");
+        let env = vec![
+            (
+                "GROUNDGATE_OUTPUT_SCHEMA_IDS__AUDIT".to_string(),
+                "203".into(),
+            ),
+            (
+                "GROUNDGATE_OUTPUT_SCHEMA_IDS__RETRY".to_string(),
+                "202".into(),
+            ),
+        ];
+        let c = RawConfig::load(Some(f.path()), &env, RawConfig::default())
+            .and_then(RawConfig::validate)
+            .unwrap();
+        assert_eq!(
+            c.kafka.output_schema_ids,
+            OutputSchemaIds {
+                final_: Some(101),
+                retry: Some(202),
+                audit: Some(203),
+            }
+        );
+        let err = RawConfig::load(
+            None,
+            &[(
+                "GROUNDGATE_OUTPUT_SCHEMA_IDS__FINAL".to_string(),
+                "-5".to_string(),
+            )],
+            RawConfig::default(),
+        )
+        .and_then(RawConfig::validate)
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("output_schema_ids.final = -5"), "{err}");
     }
 
     #[test]

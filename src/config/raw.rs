@@ -31,6 +31,10 @@ pub struct RawConfig {
     /// The Schema Registry schema ids a framed value may carry (any when unset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_schema_ids: Option<Vec<i64>>,
+    /// The Schema Registry schema id written in front of each output
+    /// topic's values (a topic without one is written plain).
+    #[serde(default, skip_serializing_if = "RawOutputSchemaIds::is_empty")]
+    pub output_schema_ids: RawOutputSchemaIds,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub non_citing_providers: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "RawPolicy::is_empty")]
@@ -45,6 +49,26 @@ pub struct RawConfig {
     pub log: RawLog,
     #[serde(default, skip_serializing_if = "RawAudit::is_empty")]
     pub audit: RawAudit,
+}
+
+/// `[output_schema_ids]`: by output topic (named as in `[kafka.topics]`),
+/// the schema id of its values' Schema Registry header. The dead-letter
+/// topic has no key: dead letters keep the record as received.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOutputSchemaIds {
+    #[serde(rename = "final", skip_serializing_if = "Option::is_none")]
+    pub final_: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<i64>,
+}
+
+impl RawOutputSchemaIds {
+    fn is_empty(&self) -> bool {
+        *self == RawOutputSchemaIds::default()
+    }
 }
 
 /// `[audit]`: the sealed audit trail.

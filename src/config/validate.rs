@@ -126,7 +126,9 @@ impl RawConfig {
             pseudonyms: None,
         };
 
-        let kafka = validate_kafka(self.kafka, max_output_bytes as usize, host, &mut problems);
+        let mut kafka = validate_kafka(self.kafka, max_output_bytes as usize, host, &mut problems);
+        kafka.output_schema_ids =
+            validate_output_schema_ids(&self.output_schema_ids, &mut problems);
         let metrics = validate_metrics(self.metrics, &mut problems);
         let log = LogConfig {
             format: self.log.format.unwrap_or_default(),
@@ -474,8 +476,33 @@ fn validate_kafka(
         group_instance_id,
         unassigned_timeout: Duration::from_millis(unassigned_timeout_ms),
         topics,
+        output_schema_ids: OutputSchemaIds::default(),
         security,
         properties: raw.properties,
+    }
+}
+
+/// `[output_schema_ids]`: each id set must fit the wire format's 4 bytes.
+fn validate_output_schema_ids(
+    raw: &RawOutputSchemaIds,
+    problems: &mut Vec<String>,
+) -> OutputSchemaIds {
+    let mut id = |key: &str, value: Option<i64>| {
+        value.and_then(|v| match u32::try_from(v) {
+            Ok(id) => Some(id),
+            Err(_) => {
+                problems.push(format!(
+                    "output_schema_ids.{key} = {v}: a schema id is between 0 and {} (the wire format's 4 bytes)",
+                    u32::MAX
+                ));
+                None
+            }
+        })
+    };
+    OutputSchemaIds {
+        final_: id("final", raw.final_),
+        retry: id("retry", raw.retry),
+        audit: id("audit", raw.audit),
     }
 }
 

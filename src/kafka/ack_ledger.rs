@@ -346,6 +346,7 @@ mod tests {
                 seq - 1,
                 format!("seal {seq}").into_bytes(),
                 &crate::config::Topics::default(),
+                &crate::config::OutputSchemaIds::default(),
             ),
             last_offset: last,
             head: head(seq),

@@ -755,6 +755,7 @@ mod tests {
             interval: Duration::from_secs(3600),
             key: None,
             topics: config.kafka.topics.clone(),
+            schema_ids: config.kafka.output_schema_ids,
         });
         let alo = AtLeastOnce::new(
             testing::producer(config, bootstrap),

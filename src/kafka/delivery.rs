@@ -124,6 +124,7 @@ impl TooLargeReplacer {
             self.request_id.as_deref(),
             &self.config.core,
             &self.config.kafka.topics,
+            &self.config.kafka.output_schema_ids,
             crate::clock::now_nanos(),
         )
     }
@@ -225,7 +226,8 @@ fn audit_row_hash(record: &Pending, enqueued: &Output, replaced: bool) -> Option
 
 /// The SHA-256 of `row`, an audit row on its way: `precomputed` (computed
 /// beside validation; `None` when the record is not sealed) unless the row
-/// was replaced on the way.
+/// was replaced on the way. Of its JSON text either way: a Schema Registry
+/// header is transport, so a framed trail hashes as a plain one.
 pub fn delivered_row_hash(
     precomputed: Option<[u8; 32]>,
     row: &Output,
@@ -234,7 +236,7 @@ pub fn delivered_row_hash(
     let precomputed = precomputed?;
     // Re-hashing only a replaced row keeps hashing off the consumer thread.
     Some(if replaced {
-        row_hash(row.payload.as_deref().unwrap_or_default())
+        row_hash(row.json_text())
     } else {
         precomputed
     })
@@ -444,5 +446,34 @@ pub mod testing {
             },
             audit_hash: Some(crate::audit::seal::row_hash(row)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::OutputRole;
+    use crate::core::wire::framed;
+
+    #[test]
+    fn a_replaced_framed_row_is_hashed_without_its_header() {
+        let json = br#"{"answer_hash":"00","input":{}}"#;
+        let row = Output {
+            role: OutputRole::Audit,
+            topic: "answers.audit".into(),
+            key: None,
+            payload: Some(framed(103, json)),
+            headers: Vec::new(),
+        };
+        let precomputed = [7; 32];
+        assert_eq!(
+            delivered_row_hash(Some(precomputed), &row, false),
+            Some(precomputed)
+        );
+        assert_eq!(
+            delivered_row_hash(Some(precomputed), &row, true),
+            Some(row_hash(json))
+        );
+        assert_eq!(delivered_row_hash(None, &row, true), None);
     }
 }

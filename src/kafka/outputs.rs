@@ -16,14 +16,21 @@
 //! `groundgate.input.timestamp` (ms, when known). An incoming `groundgate.*`
 //! header is renamed `original.groundgate.*`: ours are the only ones.
 //!
+//! Values: the JSON text the core built, behind a Schema Registry header
+//! (byte 0x00, the schema id as 4 bytes big-endian) on the final, retry and
+//! audit topics given an id in `[output_schema_ids]`, seals included. A
+//! dead letter is never framed: it is the record as received, or the core's
+//! bounded summary of it.
+//!
 //! Must not: talk to Kafka, read the clock (time is an argument), decide a
 //! verdict (that is [`crate::core::process()`]), or count anything.
 
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
-use crate::config::Topics;
+use crate::config::{OutputSchemaIds, Topics};
 use crate::core::OutputRole;
+use crate::core::wire::{framed, unframed};
 use crate::core::{CoreSettings, DeadLetterValue, Outcome, RecordMeta, Terminal};
 
 /// Header names, part of the output contract.
@@ -109,6 +116,18 @@ impl Output {
         self.role == OutputRole::Audit && !self.is_seal()
     }
 
+    /// The JSON text of a final, retry or audit value, without the Schema
+    /// Registry header it carries when its topic has a schema id: what
+    /// seals hash. (groundgate's JSON never starts with byte 0x00, the
+    /// header always does.)
+    pub fn json_text(&self) -> &[u8] {
+        let value = self.payload.as_deref().unwrap_or_default();
+        match self.role {
+            OutputRole::DeadLetter => value,
+            _ => unframed(value).unwrap_or(value),
+        }
+    }
+
     /// The value of header `key`, if present (the last one wins).
     #[cfg(test)]
     pub fn header(&self, key: &str) -> Option<&[u8]> {
@@ -117,6 +136,15 @@ impl Output {
             .rev()
             .find(|(k, _)| k == key)
             .and_then(|(_, v)| v.as_deref())
+    }
+}
+
+/// The value of an output of `role`: `json` behind a Schema Registry
+/// header when the role's topic has a schema id, else `json` itself.
+fn value(role: OutputRole, json: Vec<u8>, schema_ids: &OutputSchemaIds) -> Vec<u8> {
+    match schema_ids.of(role) {
+        Some(id) => framed(id, &json),
+        None => json,
     }
 }
 
@@ -162,7 +190,8 @@ pub fn dead_letter_headers(
 }
 
 /// The input value, unvalidated, to the final and the audit topic: the same
-/// number of outputs per record as validation produces (bench only).
+/// number of outputs per record as validation produces (bench only, never
+/// framed: it measures moving bytes, not shaping them).
 pub fn passthrough(input: &Consumed<'_>, topics: &Topics) -> Vec<Output> {
     let headers = input_headers(input);
     [
@@ -182,7 +211,12 @@ pub fn passthrough(input: &Consumed<'_>, topics: &Topics) -> Vec<Output> {
 
 /// Shapes the outputs of one validated record: its terminal record (final,
 /// retry or dead letter) first, then its audit row.
-pub fn outputs_for(input: &Consumed<'_>, outcome: Outcome, topics: &Topics) -> Vec<Output> {
+pub fn outputs_for(
+    input: &Consumed<'_>,
+    outcome: Outcome,
+    topics: &Topics,
+    schema_ids: &OutputSchemaIds,
+) -> Vec<Output> {
     let original_key = input.key.map(<[u8]>::to_vec);
     let key = outcome
         .request_id
@@ -195,14 +229,14 @@ pub fn outputs_for(input: &Consumed<'_>, outcome: Outcome, topics: &Topics) -> V
             role: OutputRole::Final,
             topic: topics.final_.clone(),
             key: key.clone(),
-            payload: Some(b),
+            payload: Some(value(OutputRole::Final, b, schema_ids)),
             headers: headers.clone(),
         },
         Terminal::Retry(b) => Output {
             role: OutputRole::Retry,
             topic: topics.retry.clone(),
             key: key.clone(),
-            payload: Some(b),
+            payload: Some(value(OutputRole::Retry, b, schema_ids)),
             headers: headers.clone(),
         },
         Terminal::DeadLetter(d) => Output {
@@ -228,7 +262,7 @@ pub fn outputs_for(input: &Consumed<'_>, outcome: Outcome, topics: &Topics) -> V
         role: OutputRole::Audit,
         topic: topics.audit.clone(),
         key,
-        payload: Some(outcome.audit),
+        payload: Some(value(OutputRole::Audit, outcome.audit, schema_ids)),
         headers,
     };
     vec![terminal, audit]
@@ -237,19 +271,21 @@ pub fn outputs_for(input: &Consumed<'_>, outcome: Outcome, topics: &Topics) -> V
 /// A seal of input partition (`input_topic`, `partition`) to the audit topic.
 /// Keyed `<input topic>/<partition>`, so every seal of one chain lands in one
 /// audit partition, in the order it was sent; headers: the input topic and
-/// partition, and [`H_SEAL`] with the seal's sequence number.
+/// partition, and [`H_SEAL`] with the seal's sequence number. Framed as the
+/// audit rows are: the audit topic's one schema id covers both.
 pub fn seal_output(
     input_topic: &str,
     partition: i32,
     seq: u64,
     seal: Vec<u8>,
     topics: &Topics,
+    schema_ids: &OutputSchemaIds,
 ) -> Output {
     Output {
         role: OutputRole::Audit,
         topic: topics.audit.clone(),
         key: Some(format!("{input_topic}/{partition}").into_bytes()),
-        payload: Some(seal),
+        payload: Some(value(OutputRole::Audit, seal, schema_ids)),
         headers: vec![
             header(H_INPUT_TOPIC, input_topic),
             header(H_INPUT_PARTITION, &partition.to_string()),
@@ -276,13 +312,18 @@ pub struct StandIn {
 /// a bounded dead letter, with the audit row that goes with it. Either way
 /// the record keeps exactly one terminal record and one audit row. Only the
 /// input coordinates are kept from the headers (the original ones may be
-/// what did not fit), and the key is the request id.
+/// what did not fit), and the key is the request id. The refused value is
+/// described as it was sent (length, SHA-256 and preview of its bytes, a
+/// Schema Registry header included, as an input record's dead letter
+/// describes the record as received); the stand-in audit row is framed as
+/// every audit row, the stand-in dead letter never.
 pub fn oversize_replacement(
     out: &Output,
     input: &Consumed<'_>,
     request_id: Option<&str>,
     settings: &CoreSettings,
     topics: &Topics,
+    schema_ids: &OutputSchemaIds,
     now_nanos: i64,
 ) -> StandIn {
     let value_len = out.payload.as_ref().map_or(0, Vec::len);
@@ -329,7 +370,7 @@ pub fn oversize_replacement(
                 role: OutputRole::Audit,
                 topic: out.topic.clone(),
                 key,
-                payload: Some(o.audit),
+                payload: Some(value(OutputRole::Audit, o.audit, schema_ids)),
                 headers: row_headers(),
             },
             audit: None,
@@ -339,7 +380,7 @@ pub fn oversize_replacement(
                 role: OutputRole::Audit,
                 topic: topics.audit.clone(),
                 key: key.clone(),
-                payload: Some(o.audit),
+                payload: Some(value(OutputRole::Audit, o.audit, schema_ids)),
                 headers: row_headers(),
             };
             headers.push(header(H_ERROR_KIND, d.kind.as_str()));
@@ -412,7 +453,7 @@ mod tests {
     #[test]
     fn every_output_carries_the_input_coordinates() {
         let (i, o) = run(b"not json");
-        for out in outputs_for(&i, o, &topics())
+        for out in outputs_for(&i, o, &topics(), &OutputSchemaIds::default())
             .iter()
             .chain(&passthrough(&i, &topics()))
         {
@@ -426,7 +467,7 @@ mod tests {
     fn undecodable_record_becomes_a_dead_letter_with_its_own_key_and_bytes() {
         let (i, o) = run(b"not json");
         assert_eq!(o.kind, OutcomeKind::DeadLetter);
-        let outs = outputs_for(&i, o, &topics());
+        let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default());
         let roles: Vec<OutputRole> = outs.iter().map(|o| o.role).collect();
         assert_eq!(roles, [OutputRole::DeadLetter, OutputRole::Audit]);
         let dl = &outs[0];
@@ -446,7 +487,7 @@ mod tests {
         let (i, o) = run(&bytes);
         assert_eq!(o.kind, OutcomeKind::Accepted);
         let request_id = o.request_id.clone().unwrap();
-        let outs = outputs_for(&i, o, &topics());
+        let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default());
         let got: Vec<(OutputRole, &str)> =
             outs.iter().map(|o| (o.role, o.topic.as_str())).collect();
         assert_eq!(
@@ -498,6 +539,7 @@ mod tests {
             Some("req-1"),
             &CoreSettings::default(),
             &topics(),
+            &OutputSchemaIds::default(),
             0,
         );
         assert_eq!(r.role, OutputRole::DeadLetter);
@@ -531,12 +573,144 @@ mod tests {
             Some("req-1"),
             &CoreSettings::default(),
             &topics(),
+            &OutputSchemaIds::default(),
             0,
         );
         assert!(r.audit.is_none(), "the stand-in is the audit row");
         let r = r.output;
         assert_eq!((r.role, r.topic.as_str()), (OutputRole::Audit, "audit"));
         assert!(r.header(H_ERROR_KIND).is_none());
+    }
+
+    /// Ids 101 (final), 103 (audit); the retry topic has none.
+    fn ids() -> OutputSchemaIds {
+        OutputSchemaIds {
+            final_: Some(101),
+            retry: None,
+            audit: Some(103),
+        }
+    }
+
+    /// The outputs of `payload` plain and with [`ids`].
+    fn plain_and_framed(payload: &[u8]) -> (Vec<Output>, Vec<Output>) {
+        let (i, o) = run(payload);
+        let plain = outputs_for(&i, o.clone(), &topics(), &OutputSchemaIds::default());
+        (plain, outputs_for(&i, o, &topics(), &ids()))
+    }
+
+    #[test]
+    fn a_topic_with_a_schema_id_gets_the_header_then_the_same_json() {
+        let clean = crate::sample::record(0, crate::sample::Kind::Clean, 400);
+        let (plain, framed) = plain_and_framed(&clean);
+        assert_eq!(framed[0].role, OutputRole::Final);
+        let value = framed[0].payload.as_deref().unwrap();
+        assert_eq!(value[..5], [0x00, 0x00, 0x00, 0x00, 0x65]);
+        assert_eq!(&value[5..], plain[0].payload.as_deref().unwrap());
+        assert_eq!(framed[1].role, OutputRole::Audit);
+        let row = framed[1].payload.as_deref().unwrap();
+        assert_eq!(row[..5], [0x00, 0x00, 0x00, 0x00, 0x67]);
+        assert_eq!(&row[5..], plain[1].payload.as_deref().unwrap());
+        for (p, f) in plain.iter().zip(&framed) {
+            assert_eq!(f.json_text(), p.payload.as_deref().unwrap(), "{:?}", f.role);
+            assert_eq!((&f.key, &f.headers), (&p.key, &p.headers));
+        }
+    }
+
+    #[test]
+    fn a_topic_without_a_schema_id_and_dead_letters_stay_plain() {
+        let retry = crate::sample::record(1, crate::sample::Kind::OutOfRange, 400);
+        let (plain, framed) = plain_and_framed(&retry);
+        assert_eq!(framed[0].role, OutputRole::Retry);
+        assert_eq!(framed[0].payload, plain[0].payload, "retry has no id");
+        // A dead letter is the record as received, even one that arrived
+        // framed, and never gets a header of groundgate's.
+        for record in [&b"not json"[..], b"\x00\x00\x00\x00\x2anot json"] {
+            let (plain, framed) = plain_and_framed(record);
+            assert_eq!(framed[0].role, OutputRole::DeadLetter);
+            assert_eq!(framed[0].payload.as_deref(), Some(record));
+            assert_eq!(plain[0].payload, framed[0].payload);
+            assert_eq!(framed[0].json_text(), record);
+        }
+        let all = OutputSchemaIds {
+            final_: Some(1),
+            retry: Some(2),
+            audit: Some(3),
+        };
+        assert_eq!(all.of(OutputRole::DeadLetter), None);
+    }
+
+    #[test]
+    fn seals_are_framed_as_the_audit_topic_s_rows() {
+        let seal = br#"{"type":"groundgate.seal/v1"}"#.to_vec();
+        let plain = seal_output(
+            "answers",
+            0,
+            3,
+            seal.clone(),
+            &topics(),
+            &OutputSchemaIds::default(),
+        );
+        assert_eq!(plain.payload.as_deref(), Some(&seal[..]));
+        let framed = seal_output("answers", 0, 3, seal.clone(), &topics(), &ids());
+        assert!(framed.is_seal());
+        assert_eq!(
+            framed.payload.as_deref(),
+            Some(&[&[0, 0, 0, 0, 103][..], &seal].concat()[..])
+        );
+        assert_eq!(framed.json_text(), &seal[..]);
+    }
+
+    #[test]
+    fn stand_ins_for_a_refused_framed_output_are_framed_as_their_topic() {
+        let i = input(b"x", &[]);
+        let json = vec![b'a'; 10_000];
+        let refused = Output {
+            role: OutputRole::Final,
+            topic: "final".into(),
+            key: Some(b"req-1".to_vec()),
+            payload: Some(framed(101, &json)),
+            headers: input_headers(&i),
+        };
+        let stand_in = |out: &Output| {
+            oversize_replacement(
+                out,
+                &i,
+                Some("req-1"),
+                &CoreSettings::default(),
+                &topics(),
+                &ids(),
+                0,
+            )
+        };
+        let StandIn { output, audit } = stand_in(&refused);
+        assert_eq!(output.role, OutputRole::DeadLetter);
+        let dead: serde_json::Value =
+            serde_json::from_slice(output.payload.as_deref().unwrap()).unwrap();
+        // The refused value as it was sent: the header counts.
+        assert_eq!(dead["length"], 10_005, "{dead}");
+        assert!(
+            text(output.header(H_ERROR_DETAIL))
+                .unwrap()
+                .contains("(10005 bytes"),
+            "{:?}",
+            text(output.header(H_ERROR_DETAIL))
+        );
+        let audit = audit.unwrap();
+        let row = audit.payload.as_deref().unwrap();
+        assert_eq!(row[..5], [0, 0, 0, 0, 103]);
+        let row: serde_json::Value = serde_json::from_slice(&row[5..]).unwrap();
+        assert_eq!(row["outcome"], "dead_letter");
+        // A refused audit row's stand-in is an audit row, framed.
+        let refused_row = Output {
+            role: OutputRole::Audit,
+            topic: "audit".into(),
+            payload: Some(framed(103, &json)),
+            ..refused
+        };
+        let r = stand_in(&refused_row).output;
+        assert_eq!(r.role, OutputRole::Audit);
+        assert_eq!(r.payload.as_deref().unwrap()[..5], [0, 0, 0, 0, 103]);
+        assert!(serde_json::from_slice::<serde_json::Value>(r.json_text()).is_ok());
     }
 
     #[test]

@@ -351,11 +351,27 @@ pub fn judge(config: &Config, s: &Survey) -> Vec<Check> {
             config.core.value_framing,
             ValueFraming::SchemaRegistry { .. }
         );
-        if validated && role != "input" {
+        // An output topic given a schema id gets framed values; dead letters
+        // are the records as received and never are.
+        let schema_id = match role {
+            "final" => k.output_schema_ids.final_,
+            "retry" => k.output_schema_ids.retry,
+            "audit" => k.output_schema_ids.audit,
+            _ => None,
+        };
+        if validated && role == "dead letter" {
             out.push(check(
                 Level::Problem,
                 subject.clone(),
-                "confluent.value.schema.validation = true: the brokers refuse a value without a Schema Registry header, and groundgate writes plain JSON, so the first record routed here would stop the worker; turn schema validation off for this topic",
+                "confluent.value.schema.validation = true: the brokers refuse a value without a Schema Registry header, and a dead letter is the record as received (or a bounded JSON summary of it), never framed by groundgate, so the first one routed here would stop the worker; turn schema validation off for the dead-letter topic",
+            ));
+        } else if validated && role != "input" && schema_id.is_none() {
+            out.push(check(
+                Level::Problem,
+                subject.clone(),
+                format!(
+                    "confluent.value.schema.validation = true: the brokers refuse a value without a Schema Registry header, and groundgate writes this topic's values as plain JSON, so the first record routed here would stop the worker; register the topic's schema and set output_schema_ids.{role} to its id, or turn schema validation off for this topic"
+                ),
             ));
         }
         if validated && role == "input" && !framed {
@@ -432,6 +448,14 @@ mod tests {
                 .collect(),
             configs: Ok(BTreeMap::new()),
         }
+    }
+
+    /// A topic configuration with Confluent's broker-side schema validation on.
+    fn validating() -> BTreeMap<String, String> {
+        BTreeMap::from([(
+            "confluent.value.schema.validation".to_string(),
+            "true".to_string(),
+        )])
     }
 
     const ALL: [&str; 5] = [
@@ -535,15 +559,9 @@ mod tests {
     fn topics_that_validate_schemas_are_problems_unless_the_input_is_read_framed() {
         let mut config = Config::default();
         let mut s = cluster(&ALL.map(|t| (t, 3)));
-        let validated = || {
-            BTreeMap::from([(
-                "confluent.value.schema.validation".to_string(),
-                "true".to_string(),
-            )])
-        };
         s.configs = Ok(BTreeMap::from([
-            ("answers".into(), validated()),
-            ("answers.retry".into(), validated()),
+            ("answers".into(), validating()),
+            ("answers.retry".into(), validating()),
             (
                 "answers.final".into(),
                 BTreeMap::from([(
@@ -560,13 +578,51 @@ mod tests {
             "{p:?}"
         );
         assert!(
-            p[1].0 == "answers.retry (retry)" && p[1].1.contains("groundgate writes plain JSON"),
+            p[1].0 == "answers.retry (retry)" && p[1].1.contains("as plain JSON"),
             "{p:?}"
         );
         config.core.value_framing = ValueFraming::SchemaRegistry { schema_ids: None };
         let p = problems(&judge(&config, &s));
         assert_eq!(p.len(), 1, "{p:?}");
         assert_eq!(p[0].0, "answers.retry (retry)");
+    }
+
+    #[test]
+    fn an_output_topic_that_validates_schemas_is_a_problem_only_without_its_schema_id() {
+        let mut config = Config::default();
+        let mut s = cluster(&ALL.map(|t| (t, 3)));
+        s.configs = Ok(ALL[1..]
+            .iter()
+            .map(|t| ((*t).to_string(), validating()))
+            .collect());
+        let subjects = |config: &Config| -> Vec<String> {
+            problems(&judge(config, &s))
+                .into_iter()
+                .map(|(subject, _)| subject)
+                .collect()
+        };
+        assert_eq!(
+            subjects(&config),
+            [
+                "answers.final (final)",
+                "answers.retry (retry)",
+                "answers.audit (audit)",
+                "answers.dlq (dead letter)"
+            ]
+        );
+        config.kafka.output_schema_ids = crate::config::OutputSchemaIds {
+            final_: Some(101),
+            retry: None,
+            audit: Some(103),
+        };
+        let p = problems(&judge(&config, &s));
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!(p[0].0, "answers.retry (retry)");
+        assert!(p[0].1.contains("set output_schema_ids.retry"), "{p:?}");
+        // Dead letters are never framed: an id for every other topic does
+        // not make validation on the dead-letter topic safe.
+        assert_eq!(p[1].0, "answers.dlq (dead letter)");
+        assert!(p[1].1.contains("never framed"), "{p:?}");
     }
 
     #[test]

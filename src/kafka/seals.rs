@@ -22,7 +22,7 @@ use ed25519_dalek::SigningKey;
 use super::offsets::TopicPartition;
 use super::outputs::{Output, seal_output};
 use crate::audit::{ChainHead, ChainId, Sealer, Written};
-use crate::config::Topics;
+use crate::config::{OutputSchemaIds, Topics};
 
 /// Prefix of the committed offset's metadata that carries a chain head.
 pub const HEAD_PREFIX: &str = "gg-seal/v1:";
@@ -116,6 +116,8 @@ pub struct SealSettings {
     pub interval: Duration,
     pub key: Option<SigningKey>,
     pub topics: Topics,
+    /// The audit topic's schema id frames seals as it frames rows.
+    pub schema_ids: OutputSchemaIds,
 }
 
 /// One emitted seal: the output to publish, the input offset of the last
@@ -208,7 +210,14 @@ impl Chains {
         let head = c.sealer.head();
         let seq = head.next_seq.saturating_sub(1);
         Some(Seal {
-            output: seal_output(&tp.0, tp.1, seq, bytes, &self.settings.topics),
+            output: seal_output(
+                &tp.0,
+                tp.1,
+                seq,
+                bytes,
+                &self.settings.topics,
+                &self.settings.schema_ids,
+            ),
             last_offset: c.last_offset,
             head,
         })
@@ -284,6 +293,7 @@ mod tests {
             interval: Duration::from_secs(5),
             key: None,
             topics: Topics::default(),
+            schema_ids: OutputSchemaIds::default(),
         })
     }
 

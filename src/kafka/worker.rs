@@ -227,6 +227,7 @@ fn seal_settings(config: &Config) -> Result<SealSettings, WorkerError> {
             .map(load_signing_key)
             .transpose()?,
         topics: k.topics.clone(),
+        schema_ids: k.output_schema_ids,
     })
 }
 
@@ -314,7 +315,7 @@ fn publish_batch(
                 st.report.count(outcome.kind);
                 let request_id = outcome.request_id.clone();
                 (
-                    outputs::outputs_for(&input, outcome, topics),
+                    outputs::outputs_for(&input, outcome, topics, &config.kafka.output_schema_ids),
                     request_id,
                     audit_hash,
                 )

@@ -570,7 +570,9 @@ fn the_schemas_built_into_the_binary_are_the_repositorys() {
     let o = run(&["schema", "envelope"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("no schema named \"envelope\"; the schemas are answer, audit-row"),
+        stderr(&o).contains(
+            "no schema named \"envelope\"; the schemas are answer, audit-record, audit-row"
+        ),
         "{}",
         stderr(&o)
     );

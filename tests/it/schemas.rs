@@ -21,8 +21,9 @@ use serde_json::{Map, Value, json};
 use crate::common::{bin, repo, succeeded};
 
 /// Every schema file, by name (the file name without `.schema.json`).
-const NAMES: [&str; 11] = [
+const NAMES: [&str; 12] = [
     "answer",
+    "audit-record",
     "audit-row",
     "check-dead-letter",
     "dead-letter-too-large",
@@ -157,6 +158,53 @@ fn a_definition_shared_by_several_schemas_is_the_same_in_each() {
                 }
             }
         }
+    }
+}
+
+/// The audit topic's one schema (one subject, one id under
+/// TopicNameStrategy) is the row's or the seal's, each repeated whole in
+/// its `$defs`, so that it stands alone and cannot drift from them.
+#[test]
+fn the_audit_record_schema_is_exactly_the_row_or_the_seal() {
+    let doc = &schemas()["audit-record"].doc;
+    for (name, def) in [("audit-row", "audit_row"), ("seal", "seal")] {
+        let mut body = schemas()[name].doc.clone();
+        let body = body.as_object_mut().unwrap();
+        for key in ["$schema", "$id", "$defs"] {
+            body.remove(key);
+        }
+        assert_eq!(
+            doc["$defs"][def],
+            Value::Object(body.clone()),
+            "$defs/{def} of audit-record is not {name}.schema.json"
+        );
+        for shared in schemas()[name].doc["$defs"].as_object().unwrap().keys() {
+            assert!(
+                doc["$defs"].get(shared).is_some(),
+                "{name}'s $defs/{shared} missing from audit-record"
+            );
+        }
+    }
+    let branches: Vec<&Value> = doc["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["$ref"])
+        .collect();
+    assert_eq!(
+        branches,
+        [&json!("#/$defs/audit_row"), &json!("#/$defs/seal")]
+    );
+    // Neither a row nor a seal with a key of the other passes.
+    let (row, seal) = (
+        written().iter().find(|w| w.schema == "audit-row").unwrap(),
+        written().iter().find(|w| w.schema == "seal").unwrap(),
+    );
+    for (v, other) in [(&row.value, "seq"), (&seal.value, "answer_hash")] {
+        assert_valid("audit-record", v);
+        let mut mixed = v.clone();
+        mixed[other] = json!(0);
+        assert!(!valid("audit-record", &mixed), "{mixed}");
     }
 }
 
@@ -432,6 +480,9 @@ fn written() -> &'static [Written] {
                     } else {
                         schema
                     };
+                    if file == "audit.jsonl" {
+                        push("audit-record", file, i + 1, value.clone());
+                    }
                     push(schema, file, i + 1, value);
                 }
             }
@@ -623,11 +674,13 @@ fn every_record_groundgate_writes_validates_against_its_schema() {
 
 /// Whether an output may lack `key` of the object at `parent`: the audit
 /// row's `answer` (only with `include_answer`), a seal's `run` (a worker's
-/// seals name none), and in a verify report the `run` of a problem or a
+/// seals name none), the same two of an audit-topic record, and in a verify report the `run` of a problem or a
 /// seal (absent when none is concerned or named).
 fn optional(schema: &str, parent: &str, key: &str) -> bool {
     match (schema, key) {
-        ("audit-row", "answer") | ("seal", "run") => parent.is_empty(),
+        ("audit-row" | "audit-record", "answer") | ("seal" | "audit-record", "run") => {
+            parent.is_empty()
+        }
         ("verify-report", "run") => {
             parent.starts_with("/problems/") || parent.starts_with("/keys/")
         }

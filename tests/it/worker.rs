@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::common::{
     BIN, OUTPUTS, committed, committed_with_metadata, coords, header, problem_kinds,
 };
-use groundgate::config::{Config, Guarantee, RawConfig};
+use groundgate::config::{Config, Guarantee, OutputSchemaIds, RawConfig};
 use groundgate::http::Health;
 use groundgate::kafka::embedded::EmbeddedBroker;
 use groundgate::kafka::inspect;
@@ -445,15 +445,26 @@ async fn offsets_committed_without_a_seal_head_start_a_new_chain_there() {
     assert_eq!(code, 0, "{report:#}");
 }
 
+/// An at-least-once worker of `group` under its own client id, writing
+/// the outputs framed with `schema_ids` (none: plain).
+fn named_worker(
+    bootstrap: &str,
+    group: &str,
+    client: &str,
+    schema_ids: OutputSchemaIds,
+) -> Arc<Config> {
+    let mut c = (*config(bootstrap, group, Guarantee::AtLeastOnce)).clone();
+    c.kafka.client_id = client.to_string();
+    c.kafka.output_schema_ids = schema_ids;
+    Arc::new(c)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
     let broker = broker();
     let bs = broker.bootstrap();
-    let with_client = |client: &str| {
-        let mut c = (*config(&bs, "g-chain", Guarantee::AtLeastOnce)).clone();
-        c.kafka.client_id = client.to_string();
-        Arc::new(c)
-    };
+    let with_client =
+        |client: &str| named_worker(&bs, "g-chain", client, OutputSchemaIds::default());
     produce_mixed(&bs, 60, 300).await;
     let a = start(&with_client("worker-a"), &bs);
     assert_eq!(wait_committed(&bs, "g-chain", 60).await, 60);
@@ -486,6 +497,121 @@ async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
         handed_over > 0,
         "no chain went from worker-a to worker-b: {by:?}"
     );
+}
+
+/// Schema ids for the final, retry and audit topics: 101, 102, 103.
+const FRAMED: OutputSchemaIds = OutputSchemaIds {
+    final_: Some(101),
+    retry: Some(102),
+    audit: Some(103),
+};
+
+/// One produce request refused as too large, as by a topic whose
+/// max.message.bytes is below what the worker may send.
+const REFUSED_ONCE_AS_TOO_LARGE: [RDKafkaRespErr; 1] =
+    [RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 1];
+
+/// The JSON value behind the Schema Registry header of `m`, whose header
+/// must name `schema_id`.
+fn unframed_json(m: &OwnedMessage, schema_id: u32) -> Value {
+    let value = m.payload().unwrap();
+    assert_eq!(
+        value[..5],
+        [&[0u8][..], &schema_id.to_be_bytes()].concat()[..],
+        "header of a value of {}: {:?}",
+        m.topic(),
+        String::from_utf8_lossy(&value[..value.len().min(40)])
+    );
+    serde_json::from_slice(&value[5..]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_framed_for_the_schema_registry_carry_their_ids_and_the_chain_continues() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let framed = |client: &str| named_worker(&bs, "g-framed", client, FRAMED);
+    // Mixed outcomes, and dead letters: one plain, one whose value starts
+    // with byte 0x00 as a framed record's does (read plain, it is one).
+    let mixed = |range: std::ops::Range<u64>| -> Vec<RawRecord> {
+        range
+            .map(|i| (None, Some(groundgate::sample::mixed(i, 300))))
+            .collect()
+    };
+    let framed_input = b"\x00\x00\x00\x00\x2anot json".to_vec();
+    let mut records = mixed(0..60);
+    records.push((Some(b"bad".to_vec()), Some(b"not json".to_vec())));
+    records.push((Some(b"bad-framed".to_vec()), Some(framed_input.clone())));
+    produce_raw(&bs, "answers", &records);
+    let a = start(&framed("worker-a"), &bs);
+    assert_eq!(wait_committed(&bs, "g-framed", 62).await, 62);
+    a.stop().await.unwrap();
+    let later = mixed(60..120);
+    produce_raw(&bs, "answers", &later);
+    let b = start(&framed("worker-b"), &bs);
+    assert_eq!(wait_committed(&bs, "g-framed", 122).await, 122);
+    b.stop().await.unwrap();
+
+    let out = read_outputs(&bs, 122).await;
+    assert_pairs(&out);
+    for (m, id, schema) in out[0]
+        .iter()
+        .map(|m| (m, 101, "final"))
+        .chain(out[1].iter().map(|m| (m, 102, "retry")))
+        .chain(out[2].iter().map(|m| (m, 103, "audit-record")))
+    {
+        crate::schemas::assert_valid(schema, &unframed_json(m, id));
+    }
+    assert!(
+        !out[0].is_empty() && !out[1].is_empty(),
+        "finals and retries"
+    );
+    // Dead letters carry the records as received (or the bounded summary
+    // of one too large), never a header of ours.
+    let sent: BTreeSet<Vec<u8>> = records
+        .iter()
+        .chain(&later)
+        .filter_map(|(_, v)| v.clone())
+        .collect();
+    for m in &out[3] {
+        let value = m.payload().unwrap();
+        let bounded = || serde_json::from_slice::<Value>(value).unwrap()["kind"] == "too_large";
+        assert!(
+            sent.contains(value) || bounded(),
+            "{:?}",
+            String::from_utf8_lossy(value)
+        );
+    }
+    let dead: BTreeSet<&[u8]> = out[3].iter().map(|m| m.payload().unwrap()).collect();
+    assert!(dead.contains(&framed_input[..]) && dead.contains(&b"not json"[..]));
+
+    // The seals are framed as the rows, and every chain went on from
+    // worker-a's last seal to worker-b's first.
+    let seals = read_seals(&bs, committed_seals(&bs, "g-framed").await).await;
+    let mut by: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
+    for m in &seals {
+        let seal = unframed_json(m, 103);
+        crate::schemas::assert_valid("audit-record", &seal);
+        by.entry(seal["chain"]["partition"].as_i64().unwrap())
+            .or_default()
+            .push(seal);
+    }
+    let mut handed_over = 0;
+    for (p, chain) in &mut by {
+        chain.sort_by_key(|s| s["seq"].as_u64());
+        let seqs: Vec<u64> = chain.iter().map(|s| s["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, (0..chain.len() as u64).collect::<Vec<_>>(), "{p}");
+        let first_b = chain.iter().position(|s| s["worker"] == "worker-b");
+        if let Some(i) = first_b.filter(|i| *i > 0) {
+            handed_over += 1;
+            assert_eq!(chain[i - 1]["worker"], "worker-a", "{p}");
+            let last = chain[i - 1]["last_offset"].as_i64().unwrap();
+            assert_eq!(chain[i]["first_offset"], last + 1, "{p}");
+        }
+    }
+    assert!(handed_over > 0, "no chain went from worker-a to worker-b");
+    // audit verify reads the framed trail with no setting, and every row
+    // is sealed: the seals hashed the rows' JSON text.
+    assert_all_sealed(&bs, 122).await;
 }
 
 fn json_of(m: &OwnedMessage) -> Value {
@@ -1088,12 +1214,8 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     // send. One refused request: the broker would refuse the next one
     // whatever it holds, and when that is the stand-in itself, the worker
     // stops (nothing smaller can take its place).
-    let (_broker, bs, cfg) = inputs_then_failing_produces(
-        n,
-        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE; 1],
-        "g-too-large",
-    )
-    .await;
+    let (_broker, bs, cfg) =
+        inputs_then_failing_produces(n, &REFUSED_ONCE_AS_TOO_LARGE, "g-too-large").await;
     let w = start(&cfg, &bs);
     // Never retried forever: everything is committed.
     let out = all_delivered(&bs, "g-too-large", n, &w).await;
@@ -1119,6 +1241,36 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     assert!(!w.handle.is_finished(), "the worker must not stop");
     w.stop().await.unwrap();
     // The seals list the rows as delivered (stand-ins included).
+    assert_all_sealed(&bs, n).await;
+}
+
+/// The same refusal with every topic framed: the stand-in dead letter is
+/// plain, every audit row (a stand-in among them) carries its header, and
+/// the seals hash the rows' JSON text, a row replaced on the way included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_framed_output_refused_as_too_large_is_replaced_and_sealed_by_its_json() {
+    let n = 6;
+    let group = "g-too-large-framed";
+    let (_broker, bs, cfg) =
+        inputs_then_failing_produces(n, &REFUSED_ONCE_AS_TOO_LARGE, group).await;
+    let mut cfg = (*cfg).clone();
+    cfg.kafka.output_schema_ids = FRAMED;
+    let cfg = Arc::new(cfg);
+    let w = start(&cfg, &bs);
+    let out = all_delivered(&bs, group, n, &w).await;
+    let refused = stand_ins(&out);
+    assert!(!refused.is_empty(), "no output was refused: {out:?}");
+    for m in &refused {
+        if outputs_is_row(m) {
+            unframed_json(m, 103);
+        } else {
+            assert_eq!(m.payload().unwrap()[0], b'{', "a dead letter is plain");
+        }
+    }
+    for row in &out[2] {
+        crate::schemas::assert_valid("audit-row", &unframed_json(row, 103));
+    }
+    w.stop().await.unwrap();
     assert_all_sealed(&bs, n).await;
 }
 
@@ -1520,7 +1672,11 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     let bs = broker.bootstrap();
     let n = 120;
     produce_mixed(&bs, n, 300).await;
-    let cfg = config(&bs, "g-eos", Guarantee::ExactlyOnce);
+    // Framed audit records (the final and retry topics plain): the
+    // transactions carry what the output builder made, as at-least-once does.
+    let mut cfg = (*config(&bs, "g-eos", Guarantee::ExactlyOnce)).clone();
+    cfg.kafka.output_schema_ids.audit = Some(103);
+    let cfg = Arc::new(cfg);
     let w = start(&cfg, &bs);
     let out = read_outputs(&bs, n as usize).await;
     // The mock does not enforce read_committed nor store transactional
@@ -1528,6 +1684,12 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     // one per record) that cover every input exactly once.
     assert_eq!(assert_pairs(&out).len(), n as usize);
     assert_eq!(out[2].len(), n as usize);
+    for row in &out[2] {
+        crate::schemas::assert_valid("audit-row", &unframed_json(row, 103));
+    }
+    for m in out[0].iter().chain(&out[1]) {
+        assert_eq!(m.payload().unwrap()[0], b'{', "plain without an id");
+    }
     let report = w.stop().await.unwrap();
     // The seals went with their rows into the transactions.
     assert_all_sealed(&bs, n).await;

@@ -82,6 +82,8 @@ use ed25519_dalek::{Signature, Verifier};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::core::wire::unframed;
+
 use super::seal::{CHECK_WORKER, ChainHead, ChainId, GENESIS, SEAL_TYPE, row_hash, unsigned_bytes};
 
 mod chain;
@@ -182,9 +184,20 @@ impl AuditVerifier {
     }
 
     /// One message of an audit topic: its value and its groundgate headers,
-    /// which must agree with the value (see [`RecordHeaders`]).
+    /// which must agree with the value (see [`RecordHeaders`]). A value in
+    /// Schema Registry wire format (an audit topic given a schema id) is
+    /// judged by its JSON text, the bytes its seal hashed; a plain value as
+    /// it is. No JSON text starts with the header's byte 0x00, so no setting
+    /// is needed and one topic may hold both.
     pub fn record_from_topic(&mut self, at: Location, bytes: &[u8], headers: &RecordHeaders) {
-        self.read(at, bytes, Some(headers));
+        match unframed(bytes) {
+            Ok(json) => self.read(at, json, Some(headers)),
+            Err(cut) => {
+                self.report.records += 1;
+                self.problem(ProblemKind::Unreadable, None, format!("the value {cut}"))
+                    .at = Some(at);
+            }
+        }
     }
 
     fn read(&mut self, at: Location, bytes: &[u8], headers: Option<&RecordHeaders>) {
@@ -1842,6 +1855,17 @@ mod tests {
         h
     }
 
+    /// [`trail`] as a worker writes it to a topic: each record with its headers.
+    fn topic_trail() -> Vec<(Vec<u8>, RecordHeaders)> {
+        trail(10, 4, None)
+            .into_iter()
+            .map(|r| {
+                let h = worker_headers(&r);
+                (r, h)
+            })
+            .collect()
+    }
+
     fn check_topic(records: &[(Vec<u8>, RecordHeaders)]) -> Report {
         let mut v = AuditVerifier::new(Options::default());
         let s = v.stream("answers.audit/0");
@@ -1857,13 +1881,7 @@ mod tests {
 
     #[test]
     fn headers_that_disagree_with_the_body_are_reported() {
-        let t: Vec<(Vec<u8>, RecordHeaders)> = trail(10, 4, None)
-            .into_iter()
-            .map(|r| {
-                let h = worker_headers(&r);
-                (r, h)
-            })
-            .collect();
+        let t = topic_trail();
         let r = check_topic(&t);
         assert!(r.ok(), "{:?}", r.problems);
         // Input headers are not required: a row without them says nothing.
@@ -1918,6 +1936,60 @@ mod tests {
             assert_eq!(kinds(&r), vec![ProblemKind::HeaderMismatch]);
             assert_eq!(r.problems[0].seal_seq, Some(0));
         }
+    }
+
+    #[test]
+    fn a_topic_of_framed_records_verifies_as_its_plain_twin() {
+        let t = topic_trail();
+        let plain = check_topic(&t);
+        assert!(plain.ok(), "{:?}", plain.problems);
+        // Every record framed, or only some (a topic whose writers began
+        // framing midway): the seals hashed the JSON text, so both verify.
+        let framed: Vec<(Vec<u8>, RecordHeaders)> = t
+            .iter()
+            .map(|(r, h)| (crate::core::wire::framed(103, r), h.clone()))
+            .collect();
+        let mixed: Vec<(Vec<u8>, RecordHeaders)> = t
+            .iter()
+            .zip(&framed)
+            .enumerate()
+            .map(|(i, (p, f))| if i % 2 == 0 { p.clone() } else { f.clone() })
+            .collect();
+        for trail in [&framed, &mixed] {
+            let r = check_topic(trail);
+            assert!(r.ok(), "{:?}", r.problems);
+            assert_eq!(
+                (r.records, r.chains[0].rows, r.chains[0].sealed_rows),
+                (
+                    plain.records,
+                    plain.chains[0].rows,
+                    plain.chains[0].sealed_rows
+                )
+            );
+        }
+        // A framed row is still held to its seal: altered behind its
+        // header, it is reported as any altered row.
+        let mut altered = framed.clone();
+        let at = altered.iter().position(|(r, _)| !is_seal(&r[5..])).unwrap();
+        let text = String::from_utf8(altered[at].0[5..].to_vec()).unwrap();
+        altered[at].0 = crate::core::wire::framed(103, text.replace("\"h0\"", "\"hX\"").as_bytes());
+        assert!(!check_topic(&altered).ok());
+    }
+
+    #[test]
+    fn a_value_cut_inside_its_schema_registry_header_is_unreadable() {
+        let mut t = topic_trail();
+        t.push((vec![0, 0, 0], RecordHeaders::default()));
+        let r = check_topic(&t);
+        assert_eq!(kinds(&r), vec![ProblemKind::Unreadable]);
+        assert_eq!(r.records, t.len() as u64, "{r:?}");
+        let p = &r.problems[0];
+        assert!(
+            p.detail.contains("starts with byte 0x00") && p.detail.contains("3 bytes long"),
+            "{}",
+            p.detail
+        );
+        assert_eq!(p.at.map(|a| a.pos), Some(t.len() as u64 - 1));
     }
 
     #[test]
