@@ -579,6 +579,11 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             p.key_id()
         );
     }
+    if let Some(framed) = config.kafka.output_schema_ids.describe() {
+        eprintln!(
+            "groundgate check: output_schema_ids ({framed}) frames the worker's Kafka outputs; the files written here are plain JSON"
+        );
+    }
     let baseline: Option<Config> = args
         .compare_config
         .as_deref()

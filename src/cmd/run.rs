@@ -101,6 +101,12 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             "audit rows write these fields as pseudonyms"
         );
     }
+    if let Some(framed) = config.kafka.output_schema_ids.describe() {
+        info!(
+            schema_ids = %framed,
+            "output values written in Schema Registry wire format"
+        );
+    }
     let Some(bootstrap) = config.kafka.brokers.clone() else {
         // `load_for_kafka` refuses a configuration without brokers.
         eprintln!("groundgate run: no brokers configured");

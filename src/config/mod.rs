@@ -170,6 +170,20 @@ impl OutputSchemaIds {
             OutputRole::DeadLetter => None,
         }
     }
+
+    /// The framed topics by role with their ids (`final 101, audit 103`),
+    /// `None` when every output is plain.
+    pub fn describe(&self) -> Option<String> {
+        let framed: Vec<String> = [
+            ("final", self.final_),
+            ("retry", self.retry),
+            ("audit", self.audit),
+        ]
+        .into_iter()
+        .filter_map(|(role, id)| id.map(|id| format!("{role} {id}")))
+        .collect();
+        (!framed.is_empty()).then(|| framed.join(", "))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

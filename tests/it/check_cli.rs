@@ -740,6 +740,41 @@ fn framed_lines_are_read_with_the_workers_value_framing() {
     assert_eq!(ids, ["a", "b"]);
 }
 
+/// The worker's `[output_schema_ids]` frames what it writes to Kafka; the
+/// files `check` writes stay JSON Lines, and `check` says so.
+#[test]
+fn output_schema_ids_leave_checks_files_plain_and_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = one_record(dir.path());
+    let plain = dir.path().join("plain");
+    let o = check(&[os(&input), os("--out"), os(&plain)]);
+    assert_eq!(o.status.code(), Some(0));
+    let config = dir.path().join("framed.toml");
+    std::fs::write(&config, "[output_schema_ids]\nfinal = 101\naudit = 103\n").unwrap();
+    let framed = dir.path().join("framed");
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&framed),
+        os("--config"),
+        os(&config),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("output_schema_ids (final 101, audit 103) frames the worker's Kafka outputs; the files written here are plain JSON"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(framed.join("final.jsonl")).unwrap(),
+        std::fs::read(plain.join("final.jsonl")).unwrap()
+    );
+    assert_eq!(
+        without_ts(&framed.join("audit.jsonl")),
+        without_ts(&plain.join("audit.jsonl"))
+    );
+}
+
 /// `check` with the given arguments, GROUNDGATE_* variables removed.
 fn check(args: &[&std::ffi::OsStr]) -> std::process::Output {
     crate::common::bin()
