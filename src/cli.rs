@@ -56,7 +56,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// The schema to print (e.g. `final`, `audit-row`); without it, every name with its title.
+    /// The schema to print (e.g. `final`, `audit-row`, or its file name `final.schema.json`); without it, every name with its title.
     pub name: Option<String>,
     /// Write every schema into this directory instead, as NAME.schema.json (created if missing).
     #[arg(long, conflicts_with = "name")]

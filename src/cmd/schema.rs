@@ -90,7 +90,10 @@ fn list() -> Result<(), String> {
 }
 
 fn print_one(name: &str) -> Result<(), String> {
-    let Some((_, text)) = SCHEMAS.iter().find(|(n, _)| *n == name) else {
+    // The file's name (`final.schema.json`, as `--out` writes it) names
+    // its schema too.
+    let wanted = name.strip_suffix(".schema.json").unwrap_or(name);
+    let Some((_, text)) = SCHEMAS.iter().find(|(n, _)| *n == wanted) else {
         let names: Vec<&str> = SCHEMAS.iter().map(|(n, _)| *n).collect();
         return Err(format!(
             "no schema named {name:?}; the schemas are {}",

@@ -555,6 +555,8 @@ fn the_schemas_built_into_the_binary_are_the_repositorys() {
         let o = run(&["schema", name]);
         assert!(o.status.success(), "{name}: {}", stderr(&o));
         assert_eq!(&o.stdout, bytes, "{name}");
+        let o = run(&["schema", &format!("{name}.schema.json")]);
+        assert_eq!(&o.stdout, bytes, "{name}.schema.json");
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("nested/schemas");
