@@ -6,7 +6,8 @@
 //!   decision, policy checks, wire types and canonical encoders for the
 //!   envelope / retry request / audit row, and
 //!   `process(bytes, meta, now, settings) -> Outcome`. No I/O, no clock.
-//!   `core::wire` holds the input decoding and the output shapes;
+//!   `core::wire` holds the input decoding, the output shapes and the
+//!   Schema Registry header of a framed value;
 //!   `core::pseudonym` the keyed pseudonyms of the audit row's personal fields;
 //!   `core::grounding` the support check (words, memo, source index, claim
 //!   splitting, scoring, explanations).
