@@ -171,8 +171,12 @@ pub struct KeygenArgs {
 #[derive(Debug, Args)]
 pub struct PseudonymArgs {
     /// The key the trail was written with (`[audit] pseudonym_key_file`).
+    #[arg(long, required_unless_present = "config", conflicts_with = "config")]
+    pub key_file: Option<PathBuf>,
+    /// The workers' configuration file: the key is the one its `audit.pseudonym_key_file` names
+    /// (after the GROUNDGATE_* environment, as the workers read it).
     #[arg(long)]
-    pub key_file: PathBuf,
+    pub config: Option<PathBuf>,
     /// Values to pseudonymise, exactly as the records carry them; without any, one a line is read
     /// from standard input.
     pub values: Vec<String>,

@@ -80,7 +80,8 @@ Examples:
 pub const AUDIT_PSEUDONYM: &str = "\
 Examples:
   groundgate audit pseudonym --key-file /run/secrets/pseudonym.key alice@example.com
-  groundgate audit pseudonym --key-file pseudonym.key alice bob | grep -F -f - out/audit.jsonl   # their rows";
+  groundgate audit pseudonym --key-file pseudonym.key alice bob | grep -F -f - out/audit.jsonl   # their rows
+  groundgate audit pseudonym --config /etc/groundgate/worker.toml alice@example.com   # the workers' key";
 
 pub const SCHEMA: &str = "\
 Examples:

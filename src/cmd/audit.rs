@@ -87,15 +87,36 @@ pub fn main(args: AuditArgs) -> ExitCode {
     }
 }
 
+/// The key file `--key-file` names, or the one the workers' configuration
+/// (`--config`, with the environment layered on it) names.
+fn pseudonym_key_file(args: &PseudonymArgs) -> Result<PathBuf, CmdError> {
+    if let Some(path) = &args.key_file {
+        return Ok(path.clone());
+    }
+    let Some(file) = args.config.as_deref() else {
+        return Err(CmdError::Usage(
+            "give the key with --key-file or the workers' configuration with --config".into(),
+        ));
+    };
+    let config = RawConfig::load_from_process(Some(file), RawConfig::default())?;
+    config.audit.pseudonym_key_file.ok_or_else(|| {
+        CmdError::Usage(format!(
+            "{} sets no audit.pseudonym_key_file: its workers write no pseudonyms",
+            file.display()
+        ))
+    })
+}
+
 fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
     use std::io::{BufRead, Write};
+    let key_file = pseudonym_key_file(args)?;
     let read = |source| CmdError::Read {
-        path: args.key_file.clone(),
+        path: key_file.clone(),
         source,
     };
-    let key = crate::config::read_pseudonym_key_file(&args.key_file).map_err(read)?;
+    let key = crate::config::read_pseudonym_key_file(&key_file).map_err(read)?;
     let pseudonyms = Pseudonyms::new(&key, &PseudonymField::ALL)
-        .map_err(|e| CmdError::Usage(format!("{} {e}", args.key_file.display())))?;
+        .map_err(|e| CmdError::Usage(format!("{} {e}", key_file.display())))?;
     let mut out = std::io::stdout().lock();
     let mut write = |value: &str| writeln!(out, "{}", pseudonyms.of(value));
     let written = if args.values.is_empty() {

@@ -1395,3 +1395,71 @@ fn a_windows_list_of_values_gives_the_pseudonyms_of_its_values() {
     assert_eq!(closed.status.code(), Some(0), "{}", text(&closed));
     assert_eq!(String::from_utf8_lossy(&closed.stderr), "");
 }
+
+/// `audit pseudonym --config` takes the key the workers' configuration
+/// names, with the environment layered on it as the workers read it.
+#[test]
+fn the_workers_configuration_names_the_pseudonym_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("pseudonym.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let config = dir.path().join("worker.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[audit]\npseudonymize = [\"user\"]\npseudonym_key_file = {:?}\n",
+            key.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let o = run(&["audit", "pseudonym", "--config", config, "alice"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "hmac-sha256:3eb1bd43:433deb45467e4e53dbaba594c88bc3a200f705a2150788c3d11e6040e63e8510\n"
+    );
+
+    let other = dir.path().join("other.key");
+    std::fs::write(&other, "another key of at least thirty-two bytes").unwrap();
+    let o = Command::new(BIN)
+        .args(["audit", "pseudonym", "--config", config, "alice"])
+        .env("GROUNDGATE_AUDIT__PSEUDONYM_KEY_FILE", &other)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let by_env = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        by_env.starts_with("hmac-sha256:") && !by_env.contains(":3eb1bd43:"),
+        "{by_env}"
+    );
+
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, "[kafka]\ngroup_id = \"g\"\n").unwrap();
+    let o = run(&[
+        "audit",
+        "pseudonym",
+        "--config",
+        plain.to_str().unwrap(),
+        "alice",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("sets no audit.pseudonym_key_file: its workers write no pseudonyms"),
+        "{}",
+        text(&o)
+    );
+    let both = run(&[
+        "audit",
+        "pseudonym",
+        "--config",
+        config,
+        "--key-file",
+        key.to_str().unwrap(),
+        "alice",
+    ]);
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    let neither = run(&["audit", "pseudonym", "alice"]);
+    assert_eq!(neither.status.code(), Some(2), "{}", text(&neither));
+    assert!(text(&neither).contains("--key-file"), "{}", text(&neither));
+}
