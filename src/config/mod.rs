@@ -174,14 +174,10 @@ impl OutputSchemaIds {
     /// The framed topics by role with their ids (`final 101, audit 103`),
     /// `None` when every output is plain.
     pub fn describe(&self) -> Option<String> {
-        let framed: Vec<String> = [
-            ("final", self.final_),
-            ("retry", self.retry),
-            ("audit", self.audit),
-        ]
-        .into_iter()
-        .filter_map(|(role, id)| id.map(|id| format!("{role} {id}")))
-        .collect();
+        let framed: Vec<String> = OutputRole::ALL
+            .into_iter()
+            .filter_map(|role| self.of(role).map(|id| format!("{} {id}", role.as_str())))
+            .collect();
         (!framed.is_empty()).then(|| framed.join(", "))
     }
 }

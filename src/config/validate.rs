@@ -165,16 +165,7 @@ fn validate_framing(
         }
         ids.iter()
             .enumerate()
-            .filter_map(|(i, id)| match u32::try_from(*id) {
-                Ok(id) => Some(id),
-                Err(_) => {
-                    problems.push(format!(
-                        "value_schema_ids[{i}] = {id}: a schema id is between 0 and {} (the wire format's 4 bytes)",
-                        u32::MAX
-                    ));
-                    None
-                }
-            })
+            .filter_map(|(i, id)| schema_id(&format!("value_schema_ids[{i}]"), *id, problems))
             .collect::<Vec<u32>>()
     });
     match framing {
@@ -488,22 +479,26 @@ fn validate_output_schema_ids(
     problems: &mut Vec<String>,
 ) -> OutputSchemaIds {
     let mut id = |key: &str, value: Option<i64>| {
-        value.and_then(|v| match u32::try_from(v) {
-            Ok(id) => Some(id),
-            Err(_) => {
-                problems.push(format!(
-                    "output_schema_ids.{key} = {v}: a schema id is between 0 and {} (the wire format's 4 bytes)",
-                    u32::MAX
-                ));
-                None
-            }
-        })
+        value.and_then(|v| schema_id(&format!("output_schema_ids.{key}"), v, problems))
     };
     OutputSchemaIds {
         final_: id("final", raw.final_),
         retry: id("retry", raw.retry),
         audit: id("audit", raw.audit),
     }
+}
+
+/// `value` of `key` as a Schema Registry schema id, which the wire format
+/// holds in 4 bytes; otherwise one problem naming the key.
+fn schema_id(key: &str, value: i64, problems: &mut Vec<String>) -> Option<u32> {
+    let id = u32::try_from(value).ok();
+    if id.is_none() {
+        problems.push(format!(
+            "{key} = {value}: a schema id is between 0 and {} (the wire format's 4 bytes)",
+            u32::MAX
+        ));
+    }
+    id
 }
 
 /// `value` of `key` when it lies in `range`; otherwise one problem naming

@@ -21,7 +21,7 @@ use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
 
 use crate::config::{Config, Guarantee};
-use crate::core::ValueFraming;
+use crate::core::{OutputRole, ValueFraming};
 
 /// What the cluster said.
 #[derive(Debug, Clone, PartialEq)]
@@ -270,14 +270,16 @@ pub fn judge(config: &Config, s: &Survey) -> Vec<Check> {
             ),
         ));
     }
+    // Each topic with the name checks call its role by, and its output role
+    // (none for the input).
     let roles = [
-        (t.input.as_str(), "input"),
-        (&t.final_, "final"),
-        (&t.retry, "retry"),
-        (&t.audit, "audit"),
-        (&t.dead_letter, "dead letter"),
+        (t.input.as_str(), "input", None),
+        (&t.final_, "final", Some(OutputRole::Final)),
+        (&t.retry, "retry", Some(OutputRole::Retry)),
+        (&t.audit, "audit", Some(OutputRole::Audit)),
+        (&t.dead_letter, "dead letter", Some(OutputRole::DeadLetter)),
     ];
-    for (name, role) in roles {
+    for (name, role, output) in roles {
         let subject = format!("{name} ({role})");
         let Some(view) = s.topics.get(name) else {
             let what = if role == "input" {
@@ -353,12 +355,7 @@ pub fn judge(config: &Config, s: &Survey) -> Vec<Check> {
         );
         // An output topic given a schema id gets framed values; dead letters
         // are the records as received and never are.
-        let schema_id = match role {
-            "final" => k.output_schema_ids.final_,
-            "retry" => k.output_schema_ids.retry,
-            "audit" => k.output_schema_ids.audit,
-            _ => None,
-        };
+        let schema_id = output.and_then(|r| k.output_schema_ids.of(r));
         if validated && role == "dead letter" {
             out.push(check(
                 Level::Problem,
