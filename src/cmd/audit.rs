@@ -149,13 +149,8 @@ fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
     } else {
         args.values.iter().try_for_each(|v| write(v))
     };
-    match written {
-        // `audit pseudonym … | head -1`: the reader has what it wanted.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CmdError::Usage(format!(
-            "cannot write to standard output: {e}"
-        ))),
-        _ => Ok(EXIT_CLEAN),
-    }
+    super::stdout_written(written).map_err(CmdError::Usage)?;
+    Ok(EXIT_CLEAN)
 }
 
 fn keygen(args: &KeygenArgs) -> Result<u8, CmdError> {

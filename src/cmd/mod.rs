@@ -148,6 +148,19 @@ pub fn error_chain(e: &anyhow::Error) -> String {
 /// Exit code of usage and configuration errors (clap uses 2 as well).
 pub const EXIT_USAGE: u8 = 2;
 
+/// What writing a command's output to standard output came to. A reader
+/// that stops early (`… | head -1`) closed the pipe because it has what it
+/// wanted: that ends the command quietly, as it ends any filter; any other
+/// failure (a full disk) is said.
+pub fn stdout_written(written: std::io::Result<()>) -> Result<(), String> {
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The exit code of a command that failed with `e`: [`EXIT_USAGE`] for a
 /// usage or configuration error, 1 for anything else.
 pub fn exit_code_of(e: &anyhow::Error) -> u8 {

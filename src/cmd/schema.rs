@@ -67,17 +67,10 @@ fn title(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// `text` on standard output. A reader that stops early (`schema final |
-/// head -c1`) closed the pipe because it has what it wanted: that ends the
-/// command quietly, as it ends any filter.
+/// `text` on standard output (see [`super::stdout_written`]).
 fn print(text: &str) -> Result<(), String> {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(format!("cannot write to standard output: {e}"))
-        }
-        _ => Ok(()),
-    }
+    super::stdout_written(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
 fn list() -> Result<(), String> {

@@ -416,8 +416,8 @@ fn decode_framed<'a>(
         return Err(fail(
             DeadLetterKind::InvalidJson,
             format!(
-                "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has {SCHEMA_REGISTRY_HEADER_BYTES} (magic byte and 4-byte schema id) before its payload{SPLIT_BY_NEWLINE}",
-                bytes.len()
+                "record {}{SPLIT_BY_NEWLINE}",
+                super::frame::CutHeader(bytes.len())
             ),
             None,
         ));

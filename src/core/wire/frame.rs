@@ -18,7 +18,7 @@ pub fn framed(schema_id: u32, json: &[u8]) -> Vec<u8> {
 /// A value that starts with the magic byte but is shorter than the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "starts with byte 0x00, the Schema Registry magic byte, but is {0} bytes long: the wire format has {SCHEMA_REGISTRY_HEADER_BYTES} (magic byte and 4-byte schema id) before its JSON"
+    "starts with byte 0x00, the Schema Registry magic byte, but is {0} bytes long: the wire format has {SCHEMA_REGISTRY_HEADER_BYTES} (magic byte and 4-byte schema id) before its payload"
 )]
 pub struct CutHeader(pub usize);
 
