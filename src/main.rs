@@ -9,6 +9,7 @@ use groundgate::cli::{Cli, Command};
 use groundgate::cmd;
 
 fn main() -> ExitCode {
+    cmd::report_panics();
     // `--version` says what the Kafka client library can do (TLS, SASL
     // mechanisms, codecs), so an operator sees it before configuring any.
     let library = groundgate::kafka::library();

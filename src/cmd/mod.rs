@@ -98,6 +98,91 @@ impl tracing::field::Visit for EscapedFields<'_> {
     }
 }
 
+/// Longest panic message a report quotes: a message can quote text it was
+/// handed (a slice of a record), which belongs in no log at any length.
+const PANIC_MESSAGE_BYTES: usize = 1_000;
+
+/// Reports every panic where the command's other messages go, instead of
+/// the default report (several raw lines on stderr): once logging is set
+/// up, as one error event in the configured format, so a JSON log stays one
+/// object a line; before that, as one escaped line on stderr. Either way a
+/// message that quotes outside text cannot forge a log line or reach a
+/// terminal as control sequences. A panic is a defect in groundgate: where
+/// it happens while a record is judged, the record still becomes an
+/// `internal` dead letter; elsewhere the command stops.
+pub fn report_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        let report = PanicReport {
+            message: crate::core::process::panic_text(info.payload()),
+            location: info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default(),
+            thread: thread.name().unwrap_or("unnamed"),
+            backtrace: std::backtrace::Backtrace::capture(),
+        };
+        if tracing::dispatcher::has_been_set() {
+            report.log();
+        } else {
+            eprintln!("{}", report.line());
+        }
+    }));
+}
+
+/// One panic, as [`report_panics`] reports it.
+struct PanicReport<'a> {
+    message: &'a str,
+    location: String,
+    thread: &'a str,
+    /// Captured only when `RUST_BACKTRACE` asks for it, as by default.
+    backtrace: std::backtrace::Backtrace,
+}
+
+impl PanicReport<'_> {
+    fn message(&self) -> std::borrow::Cow<'_, str> {
+        crate::core::process::bounded(self.message, PANIC_MESSAGE_BYTES)
+    }
+
+    fn backtrace(&self) -> Option<String> {
+        (self.backtrace.status() == std::backtrace::BacktraceStatus::Captured)
+            .then(|| self.backtrace.to_string())
+    }
+
+    fn log(&self) {
+        let message = self.message();
+        match self.backtrace() {
+            Some(backtrace) => error!(
+                location = %self.location,
+                thread = self.thread,
+                backtrace,
+                "groundgate panicked, a defect to report: {message}"
+            ),
+            None => error!(
+                location = %self.location,
+                thread = self.thread,
+                "groundgate panicked, a defect to report: {message}"
+            ),
+        }
+    }
+
+    /// The report as one line for stderr, the backtrace (groundgate's own
+    /// text) on the lines after it.
+    fn line(&self) -> String {
+        let mut line = format!(
+            "groundgate panicked at {} (thread {}), a defect to report: {}",
+            self.location,
+            self.thread,
+            crate::terminal::escape(&self.message())
+        );
+        if let Some(backtrace) = self.backtrace() {
+            line.push('\n');
+            line.push_str(&backtrace);
+        }
+        line
+    }
+}
+
 /// Which layers made a command's configuration, without their values (a
 /// broker list may hold credentials): `configuration: built-in defaults <
 /// file F < environment GROUNDGATE_… < flags (later layers win)`.
@@ -271,5 +356,63 @@ mod tests {
             error_chain(&layered),
             "cannot write out/final.jsonl: disk full"
         );
+    }
+
+    /// A panic whose message quotes a record: a forged log line, a
+    /// terminal escape, and more text than a log should hold.
+    fn hostile_panic() -> PanicReport<'static> {
+        let message: &'static str = Box::leak(
+            format!(
+                "byte index 3 is inside 'x\n2026-01-01T00:00:00Z INFO forged\x1b[2J' {}",
+                "y".repeat(5_000)
+            )
+            .into_boxed_str(),
+        );
+        PanicReport {
+            message,
+            location: "src/core/x.rs:12".into(),
+            thread: "rayon-1",
+            backtrace: std::backtrace::Backtrace::disabled(),
+        }
+    }
+
+    #[test]
+    fn a_panic_is_one_json_log_event_once_logging_is_set_up() {
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .json()
+            .flatten_event(true)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || hostile_panic().log());
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let event: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(event["level"], "ERROR", "{text}");
+        assert_eq!(event["location"], "src/core/x.rs:12", "{text}");
+        assert_eq!(event["thread"], "rayon-1", "{text}");
+        let message = event["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("groundgate panicked, a defect to report: byte index 3"),
+            "{message}"
+        );
+        assert!(message.len() < 1_200, "{}", message.len());
+        assert!(message.ends_with("bytes in all)"), "{message}");
+    }
+
+    #[test]
+    fn a_panic_before_logging_is_one_escaped_line() {
+        let line = hostile_panic().line();
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(!line.chars().any(crate::terminal::is_hazard), "{line}");
+        assert!(
+            line.starts_with(
+                "groundgate panicked at src/core/x.rs:12 (thread rayon-1), a defect to report: byte index 3"
+            ),
+            "{line}"
+        );
+        assert!(line.len() < 1_300, "{}", line.len());
     }
 }

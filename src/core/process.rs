@@ -74,7 +74,7 @@ fn contained(
 }
 
 /// What a panic said, when it said it with a string.
-fn panic_text(cause: &(dyn std::any::Any + Send)) -> &str {
+pub(crate) fn panic_text(cause: &(dyn std::any::Any + Send)) -> &str {
     cause
         .downcast_ref::<&str>()
         .copied()
@@ -94,8 +94,15 @@ fn internal_dead_letter(
     let request_id = std::str::from_utf8(wire::json_bytes(raw, &settings.value_framing))
         .ok()
         .and_then(wire::recover_request_id);
+    // A panic's message can quote any part of the record. Where personal
+    // fields are kept out of the trail as pseudonyms, it stays out of the
+    // detail (which the audit row carries) and is found in the log only.
+    let said = match settings.pseudonyms {
+        Some(_) => "it panicked; its message is in groundgate's log only, as it may quote a pseudonymised field".to_string(),
+        None => format!("it panicked: {cause}"),
+    };
     let detail = format!(
-        "groundgate failed while judging this record, a defect to report (it panicked: {cause}); \
+        "groundgate failed while judging this record, a defect to report ({said}); \
          the record is kept here as received, to be produced again once groundgate is fixed"
     );
     let detail = bounded(&detail, MAX_DETAIL_BYTES).into_owned();
@@ -1211,6 +1218,27 @@ mod tests {
         assert_eq!(a["request_id"], "r7");
         assert_eq!(a["answer_hash"], sha256_hex(raw));
         assert_eq!(a["input"]["offset"], 42);
+
+        // With pseudonyms, the message (which may quote the user) is left
+        // out of the detail the audit row carries.
+        use crate::core::pseudonym::{PseudonymField, Pseudonyms};
+        let pseudonymised = CoreSettings {
+            pseudonyms: Some(Pseudonyms::new(&[b'k'; 32], &[PseudonymField::User]).unwrap()),
+            ..Default::default()
+        };
+        let o = contained(Some(raw), &META, NOW, &pseudonymised, || {
+            panic!("slice of `user-48151623`")
+        });
+        let Terminal::DeadLetter(d) = &o.terminal else {
+            panic!("{:?}", o.terminal)
+        };
+        assert!(!d.detail.contains("48151623"), "{}", d.detail);
+        assert!(
+            d.detail.contains("in groundgate's log only"),
+            "{}",
+            d.detail
+        );
+        assert!(!String::from_utf8_lossy(&o.audit).contains("48151623"));
 
         // A panic with a formatted message, on a value that is no JSON.
         let o = contained(Some(b"\xff"), &META, NOW, &settings, || {
