@@ -766,22 +766,34 @@ pub fn read_as_check(bytes: &[u8], cutting: Cutting) -> Reading {
 /// The records a text holds, as docs/input-and-outputs.md defines a line:
 /// cut at every `\n`, one `\r` before it dropped, the last line a record
 /// even without a newline (a `\r` ending it is data), none after a final
-/// newline, an empty line a record of its own; a line longer than
-/// `max_line` measured, not kept.
+/// newline, an empty line a record of its own; a line that starts with
+/// byte 0x00 (a Schema Registry framed value) cut at no byte of its first
+/// five, the header; a line longer than `max_line` measured, not kept.
 pub fn expected_records(text: &[u8], max_line: usize) -> Vec<Record> {
-    let mut parts: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
-    let last = parts.len() - 1;
-    if parts[last].is_empty() {
-        parts.pop();
+    // (line, ended by a newline, bytes of its header)
+    let mut parts: Vec<(&[u8], bool, usize)> = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let header = if text[start] == 0 { 5 } else { 0 };
+        let from = (start + header).min(text.len());
+        match text[from..].iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                parts.push((&text[start..from + i], true, header));
+                start = from + i + 1;
+            }
+            None => {
+                parts.push((&text[start..], false, header));
+                start = text.len();
+            }
+        }
     }
     parts
         .into_iter()
         .enumerate()
-        .map(|(i, p)| {
-            let p = if i < last {
-                p.strip_suffix(b"\r").unwrap_or(p)
-            } else {
-                p
+        .map(|(i, (p, ended, header))| {
+            let p = match p.strip_suffix(b"\r") {
+                Some(q) if ended && q.len() >= header => q,
+                _ => p,
             };
             if p.len() > max_line {
                 Record::TooLong {

@@ -15,7 +15,10 @@
 //! when it fits in a block, so that long lines cost no more hand-offs than
 //! short ones.
 //!
-//! It knows nothing of answers, Kafka or outputs: it moves bytes.
+//! A line that starts with byte 0x00 is a value in Schema Registry wire
+//! format (a JSON text never starts so): its newline is looked for past the
+//! header, whose schema id may hold byte 0x0A. Otherwise it knows nothing
+//! of answers, Kafka or outputs: it moves bytes.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -23,6 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use sha2::{Digest, Sha256};
+
+use crate::core::wire::{SCHEMA_REGISTRY_HEADER_BYTES, header_bytes};
 
 /// Bytes read per block (a block holds whole lines, so it may be larger).
 const BLOCK: usize = 1 << 20;
@@ -188,6 +193,30 @@ fn write_in_order<B, E>(
     Ok(lines)
 }
 
+/// The index of the `\n` that ends the line starting `text`, and where a
+/// `\r` before it may end the line too (past a framed value's header,
+/// whose id bytes may be either).
+fn line_end(text: &[u8]) -> Option<(usize, usize)> {
+    let from = header_bytes(text);
+    memchr::memchr(b'\n', &text[from..]).map(|i| (from + i, from))
+}
+
+/// Where the whole lines at the start of `buf` end, and how many they are.
+fn whole_lines(buf: &[u8]) -> (usize, u64) {
+    // No line of a JSON text holds byte 0x00: the last newline ends the
+    // whole lines, found from the end.
+    if memchr::memchr(0, buf).is_none() {
+        let cut = memchr::memrchr(b'\n', buf).map_or(0, |i| i + 1);
+        return (cut, memchr::memchr_iter(b'\n', &buf[..cut]).count() as u64);
+    }
+    let (mut cut, mut lines) = (0, 0);
+    while let Some((end, _)) = line_end(&buf[cut..]) {
+        cut += end + 1;
+        lines += 1;
+    }
+    (cut, lines)
+}
+
 /// Feeds a block's lines to `fold`, those longer than `max_line` as
 /// [`Line::TooLong`]; returns how many there were.
 fn fold_block(b: &Numbered, max_line: usize, fold: &mut impl Fold) -> u64 {
@@ -213,11 +242,11 @@ fn fold_block(b: &Numbered, max_line: usize, fold: &mut impl Fold) -> u64 {
             while !rest.is_empty() {
                 // `\r\n` ends a line; a `\r` at the very end of the input
                 // without `\n` is data.
-                let (l, next) = match memchr::memchr(b'\n', rest) {
-                    Some(i) => (
-                        rest[..i].strip_suffix(b"\r").unwrap_or(&rest[..i]),
-                        &rest[i + 1..],
-                    ),
+                let (l, next) = match line_end(rest) {
+                    Some((i, from)) if i > from && rest[i - 1] == b'\r' => {
+                        (&rest[..i - 1], &rest[i + 1..])
+                    }
+                    Some((i, _)) => (&rest[..i], &rest[i + 1..]),
                     None => (rest, &rest[rest.len()..]),
                 };
                 // A line over the limit shares its block with the lines
@@ -312,7 +341,7 @@ fn read_blocks<R: Read, E>(
         // A stream that breaks mid-block (a cut or corrupt gzip file)
         // names the first line it did not deliver whole.
         let n = src.read_full(&mut buf[start..]).map_err(|(n, e)| {
-            let whole = memchr::memchr_iter(b'\n', &buf[..start + n]).count() as u64;
+            let whole = whole_lines(&buf[..start + n]).1;
             read_err(line + whole, e)
         })?;
         buf.truncate(start + n);
@@ -320,14 +349,11 @@ fn read_blocks<R: Read, E>(
 
         // Send every whole line (at the end, the last one without its
         // newline too); keep the unfinished tail.
-        let cut = if eof {
-            buf.len()
-        } else {
-            memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
-        };
+        let (mut cut, mut lines) = whole_lines(&buf);
+        if eof && cut < buf.len() {
+            (cut, lines) = (buf.len(), lines + 1);
+        }
         if cut > 0 {
-            let lines = memchr::memchr_iter(b'\n', &buf[..cut]).count() as u64
-                + u64::from(buf[cut - 1] != b'\n');
             let tail = buf.split_off(cut);
             let whole = std::mem::replace(&mut buf, tail);
             if !send(Block::Lines(whole), lines, &mut line) {
@@ -364,21 +390,33 @@ fn drain_long_line<R: Read>(
     block: usize,
 ) -> io::Result<(u64, [u8; 32], Vec<u8>)> {
     let mut d = LineDigest::default();
-    d.feed(&head);
+    // A framed value's header ends nothing, neither as `\n` nor as `\r`;
+    // with a limit shorter than the header, part of it is still to come.
+    let in_head = header_bytes(&head);
+    let mut header_left = if in_head > 0 {
+        SCHEMA_REGISTRY_HEADER_BYTES - in_head
+    } else {
+        0
+    };
+    d.take(&head[..in_head]);
+    d.feed(&head[in_head..]);
     let mut chunk = vec![0u8; block];
     loop {
         let n = src.read_full(&mut chunk).map_err(|(_, e)| e)?;
         if n == 0 {
             break;
         }
-        if let Some(i) = memchr::memchr(b'\n', &chunk[..n]) {
-            d.feed(&chunk[..i]);
+        let skip = header_left.min(n);
+        header_left -= skip;
+        d.take(&chunk[..skip]);
+        if let Some(i) = memchr::memchr(b'\n', &chunk[skip..n]).map(|i| skip + i) {
+            d.feed(&chunk[skip..i]);
             // The newline ends the line: a held `\r` was its `\r\n`.
             d.held_cr = false;
             src.unread(&chunk[i + 1..n]);
             break;
         }
-        d.feed(&chunk[..n]);
+        d.feed(&chunk[skip..n]);
     }
     Ok(d.finish())
 }
@@ -456,13 +494,51 @@ mod tests {
     proptest! {
         #[test]
         fn lines_match_the_oracle_at_any_block_size(
-            input in proptest::collection::vec(prop_oneof![Just(b'\n'), Just(b'\r'), Just(b'a'), any::<u8>()], 0..400),
+            input in proptest::collection::vec(prop_oneof![Just(b'\n'), Just(b'\r'), Just(b'a'), Just(0u8), any::<u8>()], 0..400),
             block in 1usize..40,
             max_line in 1usize..30,
             threads in 1usize..4,
         ) {
             let shape = Shape { threads, max_line, block };
             prop_assert_eq!(collect(&input, shape), expected_records(&input, max_line));
+        }
+    }
+
+    #[test]
+    fn a_framed_value_is_one_line_whatever_bytes_its_schema_id_holds() {
+        // Ids 10 and 266 hold byte 0x0A, 0x0D0A0D0A a `\r\n` twice; kcat
+        // ends each value with a newline.
+        let values: Vec<Vec<u8>> = [10u32, 266, 0x0d0a_0d0a, 7]
+            .iter()
+            .map(|id| crate::core::wire::framed(*id, br#"{"answer":"a"}"#))
+            .chain([
+                b"{\"plain\":1}".to_vec(),
+                crate::core::wire::framed(10, b""),
+            ])
+            .collect();
+        let mut input = Vec::new();
+        for v in &values {
+            input.extend_from_slice(v);
+            input.extend_from_slice(b"\r\n");
+        }
+        let want: Vec<Record> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Record::Whole(i as u64, v.clone()))
+            .collect();
+        for block in 1..input.len() + 2 {
+            for max_line in [3, 1024] {
+                let shape = Shape {
+                    threads: 2,
+                    max_line,
+                    block,
+                };
+                let got = collect(&input, shape);
+                assert_eq!(got, expected_records(&input, max_line), "block {block}");
+                if max_line == 1024 {
+                    assert_eq!(got, want, "block {block}");
+                }
+            }
         }
     }
 

@@ -681,12 +681,13 @@ fn bad_config_is_a_usage_error_naming_the_key() {
 /// A Schema Registry topic dumped as lines (`kcat -C -e` writes each value
 /// and a newline) is read with the worker's setting: without it the framed
 /// line is a dead letter that names the setting, with it both lines are
-/// judged as their JSON text is.
+/// judged as their JSON text is. The schema id, 266, holds byte 0x0A, a
+/// newline, which does not cut the value.
 #[test]
 fn framed_lines_are_read_with_the_workers_value_framing() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("dump.jsonl");
-    let framed = [&[0u8, 0, 0, 0, 42][..], &rec("a", "x[^1]", json!({}))].concat();
+    let framed = [&[0u8, 0, 0, 1, 0x0a][..], &rec("a", "x[^1]", json!({}))].concat();
     let lines = [
         framed.as_slice(),
         b"\n",
@@ -720,7 +721,7 @@ fn framed_lines_are_read_with_the_workers_value_framing() {
         dead[0]["detail"]
             .as_str()
             .unwrap()
-            .contains("schema id (42) before its JSON: it looks like Confluent Schema Registry wire format; set value_framing = \"schema-registry\""),
+            .contains("schema id (266) before its JSON: it looks like Confluent Schema Registry wire format; set value_framing = \"schema-registry\""),
         "{}",
         dead[0]["detail"]
     );

@@ -318,12 +318,6 @@ pub const SCHEMA_REGISTRY_MAGIC: u8 = 0x00;
 /// The wire format's header: the magic byte and a 4-byte big-endian schema id.
 pub const SCHEMA_REGISTRY_HEADER_BYTES: usize = 5;
 
-/// How a framed value shorter than its header comes about when the value
-/// is read from lines (`check` on a topic dumped by kcat): an id byte
-/// 0x0A ends the line inside the header, and the rest of the value is read
-/// as a line of its own.
-const SPLIT_BY_NEWLINE: &str = " (read from lines, as by check, a schema id holding byte 0x0A, such as 10 or 266, ends the line inside the header, and the rest of the record is read as a plain record of its own)";
-
 /// The schema id and payload of a value that starts with the Schema
 /// Registry magic byte and holds a whole header; `None` otherwise.
 pub fn schema_registry_frame(bytes: &[u8]) -> Option<(u32, &[u8])> {
@@ -415,10 +409,7 @@ fn decode_framed<'a>(
     let Some((id, payload)) = schema_registry_frame(bytes) else {
         return Err(fail(
             DeadLetterKind::InvalidJson,
-            format!(
-                "record {}{SPLIT_BY_NEWLINE}",
-                super::frame::CutHeader(bytes.len())
-            ),
+            format!("record {}", super::frame::CutHeader(bytes.len())),
             None,
         ));
     };
@@ -934,7 +925,7 @@ mod tests {
             assert_eq!(
                 detail,
                 format!(
-                    "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has 5 (magic byte and 4-byte schema id) before its payload (read from lines, as by check, a schema id holding byte 0x0A, such as 10 or 266, ends the line inside the header, and the rest of the record is read as a plain record of its own)",
+                    "record starts with byte 0x00, the Schema Registry magic byte, but is {} bytes long: the wire format has 5 (magic byte and 4-byte schema id) before its payload",
                     short.len()
                 )
             );

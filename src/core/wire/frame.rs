@@ -33,6 +33,19 @@ pub fn unframed(value: &[u8]) -> Result<&[u8], CutHeader> {
     }
 }
 
+/// How many of the first bytes of `value` are a Schema Registry header:
+/// none for a JSON text, which never starts with byte 0x00; for a value
+/// that does, the header's five, or as many as there are. A reader that
+/// cuts values out of lines (`check` on a topic dump) looks for a value's
+/// newline only past them, since a schema id such as 10 or 266 holds byte
+/// 0x0A.
+pub fn header_bytes(value: &[u8]) -> usize {
+    match value.first() {
+        Some(&SCHEMA_REGISTRY_MAGIC) => SCHEMA_REGISTRY_HEADER_BYTES.min(value.len()),
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
