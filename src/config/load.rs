@@ -343,6 +343,7 @@ const ENV_LISTS: &[&str] = &[
     "non_citing_providers",
     "value_schema_ids",
     "audit.pseudonymize",
+    "kafka.propagate_headers",
 ];
 /// The lists of numbers among them: each item is read as a number
 /// (`GROUNDGATE_VALUE_SCHEMA_IDS=42,43`), where the others keep their items

@@ -207,6 +207,10 @@ pub struct KafkaConfig {
     /// Kept beside the topics because only what the worker writes to Kafka
     /// is framed: `check` writes its files plain whatever it says.
     pub output_schema_ids: OutputSchemaIds,
+    /// Names of the input headers copied onto the final, retry and audit
+    /// records (matched without regard to case; never a `groundgate.*`
+    /// one). Dead letters keep every header anyway.
+    pub propagate_headers: Vec<String>,
     /// TLS and SASL; secrets are read only by the commands that connect.
     pub security: KafkaSecurity,
     pub properties: BTreeMap<String, String>,
@@ -855,6 +859,46 @@ mod managed_and_every_problem {
         .unwrap_err()
         .to_string();
         assert!(err.contains("output_schema_ids.final = -5"), "{err}");
+    }
+
+    #[test]
+    fn propagated_headers_default_to_the_trace_context_and_are_checked() {
+        assert_eq!(
+            Config::default().kafka.propagate_headers,
+            ["traceparent", "tracestate"]
+        );
+        let load = |file: &str, env: &[(&str, &str)]| {
+            let f = write(file);
+            let env: Vec<(String, String)> = env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            RawConfig::load(Some(f.path()), &env, RawConfig::default())
+                .and_then(RawConfig::validate)
+        };
+        let c = load("[kafka]\npropagate_headers = []\n", &[]).unwrap();
+        assert!(c.kafka.propagate_headers.is_empty());
+        let c = load(
+            "[kafka]\npropagate_headers = []\n",
+            &[(
+                "GROUNDGATE_KAFKA__PROPAGATE_HEADERS",
+                "traceparent, baggage",
+            )],
+        )
+        .unwrap();
+        assert_eq!(c.kafka.propagate_headers, ["traceparent", "baggage"]);
+        let all = problems(
+            "[kafka]\npropagate_headers = [\"traceparent\", \"\", \"Groundgate.error.kind\", \"TraceParent\"]\n",
+            RawConfig::default(),
+        );
+        for needle in [
+            "kafka.propagate_headers[1] = \"\": a header name is 1-255 bytes",
+            "kafka.propagate_headers[2] = \"Groundgate.error.kind\": groundgate writes the groundgate.* headers itself",
+            "kafka.propagate_headers[3] = \"TraceParent\": listed twice",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+        assert!(!all.contains("propagate_headers[0]"), "{all}");
     }
 
     #[test]

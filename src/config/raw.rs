@@ -297,6 +297,10 @@ pub struct RawKafka {
     pub oidc_scope: Option<String>,
     #[serde(default, skip_serializing_if = "RawTopics::is_empty")]
     pub topics: RawTopics,
+    /// Input headers copied onto the final, retry and audit records (the
+    /// W3C trace context by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub propagate_headers: Option<Vec<String>>,
     /// librdkafka passthrough (`security.protocol`, `sasl.*`, `ssl.*`, ...).
     /// librdkafka takes every value as text; a number or a boolean written
     /// as one (`"linger.ms" = 5`) is that text.

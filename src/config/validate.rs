@@ -446,6 +446,7 @@ fn validate_kafka(
             }
         ));
     }
+    let propagate_headers = propagated_headers(raw.propagate_headers, problems);
     let unassigned_timeout_ms = in_range(
         "kafka.unassigned_timeout_ms",
         raw.unassigned_timeout_ms.unwrap_or(60_000),
@@ -468,9 +469,49 @@ fn validate_kafka(
         unassigned_timeout: Duration::from_millis(unassigned_timeout_ms),
         topics,
         output_schema_ids: OutputSchemaIds::default(),
+        propagate_headers,
         security,
         properties: raw.properties,
     }
+}
+
+/// The input headers copied onto the outputs when none are configured:
+/// the W3C trace context, so a trace continues through groundgate.
+pub const DEFAULT_PROPAGATED_HEADERS: [&str; 2] = ["traceparent", "tracestate"];
+
+/// Most header names `kafka.propagate_headers` may list.
+const MAX_PROPAGATED_NAMES: usize = 32;
+
+/// `kafka.propagate_headers`: names of 1-255 bytes, each once (without
+/// regard to case, as they are matched), none of groundgate's own.
+fn propagated_headers(raw: Option<Vec<String>>, problems: &mut Vec<String>) -> Vec<String> {
+    let Some(names) = raw else {
+        return DEFAULT_PROPAGATED_HEADERS.map(String::from).to_vec();
+    };
+    const KEY: &str = "kafka.propagate_headers";
+    if names.len() > MAX_PROPAGATED_NAMES {
+        problems.push(format!(
+            "{KEY} lists {} names: at most {MAX_PROPAGATED_NAMES}",
+            names.len()
+        ));
+    }
+    for (i, name) in names.iter().enumerate() {
+        let own = crate::kafka::outputs::OWN_HEADER_PREFIX;
+        if name.is_empty() || name.len() > 255 {
+            problems.push(format!(
+                "{KEY}[{i}] = {name:?}: a header name is 1-255 bytes"
+            ));
+        } else if name.len() >= own.len() && name[..own.len()].eq_ignore_ascii_case(own) {
+            problems.push(format!(
+                "{KEY}[{i}] = {name:?}: groundgate writes the {own}* headers itself; an input's own arrive renamed original.{own}* on dead letters"
+            ));
+        } else if names[..i].iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            problems.push(format!(
+                "{KEY}[{i}] = {name:?}: listed twice (names are matched without regard to case)"
+            ));
+        }
+    }
+    names
 }
 
 /// `[output_schema_ids]`: each id set must fit the wire format's 4 bytes.

@@ -14,7 +14,10 @@
 //! the original key, value (or, when too large, the core's bounded summary)
 //! and headers, and add `groundgate.error.kind`, `groundgate.error.detail` and
 //! `groundgate.input.timestamp` (ms, when known). An incoming `groundgate.*`
-//! header is renamed `original.groundgate.*`: ours are the only ones.
+//! header is renamed `original.groundgate.*`: ours are the only ones. The
+//! final, retry and audit records also carry the input headers named by
+//! `kafka.propagate_headers` (the W3C trace context by default), as
+//! received.
 //!
 //! Values: the JSON text the core built, behind a Schema Registry header
 //! (byte 0x00, the schema id as 4 bytes big-endian) on the final, retry and
@@ -161,6 +164,43 @@ pub fn input_headers(input: &Consumed<'_>) -> Vec<OutHeader> {
     ]
 }
 
+/// Longest header value copied from the input onto an output: a trace
+/// context is well under 1 KiB.
+pub const MAX_PROPAGATED_VALUE_BYTES: usize = 8 << 10;
+/// Most bytes (names and values) copied from the input's headers onto one
+/// output: half the room a message keeps beside its value for the key and
+/// headers ([`crate::config::MESSAGE_HEADROOM_BYTES`]), so copied headers
+/// never push an output past the message size.
+pub const MAX_PROPAGATED_BYTES: usize = 32 << 10;
+
+/// The input coordinates, then the input headers whose names `propagate`
+/// lists (without regard to case), as received and in their order: each
+/// value at most [`MAX_PROPAGATED_VALUE_BYTES`], and no more of them than
+/// [`MAX_PROPAGATED_BYTES`] hold. Configuration keeps `groundgate.*` names
+/// out of `propagate`.
+pub fn output_headers(
+    input: &Consumed<'_>,
+    coordinates: Vec<OutHeader>,
+    propagate: &[String],
+) -> Vec<OutHeader> {
+    let mut h = coordinates;
+    let mut room = MAX_PROPAGATED_BYTES;
+    for (key, value) in input.headers {
+        if !propagate.iter().any(|p| p.eq_ignore_ascii_case(key))
+            || key.starts_with(OWN_HEADER_PREFIX)
+        {
+            continue;
+        }
+        let len = value.map_or(0, <[u8]>::len);
+        if len > MAX_PROPAGATED_VALUE_BYTES || key.len() + len > room {
+            continue;
+        }
+        room -= key.len() + len;
+        h.push(((*key).to_string(), value.map(<[u8]>::to_vec)));
+    }
+    h
+}
+
 /// A dead letter's headers: the record's own (any `groundgate.*` one renamed
 /// `original.groundgate.*`, so a producer cannot spoof ours), then the input
 /// coordinates, the error kind and detail, and the input timestamp.
@@ -216,6 +256,7 @@ pub fn outputs_for(
     outcome: Outcome,
     topics: &Topics,
     schema_ids: &OutputSchemaIds,
+    propagate: &[String],
 ) -> Vec<Output> {
     let original_key = input.key.map(<[u8]>::to_vec);
     let key = outcome
@@ -223,7 +264,8 @@ pub fn outputs_for(
         .as_ref()
         .map(|r| r.as_bytes().to_vec())
         .or_else(|| original_key.clone());
-    let headers = input_headers(input);
+    let coordinates = input_headers(input);
+    let headers = output_headers(input, coordinates.clone(), propagate);
     let terminal = match outcome.terminal {
         Terminal::Final(b) => Output {
             role: OutputRole::Final,
@@ -251,7 +293,7 @@ pub fn outputs_for(
             },
             headers: dead_letter_headers(
                 input.headers,
-                &headers,
+                &coordinates,
                 d.kind.as_str(),
                 &d.detail,
                 input.timestamp_ms,
@@ -453,7 +495,7 @@ mod tests {
     #[test]
     fn every_output_carries_the_input_coordinates() {
         let (i, o) = run(b"not json");
-        for out in outputs_for(&i, o, &topics(), &OutputSchemaIds::default())
+        for out in outputs_for(&i, o, &topics(), &OutputSchemaIds::default(), &[])
             .iter()
             .chain(&passthrough(&i, &topics()))
         {
@@ -467,7 +509,7 @@ mod tests {
     fn undecodable_record_becomes_a_dead_letter_with_its_own_key_and_bytes() {
         let (i, o) = run(b"not json");
         assert_eq!(o.kind, OutcomeKind::DeadLetter);
-        let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default());
+        let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default(), &[]);
         let roles: Vec<OutputRole> = outs.iter().map(|o| o.role).collect();
         assert_eq!(roles, [OutputRole::DeadLetter, OutputRole::Audit]);
         let dl = &outs[0];
@@ -487,7 +529,7 @@ mod tests {
         let (i, o) = run(&bytes);
         assert_eq!(o.kind, OutcomeKind::Accepted);
         let request_id = o.request_id.clone().unwrap();
-        let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default());
+        let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default(), &[]);
         let got: Vec<(OutputRole, &str)> =
             outs.iter().map(|o| (o.role, o.topic.as_str())).collect();
         assert_eq!(
@@ -594,8 +636,8 @@ mod tests {
     /// The outputs of `payload` plain and with [`ids`].
     fn plain_and_framed(payload: &[u8]) -> (Vec<Output>, Vec<Output>) {
         let (i, o) = run(payload);
-        let plain = outputs_for(&i, o.clone(), &topics(), &OutputSchemaIds::default());
-        (plain, outputs_for(&i, o, &topics(), &ids()))
+        let plain = outputs_for(&i, o.clone(), &topics(), &OutputSchemaIds::default(), &[]);
+        (plain, outputs_for(&i, o, &topics(), &ids(), &[]))
     }
 
     #[test]
@@ -745,5 +787,85 @@ mod tests {
         assert_eq!(get("original.groundgate.error.kind"), Some("schema"));
         assert_eq!(get("original.groundgate.input.offset"), Some("999"));
         assert_eq!(get("trace-id"), Some("t-1"));
+    }
+
+    #[test]
+    fn the_listed_input_headers_go_onto_the_final_retry_and_audit_records() {
+        let big = vec![b'x'; MAX_PROPAGATED_VALUE_BYTES + 1];
+        let headers: [(&str, Option<&[u8]>); 6] = [
+            (
+                "TraceParent",
+                Some(b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            ),
+            ("tracestate", Some(b"congo=t61rcWkgMzE")),
+            ("tracestate", None),
+            ("x-tenant", Some(b"bank-1")),
+            ("traceparent", Some(&big)),
+            (H_INPUT_OFFSET, Some(b"999")),
+        ];
+        let propagate = ["traceparent".to_string(), "tracestate".to_string()];
+        let carried = |out: &Output| -> Vec<(String, Option<Vec<u8>>)> {
+            out.headers
+                .iter()
+                .filter(|(k, _)| !k.starts_with(OWN_HEADER_PREFIX))
+                .cloned()
+                .collect()
+        };
+        let want = vec![
+            (
+                "TraceParent".to_string(),
+                Some(b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_vec()),
+            ),
+            (
+                "tracestate".to_string(),
+                Some(b"congo=t61rcWkgMzE".to_vec()),
+            ),
+            ("tracestate".to_string(), None),
+        ];
+        for kind in [crate::sample::Kind::Clean, crate::sample::Kind::OutOfRange] {
+            let bytes = crate::sample::record(0, kind, 400);
+            let i = input(&bytes, &headers);
+            let o = process(Some(&bytes), &i.meta(), 1, &CoreSettings::default());
+            let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default(), &propagate);
+            assert_ne!(outs[0].role, OutputRole::DeadLetter);
+            for out in &outs {
+                assert_eq!(carried(out), want, "{:?}", out.role);
+                // Ours stay ours: one input offset, the true one.
+                let offsets: Vec<_> = out
+                    .headers
+                    .iter()
+                    .filter(|(k, _)| k == H_INPUT_OFFSET)
+                    .collect();
+                assert_eq!(offsets.len(), 1);
+                assert_eq!(text(out.header(H_INPUT_OFFSET)), Some("41"));
+            }
+            // None listed, none carried.
+            let o = process(Some(&bytes), &i.meta(), 1, &CoreSettings::default());
+            for out in outputs_for(&i, o, &topics(), &OutputSchemaIds::default(), &[]) {
+                assert_eq!(carried(&out), Vec::new());
+            }
+        }
+        // A dead letter keeps every header, as before.
+        let i = input(b"not json", &headers);
+        let o = process(Some(b"not json"), &i.meta(), 1, &CoreSettings::default());
+        let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default(), &propagate);
+        assert_eq!(outs[0].role, OutputRole::DeadLetter);
+        assert_eq!(text(outs[0].header("x-tenant")), Some("bank-1"));
+        assert_eq!(carried(&outs[1]), want, "the dead letter's audit row");
+    }
+
+    #[test]
+    fn copied_headers_stay_within_their_share_of_the_message() {
+        let value = vec![b'v'; MAX_PROPAGATED_VALUE_BYTES];
+        let headers: Vec<(&str, Option<&[u8]>)> =
+            (0..10).map(|_| ("traceparent", Some(&value[..]))).collect();
+        let i = input(b"{}", &headers);
+        let h = output_headers(&i, Vec::new(), &["traceparent".to_string()]);
+        let bytes: usize = h
+            .iter()
+            .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
+            .sum();
+        assert_eq!(h.len(), 3, "three of 8 KiB and their names fit in 32 KiB");
+        assert!(bytes <= MAX_PROPAGATED_BYTES, "{bytes}");
     }
 }

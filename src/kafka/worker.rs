@@ -315,7 +315,13 @@ fn publish_batch(
                 st.report.count(outcome.kind);
                 let request_id = outcome.request_id.clone();
                 (
-                    outputs::outputs_for(&input, outcome, topics, &config.kafka.output_schema_ids),
+                    outputs::outputs_for(
+                        &input,
+                        outcome,
+                        topics,
+                        &config.kafka.output_schema_ids,
+                        &config.kafka.propagate_headers,
+                    ),
                     request_id,
                     audit_hash,
                 )

@@ -1078,6 +1078,75 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
     w.stop().await.unwrap();
 }
 
+/// The W3C trace context of an input record continues on its final or
+/// retry record and its audit row (the default `kafka.propagate_headers`);
+/// other headers do not, and a dead letter keeps all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_context_of_an_input_continues_on_its_outputs() {
+    use rdkafka::message::{Header, OwnedHeaders};
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let values = [
+        groundgate::sample::record(1, groundgate::sample::Kind::Clean, 200),
+        groundgate::sample::record(2, groundgate::sample::Kind::OutOfRange, 200),
+        b"this is not json".to_vec(),
+    ];
+    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bs)
+        .create()
+        .unwrap();
+    for (i, v) in values.iter().enumerate() {
+        let parent = format!("00-0af7651916cd43dd8448eb211c80319{i}-b7ad6b7169203331-01");
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "traceparent",
+                value: Some(parent.as_bytes()),
+            })
+            .insert(Header {
+                key: "x-tenant",
+                value: Some(b"bank-1".as_slice()),
+            });
+        let key = format!("k{i}");
+        let r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("answers")
+            .key(key.as_bytes())
+            .payload(v.as_slice())
+            .headers(headers);
+        p.send(r).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    let cfg = config(&bs, "g-trace", Guarantee::AtLeastOnce);
+    let w = start(&cfg, &bs);
+    let out = read_outputs(&bs, values.len()).await;
+    assert_eq!(
+        [out[0].len(), out[1].len(), out[3].len()],
+        [1, 1, 1],
+        "one final, one retry, one dead letter"
+    );
+    let trace = |m: &OwnedMessage| {
+        let id = header(m, "traceparent").expect("traceparent carried");
+        id.split('-').nth(1).unwrap().to_string()
+    };
+    // Each output carries the trace of its own input.
+    let mut traces = BTreeMap::new();
+    for m in out[0].iter().chain(&out[1]).chain(&out[3]) {
+        traces.insert(coords(m), trace(m));
+    }
+    assert_eq!(
+        traces.values().collect::<BTreeSet<_>>().len(),
+        3,
+        "{traces:?}"
+    );
+    for row in &out[2] {
+        assert_eq!(traces[&coords(row)], trace(row), "the audit row's trace");
+        assert_eq!(header(row, "x-tenant"), None);
+    }
+    for m in out[0].iter().chain(&out[1]) {
+        assert_eq!(header(m, "x-tenant"), None, "only the listed headers");
+    }
+    assert_eq!(header(&out[3][0], "x-tenant").as_deref(), Some("bank-1"));
+    w.stop().await.unwrap();
+}
+
 /// A topic written by a Schema Registry JSON Schema serializer while some
 /// producers still write plain JSON: with `value_framing =
 /// "schema-registry"` every record is judged as its JSON text would be,
