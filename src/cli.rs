@@ -40,6 +40,9 @@ pub enum Command {
     /// Stream answers (a JSON Lines file or synthetic ones) to the input topic.
     #[command(after_help = examples::PRODUCE)]
     Produce(ProduceArgs),
+    /// Put dead letters of chosen kinds back on the input topic, as received, once fixed.
+    #[command(after_help = examples::REPLAY)]
+    Replay(ReplayArgs),
     /// Measure the worker against a passthrough on the embedded broker (prints rates and ratios).
     #[command(after_help = examples::BENCH)]
     Bench(BenchArgs),
@@ -319,6 +322,48 @@ pub struct ProduceArgs {
     /// Stop after this many records (0 = forever for synthetic, once through a file).
     #[arg(long, default_value_t = 0)]
     pub count: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub kafka: ClientFlags,
+    /// Dead-letter kind to put back (repeatable): `internal` once the defect is fixed, `schema`,
+    /// `invalid_json` or `invalid_utf8` once the producer or the configuration is.
+    #[arg(long, value_enum, required = true)]
+    pub kind: Vec<ReplayKind>,
+    /// Only this partition of the dead-letter topic [default: all]
+    #[arg(long, value_parser = clap::value_parser!(i32).range(0..))]
+    pub partition: Option<i32>,
+    /// First offset to read in each partition read [default: the earliest kept]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
+    pub from_offset: Option<i64>,
+    /// Count what would be put back, and send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// The dead-letter kinds `replay` can put back: every kind but
+/// `too_large`, whose dead letter is a summary of the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ReplayKind {
+    Internal,
+    Schema,
+    InvalidJson,
+    InvalidUtf8,
+}
+
+impl ReplayKind {
+    pub fn dead_letter_kind(self) -> crate::core::DeadLetterKind {
+        use crate::core::DeadLetterKind as K;
+        match self {
+            ReplayKind::Internal => K::Internal,
+            ReplayKind::Schema => K::Schema,
+            ReplayKind::InvalidJson => K::InvalidJson,
+            ReplayKind::InvalidUtf8 => K::InvalidUtf8,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::DevBroker(args) => block_on(cmd::dev_broker::main(args)),
         Command::Demo(args) => block_on(cmd::demo::main(args)),
         Command::Produce(args) => block_on(cmd::produce::main(args)),
+        Command::Replay(args) => block_on(cmd::replay::main(args)),
         Command::Bench(args) => block_on(cmd::bench::main(args)),
         Command::Audit(args) => Ok(cmd::audit::main(args)),
         Command::Eval(args) => Ok(cmd::eval::main(args)),

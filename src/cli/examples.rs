@@ -53,6 +53,18 @@ Examples:
 
 Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number; a second one exits at once (130).";
 
+pub const REPLAY: &str = "\
+Examples:
+  groundgate replay --config groundgate.toml --kind internal --dry-run   # count first
+  groundgate replay --config groundgate.toml --kind internal
+  groundgate replay --config groundgate.toml --kind schema --partition 3 --from-offset 1200
+
+Reads the dead-letter topic up to its end when the command starts and sends each dead letter of the
+chosen kinds to the input topic as it was received (key, value, the input's own headers); too_large
+dead letters hold a summary, not the record, and are counted, never sent. Prints what it read and
+sent. Exit 0 done, 1 a send or read failed (the message says where to go on from), 2 usage or
+configuration.";
+
 pub const BENCH: &str = "\
 Examples:
   groundgate bench

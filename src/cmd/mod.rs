@@ -12,6 +12,7 @@ pub mod demo;
 pub mod dev_broker;
 pub mod eval;
 pub mod produce;
+pub mod replay;
 pub mod run;
 pub mod schema;
 

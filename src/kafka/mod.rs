@@ -19,6 +19,7 @@ pub mod outputs;
 pub mod preflight;
 pub mod produce;
 mod rebalance;
+pub mod replay;
 pub(crate) mod seals;
 pub mod worker;
 mod worker_report;

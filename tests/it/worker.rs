@@ -1147,6 +1147,115 @@ async fn the_trace_context_of_an_input_continues_on_its_outputs() {
     w.stop().await.unwrap();
 }
 
+/// `groundgate replay` puts the dead letters of the chosen kinds back on
+/// the input topic as they were received (key, value, the input's own
+/// headers, a `groundgate.*` one under its own name again); a dry run sends
+/// nothing; a `too_large` dead letter is never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_puts_chosen_dead_letters_back_as_received() {
+    use rdkafka::message::{Header, Headers, OwnedHeaders};
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let big = format!("{{\"answer\":\"{}\"}}", "x".repeat(9000));
+    let values: [(&str, Vec<u8>); 4] = [
+        ("k-json", b"this is not json".to_vec()),
+        ("k-schema", br#"{"request_id":"m"}"#.to_vec()),
+        ("k-big", big.into_bytes()),
+        (
+            "k-good",
+            groundgate::sample::record(1, groundgate::sample::Kind::Clean, 200),
+        ),
+    ];
+    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bs)
+        .create()
+        .unwrap();
+    for (key, v) in &values {
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "x-tenant",
+                value: Some(b"bank-1".as_slice()),
+            })
+            .insert(Header {
+                key: outputs::H_ERROR_KIND,
+                value: Some(b"spoofed".as_slice()),
+            });
+        let r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("answers")
+            .key(key.as_bytes())
+            .payload(v.as_slice())
+            .headers(headers);
+        p.send(r).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    let cfg = config(&bs, "g-replay", Guarantee::AtLeastOnce);
+    let w = start(&cfg, &bs);
+    let out = read_outputs(&bs, values.len()).await;
+    assert_eq!(out[3].len(), 3, "three dead letters");
+    w.stop().await.unwrap();
+
+    let replay = |extra: &[&str]| {
+        let o = crate::common::bin()
+            .args(["replay", "--brokers", &bs])
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        text
+    };
+    let dry = replay(&["--kind", "schema", "--kind", "invalid_json", "--dry-run"]);
+    assert!(
+        dry.contains("would put back 2 dead letters on answers (invalid_json 1, schema 1)"),
+        "{dry}"
+    );
+    assert!(dry.contains("1 too_large"), "{dry}");
+    assert!(dry.contains("dry run: nothing was sent"), "{dry}");
+    let sent = replay(&["--kind", "schema"]);
+    assert!(
+        sent.contains("put back 1 dead letters on answers (schema 1)"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("left where they are: 1 of kinds not chosen, 1 too_large"),
+        "{sent}"
+    );
+    // The input topic now holds the four records and the one put back.
+    let b = bs.clone();
+    let got = tokio::task::spawn_blocking(move || {
+        inspect::read_until(&b, &["answers"], WAIT, |got| got[0].len() > values.len())
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    // Put back exactly as received: the same key, value and headers (the
+    // input's `groundgate.error.kind`, renamed on the dead letter, under
+    // its own name again).
+    let as_sent = |m: &OwnedMessage| {
+        let headers: Vec<(String, Vec<u8>)> = m
+            .headers()
+            .map(|hs| {
+                hs.iter()
+                    .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (m.payload().map(<[u8]>::to_vec), headers)
+    };
+    let schema: Vec<_> = got[0]
+        .iter()
+        .filter(|m| m.key() == Some(&b"k-schema"[..]))
+        .map(as_sent)
+        .collect();
+    assert_eq!(schema.len(), 2, "the record and its replay");
+    assert_eq!(schema[0], schema[1]);
+    assert_eq!(schema[1].1.len(), 2, "{:?}", schema[1].1);
+}
+
 /// A topic written by a Schema Registry JSON Schema serializer while some
 /// producers still write plain JSON: with `value_framing =
 /// "schema-registry"` every record is judged as its JSON text would be,

@@ -1,0 +1,97 @@
+//! `groundgate replay`: puts dead letters of the chosen kinds back on the
+//! input topic (`crate::kafka::replay`) and says what it read and sent.
+
+use std::process::ExitCode;
+
+use super::UsageError;
+
+use crate::cli::ReplayArgs;
+use crate::config::RawConfig;
+use crate::kafka::replay::{Replayed, Selection, replay};
+
+pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let features = crate::kafka::client::library().features;
+    let flags = args.kafka.raw_layer().map_err(UsageError)?;
+    let config = RawConfig::load_for_kafka(
+        args.kafka.config.as_deref(),
+        flags,
+        &features,
+        &crate::kafka::client::refuses,
+    )?;
+    super::init_logging(config.log.format, &config.log.level);
+    let bootstrap = config.kafka.brokers.clone().ok_or_else(|| {
+        UsageError(
+            "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS, or kafka.brokers in --config)".into(),
+        )
+    })?;
+    let selection = Selection {
+        kinds: args.kind.iter().map(|k| k.dead_letter_kind()).collect(),
+        partition: args.partition,
+        from_offset: args.from_offset,
+        dry_run: args.dry_run,
+    };
+    let done = replay(&config.kafka, &bootstrap, &selection).await?;
+    println!(
+        "{}",
+        summary(
+            &done,
+            &config.kafka.topics.dead_letter,
+            &config.kafka.topics.input,
+            args.dry_run
+        )
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a replay read and sent, in a few lines.
+fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
+    let ranges: Vec<String> = r
+        .ranges
+        .iter()
+        .map(|(p, (first, end))| format!("{p} [{first}, {end})"))
+        .collect();
+    let sent: u64 = r.sent.values().sum();
+    let by_kind: Vec<String> = r.sent.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let verb = if dry_run {
+        "would put back"
+    } else {
+        "put back"
+    };
+    let mut lines = vec![
+        format!(
+            "read {from}, partition [first offset, end): {}",
+            ranges.join(", ")
+        ),
+        format!(
+            "{verb} {sent} dead letters on {to}{}",
+            if by_kind.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", by_kind.join(", "))
+            }
+        ),
+    ];
+    let mut left = Vec::new();
+    if r.other_kinds > 0 {
+        left.push(format!("{} of kinds not chosen", r.other_kinds));
+    }
+    if r.summaries > 0 {
+        left.push(format!(
+            "{} too_large (a summary of the record, not the record)",
+            r.summaries
+        ));
+    }
+    if r.foreign > 0 {
+        left.push(format!(
+            "{} without groundgate's dead-letter headers",
+            r.foreign
+        ));
+    }
+    if !left.is_empty() {
+        lines.push(format!("left where they are: {}", left.join(", ")));
+    }
+    if dry_run {
+        lines.push("dry run: nothing was sent".into());
+    }
+    lines.join("\n")
+}

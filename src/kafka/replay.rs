@@ -1,0 +1,332 @@
+//! `groundgate replay`: puts dead letters of chosen kinds back on the input
+//! topic, as they were received, once what sent them there is fixed (a
+//! defect behind an `internal` dead letter, a producer's schema, the
+//! worker's `value_framing`).
+//!
+//! [`restored`] is the pure part: what input record a dead letter was. The
+//! reading and sending around it reads the dead-letter topic from a start
+//! up to the end it had when the command started, so records that fail
+//! again and come back to the topic are not replayed in a loop.
+//!
+//! Must not: judge a record (the worker does that again), or change the
+//! dead-letter topic or any consumer group's offsets.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
+use rdkafka::producer::FutureRecord;
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+use super::client::{FutureProducer, LogContext};
+use super::outputs::{H_ERROR_KIND, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
+use crate::config::KafkaConfig;
+use crate::core::DeadLetterKind;
+
+/// The input record a dead letter was: its key, value and headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    pub kind: DeadLetterKind,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<OutHeader>,
+}
+
+/// Why a record of the dead-letter topic cannot be put back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotRestored {
+    /// No `groundgate.error.kind` header naming a kind: not a dead letter
+    /// groundgate wrote.
+    NotADeadLetter,
+    /// A `too_large` dead letter holds groundgate's summary of the record,
+    /// not the record.
+    Summary,
+}
+
+/// The input record behind a dead letter: the key and value as they are
+/// (a dead letter keeps them as received), the headers without the ones
+/// groundgate added, and an input's own `groundgate.*` headers, which the
+/// dead letter carries renamed `original.groundgate.*`, under their names
+/// again.
+pub fn restored(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[(&str, Option<&[u8]>)],
+) -> Result<Restored, NotRestored> {
+    let kind = headers
+        .iter()
+        .find(|(k, _)| *k == H_ERROR_KIND)
+        .and_then(|(_, v)| std::str::from_utf8((*v)?).ok())
+        .and_then(|v| DeadLetterKind::ALL.into_iter().find(|k| k.as_str() == v))
+        .ok_or(NotRestored::NotADeadLetter)?;
+    if kind == DeadLetterKind::TooLarge {
+        return Err(NotRestored::Summary);
+    }
+    let headers = headers
+        .iter()
+        .filter(|(k, _)| !k.starts_with(OWN_HEADER_PREFIX))
+        .map(|(k, v)| {
+            let name = match k.strip_prefix(RENAMED_PREFIX) {
+                Some(own) if own.starts_with(OWN_HEADER_PREFIX) => own,
+                _ => k,
+            };
+            (name.to_string(), v.map(<[u8]>::to_vec))
+        })
+        .collect();
+    Ok(Restored {
+        kind,
+        key: key.map(<[u8]>::to_vec),
+        value: value.map(<[u8]>::to_vec),
+        headers,
+    })
+}
+
+/// Which dead letters to put back, and from where.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    pub kinds: Vec<DeadLetterKind>,
+    /// Only this partition of the dead-letter topic; all when `None`.
+    pub partition: Option<i32>,
+    /// First offset read in each partition read; the earliest kept when `None`.
+    pub from_offset: Option<i64>,
+    /// Count what would be put back, and send nothing.
+    pub dry_run: bool,
+}
+
+/// What a replay did, per dead-letter partition and in all.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Replayed {
+    /// Partition → (first offset read, end offset: where reading stopped).
+    pub ranges: BTreeMap<i32, (i64, i64)>,
+    /// Put back (or, in a dry run, that would be), by kind.
+    pub sent: BTreeMap<&'static str, u64>,
+    /// `too_large` dead letters, which hold a summary, not the record.
+    pub summaries: u64,
+    /// Dead letters of kinds not chosen.
+    pub other_kinds: u64,
+    /// Records without groundgate's dead-letter headers.
+    pub foreign: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("cannot create the Kafka client: {0}")]
+    Client(KafkaError),
+    #[error("cannot read the dead-letter topic {topic}: {source}")]
+    Read { topic: String, source: KafkaError },
+    #[error("the dead-letter topic {0} does not exist or has no partition{1}")]
+    NoTopic(String, String),
+    #[error(
+        "sending to {topic} failed after {sent} records were put back: {source}; the dead letters after partition {partition} offset {offset} were not, run again with --from-offset {offset} (and --partition {partition})"
+    )]
+    Send {
+        topic: String,
+        sent: u64,
+        partition: i32,
+        offset: i64,
+        source: KafkaError,
+    },
+}
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads the dead-letter topic from the selection's start up to its end at
+/// the start of the run and puts every dead letter of a chosen kind back on
+/// the input topic, in order per partition, each send acknowledged before
+/// the next is read (a failure says where to go on from).
+pub async fn replay(
+    k: &KafkaConfig,
+    bootstrap: &str,
+    selection: &Selection,
+) -> Result<Replayed, ReplayError> {
+    let topic = k.topics.dead_letter.clone();
+    let reader: BaseConsumer<LogContext> = super::client::reader(k, bootstrap)
+        .create_with_context(LogContext::loud())
+        .map_err(ReplayError::Client)?;
+    let read_err = |source| ReplayError::Read {
+        topic: topic.clone(),
+        source,
+    };
+    let md = super::client::fetch_metadata(&reader, Some(&topic), TIMEOUT).map_err(read_err)?;
+    let mut partitions: Vec<i32> = md
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic)
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect();
+    if let Some(p) = selection.partition {
+        partitions.retain(|q| *q == p);
+    }
+    if partitions.is_empty() {
+        let which = selection
+            .partition
+            .map_or(String::new(), |p| format!(" {p}"));
+        return Err(ReplayError::NoTopic(topic, which));
+    }
+    let mut out = Replayed::default();
+    let mut tpl = TopicPartitionList::new();
+    for p in partitions {
+        let (lo, hi) = reader
+            .fetch_watermarks(&topic, p, TIMEOUT)
+            .map_err(read_err)?;
+        let from = selection.from_offset.map_or(lo, |o| o.max(lo));
+        out.ranges.insert(p, (from, hi));
+        if from < hi {
+            tpl.add_partition_offset(&topic, p, Offset::Offset(from))
+                .map_err(read_err)?;
+        }
+    }
+    reader.assign(&tpl).map_err(read_err)?;
+    let producer = (!selection.dry_run)
+        .then(|| super::produce::producer(k, bootstrap))
+        .transpose()
+        .map_err(|e| match e {
+            super::produce::ProduceError::Client(e) => ReplayError::Client(e),
+            other => ReplayError::Client(KafkaError::ClientCreation(other.to_string())),
+        })?;
+    let mut remaining: BTreeMap<i32, i64> = out
+        .ranges
+        .iter()
+        .filter(|(_, (from, hi))| from < hi)
+        .map(|(p, (_, hi))| (*p, *hi))
+        .collect();
+    let mut sent_total = 0u64;
+    while !remaining.is_empty() {
+        let Some(msg) = reader.poll(TIMEOUT) else {
+            // Offsets past the last record (transaction markers, deleted
+            // records) are never delivered; the position still moves.
+            let positions = reader.position().map_err(read_err)?;
+            remaining.retain(|p, hi| {
+                positions
+                    .find_partition(&topic, *p)
+                    .and_then(|e| e.offset().to_raw())
+                    .is_none_or(|pos| pos < *hi)
+            });
+            continue;
+        };
+        let msg = msg.map_err(read_err)?;
+        let (p, offset) = (msg.partition(), msg.offset());
+        let Some(&hi) = remaining.get(&p) else {
+            continue;
+        };
+        if offset >= hi {
+            remaining.remove(&p);
+            continue;
+        }
+        if offset + 1 >= hi {
+            remaining.remove(&p);
+        }
+        match restored(msg.key(), msg.payload(), &headers_of(&msg)) {
+            Err(NotRestored::NotADeadLetter) => out.foreign += 1,
+            Err(NotRestored::Summary) => out.summaries += 1,
+            Ok(r) if !selection.kinds.contains(&r.kind) => out.other_kinds += 1,
+            Ok(r) => {
+                if let Some(producer) = &producer {
+                    send(producer, &k.topics.input, &r)
+                        .await
+                        .map_err(|source| ReplayError::Send {
+                            topic: k.topics.input.clone(),
+                            sent: sent_total,
+                            partition: p,
+                            offset,
+                            source,
+                        })?;
+                }
+                sent_total += 1;
+                *out.sent.entry(r.kind.as_str()).or_default() += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A message's headers as (name, value) pairs.
+fn headers_of<'a>(msg: &'a BorrowedMessage<'_>) -> Vec<(&'a str, Option<&'a [u8]>)> {
+    msg.headers()
+        .map(|hs| hs.iter().map(|h| (h.key, h.value)).collect())
+        .unwrap_or_default()
+}
+
+/// Sends one restored record and waits for its acknowledgement.
+async fn send(producer: &FutureProducer, topic: &str, r: &Restored) -> Result<(), KafkaError> {
+    let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
+    for (key, value) in &r.headers {
+        headers = headers.insert(Header {
+            key,
+            value: value.as_deref(),
+        });
+    }
+    let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
+    if let Some(key) = &r.key {
+        record = record.key(key);
+    }
+    if let Some(value) = &r.value {
+        record = record.payload(value);
+    }
+    producer
+        .send(
+            record,
+            rdkafka::util::Timeout::After(Duration::from_secs(60)),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|(e, _)| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::outputs::{H_ERROR_DETAIL, H_INPUT_OFFSET, dead_letter_headers};
+
+    #[test]
+    fn a_dead_letter_becomes_the_record_it_was() {
+        let original: [(&str, Option<&[u8]>); 3] = [
+            ("traceparent", Some(b"00-aa-bb-01")),
+            (H_ERROR_KIND, Some(b"schema")),
+            ("tombstone-marker", None),
+        ];
+        let coordinates = vec![(H_INPUT_OFFSET.to_string(), Some(b"7".to_vec()))];
+        let written =
+            dead_letter_headers(&original, &coordinates, "internal", "it panicked", Some(5));
+        let written: Vec<(&str, Option<&[u8]>)> = written
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        let r = restored(Some(b"k1"), Some(b"{\"answer\":1}"), &written).unwrap();
+        assert_eq!(r.kind, DeadLetterKind::Internal);
+        assert_eq!(r.key.as_deref(), Some(&b"k1"[..]));
+        assert_eq!(r.value.as_deref(), Some(&b"{\"answer\":1}"[..]));
+        let want: Vec<OutHeader> = original
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(<[u8]>::to_vec)))
+            .collect();
+        assert_eq!(
+            r.headers, want,
+            "the input's headers, its own groundgate.* one too"
+        );
+        assert!(!r.headers.iter().any(|(k, _)| k == H_ERROR_DETAIL));
+    }
+
+    #[test]
+    fn a_summary_or_a_foreign_record_is_not_put_back() {
+        let too_large: [(&str, Option<&[u8]>); 1] = [(H_ERROR_KIND, Some(b"too_large"))];
+        assert_eq!(
+            restored(None, Some(b"{\"kind\":\"too_large\"}"), &too_large),
+            Err(NotRestored::Summary)
+        );
+        for headers in [
+            &[][..],
+            &[(H_ERROR_KIND, Some(&b"made_up"[..]))][..],
+            &[(H_ERROR_KIND, None)][..],
+            &[("original.groundgate.error.kind", Some(&b"schema"[..]))][..],
+        ] {
+            assert_eq!(
+                restored(None, Some(b"x"), headers),
+                Err(NotRestored::NotADeadLetter),
+                "{headers:?}"
+            );
+        }
+    }
+}
