@@ -184,6 +184,33 @@ impl PanicReport<'_> {
     }
 }
 
+/// The configuration of a command that connects as a client of the
+/// workers' cluster (`produce`, `replay`): file, environment and `flags`
+/// checked for Kafka, logging set up, and the brokers, which such a
+/// command needs and never starts itself.
+pub fn client_config(
+    flags: &crate::cli::ClientFlags,
+    command: &str,
+) -> anyhow::Result<(crate::config::Config, String)> {
+    let features = crate::kafka::client::library().features;
+    let raw = flags.raw_layer().map_err(UsageError)?;
+    let config = crate::config::RawConfig::load_for_kafka(
+        flags.config.as_deref(),
+        raw,
+        &features,
+        &crate::kafka::client::refuses,
+    )?;
+    init_logging(config.log.format, &config.log.level);
+    // `load_for_kafka` refuses a configuration without brokers; these
+    // commands never start a broker (`groundgate dev-broker` runs one).
+    let bootstrap = config.kafka.brokers.clone().ok_or_else(|| {
+        UsageError(format!(
+            "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); {command} does not start an embedded broker, use `groundgate dev-broker` for one"
+        ))
+    })?;
+    Ok((config, bootstrap))
+}
+
 /// Which layers made a command's configuration, without their values (a
 /// broker list may hold credentials): `configuration: built-in defaults <
 /// file F < environment GROUNDGATE_… < flags (later layers win)`.

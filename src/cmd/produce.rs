@@ -10,26 +10,10 @@ use tracing::info;
 use super::UsageError;
 
 use crate::cli::ProduceArgs;
-use crate::config::RawConfig;
 use crate::kafka::produce::{MockCheck, ProduceError, producer, send_until};
 
 pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
-    let features = crate::kafka::client::library().features;
-    let flags = args.kafka.raw_layer().map_err(UsageError)?;
-    let config = RawConfig::load_for_kafka(
-        args.kafka.config.as_deref(),
-        flags,
-        &features,
-        &crate::kafka::client::refuses,
-    )?;
-    super::init_logging(config.log.format, &config.log.level);
-    // `load_for_kafka` refuses a configuration without brokers; produce
-    // never starts a broker (`groundgate dev-broker` runs one).
-    let bootstrap = config.kafka.brokers.clone().ok_or_else(|| {
-        UsageError(
-            "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS); produce does not start an embedded broker, use `groundgate dev-broker` for one".into(),
-        )
-    })?;
+    let (config, bootstrap) = super::client_config(&args.kafka, "produce")?;
     // The file is opened before anything connects: a mistyped path is said
     // at once, not after the brokers were asked for metadata.
     let input = args

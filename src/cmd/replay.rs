@@ -3,27 +3,11 @@
 
 use std::process::ExitCode;
 
-use super::UsageError;
-
 use crate::cli::ReplayArgs;
-use crate::config::RawConfig;
 use crate::kafka::replay::{Replayed, Selection, replay};
 
 pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let features = crate::kafka::client::library().features;
-    let flags = args.kafka.raw_layer().map_err(UsageError)?;
-    let config = RawConfig::load_for_kafka(
-        args.kafka.config.as_deref(),
-        flags,
-        &features,
-        &crate::kafka::client::refuses,
-    )?;
-    super::init_logging(config.log.format, &config.log.level);
-    let bootstrap = config.kafka.brokers.clone().ok_or_else(|| {
-        UsageError(
-            "no brokers configured: pass --brokers host:port (or GROUNDGATE_BROKERS, or kafka.brokers in --config)".into(),
-        )
-    })?;
+    let (config, bootstrap) = super::client_config(&args.kafka, "replay")?;
     let selection = Selection {
         kinds: args.kind.iter().map(|k| k.dead_letter_kind()).collect(),
         partition: args.partition,

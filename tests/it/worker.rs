@@ -134,6 +134,33 @@ fn produce_raw(bootstrap: &str, topic: &str, records: &[RawRecord]) {
     p.flush(Duration::from_secs(30)).unwrap();
 }
 
+/// A record to produce: key, value and headers.
+type HeadedRecord = (String, Vec<u8>, Vec<(&'static str, Vec<u8>)>);
+
+/// Records to the input topic, in order.
+fn produce_with_headers(bootstrap: &str, records: &[HeadedRecord]) {
+    use rdkafka::message::{Header, OwnedHeaders};
+    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    for (key, value, headers) in records {
+        let mut owned = OwnedHeaders::new();
+        for (name, v) in headers {
+            owned = owned.insert(Header {
+                key: name,
+                value: Some(v.as_slice()),
+            });
+        }
+        let r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("answers")
+            .key(key.as_bytes())
+            .payload(value.as_slice())
+            .headers(owned);
+        p.send(r).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+}
+
 /// `n` records of the deterministic mixed sample stream to the input topic.
 async fn produce_mixed(bootstrap: &str, n: u64, answer_bytes: usize) {
     let values = (0..n)
@@ -1083,7 +1110,6 @@ async fn bad_input_goes_to_the_dead_letter_topic_untouched() {
 /// other headers do not, and a dead letter keeps all of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_context_of_an_input_continues_on_its_outputs() {
-    use rdkafka::message::{Header, OwnedHeaders};
     let broker = broker();
     let bs = broker.bootstrap();
     let values = [
@@ -1091,29 +1117,19 @@ async fn the_trace_context_of_an_input_continues_on_its_outputs() {
         groundgate::sample::record(2, groundgate::sample::Kind::OutOfRange, 200),
         b"this is not json".to_vec(),
     ];
-    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", &bs)
-        .create()
-        .unwrap();
-    for (i, v) in values.iter().enumerate() {
-        let parent = format!("00-0af7651916cd43dd8448eb211c80319{i}-b7ad6b7169203331-01");
-        let headers = OwnedHeaders::new()
-            .insert(Header {
-                key: "traceparent",
-                value: Some(parent.as_bytes()),
-            })
-            .insert(Header {
-                key: "x-tenant",
-                value: Some(b"bank-1".as_slice()),
-            });
-        let key = format!("k{i}");
-        let r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("answers")
-            .key(key.as_bytes())
-            .payload(v.as_slice())
-            .headers(headers);
-        p.send(r).map_err(|(e, _)| e).unwrap();
-    }
-    p.flush(Duration::from_secs(30)).unwrap();
+    let records: Vec<HeadedRecord> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let parent = format!("00-0af7651916cd43dd8448eb211c80319{i}-b7ad6b7169203331-01");
+            let headers = vec![
+                ("traceparent", parent.into_bytes()),
+                ("x-tenant", b"bank-1".to_vec()),
+            ];
+            (format!("k{i}"), v.clone(), headers)
+        })
+        .collect();
+    produce_with_headers(&bs, &records);
     let cfg = config(&bs, "g-trace", Guarantee::AtLeastOnce);
     let w = start(&cfg, &bs);
     let out = read_outputs(&bs, values.len()).await;
@@ -1153,7 +1169,7 @@ async fn the_trace_context_of_an_input_continues_on_its_outputs() {
 /// nothing; a `too_large` dead letter is never sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_puts_chosen_dead_letters_back_as_received() {
-    use rdkafka::message::{Header, Headers, OwnedHeaders};
+    use rdkafka::message::Headers;
     let broker = broker();
     let bs = broker.bootstrap();
     let big = format!("{{\"answer\":\"{}\"}}", "x".repeat(9000));
@@ -1166,27 +1182,17 @@ async fn replay_puts_chosen_dead_letters_back_as_received() {
             groundgate::sample::record(1, groundgate::sample::Kind::Clean, 200),
         ),
     ];
-    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", &bs)
-        .create()
-        .unwrap();
-    for (key, v) in &values {
-        let headers = OwnedHeaders::new()
-            .insert(Header {
-                key: "x-tenant",
-                value: Some(b"bank-1".as_slice()),
-            })
-            .insert(Header {
-                key: outputs::H_ERROR_KIND,
-                value: Some(b"spoofed".as_slice()),
-            });
-        let r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("answers")
-            .key(key.as_bytes())
-            .payload(v.as_slice())
-            .headers(headers);
-        p.send(r).map_err(|(e, _)| e).unwrap();
-    }
-    p.flush(Duration::from_secs(30)).unwrap();
+    let records: Vec<HeadedRecord> = values
+        .iter()
+        .map(|(key, v)| {
+            let headers = vec![
+                ("x-tenant", b"bank-1".to_vec()),
+                (outputs::H_ERROR_KIND, b"spoofed".to_vec()),
+            ];
+            (key.to_string(), v.clone(), headers)
+        })
+        .collect();
+    produce_with_headers(&bs, &records);
     let cfg = config(&bs, "g-replay", Guarantee::AtLeastOnce);
     let w = start(&cfg, &bs);
     let out = read_outputs(&bs, values.len()).await;
