@@ -9,8 +9,9 @@ use std::path::Path;
 use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 
+use super::secret_file::{self, FileError};
 use super::validate::Host;
-use super::{Access, Config, ConfigError, RawConfig, RawGrounding, check_access};
+use super::{Access, Config, ConfigError, NotUtf8, RawConfig, RawGrounding, check_access};
 use crate::core::pseudonym::{MAX_KEY_FILE_BYTES, Pseudonyms};
 
 /// The layers as far as they could be read.
@@ -69,6 +70,7 @@ impl Loaded {
         let (mut config, invalid) = raw.validate_listing(host);
         problems.extend(invalid);
         read_pseudonym_key(&mut config, read, &mut problems);
+        check_signing_key(&config, &mut problems);
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -113,6 +115,7 @@ impl Loaded {
         k.security.secrets = check_access(&k.security, &k.properties, access, &mut problems);
         if let Some(read) = key {
             read_pseudonym_key(&mut config, read, &mut problems);
+            check_signing_key(&config, &mut problems);
         }
         if problems.is_empty() {
             Ok(config)
@@ -209,8 +212,13 @@ fn load_connecting(
     refuses: &dyn Fn(&str, &str) -> Option<String>,
     key: Option<&ReadFile<'_>>,
 ) -> Result<Config, ConfigError> {
-    let read = |p: &Path| std::fs::read(p);
-    let var = |name: &str| std::env::var(name).ok();
+    let read = |p: &Path, limit: u64| secret_file::read(p, limit);
+    // Neither the value nor `VarError` (which holds it) is ever shown.
+    let var = |name: &str| match std::env::var(name) {
+        Ok(v) => Some(Ok(v)),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => Some(Err(NotUtf8)),
+    };
     let access = Access {
         read: &read,
         var: &var,
@@ -221,19 +229,14 @@ fn load_connecting(
 }
 
 /// Reads a whole file (or as much of it as the reader takes).
-type ReadFile<'a> = dyn Fn(&Path) -> std::io::Result<Vec<u8>> + 'a;
+type ReadFile<'a> = dyn Fn(&Path) -> Result<Vec<u8>, FileError> + 'a;
 
 /// The bytes of a pseudonym key file, one more than a key file may hold at
 /// most: [`Pseudonyms::new`] then refuses a larger file without its being
-/// read whole (a 1 GB file given by mistake, or `/dev/zero`, which never
-/// ends).
-pub fn read_pseudonym_key_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_KEY_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
+/// read whole (a 1 GB file given by mistake). Only a regular file is read
+/// (see [`secret_file::read`]).
+pub fn read_pseudonym_key_file(path: &Path) -> Result<Vec<u8>, FileError> {
+    secret_file::read(path, MAX_KEY_FILE_BYTES as u64 + 1)
 }
 
 /// Reads the key of `[audit] pseudonym_key_file` with `read` into the
@@ -254,9 +257,27 @@ fn read_pseudonym_key(config: &mut Config, read: &ReadFile<'_>, problems: &mut V
             Ok(p) => config.core.pseudonyms = Some(p),
             Err(e) => problems.push(format!("audit.pseudonym_key_file {shown} {e}")),
         },
-        Err(e) => problems.push(format!(
-            "audit.pseudonym_key_file {shown} cannot be read: {e}"
+        Err(e) => problems.push(secret_file::problem(
+            "audit.pseudonym_key_file",
+            path,
+            true,
+            &e,
         )),
+    }
+}
+
+/// Reads `[audit] signing_key_file` to list what is wrong with it with the
+/// other problems, before anything starts; the worker and `check` load it
+/// again when they begin to sign.
+fn check_signing_key(config: &Config, problems: &mut Vec<String>) {
+    use crate::audit::keys::{KeyError, load_signing_key};
+    let Some(path) = config.audit.signing_key_file.as_deref() else {
+        return;
+    };
+    match load_signing_key(path) {
+        Ok(_) => {}
+        Err(KeyError::Read(problem)) => problems.push(problem),
+        Err(e) => problems.push(format!("audit.signing_key_file {e}")),
     }
 }
 
@@ -622,8 +643,6 @@ fn describe_figment_error(e: figment::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::io;
-
     use super::*;
 
     fn write(toml: &str) -> tempfile::NamedTempFile {
@@ -654,12 +673,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let read = |_: &Path| -> io::Result<Vec<u8>> {
-            Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "No such file or directory",
-            ))
-        };
+        let read = |_: &Path, _: u64| Err(FileError::missing());
         let var = |_: &str| None;
         let features = BTreeSet::new();
         let access = Access {
@@ -930,7 +944,7 @@ pseudonym_key_file = \"/run/k\"\n";
             ],
         );
         let f = write(&format!("{toml}[kafka]\nbrokers = \"kafka-1:9092\"\n"));
-        let (read, var) = (|_: &Path| Ok(Vec::new()), |_: &str| None);
+        let (read, var) = (|_: &Path, _: u64| Ok(Vec::new()), |_: &str| None);
         let access = Access {
             read: &read,
             var: &var,
@@ -1040,16 +1054,16 @@ pseudonym_key_file = \"/run/k\"\n";
                 "audit.pseudonym_key_file /run/k is 4 bytes once trailing white space is dropped: a pseudonym key needs at least 32 (e.g. `openssl rand -hex 32 > FILE`)"
             ]
         );
-        let missing = |_: &Path| Err(io::Error::from(io::ErrorKind::NotFound));
+        let missing = |_: &Path| Err(FileError::missing());
         let (_, problems) = pseudonym_problems(
             "[audit]\npseudonymize = [\"tenant\"]\npseudonym_key_file = \"/run/k\"\n",
             &[],
             &missing,
         );
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(
-            problems[0].starts_with("audit.pseudonym_key_file /run/k cannot be read"),
-            "{problems:?}"
+        assert_eq!(
+            problems[0],
+            "audit.pseudonym_key_file: cannot read it: No such file or directory (os error 2); its value is not shown, since it names nothing on this machine and may be the secret itself: no part of it exists (6 character(s))"
         );
     }
 }

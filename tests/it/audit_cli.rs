@@ -1337,7 +1337,7 @@ fn a_keyring_file_that_is_not_all_public_keys_exits_2_naming_the_block() {
     let err = refused("empty.pem", Some("keys go here\n"));
     assert!(err.contains("holds no PEM block"), "{err}");
     let err = refused("missing.pem", None);
-    assert!(err.contains("cannot read key file"), "{err}");
+    assert!(err.contains("cannot read it: No such file"), "{err}");
 }
 
 /// `audit pseudonym` reads a list saved on Windows (a byte order mark, CR

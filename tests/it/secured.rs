@@ -538,16 +538,84 @@ fn unreadable_tls_files_are_named_at_start() {
         &[],
     );
     assert_eq!(code, Some(2), "{err}");
-    for key in [
-        "kafka.ssl_ca_file",
-        "kafka.ssl_certificate_file",
-        "kafka.ssl_key_file",
-    ] {
+    for key in ["kafka.ssl_ca_file", "kafka.ssl_certificate_file"] {
         assert!(
             err.contains(&format!("{key} = \"/nonexistent/")),
             "{key}: {err}"
         );
     }
+    // The key file's value may be the key itself: only what exists is shown.
+    assert!(
+        err.contains("kafka.ssl_key_file: cannot read it: No such file or directory (os error 2); its value is not shown, since it names nothing on this machine and may be the secret itself: of the path, only the directory \"/\" exists; the 17 character(s) after it do not"),
+        "{err}"
+    );
+    assert!(!err.contains("c.key"), "{err}");
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode.
+    #[allow(unsafe_code)]
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "mkfifo {}", path.display());
+}
+
+/// A file that holds a secret must be a regular file: a FIFO (which nothing
+/// writes to) or a directory is a configuration problem listed at start,
+/// not a start that waits forever; a value that names nothing (the secret
+/// typed where its path belongs) is not shown.
+#[test]
+fn secret_files_that_are_no_files_are_listed_without_waiting_or_showing_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fifo, key_fifo) = (
+        dir.path().join("password"),
+        dir.path().join("pseudonym.key"),
+    );
+    mkfifo(&fifo);
+    mkfifo(&key_fifo);
+    let key = dir.path().join("client.key");
+    std::fs::write(&key, "not read here").unwrap();
+    let config = write_config(
+        dir.path(),
+        "fifo.toml",
+        &format!(
+            "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_file = {}\nssl_certificate_file = {}\nssl_key_file = {}\nssl_key_password_file = {}\n[audit]\npseudonymize = [\"user\"]\npseudonym_key_file = {}\nsigning_key_file = \"hunter2-signing-secret\"\n",
+            q(&fifo),
+            q(&key),
+            q(&key),
+            q(dir.path()),
+            q(&key_fifo)
+        ),
+    );
+    let (code, err) = run_fails(
+        &[
+            "--brokers",
+            "127.0.0.1:9",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    for expected in [
+        format!(
+            "kafka.sasl_password_file = {}: it is a FIFO (named pipe), not a regular file",
+            q(&fifo)
+        ),
+        format!(
+            "kafka.ssl_key_password_file = {}: it is a directory, not a regular file",
+            q(dir.path())
+        ),
+        format!(
+            "audit.pseudonym_key_file = {}: it is a FIFO (named pipe), not a regular file",
+            q(&key_fifo)
+        ),
+        "audit.signing_key_file: cannot read it: No such file or directory (os error 2); its value is not shown".to_string(),
+    ] {
+        assert!(err.contains(&expected), "{expected:?} not in:\n{err}");
+    }
+    assert!(!err.contains("hunter2"), "{err}");
 }
 
 #[test]
