@@ -315,10 +315,22 @@ fn load_layers(
 
 const ENV_PREFIX: &str = "GROUNDGATE_";
 
+/// Stands for the value of a `GROUNDGATE_*` variable that is not UTF-8
+/// text, which is never kept (it may be a secret): the value of a real
+/// environment variable cannot hold NUL, so no value is mistaken for it.
+const NOT_UTF8_VALUE: &str = "\0";
+
 /// The `GROUNDGATE_*` variables of this process: the environment layer.
+/// Other variables are not looked at, whatever they hold.
 fn process_env() -> Vec<(String, String)> {
-    std::env::vars()
-        .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+    std::env::vars_os()
+        .filter(|(k, _)| k.as_encoded_bytes().starts_with(ENV_PREFIX.as_bytes()))
+        .map(|(k, v)| {
+            let v = v
+                .into_string()
+                .unwrap_or_else(|_| NOT_UTF8_VALUE.to_string());
+            (k.to_string_lossy().into_owned(), v)
+        })
         .collect()
 }
 
@@ -391,6 +403,13 @@ fn env_layer(env: &[(String, String)]) -> Loaded {
                 continue;
             }
         };
+        if v == NOT_UTF8_VALUE {
+            problems.push(format!(
+                "{k}: its value is not UTF-8 text (it is not shown)"
+            ));
+            unread.insert(path);
+            continue;
+        }
         if let Some(first) = set_by.insert(path.clone(), k) {
             let (a, b) = if first < k.as_str() {
                 (first, k.as_str())
@@ -431,7 +450,18 @@ fn env_layer(env: &[(String, String)]) -> Loaded {
             Figment::from(Serialized::global(&path, value.clone())).extract::<RawConfig>()
         {
             for e in e {
-                problems.push(format!("{k}={v:?}: {}", describe_kind(&e.kind)));
+                // The value is shown only where it is a key's, of the
+                // wrong type. A name that is no key may hold anything: a
+                // secret put in a misspelt variable
+                // (GROUNDGATE_KAFKA__SASL_PASSWORD) is not echoed.
+                let names_key = e.path.join(".") == path
+                    && !matches!(e.kind, figment::error::Kind::UnknownField(..));
+                let shown = if names_key {
+                    format!("{k}={v:?}")
+                } else {
+                    format!("{k} (value not shown)")
+                };
+                problems.push(format!("{shown}: {}", describe_kind(&e.kind)));
             }
             unread.insert(path);
             continue;
@@ -815,6 +845,47 @@ mod tests {
                 "GROUNDGATE_POLICY__MIN_CONFIDENCE=\"high\": invalid type",
                 "max_record_bytes = 10: must be between 1024 and 67108864",
             ],
+        );
+    }
+
+    /// The value of a variable is shown only where it is a key's, of the
+    /// wrong type: a variable that names no key may hold a secret.
+    #[test]
+    fn a_variable_that_names_no_key_is_named_without_its_value() {
+        let problems = kafka_problems(
+            "[kafka]\nbrokers = \"kafka-1:9092\"\n",
+            &[
+                ("GROUNDGATE_KAFKA__SASL_PASSWORD", "hunter2"),
+                ("GROUNDGATE_KAFKA__PROPERTIES__SASL.PASSWORD", "hunter3"),
+                ("GROUNDGATE_KAFKA__SSL_KEY_FILE__PEM", "hunter4"),
+                ("GROUNDGATE_KAFKA__SESSION_TIMEOUT_MS", "soon"),
+            ],
+        );
+        assert_begin(
+            &problems,
+            &[
+                "GROUNDGATE_KAFKA__SASL_PASSWORD (value not shown): unknown key \"sasl_password\"",
+                "GROUNDGATE_KAFKA__PROPERTIES__SASL.PASSWORD (value not shown): ",
+                "GROUNDGATE_KAFKA__SSL_KEY_FILE__PEM (value not shown): invalid type: found map",
+                "GROUNDGATE_KAFKA__SESSION_TIMEOUT_MS=\"soon\": invalid type",
+            ],
+        );
+        assert!(
+            !problems.iter().any(|p| p.contains("hunter")),
+            "{problems:#?}"
+        );
+    }
+
+    /// A variable whose value is not UTF-8 text is named without it.
+    #[test]
+    fn a_variable_that_is_not_text_is_named_without_its_value() {
+        let problems = kafka_problems(
+            "[kafka]\nbrokers = \"kafka-1:9092\"\n",
+            &[("GROUNDGATE_KAFKA__CLIENT_ID", NOT_UTF8_VALUE)],
+        );
+        assert_eq!(
+            problems,
+            ["GROUNDGATE_KAFKA__CLIENT_ID: its value is not UTF-8 text (it is not shown)"]
         );
     }
 

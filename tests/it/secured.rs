@@ -618,6 +618,51 @@ fn secret_files_that_are_no_files_are_listed_without_waiting_or_showing_them() {
     assert!(!err.contains("hunter2"), "{err}");
 }
 
+/// What an operator's slips put in the environment is not echoed: a
+/// password given where its file's path belongs, a password in a variable
+/// named like a key that does not exist, and a variable whose value is not
+/// UTF-8 text (in a `GROUNDGATE_*` variable, or in any other).
+#[test]
+fn secrets_in_the_environment_are_not_echoed() {
+    use std::os::unix::ffi::OsStrExt;
+    let not_utf8 = std::ffi::OsStr::from_bytes(b"hunter2-not-utf8-\xff");
+    let mut cmd = bin();
+    cmd.args([
+        "run",
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+    ])
+    .env("GROUNDGATE_BROKERS", "127.0.0.1:9")
+    .env("GROUNDGATE_KAFKA__SECURITY_PROTOCOL", "SASL_SSL")
+    .env("GROUNDGATE_KAFKA__SASL_MECHANISM", "PLAIN")
+    .env("GROUNDGATE_KAFKA__SASL_USERNAME", "u")
+    .env("GROUNDGATE_KAFKA__SASL_PASSWORD_FILE", "hunter2-in-path")
+    .env("GROUNDGATE_KAFKA__SASL_PASSWORD", "hunter2-misspelt")
+    .env("GROUNDGATE_KAFKA__CLIENT_ID", not_utf8)
+    .env("SOME_OTHER_PASSWORD", not_utf8)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut p = Proc::spawn("run", cmd);
+    let status = p.wait_exit(WAIT).expect("run stops by itself");
+    let mut err = String::new();
+    p.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    for expected in [
+        "GROUNDGATE_KAFKA__SASL_PASSWORD (value not shown): unknown key \"sasl_password\"",
+        "GROUNDGATE_KAFKA__CLIENT_ID: its value is not UTF-8 text (it is not shown)",
+        "kafka.sasl_password_file: cannot read it: No such file or directory (os error 2); its value is not shown",
+    ] {
+        assert!(err.contains(expected), "{expected:?} not in:\n{err}");
+    }
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn version_names_librdkafka_and_its_features() {
     let out = bin().arg("--version").output().unwrap();
