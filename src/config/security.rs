@@ -729,6 +729,15 @@ mod tests {
             !all.contains("hunter2-secret"),
             "a refused secret is not echoed: {all}"
         );
+        let all = problems(
+            "[kafka.properties]\n\"sasl.oauthbearer.assertion.private.key.pem\" = \"-----BEGIN hunter2\"\n\"sasl.oauthbearer.assertion.private.key.passphrase\" = \"hunter2\"\n\"sasl.oauthbearer.assertion.private.key.file\" = \"/k.pem\"\n",
+        );
+        assert_eq!(all.lines().count(), 2, "{all}");
+        assert!(
+            all.contains("\"sasl.oauthbearer.assertion.private.key.pem\" (-X sasl.oauthbearer.assertion.private.key.pem=...) would put a secret"),
+            "{all}"
+        );
+        assert!(!all.contains("hunter2"), "{all}");
     }
 
     fn access_problems(
