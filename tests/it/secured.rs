@@ -232,7 +232,7 @@ fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
         pki.dir.path(),
         "scram.toml",
         &format!(
-            "[log]\nlevel = \"debug\"\n[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"groundgate\"\nsasl_password_file = {}\nssl_ca_file = {}\n[kafka.properties]\n\"compression.type\" = \"zstd\"\n",
+            "[log]\nlevel = \"debug\"\n[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"groundgate\"\nsasl_password_file = {}\nssl_ca_file = {}\n[kafka.properties]\n\"compression.type\" = \"zstd\"\n\"debug\" = \"all\"\n",
             q(&password),
             q(&pki.path("ca.pem")),
         ),
@@ -247,6 +247,12 @@ fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
     drop(worker);
     let log = read(&log);
     assert!(log.contains("builtin_features"), "start-up line:\n{log}");
+    // librdkafka's every debug context is forwarded, its dump of the
+    // client's configuration included, with the password redacted.
+    assert!(
+        log.contains("sasl.password = [redacted]"),
+        "librdkafka's configuration dump:\n{log}"
+    );
     for (what, text) in [("log", &log), ("/metrics", &body)] {
         assert!(
             !text.contains(&secret),
@@ -386,7 +392,7 @@ fn oidc_token_request_carries_the_client_credentials() {
         dir.path(),
         "oidc.toml",
         &format!(
-            "[kafka]\nsecurity_protocol = \"SASL_PLAINTEXT\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = {url:?}\noidc_client_id = \"gg-client\"\noidc_client_secret_file = {}\noidc_scope = \"kafka\"\n",
+            "[log]\nlevel = \"debug\"\n[kafka]\nsecurity_protocol = \"SASL_PLAINTEXT\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = {url:?}\noidc_client_id = \"gg-client\"\noidc_client_secret_file = {}\noidc_scope = \"kafka\"\n[kafka.properties]\n\"debug\" = \"all\"\n",
             q(&secret_file)
         ),
     );
@@ -419,7 +425,14 @@ fn oidc_token_request_carries_the_client_credentials() {
         request.contains(&format!("Basic {basic}")),
         "client id and secret in the Authorization header: {request}"
     );
-    assert!(!read(&log).contains(&secret), "{}", read(&log));
+    // Neither the secret nor the header carrying it is in the log, with
+    // every librdkafka debug context on (its configuration dump included).
+    let log = wait_for("librdkafka's configuration dump in the log", WAIT, || {
+        let log = read(&log);
+        log.contains("sasl.oauthbearer.client.secret = [redacted]")
+            .then_some(log)
+    });
+    assert!(!log.contains(&secret) && !log.contains(&basic), "{log}");
 }
 
 /// `run` with `extra` arguments and environment: (exit code, stderr).
