@@ -495,7 +495,15 @@ pub fn check_access(
                     ));
                     return None;
                 }
-                None => String::new(),
+                // Like a secret file's path, the name is shown only when it
+                // names something: it may be the password itself.
+                None => {
+                    problems.push(format!(
+                        "{key}: the environment variable it names is not set; its name is not shown, since it names nothing in this environment and may be the secret itself ({} character(s))",
+                        var.chars().count()
+                    ));
+                    return None;
+                }
             },
             SecretSource::File(path) => {
                 let bytes = match (access.read)(path, MAX_SECRET_BYTES + 1) {
@@ -525,7 +533,7 @@ pub fn check_access(
         if text.is_empty() {
             problems.push(match source.as_ref()? {
                 SecretSource::Env(var) => {
-                    format!("{key}: the environment variable {var} is not set or empty")
+                    format!("{key}: the environment variable {var} is empty")
                 }
                 SecretSource::File(path) => format!(
                     "{key} = {:?}: the file is empty",
@@ -829,10 +837,11 @@ mod tests {
         let (_, all) = access_problems(env, &[], &[], ALL);
         assert!(
             all.contains(
-                "kafka.sasl_password_env: the environment variable KAFKA_PW is not set or empty"
+                "kafka.sasl_password_env: the environment variable it names is not set; its name is not shown, since it names nothing in this environment and may be the secret itself (8 character(s))"
             ),
             "{all}"
         );
+        assert!(!all.contains("KAFKA_PW"), "{all}");
         let (secrets, all) = access_problems(env, &[], &[("KAFKA_PW", "from-env")], ALL);
         assert_eq!(all, "");
         assert_eq!(secrets.sasl_password, Some(Secret::new("from-env")));
@@ -854,7 +863,10 @@ mod tests {
             assert_eq!(secrets.sasl_password, Some(Secret::new(kept)), "{given:?}");
         }
         let (_, all) = access_problems(env, &[], &[("KAFKA_PW", "\n")], ALL);
-        assert!(all.contains("KAFKA_PW is not set or empty"), "{all}");
+        assert!(
+            all.contains("the environment variable KAFKA_PW is empty"),
+            "{all}"
+        );
         let (_, all) = access_problems(file, &[("/pw", "\r\n")], &[], ALL);
         assert_eq!(all, "kafka.sasl_password_file = \"/pw\": the file is empty");
     }
