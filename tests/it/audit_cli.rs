@@ -2,12 +2,13 @@
 //! verify` accepts, and each kind of tampering makes it exit 1 naming the
 //! place; signatures are checked against `audit keygen`'s public key.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{BIN, problem_kinds};
+use crate::common::{BIN, Proc, WAIT, problem_kinds};
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -1462,4 +1463,54 @@ fn the_workers_configuration_names_the_pseudonym_key() {
     let neither = run(&["audit", "pseudonym", "alice"]);
     assert_eq!(neither.status.code(), Some(2), "{}", text(&neither));
     assert!(text(&neither).contains("--key-file"), "{}", text(&neither));
+}
+
+/// `audit pseudonym` reads its key as the workers do: a FIFO is refused
+/// at once rather than waited on, and a key typed where its file's path
+/// belongs is not shown.
+#[test]
+fn the_pseudonym_key_must_be_a_regular_file_and_a_missing_one_is_not_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pseudonym.key");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode.
+    #[allow(unsafe_code)]
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "mkfifo");
+    // Bounded: a reader that opens the FIFO would wait for a writer.
+    let mut cmd = Command::new(BIN);
+    cmd.args(["audit", "pseudonym", "--key-file"])
+        .arg(&fifo)
+        .arg("alice")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut p = Proc::spawn("audit pseudonym", cmd);
+    let status = p.wait_exit(WAIT).expect("stops by itself");
+    let mut err = String::new();
+    p.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    let expected = format!(
+        "--key-file = {:?}: it is a FIFO (named pipe), not a regular file",
+        fifo.to_str().unwrap()
+    );
+    assert!(err.contains(&expected), "{err}");
+    let o = run(&[
+        "audit",
+        "pseudonym",
+        "--key-file",
+        "0123456789abcdef0123456789abcdef",
+        "alice",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--key-file: cannot read it: No such file or directory (os error 2); its value is not shown"),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("0123456789abcdef"), "{}", text(&o));
 }
