@@ -436,7 +436,7 @@ fn passthrough(props: &BTreeMap<String, String>, key: &str) -> Option<String> {
 pub struct Access<'a> {
     /// Reads at most so many bytes of a regular file (the shell passes
     /// [`super::secret_file::read`]).
-    pub read: &'a dyn Fn(&Path, u64) -> Result<Vec<u8>, FileError>,
+    pub read: &'a ReadBounded<'a>,
     /// Reads an environment variable: `None` when it is not set, an error
     /// when its value is not UTF-8 (the value is not kept, so it cannot be
     /// shown).
@@ -448,6 +448,9 @@ pub struct Access<'a> {
     /// refused one is listed, not only the first the client would meet.
     pub refuses: Option<&'a Refuses<'a>>,
 }
+
+/// Reads at most so many bytes of a regular file.
+pub type ReadBounded<'a> = dyn Fn(&Path, u64) -> Result<Vec<u8>, FileError> + 'a;
 
 /// Why librdkafka refuses a property and its value, if it does.
 pub type Refuses<'a> = dyn Fn(&str, &str) -> Option<String> + 'a;

@@ -2,13 +2,12 @@
 //! verify` accepts, and each kind of tampering makes it exit 1 naming the
 //! place; signatures are checked against `audit keygen`'s public key.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::{BIN, Proc, WAIT, problem_kinds};
+use crate::common::{BIN, exit_and_stderr, mkfifo, problem_kinds};
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -1472,28 +1471,14 @@ fn the_workers_configuration_names_the_pseudonym_key() {
 fn the_pseudonym_key_must_be_a_regular_file_and_a_missing_one_is_not_shown() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("pseudonym.key");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a NUL-terminated path and a mode.
-    #[allow(unsafe_code)]
-    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(made, 0, "mkfifo");
+    mkfifo(&fifo);
     // Bounded: a reader that opens the FIFO would wait for a writer.
     let mut cmd = Command::new(BIN);
     cmd.args(["audit", "pseudonym", "--key-file"])
         .arg(&fifo)
-        .arg("alice")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut p = Proc::spawn("audit pseudonym", cmd);
-    let status = p.wait_exit(WAIT).expect("stops by itself");
-    let mut err = String::new();
-    p.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(2), "{err}");
+        .arg("alice");
+    let (code, err) = exit_and_stderr("audit pseudonym", cmd);
+    assert_eq!(code, Some(2), "{err}");
     let expected = format!(
         "--key-file = {:?}: it is a FIFO (named pipe), not a regular file",
         fifo.to_str().unwrap()

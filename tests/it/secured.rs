@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{Proc, WAIT, bin, free_port, http_get, need_tool, succeeded, wait_for};
+use crate::common::{
+    Proc, WAIT, bin, exit_and_stderr, free_port, http_get, mkfifo, need_tool, succeeded, wait_for,
+};
 
 /// A test CA, a server certificate for 127.0.0.1 and a client certificate
 /// signed by it, and a second CA that signed nothing of these.
@@ -444,19 +446,14 @@ fn run_fails(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut p = Proc::spawn("run", {
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        cmd
-    });
-    let status = p.wait_exit(WAIT).expect("run stops by itself");
-    let mut err = String::new();
-    p.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    (status.code(), err)
+    exit_and_stderr("run", cmd)
+}
+
+/// `run` with the configuration file `config` and brokers that are never
+/// reached: (exit code, stderr).
+fn run_fails_with_config(config: &Path) -> (Option<i32>, String) {
+    let config = config.to_str().expect("a UTF-8 path");
+    run_fails(&["--brokers", "127.0.0.1:9", "--config", config], &[])
 }
 
 #[test]
@@ -541,15 +538,7 @@ fn unreadable_tls_files_are_named_at_start() {
         "missing.toml",
         "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"/nonexistent/ca.pem\"\nssl_certificate_file = \"/nonexistent/c.pem\"\nssl_key_file = \"/nonexistent/c.key\"\n",
     );
-    let (code, err) = run_fails(
-        &[
-            "--brokers",
-            "127.0.0.1:9",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let (code, err) = run_fails_with_config(&config);
     assert_eq!(code, Some(2), "{err}");
     for key in ["kafka.ssl_ca_file", "kafka.ssl_certificate_file"] {
         assert!(
@@ -563,15 +552,6 @@ fn unreadable_tls_files_are_named_at_start() {
         "{err}"
     );
     assert!(!err.contains("c.key"), "{err}");
-}
-
-/// Makes a FIFO at `path`.
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a NUL-terminated path and a mode.
-    #[allow(unsafe_code)]
-    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(made, 0, "mkfifo {}", path.display());
 }
 
 /// A file that holds a secret must be a regular file: a FIFO (which nothing
@@ -601,15 +581,7 @@ fn secret_files_that_are_no_files_are_listed_without_waiting_or_showing_them() {
             q(&key_fifo)
         ),
     );
-    let (code, err) = run_fails(
-        &[
-            "--brokers",
-            "127.0.0.1:9",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let (code, err) = run_fails_with_config(&config);
     assert_eq!(code, Some(2), "{err}");
     for expected in [
         format!(
@@ -652,19 +624,9 @@ fn secrets_in_the_environment_are_not_echoed() {
     .env("GROUNDGATE_KAFKA__SASL_PASSWORD_FILE", "hunter2-in-path")
     .env("GROUNDGATE_KAFKA__SASL_PASSWORD", "hunter2-misspelt")
     .env("GROUNDGATE_KAFKA__CLIENT_ID", not_utf8)
-    .env("SOME_OTHER_PASSWORD", not_utf8)
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
-    let mut p = Proc::spawn("run", cmd);
-    let status = p.wait_exit(WAIT).expect("run stops by itself");
-    let mut err = String::new();
-    p.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(2), "{err}");
+    .env("SOME_OTHER_PASSWORD", not_utf8);
+    let (code, err) = exit_and_stderr("run", cmd);
+    assert_eq!(code, Some(2), "{err}");
     for expected in [
         "GROUNDGATE_KAFKA__SASL_PASSWORD (value not shown): unknown key \"sasl_password\"",
         "GROUNDGATE_KAFKA__CLIENT_ID: its value is not UTF-8 text (it is not shown)",
