@@ -59,7 +59,7 @@ impl Loaded {
 
     /// [`RawConfig::load_writing_audit`] over what was read, with the key
     /// file read by `read`: the load problems, the validation problems of
-    /// the keys that were read, then the pseudonym key's.
+    /// the keys that were read, then the pseudonym and signing keys'.
     fn writing_audit(self, host: &Host, read: &ReadFile<'_>) -> Result<Config, ConfigError> {
         let Loaded {
             raw, mut problems, ..
@@ -83,8 +83,9 @@ impl Loaded {
     /// problems, in that order and in one list. A check of a key whose
     /// value could not be read is left out; so are the access checks of
     /// settings that validation refuses (see [`check_access`]).
-    /// With `key`, the pseudonym key is read too (see
-    /// [`RawConfig::load_for_worker`]) and its problems come last.
+    /// With `key`, the pseudonym key is read and the signing key checked
+    /// too (see [`RawConfig::load_for_worker`]), and their problems come
+    /// last.
     fn for_kafka(
         self,
         host: &Host,
@@ -156,7 +157,8 @@ impl RawConfig {
 
     /// [`RawConfig::load_from_process`] for `check`, which writes audit
     /// rows: the pseudonym key is read into the core's settings as well,
-    /// and what is wrong with it is listed with every other problem.
+    /// the signing key is checked, and what is wrong with either is listed
+    /// with every other problem.
     pub fn load_writing_audit(
         file: Option<&Path>,
         flags: RawConfig,
@@ -185,9 +187,9 @@ impl RawConfig {
     }
 
     /// [`RawConfig::load_for_kafka`] for `run`, whose workers write audit
-    /// rows: the pseudonym key is read as well, and what is wrong with it
-    /// is listed with every other problem. The other commands that connect
-    /// never read that secret.
+    /// rows: the pseudonym key is read as well, the signing key is checked,
+    /// and what is wrong with either is listed with every other problem.
+    /// The other commands that connect never read those secrets.
     pub fn load_for_worker(
         file: Option<&Path>,
         flags: RawConfig,
