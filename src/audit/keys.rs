@@ -13,10 +13,17 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, 
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
+use crate::config::secret_file;
+
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error("cannot read key file {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
+    /// A key file that could not be read, said by
+    /// [`crate::config::secret_file::problem`] (a private key file's value
+    /// is not shown unless it exists).
+    #[error("{0}")]
+    Read(String),
+    #[error("{path} is larger than {limit} bytes: is it the right file?")]
+    TooLarge { path: PathBuf, limit: u64 },
     #[error("cannot write key file {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
     #[error("{path} is not an Ed25519 {what} in PEM form: {detail}")]
@@ -44,15 +51,38 @@ pub enum KeyError {
     Exists { path: PathBuf },
 }
 
-fn read(path: &Path) -> Result<String, KeyError> {
-    std::fs::read_to_string(path).map_err(|source| KeyError::Read {
+/// The most bytes of a private key file (its PEM is about 120).
+const MAX_PRIVATE_KEY_BYTES: u64 = 64 * 1024;
+/// The most bytes of a public key file or bundle (a key is about 110).
+const MAX_PUBLIC_KEYS_BYTES: u64 = 1 << 20;
+
+/// The text of a key file named by `key`; a private key's (`secret`) value
+/// is shown only as far as it exists. Only a regular file is read, no
+/// further than `limit` bytes (see [`secret_file::read`]).
+fn read(key: &str, path: &Path, secret: bool, limit: u64) -> Result<String, KeyError> {
+    let bytes = secret_file::read(path, limit + 1)
+        .map_err(|e| KeyError::Read(secret_file::problem(key, path, secret, &e)))?;
+    if bytes.len() as u64 > limit {
+        return Err(KeyError::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| KeyError::Parse {
         path: path.to_path_buf(),
-        source,
+        what: if secret {
+            "private key (PKCS#8)"
+        } else {
+            "public key (SPKI)"
+        },
+        detail: "not UTF-8 text".into(),
     })
 }
 
+/// The signing key of `[audit] signing_key_file`.
 pub fn load_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
-    SigningKey::from_pkcs8_pem(&read(path)?).map_err(|e| KeyError::Parse {
+    let pem = read("audit.signing_key_file", path, true, MAX_PRIVATE_KEY_BYTES)?;
+    SigningKey::from_pkcs8_pem(&pem).map_err(|e| KeyError::Parse {
         path: path.to_path_buf(),
         what: "private key (PKCS#8)",
         detail: e.to_string(),
@@ -174,7 +204,8 @@ fn public_key_block(label: &str, pem: &str, block: usize) -> Result<VerifyingKey
 /// The public keys of one file (a `.pub` file of `audit keygen`, or a
 /// bundle of them), each with its block number.
 pub fn load_public_keys(path: &Path) -> Result<Vec<(usize, VerifyingKey)>, KeyError> {
-    parse_public_keys(&read(path)?).map_err(|e| match e {
+    let text = read("public key file", path, false, MAX_PUBLIC_KEYS_BYTES)?;
+    parse_public_keys(&text).map_err(|e| match e {
         BundleError::Empty => KeyError::NoPublicKey {
             path: path.to_path_buf(),
         },

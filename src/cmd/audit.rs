@@ -110,11 +110,16 @@ fn pseudonym_key_file(args: &PseudonymArgs) -> Result<PathBuf, CmdError> {
 fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
     use std::io::{BufRead, Write};
     let key_file = pseudonym_key_file(args)?;
-    let read = |source| CmdError::Read {
-        path: key_file.clone(),
-        source,
+    let named_by = if args.key_file.is_some() {
+        "--key-file"
+    } else {
+        "audit.pseudonym_key_file"
     };
-    let key = crate::config::read_pseudonym_key_file(&key_file).map_err(read)?;
+    let key = crate::config::read_pseudonym_key_file(&key_file).map_err(|e| {
+        CmdError::Usage(crate::config::secret_file::problem(
+            named_by, &key_file, true, &e,
+        ))
+    })?;
     let pseudonyms = Pseudonyms::new(&key, &PseudonymField::ALL)
         .map_err(|e| CmdError::Usage(format!("{} {e}", key_file.display())))?;
     let mut out = std::io::stdout().lock();

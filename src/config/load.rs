@@ -9,8 +9,9 @@ use std::path::Path;
 use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 
+use super::secret_file::{self, FileError};
 use super::validate::Host;
-use super::{Access, Config, ConfigError, RawConfig, RawGrounding, check_access};
+use super::{Access, Config, ConfigError, NotUtf8, RawConfig, RawGrounding, check_access};
 use crate::core::pseudonym::{MAX_KEY_FILE_BYTES, Pseudonyms};
 
 /// The layers as far as they could be read.
@@ -58,7 +59,7 @@ impl Loaded {
 
     /// [`RawConfig::load_writing_audit`] over what was read, with the key
     /// file read by `read`: the load problems, the validation problems of
-    /// the keys that were read, then the pseudonym key's.
+    /// the keys that were read, then the pseudonym and signing keys'.
     fn writing_audit(self, host: &Host, read: &ReadFile<'_>) -> Result<Config, ConfigError> {
         let Loaded {
             raw, mut problems, ..
@@ -69,6 +70,7 @@ impl Loaded {
         let (mut config, invalid) = raw.validate_listing(host);
         problems.extend(invalid);
         read_pseudonym_key(&mut config, read, &mut problems);
+        check_signing_key(&config, &mut problems);
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -81,8 +83,9 @@ impl Loaded {
     /// problems, in that order and in one list. A check of a key whose
     /// value could not be read is left out; so are the access checks of
     /// settings that validation refuses (see [`check_access`]).
-    /// With `key`, the pseudonym key is read too (see
-    /// [`RawConfig::load_for_worker`]) and its problems come last.
+    /// With `key`, the pseudonym key is read and the signing key checked
+    /// too (see [`RawConfig::load_for_worker`]), and their problems come
+    /// last.
     fn for_kafka(
         self,
         host: &Host,
@@ -113,6 +116,7 @@ impl Loaded {
         k.security.secrets = check_access(&k.security, &k.properties, access, &mut problems);
         if let Some(read) = key {
             read_pseudonym_key(&mut config, read, &mut problems);
+            check_signing_key(&config, &mut problems);
         }
         if problems.is_empty() {
             Ok(config)
@@ -153,7 +157,8 @@ impl RawConfig {
 
     /// [`RawConfig::load_from_process`] for `check`, which writes audit
     /// rows: the pseudonym key is read into the core's settings as well,
-    /// and what is wrong with it is listed with every other problem.
+    /// the signing key is checked, and what is wrong with either is listed
+    /// with every other problem.
     pub fn load_writing_audit(
         file: Option<&Path>,
         flags: RawConfig,
@@ -182,9 +187,9 @@ impl RawConfig {
     }
 
     /// [`RawConfig::load_for_kafka`] for `run`, whose workers write audit
-    /// rows: the pseudonym key is read as well, and what is wrong with it
-    /// is listed with every other problem. The other commands that connect
-    /// never read that secret.
+    /// rows: the pseudonym key is read as well, the signing key is checked,
+    /// and what is wrong with either is listed with every other problem.
+    /// The other commands that connect never read those secrets.
     pub fn load_for_worker(
         file: Option<&Path>,
         flags: RawConfig,
@@ -209,8 +214,13 @@ fn load_connecting(
     refuses: &dyn Fn(&str, &str) -> Option<String>,
     key: Option<&ReadFile<'_>>,
 ) -> Result<Config, ConfigError> {
-    let read = |p: &Path| std::fs::read(p);
-    let var = |name: &str| std::env::var(name).ok();
+    let read = |p: &Path, limit: u64| secret_file::read(p, limit);
+    // Neither the value nor `VarError` (which holds it) is ever shown.
+    let var = |name: &str| match std::env::var(name) {
+        Ok(v) => Some(Ok(v)),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => Some(Err(NotUtf8)),
+    };
     let access = Access {
         read: &read,
         var: &var,
@@ -221,19 +231,14 @@ fn load_connecting(
 }
 
 /// Reads a whole file (or as much of it as the reader takes).
-type ReadFile<'a> = dyn Fn(&Path) -> std::io::Result<Vec<u8>> + 'a;
+type ReadFile<'a> = dyn Fn(&Path) -> Result<Vec<u8>, FileError> + 'a;
 
 /// The bytes of a pseudonym key file, one more than a key file may hold at
 /// most: [`Pseudonyms::new`] then refuses a larger file without its being
-/// read whole (a 1 GB file given by mistake, or `/dev/zero`, which never
-/// ends).
-pub fn read_pseudonym_key_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_KEY_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
+/// read whole (a 1 GB file given by mistake). Only a regular file is read
+/// (see [`secret_file::read`]).
+pub fn read_pseudonym_key_file(path: &Path) -> Result<Vec<u8>, FileError> {
+    secret_file::read(path, MAX_KEY_FILE_BYTES as u64 + 1)
 }
 
 /// Reads the key of `[audit] pseudonym_key_file` with `read` into the
@@ -254,9 +259,27 @@ fn read_pseudonym_key(config: &mut Config, read: &ReadFile<'_>, problems: &mut V
             Ok(p) => config.core.pseudonyms = Some(p),
             Err(e) => problems.push(format!("audit.pseudonym_key_file {shown} {e}")),
         },
-        Err(e) => problems.push(format!(
-            "audit.pseudonym_key_file {shown} cannot be read: {e}"
+        Err(e) => problems.push(secret_file::problem(
+            "audit.pseudonym_key_file",
+            path,
+            true,
+            &e,
         )),
+    }
+}
+
+/// Reads `[audit] signing_key_file` to list what is wrong with it with the
+/// other problems, before anything starts; the worker and `check` load it
+/// again when they begin to sign.
+fn check_signing_key(config: &Config, problems: &mut Vec<String>) {
+    use crate::audit::keys::{KeyError, load_signing_key};
+    let Some(path) = config.audit.signing_key_file.as_deref() else {
+        return;
+    };
+    match load_signing_key(path) {
+        Ok(_) => {}
+        Err(KeyError::Read(problem)) => problems.push(problem),
+        Err(e) => problems.push(format!("audit.signing_key_file {e}")),
     }
 }
 
@@ -294,10 +317,22 @@ fn load_layers(
 
 const ENV_PREFIX: &str = "GROUNDGATE_";
 
+/// Stands for the value of a `GROUNDGATE_*` variable that is not UTF-8
+/// text, which is never kept (it may be a secret): the value of a real
+/// environment variable cannot hold NUL, so no value is mistaken for it.
+const NOT_UTF8_VALUE: &str = "\0";
+
 /// The `GROUNDGATE_*` variables of this process: the environment layer.
+/// Other variables are not looked at, whatever they hold.
 fn process_env() -> Vec<(String, String)> {
-    std::env::vars()
-        .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+    std::env::vars_os()
+        .filter(|(k, _)| k.as_encoded_bytes().starts_with(ENV_PREFIX.as_bytes()))
+        .map(|(k, v)| {
+            let v = v
+                .into_string()
+                .unwrap_or_else(|_| NOT_UTF8_VALUE.to_string());
+            (k.to_string_lossy().into_owned(), v)
+        })
         .collect()
 }
 
@@ -371,6 +406,13 @@ fn env_layer(env: &[(String, String)]) -> Loaded {
                 continue;
             }
         };
+        if v == NOT_UTF8_VALUE {
+            problems.push(format!(
+                "{k}: its value is not UTF-8 text (it is not shown)"
+            ));
+            unread.insert(path);
+            continue;
+        }
         if let Some(first) = set_by.insert(path.clone(), k) {
             let (a, b) = if first < k.as_str() {
                 (first, k.as_str())
@@ -411,7 +453,18 @@ fn env_layer(env: &[(String, String)]) -> Loaded {
             Figment::from(Serialized::global(&path, value.clone())).extract::<RawConfig>()
         {
             for e in e {
-                problems.push(format!("{k}={v:?}: {}", describe_kind(&e.kind)));
+                // The value is shown only where it is a key's, of the
+                // wrong type. A name that is no key may hold anything: a
+                // secret put in a misspelt variable
+                // (GROUNDGATE_KAFKA__SASL_PASSWORD) is not echoed.
+                let names_key = e.path.join(".") == path
+                    && !matches!(e.kind, figment::error::Kind::UnknownField(..));
+                let shown = if names_key {
+                    format!("{k}={v:?}")
+                } else {
+                    format!("{k} (value not shown)")
+                };
+                problems.push(format!("{shown}: {}", describe_kind(&e.kind)));
             }
             unread.insert(path);
             continue;
@@ -623,8 +676,6 @@ fn describe_figment_error(e: figment::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::io;
-
     use super::*;
 
     fn write(toml: &str) -> tempfile::NamedTempFile {
@@ -655,12 +706,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let read = |_: &Path| -> io::Result<Vec<u8>> {
-            Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "No such file or directory",
-            ))
-        };
+        let read = |_: &Path, _: u64| Err(FileError::missing());
         let var = |_: &str| None;
         let features = BTreeSet::new();
         let access = Access {
@@ -805,6 +851,47 @@ mod tests {
         );
     }
 
+    /// The value of a variable is shown only where it is a key's, of the
+    /// wrong type: a variable that names no key may hold a secret.
+    #[test]
+    fn a_variable_that_names_no_key_is_named_without_its_value() {
+        let problems = kafka_problems(
+            "[kafka]\nbrokers = \"kafka-1:9092\"\n",
+            &[
+                ("GROUNDGATE_KAFKA__SASL_PASSWORD", "hunter2"),
+                ("GROUNDGATE_KAFKA__PROPERTIES__SASL.PASSWORD", "hunter3"),
+                ("GROUNDGATE_KAFKA__SSL_KEY_FILE__PEM", "hunter4"),
+                ("GROUNDGATE_KAFKA__SESSION_TIMEOUT_MS", "soon"),
+            ],
+        );
+        assert_begin(
+            &problems,
+            &[
+                "GROUNDGATE_KAFKA__SASL_PASSWORD (value not shown): unknown key \"sasl_password\"",
+                "GROUNDGATE_KAFKA__PROPERTIES__SASL.PASSWORD (value not shown): ",
+                "GROUNDGATE_KAFKA__SSL_KEY_FILE__PEM (value not shown): invalid type: found map",
+                "GROUNDGATE_KAFKA__SESSION_TIMEOUT_MS=\"soon\": invalid type",
+            ],
+        );
+        assert!(
+            !problems.iter().any(|p| p.contains("hunter")),
+            "{problems:#?}"
+        );
+    }
+
+    /// A variable whose value is not UTF-8 text is named without it.
+    #[test]
+    fn a_variable_that_is_not_text_is_named_without_its_value() {
+        let problems = kafka_problems(
+            "[kafka]\nbrokers = \"kafka-1:9092\"\n",
+            &[("GROUNDGATE_KAFKA__CLIENT_ID", NOT_UTF8_VALUE)],
+        );
+        assert_eq!(
+            problems,
+            ["GROUNDGATE_KAFKA__CLIENT_ID: its value is not UTF-8 text (it is not shown)"]
+        );
+    }
+
     /// Whether TLS is wanted cannot be told from an unknown protocol: the
     /// build is not asked for it, while the CA file is still read.
     #[test]
@@ -931,7 +1018,7 @@ pseudonym_key_file = \"/run/k\"\n";
             ],
         );
         let f = write(&format!("{toml}[kafka]\nbrokers = \"kafka-1:9092\"\n"));
-        let (read, var) = (|_: &Path| Ok(Vec::new()), |_: &str| None);
+        let (read, var) = (|_: &Path, _: u64| Ok(Vec::new()), |_: &str| None);
         let access = Access {
             read: &read,
             var: &var,
@@ -1041,16 +1128,16 @@ pseudonym_key_file = \"/run/k\"\n";
                 "audit.pseudonym_key_file /run/k is 4 bytes once trailing white space is dropped: a pseudonym key needs at least 32 (e.g. `openssl rand -hex 32 > FILE`)"
             ]
         );
-        let missing = |_: &Path| Err(io::Error::from(io::ErrorKind::NotFound));
+        let missing = |_: &Path| Err(FileError::missing());
         let (_, problems) = pseudonym_problems(
             "[audit]\npseudonymize = [\"tenant\"]\npseudonym_key_file = \"/run/k\"\n",
             &[],
             &missing,
         );
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(
-            problems[0].starts_with("audit.pseudonym_key_file /run/k cannot be read"),
-            "{problems:?}"
+        assert_eq!(
+            problems[0],
+            "audit.pseudonym_key_file: cannot read it: No such file or directory (os error 2); its value is not shown, since it names nothing on this machine and may be the secret itself: no part of it exists (6 character(s))"
         );
     }
 }

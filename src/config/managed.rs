@@ -173,6 +173,22 @@ pub const SECRETS: &[Managed] = &[
         why: "the client key itself",
         instead: Some("kafka.ssl_key_file"),
     },
+    // The OIDC JWT-bearer grant signs its assertion with a private key of
+    // its own; librdkafka reads it from a file as well.
+    Managed {
+        key: "sasl.oauthbearer.assertion.private.key.pem",
+        aliases: &[],
+        why: "the private key that signs the OIDC assertion",
+        instead: Some("-X sasl.oauthbearer.assertion.private.key.file=PATH (a file holding it)"),
+    },
+    Managed {
+        key: "sasl.oauthbearer.assertion.private.key.passphrase",
+        aliases: &[],
+        why: "the passphrase of the key that signs the OIDC assertion",
+        instead: Some(
+            "an unencrypted key in -X sasl.oauthbearer.assertion.private.key.file=PATH, readable by the worker alone",
+        ),
+    },
 ];
 
 /// A librdkafka property that a typed `[kafka]` key sets. Passing it through
@@ -307,6 +323,11 @@ mod tests {
             secret("SASL.PASSWORD").map(|m| m.key),
             Some("sasl.password")
         );
+        for assertion in ["pem", "passphrase"] {
+            let key = format!("sasl.oauthbearer.assertion.private.key.{assertion}");
+            assert!(refused(&key), "{key}");
+        }
+        assert!(!refused("sasl.oauthbearer.assertion.private.key.file"));
         assert_eq!(
             typed("sasl.mechanisms").map(|t| t.setting),
             Some("kafka.sasl_mechanism")

@@ -17,6 +17,8 @@
 //! - [`managed`]: the librdkafka properties groundgate sets itself, the
 //!   secrets, and the properties typed keys set (what the passthrough may
 //!   not carry); the Kafka client settings read the same lists;
+//! - [`secret_file`]: reading a named file without blocking on a FIFO,
+//!   and naming a file that holds a secret without showing the secret;
 //! - `security`: the typed TLS/SASL/OIDC keys, checked against each other,
 //!   and for the commands that connect, against files, variables and the
 //!   librdkafka build ([`check_access`]).
@@ -27,6 +29,7 @@
 mod load;
 pub mod managed;
 pub mod raw;
+pub mod secret_file;
 mod security;
 mod validate;
 
@@ -44,8 +47,8 @@ use crate::core::{CoreSettings, OutputRole};
 pub use load::{env_layer_names, read_pseudonym_key_file};
 pub use raw::*;
 pub use security::{
-    Access, KafkaSecurity, Oidc, SaslMechanism, Secret, SecretSource, Secrets, SecurityProtocol,
-    check_access, needed_features,
+    Access, KafkaSecurity, MAX_SECRET_BYTES, NotUtf8, Oidc, SaslMechanism, Secret, SecretSource,
+    Secrets, SecurityProtocol, check_access, needed_features,
 };
 pub use validate::Host;
 

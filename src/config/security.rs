@@ -17,6 +17,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::RawKafka;
+use super::secret_file::FileError;
+
+/// The most bytes a password or client secret file may hold: a larger one
+/// is not such a file (a key or a log given by mistake).
+pub const MAX_SECRET_BYTES: u64 = 64 * 1024;
+
+/// The value of an environment variable is not UTF-8 text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotUtf8;
 
 /// `security.protocol`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -425,10 +434,13 @@ fn passthrough(props: &BTreeMap<String, String>, key: &str) -> Option<String> {
 
 /// What the commands that connect need from outside the configuration.
 pub struct Access<'a> {
-    /// Reads a file (the shell passes `std::fs::read`).
-    pub read: &'a dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
-    /// Reads an environment variable.
-    pub var: &'a dyn Fn(&str) -> Option<String>,
+    /// Reads at most so many bytes of a regular file (the shell passes
+    /// [`super::secret_file::read`]).
+    pub read: &'a ReadBounded<'a>,
+    /// Reads an environment variable: `None` when it is not set, an error
+    /// when its value is not UTF-8 (the value is not kept, so it cannot be
+    /// shown).
+    pub var: &'a dyn Fn(&str) -> Option<Result<String, NotUtf8>>,
     /// librdkafka's `builtin.features` (`None`: not checked).
     pub features: Option<&'a BTreeSet<String>>,
     /// Why librdkafka refuses a property and its value, if it does (`None`:
@@ -436,6 +448,9 @@ pub struct Access<'a> {
     /// refused one is listed, not only the first the client would meet.
     pub refuses: Option<&'a Refuses<'a>>,
 }
+
+/// Reads at most so many bytes of a regular file.
+pub type ReadBounded<'a> = dyn Fn(&Path, u64) -> Result<Vec<u8>, FileError> + 'a;
 
 /// Why librdkafka refuses a property and its value, if it does.
 pub type Refuses<'a> = dyn Fn(&str, &str) -> Option<String> + 'a;
@@ -454,66 +469,83 @@ pub fn check_access(
     access: &Access<'_>,
     problems: &mut Vec<String>,
 ) -> Secrets {
+    // Only whether they can be opened: librdkafka reads them itself. The
+    // key file holds a secret, so a value of it that names nothing is not
+    // shown (it may be the key's text itself).
     let files = [
-        ("kafka.ssl_ca_file", &security.ca_file),
-        ("kafka.ssl_certificate_file", &security.certificate_file),
-        ("kafka.ssl_key_file", &security.key_file),
+        ("kafka.ssl_ca_file", &security.ca_file, false),
+        (
+            "kafka.ssl_certificate_file",
+            &security.certificate_file,
+            false,
+        ),
+        ("kafka.ssl_key_file", &security.key_file, true),
     ];
-    for (key, path) in files {
+    for (key, path, secret) in files {
         if let Some(path) = path
-            && let Err(e) = (access.read)(path)
+            && let Err(e) = (access.read)(path, 0)
         {
-            problems.push(format!(
-                "{key} = {:?}: cannot read it: {e}",
-                path.display().to_string()
-            ));
+            problems.push(super::secret_file::problem(key, path, secret, &e));
         }
     }
     let mut secret = |key: &str, source: &Option<SecretSource>| -> Option<Secret> {
-        match source.as_ref()? {
+        let text = match source.as_ref()? {
             SecretSource::Env(var) => match (access.var)(var) {
-                Some(v) if !v.is_empty() => Some(Secret(v)),
-                _ => {
+                Some(Ok(v)) => v,
+                Some(Err(NotUtf8)) => {
                     problems.push(format!(
-                        "{key}: the environment variable {var} is not set or empty"
+                        "{key}: the environment variable {var} is not UTF-8 text"
                     ));
-                    None
+                    return None;
+                }
+                // Like a secret file's path, the name is shown only when it
+                // names something: it may be the password itself.
+                None => {
+                    problems.push(format!(
+                        "{key}: the environment variable it names is not set; its name is not shown, since it names nothing in this environment and may be the secret itself ({} character(s))",
+                        var.chars().count()
+                    ));
+                    return None;
                 }
             },
-            SecretSource::File(path) => match (access.read)(path) {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(mut s) => {
-                        for end in ["\n", "\r"] {
-                            if s.ends_with(end) {
-                                s.pop();
-                            }
-                        }
-                        if s.is_empty() {
-                            problems.push(format!(
-                                "{key} = {:?}: the file is empty",
-                                path.display().to_string()
-                            ));
-                            return None;
-                        }
-                        Some(Secret(s))
+            SecretSource::File(path) => {
+                let bytes = match (access.read)(path, MAX_SECRET_BYTES + 1) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        problems.push(super::secret_file::problem(key, path, true, &e));
+                        return None;
                     }
+                };
+                let shown = path.display().to_string();
+                if bytes.len() as u64 > MAX_SECRET_BYTES {
+                    problems.push(format!(
+                        "{key} = {shown:?}: the file is larger than {MAX_SECRET_BYTES} bytes: is it the right file?"
+                    ));
+                    return None;
+                }
+                match String::from_utf8(bytes) {
+                    Ok(s) => s,
                     Err(_) => {
-                        problems.push(format!(
-                            "{key} = {:?}: not UTF-8 text",
-                            path.display().to_string()
-                        ));
-                        None
+                        problems.push(format!("{key} = {shown:?}: not UTF-8 text"));
+                        return None;
                     }
-                },
-                Err(e) => {
-                    problems.push(format!(
-                        "{key} = {:?}: cannot read it: {e}",
-                        path.display().to_string()
-                    ));
-                    None
                 }
-            },
+            }
+        };
+        let text = super::secret_file::without_line_end(text);
+        if text.is_empty() {
+            problems.push(match source.as_ref()? {
+                SecretSource::Env(var) => {
+                    format!("{key}: the environment variable {var} is empty")
+                }
+                SecretSource::File(path) => format!(
+                    "{key} = {:?}: the file is empty",
+                    path.display().to_string()
+                ),
+            });
+            return None;
         }
+        Some(Secret(text))
     };
     let password_key = match &security.password {
         Some(SecretSource::Env(_)) => "kafka.sasl_password_env",
@@ -708,6 +740,15 @@ mod tests {
             !all.contains("hunter2-secret"),
             "a refused secret is not echoed: {all}"
         );
+        let all = problems(
+            "[kafka.properties]\n\"sasl.oauthbearer.assertion.private.key.pem\" = \"-----BEGIN hunter2\"\n\"sasl.oauthbearer.assertion.private.key.passphrase\" = \"hunter2\"\n\"sasl.oauthbearer.assertion.private.key.file\" = \"/k.pem\"\n",
+        );
+        assert_eq!(all.lines().count(), 2, "{all}");
+        assert!(
+            all.contains("\"sasl.oauthbearer.assertion.private.key.pem\" (-X sasl.oauthbearer.assertion.private.key.pem=...) would put a secret"),
+            "{all}"
+        );
+        assert!(!all.contains("hunter2"), "{all}");
     }
 
     fn access_problems(
@@ -723,15 +764,21 @@ mod tests {
             .iter()
             .map(|(p, c)| (PathBuf::from(p), c.as_bytes().to_vec()))
             .collect();
-        let read = |p: &Path| {
-            files.get(p).cloned().ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory")
-            })
+        // As on a machine where only "/" exists of each missing path.
+        let read = |p: &Path, limit: u64| {
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+            files
+                .get(p)
+                .map(|b| b[..b.len().min(limit)].to_vec())
+                .ok_or_else(|| FileError {
+                    existing_dir: p.has_root().then(|| PathBuf::from("/")),
+                    ..FileError::missing()
+                })
         };
         let var = |n: &str| {
             vars.iter()
                 .find(|(k, _)| *k == n)
-                .map(|(_, v)| v.to_string())
+                .map(|(_, v)| Ok(v.to_string()))
         };
         let features: BTreeSet<String> = features.iter().map(|f| f.to_string()).collect();
         let access = Access {
@@ -782,23 +829,66 @@ mod tests {
             &all,
             &[
                 "kafka.ssl_ca_file = \"/ca.pem\": cannot read it: No such file",
-                "kafka.ssl_key_file = \"/k.pem\": cannot read it",
-                "kafka.sasl_password_file = \"/run/pw\": cannot read it",
+                "kafka.ssl_key_file: cannot read it: No such file or directory (os error 2); its value is not shown, since it names nothing on this machine and may be the secret itself: of the path, only the directory \"/\" exists; the 5 character(s) after it do not",
+                "kafka.sasl_password_file: cannot read it: No such file or directory (os error 2); its value is not shown",
             ],
         );
         assert!(!all.contains("c.pem\""), "{all}");
+        assert!(!all.contains("/run/pw"), "{all}");
 
         let env = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_env = \"KAFKA_PW\"\n";
         let (_, all) = access_problems(env, &[], &[], ALL);
         assert!(
             all.contains(
-                "kafka.sasl_password_env: the environment variable KAFKA_PW is not set or empty"
+                "kafka.sasl_password_env: the environment variable it names is not set; its name is not shown, since it names nothing in this environment and may be the secret itself (8 character(s))"
             ),
             "{all}"
         );
+        assert!(!all.contains("KAFKA_PW"), "{all}");
         let (secrets, all) = access_problems(env, &[], &[("KAFKA_PW", "from-env")], ALL);
         assert_eq!(all, "");
         assert_eq!(secrets.sasl_password, Some(Secret::new("from-env")));
+    }
+
+    /// A secret is its text without one line end, whether it comes from a
+    /// file or from a variable (a Kubernetes Secret made from a file keeps
+    /// the file's newline, in either form).
+    #[test]
+    fn one_line_end_is_dropped_from_a_file_and_from_a_variable_alike() {
+        let env = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_env = \"KAFKA_PW\"\n";
+        let file = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_file = \"/pw\"\n";
+        for (given, kept) in [("pw\n", "pw"), ("pw\r\n", "pw"), ("pw \n\n", "pw \n")] {
+            let (secrets, all) = access_problems(env, &[], &[("KAFKA_PW", given)], ALL);
+            assert_eq!(all, "");
+            assert_eq!(secrets.sasl_password, Some(Secret::new(kept)), "{given:?}");
+            let (secrets, all) = access_problems(file, &[("/pw", given)], &[], ALL);
+            assert_eq!(all, "");
+            assert_eq!(secrets.sasl_password, Some(Secret::new(kept)), "{given:?}");
+        }
+        let (_, all) = access_problems(env, &[], &[("KAFKA_PW", "\n")], ALL);
+        assert!(
+            all.contains("the environment variable KAFKA_PW is empty"),
+            "{all}"
+        );
+        let (_, all) = access_problems(file, &[("/pw", "\r\n")], &[], ALL);
+        assert_eq!(all, "kafka.sasl_password_file = \"/pw\": the file is empty");
+    }
+
+    /// A secret file is read no further than a secret can reach: a large
+    /// file is the wrong one (a key, a log), not a password to send.
+    #[test]
+    fn a_secret_file_larger_than_a_secret_is_refused() {
+        let toml = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = \"https://idp/token\"\noidc_client_id = \"c\"\noidc_client_secret_file = \"/cs\"\n";
+        let big = "x".repeat(MAX_SECRET_BYTES as usize + 1);
+        let (secrets, all) = access_problems(toml, &[("/cs", &big)], &[], ALL);
+        assert_eq!(
+            all,
+            "kafka.oidc_client_secret_file = \"/cs\": the file is larger than 65536 bytes: is it the right file?"
+        );
+        assert_eq!(secrets.oidc_client_secret, None);
+        let (secrets, all) = access_problems(toml, &[("/cs", &big[1..])], &[], ALL);
+        assert_eq!(all, "");
+        assert!(secrets.oidc_client_secret.is_some());
     }
 
     #[test]

@@ -372,7 +372,7 @@ mod tests {
         )
         .unwrap();
         let config = raw.validate().unwrap();
-        let (read, var) = (|_: &std::path::Path| Ok(Vec::new()), |_: &str| None);
+        let (read, var) = (|_: &std::path::Path, _: u64| Ok(Vec::new()), |_: &str| None);
         let access = crate::config::Access {
             read: &read,
             var: &var,

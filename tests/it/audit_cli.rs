@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::{BIN, problem_kinds};
+use crate::common::{BIN, exit_and_stderr, mkfifo, problem_kinds};
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -1337,7 +1337,7 @@ fn a_keyring_file_that_is_not_all_public_keys_exits_2_naming_the_block() {
     let err = refused("empty.pem", Some("keys go here\n"));
     assert!(err.contains("holds no PEM block"), "{err}");
     let err = refused("missing.pem", None);
-    assert!(err.contains("cannot read key file"), "{err}");
+    assert!(err.contains("cannot read it: No such file"), "{err}");
 }
 
 /// `audit pseudonym` reads a list saved on Windows (a byte order mark, CR
@@ -1462,4 +1462,40 @@ fn the_workers_configuration_names_the_pseudonym_key() {
     let neither = run(&["audit", "pseudonym", "alice"]);
     assert_eq!(neither.status.code(), Some(2), "{}", text(&neither));
     assert!(text(&neither).contains("--key-file"), "{}", text(&neither));
+}
+
+/// `audit pseudonym` reads its key as the workers do: a FIFO is refused
+/// at once rather than waited on, and a key typed where its file's path
+/// belongs is not shown.
+#[test]
+fn the_pseudonym_key_must_be_a_regular_file_and_a_missing_one_is_not_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pseudonym.key");
+    mkfifo(&fifo);
+    // Bounded: a reader that opens the FIFO would wait for a writer.
+    let mut cmd = Command::new(BIN);
+    cmd.args(["audit", "pseudonym", "--key-file"])
+        .arg(&fifo)
+        .arg("alice");
+    let (code, err) = exit_and_stderr("audit pseudonym", cmd);
+    assert_eq!(code, Some(2), "{err}");
+    let expected = format!(
+        "--key-file = {:?}: it is a FIFO (named pipe), not a regular file",
+        fifo.to_str().unwrap()
+    );
+    assert!(err.contains(&expected), "{err}");
+    let o = run(&[
+        "audit",
+        "pseudonym",
+        "--key-file",
+        "0123456789abcdef0123456789abcdef",
+        "alice",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--key-file: cannot read it: No such file or directory (os error 2); its value is not shown"),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("0123456789abcdef"), "{}", text(&o));
 }

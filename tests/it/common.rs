@@ -120,6 +120,32 @@ impl Proc {
     }
 }
 
+/// Runs `cmd` (its stderr piped) to its end, at most [`WAIT`]: its exit
+/// code and what it wrote to stderr. A command that never stops fails the
+/// test instead of holding it.
+pub fn exit_and_stderr(name: &'static str, mut cmd: Command) -> (Option<i32>, String) {
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut p = Proc::spawn(name, cmd);
+    let status = p
+        .wait_exit(WAIT)
+        .unwrap_or_else(|| panic!("{name} did not stop by itself"));
+    let mut err = String::new();
+    if let Some(mut stderr) = p.child.stderr.take() {
+        stderr.read_to_string(&mut err).expect("stderr");
+    }
+    (status.code(), err)
+}
+
+/// Makes a FIFO (named pipe) at `path`: a file that holds a reader until
+/// something writes to it.
+pub fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("a path");
+    // SAFETY: a NUL-terminated path and a mode.
+    #[allow(unsafe_code)]
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "mkfifo {}", path.display());
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -530,6 +530,7 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
 /// The environment a secured client gets, loaded and checked the way
 /// `groundgate run` does (with `files` standing in for the mounted Secret).
 fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
+    use groundgate::config::secret_file::FileError;
     use groundgate::config::{Access, SaslMechanism, SecurityProtocol, check_access};
     let ours: Vec<(String, String)> = env
         .iter()
@@ -546,17 +547,14 @@ fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
     let s = &config.kafka.security;
     assert_eq!(s.protocol, Some(SecurityProtocol::SaslSsl));
     assert_eq!(s.mechanism, Some(SaslMechanism::ScramSha512));
-    let read = |p: &Path| {
+    let read = |p: &Path, _: u64| {
         if files.iter().any(|f| Path::new(f) == p) {
             Ok(b"from the secret".to_vec())
         } else {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "not mounted",
-            ))
+            Err(FileError::missing())
         }
     };
-    let var = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let var = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| Ok(v.clone()));
     let features = groundgate::kafka::library().features;
     let access = Access {
         read: &read,

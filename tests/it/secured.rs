@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{Proc, WAIT, bin, free_port, http_get, need_tool, succeeded, wait_for};
+use crate::common::{
+    Proc, WAIT, bin, exit_and_stderr, free_port, http_get, mkfifo, need_tool, succeeded, wait_for,
+};
 
 /// A test CA, a server certificate for 127.0.0.1 and a client certificate
 /// signed by it, and a second CA that signed nothing of these.
@@ -232,7 +234,7 @@ fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
         pki.dir.path(),
         "scram.toml",
         &format!(
-            "[log]\nlevel = \"debug\"\n[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"groundgate\"\nsasl_password_file = {}\nssl_ca_file = {}\n[kafka.properties]\n\"compression.type\" = \"zstd\"\n",
+            "[log]\nlevel = \"debug\"\n[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"groundgate\"\nsasl_password_file = {}\nssl_ca_file = {}\n[kafka.properties]\n\"compression.type\" = \"zstd\"\n\"debug\" = \"all\"\n",
             q(&password),
             q(&pki.path("ca.pem")),
         ),
@@ -247,6 +249,12 @@ fn sasl_ssl_scram_reaches_the_tls_listener_and_no_secret_is_shown() {
     drop(worker);
     let log = read(&log);
     assert!(log.contains("builtin_features"), "start-up line:\n{log}");
+    // librdkafka's every debug context is forwarded, its dump of the
+    // client's configuration included, with the password redacted.
+    assert!(
+        log.contains("sasl.password = [redacted]"),
+        "librdkafka's configuration dump:\n{log}"
+    );
     for (what, text) in [("log", &log), ("/metrics", &body)] {
         assert!(
             !text.contains(&secret),
@@ -386,7 +394,7 @@ fn oidc_token_request_carries_the_client_credentials() {
         dir.path(),
         "oidc.toml",
         &format!(
-            "[kafka]\nsecurity_protocol = \"SASL_PLAINTEXT\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = {url:?}\noidc_client_id = \"gg-client\"\noidc_client_secret_file = {}\noidc_scope = \"kafka\"\n",
+            "[log]\nlevel = \"debug\"\n[kafka]\nsecurity_protocol = \"SASL_PLAINTEXT\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = {url:?}\noidc_client_id = \"gg-client\"\noidc_client_secret_file = {}\noidc_scope = \"kafka\"\n[kafka.properties]\n\"debug\" = \"all\"\n",
             q(&secret_file)
         ),
     );
@@ -419,7 +427,14 @@ fn oidc_token_request_carries_the_client_credentials() {
         request.contains(&format!("Basic {basic}")),
         "client id and secret in the Authorization header: {request}"
     );
-    assert!(!read(&log).contains(&secret), "{}", read(&log));
+    // Neither the secret nor the header carrying it is in the log, with
+    // every librdkafka debug context on (its configuration dump included).
+    let log = wait_for("librdkafka's configuration dump in the log", WAIT, || {
+        let log = read(&log);
+        log.contains("sasl.oauthbearer.client.secret = [redacted]")
+            .then_some(log)
+    });
+    assert!(!log.contains(&secret) && !log.contains(&basic), "{log}");
 }
 
 /// `run` with `extra` arguments and environment: (exit code, stderr).
@@ -431,19 +446,14 @@ fn run_fails(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut p = Proc::spawn("run", {
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        cmd
-    });
-    let status = p.wait_exit(WAIT).expect("run stops by itself");
-    let mut err = String::new();
-    p.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    (status.code(), err)
+    exit_and_stderr("run", cmd)
+}
+
+/// `run` with the configuration file `config` and brokers that are never
+/// reached: (exit code, stderr).
+fn run_fails_with_config(config: &Path) -> (Option<i32>, String) {
+    let config = config.to_str().expect("a UTF-8 path");
+    run_fails(&["--brokers", "127.0.0.1:9", "--config", config], &[])
 }
 
 #[test]
@@ -528,26 +538,104 @@ fn unreadable_tls_files_are_named_at_start() {
         "missing.toml",
         "[kafka]\nsecurity_protocol = \"SSL\"\nssl_ca_file = \"/nonexistent/ca.pem\"\nssl_certificate_file = \"/nonexistent/c.pem\"\nssl_key_file = \"/nonexistent/c.key\"\n",
     );
-    let (code, err) = run_fails(
-        &[
-            "--brokers",
-            "127.0.0.1:9",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let (code, err) = run_fails_with_config(&config);
     assert_eq!(code, Some(2), "{err}");
-    for key in [
-        "kafka.ssl_ca_file",
-        "kafka.ssl_certificate_file",
-        "kafka.ssl_key_file",
-    ] {
+    for key in ["kafka.ssl_ca_file", "kafka.ssl_certificate_file"] {
         assert!(
             err.contains(&format!("{key} = \"/nonexistent/")),
             "{key}: {err}"
         );
     }
+    // The key file's value may be the key itself: only what exists is shown.
+    assert!(
+        err.contains("kafka.ssl_key_file: cannot read it: No such file or directory (os error 2); its value is not shown, since it names nothing on this machine and may be the secret itself: of the path, only the directory \"/\" exists; the 17 character(s) after it do not"),
+        "{err}"
+    );
+    assert!(!err.contains("c.key"), "{err}");
+}
+
+/// A file that holds a secret must be a regular file: a FIFO (which nothing
+/// writes to) or a directory is a configuration problem listed at start,
+/// not a start that waits forever; a value that names nothing (the secret
+/// typed where its path belongs) is not shown.
+#[test]
+fn secret_files_that_are_no_files_are_listed_without_waiting_or_showing_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fifo, key_fifo) = (
+        dir.path().join("password"),
+        dir.path().join("pseudonym.key"),
+    );
+    mkfifo(&fifo);
+    mkfifo(&key_fifo);
+    let key = dir.path().join("client.key");
+    std::fs::write(&key, "not read here").unwrap();
+    let config = write_config(
+        dir.path(),
+        "fifo.toml",
+        &format!(
+            "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_file = {}\nssl_certificate_file = {}\nssl_key_file = {}\nssl_key_password_file = {}\n[audit]\npseudonymize = [\"user\"]\npseudonym_key_file = {}\nsigning_key_file = \"hunter2-signing-secret\"\n",
+            q(&fifo),
+            q(&key),
+            q(&key),
+            q(dir.path()),
+            q(&key_fifo)
+        ),
+    );
+    let (code, err) = run_fails_with_config(&config);
+    assert_eq!(code, Some(2), "{err}");
+    for expected in [
+        format!(
+            "kafka.sasl_password_file = {}: it is a FIFO (named pipe), not a regular file",
+            q(&fifo)
+        ),
+        format!(
+            "kafka.ssl_key_password_file = {}: it is a directory, not a regular file",
+            q(dir.path())
+        ),
+        format!(
+            "audit.pseudonym_key_file = {}: it is a FIFO (named pipe), not a regular file",
+            q(&key_fifo)
+        ),
+        "audit.signing_key_file: cannot read it: No such file or directory (os error 2); its value is not shown".to_string(),
+    ] {
+        assert!(err.contains(&expected), "{expected:?} not in:\n{err}");
+    }
+    assert!(!err.contains("hunter2"), "{err}");
+}
+
+/// What an operator's slips put in the environment is not echoed: a
+/// password given where its file's path belongs, a password in a variable
+/// named like a key that does not exist, and a variable whose value is not
+/// UTF-8 text (in a `GROUNDGATE_*` variable, or in any other).
+#[test]
+fn secrets_in_the_environment_are_not_echoed() {
+    use std::os::unix::ffi::OsStrExt;
+    let not_utf8 = std::ffi::OsStr::from_bytes(b"hunter2-not-utf8-\xff");
+    let mut cmd = bin();
+    cmd.args([
+        "run",
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+    ])
+    .env("GROUNDGATE_BROKERS", "127.0.0.1:9")
+    .env("GROUNDGATE_KAFKA__SECURITY_PROTOCOL", "SASL_SSL")
+    .env("GROUNDGATE_KAFKA__SASL_MECHANISM", "PLAIN")
+    .env("GROUNDGATE_KAFKA__SASL_USERNAME", "u")
+    .env("GROUNDGATE_KAFKA__SASL_PASSWORD_FILE", "hunter2-in-path")
+    .env("GROUNDGATE_KAFKA__SASL_PASSWORD", "hunter2-misspelt")
+    .env("GROUNDGATE_KAFKA__CLIENT_ID", not_utf8)
+    .env("SOME_OTHER_PASSWORD", not_utf8);
+    let (code, err) = exit_and_stderr("run", cmd);
+    assert_eq!(code, Some(2), "{err}");
+    for expected in [
+        "GROUNDGATE_KAFKA__SASL_PASSWORD (value not shown): unknown key \"sasl_password\"",
+        "GROUNDGATE_KAFKA__CLIENT_ID: its value is not UTF-8 text (it is not shown)",
+        "kafka.sasl_password_file: cannot read it: No such file or directory (os error 2); its value is not shown",
+    ] {
+        assert!(err.contains(expected), "{expected:?} not in:\n{err}");
+    }
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]
