@@ -142,7 +142,9 @@ pub async fn replay(
     selection: &Selection,
 ) -> Result<Replayed, ReplayError> {
     let topic = k.topics.dead_letter.clone();
+    // Assigned partitions, no commits: the group id only names the reader.
     let reader: BaseConsumer<LogContext> = super::client::reader(k, bootstrap)
+        .set("group.id", "groundgate-replay")
         .create_with_context(LogContext::loud())
         .map_err(ReplayError::Client)?;
     let read_err = |source| ReplayError::Read {
