@@ -170,8 +170,9 @@ pub struct KeygenArgs {
 
 #[derive(Debug, Args)]
 pub struct PseudonymArgs {
-    /// The key the trail was written with (`[audit] pseudonym_key_file`).
-    #[arg(long, required_unless_present = "config", conflicts_with = "config")]
+    /// The key the trail was written with (`[audit] pseudonym_key_file`); this or --config is
+    /// required.
+    #[arg(long, conflicts_with = "config")]
     pub key_file: Option<PathBuf>,
     /// The workers' configuration file: the key is the one its `audit.pseudonym_key_file` names
     /// (after the GROUNDGATE_* environment, as the workers read it).

@@ -95,7 +95,7 @@ fn pseudonym_key_file(args: &PseudonymArgs) -> Result<PathBuf, CmdError> {
     }
     let Some(file) = args.config.as_deref() else {
         return Err(CmdError::Usage(
-            "give the key with --key-file or the workers' configuration with --config".into(),
+            "pseudonym needs the key the trail was written with: --key-file FILE, or --config with the workers' configuration file, whose audit.pseudonym_key_file names it".into(),
         ));
     };
     let config = RawConfig::load_from_process(Some(file), RawConfig::default())?;
