@@ -609,6 +609,11 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             .map(|p| ("--compare-config", p)),
     );
     refuse_overwrites(args, &read)?;
+    if let (Some(config), Some(baseline)) = (&args.config, &args.compare_config)
+        && crate::batch::files::same_file(config, baseline)
+    {
+        return Err(CheckError::CompareWithItself(baseline.clone()));
+    }
     if let Some(r) = args.report.as_ref().filter(|r| r.is_dir()) {
         return Err(CheckError::ReportIsDir(
             r.display().to_string().trim_end_matches('/').into(),

@@ -1137,6 +1137,37 @@ fn an_input_of_framed_lines_is_named_with_its_framing_not_jq() {
     }
 }
 
+/// `--compare-config` naming the file `--config` names (by its path or
+/// another) would compare a configuration with itself and always report
+/// no change: a usage mistake, refused before anything is written.
+#[test]
+fn a_what_if_against_the_same_configuration_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = one_record(dir.path());
+    let config = repo("examples/demo.toml");
+    let link = dir.path().join("current.toml");
+    std::os::unix::fs::symlink(&config, &link).unwrap();
+    let out = dir.path().join("o");
+    for baseline in [&config, &link] {
+        let o = check(&[
+            os(&input),
+            os("--out"),
+            os(&out),
+            os("--config"),
+            os(&config),
+            os("--compare-config"),
+            os(baseline),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("is the file --config names") && err.contains("baseline"),
+            "{err}"
+        );
+        assert!(!out.join("summary.json").exists(), "{err}");
+    }
+}
+
 /// `--report` into a directory that does not exist yet is made like
 /// `--out`, not found missing after every record was judged.
 #[test]
