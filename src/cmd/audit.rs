@@ -694,6 +694,16 @@ fn read_anchors(
                 committed.insert(e.partition(), (o, head));
             }
         }
+        // The anchor asked for is absent; verify goes on without it, as a
+        // group that has not committed yet is no problem of the trail, but
+        // a mistyped group name would otherwise pass unnoticed.
+        if let (Some(group), true) = (group, committed.is_empty()) {
+            eprintln!(
+                "groundgate audit verify: group {} has committed no offset of {}: nothing anchors the trail (the range ends at the input topic's end and no chain head is checked); if the workers' group is another (their kafka.group_id), give that one to --group",
+                Escaped(group),
+                Escaped(input)
+            );
+        }
     }
     // A time is the first offset written at or after it; the end of a time
     // range is the offset before the first one written after it.

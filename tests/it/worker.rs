@@ -1918,6 +1918,30 @@ async fn tampering_with_the_audit_topic_is_caught() {
     w.stop().await.unwrap();
     let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
     assert_eq!(code, 0, "{report:#}");
+    // A group that committed nothing (a mistyped name) anchors nothing:
+    // verify says so rather than pass as if anchored.
+    let b = bs.clone();
+    let typo = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(BIN)
+            .args([
+                "audit",
+                "verify",
+                "--brokers",
+                &b,
+                "--input-topic",
+                "answers",
+            ])
+            .args(["--group", "g-tampr"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        err.contains("group g-tampr has committed no offset of answers: nothing anchors the trail"),
+        "{err}"
+    );
 
     // A copy of a sealed row with the same answer_hash and a flipped
     // outcome, as `kcat -P -t answers.audit` would write it.
