@@ -41,6 +41,9 @@ pub enum EvalError {
     Folds { folds: usize, most: usize },
 }
 
+/// The `--by` group of a record that lacks the field.
+pub const NO_FIELD: &str = "(none)";
+
 /// One labelled record after `process`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
@@ -268,7 +271,7 @@ pub fn score_file(
             group: by.map(|f| match value.get(f) {
                 Some(serde_json::Value::String(s)) => s.clone(),
                 Some(v) => v.to_string(),
-                None => "(none)".to_string(),
+                None => NO_FIELD.to_string(),
             }),
             naive: naive_share(answer, &texts),
             evidence: g.claims.iter().filter_map(|c| c.evidence).collect(),
