@@ -202,7 +202,9 @@ pub struct CheckArgs {
     /// audit.jsonl, is its 1-based line number.
     #[arg(long)]
     pub out: PathBuf,
-    /// TOML configuration file (policy, providers, limits).
+    /// TOML configuration file (policy, providers, limits, grounding, value_framing, [audit]
+    /// keys), the workers' own for the workers' verdicts; GROUNDGATE_* variables override it
+    /// [default: none, built-in defaults]
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Exit 1 if any record had this outcome (repeatable).
@@ -399,7 +401,8 @@ pub struct EvalArgs {
     /// table row per file.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// TOML configuration file (its `[grounding]` section is what is measured).
+    /// TOML configuration file (its `[grounding]` section is what is measured); GROUNDGATE_*
+    /// variables override it [default: none, built-in defaults]
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Name of the label field.
