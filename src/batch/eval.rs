@@ -216,6 +216,11 @@ pub fn score_file(
             _ => {
                 // The value as written (`1`, `null`, `"yes"`), not Rust's view of it.
                 let what = match label {
+                    // Unlabelled from its first line: answers to be judged,
+                    // not measured.
+                    None if line_no == 1 => format!(
+                        "field {label_field:?} is missing (the label: \"supported\" or \"unsupported\"; --label-field names another field): eval measures the grounding check on answers labelled by hand; `groundgate check` judges unlabelled answers"
+                    ),
                     None => format!(
                         "field {label_field:?} is missing (the label: \"supported\" or \"unsupported\"; --label-field names another field)"
                     ),
