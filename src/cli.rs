@@ -276,7 +276,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub metrics_addr: Option<String>,
     /// Check the configuration and what the cluster offers (brokers, the five topics, their
-    /// message limits and audit retention), print the findings and exit: 0 when nothing would
+    /// message limits, the audit topic's compaction and retention, schema validation against
+    /// value_framing and [output_schema_ids]), print the findings and exit: 0 when nothing would
     /// stop the worker, 1 otherwise. Consumes, produces and creates nothing.
     #[arg(long)]
     pub preflight: bool,
