@@ -24,6 +24,8 @@ COPY --from=builder /src/target/release/groundgate /usr/local/bin/groundgate
 COPY --from=builder /src/src/core/grounding/data/LICENSE-WordNet /usr/share/doc/groundgate/LICENSE-WordNet
 # The JSON Schemas of the records this binary reads and writes, so that a
 # pipeline can validate or register exactly the shapes of the image it runs.
+# The binary embeds the same files (`groundgate schema` reads nothing at run
+# time); these copies serve tools that read files, e.g. `docker cp`.
 COPY --from=builder /src/schemas /usr/share/groundgate/schemas
 USER 10001
 EXPOSE 9464

@@ -173,8 +173,9 @@ pub struct KeygenArgs {
 
 #[derive(Debug, Args)]
 pub struct PseudonymArgs {
-    /// The key the trail was written with (`[audit] pseudonym_key_file`).
-    #[arg(long, required_unless_present = "config", conflicts_with = "config")]
+    /// The key the trail was written with (`[audit] pseudonym_key_file`); this or --config is
+    /// required.
+    #[arg(long, conflicts_with = "config")]
     pub key_file: Option<PathBuf>,
     /// The workers' configuration file: the key is the one its `audit.pseudonym_key_file` names
     /// (after the GROUNDGATE_* environment, as the workers read it).
@@ -204,7 +205,9 @@ pub struct CheckArgs {
     /// audit.jsonl, is its 1-based line number.
     #[arg(long)]
     pub out: PathBuf,
-    /// TOML configuration file (policy, providers, limits).
+    /// TOML configuration file (policy, providers, limits, grounding, value_framing, [audit]
+    /// keys), the workers' own for the workers' verdicts; GROUNDGATE_* variables override it
+    /// [default: none, built-in defaults]
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Exit 1 if any record had this outcome (repeatable).
@@ -276,7 +279,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub metrics_addr: Option<String>,
     /// Check the configuration and what the cluster offers (brokers, the five topics, their
-    /// message limits and audit retention), print the findings and exit: 0 when nothing would
+    /// message limits, the audit topic's compaction and retention, schema validation against
+    /// value_framing and [output_schema_ids]), print the findings and exit: 0 when nothing would
     /// stop the worker, 1 otherwise. Consumes, produces and creates nothing.
     #[arg(long)]
     pub preflight: bool,
@@ -443,7 +447,8 @@ pub struct EvalArgs {
     /// table row per file.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// TOML configuration file (its `[grounding]` section is what is measured).
+    /// TOML configuration file (its `[grounding]` section is what is measured); GROUNDGATE_*
+    /// variables override it [default: none, built-in defaults]
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Name of the label field.

@@ -41,6 +41,9 @@ pub enum EvalError {
     Folds { folds: usize, most: usize },
 }
 
+/// The `--by` group of a record that lacks the field.
+pub const NO_FIELD: &str = "(none)";
+
 /// One labelled record after `process`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
@@ -213,6 +216,11 @@ pub fn score_file(
             _ => {
                 // The value as written (`1`, `null`, `"yes"`), not Rust's view of it.
                 let what = match label {
+                    // Unlabelled from its first line: answers to be judged,
+                    // not measured.
+                    None if line_no == 1 => format!(
+                        "field {label_field:?} is missing (the label: \"supported\" or \"unsupported\"; --label-field names another field): eval measures the grounding check on answers labelled by hand; `groundgate check` judges unlabelled answers"
+                    ),
                     None => format!(
                         "field {label_field:?} is missing (the label: \"supported\" or \"unsupported\"; --label-field names another field)"
                     ),
@@ -268,7 +276,7 @@ pub fn score_file(
             group: by.map(|f| match value.get(f) {
                 Some(serde_json::Value::String(s)) => s.clone(),
                 Some(v) => v.to_string(),
-                None => "(none)".to_string(),
+                None => NO_FIELD.to_string(),
             }),
             naive: naive_share(answer, &texts),
             evidence: g.claims.iter().filter_map(|c| c.evidence).collect(),

@@ -53,6 +53,10 @@ pub enum CheckError {
         "{0} is named more than once among the inputs (by this or another path): each input is read once"
     )]
     InputTwice(PathBuf),
+    #[error(
+        "--compare-config {0} is the file --config names: every record would be judged twice under one configuration, and no outcome could change; give --compare-config the configuration in force (the baseline) and --config the one to try"
+    )]
+    CompareWithItself(PathBuf),
     #[error("cannot draw the run id the audit seals name from the system's random source: {0}")]
     Random(String),
 }

@@ -105,4 +105,7 @@ pub const EVAL: &str = "\
 Examples:
   groundgate eval tests/data/grounding_subset.jsonl
   groundgate eval tests/data/grounding_subset.jsonl --config examples/groundgate.toml --misses 20
-  groundgate eval labelled.jsonl --label-field verdict";
+  groundgate eval tests/data/grounding_subset.jsonl --by provenance   # a row per value of a record field
+  groundgate eval --fit tests/data/grounding_subset.jsonl tests/data/grounding_wice_claims.jsonl   # fit the model's coefficients
+
+Exit codes: 0 done; 2 a usage, configuration or I/O problem, or a line without its label.";

@@ -95,7 +95,7 @@ fn pseudonym_key_file(args: &PseudonymArgs) -> Result<PathBuf, CmdError> {
     }
     let Some(file) = args.config.as_deref() else {
         return Err(CmdError::Usage(
-            "give the key with --key-file or the workers' configuration with --config".into(),
+            "pseudonym needs the key the trail was written with: --key-file FILE, or --config with the workers' configuration file, whose audit.pseudonym_key_file names it".into(),
         ));
     };
     let config = RawConfig::load_from_process(Some(file), RawConfig::default())?;
@@ -698,6 +698,16 @@ fn read_anchors(
                 let head = read_head(&metadata).map_err(|r| r.as_str());
                 committed.insert(e.partition(), (o, head));
             }
+        }
+        // The anchor asked for is absent; verify goes on without it, as a
+        // group that has not committed yet is no problem of the trail, but
+        // a mistyped group name would otherwise pass unnoticed.
+        if let (Some(group), true) = (group, committed.is_empty()) {
+            eprintln!(
+                "groundgate audit verify: group {} has committed no offset of {}: nothing anchors the trail (the range ends at the input topic's end and no chain head is checked); if the workers' group is another (their kafka.group_id), give that one to --group",
+                Escaped(group),
+                Escaped(input)
+            );
         }
     }
     // A time is the first offset written at or after it; the end of a time

@@ -42,6 +42,7 @@ use crate::batch::{CheckError, InputError};
 use crate::cli::{CheckArgs, FailOn};
 use crate::config::{Config, RawConfig};
 use crate::core::process::too_large_summary;
+use crate::core::wire::SCHEMA_REGISTRY_MAGIC;
 use crate::core::{
     DeadLetter, DeadLetterKind, DeadLetterValue, OutcomeKind, OutputRole, RecordMeta, Terminal,
     process,
@@ -319,6 +320,8 @@ struct Block<'a> {
     audit_rows: Vec<(u64, usize, [u8; 32])>,
     /// The block's counts; taken by the writer when it merges them.
     report: Option<Aggregator>,
+    /// Its dead letters that carry a Schema Registry header.
+    framed: FramedDeadLetters,
 }
 
 /// What every worker reads.
@@ -360,6 +363,7 @@ impl<'a> Block<'a> {
             files,
             audit_rows: Vec::new(),
             report: Some(report),
+            framed: FramedDeadLetters::default(),
         }
     }
 
@@ -418,6 +422,11 @@ impl Fold for Block<'_> {
                 None
             }
             Terminal::DeadLetter(d) => {
+                if let Line::Whole(bytes) = &line
+                    && bytes.first() == Some(&SCHEMA_REGISTRY_MAGIC)
+                {
+                    self.framed.add(line_no, &d.detail);
+                }
                 let dl = dead_letter_line(self.input, line_no, d, &line);
                 self.push(OutputRole::DeadLetter, &dl);
                 None
@@ -505,6 +514,33 @@ struct NotAnswers {
     name: String,
     arg: String,
     lines: u64,
+    framed: FramedDeadLetters,
+}
+
+/// Dead letters whose line starts with byte 0x00, the start of a Schema
+/// Registry header (no JSON text starts with it): an input of such lines
+/// is a dump of a framed topic, whose remedy is the framing settings, not
+/// a conversion of JSON.
+#[derive(Default)]
+struct FramedDeadLetters {
+    count: u64,
+    /// The first of them: its line and the dead letter's detail.
+    first: Option<(u64, String)>,
+}
+
+impl FramedDeadLetters {
+    fn add(&mut self, line: u64, detail: &str) {
+        self.count += 1;
+        self.first.get_or_insert_with(|| (line, detail.to_string()));
+    }
+
+    /// Adds those of a later block of the same input.
+    fn merge(&mut self, later: FramedDeadLetters) {
+        self.count += later.count;
+        if self.first.is_none() {
+            self.first = later.first;
+        }
+    }
 }
 
 /// Dead letters that say the line is not a record at all.
@@ -516,11 +552,25 @@ const NOT_A_RECORD: [DeadLetterKind; 3] = [
 
 impl std::fmt::Display for NotAnswers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let NotAnswers { name, arg, lines } = self;
+        let NotAnswers {
+            name,
+            arg,
+            lines,
+            framed,
+        } = self;
         if *lines == 0 {
             return write!(
                 f,
                 "{name} is empty: no record was read from it, so the audit trail holds no chain of it"
+            );
+        }
+        // The detail of a framed line says what to change: the framing
+        // setting, value_schema_ids, or the producer's serializer.
+        if let Some((line, detail)) = &framed.first {
+            let count = framed.count;
+            return write!(
+                f,
+                "none of the {lines} line(s) of {name} is an answer record; {count} of them start with a Confluent Schema Registry header (byte 0x00 and a 4-byte schema id), as a dump of a topic written through a Schema Registry serializer does. Line {line}: {detail} (dead_letter.jsonl gives each line's reason; docs/input-and-outputs.md#schema-registry-framing)"
             );
         }
         let convert = if arg == "-" {
@@ -559,6 +609,11 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             .map(|p| ("--compare-config", p)),
     );
     refuse_overwrites(args, &read)?;
+    if let (Some(config), Some(baseline)) = (&args.config, &args.compare_config)
+        && crate::batch::files::same_file(config, baseline)
+    {
+        return Err(CheckError::CompareWithItself(baseline.clone()));
+    }
     if let Some(r) = args.report.as_ref().filter(|r| r.is_dir()) {
         return Err(CheckError::ReportIsDir(
             r.display().to_string().trim_end_matches('/').into(),
@@ -709,6 +764,7 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         };
         for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
             let (records_before, dead_before) = report.dead_letters_among(&NOT_A_RECORD);
+            let mut framed = FramedDeadLetters::default();
             r = run_input(Path::new(arg), name, &file_read, kept[i].take(), |input| {
                 // One chain per input: its audit rows, sealed every
                 // `seal_every` rows and by a final seal at its end, so `audit
@@ -735,7 +791,8 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
                         if failed.lock().is_ok_and(|f| f.is_some()) {
                             return Err(CheckError::Flush);
                         }
-                        let placed = place_block(b, &mut layout, &mut sealer, &mut report);
+                        let placed =
+                            place_block(b, &mut layout, &mut sealer, &mut report, &mut framed);
                         if let Ok(mut bound) = ctx.worst_bound.lock() {
                             *bound = report.worst_bound();
                         }
@@ -766,6 +823,7 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
                     name: name.clone(),
                     arg: arg.clone(),
                     lines,
+                    framed,
                 });
             }
         }
@@ -923,6 +981,7 @@ fn place_block<'a>(
     layout: &mut Layout,
     sealer: &mut Sealer,
     report: &mut Aggregator,
+    framed: &mut FramedDeadLetters,
 ) -> Placed<'a> {
     let mut pieces = Vec::with_capacity(4);
     for role in [OutputRole::Final, OutputRole::Retry, OutputRole::DeadLetter] {
@@ -961,6 +1020,7 @@ fn place_block<'a>(
     if let Some(part) = b.report.take() {
         report.merge(part);
     }
+    framed.merge(std::mem::take(&mut b.framed));
     Placed { block: b, pieces }
 }
 

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::batch::eval::{
-    EvalError, Row, Scored, cross_validate, fit, leave_one_file_out, load_config, naive_shared,
-    rows, score_file,
+    EvalError, NO_FIELD, Row, Scored, cross_validate, fit, leave_one_file_out, load_config,
+    naive_shared, rows, score_file,
 };
 use crate::cli::EvalArgs;
 use crate::core::GroundingModel;
@@ -45,6 +45,19 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
             &args.label_field,
             args.by.as_deref(),
         )?);
+    }
+    // A misspelt field puts every record in one group, which reads as a
+    // breakdown that found nothing to break down.
+    if let Some(field) = args.by.as_deref() {
+        for (i, scored) in files.iter().enumerate() {
+            if scored.iter().all(|s| s.group.as_deref() == Some(NO_FIELD)) {
+                eprintln!(
+                    "groundgate eval: no record of {} has the field {} that --by names: its only group is {NO_FIELD}",
+                    Escaped(&name(args, i)),
+                    Escaped(field)
+                );
+            }
+        }
     }
     let most = files.iter().map(Vec::len).max().unwrap_or(0);
     if args.fit && args.folds > most {

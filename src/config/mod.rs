@@ -740,8 +740,8 @@ mod managed_and_every_problem {
         lists(
             "value_schema_ids = [42, -1, 4294967296]\nmax_record_bytes = 10\n",
             &[
-                "value_schema_ids[1] = -1: a schema id is between 0 and 4294967295",
-                "value_schema_ids[2] = 4294967296: a schema id is between 0 and 4294967295",
+                "value_schema_ids[1] = -1: a schema id is between 1 and 4294967295",
+                "value_schema_ids[2] = 4294967296: a schema id is between 1 and 4294967295",
                 "value_schema_ids is set but value_framing is \"none\"",
                 "max_record_bytes = 10",
             ],
@@ -749,6 +749,10 @@ mod managed_and_every_problem {
         lists(
             "value_framing = \"schema-registry\"\nvalue_schema_ids = []\n",
             &["value_schema_ids = []: lists no id"],
+        );
+        lists(
+            "value_framing = \"schema-registry\"\nvalue_schema_ids = [42, 0]\n",
+            &["value_schema_ids[1] = 0: a Schema Registry numbers its schemas from 1"],
         );
     }
 
@@ -796,14 +800,20 @@ mod managed_and_every_problem {
 
     #[test]
     fn output_schema_id_problems_are_listed_with_the_others() {
-        let cases: [(&str, &[&str]); 2] = [
+        let cases: [(&str, &[&str]); 3] = [
             (
                 "max_record_bytes = 10\n[output_schema_ids]\nfinal = -1\nretry = 4294967296\naudit = 7\n",
                 &[
-                    "output_schema_ids.final = -1: a schema id is between 0 and 4294967295",
-                    "output_schema_ids.retry = 4294967296: a schema id is between 0 and 4294967295",
+                    "output_schema_ids.final = -1: a schema id is between 1 and 4294967295",
+                    "output_schema_ids.retry = 4294967296: a schema id is between 1 and 4294967295",
                     "max_record_bytes = 10",
                 ],
+            ),
+            // 0 taken for "off": no registry gives it, and consumers would
+            // fail to look it up.
+            (
+                "[output_schema_ids]\nfinal = 0\n",
+                &["output_schema_ids.final = 0: a Schema Registry numbers its schemas from 1"],
             ),
             (
                 "[output_schema_ids]\nfinal = \"x\"\ndead_letter = 5\n[policy]\nmin_confidence = 2.0\n",

@@ -530,16 +530,26 @@ fn validate_output_schema_ids(
 }
 
 /// `value` of `key` as a Schema Registry schema id, which the wire format
-/// holds in 4 bytes; otherwise one problem naming the key.
+/// holds in 4 bytes; otherwise one problem naming the key. A registry
+/// numbers its schemas from 1, so 0 is no schema's id: set, it is taken
+/// for "off", which an absent key already means.
 fn schema_id(key: &str, value: i64, problems: &mut Vec<String>) -> Option<u32> {
-    let id = u32::try_from(value).ok();
-    if id.is_none() {
-        problems.push(format!(
-            "{key} = {value}: a schema id is between 0 and {} (the wire format's 4 bytes)",
-            u32::MAX
-        ));
+    match u32::try_from(value) {
+        Ok(0) => {
+            problems.push(format!(
+                "{key} = 0: a Schema Registry numbers its schemas from 1, so 0 is no schema's id; give the id the registry gave the schema, or remove the key (without an id, nothing is framed or checked)"
+            ));
+            None
+        }
+        Ok(id) => Some(id),
+        Err(_) => {
+            problems.push(format!(
+                "{key} = {value}: a schema id is between 1 and {} (the wire format's 4 bytes)",
+                u32::MAX
+            ));
+            None
+        }
     }
-    id
 }
 
 /// `value` of `key` when it lies in `range`; otherwise one problem naming

@@ -1459,9 +1459,14 @@ fn the_workers_configuration_names_the_pseudonym_key() {
         "alice",
     ]);
     assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    // Both ways to give the key are named, not only --key-file.
     let neither = run(&["audit", "pseudonym", "alice"]);
     assert_eq!(neither.status.code(), Some(2), "{}", text(&neither));
-    assert!(text(&neither).contains("--key-file"), "{}", text(&neither));
+    assert!(
+        text(&neither).contains("--key-file") && text(&neither).contains("--config"),
+        "{}",
+        text(&neither)
+    );
 }
 
 /// `audit pseudonym` reads its key as the workers do: a FIFO is refused

@@ -1087,6 +1087,88 @@ fn an_input_without_one_answer_record_is_named_with_what_check_reads() {
     );
 }
 
+/// A dump of a topic written through a Schema Registry serializer has every
+/// line behind a 5-byte header: its note names the header and says what
+/// the first line's dead letter says to change (the framing setting, or
+/// value_schema_ids), never how to convert a JSON array.
+#[test]
+fn an_input_of_framed_lines_is_named_with_its_framing_not_jq() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dump = Vec::new();
+    for (line, _) in mixed_lines().iter().filter(|(l, _)| l.starts_with(b"{")) {
+        dump.extend([0, 0, 0, 0, 42]);
+        dump.extend(line);
+        dump.push(b'\n');
+    }
+    let input = dir.path().join("answers-dump.jsonl");
+    std::fs::write(&input, dump).unwrap();
+    let only_7 = dir.path().join("sr.toml");
+    std::fs::write(
+        &only_7,
+        "value_framing = \"schema-registry\"\nvalue_schema_ids = [7]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("o");
+    for (config, says) in [
+        (None, "set value_framing = \"schema-registry\""),
+        (
+            Some(&only_7),
+            "Schema Registry schema id 42 is not one of value_schema_ids = [7]",
+        ),
+    ] {
+        let mut args = vec![os(&input), os("--out"), os(&out)];
+        if let Some(c) = config {
+            args.extend([os("--config"), os(c)]);
+        }
+        let o = check(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let note = err
+            .lines()
+            .find(|l| l.contains("is an answer record"))
+            .unwrap_or_else(|| panic!("no note: {err}"));
+        assert!(
+            note.contains("of answers-dump.jsonl ")
+                && note.contains("Confluent Schema Registry header")
+                && note.contains("Line 1: ")
+                && note.contains(says),
+            "{note}"
+        );
+        assert!(!note.contains("jq"), "{note}");
+    }
+}
+
+/// `--compare-config` naming the file `--config` names (by its path or
+/// another) would compare a configuration with itself and always report
+/// no change: a usage mistake, refused before anything is written.
+#[test]
+fn a_what_if_against_the_same_configuration_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = one_record(dir.path());
+    let config = repo("examples/demo.toml");
+    let link = dir.path().join("current.toml");
+    std::os::unix::fs::symlink(&config, &link).unwrap();
+    let out = dir.path().join("o");
+    for baseline in [&config, &link] {
+        let o = check(&[
+            os(&input),
+            os("--out"),
+            os(&out),
+            os("--config"),
+            os(&config),
+            os("--compare-config"),
+            os(baseline),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("is the file --config names") && err.contains("baseline"),
+            "{err}"
+        );
+        assert!(!out.join("summary.json").exists(), "{err}");
+    }
+}
+
 /// `--report` into a directory that does not exist yet is made like
 /// `--out`, not found missing after every record was judged.
 #[test]

@@ -50,6 +50,24 @@ fn a_label_of_the_wrong_type_is_named_with_its_value() {
         err.contains("\"label\" is missing") && err.contains("--label-field"),
         "{err}"
     );
+    // A file unlabelled from its first line is answers to judge: check
+    // is named for them.
+    assert!(
+        err.contains("`groundgate check` judges unlabelled answers"),
+        "{err}"
+    );
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            json!({"request_id": "b", "answer": "x"}),
+        ],
+    );
+    let err = String::from_utf8_lossy(&eval(&input).stderr).into_owned();
+    assert!(
+        err.contains("line 2") && !err.contains("groundgate check"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -215,6 +215,29 @@ fn wice_and_claims_subsets_keep_their_figures() {
     );
 }
 
+/// `--by` a field no record has (a misspelling, a field of another data
+/// set) is said, not shown as one group that looks like a breakdown.
+#[test]
+fn eval_by_a_field_no_record_has_says_so() {
+    let stderr_by = |field: &str| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_groundgate"))
+            .args(["eval", "--by", field])
+            .arg(repo("tests/data/grounding_subset.jsonl"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        err
+    };
+    let err = stderr_by("kind");
+    assert!(
+        err.contains("no record of grounding_subset.jsonl has the field kind that --by names"),
+        "{err}"
+    );
+    let err = stderr_by("provenance");
+    assert!(!err.contains("that --by names"), "{err}");
+}
+
 #[test]
 fn eval_command_prints_the_report() {
     let out = succeeded(

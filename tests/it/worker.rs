@@ -208,28 +208,28 @@ async fn read_outputs(bootstrap: &str, audit_distinct: usize) -> [Vec<OwnedMessa
     [final_, retry, rows, dlq]
 }
 
-/// `groundgate audit verify --brokers ... --json [extra]` over the audit
-/// topic: (exit code, report).
-async fn verify_audit_topic(bootstrap: &str, extra: &[&str]) -> (i32, Value) {
+/// `audit verify` of the audit topic through `bootstrap`, with `extra`.
+async fn run_verify(bootstrap: &str, extra: &[&str]) -> std::process::Output {
     let b = bootstrap.to_string();
     let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-    let out = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         std::process::Command::new(BIN)
-            .args([
-                "audit",
-                "verify",
-                "--brokers",
-                &b,
-                "--topic",
-                "answers.audit",
-            ])
-            .arg("--json")
+            .args(["audit", "verify", "--brokers", &b])
+            .args(["--topic", "answers.audit"])
             .args(extra)
             .output()
             .unwrap()
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// `groundgate audit verify --brokers ... --json [extra]` over the audit
+/// topic: (exit code, report).
+async fn verify_audit_topic(bootstrap: &str, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    let out = run_verify(bootstrap, &args).await;
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "audit verify --json: {e}: {}{}",
@@ -2102,6 +2102,14 @@ async fn tampering_with_the_audit_topic_is_caught() {
     w.stop().await.unwrap();
     let (code, report) = verify_anchored(&bs, "g-tamper", &[]).await;
     assert_eq!(code, 0, "{report:#}");
+    // A group that committed nothing (a mistyped name) anchors nothing:
+    // verify says so rather than pass as if anchored.
+    let typo = run_verify(&bs, &["--input-topic", "answers", "--group", "g-tampr"]).await;
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        err.contains("group g-tampr has committed no offset of answers: nothing anchors the trail"),
+        "{err}"
+    );
 
     // A copy of a sealed row with the same answer_hash and a flipped
     // outcome, as `kcat -P -t answers.audit` would write it.

@@ -178,23 +178,35 @@ impl AuditVerifier {
         .at = Some(at);
     }
 
-    /// One record as read (a file line without its newline, or a message value).
+    /// One line of a trail file, without its newline. A line in Schema
+    /// Registry wire format (an export of a framed audit topic, such as
+    /// `kcat -e` writes) is judged by its JSON text, as the topic's value is.
     pub fn record(&mut self, at: Location, bytes: &[u8]) {
-        self.read(at, bytes, None);
+        self.read_unframed(at, bytes, None, "line");
     }
 
     /// One message of an audit topic: its value and its groundgate headers,
-    /// which must agree with the value (see [`RecordHeaders`]). A value in
-    /// Schema Registry wire format (an audit topic given a schema id) is
-    /// judged by its JSON text, the bytes its seal hashed; a plain value as
-    /// it is. No JSON text starts with the header's byte 0x00, so no setting
-    /// is needed and one topic may hold both.
+    /// which must agree with the value (see [`RecordHeaders`]).
     pub fn record_from_topic(&mut self, at: Location, bytes: &[u8], headers: &RecordHeaders) {
+        self.read_unframed(at, bytes, Some(headers), "value");
+    }
+
+    /// A record in Schema Registry wire format (an audit topic given a
+    /// schema id) is judged by its JSON text, the bytes its seal hashed; a
+    /// plain one as it is. No JSON text starts with the header's byte 0x00,
+    /// so no setting is needed and one trail may hold both.
+    fn read_unframed(
+        &mut self,
+        at: Location,
+        bytes: &[u8],
+        headers: Option<&RecordHeaders>,
+        what: &str,
+    ) {
         match unframed(bytes) {
-            Ok(json) => self.read(at, json, Some(headers)),
+            Ok(json) => self.read(at, json, headers),
             Err(cut) => {
                 self.report.records += 1;
-                self.problem(ProblemKind::Unreadable, None, format!("the value {cut}"))
+                self.problem(ProblemKind::Unreadable, None, format!("the {what} {cut}"))
                     .at = Some(at);
             }
         }
@@ -1974,6 +1986,32 @@ mod tests {
         let text = String::from_utf8(altered[at].0[5..].to_vec()).unwrap();
         altered[at].0 = crate::core::wire::framed(103, text.replace("\"h0\"", "\"hX\"").as_bytes());
         assert!(!check_topic(&altered).ok());
+    }
+
+    #[test]
+    fn an_export_of_a_framed_topic_verifies_as_a_file() {
+        let t = trail(10, 4, None);
+        let plain = check(&t, Options::default());
+        assert!(plain.ok(), "{:?}", plain.problems);
+        let framed: Vec<Vec<u8>> = t
+            .iter()
+            .map(|r| crate::core::wire::framed(103, r))
+            .collect();
+        let r = check(&framed, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(
+            (r.records, r.chains[0].sealed_rows),
+            (plain.records, plain.chains[0].sealed_rows)
+        );
+        let mut cut = framed;
+        cut.push(vec![0, 0, 0]);
+        let r = check(&cut, Options::default());
+        assert_eq!(kinds(&r), vec![ProblemKind::Unreadable]);
+        assert!(
+            r.problems[0]
+                .detail
+                .starts_with("the line starts with byte 0x00")
+        );
     }
 
     #[test]
