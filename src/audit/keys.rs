@@ -274,9 +274,15 @@ pub fn generate(prefix: &Path) -> Result<(PathBuf, PathBuf), KeyError> {
         what,
         detail: e.to_string(),
     };
-    let pem = key
-        .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|e| parse("private key (PKCS#8)", &e))?;
+    // PKCS#8 version 1, the seed alone: OpenSSL 3.0 (in Debian 12 and RHEL 9)
+    // cannot read version 2, which embeds the public key as well, so a
+    // security team could not inspect or convert the key with it.
+    let pem = ed25519_dalek::pkcs8::KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    }
+    .to_pkcs8_pem(LineEnding::LF)
+    .map_err(|e| parse("private key (PKCS#8)", &e))?;
     let pub_pem = key
         .verifying_key()
         .to_public_key_pem(LineEnding::LF)
@@ -385,6 +391,26 @@ mod tests {
         assert!(
             matches!(&refused, KeyError::Block { block: 1, detail, .. } if detail.contains("PRIVATE KEY")),
             "{refused}"
+        );
+    }
+
+    /// The private key is PKCS#8 version 1 (the 48-byte DER of RFC 8410's
+    /// example: version 0, the algorithm, the seed), which OpenSSL 3.0
+    /// reads; version 2 (with the public key) it refuses.
+    #[test]
+    fn a_generated_private_key_is_pkcs8_version_1() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let (private, _) = generate(&dir.path().join("audit")).unwrap();
+        let pem = std::fs::read_to_string(&private).unwrap();
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap();
+        assert_eq!(der.len(), 48, "{der:02x?}");
+        assert_eq!(
+            &der[..16],
+            b"\x30\x2e\x02\x01\x00\x30\x05\x06\x03\x2b\x65\x70\x04\x22\x04\x20"
         );
     }
 
