@@ -234,7 +234,7 @@ pub struct CheckArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct ClientFlags {
     /// Bootstrap servers, host:port[,host:port...]. Required (here, in GROUNDGATE_BROKERS or in
-    /// kafka.brokers): run and produce never start a broker (`groundgate dev-broker` runs one for
+    /// kafka.brokers): run, produce and replay never start a broker (`groundgate dev-broker` runs one for
     /// development).
     #[arg(long)]
     pub brokers: Option<String>,
@@ -245,7 +245,7 @@ pub struct ClientFlags {
     /// Client id reported to the brokers (produce adds -producer) [default: groundgate]
     #[arg(long)]
     pub client_id: Option<String>,
-    /// Input topic, which run reads and produce writes [default: answers]
+    /// Input topic, which run reads and produce and replay write [default: answers]
     #[arg(long)]
     pub input_topic: Option<String>,
     /// librdkafka property passthrough, KEY=VALUE (repeatable), e.g. -X fetch.min.bytes=1024.

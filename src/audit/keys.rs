@@ -32,10 +32,8 @@ pub enum KeyError {
         what: &'static str,
         detail: String,
     },
-    #[error(
-        "{path} holds no PEM block: give a public key of `audit keygen` (its .pub file), or a bundle of them"
-    )]
-    NoPublicKey { path: PathBuf },
+    #[error("{path} holds no PEM block: {advice}")]
+    NoPublicKey { path: PathBuf, advice: String },
     #[error("{path}, PEM block {block}: {detail}")]
     Block {
         path: PathBuf,
@@ -75,7 +73,17 @@ fn read(key: &str, path: &Path, secret: bool, limit: u64) -> Result<String, KeyE
         } else {
             "public key (SPKI)"
         },
-        detail: "not UTF-8 text".into(),
+        detail: if secret {
+            format!(
+                "not text; a DER key converts with `openssl pkey -inform DER -in {0} -out {0}.pem`",
+                path.display()
+            )
+        } else {
+            format!(
+                "not text; a DER key converts with `openssl pkey -pubin -inform DER -in {0} -out {0}.pem`",
+                path.display()
+            )
+        },
     })
 }
 
@@ -208,6 +216,11 @@ pub fn load_public_keys(path: &Path) -> Result<Vec<(usize, VerifyingKey)>, KeyEr
     parse_public_keys(&text).map_err(|e| match e {
         BundleError::Empty => KeyError::NoPublicKey {
             path: path.to_path_buf(),
+            advice: if text.trim_start().starts_with("ssh-ed25519 ") {
+                "it is an OpenSSH public key, not one that signs seals: give the PEM public key of the workers' signing key (the .pub file `audit keygen` wrote beside it)".into()
+            } else {
+                "give a public key of `audit keygen` (its .pub file), or a bundle of them".into()
+            },
         },
         BundleError::Block { block, detail } => KeyError::Block {
             path: path.to_path_buf(),
@@ -526,7 +539,7 @@ MCowBQYDK2VwAyEA6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw=
         std::fs::write(&empty, "").unwrap();
         let e = load_keyring(&[one.clone(), empty.clone()]).unwrap_err();
         assert!(
-            matches!(&e, KeyError::NoPublicKey { path } if *path == empty),
+            matches!(&e, KeyError::NoPublicKey { path, .. } if *path == empty),
             "{e}"
         );
         let missing = dir.path().join("missing.pem");

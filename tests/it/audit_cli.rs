@@ -1336,6 +1336,28 @@ fn a_keyring_file_that_is_not_all_public_keys_exits_2_naming_the_block() {
     );
     let err = refused("empty.pem", Some("keys go here\n"));
     assert!(err.contains("holds no PEM block"), "{err}");
+    // Keys in the other two forms a team may hold: how to convert each.
+    let err = refused(
+        "id_ed25519.pub",
+        Some(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtA6QqB0YH0q3jW3n0dXn9xk4J9p2K1bZL3QK0aQ8Zc ops@bank\n",
+        ),
+    );
+    assert!(
+        err.contains("it is an OpenSSH public key, not one that signs seals"),
+        "{err}"
+    );
+    let der_file = dir.path().join("key.der");
+    let mut der = vec![
+        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+    ];
+    der.extend([0xff; 32]);
+    std::fs::write(&der_file, der).unwrap();
+    let err = refused("key.der", None);
+    assert!(
+        err.contains("`openssl pkey -pubin -inform DER -in"),
+        "{err}"
+    );
     let err = refused("missing.pem", None);
     assert!(err.contains("cannot read it: No such file"), "{err}");
 }
