@@ -205,7 +205,7 @@ pub struct CheckArgs {
     /// audit.jsonl, is its 1-based line number.
     #[arg(long)]
     pub out: PathBuf,
-    /// TOML configuration file (policy, providers, limits, grounding, value_framing, [audit]
+    /// TOML configuration file (policy, providers, limits, grounding, value_framing, `[audit]`
     /// keys), the workers' own for the workers' verdicts; GROUNDGATE_* variables override it
     /// [default: none, built-in defaults]
     #[arg(long)]
@@ -280,7 +280,7 @@ pub struct RunArgs {
     pub metrics_addr: Option<String>,
     /// Check the configuration and what the cluster offers (brokers, the five topics, their
     /// message limits, the audit topic's compaction and retention, schema validation against
-    /// value_framing and [output_schema_ids]), print the findings and exit: 0 when nothing would
+    /// value_framing and `[output_schema_ids]`), print the findings and exit: 0 when nothing would
     /// stop the worker, 1 otherwise. Consumes, produces and creates nothing.
     #[arg(long)]
     pub preflight: bool,

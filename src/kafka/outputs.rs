@@ -169,7 +169,7 @@ pub fn input_headers(input: &Consumed<'_>) -> Vec<OutHeader> {
 pub const MAX_PROPAGATED_VALUE_BYTES: usize = 8 << 10;
 /// Most bytes (names and values) copied from the input's headers onto one
 /// output: half the room a message keeps beside its value for the key and
-/// headers ([`crate::config::MESSAGE_HEADROOM_BYTES`]), so copied headers
+/// headers (`MESSAGE_HEADROOM_BYTES` of the configuration), so copied headers
 /// never push an output past the message size.
 pub const MAX_PROPAGATED_BYTES: usize = 32 << 10;
 
