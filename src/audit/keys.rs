@@ -73,17 +73,11 @@ fn read(key: &str, path: &Path, secret: bool, limit: u64) -> Result<String, KeyE
         } else {
             "public key (SPKI)"
         },
-        detail: if secret {
-            format!(
-                "not text; a DER key converts with `openssl pkey -inform DER -in {0} -out {0}.pem`",
-                path.display()
-            )
-        } else {
-            format!(
-                "not text; a DER key converts with `openssl pkey -pubin -inform DER -in {0} -out {0}.pem`",
-                path.display()
-            )
-        },
+        detail: format!(
+            "not text; a DER key converts with `openssl pkey{} -inform DER -in {1} -out {1}.pem`",
+            if secret { "" } else { " -pubin" },
+            path.display()
+        ),
     })
 }
 

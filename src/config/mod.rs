@@ -912,6 +912,10 @@ mod managed_and_every_problem {
             assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
         }
         assert!(!all.contains("propagate_headers[0]"), "{all}");
+        // A name whose first bytes end inside a character is compared by
+        // its bytes, not cut there.
+        let c = load("[kafka]\npropagate_headers = [\"groundgateé\"]\n", &[]).unwrap();
+        assert_eq!(c.kafka.propagate_headers, ["groundgateé"]);
     }
 
     #[test]

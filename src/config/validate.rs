@@ -501,7 +501,11 @@ fn propagated_headers(raw: Option<Vec<String>>, problems: &mut Vec<String>) -> V
             problems.push(format!(
                 "{KEY}[{i}] = {name:?}: a header name is 1-255 bytes"
             ));
-        } else if name.len() >= own.len() && name[..own.len()].eq_ignore_ascii_case(own) {
+        } else if name
+            .as_bytes()
+            .get(..own.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(own.as_bytes()))
+        {
             problems.push(format!(
                 "{KEY}[{i}] = {name:?}: groundgate writes the {own}* headers itself; an input's own arrive renamed original.{own}* on dead letters"
             ));
