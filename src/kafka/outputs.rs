@@ -845,7 +845,7 @@ mod tests {
                 assert_eq!(carried(&out), Vec::new());
             }
         }
-        // A dead letter keeps every header, as before.
+        // A dead letter keeps every header of its input.
         let i = input(b"not json", &headers);
         let o = process(Some(b"not json"), &i.meta(), 1, &CoreSettings::default());
         let outs = outputs_for(&i, o, &topics(), &OutputSchemaIds::default(), &propagate);
