@@ -545,6 +545,20 @@ pub fn check_access(
             });
             return None;
         }
+        // A NUL would end the C string librdkafka is given; the client
+        // would refuse it with "FFI nul error" and no key named.
+        if text.contains('\0') {
+            problems.push(match source.as_ref()? {
+                SecretSource::Env(var) => format!(
+                    "{key}: the environment variable {var} holds a NUL byte, which librdkafka cannot take"
+                ),
+                SecretSource::File(path) => format!(
+                    "{key} = {:?}: the file holds a NUL byte, which librdkafka cannot take: is it the right file?",
+                    path.display().to_string()
+                ),
+            });
+            return None;
+        }
         Some(Secret(text))
     };
     let password_key = match &security.password {
@@ -677,6 +691,24 @@ mod tests {
         );
         assert_eq!(s.protocol, Some(SecurityProtocol::SaslSsl));
         assert_eq!(s.mechanism, Some(SaslMechanism::Plain));
+    }
+
+    #[test]
+    fn a_setting_holding_a_nul_byte_is_named_by_its_key_and_a_value_passed_through_is_not_shown() {
+        let all = problems(
+            "[kafka]\nbrokers = \"k:9092\"\nclient_id = \"a\\u0000b\"\nsasl_username = \"u\\u0000\"\n[kafka.properties]\n\"linger.ms\" = \"5\\u0000secret\"\n\"x\\u0000y\" = \"1\"\n",
+        );
+        assert_all(
+            &all,
+            &[
+                "kafka.client_id holds a NUL byte, which librdkafka cannot take",
+                "kafka.sasl_username holds a NUL byte",
+                "kafka.properties \"linger.ms\" (-X linger.ms=...): its value holds a NUL byte",
+                "kafka.properties: the name \"x\\0y\" holds a NUL byte",
+            ],
+        );
+        assert!(!all.contains("secret"), "{all}");
+        assert!(!problems("[kafka]\nbrokers = \"k:9092\"\n").contains("NUL"));
     }
 
     #[test]
@@ -889,6 +921,27 @@ mod tests {
         let (secrets, all) = access_problems(toml, &[("/cs", &big[1..])], &[], ALL);
         assert_eq!(all, "");
         assert!(secrets.oidc_client_secret.is_some());
+    }
+
+    /// librdkafka takes a secret as a C string: a NUL byte in it is named
+    /// with its key before any client is made, not left to the client's
+    /// "FFI nul error".
+    #[test]
+    fn a_secret_holding_a_nul_byte_is_named_by_its_key() {
+        let file = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_file = \"/pw\"\n";
+        let (secrets, all) = access_problems(file, &[("/pw", "hun\0ter2\n")], &[], ALL);
+        assert_eq!(
+            all,
+            "kafka.sasl_password_file = \"/pw\": the file holds a NUL byte, which librdkafka cannot take: is it the right file?"
+        );
+        assert_eq!(secrets.sasl_password, None);
+        assert!(!all.contains("hun"), "{all}");
+        let env = "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nsasl_username = \"u\"\nsasl_password_env = \"KAFKA_PW\"\n";
+        let (_, all) = access_problems(env, &[], &[("KAFKA_PW", "a\0b")], ALL);
+        assert_eq!(
+            all,
+            "kafka.sasl_password_env: the environment variable KAFKA_PW holds a NUL byte, which librdkafka cannot take"
+        );
     }
 
     #[test]

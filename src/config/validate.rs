@@ -298,6 +298,32 @@ fn coefficients(set: &BTreeMap<String, f64>, problems: &mut Vec<String>) -> [f64
     out
 }
 
+/// librdkafka takes every setting as a C string, which a NUL byte would
+/// end early: the client refuses such a value with nothing more than "FFI
+/// nul error", so each is named here instead. A passthrough value is not
+/// shown (it may be a secret), only its key.
+fn nul_free(
+    settings: &[(&str, Option<&str>)],
+    properties: &std::collections::BTreeMap<String, String>,
+    problems: &mut Vec<String>,
+) {
+    const WHY: &str = "holds a NUL byte, which librdkafka cannot take";
+    for (key, value) in settings {
+        if value.is_some_and(|v| v.contains('\0')) {
+            problems.push(format!("{key} {WHY}"));
+        }
+    }
+    for (key, value) in properties {
+        if key.contains('\0') {
+            problems.push(format!("kafka.properties: the name {key:?} {WHY}"));
+        } else if value.contains('\0') {
+            problems.push(format!(
+                "kafka.properties {key:?} (-X {key}=...): its value {WHY}"
+            ));
+        }
+    }
+}
+
 /// Room left in a Kafka message beside an output of `max_output_bytes` for
 /// its key (a request id, or a dead letter's original key) and headers.
 pub const MESSAGE_HEADROOM_BYTES: usize = 64 << 10;
@@ -447,6 +473,30 @@ fn validate_kafka(
         ));
     }
     let propagate_headers = propagated_headers(raw.propagate_headers, problems);
+    nul_free(
+        &[
+            ("kafka.brokers", brokers.as_deref()),
+            ("kafka.group_id", Some(&group_id)),
+            ("kafka.client_id", Some(&client_id)),
+            ("kafka.transactional_id", Some(&transactional_id)),
+            ("kafka.group_instance_id", group_instance_id.as_deref()),
+            ("kafka.sasl_username", security.username.as_deref()),
+            (
+                "kafka.oidc_token_endpoint",
+                security.oidc.as_ref().map(|o| o.token_endpoint.as_str()),
+            ),
+            (
+                "kafka.oidc_client_id",
+                security.oidc.as_ref().map(|o| o.client_id.as_str()),
+            ),
+            (
+                "kafka.oidc_scope",
+                security.oidc.as_ref().and_then(|o| o.scope.as_deref()),
+            ),
+        ],
+        &raw.properties,
+        problems,
+    );
     let unassigned_timeout_ms = in_range(
         "kafka.unassigned_timeout_ms",
         raw.unassigned_timeout_ms.unwrap_or(60_000),
