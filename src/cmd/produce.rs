@@ -12,6 +12,9 @@ use super::UsageError;
 use crate::cli::ProduceArgs;
 use crate::kafka::produce::{MockCheck, ProduceError, producer, send_until};
 
+/// Lines read from the input ahead of the producer, at most.
+const READ_AHEAD: usize = 256;
+
 pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     let (config, bootstrap) = super::client_config(&args.kafka, "produce")?;
     // The file is opened before anything connects: a mistyped path is said
@@ -77,7 +80,23 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
                 }
             })
             .take(limit as usize);
-            send_until(&producer, &topic, lines, args.rate, &stop)
+            // Read on a thread of its own: a read blocks until a line comes
+            // (standard input may stay open with nothing to read), and a
+            // stop must not wait for one. The channel bounds what is read
+            // ahead of the producer.
+            let (tx, mut rx) = tokio::sync::mpsc::channel(READ_AHEAD);
+            std::thread::Builder::new()
+                .name("produce-read".into())
+                .spawn(move || {
+                    for line in lines {
+                        if tx.blocking_send(line).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .map_err(|e| anyhow::anyhow!("cannot start the input reader: {e}"))?;
+            let next = async || rx.recv().await;
+            send_until(&producer, &topic, next, args.rate, &stop)
                 .await
                 .map_err(|e| match e {
                     ProduceError::Stopped { .. } => anyhow::Error::new(UsageError(e.to_string())),
@@ -86,9 +105,10 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
         }
         None => {
             info!(topic = %topic, rate = args.rate, "producing synthetic answers");
-            let records =
+            let mut records =
                 (0..limit).map(|i| Ok(crate::sample::mixed(i, 600 + (i as usize * 131) % 3000)));
-            send_until(&producer, &topic, records, args.rate, &stop).await?
+            let next = async || records.next();
+            send_until(&producer, &topic, next, args.rate, &stop).await?
         }
     };
     let stopped = if stop.is_cancelled() {

@@ -81,16 +81,21 @@ pub async fn send_all(
     records: impl Iterator<Item = Result<Vec<u8>, ProduceError>>,
     rate: u64,
 ) -> Result<u64, ProduceError> {
-    send_until(producer, topic, records, rate, &CancellationToken::new()).await
+    let mut records = records;
+    let next = async || records.next();
+    send_until(producer, topic, next, rate, &CancellationToken::new()).await
 }
 
-/// [`send_all`] that stops taking records once `stop` is cancelled; the
-/// records already handed to the producer are still awaited, so the count
-/// returned is of delivered records.
+/// [`send_all`] that stops taking records once `stop` is cancelled, also
+/// while `next` waits for one (a pipe that stays open with nothing to
+/// read); the records already handed to the producer are still awaited, so
+/// the count returned is of delivered records. `next` is awaited with the
+/// stop beside it, so it must not lose a record when dropped unfinished
+/// (a channel's `recv` does not).
 pub async fn send_until(
     producer: &FutureProducer,
     topic: &str,
-    records: impl Iterator<Item = Result<Vec<u8>, ProduceError>>,
+    mut next: impl AsyncFnMut() -> Option<Result<Vec<u8>, ProduceError>>,
     rate: u64,
     stop: &CancellationToken,
 ) -> Result<u64, ProduceError> {
@@ -98,10 +103,13 @@ pub async fn send_until(
     let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
     let mut sent = 0u64;
     let mut stopped_by = None;
-    for rec in records {
-        if stop.is_cancelled() {
-            break;
-        }
+    loop {
+        let rec = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            rec = next() => rec,
+        };
+        let Some(rec) = rec else { break };
         let rec = match rec {
             Ok(rec) => rec,
             Err(e) => {

@@ -4,7 +4,7 @@
 //! command, `produce` stops cleanly on a signal, and a taken metrics port
 //! says how to choose another one.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -208,6 +208,40 @@ fn produce_stops_on_a_signal_and_says_how_many_it_sent() {
         topic_count(&bs, "answers"),
         "every record counted as sent is in the topic"
     );
+}
+
+/// Standard input left open with nothing more to read (`tail -f … |`) must
+/// not hold a stop back until a line comes.
+#[test]
+fn produce_reading_an_open_pipe_stops_on_one_signal() {
+    let (_broker, bs) = dev_broker(2);
+    let mut cmd = bin();
+    cmd.args(["produce", "--brokers", &bs, "--rate", "0", "--file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // Not `Proc::spawn`, which closes standard input.
+    let mut p = Proc {
+        child: cmd.spawn().expect("produce starts"),
+        name: "produce",
+    };
+    let answers = std::fs::read_to_string(repo("examples/answers.jsonl")).unwrap();
+    let mut stdin = p.child.stdin.take().unwrap();
+    for line in answers.lines().take(3) {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    wait_for("produce to deliver the lines written", WAIT, || {
+        (topic_count(&bs, "answers") == 3).then_some(())
+    });
+    p.signal("INT");
+    let status = p.wait_exit(WAIT).expect("produce exits after one SIGINT");
+    assert_eq!(status.code(), Some(0), "a stop on request is a success");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(out, "sent 3 records to answers (stopped by a signal)\n");
+    // The pipe was open until produce had exited.
+    drop(stdin);
 }
 
 #[test]
