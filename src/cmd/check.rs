@@ -656,7 +656,14 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     let baseline: Option<Config> = args
         .compare_config
         .as_deref()
-        .map(|p| RawConfig::load_from_process(Some(p), RawConfig::default()))
+        .map(|p| {
+            RawConfig::load_from_process(Some(p), RawConfig::default()).map_err(|source| {
+                CheckError::Baseline {
+                    path: p.to_path_buf(),
+                    source,
+                }
+            })
+        })
         .transpose()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (threads, lowered) = bounded_threads(args.threads, cores)?;

@@ -1228,6 +1228,36 @@ fn a_what_if_that_lowers_max_record_bytes_counts_the_records_it_turns_away() {
     assert_eq!(rows[1]["answer_hash"], sha256_hex(&big));
 }
 
+/// With two configurations, a problem of the baseline's says it is the
+/// baseline's: a problem found by validation, not in the file's syntax,
+/// quotes no path of its own.
+#[test]
+fn an_invalid_baseline_configuration_is_named_as_the_compare_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = one_record(dir.path());
+    let (good, bad) = (dir.path().join("new.toml"), dir.path().join("current.toml"));
+    std::fs::write(&good, "max_record_bytes = 1048576\n").unwrap();
+    std::fs::write(&bad, "max_record_bytes = 4194304\n").unwrap();
+    let out = dir.path().join("o");
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&out),
+        os("--config"),
+        os(&good),
+        os("--compare-config"),
+        os(&bad),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("--compare-config {}", bad.display()))
+            && err.contains("max_record_bytes = 4194304 is larger than max_output_bytes"),
+        "{err}"
+    );
+    assert!(!out.exists(), "{err}");
+}
+
 /// `--report` into a directory that does not exist yet is made like
 /// `--out`, not found missing after every record was judged.
 #[test]
