@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::InputError;
+use crate::core::wire::{SCHEMA_REGISTRY_HEADER_BYTES, SCHEMA_REGISTRY_MAGIC};
 
 /// How an input's bytes are packed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,8 +191,31 @@ pub fn read_line_bounded(
     line: &mut Vec<u8>,
     cap: usize,
 ) -> io::Result<Option<u64>> {
+    read_bounded(reader, line, cap, false)
+}
+
+/// [`read_line_bounded`] for a file of record values, as `check` reads
+/// one: a line that starts with byte 0x00 is a Schema Registry framed
+/// value, and no byte of its five-byte header ends it (a schema id such as
+/// 10 or 266 holds byte 0x0A).
+pub fn read_value_line_bounded(
+    reader: &mut impl io::BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> io::Result<Option<u64>> {
+    read_bounded(reader, line, cap, true)
+}
+
+fn read_bounded(
+    reader: &mut impl io::BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+    values: bool,
+) -> io::Result<Option<u64>> {
     let mut len = 0u64;
     let mut any = false;
+    // Bytes still to come of the line's header, where a newline is data.
+    let mut header = 0usize;
     loop {
         let buf = match reader.fill_buf() {
             Ok(b) => b,
@@ -201,9 +225,14 @@ pub fn read_line_bounded(
         if buf.is_empty() {
             return Ok(any.then_some(len));
         }
+        if !any && values && buf[0] == SCHEMA_REGISTRY_MAGIC {
+            header = SCHEMA_REGISTRY_HEADER_BYTES;
+        }
         any = true;
-        let (chunk, done) = match memchr::memchr(b'\n', buf) {
-            Some(i) => (&buf[..i], Some(i + 1)),
+        let from = header.min(buf.len());
+        header -= from;
+        let (chunk, done) = match memchr::memchr(b'\n', &buf[from..]) {
+            Some(i) => (&buf[..from + i], Some(from + i + 1)),
             None => (buf, None),
         };
         len += chunk.len() as u64;
@@ -316,6 +345,31 @@ mod tests {
         }
         let want = [(2, "ab"), (0, ""), (4, "abcd"), (5, ""), (3, "xyz")];
         assert_eq!(got, want.map(|(n, s)| (n, s.to_string())));
+    }
+
+    /// A line starting with byte 0x00 is a Schema Registry framed value:
+    /// a newline among its first five bytes is a byte of its schema id
+    /// (10, 266, ...), not the end of the line, as `check` reads it.
+    #[test]
+    fn a_framed_value_s_header_does_not_end_its_line() {
+        let text = b"\x00\x00\x00\x00\x0a{\"a\":1}\n{}\n\x00\n\n\n\x00\n\n\x00\n";
+        for fill in [1, 2, 3, 64] {
+            let mut r = io::BufReader::with_capacity(fill, &text[..]);
+            let mut got = Vec::new();
+            let mut line = Vec::new();
+            while let Some(len) = read_value_line_bounded(&mut r, &mut line, 64).unwrap() {
+                got.push((len, line.clone()));
+                line.clear();
+            }
+            let want: [(u64, &[u8]); 5] = [
+                (12, b"\x00\x00\x00\x00\x0a{\"a\":1}"),
+                (2, b"{}"),
+                (5, b"\x00\n\n\n\x00"),
+                (0, b""),
+                (2, b"\x00\n"),
+            ];
+            assert_eq!(got, want.map(|(n, l)| (n, l.to_vec())), "fill {fill}");
+        }
     }
 
     #[test]

@@ -57,6 +57,12 @@ pub enum CheckError {
         "--compare-config {0} is the file --config names: every record would be judged twice under one configuration, and no outcome could change; give --compare-config the configuration in force (the baseline) and --config the one to try"
     )]
     CompareWithItself(PathBuf),
+    /// The baseline's own problems, told apart from those of `--config`.
+    #[error("--compare-config {path}: {source}")]
+    Baseline {
+        path: PathBuf,
+        source: crate::config::ConfigError,
+    },
     #[error("cannot draw the run id the audit seals name from the system's random source: {0}")]
     Random(String),
 }

@@ -46,6 +46,18 @@ pub enum Line<'a> {
     },
 }
 
+impl<'a> Line<'a> {
+    /// A line held whole, told as one over the limit: its length, digest
+    /// and preview, as the reader gives a line it did not hold.
+    pub fn too_long(l: &'a [u8]) -> Line<'a> {
+        Line::TooLong {
+            len: l.len() as u64,
+            sha256: Sha256::digest(l).into(),
+            preview: &l[..PREVIEW.min(l.len())],
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError<E> {
     #[error("cannot read input at line {line}: {source}")]
@@ -253,11 +265,7 @@ fn fold_block(b: &Numbered, max_line: usize, fold: &mut impl Fold) -> u64 {
                 // around it: split out, each would cost a hand-off between
                 // threads.
                 let l = if l.len() > max_line {
-                    Line::TooLong {
-                        len: l.len() as u64,
-                        sha256: Sha256::digest(l).into(),
-                        preview: &l[..PREVIEW.min(l.len())],
-                    }
+                    Line::too_long(l)
                 } else {
                     Line::Whole(l)
                 };

@@ -398,20 +398,32 @@ impl Fold for Block<'_> {
             offset: line_no as i64,
         };
         let now = crate::clock::now_nanos();
-        let (o, baseline) = match line {
-            Line::Whole(bytes) => (
-                process(Some(bytes), &meta, now, &config.core),
-                baseline.map(|b| process(Some(bytes), &meta, now, &b.core).kind),
-            ),
+        // Lines are read up to the larger of the two limits, so that the
+        // baseline judges every record it would hold whole; one over
+        // --config's own limit is, for its outputs, what the reader makes
+        // of a line it does not hold.
+        let (line, whole) = match line {
+            Line::Whole(bytes) if bytes.len() > config.core.max_record_bytes => {
+                (Line::too_long(bytes), Some(bytes))
+            }
+            Line::Whole(bytes) => (Line::Whole(bytes), Some(bytes)),
+            too_long => (too_long, None),
+        };
+        let o = match line {
+            Line::Whole(bytes) => process(Some(bytes), &meta, now, &config.core),
             Line::TooLong {
                 len,
                 sha256,
                 preview,
-            } => (
-                too_large_summary(len, &hex::encode(sha256), preview, &meta, now, &config.core),
-                baseline.map(|_| OutcomeKind::DeadLetter),
-            ),
+            } => too_large_summary(len, &hex::encode(sha256), preview, &meta, now, &config.core),
         };
+        let baseline = baseline.map(|b| match whole {
+            Some(bytes) => {
+                let judged = process(Some(bytes), &meta, now, &b.core);
+                (judged.kind, judged.request_id)
+            }
+            None => (OutcomeKind::DeadLetter, None),
+        });
         let envelope = match &o.terminal {
             Terminal::Final(b) => {
                 self.push(OutputRole::Final, b);
@@ -443,8 +455,10 @@ impl Fold for Block<'_> {
                 o.summary.grounding_score,
                 envelope,
             );
-            if let Some(b) = baseline {
-                r.compare(o.request_id.as_deref(), b, o.kind);
+            if let Some((kind, request_id)) = baseline {
+                // A record only the baseline decodes is named by its id.
+                let id = o.request_id.as_deref().or(request_id.as_deref());
+                r.compare(id, kind, o.kind);
             }
         }
     }
@@ -642,7 +656,14 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     let baseline: Option<Config> = args
         .compare_config
         .as_deref()
-        .map(|p| RawConfig::load_from_process(Some(p), RawConfig::default()))
+        .map(|p| {
+            RawConfig::load_from_process(Some(p), RawConfig::default()).map_err(|source| {
+                CheckError::Baseline {
+                    path: p.to_path_buf(),
+                    source,
+                }
+            })
+        })
         .transpose()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (threads, lowered) = bounded_threads(args.threads, cores)?;
@@ -726,7 +747,11 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     let (started, cpu_before) = (Instant::now(), crate::clock::process_cpu());
     let progress = Progress::default();
     let bar = progress_bar(size);
-    let shape = Shape::new(threads, config.core.max_record_bytes);
+    let max_line = baseline
+        .as_ref()
+        .map_or(0, |b| b.core.max_record_bytes)
+        .max(config.core.max_record_bytes);
+    let shape = Shape::new(threads, max_line);
     let mut layout = Layout::default();
     let failed: Mutex<Option<CheckError>> = Mutex::new(None);
     let result = std::thread::scope(|s| {

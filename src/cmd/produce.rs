@@ -58,7 +58,8 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
             let lines = std::iter::from_fn(move || {
                 let mut line = Vec::new();
                 n += 1;
-                let read = crate::batch::input::read_line_bounded(&mut reader, &mut line, cap);
+                let read =
+                    crate::batch::input::read_value_line_bounded(&mut reader, &mut line, cap);
                 match read {
                     Ok(None) => None,
                     Ok(Some(len)) if len > cap as u64 => Some(Err(ProduceError::Read {
@@ -68,7 +69,11 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
                         )),
                     })),
                     Ok(Some(_)) => {
-                        if line.last() == Some(&b'\r') {
+                        // A `\r` within a framed value's header is a byte
+                        // of its schema id, as `check` reads it.
+                        if line.len() > crate::core::wire::header_bytes(&line)
+                            && line.last() == Some(&b'\r')
+                        {
                             line.pop();
                         }
                         Some(Ok(line))

@@ -1169,6 +1169,95 @@ fn a_what_if_against_the_same_configuration_is_refused() {
     }
 }
 
+/// A record longer than `--config`'s `max_record_bytes` but within the
+/// baseline's is judged by the baseline in full: lowering the limit turns
+/// it from accepted into a dead letter, and the what-if says so. The
+/// outputs are still those of `--config`: a too_large summary, not the
+/// record.
+#[test]
+fn a_what_if_that_lowers_max_record_bytes_counts_the_records_it_turns_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = rec(
+        "big",
+        "x[^1]",
+        json!({"sources": [{"urn": "urn:a", "payload": "A ".repeat(700_000)}]}),
+    );
+    assert!((1 << 20..2 << 20).contains(&big.len()));
+    let input = dir.path().join("in.jsonl");
+    let mut text = rec("small", "x[^1]", json!({}));
+    text.push(b'\n');
+    text.extend(&big);
+    text.push(b'\n');
+    std::fs::write(&input, text).unwrap();
+    let (tight, loose) = (dir.path().join("tight.toml"), dir.path().join("loose.toml"));
+    std::fs::write(&tight, "max_record_bytes = 1048576\n").unwrap();
+    std::fs::write(
+        &loose,
+        "max_record_bytes = 4194304\nmax_output_bytes = 4194304\n",
+    )
+    .unwrap();
+    let out = dir.path().join("o");
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&out),
+        os("--config"),
+        os(&tight),
+        os("--compare-config"),
+        os(&loose),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["comparison"]["transitions"],
+        json!([{"count": 1, "examples": ["big"], "from": "accepted", "to": "dead_letter"}]),
+        "{err}"
+    );
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert!(printed.contains("1 record(s) change outcome"), "{printed}");
+    let dead = read_jsonl(&out.join("dead_letter.jsonl"));
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0]["kind"], "too_large");
+    assert_eq!(dead[0]["length"], big.len());
+    assert_eq!(dead[0]["sha256"], sha256_hex(&big));
+    assert!(dead[0].get("raw").is_none(), "{}", dead[0]);
+    let rows = read_audit_rows(&out.join("audit.jsonl"));
+    assert_eq!(rows[1]["outcome"], "dead_letter");
+    assert_eq!(rows[1]["answer_hash"], sha256_hex(&big));
+}
+
+/// With two configurations, a problem of the baseline's says it is the
+/// baseline's: a problem found by validation, not in the file's syntax,
+/// quotes no path of its own.
+#[test]
+fn an_invalid_baseline_configuration_is_named_as_the_compare_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = one_record(dir.path());
+    let (good, bad) = (dir.path().join("new.toml"), dir.path().join("current.toml"));
+    std::fs::write(&good, "max_record_bytes = 1048576\n").unwrap();
+    std::fs::write(&bad, "max_record_bytes = 4194304\n").unwrap();
+    let out = dir.path().join("o");
+    let o = check(&[
+        os(&input),
+        os("--out"),
+        os(&out),
+        os("--config"),
+        os(&good),
+        os("--compare-config"),
+        os(&bad),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("--compare-config {}", bad.display()))
+            && err.contains("max_record_bytes = 4194304 is larger than max_output_bytes"),
+        "{err}"
+    );
+    assert!(!out.exists(), "{err}");
+}
+
 /// `--report` into a directory that does not exist yet is made like
 /// `--out`, not found missing after every record was judged.
 #[test]

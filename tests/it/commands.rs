@@ -468,6 +468,30 @@ fn produce_stopped_by_a_line_it_cannot_send_says_how_many_it_sent() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// A file of values in Schema Registry wire format (a topic dumped with
+/// kcat) goes back as the values it holds: a schema id with byte 0x0A in
+/// it is part of its value's header, not a line break, as `check` reads
+/// the same file.
+#[test]
+fn produce_sends_a_framed_value_whose_schema_id_holds_a_newline_as_one_record() {
+    let (_broker, bs) = dev_broker(1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dump.jsonl");
+    let mut text = vec![0, 0, 0, 0, 0x0a];
+    text.extend_from_slice(b"{\"request_id\":\"framed\",\"answer\":\"x\"}\n");
+    text.extend_from_slice(b"{\"request_id\":\"plain\",\"answer\":\"x\"}\n");
+    std::fs::write(&file, text).unwrap();
+    let o = bin()
+        .args(["produce", "--brokers", &bs, "--rate", "0", "--file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(stdout(&o).contains("sent 2 records"), "{}", stdout(&o));
+    assert_eq!(topic_count(&bs, "answers"), 2, "{err}");
+}
+
 /// A mistyped --file is said before anything connects: with no broker
 /// listening, the only line is the missing file, not connection warnings
 /// from a producer that was never needed.
