@@ -469,7 +469,7 @@ pub struct EvalArgs {
     #[arg(long)]
     pub fit: bool,
     /// Folds of the cross-validation (with --fit): from 2 up to the records of the largest input.
-    #[arg(long, default_value_t = 5, value_parser = parse_folds)]
+    #[arg(long, default_value_t = 5, value_parser = parse_folds, requires = "fit")]
     pub folds: usize,
 }
 

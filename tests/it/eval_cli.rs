@@ -249,4 +249,14 @@ fn folds_are_at_least_two_and_at_most_the_records() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // Without --fit nothing is cross-validated: folds asked for are a
+    // mistake to say, not a setting to drop unsaid.
+    let o = crate::common::bin()
+        .args(["eval", "--folds", "3"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--fit"), "{err}");
 }
