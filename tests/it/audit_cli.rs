@@ -789,34 +789,69 @@ fn rows_of_a_check_chain_moved_across_its_seals_are_out_of_order() {
     let (all, seals, key) = signed_trail_lines(dir.path());
     let key = key.as_str();
     let tampered = dir.path().join("tampered.jsonl");
-    let out_of_order_at = |t: &[String], offset: i64| {
+    // Every problem is `row_out_of_order`, at these offset ranges.
+    let out_of_order_at = |t: &[String], ranges: &[[i64; 2]]| {
         write_lines(&tampered, t);
         let (code, r) = verify(&tampered, &["--public-key", key]);
         assert_eq!(code, 1, "{r}");
-        assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
         assert_eq!(
-            r["problems"][0]["offsets"],
-            serde_json::json!([offset, offset])
+            problem_kinds(&r),
+            vec!["row_out_of_order"; ranges.len()],
+            "{r}"
+        );
+        let got: Vec<_> = (0..ranges.len())
+            .map(|i| r["problems"][i]["offsets"].clone())
+            .collect();
+        assert_eq!(
+            got,
+            ranges
+                .iter()
+                .map(|x| serde_json::json!(x))
+                .collect::<Vec<_>>(),
+            "{r}"
         );
     };
 
     // The last row of seal 0 and the first of seal 1 swapped over seal 0:
-    // each seal's own rows are still in its order.
+    // each seal's own rows are still in its order, but 50 stands after its
+    // seal and 51 before a row sealed ahead of it.
     let mut t = all.clone();
     t.swap(row_at(&all, 50), row_at(&all, 51));
-    out_of_order_at(&t, 51);
+    out_of_order_at(&t, &[[50, 50], [51, 51]]);
 
-    // Seal 1's rows moved in front of seal 0's.
+    // Seal 1's rows moved in front of seal 0's: the first before a row of
+    // seal 0, the others before seal 0 itself.
     let mut t: Vec<String> = all[seals[0] + 1..seals[1]].to_vec();
     t.extend_from_slice(&all[..seals[0] + 1]);
     t.extend_from_slice(&all[seals[1]..]);
-    out_of_order_at(&t, 51);
+    out_of_order_at(&t, &[[51, 51], [52, 100]]);
 
     // A row moved to the top of the file.
     let mut t = all.clone();
     let row = t.remove(row_at(&all, 120));
     t.insert(0, row);
-    out_of_order_at(&t, 120);
+    out_of_order_at(&t, &[[120, 120]]);
+
+    // Every seal moved to the top, each row still in its order: the rows
+    // stand after the seals that list them.
+    let (seal_lines, rows): (Vec<String>, Vec<String>) =
+        all.iter().cloned().partition(|l| is_seal(l));
+    let t: Vec<String> = seal_lines.into_iter().chain(rows).collect();
+    write_lines(&tampered, &t);
+    let (code, r) = verify(&tampered, &["--public-key", key]);
+    assert_eq!(code, 1, "{r}");
+    let kinds = problem_kinds(&r);
+    assert!(
+        !kinds.is_empty() && kinds.iter().all(|k| k == "row_out_of_order"),
+        "{r}"
+    );
+    assert!(
+        r["problems"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("row(s) stand after seal 0, which lists them"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -832,8 +867,10 @@ fn a_check_trail_split_into_files_is_read_in_the_order_given() {
     assert_eq!(code, 0, "{r}");
     let (code, r) = both(&tail, &head);
     assert_eq!(code, 1, "{r}");
-    assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+    assert_eq!(problem_kinds(&r), ["row_out_of_order"; 2], "{r}");
     assert_eq!(r["problems"][0]["offsets"], serde_json::json!([101, 101]));
+    // The rest of seal 2's rows stand before seal 1.
+    assert_eq!(r["problems"][1]["offsets"], serde_json::json!([102, 150]));
 
     // One row taken out into a file of its own, read after the rest.
     let row = row_at(&all, 60);
@@ -843,8 +880,10 @@ fn a_check_trail_split_into_files_is_read_in_the_order_given() {
     write_lines(&tail, &[moved]);
     let (code, r) = both(&head, &tail);
     assert_eq!(code, 1, "{r}");
-    assert_eq!(problem_kinds(&r), ["row_out_of_order"], "{r}");
+    assert_eq!(problem_kinds(&r), ["row_out_of_order"; 2], "{r}");
+    // 61 stands before 60, which stands after its seal.
     assert_eq!(r["problems"][0]["offsets"], serde_json::json!([61, 61]));
+    assert_eq!(r["problems"][1]["offsets"], serde_json::json!([60, 60]));
 }
 
 #[test]

@@ -22,7 +22,9 @@
 //!   (reordered); rows spread over several streams (audit partitions) are
 //!   not ordered against each other, as Kafka does not order them. A chain
 //!   whose seals are `check`'s is one sequence: all its rows appear in the
-//!   order of its seals, across streams in the order they were read. Of
+//!   order of its seals, across streams in the order they were read, each
+//!   after the seal before its own and before its own (a final seal, over
+//!   an input's last row, comes after the seal before it). Of
 //!   several byte-identical copies of a listed row, the one in order is
 //!   the sealed one (a worker that sends a row again after a failed produce
 //!   seals it where the copy it was told about landed);
@@ -548,6 +550,11 @@ impl AuditVerifier {
         let mut numbers: HashSet<u64> = HashSet::new();
         let mut chain_at: HashMap<u32, Location> = HashMap::new();
         let mut seal_at: HashMap<u32, Location> = HashMap::new();
+        // In a chain `check` wrote, where the seal before this one stands:
+        // `check` writes a seal after the rows it lists, and those after the
+        // seal before it, but for a final seal, written at the end of the
+        // run over an input's last row, which the seal before it follows.
+        let mut previous_seal: Option<Location> = None;
         for s in order {
             // A byte-identical copy of a seal (a producer retry) lists the
             // same rows; they were matched once.
@@ -559,6 +566,8 @@ impl AuditVerifier {
             // given), so one key for every stream orders them one after
             // another.
             let stream_of = |at: Location| if whole_chain { 0 } else { at.stream };
+            // Rows of a chain `check` wrote on the wrong side of a seal.
+            let (mut after, mut before) = (Moved::default(), Moved::default());
             let last_at = if whole_chain {
                 &mut chain_at
             } else {
@@ -597,11 +606,48 @@ impl AuditVerifier {
                             p.offsets = Some((roff, roff));
                             p.seal_seq = Some(s.seq);
                             p.at = Some(rat);
+                        } else if whole_chain && rat > s.at {
+                            after.add(roff, rat);
+                        } else if whole_chain
+                            && !s.is_final
+                            && previous_seal.is_some_and(|p| rat < p)
+                        {
+                            before.add(roff, rat);
                         }
                     }
                     None if !self.opts.in_range(*off) => {}
                     None => self.absent_sealed_row(id, c, seals, s, (*off, h), head_line),
                 }
+            }
+            // One problem per seal and side, however many rows moved.
+            let sides = [
+                (
+                    after,
+                    format!("stand after seal {}, which lists them", s.seq),
+                ),
+                (
+                    before,
+                    format!(
+                        "listed by seal {} stand before seal {}, the seal before it",
+                        s.seq,
+                        s.seq.saturating_sub(1)
+                    ),
+                ),
+            ];
+            for (moved, said) in sides {
+                if let Some((from, to, at)) = moved.span {
+                    let p = self.problem(
+                        ProblemKind::RowOutOfOrder,
+                        Some(id),
+                        format!("{} row(s) {said}", moved.rows),
+                    );
+                    p.offsets = Some((from, to));
+                    p.seal_seq = Some(s.seq);
+                    p.at = Some(at);
+                }
+            }
+            if whole_chain {
+                previous_seal = Some(s.at);
             }
         }
     }
@@ -1105,6 +1151,24 @@ impl AuditVerifier {
                 .filter(|p| p.seq.checked_add(1) == Some(s.seq));
         }
         line
+    }
+}
+
+/// Rows of one seal found on one wrong side of a seal: how many, the
+/// lowest and highest offset, and where the first of them stands.
+#[derive(Default)]
+struct Moved {
+    rows: u64,
+    span: Option<(i64, i64, Location)>,
+}
+
+impl Moved {
+    fn add(&mut self, offset: i64, at: Location) {
+        self.rows += 1;
+        self.span = Some(match self.span {
+            None => (offset, offset, at),
+            Some((lo, hi, first)) => (lo.min(offset), hi.max(offset), first.min(at)),
+        });
     }
 }
 
@@ -2590,6 +2654,66 @@ mod tests {
         let mut w = Sealer::new(chain0(), "w1", 4, ChainHead::START, Some(key));
         let r = check(&work(&mut w, 1..9, 0, false), signed);
         assert!(r.ok(), "{:?}", r.problems);
+    }
+
+    /// `check` writes each seal right after the rows it lists: a seal moved
+    /// before its rows, or after the next seal's rows, puts rows across a
+    /// seal, which its chain's order does not allow.
+    #[test]
+    fn a_check_trail_s_seal_moved_across_rows_puts_them_out_of_order() {
+        let t = check_trail(10, 4, None);
+        let (seals, rows): (Vec<_>, Vec<_>) = t.iter().cloned().partition(|r| is_seal(r));
+        assert_eq!((seals.len(), rows.len()), (3, 10));
+        let r = check(&t, Options::default());
+        assert!(r.ok(), "{:?}", r.problems);
+        // Every seal first, then every row: each row the seals list.
+        let front: Vec<_> = seals.iter().chain(&rows).cloned().collect();
+        let r = check(&front, Options::default());
+        assert!(!r.ok());
+        assert!(
+            r.problems
+                .iter()
+                .all(|p| p.kind == ProblemKind::RowOutOfOrder),
+            "{:?}",
+            r.problems
+        );
+        let moved: Vec<_> = r.problems.iter().map(|p| (p.seal_seq, p.offsets)).collect();
+        assert_eq!(
+            moved,
+            [
+                (Some(0), Some((1, 4))),
+                (Some(1), Some((5, 8))),
+                (Some(2), Some((9, 10)))
+            ]
+        );
+        assert_eq!(
+            r.problems[0].detail,
+            "4 row(s) stand after seal 0, which lists them"
+        );
+        // Seal 0 moved past the rows of seal 1: those stand before it.
+        let mut late = t.clone();
+        let first = late.iter().position(|r| is_seal(r)).unwrap();
+        let s0 = late.remove(first);
+        let second = late.iter().position(|r| is_seal(r)).unwrap();
+        late.insert(second, s0);
+        let r = check(&late, Options::default());
+        assert_eq!(
+            kinds(&r),
+            vec![ProblemKind::RowOutOfOrder],
+            "{:?}",
+            r.problems
+        );
+        assert_eq!(r.problems[0].offsets, Some((5, 8)));
+        assert_eq!(
+            r.problems[0].detail,
+            "4 row(s) listed by seal 1 stand before seal 0, the seal before it"
+        );
+        // A worker's seal may list a row that landed after it: not held so.
+        let mut w = Sealer::new(chain0(), "w1", 4, ChainHead::START, None);
+        let honest = work(&mut w, 1..9, 0, true);
+        let (ws, wr): (Vec<_>, Vec<_>) = honest.iter().cloned().partition(|r| is_seal(r));
+        let front: Vec<_> = ws.iter().chain(&wr).cloned().collect();
+        assert!(!kinds(&check(&front, Options::default())).contains(&ProblemKind::RowOutOfOrder));
     }
 
     #[test]
