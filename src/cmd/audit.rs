@@ -476,7 +476,9 @@ fn each_line(path: &Path, f: impl FnMut(u64, u64, &[u8])) -> Result<(), CmdError
 }
 
 /// Calls `f(line number, length, bytes)` for every line `reader` holds; a
-/// line longer than `max` comes with its length and without its bytes.
+/// line longer than `max` comes with its length and without its bytes. A
+/// line of a framed value ends past its 5-byte header, whatever bytes its
+/// schema id holds, as `check` reads its inputs.
 pub(crate) fn lines_of(
     mut reader: impl std::io::BufRead,
     max: usize,
@@ -486,7 +488,8 @@ pub(crate) fn lines_of(
     let mut n = 0u64;
     loop {
         line.clear();
-        let Some(len) = crate::batch::input::read_line_bounded(&mut reader, &mut line, max)? else {
+        let Some(len) = crate::batch::input::read_value_line_bounded(&mut reader, &mut line, max)?
+        else {
             return Ok(());
         };
         n += 1;

@@ -854,6 +854,26 @@ fn rows_of_a_check_chain_moved_across_its_seals_are_out_of_order() {
     );
 }
 
+/// An export of a framed audit topic whose schema id holds byte 0x0A
+/// (266 = 00 00 01 0A) keeps each record on its line: the line's end is
+/// looked for past the 5-byte header, as `check` reads its inputs.
+#[test]
+fn a_framed_export_whose_schema_id_holds_a_newline_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trail, key) = signed_trail(dir.path());
+    let mut framed = Vec::new();
+    for line in lines(&trail) {
+        framed.extend_from_slice(&[0, 0, 0, 1, 0x0A]);
+        framed.extend_from_slice(line.as_bytes());
+        framed.push(b'\n');
+    }
+    let export = dir.path().join("audit-0.jsonl");
+    std::fs::write(&export, framed).unwrap();
+    let (code, r) = verify(&export, &["--public-key", key.to_str().unwrap()]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["records"], serde_json::json!(lines(&trail).len()), "{r}");
+}
+
 #[test]
 fn a_check_trail_split_into_files_is_read_in_the_order_given() {
     let dir = tempfile::tempdir().unwrap();
