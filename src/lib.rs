@@ -41,6 +41,10 @@
 //!     what a worker did; `kafka::offsets`: in-order offset tracking;
 //!   - `kafka::preflight`: `run --preflight`, the cluster read and judged
 //!     against the configuration before a worker starts.
+//!
+//!   Beside the worker: `kafka::range_read`, the one read of a topic from a
+//!   first offset up to its end at the start of the read, blocking (run off
+//!   the async runtime), for `kafka::replay` and `audit verify`.
 //! - [`metrics`]: the closed Prometheus vocabulary.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`; its `Health` implements the
 //!   worker's `Readiness` (the worker does not know the HTTP server).

@@ -47,6 +47,13 @@ pub enum KeyError {
         "{path} already exists and is never overwritten (a key may still sign or check a trail): choose another --out"
     )]
     Exists { path: PathBuf },
+    /// A configuration that names a signing key file but was not loaded by
+    /// a loader that reads it (a defect of the caller, not of the file).
+    #[error(
+        "audit.signing_key_file {} was not read with the configuration: nothing signs with a key the configuration's checks did not read",
+        .0.display()
+    )]
+    NotLoaded(PathBuf),
 }
 
 /// The most bytes of a private key file (its PEM is about 120).

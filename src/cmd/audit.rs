@@ -31,6 +31,7 @@ use crate::config::{ConfigError, RawConfig};
 use crate::core::pseudonym::{PseudonymField, Pseudonyms};
 use crate::kafka::client::{LogContext, metadata_bytes};
 use crate::kafka::outputs::{H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, H_SEAL};
+use crate::kafka::range_read::{RangeError, RangeRead};
 use crate::kafka::seals::read_head;
 use crate::terminal::{Escaped, escape, escape_lines};
 
@@ -595,45 +596,19 @@ fn read_topic(v: &mut AuditVerifier, client: &ClientConfig, topic: &str) -> Resu
         .clone()
         .set("isolation.level", "read_committed")
         .create_with_context(LogContext::loud())?;
-    let timeout = Duration::from_secs(10);
-    let mut tpl = TopicPartitionList::new();
-    let mut ends = Vec::new();
+    let mut read = RangeRead::open(consumer, topic, None, None).map_err(range_error)?;
     let mut messages = 0;
-    for p in partitions(&consumer, topic, timeout)? {
-        let (lo, hi) = consumer.fetch_watermarks(topic, p, timeout)?;
-        if hi > lo {
-            tpl.add_partition_offset(topic, p, Offset::Offset(lo))?;
-            ends.push((p, hi));
-            messages += hi - lo;
-        }
+    let mut streams = HashMap::new();
+    for s in read.spans().iter().filter(|s| s.end > s.from) {
+        messages += s.end - s.from;
+        streams.insert(s.partition, v.stream(format!("{topic}/{}", s.partition)));
     }
-    consumer.assign(&tpl)?;
     let bar = topic_progress(messages);
-    let streams: std::collections::HashMap<i32, u32> = ends
-        .iter()
-        .map(|(p, _)| (*p, v.stream(format!("{topic}/{p}"))))
-        .collect();
-    let mut remaining: std::collections::HashMap<i32, i64> = ends.into_iter().collect();
-    while !remaining.is_empty() {
-        let Some(msg) = consumer.poll(timeout) else {
-            // Nothing more arrived: a partition whose last offsets are
-            // transaction markers (exactly-once) never delivers them, but
-            // the consumer's position still moves past them.
-            let positions = consumer.position()?;
-            remaining.retain(|p, hi| {
-                positions
-                    .find_partition(topic, *p)
-                    .and_then(|e| e.offset().to_raw())
-                    .is_none_or(|pos| pos < *hi)
-            });
-            continue;
-        };
-        let msg = msg?;
+    while let Some(msg) = read.next_record()? {
         if let Some(b) = &bar {
             b.inc(1);
         }
-        let p = msg.partition();
-        if let Some(&stream) = streams.get(&p) {
+        if let Some(&stream) = streams.get(&msg.partition()) {
             v.record_from_topic(
                 Location {
                     stream,
@@ -643,14 +618,19 @@ fn read_topic(v: &mut AuditVerifier, client: &ClientConfig, topic: &str) -> Resu
                 &record_headers(&msg),
             );
         }
-        if remaining.get(&p).is_some_and(|hi| msg.offset() + 1 >= *hi) {
-            remaining.remove(&p);
-        }
     }
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     Ok(())
+}
+
+/// A topic read's error as verify reports it.
+fn range_error(e: RangeError) -> CmdError {
+    match e {
+        RangeError::NoTopic(topic) => CmdError::NoTopic(topic),
+        RangeError::Kafka(e) => CmdError::Kafka(e),
+    }
 }
 
 /// The groundgate headers of an audit topic's message.
@@ -687,7 +667,7 @@ fn read_anchors(
     }
     let consumer: Reader = client.create_with_context(LogContext::loud())?;
     let timeout = Duration::from_secs(10);
-    let ids = partitions(&consumer, input, timeout)?;
+    let ids = partitions(&consumer, input)?;
     let mut committed = BTreeMap::new();
     if group.is_some() {
         let mut tpl = TopicPartitionList::new();
@@ -753,20 +733,15 @@ fn read_anchors(
 fn input_ends(client: &ClientConfig, input: &str) -> Result<Vec<(i32, i64)>, CmdError> {
     let consumer: Reader = client.create_with_context(LogContext::loud())?;
     let timeout = Duration::from_secs(10);
-    partitions(&consumer, input, timeout)?
+    partitions(&consumer, input)?
         .into_iter()
         .map(|p| Ok((p, consumer.fetch_watermarks(input, p, timeout)?.1)))
         .collect()
 }
 
 /// The partition ids of `topic`; an absent or partitionless topic is an error.
-fn partitions(consumer: &Reader, topic: &str, timeout: Duration) -> Result<Vec<i32>, CmdError> {
-    let md = crate::kafka::client::fetch_metadata(consumer, Some(topic), timeout)?;
-    md.topics()
-        .iter()
-        .find(|t| t.name() == topic && !t.partitions().is_empty())
-        .map(|t| t.partitions().iter().map(|p| p.id()).collect())
-        .ok_or_else(|| CmdError::NoTopic(topic.to_string()))
+fn partitions(consumer: &Reader, topic: &str) -> Result<Vec<i32>, CmdError> {
+    crate::kafka::range_read::partitions(consumer, topic).map_err(range_error)
 }
 
 /// Per partition, the first offset whose record timestamp is at or after

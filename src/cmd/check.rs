@@ -705,12 +705,7 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     if files.len() < args.inputs.len() {
         size = None;
     }
-    let key = config
-        .audit
-        .signing_key_file
-        .as_deref()
-        .map(crate::audit::keys::load_signing_key)
-        .transpose()?;
+    let key = config.audit.signing_key()?.cloned();
     let run_id = draw_run_id()?;
     let mut report = Aggregator::new(
         &names.join(", "),

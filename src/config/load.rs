@@ -70,7 +70,7 @@ impl Loaded {
         let (mut config, invalid) = raw.validate_listing(host);
         problems.extend(invalid);
         read_pseudonym_key(&mut config, read, &mut problems);
-        check_signing_key(&config, &mut problems);
+        read_signing_key(&mut config, &mut problems);
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -83,9 +83,8 @@ impl Loaded {
     /// problems, in that order and in one list. A check of a key whose
     /// value could not be read is left out; so are the access checks of
     /// settings that validation refuses (see [`check_access`]).
-    /// With `key`, the pseudonym key is read and the signing key checked
-    /// too (see [`RawConfig::load_for_worker`]), and their problems come
-    /// last.
+    /// With `key`, the pseudonym key and the signing key are read too
+    /// (see [`RawConfig::load_for_worker`]), and their problems come last.
     fn for_kafka(
         self,
         host: &Host,
@@ -116,7 +115,7 @@ impl Loaded {
         k.security.secrets = check_access(&k.security, &k.properties, access, &mut problems);
         if let Some(read) = key {
             read_pseudonym_key(&mut config, read, &mut problems);
-            check_signing_key(&config, &mut problems);
+            read_signing_key(&mut config, &mut problems);
         }
         if problems.is_empty() {
             Ok(config)
@@ -157,8 +156,8 @@ impl RawConfig {
 
     /// [`RawConfig::load_from_process`] for `check`, which writes audit
     /// rows: the pseudonym key is read into the core's settings as well,
-    /// the signing key is checked, and what is wrong with either is listed
-    /// with every other problem.
+    /// the signing key into `audit.signing_key`, and what is wrong with
+    /// either is listed with every other problem.
     pub fn load_writing_audit(
         file: Option<&Path>,
         flags: RawConfig,
@@ -187,8 +186,9 @@ impl RawConfig {
     }
 
     /// [`RawConfig::load_for_kafka`] for `run`, whose workers write audit
-    /// rows: the pseudonym key is read as well, the signing key is checked,
-    /// and what is wrong with either is listed with every other problem.
+    /// rows: the pseudonym key and the signing key are read as well (the
+    /// signing key into `audit.signing_key`), and what is wrong with either
+    /// is listed with every other problem.
     /// The other commands that connect never read those secrets.
     pub fn load_for_worker(
         file: Option<&Path>,
@@ -268,16 +268,17 @@ fn read_pseudonym_key(config: &mut Config, read: &ReadFile<'_>, problems: &mut V
     }
 }
 
-/// Reads `[audit] signing_key_file` to list what is wrong with it with the
-/// other problems, before anything starts; the worker and `check` load it
-/// again when they begin to sign.
-fn check_signing_key(config: &Config, problems: &mut Vec<String>) {
+/// Reads the key of `[audit] signing_key_file` into the configuration, or
+/// lists what is wrong with it with the other problems, before anything
+/// starts. The worker and `check` sign with this key and never read the
+/// file again, so they sign with the key that was checked.
+fn read_signing_key(config: &mut Config, problems: &mut Vec<String>) {
     use crate::audit::keys::{KeyError, load_signing_key};
     let Some(path) = config.audit.signing_key_file.as_deref() else {
         return;
     };
     match load_signing_key(path) {
-        Ok(_) => {}
+        Ok(key) => config.audit.signing_key = Some(super::AuditSigningKey::new(key)),
         Err(KeyError::Read(problem)) => problems.push(problem),
         Err(e) => problems.push(format!("audit.signing_key_file {e}")),
     }
@@ -1067,6 +1068,32 @@ pseudonym_key_file = \"/run/k\"\n";
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(
             problems[0].ends_with("is larger than 4096 bytes: a pseudonym key is a few dozen (e.g. `openssl rand -hex 32 > FILE`); is it the right file?"),
+            "{problems:?}"
+        );
+    }
+
+    /// `check` signs with the key its configuration carries: the loader
+    /// reads it, and lists a file that holds none with the other problems.
+    #[test]
+    fn the_signing_key_is_read_with_the_configuration() {
+        use crate::audit::keys;
+        let dir = tempfile::tempdir().unwrap();
+        let (private, public) = keys::generate(&dir.path().join("audit")).unwrap();
+        let no_pseudonyms = |_: &Path| Ok(Vec::new());
+        let toml = |path: &Path| format!("[audit]\nsigning_key_file = {:?}\n", path);
+        let (config, problems) = pseudonym_problems(&toml(&private), &[], &no_pseudonyms);
+        assert_eq!(problems, Vec::<String>::new());
+        let config = config.unwrap();
+        let want = keys::load_signing_key(&private).unwrap();
+        assert_eq!(config.audit.signing_key().unwrap(), Some(&want));
+        let (config, problems) = pseudonym_problems(&toml(&public), &[], &no_pseudonyms);
+        assert!(config.is_none());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(&format!(
+                "audit.signing_key_file {} is not an Ed25519 private key (PKCS#8) in PEM form",
+                public.display()
+            )),
             "{problems:?}"
         );
     }

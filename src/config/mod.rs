@@ -228,13 +228,18 @@ pub struct MetricsConfig {
     pub statistics_interval: Duration,
 }
 
-/// The validated `[audit]` section. The key file is only named here; the
-/// shells load it at start (a missing or unreadable key stops them there).
+/// The validated `[audit]` section. The loaders of the commands that sign
+/// (`load_writing_audit`, `load_for_worker`) read the key file once, with
+/// the rest of the configuration, into `signing_key`: what signs is what
+/// was checked, and a bad key stops the command before it starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditConfig {
     pub seal_every: usize,
     pub seal_interval: Duration,
     pub signing_key_file: Option<PathBuf>,
+    /// The key `signing_key_file` held when the configuration was loaded;
+    /// `None` when none is named, or the loader does not read it.
+    pub signing_key: Option<AuditSigningKey>,
     /// The audit-row fields written as pseudonyms (sorted, each once).
     pub pseudonymize: Vec<PseudonymField>,
     /// The pseudonyms' key, read with the configuration by the commands
@@ -251,9 +256,58 @@ impl Default for AuditConfig {
             // and a crash redelivers what came after the last one.
             seal_interval: Duration::from_secs(1),
             signing_key_file: None,
+            signing_key: None,
             pseudonymize: Vec::new(),
             pseudonym_key_file: None,
         }
+    }
+}
+
+impl AuditConfig {
+    /// Names `path` as the signing key file and reads its key, which is
+    /// then the one that signs (what a loader does, for a configuration
+    /// built in code).
+    pub fn sign_with(&mut self, path: PathBuf) -> Result<(), crate::audit::keys::KeyError> {
+        self.signing_key = Some(AuditSigningKey(crate::audit::keys::load_signing_key(
+            &path,
+        )?));
+        self.signing_key_file = Some(path);
+        Ok(())
+    }
+
+    /// The key that signs: the one read with the configuration. A key file
+    /// named but not read is an error, never a second read: that file may
+    /// have changed since the configuration was checked.
+    pub fn signing_key(
+        &self,
+    ) -> Result<Option<&ed25519_dalek::SigningKey>, crate::audit::keys::KeyError> {
+        match (&self.signing_key, &self.signing_key_file) {
+            (Some(key), _) => Ok(Some(&key.0)),
+            (None, None) => Ok(None),
+            (None, Some(path)) => Err(crate::audit::keys::KeyError::NotLoaded(path.clone())),
+        }
+    }
+}
+
+/// An audit signing key read from `[audit] signing_key_file`. `Debug` shows
+/// its public key's fingerprint, never the private key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuditSigningKey(ed25519_dalek::SigningKey);
+
+impl AuditSigningKey {
+    pub(crate) fn new(key: ed25519_dalek::SigningKey) -> AuditSigningKey {
+        AuditSigningKey(key)
+    }
+}
+
+impl fmt::Debug for AuditSigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditSigningKey")
+            .field(
+                "public",
+                &crate::audit::keys::fingerprint(&self.0.verifying_key()),
+            )
+            .finish_non_exhaustive()
     }
 }
 
@@ -324,6 +378,27 @@ mod tests {
         assert_eq!(c.kafka.brokers, None);
         assert_eq!(c.kafka.guarantee, Guarantee::AtLeastOnce);
         assert_eq!(c.metrics.addr.to_string(), "0.0.0.0:9464");
+    }
+
+    /// A configuration is logged and shown in panics: the signing key it
+    /// carries shows as its public fingerprint, never as its secret bytes.
+    #[test]
+    fn the_signing_key_is_redacted_in_debug() {
+        let secret = [7u8; 32];
+        let mut c = Config::default();
+        c.audit.signing_key = Some(AuditSigningKey::new(ed25519_dalek::SigningKey::from_bytes(
+            &secret,
+        )));
+        let shown = format!("{c:?}");
+        let public = crate::audit::keys::fingerprint(
+            &ed25519_dalek::SigningKey::from_bytes(&secret).verifying_key(),
+        );
+        assert!(
+            shown.contains(&format!("AuditSigningKey {{ public: {public:?}, .. }}")),
+            "{shown}"
+        );
+        assert!(!shown.contains("7, 7, 7"), "{shown}");
+        assert!(!shown.contains("070707"), "{shown}");
     }
 
     #[test]

@@ -223,6 +223,7 @@ fn validate_audit(raw: RawAudit, problems: &mut Vec<String>) -> AuditConfig {
         seal_every: seal_every.clamp(1, max) as usize,
         seal_interval: Duration::from_millis(interval_ms),
         signing_key_file: raw.signing_key_file,
+        signing_key: None,
         pseudonymize,
         pseudonym_key_file: raw.pseudonym_key_file,
     }

@@ -1,7 +1,8 @@
 //! The Kafka shell around the pure core: the worker, the client settings
 //! (from the lists in `crate::config::managed`) and what librdkafka was
 //! built with, the embedded broker, the
-//! sample producer and topic inspection. This layer moves bytes, offsets and
+//! sample producer, topic inspection and the read of a topic up to its end
+//! (`replay`, `audit verify`). This layer moves bytes, offsets and
 //! metrics; it must never decide a verdict (that is `crate::core::process`)
 //! nor parse command lines (that is `crate::cmd`).
 
@@ -18,6 +19,7 @@ mod offsets;
 pub mod outputs;
 pub mod preflight;
 pub mod produce;
+pub(crate) mod range_read;
 mod rebalance;
 pub mod replay;
 pub(crate) mod seals;

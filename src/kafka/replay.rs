@@ -14,14 +14,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::Message;
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
-use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::client::{FutureProducer, LogContext};
 use super::outputs::{H_ERROR_KIND, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
+use super::range_read::{RangeError, RangeRead};
 use crate::config::KafkaConfig;
 use crate::core::DeadLetterKind;
 
@@ -118,6 +119,8 @@ pub enum ReplayError {
     Read { topic: String, source: KafkaError },
     #[error("the dead-letter topic {0} does not exist or has no partition{1}")]
     NoTopic(String, String),
+    #[error("the dead-letter topic's reader stopped unexpectedly: {0}")]
+    Reader(String),
     #[error(
         "sending to {topic} failed after {sent} records were put back: {source}; the dead letters after partition {partition} offset {offset} were not, run again with --from-offset {offset} (and --partition {partition})"
     )]
@@ -130,57 +133,62 @@ pub enum ReplayError {
     },
 }
 
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// Records read ahead of the sends: each waits here for the one before it
+/// to be acknowledged.
+const READ_AHEAD: usize = 8;
+
+/// What the reading thread hands the sender.
+enum Read {
+    /// Partition → (first offset read, end offset), before any record.
+    Ranges(BTreeMap<i32, (i64, i64)>),
+    Record {
+        partition: i32,
+        offset: i64,
+        restored: Result<Restored, NotRestored>,
+    },
+}
 
 /// Reads the dead-letter topic from the selection's start up to its end at
 /// the start of the run and puts every dead letter of a chosen kind back on
 /// the input topic, in order per partition, each send acknowledged before
-/// the next is read (a failure says where to go on from).
+/// the next is sent (a failure says where to go on from). The reading
+/// blocks, so it runs on a blocking thread, a few records ahead at most.
 pub async fn replay(
     k: &KafkaConfig,
     bootstrap: &str,
     selection: &Selection,
 ) -> Result<Replayed, ReplayError> {
-    let topic = k.topics.dead_letter.clone();
-    // Assigned partitions, no commits: the group id only names the reader.
-    let reader: BaseConsumer<LogContext> = super::client::reader(k, bootstrap)
-        .set("group.id", "groundgate-replay")
-        .create_with_context(LogContext::loud())
-        .map_err(ReplayError::Client)?;
-    let read_err = |source| ReplayError::Read {
-        topic: topic.clone(),
-        source,
-    };
-    let md = super::client::fetch_metadata(&reader, Some(&topic), TIMEOUT).map_err(read_err)?;
-    let mut partitions: Vec<i32> = md
-        .topics()
-        .iter()
-        .filter(|t| t.name() == topic)
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-        .collect();
-    if let Some(p) = selection.partition {
-        partitions.retain(|q| *q == p);
-    }
-    if partitions.is_empty() {
-        let which = selection
-            .partition
-            .map_or(String::new(), |p| format!(" {p}"));
-        return Err(ReplayError::NoTopic(topic, which));
-    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel(READ_AHEAD);
+    let reading = tokio::task::spawn_blocking({
+        let (k, bootstrap) = (k.clone(), bootstrap.to_string());
+        let (partition, from) = (selection.partition, selection.from_offset);
+        move || read(&k, &bootstrap, partition, from, &tx)
+    });
+    let sent = send_all(k, bootstrap, selection, &mut rx).await;
+    // Closed, the channel stops the reader at its next record or poll.
+    drop(rx);
+    let read = reading.await;
+    // A send's failure stopped the reader; otherwise the reader's error is
+    // why the records stopped coming.
+    let out = sent?;
+    read.map_err(|e| ReplayError::Reader(e.to_string()))??;
+    Ok(out)
+}
+
+/// Puts back what the reader hands over, each send acknowledged before the
+/// next record is taken; ends with the channel (read through, or the
+/// reader's error, which [`replay`] reports) or a send's failure.
+async fn send_all(
+    k: &KafkaConfig,
+    bootstrap: &str,
+    selection: &Selection,
+    rx: &mut tokio::sync::mpsc::Receiver<Read>,
+) -> Result<Replayed, ReplayError> {
     let mut out = Replayed::default();
-    let mut tpl = TopicPartitionList::new();
-    for p in partitions {
-        let (lo, hi) = reader
-            .fetch_watermarks(&topic, p, TIMEOUT)
-            .map_err(read_err)?;
-        let from = selection.from_offset.map_or(lo, |o| o.max(lo));
-        out.ranges.insert(p, (from, hi));
-        if from < hi {
-            tpl.add_partition_offset(&topic, p, Offset::Offset(from))
-                .map_err(read_err)?;
-        }
-    }
-    reader.assign(&tpl).map_err(read_err)?;
+    let Some(Read::Ranges(ranges)) = rx.recv().await else {
+        return Ok(out);
+    };
+    out.ranges = ranges;
     let producer = (!selection.dry_run)
         .then(|| super::produce::producer(k, bootstrap))
         .transpose()
@@ -188,39 +196,14 @@ pub async fn replay(
             super::produce::ProduceError::Client(e) => ReplayError::Client(e),
             other => ReplayError::Client(KafkaError::ClientCreation(other.to_string())),
         })?;
-    let mut remaining: BTreeMap<i32, i64> = out
-        .ranges
-        .iter()
-        .filter(|(_, (from, hi))| from < hi)
-        .map(|(p, (_, hi))| (*p, *hi))
-        .collect();
     let mut sent_total = 0u64;
-    while !remaining.is_empty() {
-        let Some(msg) = reader.poll(TIMEOUT) else {
-            // Offsets past the last record (transaction markers, deleted
-            // records) are never delivered; the position still moves.
-            let positions = reader.position().map_err(read_err)?;
-            remaining.retain(|p, hi| {
-                positions
-                    .find_partition(&topic, *p)
-                    .and_then(|e| e.offset().to_raw())
-                    .is_none_or(|pos| pos < *hi)
-            });
-            continue;
-        };
-        let msg = msg.map_err(read_err)?;
-        let (p, offset) = (msg.partition(), msg.offset());
-        let Some(&hi) = remaining.get(&p) else {
-            continue;
-        };
-        if offset >= hi {
-            remaining.remove(&p);
-            continue;
-        }
-        if offset + 1 >= hi {
-            remaining.remove(&p);
-        }
-        match restored(msg.key(), msg.payload(), &headers_of(&msg)) {
+    while let Some(Read::Record {
+        partition,
+        offset,
+        restored,
+    }) = rx.recv().await
+    {
+        match restored {
             Err(NotRestored::NotADeadLetter) => out.foreign += 1,
             Err(NotRestored::Summary) => out.summaries += 1,
             Ok(r) if !selection.kinds.contains(&r.kind) => out.other_kinds += 1,
@@ -231,7 +214,7 @@ pub async fn replay(
                         .map_err(|source| ReplayError::Send {
                             topic: k.topics.input.clone(),
                             sent: sent_total,
-                            partition: p,
+                            partition,
                             offset,
                             source,
                         })?;
@@ -242,6 +225,57 @@ pub async fn replay(
         }
     }
     Ok(out)
+}
+
+/// Reads the dead-letter topic (see [`super::range_read`]) into `tx`, the
+/// ranges first; stops early when `tx` is closed.
+fn read(
+    k: &KafkaConfig,
+    bootstrap: &str,
+    partition: Option<i32>,
+    from: Option<i64>,
+    tx: &tokio::sync::mpsc::Sender<Read>,
+) -> Result<(), ReplayError> {
+    let topic = &k.topics.dead_letter;
+    // Assigned partitions, no commits: the group id only names the reader.
+    let reader: BaseConsumer<LogContext> = super::client::reader(k, bootstrap)
+        .set("group.id", "groundgate-replay")
+        .create_with_context(LogContext::loud())
+        .map_err(ReplayError::Client)?;
+    let read_err = |source| ReplayError::Read {
+        topic: topic.clone(),
+        source,
+    };
+    let range = RangeRead::open(reader, topic, partition, from).map_err(|e| match e {
+        RangeError::NoTopic(_) => ReplayError::NoTopic(
+            topic.clone(),
+            partition.map_or(String::new(), |p| format!(" {p}")),
+        ),
+        RangeError::Kafka(source) => read_err(source),
+    })?;
+    let ranges = range
+        .spans()
+        .iter()
+        .map(|s| (s.partition, (s.from, s.end)))
+        .collect();
+    if tx.blocking_send(Read::Ranges(ranges)).is_err() {
+        return Ok(());
+    }
+    let mut range = range.stop_when({
+        let tx = tx.clone();
+        move || tx.is_closed()
+    });
+    while let Some(msg) = range.next_record().map_err(read_err)? {
+        let record = Read::Record {
+            partition: msg.partition(),
+            offset: msg.offset(),
+            restored: restored(msg.key(), msg.payload(), &headers_of(&msg)),
+        };
+        if tx.blocking_send(record).is_err() {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A message's headers as (name, value) pairs.
@@ -309,6 +343,106 @@ mod tests {
             "the input's headers, its own groundgate.* one too"
         );
         assert!(!r.headers.iter().any(|(k, _)| k == H_ERROR_DETAIL));
+    }
+
+    /// An embedded broker holding, on the dead-letter topic, `schema` dead
+    /// letters, then a `too_large` one and a record groundgate did not
+    /// write; and the configuration pointed at it.
+    fn dead_letters(schema: usize) -> (crate::kafka::embedded::EmbeddedBroker, KafkaConfig) {
+        use rdkafka::ClientConfig;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let topics = crate::config::Topics::default();
+        let broker =
+            crate::kafka::embedded::EmbeddedBroker::start(1, &[&topics.dead_letter, &topics.input])
+                .unwrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", broker.bootstrap())
+            .create()
+            .unwrap();
+        let kinds = std::iter::repeat_n(Some("schema"), schema).chain([Some("too_large"), None]);
+        for kind in kinds {
+            let headers = OwnedHeaders::new().insert(Header {
+                key: if kind.is_some() {
+                    H_ERROR_KIND
+                } else {
+                    "x-tenant"
+                },
+                value: Some(kind.unwrap_or("bank-1")),
+            });
+            producer
+                .send(
+                    BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
+                        .payload(&b"{}"[..])
+                        .headers(headers),
+                )
+                .unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(broker.bootstrap());
+        (broker, raw.validate().unwrap().kafka)
+    }
+
+    fn schema_only(dry_run: bool) -> Selection {
+        Selection {
+            kinds: vec![DeadLetterKind::Schema],
+            partition: None,
+            from_offset: None,
+            dry_run,
+        }
+    }
+
+    /// On a runtime of one thread, every connection to the broker goes
+    /// through a relay that is a task of that runtime: the replay ends
+    /// only if its blocking reads leave the thread to the relay.
+    #[test]
+    fn replay_leaves_the_runtime_to_other_tasks() {
+        let (broker, k) = dead_letters(2);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let done = runtime
+            .block_on(async {
+                let relay = broker.forward_from(0).await.unwrap();
+                replay(&k, &relay, &schema_only(false)).await
+            })
+            .unwrap();
+        assert_eq!(done.ranges, BTreeMap::from([(0, (0, 4))]));
+        assert_eq!(done.sent, BTreeMap::from([("schema", 2)]));
+        assert_eq!((done.summaries, done.foreign), (1, 1));
+    }
+
+    /// A refused send ends the replay with where to go on from, while the
+    /// reader still had records to hand over.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_send_says_where_to_go_on_from() {
+        use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+        let (broker, k) = dead_letters(40);
+        broker.cluster().request_errors(
+            RDKafkaApiKey::Produce,
+            &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 8],
+        );
+        let e = replay(&k, &broker.bootstrap(), &schema_only(false))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ReplayError::Send {
+                    sent: 0,
+                    partition: 0,
+                    offset: 0,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with("run again with --from-offset 0 (and --partition 0)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -46,7 +46,6 @@ pub use super::worker_report::{Unfinished, WorkerReport};
 pub use super::rebalance::Readiness;
 use super::rebalance::WorkerContext;
 use super::seals::{Chains, SealSettings};
-use crate::audit::keys::load_signing_key;
 use crate::audit::seal::row_hash;
 use crate::config::{Config, Guarantee};
 use crate::core::{Outcome, RecordMeta, process};
@@ -221,11 +220,7 @@ fn seal_settings(config: &Config) -> Result<SealSettings, WorkerError> {
             .to_string(),
         seal_every: a.seal_every,
         interval: a.seal_interval,
-        key: a
-            .signing_key_file
-            .as_deref()
-            .map(load_signing_key)
-            .transpose()?,
+        key: a.signing_key()?.cloned(),
         topics: k.topics.clone(),
         schema_ids: k.output_schema_ids,
     })
@@ -471,4 +466,48 @@ fn finish(
     }
     report.unfinished = unfinished;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::keys;
+    use crate::config::RawConfig;
+
+    /// The key file is replaced after the configuration was loaded and
+    /// checked: the worker still signs with the key that was checked.
+    #[test]
+    fn the_worker_signs_with_the_key_read_with_the_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let (checked, _) = keys::generate(&dir.path().join("checked")).unwrap();
+        let (other, _) = keys::generate(&dir.path().join("other")).unwrap();
+        let mut flags = RawConfig::default();
+        flags.kafka.brokers = Some("127.0.0.1:9".into());
+        flags.audit.signing_key_file = Some(checked.clone());
+        let config = RawConfig::load_for_worker(
+            None,
+            flags,
+            &crate::kafka::client::library().features,
+            &crate::kafka::client::refuses,
+        )
+        .unwrap();
+        let want = keys::load_signing_key(&checked).unwrap();
+        std::fs::rename(&other, &checked).unwrap();
+        assert_ne!(keys::load_signing_key(&checked).unwrap(), want);
+        let key = seal_settings(&config).unwrap().key;
+        assert_eq!(key.as_ref(), Some(&want));
+    }
+
+    /// A configuration built in code that names a key file without reading
+    /// it does not sign with whatever the file holds by then.
+    #[test]
+    fn a_key_file_named_but_not_read_stops_the_worker() {
+        let mut config = Config::default();
+        config.audit.signing_key_file = Some("audit.key".into());
+        let e = seal_settings(&config).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "audit signing key: audit.signing_key_file audit.key was not read with the configuration: nothing signs with a key the configuration's checks did not read"
+        );
+    }
 }

@@ -2281,7 +2281,7 @@ async fn records_appended_to_a_signed_trail_with_kcat_are_caught() {
     let (private, public) = (dir.path().join("audit.key"), dir.path().join("audit.pub"));
     let signed = |group: &str, input: &str, audit: &str| {
         let mut c = (*config(&bs, group, Guarantee::AtLeastOnce)).clone();
-        c.audit.signing_key_file = Some(private.clone());
+        c.audit.sign_with(private.clone()).unwrap();
         c.kafka.topics.input = input.to_string();
         c.kafka.topics.audit = audit.to_string();
         Arc::new(c)
@@ -2570,7 +2570,7 @@ async fn a_rotated_and_rolled_back_signing_key_verifies_with_the_keyring() {
     for (phase, key) in [&key_a, &key_b, &key_a].into_iter().enumerate() {
         produce_mixed(&bs, 40, 300).await;
         let mut c = (*config(&bs, "g-rotate", Guarantee::AtLeastOnce)).clone();
-        c.audit.signing_key_file = Some(key.clone());
+        c.audit.sign_with(key.clone()).unwrap();
         let w = start(&Arc::new(c), &bs);
         let want = 40 * (phase as i64 + 1);
         assert_eq!(wait_committed(&bs, "g-rotate", want).await, want);
