@@ -46,7 +46,13 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.count
     };
-    let mock = MockCheck::start(&producer, &topic, (args.count > 0).then_some(args.count))?;
+    // Asking the cluster whether it is the dev broker blocks (metadata and
+    // watermarks): off the async runtime, like every blocking client call.
+    let mock = {
+        let (p, t) = (producer.clone(), topic.clone());
+        let count = (args.count > 0).then_some(args.count);
+        tokio::task::spawn_blocking(move || MockCheck::start(&p, &t, count)).await??
+    };
     let sent = match input {
         Some((path, input)) => {
             let p = path.display().to_string();
@@ -123,7 +129,8 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     };
     println!("sent {sent} records to {topic}{stopped}");
     if let Some(m) = mock {
-        m.finish(&producer)?;
+        let p = producer.clone();
+        tokio::task::spawn_blocking(move || m.finish(&p)).await??;
     }
     Ok(ExitCode::SUCCESS)
 }
