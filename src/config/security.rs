@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
 use super::RawKafka;
 use super::secret_file::FileError;
 
+/// What is said of a setting or secret holding a NUL byte: librdkafka
+/// takes each as a C string, which the byte would end early.
+pub(super) const NUL_REFUSED: &str = "holds a NUL byte, which librdkafka cannot take";
+
 /// The most bytes a password or client secret file may hold: a larger one
 /// is not such a file (a key or a log given by mistake).
 pub const MAX_SECRET_BYTES: u64 = 64 * 1024;
@@ -533,27 +537,22 @@ pub fn check_access(
             }
         };
         let text = super::secret_file::without_line_end(text);
-        if text.is_empty() {
-            problems.push(match source.as_ref()? {
-                SecretSource::Env(var) => {
-                    format!("{key}: the environment variable {var} is empty")
-                }
-                SecretSource::File(path) => format!(
-                    "{key} = {:?}: the file is empty",
-                    path.display().to_string()
-                ),
-            });
-            return None;
-        }
         // A NUL would end the C string librdkafka is given; the client
         // would refuse it with "FFI nul error" and no key named.
-        if text.contains('\0') {
+        let wrong = if text.is_empty() {
+            Some(("is empty", ""))
+        } else if text.contains('\0') {
+            Some((NUL_REFUSED, ": is it the right file?"))
+        } else {
+            None
+        };
+        if let Some((what, file_hint)) = wrong {
             problems.push(match source.as_ref()? {
-                SecretSource::Env(var) => format!(
-                    "{key}: the environment variable {var} holds a NUL byte, which librdkafka cannot take"
-                ),
+                SecretSource::Env(var) => {
+                    format!("{key}: the environment variable {var} {what}")
+                }
                 SecretSource::File(path) => format!(
-                    "{key} = {:?}: the file holds a NUL byte, which librdkafka cannot take: is it the right file?",
+                    "{key} = {:?}: the file {what}{file_hint}",
                     path.display().to_string()
                 ),
             });

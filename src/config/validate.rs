@@ -308,7 +308,7 @@ fn nul_free(
     properties: &std::collections::BTreeMap<String, String>,
     problems: &mut Vec<String>,
 ) {
-    const WHY: &str = "holds a NUL byte, which librdkafka cannot take";
+    use security::NUL_REFUSED as WHY;
     for (key, value) in settings {
         if value.is_some_and(|v| v.contains('\0')) {
             problems.push(format!("{key} {WHY}"));

@@ -620,31 +620,27 @@ impl AuditVerifier {
                 }
             }
             // One problem per seal and side, however many rows moved.
-            let sides = [
-                (
-                    after,
-                    format!("stand after seal {}, which lists them", s.seq),
-                ),
-                (
-                    before,
+            for (moved, after_it) in [(after, true), (before, false)] {
+                let Some((from, to, at)) = moved.span else {
+                    continue;
+                };
+                let said = if after_it {
+                    format!("stand after seal {}, which lists them", s.seq)
+                } else {
                     format!(
                         "listed by seal {} stand before seal {}, the seal before it",
                         s.seq,
                         s.seq.saturating_sub(1)
-                    ),
-                ),
-            ];
-            for (moved, said) in sides {
-                if let Some((from, to, at)) = moved.span {
-                    let p = self.problem(
-                        ProblemKind::RowOutOfOrder,
-                        Some(id),
-                        format!("{} row(s) {said}", moved.rows),
-                    );
-                    p.offsets = Some((from, to));
-                    p.seal_seq = Some(s.seq);
-                    p.at = Some(at);
-                }
+                    )
+                };
+                let p = self.problem(
+                    ProblemKind::RowOutOfOrder,
+                    Some(id),
+                    format!("{} row(s) {said}", moved.rows),
+                );
+                p.offsets = Some((from, to));
+                p.seal_seq = Some(s.seq);
+                p.at = Some(at);
             }
             if whole_chain {
                 previous_seal = Some(s.at);
