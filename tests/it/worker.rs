@@ -478,6 +478,19 @@ async fn offsets_committed_without_a_seal_head_start_a_new_chain_there() {
     assert_eq!(code, 0, "{report:#}");
 }
 
+/// Mixed records `range`, each under its own key: keyed records spread
+/// over every partition by the key's hash, so each partition receives
+/// records of both halves of a test that hands partitions over between
+/// two runs (keyless ones may all stick to one partition a run).
+fn keyed_mixed(range: std::ops::Range<u64>) -> Vec<RawRecord> {
+    range
+        .map(|i| {
+            let key = format!("answer-{i}").into_bytes();
+            (Some(key), Some(groundgate::sample::mixed(i, 300)))
+        })
+        .collect()
+}
+
 /// An at-least-once worker of `group` under its own client id, writing
 /// the outputs framed with `schema_ids` (none: plain).
 fn named_worker(
@@ -498,11 +511,11 @@ async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
     let bs = broker.bootstrap();
     let with_client =
         |client: &str| named_worker(&bs, "g-chain", client, OutputSchemaIds::default());
-    produce_mixed(&bs, 60, 300).await;
+    produce_raw(&bs, "answers", &keyed_mixed(0..60));
     let a = start(&with_client("worker-a"), &bs);
     assert_eq!(wait_committed(&bs, "g-chain", 60).await, 60);
     a.stop().await.unwrap();
-    produce_mixed(&bs, 60, 300).await;
+    produce_raw(&bs, "answers", &keyed_mixed(60..120));
     let b = start(&with_client("worker-b"), &bs);
     assert_eq!(wait_committed(&bs, "g-chain", 120).await, 120);
     b.stop().await.unwrap();
@@ -526,9 +539,9 @@ async fn the_next_owner_of_a_partition_continues_its_audit_chain() {
             assert_eq!(chain[i].2, chain[i - 1].3 + 1, "rows continue: {chain:?}");
         }
     }
-    assert!(
-        handed_over > 0,
-        "no chain went from worker-a to worker-b: {by:?}"
+    assert_eq!(
+        handed_over, PARTITIONS,
+        "every partition's chain goes from worker-a to worker-b: {by:?}"
     );
 }
 
@@ -565,20 +578,15 @@ async fn outputs_framed_for_the_schema_registry_carry_their_ids_and_the_chain_co
     let framed = |client: &str| named_worker(&bs, "g-framed", client, FRAMED);
     // Mixed outcomes, and dead letters: one plain, one whose value starts
     // with byte 0x00 as a framed record's does (read plain, it is one).
-    let mixed = |range: std::ops::Range<u64>| -> Vec<RawRecord> {
-        range
-            .map(|i| (None, Some(groundgate::sample::mixed(i, 300))))
-            .collect()
-    };
     let framed_input = b"\x00\x00\x00\x00\x2anot json".to_vec();
-    let mut records = mixed(0..60);
+    let mut records = keyed_mixed(0..60);
     records.push((Some(b"bad".to_vec()), Some(b"not json".to_vec())));
     records.push((Some(b"bad-framed".to_vec()), Some(framed_input.clone())));
     produce_raw(&bs, "answers", &records);
     let a = start(&framed("worker-a"), &bs);
     assert_eq!(wait_committed(&bs, "g-framed", 62).await, 62);
     a.stop().await.unwrap();
-    let later = mixed(60..120);
+    let later = keyed_mixed(60..120);
     produce_raw(&bs, "answers", &later);
     let b = start(&framed("worker-b"), &bs);
     assert_eq!(wait_committed(&bs, "g-framed", 122).await, 122);
@@ -641,7 +649,10 @@ async fn outputs_framed_for_the_schema_registry_carry_their_ids_and_the_chain_co
             assert_eq!(chain[i]["first_offset"], last + 1, "{p}");
         }
     }
-    assert!(handed_over > 0, "no chain went from worker-a to worker-b");
+    assert_eq!(
+        handed_over, PARTITIONS,
+        "every partition's chain goes from worker-a to worker-b"
+    );
     // audit verify reads the framed trail with no setting, and every row
     // is sealed: the seals hashed the rows' JSON text.
     assert_all_sealed(&bs, 122).await;
