@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::batch::eval::{
-    EvalError, NO_FIELD, Row, Scored, cross_validate, fit, leave_one_file_out, load_config,
-    naive_shared, rows, score_file,
+    EvalError, NO_FIELD, Row, Scored, cross_validate, distinct_inputs, fit, leave_one_file_out,
+    load_config, naive_shared, rows, score_file,
 };
 use crate::cli::EvalArgs;
 use crate::core::GroundingModel;
@@ -36,6 +36,7 @@ pub fn main(args: EvalArgs) -> ExitCode {
 }
 
 fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
+    distinct_inputs(&args.inputs)?;
     let config = load_config(args)?;
     let mut files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {

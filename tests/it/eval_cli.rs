@@ -260,3 +260,31 @@ fn folds_are_at_least_two_and_at_most_the_records() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--fit"), "{err}");
 }
+
+#[test]
+fn a_file_named_twice_is_refused_by_either_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            labelled("b", json!("unsupported")),
+        ],
+    );
+    let same = dir.path().join(".").join("labelled.jsonl");
+    for (second, fit) in [(&input, false), (&same, false), (&same, true)] {
+        let mut cmd = crate::common::bin();
+        cmd.arg("eval").arg(&input).arg(second);
+        if fit {
+            cmd.args(["--fit", "--folds", "2"]);
+        }
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(o.stdout.is_empty(), "no table for a refused run");
+        assert!(
+            err.contains("labelled.jsonl is named more than once among the inputs"),
+            "{err}"
+        );
+    }
+}
