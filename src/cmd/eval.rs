@@ -80,10 +80,20 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
     })
 }
 
+/// An input's name in the rows: its file name or, where two inputs share
+/// one (`week1/labelled.jsonl`, `week2/labelled.jsonl`), the path as given,
+/// so that their rows are told apart (as `check` names its inputs).
 fn name(args: &EvalArgs, i: usize) -> String {
-    let p = &args.inputs[i];
-    p.file_name()
-        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+    let base = |p: &std::path::Path| {
+        p.file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+    };
+    let own = base(&args.inputs[i]);
+    if args.inputs.iter().filter(|p| base(p) == own).count() > 1 {
+        args.inputs[i].display().to_string()
+    } else {
+        own
+    }
 }
 
 fn f3(v: Option<f64>) -> String {

@@ -288,3 +288,37 @@ fn a_file_named_twice_is_refused_by_either_path() {
         );
     }
 }
+
+#[test]
+fn files_of_one_name_in_two_directories_are_rows_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    for week in ["week1", "week2"] {
+        let d = dir.path().join(week);
+        std::fs::create_dir(&d).unwrap();
+        inputs.push(write(
+            &d,
+            &[
+                labelled("a", json!("supported")),
+                labelled("b", json!("unsupported")),
+            ],
+        ));
+    }
+    let o = crate::common::bin()
+        .arg("eval")
+        .args(&inputs)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let files: Vec<String> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["file"].as_str().unwrap().to_string())
+        .collect();
+    let given: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    assert_eq!(files, given, "{out}");
+}
