@@ -1866,3 +1866,30 @@ fn pseudonymised_audit_rows_match_the_cli_and_change_nothing_else() {
         .unwrap();
     assert_eq!(verify.status.code(), Some(0), "{verify:?}");
 }
+
+#[test]
+fn answers_without_a_single_caret_marker_are_said_to_be_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = "holds a [^N] citation marker";
+    let input = dir.path().join("in.jsonl");
+    let bracketed = [
+        rec("a", "Revenue grew 5% [1].", json!({})),
+        rec("b", "Volume rose (2).", json!({})),
+        b"not json".to_vec(),
+    ]
+    .join(&b'\n');
+    std::fs::write(&input, bracketed).unwrap();
+    let o = check(&[os(&input), os("--out"), os(&dir.path().join("out"))]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("none of the 2 answer(s) judged {note}")) && err.contains("[1]"),
+        "{err}"
+    );
+    // One answer that cites as groundgate reads is enough: no note.
+    let input = one_record(dir.path());
+    let o = check(&[os(&input), os("--out"), os(&dir.path().join("out"))]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains(note), "{err}");
+}
