@@ -60,6 +60,17 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
             }
         }
     }
+    // Markers in another style (`[1]`) leave every claim uncited, and an
+    // uncited answer counts as fully supported: the row would read as a
+    // check that separates nothing, not as input it cannot read.
+    for (i, scored) in files.iter().enumerate() {
+        if scored.iter().all(|s| s.evidence.is_empty()) {
+            eprintln!(
+                "groundgate eval: no answer of {} has a claim citing a source with a [^N] marker, so each counts as fully supported and its figures measure nothing: groundgate reads [^N] markers only ([^1] cites the first source), and markers written otherwise ([1], (1), 【1】) are plain text to it",
+                Escaped(&name(args, i))
+            );
+        }
+    }
     let most = files.iter().map(Vec::len).max().unwrap_or(0);
     if args.fit && args.folds > most {
         return Err(EvalError::Folds {

@@ -322,3 +322,37 @@ fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let given: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
     assert_eq!(files, given, "{out}");
 }
+
+#[test]
+fn a_file_without_a_caret_marker_is_said_to_measure_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = "has a claim citing a source with a [^N] marker";
+    let bracketed = |id, label| {
+        let mut r = labelled(id, label);
+        r["answer"] = json!("Revenue grew 5% in Q3 [1].");
+        r
+    };
+    let input = write(
+        dir.path(),
+        &[
+            bracketed("a", json!("supported")),
+            bracketed("b", json!("unsupported")),
+        ],
+    );
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("no answer of labelled.jsonl {note}")),
+        "{err}"
+    );
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            bracketed("b", json!("unsupported")),
+        ],
+    );
+    let err = String::from_utf8_lossy(&eval(&input).stderr).into_owned();
+    assert!(!err.contains(note), "{err}");
+}
