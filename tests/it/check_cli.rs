@@ -1893,3 +1893,39 @@ fn answers_without_a_single_caret_marker_are_said_to_be_unchecked() {
     assert!(o.status.success(), "{err}");
     assert!(!err.contains(note), "{err}");
 }
+
+#[test]
+fn standard_input_at_a_terminal_ends_at_one_ctrl_d() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lines then Ctrl-D, and Ctrl-D alone (nothing typed).
+    for (typed, records) in [
+        ([rec("a", "x[^1]", json!({})), b"\n".to_vec()].concat(), 1),
+        (Vec::new(), 0),
+    ] {
+        let (mut controller, terminal) = crate::common::pty();
+        let out = dir.path().join(format!("out-{records}"));
+        let child = crate::common::bin()
+            .args(["check", "-", "--out"])
+            .arg(&out)
+            .stdin(Stdio::from(terminal))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut p = crate::common::Proc {
+            child,
+            name: "check",
+        };
+        controller.write_all(&typed).unwrap();
+        controller.write_all(b"\x04").unwrap();
+        let status = p
+            .wait_exit(crate::common::WAIT)
+            .expect("check waits for a second Ctrl-D");
+        let mut err = String::new();
+        if let Some(mut stderr) = p.child.stderr.take() {
+            std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+        }
+        assert!(status.success(), "{err}");
+        assert_eq!(read_jsonl(&out.join("final.jsonl")).len(), records, "{err}");
+    }
+}
