@@ -754,6 +754,9 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         worst_bound: Mutex::new(None),
     };
 
+    if files.len() < args.inputs.len() {
+        super::note_terminal_stdin("check");
+    }
     let (started, cpu_before) = (Instant::now(), crate::clock::process_cpu());
     let progress = Progress::default();
     let bar = progress_bar(size);

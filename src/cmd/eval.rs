@@ -38,6 +38,9 @@ pub fn main(args: EvalArgs) -> ExitCode {
 fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
     distinct_inputs(&args.inputs)?;
     let config = load_config(args)?;
+    if args.inputs.iter().any(|p| p.as_os_str() == "-") {
+        super::note_terminal_stdin("eval");
+    }
     let mut files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         files.push(score_file(

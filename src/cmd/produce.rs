@@ -30,6 +30,9 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| UsageError(e.to_string()))
         })
         .transpose()?;
+    if args.file.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        super::note_terminal_stdin("produce");
+    }
     let producer = producer(&config.kafka, &bootstrap)?;
     let topic = config.kafka.topics.input.clone();
     // Ctrl-C or SIGTERM stops sending; what was sent is still awaited and

@@ -1927,5 +1927,10 @@ fn standard_input_at_a_terminal_ends_at_one_ctrl_d() {
         }
         assert!(status.success(), "{err}");
         assert_eq!(read_jsonl(&out.join("final.jsonl")).len(), records, "{err}");
+        assert!(
+            err.contains("reading JSON Lines from standard input, which is this terminal")
+                && err.contains("Ctrl-D"),
+            "{err}"
+        );
     }
 }
