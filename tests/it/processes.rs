@@ -702,3 +702,27 @@ fn produce_to_an_address_where_no_broker_listens_says_so_and_stops() {
         "{err}"
     );
 }
+
+#[test]
+fn audit_verify_and_replay_where_no_broker_listens_say_what_to_check() {
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    for (name, args) in [
+        (
+            "audit verify",
+            vec!["audit", "verify", "--brokers", &bootstrap],
+        ),
+        (
+            "replay",
+            vec!["replay", "--brokers", &bootstrap, "--kind", "internal"],
+        ),
+    ] {
+        let mut cmd = bin();
+        cmd.args(&args);
+        let (code, err) = exit_and_stderr("unreachable", cmd);
+        assert!(matches!(code, Some(1 | 2)), "{name}: {code:?} {err}");
+        assert!(
+            err.contains("no broker answered; check the address (--brokers"),
+            "{name}: {err}"
+        );
+    }
+}
