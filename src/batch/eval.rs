@@ -39,6 +39,12 @@ pub enum EvalError {
         "--folds {folds} is more than the {most} records of the largest input: each fold would hold at most one record of it, or none"
     )]
     Folds { folds: usize, most: usize },
+    #[error("standard input (`-`) is named more than once among the inputs")]
+    StdinTwice,
+    #[error(
+        "{0} is named more than once among the inputs (by this or another path): each file is scored once, as one row; named twice, its records would count twice in the threshold shared by all files and in --fit, which would score the model on the very records it was fitted on"
+    )]
+    InputTwice(PathBuf),
 }
 
 /// The `--by` group of a record that lacks the field.
@@ -147,6 +153,28 @@ pub fn auc(items: &[Scored]) -> Option<f64> {
         i = j;
     }
     Some(sum / (pos * neg))
+}
+
+/// Refuses inputs that name one file twice, by the same path or another
+/// (`./f`, a link): a copy held out by `--fit` while the other is fitted
+/// on would report figures the model never earned. A path that cannot be
+/// read is left to [`score_file`] to report.
+pub fn distinct_inputs(inputs: &[PathBuf]) -> Result<(), EvalError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = HashSet::new();
+    let mut stdin = false;
+    for path in inputs {
+        if path.as_os_str() == "-" {
+            if std::mem::replace(&mut stdin, true) {
+                return Err(EvalError::StdinTwice);
+            }
+        } else if let Ok(m) = std::fs::metadata(path)
+            && !seen.insert((m.dev(), m.ino()))
+        {
+            return Err(EvalError::InputTwice(path.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// The configuration `eval` measures: the file given, on the defaults.

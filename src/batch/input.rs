@@ -58,6 +58,37 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
+/// A reader that stays at its end once it has reached it. The end of a
+/// terminal's input (Ctrl-D) is one read of 0 bytes, not a lasting state:
+/// read again, the terminal waits for more typing. The readers here look
+/// past an end (sniffing the packing, filling a block), which would have
+/// the user press Ctrl-D two or three times.
+struct Fused<R> {
+    inner: R,
+    ended: bool,
+}
+
+impl<R> Fused<R> {
+    fn new(inner: R) -> Fused<R> {
+        Fused {
+            inner,
+            ended: false,
+        }
+    }
+}
+
+impl<R: Read> Read for Fused<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.ended {
+            return Ok(0);
+        }
+        let n = self.inner.read(buf)?;
+        // A read into no room says 0 without being the end.
+        self.ended = n == 0 && !buf.is_empty();
+        Ok(n)
+    }
+}
+
 /// The first bytes of formats this module refuses, with their names and
 /// the command that writes them out as UTF-8 JSON Lines. UTF-16 is told by
 /// its byte order mark, which is never UTF-8 (Windows PowerShell 5 writes
@@ -104,7 +135,12 @@ pub fn open_counted(path: &Path, read: Arc<AtomicU64>) -> Result<Input, InputErr
     use std::os::unix::fs::MetadataExt;
     let (reader, name, size, file_id): (Box<dyn Read + Send>, String, Option<u64>, _) =
         if path.as_os_str() == "-" {
-            (Box::new(io::stdin()), "stdin".into(), None, None)
+            (
+                Box::new(Fused::new(io::stdin())),
+                "stdin".into(),
+                None,
+                None,
+            )
         } else {
             let f = File::open(path).map_err(|source| InputError::Open {
                 path: path.to_path_buf(),
@@ -282,6 +318,43 @@ mod tests {
     use super::*;
 
     const LINES: &[u8] = b"{\"a\":1}\n{\"b\":2}\n";
+
+    /// A terminal: each chunk is what one read returns, an empty chunk
+    /// being one Ctrl-D; reading past the script is waiting forever.
+    struct Terminal(std::collections::VecDeque<&'static [u8]>);
+
+    impl Read for Terminal {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let chunk = self
+                .0
+                .pop_front()
+                .expect("read past Ctrl-D: a terminal would wait here for more typing");
+            let n = chunk.len().min(buf.len());
+            buf[..n].copy_from_slice(&chunk[..n]);
+            if n < chunk.len() {
+                self.0.push_front(&chunk[n..]);
+            }
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn one_ctrl_d_ends_what_a_terminal_types() {
+        // Lines then Ctrl-D; Ctrl-D at once (an empty input), with typing
+        // after it that must not be read.
+        for (typed, read) in [
+            (vec![LINES, b""], LINES),
+            (vec![b"", b"{\"a\":1}\n"], &b""[..]),
+        ] {
+            let terminal = Terminal(typed.into_iter().collect());
+            let (mut r, _) = unpacked(Box::new(Fused::new(terminal)), Path::new("-")).unwrap();
+            let mut out = Vec::new();
+            r.read_to_end(&mut out).unwrap();
+            assert_eq!(out, read);
+            // A block reader reads once more after the end.
+            assert_eq!(r.read(&mut [0u8; 8]).unwrap(), 0);
+        }
+    }
 
     fn read_all(bytes: Vec<u8>) -> Result<(Vec<u8>, Packing), InputError> {
         let (mut r, p) = unpacked(Box::new(io::Cursor::new(bytes)), Path::new("in"))?;

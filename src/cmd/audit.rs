@@ -59,7 +59,7 @@ pub enum CmdError {
     Usage(String),
     #[error("{0}")]
     Config(#[from] ConfigError),
-    #[error("kafka: {0}")]
+    #[error("kafka: {0}{hint}", hint = crate::kafka::unreachable_hint(.0))]
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("topic {0} not found")]
     NoTopic(String),

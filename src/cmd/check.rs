@@ -95,6 +95,9 @@ pub fn main(args: CheckArgs) -> ExitCode {
     for input in &not_answers {
         eprintln!("groundgate check: {}", escape(&input.to_string()));
     }
+    if let Some(note) = no_markers(&data) {
+        eprintln!("groundgate check: {note}");
+    }
     for f in &args.fail_on {
         let kind = match f {
             FailOn::Rejected => OutcomeKind::Rejected,
@@ -119,6 +122,18 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     }
     ExitCode::from(code)
+}
+
+/// Says when no judged answer held a `[^N]` marker: answers that cite in
+/// another style (`[1]`) are accepted with nothing checked, which reads as
+/// a clean run unless said.
+fn no_markers(data: &ReportData) -> Option<String> {
+    let judged = data.records - data.count(OutcomeKind::DeadLetter);
+    (judged > 0 && data.cited == 0).then(|| {
+        format!(
+            "none of the {judged} answer(s) judged holds a [^N] citation marker, so no citation and no cited claim was checked against its source: groundgate reads [^N] markers only ([^1] cites the first source), and markers written otherwise ([1], (1), 【1】) are plain text to it (docs/input-and-outputs.md#how-an-answer-is-judged)"
+        )
+    })
 }
 
 /// Says how many records groundgate failed to judge (`internal` dead
@@ -739,6 +754,9 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         worst_bound: Mutex::new(None),
     };
 
+    if files.len() < args.inputs.len() {
+        super::note_terminal_stdin("check");
+    }
     let (started, cpu_before) = (Instant::now(), crate::clock::process_cpu());
     let progress = Progress::default();
     let bar = progress_bar(size);

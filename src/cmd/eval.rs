@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::batch::eval::{
-    EvalError, NO_FIELD, Row, Scored, cross_validate, fit, leave_one_file_out, load_config,
-    naive_shared, rows, score_file,
+    EvalError, NO_FIELD, Row, Scored, cross_validate, distinct_inputs, fit, leave_one_file_out,
+    load_config, naive_shared, rows, score_file,
 };
 use crate::cli::EvalArgs;
 use crate::core::GroundingModel;
@@ -36,7 +36,11 @@ pub fn main(args: EvalArgs) -> ExitCode {
 }
 
 fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
+    distinct_inputs(&args.inputs)?;
     let config = load_config(args)?;
+    if args.inputs.iter().any(|p| p.as_os_str() == "-") {
+        super::note_terminal_stdin("eval");
+    }
     let mut files = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         files.push(score_file(
@@ -59,6 +63,17 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
             }
         }
     }
+    // Markers in another style (`[1]`) leave every claim uncited, and an
+    // uncited answer counts as fully supported: the row would read as a
+    // check that separates nothing, not as input it cannot read.
+    for (i, scored) in files.iter().enumerate() {
+        if scored.iter().all(|s| s.evidence.is_empty()) {
+            eprintln!(
+                "groundgate eval: no answer of {} has a claim citing a source with a [^N] marker, so each counts as fully supported and its figures measure nothing: groundgate reads [^N] markers only ([^1] cites the first source), and markers written otherwise ([1], (1), 【1】) are plain text to it",
+                Escaped(&name(args, i))
+            );
+        }
+    }
     let most = files.iter().map(Vec::len).max().unwrap_or(0);
     if args.fit && args.folds > most {
         return Err(EvalError::Folds {
@@ -79,10 +94,20 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
     })
 }
 
+/// An input's name in the rows: its file name or, where two inputs share
+/// one (`week1/labelled.jsonl`, `week2/labelled.jsonl`), the path as given,
+/// so that their rows are told apart (as `check` names its inputs).
 fn name(args: &EvalArgs, i: usize) -> String {
-    let p = &args.inputs[i];
-    p.file_name()
-        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+    let base = |p: &std::path::Path| {
+        p.file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+    };
+    let own = base(&args.inputs[i]);
+    if args.inputs.iter().filter(|p| base(p) == own).count() > 1 {
+        args.inputs[i].display().to_string()
+    } else {
+        own
+    }
 }
 
 fn f3(v: Option<f64>) -> String {

@@ -274,6 +274,17 @@ pub fn stdout_written(written: std::io::Result<()>) -> Result<(), String> {
     }
 }
 
+/// Says that `command` waits for lines typed at the terminal, when standard
+/// input (`-`) is one: otherwise the command sits silent (or behind a
+/// progress line of zero records) and reads as hung.
+pub fn note_terminal_stdin(command: &str) {
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!(
+            "groundgate {command}: reading JSON Lines from standard input, which is this terminal: paste or type them and end with Ctrl-D, or name a file instead of `-`"
+        );
+    }
+}
+
 /// The exit code of a command that failed with `e`: [`EXIT_USAGE`] for a
 /// usage or configuration error, 1 for anything else.
 pub fn exit_code_of(e: &anyhow::Error) -> u8 {

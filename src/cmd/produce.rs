@@ -10,7 +10,7 @@ use tracing::info;
 use super::UsageError;
 
 use crate::cli::ProduceArgs;
-use crate::kafka::produce::{MockCheck, ProduceError, producer, send_until};
+use crate::kafka::produce::{MockCheck, ProduceError, producer, reachable, send_until};
 
 /// Lines read from the input ahead of the producer, at most.
 const READ_AHEAD: usize = 256;
@@ -30,6 +30,9 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| UsageError(e.to_string()))
         })
         .transpose()?;
+    if args.file.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        super::note_terminal_stdin("produce");
+    }
     let producer = producer(&config.kafka, &bootstrap)?;
     let topic = config.kafka.topics.input.clone();
     // Ctrl-C or SIGTERM stops sending; what was sent is still awaited and
@@ -49,9 +52,13 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     // Asking the cluster whether it is the dev broker blocks (metadata and
     // watermarks): off the async runtime, like every blocking client call.
     let mock = {
-        let (p, t) = (producer.clone(), topic.clone());
+        let (p, t, b) = (producer.clone(), topic.clone(), bootstrap.clone());
         let count = (args.count > 0).then_some(args.count);
-        tokio::task::spawn_blocking(move || MockCheck::start(&p, &t, count)).await??
+        tokio::task::spawn_blocking(move || {
+            reachable(&p, &b, &t)?;
+            MockCheck::start(&p, &t, count)
+        })
+        .await??
     };
     let sent = match input {
         Some((path, input)) => {

@@ -59,6 +59,19 @@ pub fn retry_hint(e: &KafkaError) -> &'static str {
     }
 }
 
+/// What to add to the error of a command that asks the cluster once and
+/// exits (`audit verify`, `replay`) when no broker answered: librdkafka
+/// says only "broker transport failure", which names neither the cause
+/// nor the settings to look at.
+pub fn unreachable_hint(e: &KafkaError) -> &'static str {
+    match e.rdkafka_error_code() {
+        Some(C::BrokerTransportFailure | C::AllBrokersDown | C::Resolve | C::OperationTimedOut) => {
+            ": no broker answered; check the address (--brokers, GROUNDGATE_BROKERS or kafka.brokers of --config), that a broker listens there and, on a secured cluster, the TLS and SASL settings"
+        }
+        _ => "",
+    }
+}
+
 /// Classifies a client error; errors without a broker code (configuration,
 /// client creation) are fatal.
 pub fn classify(e: &KafkaError) -> ErrorClass {

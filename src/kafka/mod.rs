@@ -27,3 +27,4 @@ pub mod worker;
 mod worker_report;
 
 pub use client::{Library, PROMISED_FEATURES, library};
+pub(crate) use error::unreachable_hint;

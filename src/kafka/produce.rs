@@ -26,6 +26,14 @@ pub enum ProduceError {
     },
     #[error("cannot create the producer: {0}")]
     Client(KafkaError),
+    #[error(
+        "no broker at {bootstrap} answered within {} s ({source}): nothing was sent. Check the address (--brokers, GROUNDGATE_BROKERS or kafka.brokers), that a broker listens there and, on a secured cluster, the TLS and SASL settings; for development, `groundgate dev-broker --port 9092` runs one",
+        META_TIMEOUT.as_secs()
+    )]
+    Unreachable {
+        bootstrap: String,
+        source: KafkaError,
+    },
     #[error("delivery failed after {sent} records: {source}")]
     Delivery { sent: u64, source: KafkaError },
     #[error(
@@ -65,6 +73,25 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, Prod
     }
     c.create_with_context(LogContext::loud())
         .map_err(ProduceError::Client)
+}
+
+/// Fails when no broker of `bootstrap` answers a metadata request. Without
+/// it, records sent to a mistyped address wait in the producer for
+/// librdkafka's message timeout (five minutes) before any error is said,
+/// and a Ctrl-C waits for them too. Blocks: call it off the async runtime.
+pub fn reachable(
+    producer: &FutureProducer,
+    bootstrap: &str,
+    topic: &str,
+) -> Result<(), ProduceError> {
+    producer
+        .client()
+        .fetch_metadata(Some(topic), META_TIMEOUT)
+        .map(|_| ())
+        .map_err(|source| ProduceError::Unreachable {
+            bootstrap: bootstrap.to_string(),
+            source,
+        })
 }
 
 #[derive(Deserialize)]

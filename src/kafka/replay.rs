@@ -115,7 +115,10 @@ pub struct Replayed {
 pub enum ReplayError {
     #[error("cannot create the Kafka client: {0}")]
     Client(KafkaError),
-    #[error("cannot read the dead-letter topic {topic}: {source}")]
+    #[error(
+        "cannot read the dead-letter topic {topic}: {source}{}",
+        super::error::unreachable_hint(source)
+    )]
     Read { topic: String, source: KafkaError },
     #[error("the dead-letter topic {0} does not exist or has no partition{1}")]
     NoTopic(String, String),

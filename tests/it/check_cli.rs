@@ -1866,3 +1866,71 @@ fn pseudonymised_audit_rows_match_the_cli_and_change_nothing_else() {
         .unwrap();
     assert_eq!(verify.status.code(), Some(0), "{verify:?}");
 }
+
+#[test]
+fn answers_without_a_single_caret_marker_are_said_to_be_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = "holds a [^N] citation marker";
+    let input = dir.path().join("in.jsonl");
+    let bracketed = [
+        rec("a", "Revenue grew 5% [1].", json!({})),
+        rec("b", "Volume rose (2).", json!({})),
+        b"not json".to_vec(),
+    ]
+    .join(&b'\n');
+    std::fs::write(&input, bracketed).unwrap();
+    let o = check(&[os(&input), os("--out"), os(&dir.path().join("out"))]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("none of the 2 answer(s) judged {note}")) && err.contains("[1]"),
+        "{err}"
+    );
+    // One answer that cites as groundgate reads is enough: no note.
+    let input = one_record(dir.path());
+    let o = check(&[os(&input), os("--out"), os(&dir.path().join("out"))]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains(note), "{err}");
+}
+
+#[test]
+fn standard_input_at_a_terminal_ends_at_one_ctrl_d() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lines then Ctrl-D, and Ctrl-D alone (nothing typed).
+    for (typed, records) in [
+        ([rec("a", "x[^1]", json!({})), b"\n".to_vec()].concat(), 1),
+        (Vec::new(), 0),
+    ] {
+        let (mut controller, terminal) = crate::common::pty();
+        let out = dir.path().join(format!("out-{records}"));
+        let child = crate::common::bin()
+            .args(["check", "-", "--out"])
+            .arg(&out)
+            .stdin(Stdio::from(terminal))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut p = crate::common::Proc {
+            child,
+            name: "check",
+        };
+        controller.write_all(&typed).unwrap();
+        controller.write_all(b"\x04").unwrap();
+        let status = p
+            .wait_exit(crate::common::WAIT)
+            .expect("check waits for a second Ctrl-D");
+        let mut err = String::new();
+        if let Some(mut stderr) = p.child.stderr.take() {
+            std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+        }
+        assert!(status.success(), "{err}");
+        assert_eq!(read_jsonl(&out.join("final.jsonl")).len(), records, "{err}");
+        assert!(
+            err.contains("reading JSON Lines from standard input, which is this terminal")
+                && err.contains("Ctrl-D"),
+            "{err}"
+        );
+    }
+}

@@ -520,3 +520,30 @@ pub fn metric_names(expr: &str) -> std::collections::BTreeSet<String> {
     }
     out
 }
+
+/// A new pseudo-terminal: its controller side, to write what a user types,
+/// and its terminal side, to give a child as standard input (it then is a
+/// terminal to the child, in canonical mode: Ctrl-D ends its input).
+pub fn pty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain libc calls on a descriptor this function owns; each
+    // result is checked before it is used.
+    unsafe {
+        let controller = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(controller >= 0, "posix_openpt");
+        assert_eq!(libc::grantpt(controller), 0, "grantpt");
+        assert_eq!(libc::unlockpt(controller), 0, "unlockpt");
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(
+            libc::ptsname_r(controller, name.as_mut_ptr(), name.len()),
+            0,
+            "ptsname_r"
+        );
+        let terminal = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        assert!(terminal >= 0, "open the terminal side");
+        (
+            std::fs::File::from_raw_fd(controller),
+            std::fs::File::from_raw_fd(terminal),
+        )
+    }
+}

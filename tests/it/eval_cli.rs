@@ -260,3 +260,99 @@ fn folds_are_at_least_two_and_at_most_the_records() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--fit"), "{err}");
 }
+
+#[test]
+fn a_file_named_twice_is_refused_by_either_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            labelled("b", json!("unsupported")),
+        ],
+    );
+    let same = dir.path().join(".").join("labelled.jsonl");
+    for (second, fit) in [(&input, false), (&same, false), (&same, true)] {
+        let mut cmd = crate::common::bin();
+        cmd.arg("eval").arg(&input).arg(second);
+        if fit {
+            cmd.args(["--fit", "--folds", "2"]);
+        }
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(o.stdout.is_empty(), "no table for a refused run");
+        assert!(
+            err.contains("labelled.jsonl is named more than once among the inputs"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn files_of_one_name_in_two_directories_are_rows_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    for week in ["week1", "week2"] {
+        let d = dir.path().join(week);
+        std::fs::create_dir(&d).unwrap();
+        inputs.push(write(
+            &d,
+            &[
+                labelled("a", json!("supported")),
+                labelled("b", json!("unsupported")),
+            ],
+        ));
+    }
+    let o = crate::common::bin()
+        .arg("eval")
+        .args(&inputs)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let files: Vec<String> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["file"].as_str().unwrap().to_string())
+        .collect();
+    let given: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    assert_eq!(files, given, "{out}");
+}
+
+#[test]
+fn a_file_without_a_caret_marker_is_said_to_measure_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = "has a claim citing a source with a [^N] marker";
+    let bracketed = |id, label| {
+        let mut r = labelled(id, label);
+        r["answer"] = json!("Revenue grew 5% in Q3 [1].");
+        r
+    };
+    let input = write(
+        dir.path(),
+        &[
+            bracketed("a", json!("supported")),
+            bracketed("b", json!("unsupported")),
+        ],
+    );
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("no answer of labelled.jsonl {note}")),
+        "{err}"
+    );
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            bracketed("b", json!("unsupported")),
+        ],
+    );
+    let err = String::from_utf8_lossy(&eval(&input).stderr).into_owned();
+    assert!(!err.contains(note), "{err}");
+}

@@ -681,3 +681,48 @@ fn a_worker_writes_pseudonyms_into_the_audit_topic_and_the_cli_finds_them() {
     }
     assert!(!out[1].is_empty(), "the sample stream has retries");
 }
+
+#[test]
+fn produce_to_an_address_where_no_broker_listens_says_so_and_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("one.jsonl");
+    std::fs::write(&file, r#"{"request_id":"a","answer":"x"}"#).unwrap();
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    let mut cmd = bin();
+    cmd.args(["produce", "--brokers", &bootstrap, "--rate", "0", "--file"])
+        .arg(&file);
+    // Without the check, the record waits out librdkafka's five-minute
+    // message timeout, longer than `exit_and_stderr` waits.
+    let (code, err) = exit_and_stderr("produce", cmd);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!("no broker at {bootstrap} answered"))
+            && err.contains("nothing was sent")
+            && err.contains("--brokers"),
+        "{err}"
+    );
+}
+
+#[test]
+fn audit_verify_and_replay_where_no_broker_listens_say_what_to_check() {
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    for (name, args) in [
+        (
+            "audit verify",
+            vec!["audit", "verify", "--brokers", &bootstrap],
+        ),
+        (
+            "replay",
+            vec!["replay", "--brokers", &bootstrap, "--kind", "internal"],
+        ),
+    ] {
+        let mut cmd = bin();
+        cmd.args(&args);
+        let (code, err) = exit_and_stderr("unreachable", cmd);
+        assert!(matches!(code, Some(1 | 2)), "{name}: {code:?} {err}");
+        assert!(
+            err.contains("no broker answered; check the address (--brokers"),
+            "{name}: {err}"
+        );
+    }
+}

@@ -140,6 +140,10 @@ pub struct ReportData {
     /// (`HISTOGRAM_BINS` bins of width 0.1; 1.0 falls in the last).
     pub scored: u64,
     pub score_histogram: Vec<u64>,
+    /// Records judged (not dead letters) that hold at least one citation
+    /// marker; for a note of `check`, not written to summary.json.
+    #[serde(skip)]
+    pub cited: u64,
     pub models: Vec<ModelRow>,
     pub worst: Vec<WorstAnswer>,
     pub comparison: Option<Comparison>,
@@ -239,6 +243,8 @@ impl Aggregator {
         }
         if let Some(dl) = summary.dead_letter {
             bump(&mut d.dead_letters, dl.as_str());
+        } else if summary.citations > 0 {
+            d.cited += 1;
         }
         add_tokens(&mut d.prompt_tokens, summary.prompt_tokens);
         add_tokens(&mut d.completion_tokens, summary.completion_tokens);
@@ -380,6 +386,7 @@ impl Aggregator {
         add_tokens(&mut d.completion_tokens, o.completion_tokens);
         add_cost(&mut d.cost_usd, o.cost_usd);
         d.scored += o.scored;
+        d.cited += o.cited;
         for (mine, theirs) in d.score_histogram.iter_mut().zip(o.score_histogram) {
             *mine += theirs;
         }
