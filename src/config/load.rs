@@ -378,8 +378,11 @@ const ENV_ALIASES: &[(&str, &str)] = &[
 const ENV_LISTS: &[&str] = &[
     "non_citing_providers",
     "value_schema_ids",
+    "policy.forbidden_terms",
     "audit.pseudonymize",
     "kafka.propagate_headers",
+    "metrics.providers",
+    "metrics.models",
 ];
 /// The lists of numbers among them: each item is read as a number
 /// (`GROUNDGATE_VALUE_SCHEMA_IDS=42,43`), where the others keep their items

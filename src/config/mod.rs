@@ -458,6 +458,51 @@ mod tests {
         assert!(err.contains("GROUNDGATE_MAX_RECORD_BYTES"), "{err}");
     }
 
+    /// Every list the shipped example file documents is set from one
+    /// variable with commas, as the operations guide says of lists.
+    #[test]
+    fn every_documented_list_is_set_from_the_environment_with_commas() {
+        use figment::providers::{Format, Toml};
+        use figment::value::Value;
+        fn arrays(v: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+            match v {
+                Value::Dict(_, d) => {
+                    for (k, v) in d {
+                        path.push(k.clone());
+                        arrays(v, path, out);
+                        path.pop();
+                    }
+                }
+                Value::Array(..) => out.push(path.join("__").to_ascii_uppercase()),
+                _ => {}
+            }
+        }
+        let example: Value =
+            figment::Figment::from(Toml::string(include_str!("../../examples/groundgate.toml")))
+                .extract()
+                .unwrap();
+        let mut lists = Vec::new();
+        arrays(&example, &mut Vec::new(), &mut lists);
+        for must in ["METRICS__PROVIDERS", "POLICY__FORBIDDEN_TERMS"] {
+            assert!(lists.iter().any(|l| l == must), "{must} in {lists:?}");
+        }
+        for list in lists {
+            let var = format!("GROUNDGATE_{list}");
+            let raw = RawConfig::load(None, &env(&[(&var, "alpha, beta")]), RawConfig::default());
+            let raw = match raw {
+                Ok(r) => r,
+                Err(e) => panic!("{var}: {e}"),
+            };
+            let set = serde_json::to_value(&raw).unwrap();
+            let at = list
+                .to_ascii_lowercase()
+                .split("__")
+                .fold(&set, |v, k| &v[k])
+                .clone();
+            assert_eq!(at, serde_json::json!(["alpha", "beta"]), "{var}");
+        }
+    }
+
     #[test]
     fn two_variables_for_one_key_are_refused() {
         for order in [
