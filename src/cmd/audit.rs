@@ -231,8 +231,11 @@ fn topic_source(args: &AuditVerifyArgs) -> Result<Option<TopicSource>, CmdError>
     let config = RawConfig::load_for_kafka(
         args.config.as_deref(),
         flags,
-        &features,
-        &crate::kafka::client::refuses,
+        &crate::config::Librdkafka {
+            features: &features,
+            refuses: &crate::kafka::client::refuses,
+            clients: &crate::kafka::client::refuses_clients,
+        },
     )?;
     // librdkafka's own errors (a refused TLS handshake, a failed SASL
     // login) go to stderr, where the report does not.

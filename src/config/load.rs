@@ -111,8 +111,18 @@ impl Loaded {
         }
         let (mut config, invalid) = raw.validate_listing(host);
         problems.extend(invalid);
+        // The settings are put to librdkafka together only when each was
+        // read, is valid and is taken alone: else the problem is said once,
+        // of the value itself.
+        let together = problems.is_empty()
+            && config.kafka.properties.iter().all(|(k, v)| {
+                super::managed::refused(k) || access.refuses.is_none_or(|r| r(k, v).is_none())
+            });
         let k = &mut config.kafka;
         k.security.secrets = check_access(&k.security, &k.properties, access, &mut problems);
+        if let Some(clients) = access.clients.filter(|_| together) {
+            problems.extend(clients(&config.kafka));
+        }
         if let Some(read) = key {
             read_pseudonym_key(&mut config, read, &mut problems);
             read_signing_key(&mut config, &mut problems);
@@ -179,10 +189,9 @@ impl RawConfig {
     pub fn load_for_kafka(
         file: Option<&Path>,
         flags: RawConfig,
-        features: &BTreeSet<String>,
-        refuses: &dyn Fn(&str, &str) -> Option<String>,
+        librdkafka: &Librdkafka<'_>,
     ) -> Result<Config, ConfigError> {
-        load_connecting(file, flags, features, refuses, None)
+        load_connecting(file, flags, librdkafka, None)
     }
 
     /// [`RawConfig::load_for_kafka`] for `run`, whose workers write audit
@@ -193,16 +202,9 @@ impl RawConfig {
     pub fn load_for_worker(
         file: Option<&Path>,
         flags: RawConfig,
-        features: &BTreeSet<String>,
-        refuses: &dyn Fn(&str, &str) -> Option<String>,
+        librdkafka: &Librdkafka<'_>,
     ) -> Result<Config, ConfigError> {
-        load_connecting(
-            file,
-            flags,
-            features,
-            refuses,
-            Some(&read_pseudonym_key_file),
-        )
+        load_connecting(file, flags, librdkafka, Some(&read_pseudonym_key_file))
     }
 }
 
@@ -210,8 +212,7 @@ impl RawConfig {
 fn load_connecting(
     file: Option<&Path>,
     flags: RawConfig,
-    features: &BTreeSet<String>,
-    refuses: &dyn Fn(&str, &str) -> Option<String>,
+    librdkafka: &Librdkafka<'_>,
     key: Option<&ReadFile<'_>>,
 ) -> Result<Config, ConfigError> {
     let read = |p: &Path, limit: u64| secret_file::read(p, limit);
@@ -224,10 +225,22 @@ fn load_connecting(
     let access = Access {
         read: &read,
         var: &var,
-        features: Some(features),
-        refuses: Some(refuses),
+        features: Some(librdkafka.features),
+        refuses: Some(librdkafka.refuses),
+        clients: Some(librdkafka.clients),
     };
     load_layers(file, &process_env(), flags)?.for_kafka(&process_host(), &access, key)
+}
+
+/// What the commands that connect ask of the librdkafka they run on (the
+/// shell passes `crate::kafka::client`'s answers; nothing connects).
+pub struct Librdkafka<'a> {
+    /// Its `builtin.features`.
+    pub features: &'a BTreeSet<String>,
+    /// Why it refuses a property and its value, if it does.
+    pub refuses: &'a super::security::Refuses<'a>,
+    /// Why it would not create the clients from the settings together.
+    pub clients: &'a super::security::RefusesClients<'a>,
 }
 
 /// Reads a whole file (or as much of it as the reader takes).
@@ -718,6 +731,7 @@ mod tests {
             var: &var,
             features: Some(&features),
             refuses: Some(&refuses),
+            clients: None,
         };
         match load_layers(Some(f.path()), &env, RawConfig::default())
             .and_then(|loaded| loaded.for_kafka(&Host::default(), &access, None))
@@ -1028,6 +1042,7 @@ pseudonym_key_file = \"/run/k\"\n";
             var: &var,
             features: None,
             refuses: None,
+            clients: None,
         };
         let with_key = |key: Option<&ReadFile<'_>>| -> Vec<String> {
             match load_layers(Some(f.path()), &[], RawConfig::default())

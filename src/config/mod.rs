@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::pseudonym::PseudonymField;
 use crate::core::{CoreSettings, OutputRole};
 
-pub use load::{env_layer_names, read_pseudonym_key_file};
+pub use load::{Librdkafka, env_layer_names, read_pseudonym_key_file};
 pub use raw::*;
 pub use security::{
     Access, KafkaSecurity, MAX_SECRET_BYTES, NotUtf8, Oidc, SaslMechanism, Secret, SecretSource,

@@ -487,8 +487,11 @@ mod tests {
         let config = RawConfig::load_for_worker(
             None,
             flags,
-            &crate::kafka::client::library().features,
-            &crate::kafka::client::refuses,
+            &crate::config::Librdkafka {
+                features: &crate::kafka::client::library().features,
+                refuses: &crate::kafka::client::refuses,
+                clients: &crate::kafka::client::refuses_clients,
+            },
         )
         .unwrap();
         let want = keys::load_signing_key(&checked).unwrap();

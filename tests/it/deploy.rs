@@ -561,6 +561,7 @@ fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
         var: &var,
         features: Some(&features),
         refuses: None,
+        clients: None,
     };
     let mut problems = Vec::new();
     let secrets = check_access(s, &config.kafka.properties, &access, &mut problems);
