@@ -306,7 +306,11 @@ impl AtLeastOnce {
             // Nothing stored since the last commit.
             Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::NoOffset) => true,
             Err(e) => {
-                OffsetCommitFailed { error: &e }.emit(&self.metrics);
+                OffsetCommitFailed {
+                    error: &e,
+                    log: true,
+                }
+                .emit(&self.metrics);
                 false
             }
         }

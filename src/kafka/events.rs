@@ -214,15 +214,22 @@ impl InternalEvent for ChainStarted<'_> {
     }
 }
 
-/// A synchronous commit of stored offsets failed (at-least-once).
+/// A commit of stored offsets failed (at-least-once): a synchronous one
+/// (revocation, shutdown), or one whose result the consumer reports later
+/// (the periodic commits, the one after each seal). Counted every time;
+/// logged unless `log` is false, which the consumer's reports are while the
+/// same error repeats (a commit every `commit_interval_ms`).
 pub struct OffsetCommitFailed<'a> {
     pub error: &'a KafkaError,
+    pub log: bool,
 }
 
 impl InternalEvent for OffsetCommitFailed<'_> {
     fn emit(self, m: &Metrics) {
         m.record_commit_error(classify(self.error));
-        warn!(error = %self.error, "offset commit failed; outputs already published will be re-published after a restart (at-least-once)");
+        if self.log {
+            warn!(error = %self.error, "offset commit failed; outputs already published will be re-published after a restart (at-least-once)");
+        }
     }
 }
 
@@ -443,7 +450,11 @@ mod tests {
     fn a_failed_offset_commit_is_counted() {
         let m = Metrics::new(&crate::config::Config::default().metrics).unwrap();
         let e = KafkaError::ConsumerCommit(rdkafka::error::RDKafkaErrorCode::RequestTimedOut);
-        OffsetCommitFailed { error: &e }.emit(&m);
+        OffsetCommitFailed {
+            error: &e,
+            log: true,
+        }
+        .emit(&m);
         assert!(
             m.encode()
                 .contains("groundgate_offset_commit_errors_total{class=\"timeout\"} 1")

@@ -1562,6 +1562,42 @@ async fn a_final_commit_that_fails_leaves_the_stop_unfinished() {
     assert_eq!(committed_offsets(&bs, group).await.values().sum::<i64>(), 0);
 }
 
+/// The worker's periodic commits (and those after each seal) are not the
+/// synchronous ones of a revocation or a stop: their failures are counted
+/// and logged while the worker runs, not only once it stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn periodic_commits_that_fail_are_counted_while_the_worker_runs() {
+    let n = 20;
+    let broker = broker();
+    let bs = broker.bootstrap();
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().request_errors(
+        RDKafkaApiKey::OffsetCommit,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE; 2000],
+    );
+    let group = "g-periodic-commit-refused";
+    let cfg = config(&bs, group, Guarantee::AtLeastOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    read_outputs(&bs, n as usize).await;
+    let refused = || {
+        crate::common::samples(&metrics.encode(), "groundgate_offset_commit_errors_total")
+            .values()
+            .sum::<f64>()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while refused() < 1.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        refused() >= 1.0,
+        "no failed commit counted while running: {}",
+        metrics.encode()
+    );
+    assert_eq!(committed_offsets(&bs, group).await.values().sum::<i64>(), 0);
+    w.stop().await.unwrap();
+}
+
 /// What `one_request_in_flight` is for, on the embedded broker: two
 /// single-record batches ("a" then "b") of one partition are sent together
 /// by the worker's producer, and the broker refuses the first once with a
