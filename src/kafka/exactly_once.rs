@@ -47,7 +47,7 @@ use super::outputs::Output;
 use super::seals::Chains;
 use super::worker_report::Unfinished;
 use crate::core::OutputRole;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Verdict};
 
 /// Timeout of the blocking transaction calls.
 pub const TXN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -78,6 +78,8 @@ pub struct Txn {
     /// Seals enqueued (not counted in `published`).
     seals: u64,
     input_ts_ms: Vec<i64>,
+    /// What the terminal records are written as, counted once committed.
+    verdicts: Vec<Verdict>,
 }
 
 impl Txn {
@@ -282,6 +284,7 @@ impl ExactlyOnce {
                     records: txn.records,
                     published: txn.published,
                     input_ts_ms: &txn.input_ts_ms,
+                    verdicts: &txn.verdicts,
                     seals: txn.seals,
                     now_ms: now_millis(),
                 }
@@ -443,6 +446,7 @@ impl Delivery for ExactlyOnce {
         // Set once the terminal record is replaced by its stand-in: the
         // audit row to publish instead of the record's own.
         let mut agreeing: Option<Output> = None;
+        let mut terminal_replaced = false;
         for out in std::mem::take(&mut record.outputs) {
             let (out, replaced) = match agreeing.take() {
                 Some(row) if out.is_audit_row() => (row, true),
@@ -453,6 +457,7 @@ impl Delivery for ExactlyOnce {
             };
             match self.enqueue_output(out, &record, replaced) {
                 Ok(mut sent) => {
+                    terminal_replaced |= sent.audit.is_some();
                     agreeing = agreeing.or(sent.audit.take());
                     self.txn.output(sent.out.role);
                     hash = hash.or(sent.audit_hash);
@@ -473,6 +478,13 @@ impl Delivery for ExactlyOnce {
         }
         self.txn
             .record(&record.tp, record.offset, record.input_ts_ms);
+        if let Some(v) = record.verdict {
+            self.txn.verdicts.push(if terminal_replaced {
+                Verdict::STAND_IN
+            } else {
+                v
+            });
+        }
         let hash = hash.filter(|_| failed.is_none());
         let due = chain_row(
             &mut self.chains,

@@ -49,7 +49,7 @@ use super::seals::{Chains, SealSettings};
 use crate::audit::seal::row_hash;
 use crate::config::{Config, Guarantee};
 use crate::core::{Outcome, RecordMeta, process};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Verdict};
 
 /// How long one poll waits for a record.
 const POLL: Duration = Duration::from_millis(100);
@@ -299,7 +299,7 @@ fn publish_batch(
             headers: &headers,
         };
         let mut st = ctx.state();
-        let (outputs, request_id, audit_hash) = match outcome {
+        let (outputs, request_id, audit_hash, verdict) = match outcome {
             Some((outcome, took, audit_hash)) => {
                 RecordProcessed {
                     outcome: &outcome,
@@ -309,6 +309,7 @@ fn publish_batch(
                 .emit(metrics);
                 st.report.count(outcome.kind);
                 let request_id = outcome.request_id.clone();
+                let verdict = Verdict::of(outcome.kind, &outcome.summary);
                 (
                     outputs::outputs_for(
                         &input,
@@ -319,9 +320,10 @@ fn publish_batch(
                     ),
                     request_id,
                     audit_hash,
+                    Some(verdict),
                 )
             }
-            None => (outputs::passthrough(&input, topics), None, None),
+            None => (outputs::passthrough(&input, topics), None, None, None),
         };
         let (tp, offset) = positions[i].clone();
         let record = Pending {
@@ -334,6 +336,7 @@ fn publish_batch(
                 request_id,
             },
             audit_hash,
+            verdict,
         };
         if st.delivery.publish(consumer, record, &positions[i + 1..])? == Flow::Rewound {
             break;

@@ -1434,6 +1434,40 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     assert_all_sealed(&bs, n).await;
 }
 
+/// What `/metrics` says a worker wrote agrees with the output topics when
+/// the broker refused a terminal record as too large: the record counts as
+/// the too_large dead letter that replaced it, not as the outcome refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_record_refused_as_too_large_counts_as_its_dead_letter() {
+    let n = 6;
+    let group = "g-too-large-counted";
+    let (_broker, bs, cfg) =
+        inputs_then_failing_produces(n, &REFUSED_ONCE_AS_TOO_LARGE, group).await;
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let out = all_delivered(&bs, group, n, &w).await;
+    let too_large = out[3]
+        .iter()
+        .filter(|d| header(d, outputs::H_ERROR_KIND).as_deref() == Some("too_large"))
+        .count() as f64;
+    assert!(too_large >= 1.0, "no terminal record was refused: {out:?}");
+    let m = metrics.encode();
+    let sum = |name: &str, filter: &str| crate::common::sum_where(&m, name, filter);
+    let outcome = |o: &str| sum("groundgate_records_total", &format!("outcome=\"{o}\""));
+    let written = out.each_ref().map(|t| t.len() as f64);
+    assert_eq!(outcome("accepted") + outcome("rejected"), written[0], "{m}");
+    assert_eq!(outcome("retry"), written[1], "{m}");
+    assert_eq!(outcome("dead_letter"), written[3], "{m}");
+    assert_eq!(sum("groundgate_records_total", ""), n as f64, "{m}");
+    assert_eq!(sum("groundgate_dead_letters_total", ""), written[3], "{m}");
+    assert_eq!(
+        sum("groundgate_dead_letters_total", "kind=\"too_large\""),
+        too_large,
+        "{m}"
+    );
+    w.stop().await.unwrap();
+}
+
 /// The same refusal with every topic framed: the stand-in dead letter is
 /// plain, every audit row (a stand-in among them) carries its header, and
 /// the seals hash the rows' JSON text, a row replaced on the way included.
@@ -2023,7 +2057,8 @@ async fn exactly_once_replaces_an_output_the_broker_refuses_as_too_large() {
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE],
     );
     let cfg = config(&bs, "g-eos-too-large", Guarantee::ExactlyOnce);
-    let w = start(&cfg, &bs);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
     let b = bs.clone();
     let out = tokio::task::spawn_blocking(move || {
         inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
@@ -2059,6 +2094,11 @@ async fn exactly_once_replaces_an_output_the_broker_refuses_as_too_large() {
     let report = w.stop().await.unwrap();
     assert!(report.transactions_aborted >= 1, "{report:?}");
     assert!(report.transactions_committed >= 1, "{report:?}");
+    // Counted as committed: the aborted transaction's records once, when
+    // processed again.
+    let m = metrics.encode();
+    let records = crate::common::sum_where(&m, "groundgate_records_total", "");
+    assert_eq!(records, n as f64, "{m}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
