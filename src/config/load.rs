@@ -321,7 +321,7 @@ fn load_layers(
         }
         fig = fig.merge(Toml::file_exact(path));
     }
-    let env = env_layer(env);
+    let env = env_layer(env, password_variable(&fig, env).as_deref());
     if let Some(raw) = &env.raw {
         fig = fig.merge(Serialized::defaults(raw));
     }
@@ -330,6 +330,21 @@ fn load_layers(
 }
 
 const ENV_PREFIX: &str = "GROUNDGATE_";
+
+/// The variable `kafka.sasl_password_env` names (the environment's value
+/// of the key over the file's): it holds the password, not a setting, so
+/// the environment layer does not read it, whatever its name.
+fn password_variable(file: &Figment, env: &[(String, String)]) -> Option<String> {
+    const KEY: &str = "kafka.sasl_password_env";
+    let var = format!(
+        "{ENV_PREFIX}{}",
+        KEY.replace('.', "__").to_ascii_uppercase()
+    );
+    env.iter()
+        .find(|(k, _)| *k == var)
+        .map(|(_, v)| v.clone())
+        .or_else(|| file.extract_inner::<String>(KEY).ok())
+}
 
 /// Stands for the value of a `GROUNDGATE_*` variable that is not UTF-8
 /// text, which is never kept (it may be a secret): the value of a real
@@ -402,8 +417,9 @@ const ENV_LISTS: &[&str] = &[
 /// as text.
 const ENV_NUMBER_LISTS: &[&str] = &["value_schema_ids"];
 
-/// The variables that could be read, and the problems of the others.
-fn env_layer(env: &[(String, String)]) -> Loaded {
+/// The variables that could be read, and the problems of the others;
+/// `password`, the variable holding the SASL password, is not one of them.
+fn env_layer(env: &[(String, String)], password: Option<&str>) -> Loaded {
     let mut fig = Figment::new();
     let mut unknown = Vec::new();
     let mut problems = Vec::new();
@@ -415,6 +431,9 @@ fn env_layer(env: &[(String, String)]) -> Loaded {
         let Some(rest) = k.strip_prefix(ENV_PREFIX) else {
             continue;
         };
+        if password == Some(k.as_str()) {
+            continue;
+        }
         let path = match ENV_ALIASES.iter().find(|(alias, _)| *alias == rest) {
             Some((_, path)) => path.to_string(),
             None if rest.contains("__") => rest.to_ascii_lowercase().replace("__", "."),

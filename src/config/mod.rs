@@ -503,6 +503,54 @@ mod tests {
         }
     }
 
+    /// The variable `kafka.sasl_password_env` names holds the password: it
+    /// may carry the GROUNDGATE_ prefix like the others the worker is given,
+    /// and is then no unknown variable. Another one still is.
+    #[test]
+    fn the_password_variable_may_be_named_with_the_prefix() {
+        let password = ("GROUNDGATE_SASL_PASSWORD", "hunter2");
+        for layers in [
+            (
+                None,
+                vec![
+                    ("GROUNDGATE_KAFKA__SASL_PASSWORD_ENV", password.0),
+                    password,
+                ],
+            ),
+            (
+                Some("[kafka]\nsasl_password_env = \"GROUNDGATE_SASL_PASSWORD\"\n"),
+                vec![password],
+            ),
+        ] {
+            let file = layers.0.map(write);
+            let raw = RawConfig::load(
+                file.as_ref().map(|f| f.path()),
+                &env(&layers.1),
+                RawConfig::default(),
+            );
+            let raw = match raw {
+                Ok(r) => r,
+                Err(e) => panic!("{layers:?}: {e}"),
+            };
+            assert_eq!(raw.kafka.sasl_password_env.as_deref(), Some(password.0));
+        }
+        let err = RawConfig::load(
+            None,
+            &env(&[
+                ("GROUNDGATE_KAFKA__SASL_PASSWORD_ENV", password.0),
+                password,
+                ("GROUNDGATE_SASL_PASSWROD", "x"),
+            ]),
+            RawConfig::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("unknown environment variable(s) GROUNDGATE_SASL_PASSWROD;"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn two_variables_for_one_key_are_refused() {
         for order in [
