@@ -96,6 +96,15 @@ pub enum WorkerError {
     )]
     ChainHead { partition: i32, source: KafkaError },
     #[error(
+        "the Kafka consumer raised a fatal error and consumes no more: {reason} ({code:?}); stopping so that a restart creates a new consumer{hint}"
+    )]
+    ConsumerFatal {
+        code: C,
+        reason: String,
+        /// What to look at, for the fatal errors with a known cause.
+        hint: &'static str,
+    },
+    #[error(
         "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
     )]
     Unassigned(Duration),
@@ -134,6 +143,17 @@ impl PublishFailure {
 }
 
 impl WorkerError {
+    /// The consumer's fatal error (librdkafka's `code` and `reason`).
+    pub fn consumer_fatal(code: C, reason: String) -> WorkerError {
+        let hint = match code {
+            C::FencedInstanceId => {
+                " (another worker of the group runs with the same kafka.group_instance_id: give each its own)"
+            }
+            _ => "",
+        };
+        WorkerError::ConsumerFatal { code, reason, hint }
+    }
+
     /// Whether the error is in the configuration (librdkafka refused a
     /// property or a combination of them, or could not load a TLS file when
     /// creating a client): fixing it needs an operator, like every other

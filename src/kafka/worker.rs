@@ -245,6 +245,7 @@ fn consume_loop(
             }
             match ctx
                 .check_assigned()
+                .and_then(|()| usable(consumer))
                 .and_then(|()| st.delivery.capacity(consumer, BATCH_MAX))
             {
                 Ok(n) => n,
@@ -267,6 +268,16 @@ fn consume_loop(
         }
     }
     finish(consumer, producer, config, metrics)
+}
+
+/// Err once the consumer raised a fatal error (fenced by another member
+/// with its `group.instance.id`, ...): it never consumes again, so polling
+/// it would leave the worker waiting, not ready, for ever.
+fn usable(consumer: &BaseConsumer<WorkerContext>) -> Result<(), WorkerError> {
+    match consumer.client().fatal_error() {
+        Some((code, reason)) => Err(WorkerError::consumer_fatal(code, reason)),
+        None => Ok(()),
+    }
 }
 
 /// Validates a batch and hands each record's outputs to the delivery.

@@ -1632,6 +1632,41 @@ async fn periodic_commits_that_fail_are_counted_while_the_worker_runs() {
     w.stop().await.unwrap();
 }
 
+/// A consumer error librdkafka calls fatal (here: fenced by another
+/// member with its `group.instance.id`) leaves a consumer that never
+/// consumes again: the worker stops with it, so a restart gets a new one,
+/// rather than waiting, not ready, for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fatal_consumer_error_stops_the_worker() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    broker.cluster().request_errors(
+        RDKafkaApiKey::JoinGroup,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID],
+    );
+    let mut cfg = (*config(&bs, "g-fenced", Guarantee::AtLeastOnce)).clone();
+    cfg.kafka.group_instance_id = Some("pod-0".into());
+    let w = start(&Arc::new(cfg), &bs);
+    let Running {
+        handle,
+        _stop_on_drop,
+        ..
+    } = w;
+    let stopped = tokio::time::timeout(WAIT, handle)
+        .await
+        .expect("the worker stops on its own")
+        .unwrap();
+    let e = stopped.expect_err("stopped with an error");
+    let text = e.to_string();
+    for says in [
+        "fatal error",
+        "a restart creates a new consumer",
+        "the same kafka.group_instance_id",
+    ] {
+        assert!(text.contains(says), "{says:?} in {text}");
+    }
+}
+
 /// What `one_request_in_flight` is for, on the embedded broker: two
 /// single-record batches ("a" then "b") of one partition are sent together
 /// by the worker's producer, and the broker refuses the first once with a
