@@ -263,8 +263,8 @@ pub fn refuses_clients(k: &KafkaConfig) -> Vec<String> {
             k.session_timeout.as_millis()
         ),
         _ if k.guarantee == Guarantee::ExactlyOnce => format!(
-            "groundgate sets transaction.timeout.ms = {} from kafka.commit_interval_ms (+ 65000) and message.max.bytes = {} from kafka.max_message_bytes",
-            super::exactly_once::transaction_timeout(k.commit_interval).as_millis(),
+            "groundgate sets transaction.timeout.ms = {} from kafka.commit_interval_ms (+ 60000 + request.timeout.ms + 5000) and message.max.bytes = {} from kafka.max_message_bytes",
+            super::exactly_once::transaction_timeout(k).as_millis(),
             k.max_message_bytes
         ),
         _ => format!(
@@ -417,7 +417,7 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
         .set("compression.type", "lz4")
         .set("message.max.bytes", k.max_message_bytes.to_string());
     if k.guarantee == Guarantee::ExactlyOnce {
-        let timeout = super::exactly_once::transaction_timeout(k.commit_interval);
+        let timeout = super::exactly_once::transaction_timeout(k);
         c.set("transactional.id", &k.transactional_id)
             .set("transaction.timeout.ms", timeout.as_millis().to_string());
     }

@@ -150,6 +150,7 @@ pub async fn run_worker_with(
                 metrics.clone(),
                 k.commit_interval,
                 k.commit_max_records,
+                super::exactly_once::delivery_stall(k),
                 chains,
             ))
         }

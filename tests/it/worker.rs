@@ -1996,6 +1996,65 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     assert_eq!(report.records, n);
 }
 
+/// Outputs the brokers acknowledge slowly (6 s a produce request, well
+/// within librdkafka's `request.timeout.ms` of 30 s, as a broker waiting
+/// on a slow in-sync replica does) are no stalled delivery: the
+/// transactions commit rather than being aborted and rewound, over and over,
+/// for as long as the brokers stay slow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_commits_while_the_outputs_are_acknowledged_slowly() {
+    init_logs();
+    let group = "g-eos-slow";
+    // The input and both coordinators on broker 1, the outputs on broker 2.
+    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
+    let cluster = broker.cluster();
+    for (topic, leader) in [
+        ("answers", 1),
+        ("answers.final", 2),
+        ("answers.retry", 2),
+        ("answers.audit", 2),
+        ("answers.dlq", 2),
+    ] {
+        cluster.create_topic(topic, 2, 1).unwrap();
+        for p in 0..2 {
+            cluster.partition_leader(topic, p, Some(leader)).unwrap();
+        }
+    }
+    cluster
+        .coordinator(MockCoordinator::Group(group.into()), 1)
+        .unwrap();
+    cluster
+        .coordinator(MockCoordinator::Transaction(format!("{group}-txn")), 1)
+        .unwrap();
+    let bs = broker.bootstrap();
+    let n = 6;
+    produce_mixed(&bs, n, 300).await;
+    cluster
+        .broker_round_trip_time(2, Duration::from_secs(6))
+        .unwrap();
+    let cfg = config(&bs, group, Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let transactions = |result: &str| {
+        crate::common::sum_where(
+            &metrics.encode(),
+            "groundgate_transactions_total",
+            &format!("result=\"{result}\""),
+        )
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while transactions("committed") < 1.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (committed, aborted) = (transactions("committed"), transactions("aborted"));
+    assert!(
+        committed >= 1.0 && aborted == 0.0,
+        "{committed} transaction(s) committed, {aborted} aborted"
+    );
+    let report = w.stop().await.unwrap();
+    assert_eq!(report.transactions_aborted, 0, "{report:?}");
+}
+
 /// Under exactly-once the producer commits the offsets, so the consumer's
 /// own statistics never see them (on the mock broker they show no lag at
 /// all; on Kafka, the lag found at assignment growing with every record).
