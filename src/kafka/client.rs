@@ -58,6 +58,45 @@ pub fn metadata_bytes(tpl: &rdkafka::TopicPartitionList, topic: &str, partition:
     }
 }
 
+/// The headers of a consumed message, in order, as (name, value) pairs.
+/// rdkafka's own accessor panics on a name that is not UTF-8, which any
+/// producer but the Java client can write: such a record must not stop the
+/// reader of its topic (the worker would stop on it again after every
+/// restart). A name that is not UTF-8 is read with each invalid sequence
+/// replaced by U+FFFD; one that holds a NUL byte ends there (librdkafka
+/// hands names out as C strings).
+#[allow(unsafe_code)]
+pub fn headers_of<'a>(
+    msg: &'a rdkafka::message::BorrowedMessage<'_>,
+) -> Vec<(std::borrow::Cow<'a, str>, Option<&'a [u8]>)> {
+    use rdkafka::bindings::{rd_kafka_header_get_all, rd_kafka_message_headers};
+    use rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR as NO_ERROR;
+    let mut out = Vec::new();
+    // SAFETY: `msg` owns its native message for the borrow's lifetime; the
+    // headers librdkafka returns for it belong to it, and so do each
+    // header's NUL-terminated name and the `size` bytes at its value when
+    // that is not null.
+    unsafe {
+        let mut headers = std::ptr::null_mut();
+        if rd_kafka_message_headers(msg.ptr(), &mut headers) != NO_ERROR || headers.is_null() {
+            return out;
+        }
+        for idx in 0.. {
+            let (mut name, mut value, mut size) = (std::ptr::null(), std::ptr::null(), 0);
+            if rd_kafka_header_get_all(headers, idx, &mut name, &mut value, &mut size) != NO_ERROR {
+                break;
+            }
+            if name.is_null() {
+                continue;
+            }
+            let name = String::from_utf8_lossy(std::ffi::CStr::from_ptr(name).to_bytes());
+            let value = (!value.is_null()).then(|| std::slice::from_raw_parts(value.cast(), size));
+            out.push((name, value));
+        }
+    }
+    out
+}
+
 /// librdkafka's own log lines, forwarded to `tracing`. A connection failure
 /// (facility `FAIL`) is also delivered as an error event, which the client
 /// context logs (rate-limited); the log line is kept at debug so the same

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rdkafka::Message;
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
-use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 use super::client::{FutureProducer, LogContext};
@@ -266,23 +266,19 @@ fn read(
         move || tx.is_closed()
     });
     while let Some(msg) = range.next_record().map_err(read_err)? {
+        let read = super::client::headers_of(&msg);
+        let headers: Vec<(&str, Option<&[u8]>)> =
+            read.iter().map(|(k, v)| (k.as_ref(), *v)).collect();
         let record = Read::Record {
             partition: msg.partition(),
             offset: msg.offset(),
-            restored: restored(msg.key(), msg.payload(), &headers_of(&msg)),
+            restored: restored(msg.key(), msg.payload(), &headers),
         };
         if tx.blocking_send(record).is_err() {
             break;
         }
     }
     Ok(())
-}
-
-/// A message's headers as (name, value) pairs.
-fn headers_of<'a>(msg: &'a BorrowedMessage<'_>) -> Vec<(&'a str, Option<&'a [u8]>)> {
-    msg.headers()
-        .map(|hs| hs.iter().map(|h| (h.key, h.value)).collect())
-        .unwrap_or_default()
 }
 
 /// Sends one restored record and waits for its acknowledgement.

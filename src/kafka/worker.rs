@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{BorrowedMessage, Headers};
+use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
@@ -297,10 +297,9 @@ fn publish_batch(
         .collect();
     let outcomes = process_batch(batch, config, step);
     for (i, (msg, outcome)) in batch.iter().zip(outcomes).enumerate() {
-        let headers: Vec<(&str, Option<&[u8]>)> = msg
-            .headers()
-            .map(|h| h.iter().map(|h| (h.key, h.value)).collect())
-            .unwrap_or_default();
+        let read = client::headers_of(msg);
+        let headers: Vec<(&str, Option<&[u8]>)> =
+            read.iter().map(|(k, v)| (k.as_ref(), *v)).collect();
         let input = Consumed {
             topic: msg.topic(),
             partition: msg.partition(),

@@ -1667,6 +1667,55 @@ async fn a_fatal_consumer_error_stops_the_worker() {
     }
 }
 
+/// A producer may name a header with bytes that are not UTF-8 (the Java
+/// client cannot, librdkafka and kcat can). Such a record is judged like
+/// any other and the worker goes on: its dead letter carries the header
+/// under the name with each invalid sequence replaced by U+FFFD. `audit
+/// verify` reads such a record on the audit topic as it reads any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_name_that_is_not_utf8_is_no_poison_record() {
+    use std::os::unix::ffi::OsStrExt;
+    let test = "a_header_name_that_is_not_utf8_is_no_poison_record";
+    if !crate::common::need_tool(test, "kcat", "kcat") {
+        return;
+    }
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let dir = tempfile::tempdir().unwrap();
+    let value = dir.path().join("value");
+    std::fs::write(&value, b"not json").unwrap();
+    let mut cmd = std::process::Command::new("kcat");
+    cmd.args(["-b", &bs, "-P", "-t", "answers", "-p", "0", "-H"])
+        .arg(std::ffi::OsStr::from_bytes(b"x-\xffname=v"))
+        .arg(&value);
+    crate::common::succeeded(&mut cmd, "kcat -P");
+    let group = "g-header-not-utf8";
+    let cfg = config(&bs, group, Guarantee::AtLeastOnce);
+    let w = start(&cfg, &bs);
+    let out = read_outputs(&bs, 1).await;
+    assert_eq!(out[3].len(), 1, "the dead letter: {out:?}");
+    assert_eq!(
+        header(&out[3][0], "x-\u{fffd}name").as_deref(),
+        Some("v"),
+        "{:?}",
+        out[3][0]
+    );
+    assert_eq!(wait_committed(&bs, group, 1).await, 1);
+    assert!(!w.handle.is_finished(), "the worker must not stop");
+    w.stop().await.unwrap();
+    assert_all_sealed(&bs, 1).await;
+    // Such a record appended to the audit topic is a finding of `audit
+    // verify`, not the end of it.
+    let mut cmd = std::process::Command::new("kcat");
+    cmd.args(["-b", &bs, "-P", "-t", "answers.audit", "-p", "0", "-H"])
+        .arg(std::ffi::OsStr::from_bytes(b"\xff=v"))
+        .arg(&value);
+    crate::common::succeeded(&mut cmd, "kcat -P");
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(problem_kinds(&report), ["unreadable"], "{report:#}");
+}
+
 /// What `one_request_in_flight` is for, on the embedded broker: two
 /// single-record batches ("a" then "b") of one partition are sent together
 /// by the worker's producer, and the broker refuses the first once with a
