@@ -90,6 +90,37 @@ pub const NO_MODE: &str = "none";
 /// worker's `RestartReason`, in `kafka::seals`).
 pub const CHAIN_RESTART_REASONS: [&str; 3] = ["no_head", "not_utf8", "foreign"];
 
+/// What a record's terminal record was written as, which
+/// `groundgate_records_total` and `groundgate_dead_letters_total` count:
+/// the core's verdict, or the too_large dead letter that replaced a
+/// terminal record the broker refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub kind: OutcomeKind,
+    /// `None` for a dead letter.
+    pub mode: Option<Mode>,
+    pub dead_letter: Option<DeadLetterKind>,
+}
+
+impl Verdict {
+    /// The core's verdict on a record.
+    pub fn of(kind: OutcomeKind, summary: &Summary) -> Verdict {
+        Verdict {
+            kind,
+            mode: summary.mode,
+            dead_letter: summary.dead_letter,
+        }
+    }
+
+    /// A terminal record refused as too large and replaced by its bounded
+    /// stand-in: a too_large dead letter.
+    pub const STAND_IN: Verdict = Verdict {
+        kind: OutcomeKind::DeadLetter,
+        mode: None,
+        dead_letter: Some(DeadLetterKind::TooLarge),
+    };
+}
+
 /// Handle to every groundgate metric, registered in its own registry.
 pub struct Metrics {
     registry: Registry,
@@ -156,7 +187,7 @@ impl Metrics {
         let records = counter_vec(
             &r,
             "groundgate_records_total",
-            "Input records processed, by outcome and effective mode.",
+            "Input records whose terminal record was written (acknowledged, or committed with its transaction), by the outcome written and effective mode.",
             &["outcome", "mode"],
         )?;
         let findings = counter_vec(
@@ -168,7 +199,7 @@ impl Metrics {
         let dead_letters = counter_vec(
             &r,
             "groundgate_dead_letters_total",
-            "Records that could not be decoded, by kind.",
+            "Dead letters written, by kind (too_large includes the stand-in of an output the broker refused).",
             &["kind"],
         )?;
         let citations = IntCounter::new(
@@ -388,15 +419,31 @@ impl Metrics {
         if set.contains(value) { value } else { OTHER }
     }
 
-    /// One processed input record: outcome/mode, findings, citations, usage, pure-step time.
+    /// One input record judged and written as judged: [`Metrics::record_judged`]
+    /// and [`Metrics::record_written`] together.
     pub fn record_outcome(&self, kind: OutcomeKind, summary: &Summary, processing: Duration) {
-        let mode = summary.mode.map(Mode::as_str).unwrap_or(NO_MODE);
-        self.records.with_label_values(&[kind.as_str(), mode]).inc();
+        self.record_judged(summary, processing);
+        self.record_written(Verdict::of(kind, summary));
+    }
+
+    /// What a record's terminal record was written as (at-least-once:
+    /// acknowledged; exactly-once: committed): outcome and mode, and the
+    /// dead-letter kind.
+    pub fn record_written(&self, v: Verdict) {
+        let mode = v.mode.map(Mode::as_str).unwrap_or(NO_MODE);
+        self.records
+            .with_label_values(&[v.kind.as_str(), mode])
+            .inc();
+        if let Some(d) = v.dead_letter {
+            self.dead_letters.with_label_values(&[d.as_str()]).inc();
+        }
+    }
+
+    /// One input record judged: findings, citations, usage, grounding,
+    /// pure-step time.
+    pub fn record_judged(&self, summary: &Summary, processing: Duration) {
         for f in &summary.findings {
             self.findings.with_label_values(&[f.as_str()]).inc();
-        }
-        if let Some(d) = summary.dead_letter {
-            self.dead_letters.with_label_values(&[d.as_str()]).inc();
         }
         self.process_seconds.observe(processing.as_secs_f64());
         if summary.mode.is_none() {

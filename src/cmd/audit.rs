@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{BorrowedMessage, Headers};
+use rdkafka::message::BorrowedMessage;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::audit::keys;
@@ -231,8 +231,11 @@ fn topic_source(args: &AuditVerifyArgs) -> Result<Option<TopicSource>, CmdError>
     let config = RawConfig::load_for_kafka(
         args.config.as_deref(),
         flags,
-        &features,
-        &crate::kafka::client::refuses,
+        &crate::config::Librdkafka {
+            features: &features,
+            refuses: &crate::kafka::client::refuses,
+            clients: &crate::kafka::client::refuses_clients,
+        },
     )?;
     // librdkafka's own errors (a refused TLS handshake, a failed SASL
     // login) go to stderr, where the report does not.
@@ -636,15 +639,15 @@ fn range_error(e: RangeError) -> CmdError {
 /// The groundgate headers of an audit topic's message.
 fn record_headers(msg: &BorrowedMessage<'_>) -> RecordHeaders {
     let mut h = RecordHeaders::default();
-    for header in msg.headers().into_iter().flat_map(|hs| hs.iter()) {
-        let slot = match header.key {
+    for (key, value) in crate::kafka::client::headers_of(msg) {
+        let slot = match key.as_ref() {
             H_INPUT_TOPIC => &mut h.input_topic,
             H_INPUT_PARTITION => &mut h.input_partition,
             H_INPUT_OFFSET => &mut h.input_offset,
             H_SEAL => &mut h.seal,
             _ => continue,
         };
-        slot.push(String::from_utf8_lossy(header.value.unwrap_or_default()).into_owned());
+        slot.push(String::from_utf8_lossy(value.unwrap_or_default()).into_owned());
     }
     h
 }

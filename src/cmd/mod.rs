@@ -197,8 +197,11 @@ pub fn client_config(
     let config = crate::config::RawConfig::load_for_kafka(
         flags.config.as_deref(),
         raw,
-        &features,
-        &crate::kafka::client::refuses,
+        &crate::config::Librdkafka {
+            features: &features,
+            refuses: &crate::kafka::client::refuses,
+            clients: &crate::kafka::client::refuses_clients,
+        },
     )?;
     init_logging(config.log.format, &config.log.level);
     // `load_for_kafka` refuses a configuration without brokers; these

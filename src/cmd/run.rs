@@ -70,8 +70,11 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             RawConfig::load_for_worker(
                 args.kafka.client.config.as_deref(),
                 flags,
-                &library.features,
-                &client::refuses,
+                &crate::config::Librdkafka {
+                    features: &library.features,
+                    refuses: &client::refuses,
+                    clients: &client::refuses_clients,
+                },
             )
         }) {
         Ok(c) => Arc::new(c),

@@ -111,8 +111,18 @@ impl Loaded {
         }
         let (mut config, invalid) = raw.validate_listing(host);
         problems.extend(invalid);
+        // The settings are put to librdkafka together only when each was
+        // read, is valid and is taken alone: else the problem is said once,
+        // of the value itself.
+        let together = problems.is_empty()
+            && config.kafka.properties.iter().all(|(k, v)| {
+                super::managed::refused(k) || access.refuses.is_none_or(|r| r(k, v).is_none())
+            });
         let k = &mut config.kafka;
         k.security.secrets = check_access(&k.security, &k.properties, access, &mut problems);
+        if let Some(clients) = access.clients.filter(|_| together) {
+            problems.extend(clients(&config.kafka));
+        }
         if let Some(read) = key {
             read_pseudonym_key(&mut config, read, &mut problems);
             read_signing_key(&mut config, &mut problems);
@@ -179,10 +189,9 @@ impl RawConfig {
     pub fn load_for_kafka(
         file: Option<&Path>,
         flags: RawConfig,
-        features: &BTreeSet<String>,
-        refuses: &dyn Fn(&str, &str) -> Option<String>,
+        librdkafka: &Librdkafka<'_>,
     ) -> Result<Config, ConfigError> {
-        load_connecting(file, flags, features, refuses, None)
+        load_connecting(file, flags, librdkafka, None)
     }
 
     /// [`RawConfig::load_for_kafka`] for `run`, whose workers write audit
@@ -193,16 +202,9 @@ impl RawConfig {
     pub fn load_for_worker(
         file: Option<&Path>,
         flags: RawConfig,
-        features: &BTreeSet<String>,
-        refuses: &dyn Fn(&str, &str) -> Option<String>,
+        librdkafka: &Librdkafka<'_>,
     ) -> Result<Config, ConfigError> {
-        load_connecting(
-            file,
-            flags,
-            features,
-            refuses,
-            Some(&read_pseudonym_key_file),
-        )
+        load_connecting(file, flags, librdkafka, Some(&read_pseudonym_key_file))
     }
 }
 
@@ -210,8 +212,7 @@ impl RawConfig {
 fn load_connecting(
     file: Option<&Path>,
     flags: RawConfig,
-    features: &BTreeSet<String>,
-    refuses: &dyn Fn(&str, &str) -> Option<String>,
+    librdkafka: &Librdkafka<'_>,
     key: Option<&ReadFile<'_>>,
 ) -> Result<Config, ConfigError> {
     let read = |p: &Path, limit: u64| secret_file::read(p, limit);
@@ -224,10 +225,22 @@ fn load_connecting(
     let access = Access {
         read: &read,
         var: &var,
-        features: Some(features),
-        refuses: Some(refuses),
+        features: Some(librdkafka.features),
+        refuses: Some(librdkafka.refuses),
+        clients: Some(librdkafka.clients),
     };
     load_layers(file, &process_env(), flags)?.for_kafka(&process_host(), &access, key)
+}
+
+/// What the commands that connect ask of the librdkafka they run on (the
+/// shell passes `crate::kafka::client`'s answers; nothing connects).
+pub struct Librdkafka<'a> {
+    /// Its `builtin.features`.
+    pub features: &'a BTreeSet<String>,
+    /// Why it refuses a property and its value, if it does.
+    pub refuses: &'a super::security::Refuses<'a>,
+    /// Why it would not create the clients from the settings together.
+    pub clients: &'a super::security::RefusesClients<'a>,
 }
 
 /// Reads a whole file (or as much of it as the reader takes).
@@ -308,7 +321,7 @@ fn load_layers(
         }
         fig = fig.merge(Toml::file_exact(path));
     }
-    let env = env_layer(env);
+    let env = env_layer(env, password_variable(&fig, env).as_deref());
     if let Some(raw) = &env.raw {
         fig = fig.merge(Serialized::defaults(raw));
     }
@@ -317,6 +330,21 @@ fn load_layers(
 }
 
 const ENV_PREFIX: &str = "GROUNDGATE_";
+
+/// The variable `kafka.sasl_password_env` names (the environment's value
+/// of the key over the file's): it holds the password, not a setting, so
+/// the environment layer does not read it, whatever its name.
+fn password_variable(file: &Figment, env: &[(String, String)]) -> Option<String> {
+    const KEY: &str = "kafka.sasl_password_env";
+    let var = format!(
+        "{ENV_PREFIX}{}",
+        KEY.replace('.', "__").to_ascii_uppercase()
+    );
+    env.iter()
+        .find(|(k, _)| *k == var)
+        .map(|(_, v)| v.clone())
+        .or_else(|| file.extract_inner::<String>(KEY).ok())
+}
 
 /// Stands for the value of a `GROUNDGATE_*` variable that is not UTF-8
 /// text, which is never kept (it may be a secret): the value of a real
@@ -378,16 +406,20 @@ const ENV_ALIASES: &[(&str, &str)] = &[
 const ENV_LISTS: &[&str] = &[
     "non_citing_providers",
     "value_schema_ids",
+    "policy.forbidden_terms",
     "audit.pseudonymize",
     "kafka.propagate_headers",
+    "metrics.providers",
+    "metrics.models",
 ];
 /// The lists of numbers among them: each item is read as a number
 /// (`GROUNDGATE_VALUE_SCHEMA_IDS=42,43`), where the others keep their items
 /// as text.
 const ENV_NUMBER_LISTS: &[&str] = &["value_schema_ids"];
 
-/// The variables that could be read, and the problems of the others.
-fn env_layer(env: &[(String, String)]) -> Loaded {
+/// The variables that could be read, and the problems of the others;
+/// `password`, the variable holding the SASL password, is not one of them.
+fn env_layer(env: &[(String, String)], password: Option<&str>) -> Loaded {
     let mut fig = Figment::new();
     let mut unknown = Vec::new();
     let mut problems = Vec::new();
@@ -399,6 +431,9 @@ fn env_layer(env: &[(String, String)]) -> Loaded {
         let Some(rest) = k.strip_prefix(ENV_PREFIX) else {
             continue;
         };
+        if password == Some(k.as_str()) {
+            continue;
+        }
         let path = match ENV_ALIASES.iter().find(|(alias, _)| *alias == rest) {
             Some((_, path)) => path.to_string(),
             None if rest.contains("__") => rest.to_ascii_lowercase().replace("__", "."),
@@ -715,6 +750,7 @@ mod tests {
             var: &var,
             features: Some(&features),
             refuses: Some(&refuses),
+            clients: None,
         };
         match load_layers(Some(f.path()), &env, RawConfig::default())
             .and_then(|loaded| loaded.for_kafka(&Host::default(), &access, None))
@@ -1025,6 +1061,7 @@ pseudonym_key_file = \"/run/k\"\n";
             var: &var,
             features: None,
             refuses: None,
+            clients: None,
         };
         let with_key = |key: Option<&ReadFile<'_>>| -> Vec<String> {
             match load_layers(Some(f.path()), &[], RawConfig::default())

@@ -123,7 +123,7 @@ pub const MANAGED: &[Managed] = &[
     Managed {
         key: "transaction.timeout.ms",
         aliases: &[],
-        why: "exactly-once: kafka.commit_interval_ms plus 65 s, so that the coordinator does not abort a transaction (and fence the producer) before its commit is due",
+        why: "exactly-once: kafka.commit_interval_ms plus 95 s (60 s for the commit's calls, and request.timeout.ms, 30 s, plus 5 s for its outputs' acknowledgements), so that the coordinator does not abort a transaction (and fence the producer) before its commit is due",
         instead: Some("kafka.commit_interval_ms"),
     },
     Managed {

@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::pseudonym::PseudonymField;
 use crate::core::{CoreSettings, OutputRole};
 
-pub use load::{env_layer_names, read_pseudonym_key_file};
+pub use load::{Librdkafka, env_layer_names, read_pseudonym_key_file};
 pub use raw::*;
 pub use security::{
     Access, KafkaSecurity, MAX_SECRET_BYTES, NotUtf8, Oidc, SaslMechanism, Secret, SecretSource,
@@ -456,6 +456,99 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("GROUNDGATE_MAX_RECORD_BYTES"), "{err}");
+    }
+
+    /// Every list the shipped example file documents is set from one
+    /// variable with commas, as the operations guide says of lists.
+    #[test]
+    fn every_documented_list_is_set_from_the_environment_with_commas() {
+        use figment::providers::{Format, Toml};
+        use figment::value::Value;
+        fn arrays(v: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+            match v {
+                Value::Dict(_, d) => {
+                    for (k, v) in d {
+                        path.push(k.clone());
+                        arrays(v, path, out);
+                        path.pop();
+                    }
+                }
+                Value::Array(..) => out.push(path.join("__").to_ascii_uppercase()),
+                _ => {}
+            }
+        }
+        let example: Value =
+            figment::Figment::from(Toml::string(include_str!("../../examples/groundgate.toml")))
+                .extract()
+                .unwrap();
+        let mut lists = Vec::new();
+        arrays(&example, &mut Vec::new(), &mut lists);
+        for must in ["METRICS__PROVIDERS", "POLICY__FORBIDDEN_TERMS"] {
+            assert!(lists.iter().any(|l| l == must), "{must} in {lists:?}");
+        }
+        for list in lists {
+            let var = format!("GROUNDGATE_{list}");
+            let raw = RawConfig::load(None, &env(&[(&var, "alpha, beta")]), RawConfig::default());
+            let raw = match raw {
+                Ok(r) => r,
+                Err(e) => panic!("{var}: {e}"),
+            };
+            let set = serde_json::to_value(&raw).unwrap();
+            let at = list
+                .to_ascii_lowercase()
+                .split("__")
+                .fold(&set, |v, k| &v[k])
+                .clone();
+            assert_eq!(at, serde_json::json!(["alpha", "beta"]), "{var}");
+        }
+    }
+
+    /// The variable `kafka.sasl_password_env` names holds the password: it
+    /// may carry the GROUNDGATE_ prefix like the others the worker is given,
+    /// and is then no unknown variable. Another one still is.
+    #[test]
+    fn the_password_variable_may_be_named_with_the_prefix() {
+        let password = ("GROUNDGATE_SASL_PASSWORD", "hunter2");
+        for layers in [
+            (
+                None,
+                vec![
+                    ("GROUNDGATE_KAFKA__SASL_PASSWORD_ENV", password.0),
+                    password,
+                ],
+            ),
+            (
+                Some("[kafka]\nsasl_password_env = \"GROUNDGATE_SASL_PASSWORD\"\n"),
+                vec![password],
+            ),
+        ] {
+            let file = layers.0.map(write);
+            let raw = RawConfig::load(
+                file.as_ref().map(|f| f.path()),
+                &env(&layers.1),
+                RawConfig::default(),
+            );
+            let raw = match raw {
+                Ok(r) => r,
+                Err(e) => panic!("{layers:?}: {e}"),
+            };
+            assert_eq!(raw.kafka.sasl_password_env.as_deref(), Some(password.0));
+        }
+        let err = RawConfig::load(
+            None,
+            &env(&[
+                ("GROUNDGATE_KAFKA__SASL_PASSWORD_ENV", password.0),
+                password,
+                ("GROUNDGATE_SASL_PASSWROD", "x"),
+            ]),
+            RawConfig::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("unknown environment variable(s) GROUNDGATE_SASL_PASSWROD;"),
+            "{err}"
+        );
     }
 
     #[test]

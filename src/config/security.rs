@@ -451,6 +451,11 @@ pub struct Access<'a> {
     /// not checked). Asked of each passthrough property alone, so every
     /// refused one is listed, not only the first the client would meet.
     pub refuses: Option<&'a Refuses<'a>>,
+    /// Why librdkafka would not create the clients from the settings taken
+    /// together, one problem a client (`None`: not checked). Asked only of
+    /// a configuration whose every value was read and valid and whose
+    /// every passthrough property librdkafka takes alone.
+    pub clients: Option<&'a RefusesClients<'a>>,
 }
 
 /// Reads at most so many bytes of a regular file.
@@ -458,6 +463,9 @@ pub type ReadBounded<'a> = dyn Fn(&Path, u64) -> Result<Vec<u8>, FileError> + 'a
 
 /// Why librdkafka refuses a property and its value, if it does.
 pub type Refuses<'a> = dyn Fn(&str, &str) -> Option<String> + 'a;
+
+/// Why librdkafka would not create the clients from these settings.
+pub type RefusesClients<'a> = dyn Fn(&super::KafkaConfig) -> Vec<String> + 'a;
 
 /// For the commands that connect: the TLS files must be readable, the
 /// secrets are read, and everything the settings ask of librdkafka (TLS,
@@ -817,6 +825,7 @@ mod tests {
             var: &var,
             features: Some(&features),
             refuses: None,
+            clients: None,
         };
         let mut problems = Vec::new();
         let k = &config.kafka;

@@ -34,6 +34,9 @@ pub struct Ack {
     pub offset: i64,
     pub input_ts_ms: Option<i64>,
     pub what: Acked,
+    /// [`Acked::Record`] of a judged record: what its terminal record was
+    /// written as.
+    pub verdict: Option<crate::metrics::Verdict>,
     /// [`Acked::Record`] of a sealed record: its audit row as delivered.
     pub audit_row: Option<DeliveredRow>,
     pub result: Result<(), WorkerError>,
@@ -280,6 +283,7 @@ mod tests {
             offset,
             input_ts_ms: None,
             what: Acked::Record,
+            verdict: None,
             audit_row: None,
             result: if ok {
                 Ok(())
@@ -333,6 +337,7 @@ mod tests {
     fn seal_ack(tp: &TopicPartition, last: i64) -> Ack {
         Ack {
             what: Acked::Seal,
+            verdict: None,
             ..ack(tp, last, true)
         }
     }

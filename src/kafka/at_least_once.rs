@@ -68,7 +68,7 @@ use super::outputs::Output;
 use super::seals::{Chains, Seal};
 use super::worker_report::Unfinished;
 use crate::audit::Written;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Verdict};
 
 /// Re-sends of one output after a retriable delivery failure, on top of
 /// librdkafka's own retries, before the worker gives up and stops.
@@ -138,6 +138,7 @@ impl AtLeastOnce {
         let delivered = (ack.what == Acked::Record).then_some(RecordDelivered {
             input_ts_ms: ack.input_ts_ms,
             now_ms: now_millis(),
+            verdict: ack.verdict,
         });
         let ok = ack.result.is_ok();
         let store = self.ledger.acked(ack)?;
@@ -223,6 +224,7 @@ impl AtLeastOnce {
                     offset: last_offset,
                     input_ts_ms: None,
                     what: Acked::Seal,
+                    verdict: None,
                     oversize: None,
                     rows: Vec::new(),
                     rows_replaced: false,
@@ -306,7 +308,11 @@ impl AtLeastOnce {
             // Nothing stored since the last commit.
             Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::NoOffset) => true,
             Err(e) => {
-                OffsetCommitFailed { error: &e }.emit(&self.metrics);
+                OffsetCommitFailed {
+                    error: &e,
+                    log: true,
+                }
+                .emit(&self.metrics);
                 false
             }
         }
@@ -382,6 +388,9 @@ impl Delivery for AtLeastOnce {
                 offset: record.offset,
                 input_ts_ms: record.input_ts_ms,
                 what: Acked::Record,
+                verdict: record
+                    .verdict
+                    .map(|v| if rows_replaced { Verdict::STAND_IN } else { v }),
                 oversize: Some(record.oversize),
                 rows,
                 rows_replaced,
@@ -479,6 +488,9 @@ struct DeliveryTask {
     offset: i64,
     input_ts_ms: Option<i64>,
     what: Acked,
+    /// What the record's terminal record is written as, as far as known
+    /// when it was enqueued (`None`: a seal, or not judged).
+    verdict: Option<Verdict>,
     /// How to replace an output refused as too large (`None`: a seal, never
     /// replaced).
     oversize: Option<TooLargeReplacer>,
@@ -510,6 +522,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         offset,
         input_ts_ms,
         what,
+        mut verdict,
         oversize,
         rows,
         rows_replaced,
@@ -545,7 +558,10 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
     if result.is_ok() {
         // A terminal record replaced by its stand-in: the row that says so.
         let (rows, replaced) = match agreeing {
-            Some(a) => (vec![a], true),
+            Some(a) => {
+                verdict = verdict.map(|_| Verdict::STAND_IN);
+                (vec![a], true)
+            }
             None => (rows, rows_replaced),
         };
         let mut enqueued = Vec::with_capacity(rows.len());
@@ -581,6 +597,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         offset,
         input_ts_ms,
         what,
+        verdict,
         audit_row: delivered_row,
         result,
     });
@@ -795,6 +812,7 @@ mod tests {
                 config: config.clone(),
                 request_id: None,
             },
+            verdict: None,
         }
     }
 

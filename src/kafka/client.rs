@@ -58,6 +58,45 @@ pub fn metadata_bytes(tpl: &rdkafka::TopicPartitionList, topic: &str, partition:
     }
 }
 
+/// The headers of a consumed message, in order, as (name, value) pairs.
+/// rdkafka's own accessor panics on a name that is not UTF-8, which any
+/// producer but the Java client can write: such a record must not stop the
+/// reader of its topic (the worker would stop on it again after every
+/// restart). A name that is not UTF-8 is read with each invalid sequence
+/// replaced by U+FFFD; one that holds a NUL byte ends there (librdkafka
+/// hands names out as C strings).
+#[allow(unsafe_code)]
+pub fn headers_of<'a>(
+    msg: &'a rdkafka::message::BorrowedMessage<'_>,
+) -> Vec<(std::borrow::Cow<'a, str>, Option<&'a [u8]>)> {
+    use rdkafka::bindings::{rd_kafka_header_get_all, rd_kafka_message_headers};
+    use rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR as NO_ERROR;
+    let mut out = Vec::new();
+    // SAFETY: `msg` owns its native message for the borrow's lifetime; the
+    // headers librdkafka returns for it belong to it, and so do each
+    // header's NUL-terminated name and the `size` bytes at its value when
+    // that is not null.
+    unsafe {
+        let mut headers = std::ptr::null_mut();
+        if rd_kafka_message_headers(msg.ptr(), &mut headers) != NO_ERROR || headers.is_null() {
+            return out;
+        }
+        for idx in 0.. {
+            let (mut name, mut value, mut size) = (std::ptr::null(), std::ptr::null(), 0);
+            if rd_kafka_header_get_all(headers, idx, &mut name, &mut value, &mut size) != NO_ERROR {
+                break;
+            }
+            if name.is_null() {
+                continue;
+            }
+            let name = String::from_utf8_lossy(std::ffi::CStr::from_ptr(name).to_bytes());
+            let value = (!value.is_null()).then(|| std::slice::from_raw_parts(value.cast(), size));
+            out.push((name, value));
+        }
+    }
+    out
+}
+
 /// librdkafka's own log lines, forwarded to `tracing`. A connection failure
 /// (facility `FAIL`) is also delivered as an error event, which the client
 /// context logs (rate-limited); the log line is kept at debug so the same
@@ -227,6 +266,73 @@ pub fn refuses(key: &str, value: &str) -> Option<String> {
         })
 }
 
+/// Why librdkafka would not create the worker's consumer or producer from
+/// these settings taken together, which it takes one by one
+/// (`max.poll.interval.ms` below `kafka.session_timeout_ms`, an
+/// exactly-once producer's `message.timeout.ms` above its
+/// `transaction.timeout.ms`, a `fetch.max.bytes` below the consumer's
+/// `message.max.bytes`): one problem a client, listed with the
+/// configuration's others. The clients are made without brokers, so
+/// nothing connects, and dropped at once; and without any security setting
+/// or plugin, typed or passed through (judged on their own, or not at all):
+/// a client made with them could read key files, load plugins or ask an
+/// identity provider for a token.
+pub fn refuses_clients(k: &KafkaConfig) -> Vec<String> {
+    use rdkafka::consumer::BaseConsumer;
+    use rdkafka::producer::BaseProducer;
+    const LEFT_OUT: [&str; 5] = ["security.", "sasl.", "ssl.", "enable.sasl.", "plugin."];
+    let properties = k
+        .properties
+        .iter()
+        .filter(|(key, _)| {
+            let key = key.trim().to_ascii_lowercase();
+            !LEFT_OUT.iter().any(|p| key.starts_with(p))
+        })
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let bare = KafkaConfig {
+        security: KafkaSecurity::default(),
+        properties,
+        ..k.clone()
+    };
+    // What groundgate sets on each client from its own keys.
+    let ours = |which: &str| match which {
+        "consumer" => format!(
+            "groundgate sets session.timeout.ms = {} from kafka.session_timeout_ms",
+            k.session_timeout.as_millis()
+        ),
+        _ if k.guarantee == Guarantee::ExactlyOnce => format!(
+            "groundgate sets transaction.timeout.ms = {} from kafka.commit_interval_ms (+ 60000 + request.timeout.ms + 5000) and message.max.bytes = {} from kafka.max_message_bytes",
+            super::exactly_once::transaction_timeout(k).as_millis(),
+            k.max_message_bytes
+        ),
+        _ => format!(
+            "groundgate sets message.max.bytes = {} from kafka.max_message_bytes",
+            k.max_message_bytes
+        ),
+    };
+    let mut problems = Vec::new();
+    let mut refused = |which: &str, made: Result<(), KafkaError>| {
+        if let Err(e) = made {
+            let why = match e {
+                KafkaError::ClientCreation(why) => why,
+                e => e.to_string(),
+            };
+            problems.push(format!(
+                "the Kafka {which} would not be created from these settings together: librdkafka says {why:?}; {}: change that key or the kafka.properties (-X) named",
+                ours(which)
+            ));
+        }
+    };
+    let mut consumer = consumer(&bare, "", None);
+    consumer.remove("bootstrap.servers");
+    refused("consumer", consumer.create::<BaseConsumer>().map(drop));
+    let mut producer = producer(&bare, "");
+    producer.remove("bootstrap.servers");
+    refused("producer", producer.create::<BaseProducer>().map(drop));
+    problems
+}
+
 fn base(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
@@ -350,7 +456,7 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
         .set("compression.type", "lz4")
         .set("message.max.bytes", k.max_message_bytes.to_string());
     if k.guarantee == Guarantee::ExactlyOnce {
-        let timeout = super::exactly_once::transaction_timeout(k.commit_interval);
+        let timeout = super::exactly_once::transaction_timeout(k);
         c.set("transactional.id", &k.transactional_id)
             .set("transaction.timeout.ms", timeout.as_millis().to_string());
     }
@@ -360,8 +466,95 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::config::managed::{TUNABLE, managed, secret, typed};
     use crate::config::{Oidc, RawConfig, SaslMechanism, Secret, Secrets, SecurityProtocol};
+
+    /// Settings librdkafka takes one by one but not together are refused
+    /// with the configuration's other problems, before anything starts:
+    /// the worker's clients would not be created from them.
+    #[test]
+    fn settings_the_clients_refuse_together_are_configuration_problems() {
+        let load = |toml: &str| {
+            let raw = RawConfig::from_toml_str(&format!("[kafka]\nbrokers = \"b:9092\"\n{toml}"))
+                .unwrap();
+            let config = raw.validate().unwrap();
+            refuses_clients(&config.kafka)
+        };
+        assert_eq!(load(""), Vec::<String>::new());
+        assert_eq!(
+            load("guarantee = \"exactly-once\"\n[kafka.properties]\n\"linger.ms\" = \"20\"\n"),
+            Vec::<String>::new()
+        );
+        let session = load("session_timeout_ms = 400000\n");
+        assert_eq!(session.len(), 1, "{session:#?}");
+        assert!(
+            session[0].contains("session.timeout.ms = 400000 from kafka.session_timeout_ms"),
+            "{session:#?}"
+        );
+        assert!(session[0].contains("max.poll.interval.ms"), "{session:#?}");
+        let timeout = load(
+            "guarantee = \"exactly-once\"\n[kafka.properties]\n\"message.timeout.ms\" = \"120000\"\n",
+        );
+        assert_eq!(timeout.len(), 1, "{timeout:#?}");
+        assert!(timeout[0].contains("producer"), "{timeout:#?}");
+        assert!(
+            timeout[0].contains("transaction.timeout.ms"),
+            "{timeout:#?}"
+        );
+        // The typed security settings go with a passthrough protocol: the
+        // mechanism is SCRAM, not librdkafka's default (GSSAPI, not built
+        // in), and OIDC has its client secret.
+        assert_eq!(
+            load(
+                "sasl_mechanism = \"SCRAM-SHA-512\"\nsasl_username = \"u\"\nsasl_password_env = \"PW\"\n[kafka.properties]\n\"security.protocol\" = \"SASL_SSL\"\n"
+            ),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            load(
+                "security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"OAUTHBEARER\"\noidc_token_endpoint = \"https://idp.example/token\"\noidc_client_id = \"gg\"\noidc_client_secret_file = \"/run/secrets/oidc\"\nssl_ca_file = \"/run/ca.pem\"\n"
+            ),
+            Vec::<String>::new()
+        );
+        let fetch = load("[kafka.properties]\n\"fetch.max.bytes\" = \"500000\"\n");
+        assert_eq!(fetch.len(), 1, "{fetch:#?}");
+        assert!(fetch[0].contains("consumer"), "{fetch:#?}");
+        assert!(fetch[0].contains("fetch.max.bytes"), "{fetch:#?}");
+    }
+
+    /// `run`, `produce` and `audit verify` list such settings with the
+    /// other problems of the configuration and exit 2 before anything
+    /// starts, instead of failing to create a client once started.
+    #[test]
+    fn settings_the_clients_refuse_together_are_listed_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("groundgate.toml");
+        std::fs::write(
+            &file,
+            "[kafka]\nbrokers = \"b:9092\"\nsession_timeout_ms = 400000\nssl_ca_file = \"/nonexistent/ca.pem\"\n",
+        )
+        .unwrap();
+        let library = library();
+        let checks = crate::config::Librdkafka {
+            features: &library.features,
+            refuses: &refuses,
+            clients: &refuses_clients,
+        };
+        let got = RawConfig::load_for_kafka(Some(&file), RawConfig::default(), &checks);
+        let Err(crate::config::ConfigError::Invalid(problems)) = got else {
+            panic!("loaded: {got:?}");
+        };
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(
+            problems[0].starts_with("kafka.ssl_ca_file"),
+            "{problems:#?}"
+        );
+        assert!(
+            problems[1].contains("max.poll.interval.ms"),
+            "{problems:#?}"
+        );
+    }
 
     #[test]
     fn every_property_librdkafka_refuses_is_listed_with_its_reason() {
@@ -378,6 +571,7 @@ mod tests {
             var: &var,
             features: None,
             refuses: Some(&refuses),
+            clients: None,
         };
         let mut problems = Vec::new();
         crate::config::check_access(

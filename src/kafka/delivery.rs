@@ -28,7 +28,7 @@ use super::worker_report::Unfinished;
 use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, Written};
 use crate::config::Config;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Verdict};
 
 pub type Consumer = BaseConsumer<WorkerContext>;
 
@@ -46,6 +46,10 @@ pub struct Pending {
     /// SHA-256 of the audit row among `outputs` (computed beside
     /// validation); `None` when the worker does not seal (bench modes).
     pub audit_hash: Option<[u8; 32]>,
+    /// The core's verdict, counted once the terminal record is written
+    /// (as its stand-in's when that replaces it); `None`: not judged
+    /// (bench modes).
+    pub verdict: Option<Verdict>,
 }
 
 impl Pending {
@@ -445,6 +449,7 @@ pub mod testing {
                 request_id: None,
             },
             audit_hash: Some(crate::audit::seal::row_hash(row)),
+            verdict: None,
         }
     }
 }

@@ -49,11 +49,23 @@ pub fn classify_code(code: C) -> ErrorClass {
 }
 
 /// What to look at while librdkafka retries a client error. A topic that
-/// does not exist is no matter of reachability: the brokers answered.
+/// does not exist, a principal the brokers refuse, is no matter of
+/// reachability: the brokers answered.
 pub fn retry_hint(e: &KafkaError) -> &'static str {
     match e.rdkafka_error_code() {
         Some(C::UnknownTopicOrPartition | C::UnknownTopic) => {
             "retrying; a topic does not exist: create it, groundgate creates none (`groundgate run --preflight` lists what is missing)"
+        }
+        Some(
+            C::TopicAuthorizationFailed
+            | C::GroupAuthorizationFailed
+            | C::ClusterAuthorizationFailed
+            | C::TransactionalIdAuthorizationFailed,
+        ) => {
+            "retrying; the brokers refuse this principal an operation: grant it the ACLs the worker needs (docs/secured-kafka.md#what-the-principal-must-be-allowed)"
+        }
+        Some(C::SaslAuthenticationFailed | C::Authentication) => {
+            "retrying; the brokers refuse the login: check kafka.sasl_username and its password, or the OIDC client (docs/secured-kafka.md)"
         }
         _ => "retrying; check that the brokers are reachable",
     }
@@ -109,6 +121,15 @@ pub enum WorkerError {
     )]
     ChainHead { partition: i32, source: KafkaError },
     #[error(
+        "the Kafka consumer raised a fatal error and consumes no more: {reason} ({code:?}); stopping so that a restart creates a new consumer{hint}"
+    )]
+    ConsumerFatal {
+        code: C,
+        reason: String,
+        /// What to look at, for the fatal errors with a known cause.
+        hint: &'static str,
+    },
+    #[error(
         "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
     )]
     Unassigned(Duration),
@@ -147,6 +168,17 @@ impl PublishFailure {
 }
 
 impl WorkerError {
+    /// The consumer's fatal error (librdkafka's `code` and `reason`).
+    pub fn consumer_fatal(code: C, reason: String) -> WorkerError {
+        let hint = match code {
+            C::FencedInstanceId => {
+                " (another worker of the group runs with the same kafka.group_instance_id: give each its own)"
+            }
+            _ => "",
+        };
+        WorkerError::ConsumerFatal { code, reason, hint }
+    }
+
     /// Whether the error is in the configuration (librdkafka refused a
     /// property or a combination of them, or could not load a TLS file when
     /// creating a client): fixing it needs an operator, like every other
@@ -171,6 +203,25 @@ impl WorkerError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refused principal or login is not said to be a matter of
+    /// reachability: the brokers answered.
+    #[test]
+    fn the_hint_names_what_the_brokers_refused() {
+        let hint = |code| retry_hint(&KafkaError::MessageConsumption(code));
+        for code in [
+            C::GroupAuthorizationFailed,
+            C::TopicAuthorizationFailed,
+            C::ClusterAuthorizationFailed,
+            C::TransactionalIdAuthorizationFailed,
+        ] {
+            assert!(hint(code).contains("ACLs"), "{code:?}: {}", hint(code));
+        }
+        assert!(hint(C::SaslAuthenticationFailed).contains("login"));
+        assert!(hint(C::Authentication).contains("login"));
+        assert!(hint(C::AllBrokersDown).contains("reachable"));
+        assert!(hint(C::UnknownTopicOrPartition).contains("does not exist"));
+    }
 
     #[test]
     fn classification_table() {

@@ -16,7 +16,7 @@ use super::error::classify;
 use super::seals::RestartReason;
 use super::worker_report::Unfinished;
 use crate::core::{DeadLetterKind, Outcome, OutputRole, Terminal};
-use crate::metrics::{Metrics, RebalanceKind};
+use crate::metrics::{Metrics, RebalanceKind, Verdict};
 
 /// Something that happened in the worker, logged and counted by `emit`.
 pub trait InternalEvent {
@@ -50,7 +50,7 @@ impl InternalEvent for RecordProcessed<'_> {
                 "a record could not be judged (a defect in groundgate, to report): it is on the dead-letter topic as received"
             );
         }
-        m.record_outcome(self.outcome.kind, &self.outcome.summary, self.took);
+        m.record_judged(&self.outcome.summary, self.took);
     }
 }
 
@@ -70,12 +70,18 @@ impl InternalEvent for OutputPublished {
 pub struct RecordDelivered {
     pub input_ts_ms: Option<i64>,
     pub now_ms: i64,
+    /// What its terminal record was written as (`None`: not judged, bench
+    /// modes).
+    pub verdict: Option<Verdict>,
 }
 
 impl InternalEvent for RecordDelivered {
     fn emit(self, m: &Metrics) {
         if let Some(ts) = self.input_ts_ms {
             m.observe_end_to_end(since_ms(self.now_ms, ts));
+        }
+        if let Some(v) = self.verdict {
+            m.record_written(v);
         }
     }
 }
@@ -214,15 +220,22 @@ impl InternalEvent for ChainStarted<'_> {
     }
 }
 
-/// A synchronous commit of stored offsets failed (at-least-once).
+/// A commit of stored offsets failed (at-least-once): a synchronous one
+/// (revocation, shutdown), or one whose result the consumer reports later
+/// (the periodic commits, the one after each seal). Counted every time;
+/// logged unless `log` is false, which the consumer's reports are while the
+/// same error repeats (a commit every `commit_interval_ms`).
 pub struct OffsetCommitFailed<'a> {
     pub error: &'a KafkaError,
+    pub log: bool,
 }
 
 impl InternalEvent for OffsetCommitFailed<'_> {
     fn emit(self, m: &Metrics) {
         m.record_commit_error(classify(self.error));
-        warn!(error = %self.error, "offset commit failed; outputs already published will be re-published after a restart (at-least-once)");
+        if self.log {
+            warn!(error = %self.error, "offset commit failed; outputs already published will be re-published after a restart (at-least-once)");
+        }
     }
 }
 
@@ -292,6 +305,8 @@ pub struct TransactionCommitted<'a> {
     /// Outputs per role, in [`OutputRole::ALL`] order.
     pub published: [u64; 4],
     pub input_ts_ms: &'a [i64],
+    /// What the terminal records of its records were written as.
+    pub verdicts: &'a [Verdict],
     /// Audit seals committed with it.
     pub seals: u64,
     pub now_ms: i64,
@@ -312,6 +327,9 @@ impl InternalEvent for TransactionCommitted<'_> {
         }
         for &ts in self.input_ts_ms {
             m.observe_end_to_end(since_ms(self.now_ms, ts));
+        }
+        for &v in self.verdicts {
+            m.record_written(v);
         }
         debug!(records = self.records, "transaction committed");
     }
@@ -443,7 +461,11 @@ mod tests {
     fn a_failed_offset_commit_is_counted() {
         let m = Metrics::new(&crate::config::Config::default().metrics).unwrap();
         let e = KafkaError::ConsumerCommit(rdkafka::error::RDKafkaErrorCode::RequestTimedOut);
-        OffsetCommitFailed { error: &e }.emit(&m);
+        OffsetCommitFailed {
+            error: &e,
+            log: true,
+        }
+        .emit(&m);
         assert!(
             m.encode()
                 .contains("groundgate_offset_commit_errors_total{class=\"timeout\"} 1")

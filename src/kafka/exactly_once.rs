@@ -46,22 +46,40 @@ use super::offsets::TopicPartition;
 use super::outputs::Output;
 use super::seals::Chains;
 use super::worker_report::Unfinished;
+use crate::config::KafkaConfig;
 use crate::core::OutputRole;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Verdict};
 
 /// Timeout of the blocking transaction calls.
 pub const TXN_TIMEOUT: Duration = Duration::from_secs(30);
-/// Outputs of a transaction that stop being delivered for this long make the
-/// commit fail (abort and rewind).
-const DELIVERY_STALL: Duration = Duration::from_secs(5);
+/// librdkafka's `request.timeout.ms` unless passed through: how long a
+/// produce request may take before it fails.
+const REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// How much longer than a produce request may take the outputs of a
+/// transaction may go without an acknowledgement.
+const STALL_MARGIN: Duration = Duration::from_secs(5);
+
+/// How long the outputs of a transaction may go without one of them being
+/// acknowledged before its commit fails (abort and rewind): longer than a
+/// produce request may take (`request.timeout.ms`), so brokers that answer
+/// slowly (waiting on a slow in-sync replica) are waited for, and gone
+/// ones are not waited out to the transaction timeout.
+pub fn delivery_stall(k: &KafkaConfig) -> Duration {
+    let request_ms = k
+        .properties
+        .get("request.timeout.ms")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(REQUEST_TIMEOUT_MS);
+    Duration::from_millis(request_ms) + STALL_MARGIN
+}
 
 /// The producer's `transaction.timeout.ms`: how long the coordinator lets a
 /// transaction stay open before it aborts it and fences the producer. A
 /// transaction is open for up to `commit_interval`; its commit then sends
 /// the offsets and commits (each bounded by [`TXN_TIMEOUT`]) after the
-/// deliveries, which fail it once stalled for [`DELIVERY_STALL`].
-pub fn transaction_timeout(commit_interval: Duration) -> Duration {
-    commit_interval + 2 * TXN_TIMEOUT + DELIVERY_STALL
+/// deliveries, which fail it once stalled for [`delivery_stall`].
+pub fn transaction_timeout(k: &KafkaConfig) -> Duration {
+    k.commit_interval + 2 * TXN_TIMEOUT + delivery_stall(k)
 }
 
 /// The pure bookkeeping of one open transaction.
@@ -78,6 +96,8 @@ pub struct Txn {
     /// Seals enqueued (not counted in `published`).
     seals: u64,
     input_ts_ms: Vec<i64>,
+    /// What the terminal records are written as, counted once committed.
+    verdicts: Vec<Verdict>,
 }
 
 impl Txn {
@@ -169,6 +189,8 @@ pub struct ExactlyOnce {
     refused: Refused,
     commit_interval: Duration,
     commit_max_records: usize,
+    /// See [`delivery_stall`].
+    stall: Duration,
     committed: u64,
     aborted: u64,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
@@ -188,6 +210,7 @@ impl ExactlyOnce {
         metrics: Arc<Metrics>,
         commit_interval: Duration,
         commit_max_records: usize,
+        stall: Duration,
         chains: Option<Chains>,
     ) -> ExactlyOnce {
         ExactlyOnce {
@@ -199,6 +222,7 @@ impl ExactlyOnce {
             refused: Refused::new(),
             commit_interval,
             commit_max_records,
+            stall,
             committed: 0,
             aborted: 0,
             chains,
@@ -265,7 +289,7 @@ impl ExactlyOnce {
             // Offsets first: in an abortable state this fails at once.
             Some(cgm) => producer
                 .send_offsets_to_transaction(&tpl, &cgm, self.budget(TXN_TIMEOUT))
-                .and_then(|()| wait_for_deliveries(producer, self.finishing))
+                .and_then(|()| wait_for_deliveries(producer, self.finishing, self.stall))
                 .and_then(|()| producer.commit_transaction(self.budget(TXN_TIMEOUT))),
             // Only before the first assignment; there is nothing to commit then.
             None => Err(KafkaError::MessageProduction(RDKafkaErrorCode::State)),
@@ -282,6 +306,7 @@ impl ExactlyOnce {
                     records: txn.records,
                     published: txn.published,
                     input_ts_ms: &txn.input_ts_ms,
+                    verdicts: &txn.verdicts,
                     seals: txn.seals,
                     now_ms: now_millis(),
                 }
@@ -443,6 +468,7 @@ impl Delivery for ExactlyOnce {
         // Set once the terminal record is replaced by its stand-in: the
         // audit row to publish instead of the record's own.
         let mut agreeing: Option<Output> = None;
+        let mut terminal_replaced = false;
         for out in std::mem::take(&mut record.outputs) {
             let (out, replaced) = match agreeing.take() {
                 Some(row) if out.is_audit_row() => (row, true),
@@ -453,6 +479,7 @@ impl Delivery for ExactlyOnce {
             };
             match self.enqueue_output(out, &record, replaced) {
                 Ok(mut sent) => {
+                    terminal_replaced |= sent.audit.is_some();
                     agreeing = agreeing.or(sent.audit.take());
                     self.txn.output(sent.out.role);
                     hash = hash.or(sent.audit_hash);
@@ -473,6 +500,13 @@ impl Delivery for ExactlyOnce {
         }
         self.txn
             .record(&record.tp, record.offset, record.input_ts_ms);
+        if let Some(v) = record.verdict {
+            self.txn.verdicts.push(if terminal_replaced {
+                Verdict::STAND_IN
+            } else {
+                v
+            });
+        }
         let hash = hash.filter(|_| failed.is_none());
         let due = chain_row(
             &mut self.chains,
@@ -590,13 +624,14 @@ impl Delivery for ExactlyOnce {
 /// `commit_transaction`'s own flush finds nothing to do: rust-rdkafka's flush
 /// polls the event queue in 100 ms steps while the FutureProducer's thread
 /// serves the same queue, and measured, that made every commit take ~100 ms.
-/// Deliveries that make no progress for [`DELIVERY_STALL`] (a partition the
+/// Deliveries that make no progress for `stall` ([`delivery_stall`]: a partition the
 /// transaction could not add, a broker gone), or that are not all in by
 /// `until`, fail the commit, which aborts and rewinds rather than waiting
 /// out the transaction timeout.
 fn wait_for_deliveries(
     producer: &FutureProducer,
     until: Option<Instant>,
+    stall: Duration,
 ) -> Result<(), KafkaError> {
     let mut last = producer.in_flight_count();
     let mut progress = Instant::now();
@@ -605,8 +640,7 @@ fn wait_for_deliveries(
         let now = producer.in_flight_count();
         if now < last {
             progress = Instant::now();
-        } else if progress.elapsed() >= DELIVERY_STALL || until.is_some_and(|u| Instant::now() >= u)
-        {
+        } else if progress.elapsed() >= stall || until.is_some_and(|u| Instant::now() >= u) {
             return Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut));
         }
         last = now;
@@ -675,6 +709,7 @@ mod tests {
                 metrics,
                 Duration::from_secs(3600),
                 1000,
+                Duration::from_secs(35),
                 None,
             );
             let record = testing::record(&config, &tp(0));

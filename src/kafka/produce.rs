@@ -34,8 +34,17 @@ pub enum ProduceError {
         bootstrap: String,
         source: KafkaError,
     },
-    #[error("delivery failed after {sent} records: {source}")]
-    Delivery { sent: u64, source: KafkaError },
+    #[error(
+        "record {} was not delivered: {source}; the {delivered} records before it were; records after it may have been too (sent twice if produced again): go on from record {}",
+        delivered + 1,
+        delivered + 1
+    )]
+    Delivery {
+        /// Records delivered before the first one that was not, which
+        /// every earlier record was.
+        delivered: u64,
+        source: KafkaError,
+    },
     #[error(
         "{source}; the {sent} records before it were sent, and nothing after it: go on from the record after it"
     )]
@@ -127,7 +136,8 @@ pub async fn send_until(
     stop: &CancellationToken,
 ) -> Result<u64, ProduceError> {
     let started = Instant::now();
-    let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
+    // Each delivery with how many records came before its record.
+    let mut pending: VecDeque<(u64, DeliveryFuture)> = VecDeque::new();
     let mut sent = 0u64;
     let mut stopped_by = None;
     loop {
@@ -168,26 +178,37 @@ pub async fn send_until(
                 )) => {
                     fr = back;
                     if let Some(f) = pending.pop_front() {
-                        settle(f, sent).await?;
+                        settle(f).await?;
                     } else {
                         tokio::time::sleep(Duration::from_millis(5)).await;
                     }
                 }
-                Err((e, _)) => return Err(ProduceError::Delivery { sent, source: e }),
+                Err((e, _)) => {
+                    // Every earlier record is delivered first: the count
+                    // said is of records delivered.
+                    for f in pending {
+                        settle(f).await?;
+                    }
+                    return Err(ProduceError::Delivery {
+                        delivered: sent,
+                        source: e,
+                    });
+                }
             }
         };
-        pending.push_back(fut);
+        pending.push_back((sent, fut));
         sent += 1;
         while pending.len() > MAX_PENDING {
             if let Some(f) = pending.pop_front() {
-                settle(f, sent).await?;
+                settle(f).await?;
             }
         }
     }
     // What was handed to the producer is delivered and counted before a
-    // stop by a bad record too, so the count said is the count sent.
+    // stop by a bad record too, so the count said is the count sent. In
+    // order: a failure names the first record not delivered.
     for f in pending {
-        settle(f, sent).await?;
+        settle(f).await?;
     }
     match stopped_by {
         Some(e) => Err(ProduceError::Stopped {
@@ -198,14 +219,16 @@ pub async fn send_until(
     }
 }
 
-async fn settle(f: DeliveryFuture, sent: u64) -> Result<(), ProduceError> {
+/// Awaits one delivery; `before`: the records before its record.
+async fn settle((before, f): (u64, DeliveryFuture)) -> Result<(), ProduceError> {
+    let failed = |source| ProduceError::Delivery {
+        delivered: before,
+        source,
+    };
     match f.await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err((e, _))) => Err(ProduceError::Delivery { sent, source: e }),
-        Err(_) => Err(ProduceError::Delivery {
-            sent,
-            source: KafkaError::Canceled,
-        }),
+        Ok(Err((e, _))) => Err(failed(e)),
+        Err(_) => Err(failed(KafkaError::Canceled)),
     }
 }
 
@@ -290,5 +313,39 @@ impl MockCheck {
                 dropped.join(", ")
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
+    /// A delivery that fails says which record it was and how many before
+    /// it were delivered, not how many were handed to the producer: that
+    /// is where a run of a file goes on from.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_delivery_names_the_first_record_not_delivered() {
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(1, &["answers"]).unwrap();
+        broker.cluster().request_errors(
+            RDKafkaApiKey::Produce,
+            &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 50],
+        );
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(broker.bootstrap());
+        let k = raw.validate().unwrap().kafka;
+        let p = producer(&k, &broker.bootstrap()).unwrap();
+        let records = (0..40).map(|i| Ok(format!("{{\"n\":{i}}}").into_bytes()));
+        let e = send_all(&p, "answers", records, 0).await.unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, ProduceError::Delivery { delivered: 0, .. }),
+            "{text}"
+        );
+        assert!(text.starts_with("record 1 was not delivered: "), "{text}");
+        assert!(
+            text.ends_with("the 0 records before it were; records after it may have been too (sent twice if produced again): go on from record 1"),
+            "{text}"
+        );
     }
 }

@@ -19,16 +19,17 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rdkafka::ClientContext;
+use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::statistics::Statistics;
 
 use super::client;
 use super::delivery::Delivery;
 use super::error::WorkerError;
 use super::events::{
-    ClientError, InternalEvent, Lifecycle, Membership, PartitionsAssigned, PartitionsRevoked,
-    RebalanceSettled,
+    ClientError, InternalEvent, Lifecycle, Membership, OffsetCommitFailed, PartitionsAssigned,
+    PartitionsRevoked, RebalanceSettled,
 };
 use super::offsets::TopicPartition;
 use super::worker_report::WorkerReport;
@@ -67,6 +68,8 @@ pub struct WorkerContext {
     revocations: AtomicU64,
     state: Mutex<LoopState>,
     error_log: client::LogLimiter,
+    /// Failed commits reported by the consumer, logged as client errors are.
+    commit_log: client::LogLimiter,
     /// When the assignment was lost (not handed over in a rebalance); cleared
     /// by the next assignment. Bounded by `unassigned_timeout`.
     lost_at: Mutex<Option<Instant>>,
@@ -106,6 +109,7 @@ impl WorkerContext {
                 report: WorkerReport::default(),
             }),
             error_log: client::LogLimiter::default(),
+            commit_log: client::LogLimiter::default(),
             lost_at: Mutex::new(None),
             assigned: AtomicBool::new(false),
             unassigned_timeout,
@@ -220,6 +224,33 @@ impl ClientContext for WorkerContext {
 }
 
 impl ConsumerContext for WorkerContext {
+    /// The result of a commit the consumer made on its own (the periodic
+    /// commits of stored offsets) or was asked to make without waiting
+    /// (after a seal); a synchronous commit's failure is its caller's to
+    /// report. A request that succeeded may still have failed partitions.
+    fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
+        let failed = match result {
+            Err(e) => Some(e),
+            Ok(()) => offsets
+                .elements()
+                .iter()
+                .find_map(|e| e.error().err()?.rdkafka_error_code())
+                .map(KafkaError::ConsumerCommit),
+        };
+        let Some(e) = failed else {
+            return;
+        };
+        // Nothing was stored since the last commit: nothing failed.
+        if e.rdkafka_error_code() == Some(RDKafkaErrorCode::NoOffset) {
+            return;
+        }
+        OffsetCommitFailed {
+            error: &e,
+            log: self.commit_log.allow(&e),
+        }
+        .emit(&self.metrics);
+    }
+
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rdkafka::Message;
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
-use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 use super::client::{FutureProducer, LogContext};
@@ -124,16 +124,38 @@ pub enum ReplayError {
     NoTopic(String, String),
     #[error("the dead-letter topic's reader stopped unexpectedly: {0}")]
     Reader(String),
-    #[error(
-        "sending to {topic} failed after {sent} records were put back: {source}; the dead letters after partition {partition} offset {offset} were not, run again with --from-offset {offset} (and --partition {partition})"
-    )]
-    Send {
-        topic: String,
-        sent: u64,
-        partition: i32,
-        offset: i64,
-        source: KafkaError,
-    },
+    #[error(transparent)]
+    Send(Box<SendFailed>),
+}
+
+/// A dead letter the brokers did not take back, and where to go on from.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "sending to {topic} failed after {sent} records were put back: {source}; the dead letter at partition {partition} offset {offset} was not, nor any read after it: go on with {}",
+    go_on_runs(.go_on)
+)]
+pub struct SendFailed {
+    pub topic: String,
+    pub sent: u64,
+    pub partition: i32,
+    pub offset: i64,
+    pub source: KafkaError,
+    /// Every partition with dead letters left, and the first offset left
+    /// in it (the partitions are read together, so several may have some
+    /// left).
+    pub go_on: Vec<(i32, i64)>,
+}
+
+/// The runs that go on from `go_on`: one a partition.
+fn go_on_runs(go_on: &[(i32, i64)]) -> String {
+    let runs: Vec<String> = go_on
+        .iter()
+        .map(|(p, o)| format!("--partition {p} --from-offset {o}"))
+        .collect();
+    match runs.len() {
+        1 => runs.concat(),
+        _ => format!("{} (one run each)", runs.join(", then ")),
+    }
 }
 
 /// Records read ahead of the sends: each waits here for the one before it
@@ -200,6 +222,12 @@ async fn send_all(
             other => ReplayError::Client(KafkaError::ClientCreation(other.to_string())),
         })?;
     let mut sent_total = 0u64;
+    // Per partition, the first offset not handled yet.
+    let mut next: BTreeMap<i32, i64> = out
+        .ranges
+        .iter()
+        .map(|(p, (from, _))| (*p, *from))
+        .collect();
     while let Some(Read::Record {
         partition,
         offset,
@@ -211,21 +239,29 @@ async fn send_all(
             Err(NotRestored::Summary) => out.summaries += 1,
             Ok(r) if !selection.kinds.contains(&r.kind) => out.other_kinds += 1,
             Ok(r) => {
-                if let Some(producer) = &producer {
-                    send(producer, &k.topics.input, &r)
-                        .await
-                        .map_err(|source| ReplayError::Send {
-                            topic: k.topics.input.clone(),
-                            sent: sent_total,
-                            partition,
-                            offset,
-                            source,
-                        })?;
+                if let Some(producer) = &producer
+                    && let Err(source) = send(producer, &k.topics.input, &r).await
+                {
+                    next.insert(partition, offset);
+                    let go_on = next
+                        .iter()
+                        .filter(|(p, o)| out.ranges.get(p).is_some_and(|(_, end)| *o < end))
+                        .map(|(p, o)| (*p, *o))
+                        .collect();
+                    return Err(ReplayError::Send(Box::new(SendFailed {
+                        topic: k.topics.input.clone(),
+                        sent: sent_total,
+                        partition,
+                        offset,
+                        source,
+                        go_on,
+                    })));
                 }
                 sent_total += 1;
                 *out.sent.entry(r.kind.as_str()).or_default() += 1;
             }
         }
+        next.insert(partition, offset + 1);
     }
     Ok(out)
 }
@@ -269,23 +305,19 @@ fn read(
         move || tx.is_closed()
     });
     while let Some(msg) = range.next_record().map_err(read_err)? {
+        let read = super::client::headers_of(&msg);
+        let headers: Vec<(&str, Option<&[u8]>)> =
+            read.iter().map(|(k, v)| (k.as_ref(), *v)).collect();
         let record = Read::Record {
             partition: msg.partition(),
             offset: msg.offset(),
-            restored: restored(msg.key(), msg.payload(), &headers_of(&msg)),
+            restored: restored(msg.key(), msg.payload(), &headers),
         };
         if tx.blocking_send(record).is_err() {
             break;
         }
     }
     Ok(())
-}
-
-/// A message's headers as (name, value) pairs.
-fn headers_of<'a>(msg: &'a BorrowedMessage<'_>) -> Vec<(&'a str, Option<&'a [u8]>)> {
-    msg.headers()
-        .map(|hs| hs.iter().map(|h| (h.key, h.value)).collect())
-        .unwrap_or_default()
 }
 
 /// Sends one restored record and waits for its acknowledgement.
@@ -431,21 +463,94 @@ mod tests {
             .unwrap_err();
         assert!(
             matches!(
-                e,
-                ReplayError::Send {
-                    sent: 0,
-                    partition: 0,
-                    offset: 0,
-                    ..
-                }
+                &e,
+                ReplayError::Send(f) if (f.sent, f.partition, f.offset) == (0, 0, 0)
             ),
             "{e}"
         );
         assert!(
             e.to_string()
-                .ends_with("run again with --from-offset 0 (and --partition 0)"),
+                .ends_with("go on with --partition 0 --from-offset 0"),
             "{e}"
         );
+    }
+
+    /// The partitions of the dead-letter topic are read together: when a
+    /// send fails, others may have dead letters left too, and the error
+    /// says where each goes on. The runs it names put back every dead
+    /// letter not put back yet, once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_send_says_where_every_partition_goes_on() {
+        use rdkafka::ClientConfig;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+        let topics = crate::config::Topics::default();
+        let broker =
+            crate::kafka::embedded::EmbeddedBroker::start(3, &[&topics.dead_letter, &topics.input])
+                .unwrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", broker.bootstrap())
+            .create()
+            .unwrap();
+        let per_partition = 6;
+        for p in 0..3 {
+            for _ in 0..per_partition {
+                let headers = OwnedHeaders::new().insert(Header {
+                    key: H_ERROR_KIND,
+                    value: Some("schema"),
+                });
+                producer
+                    .send(
+                        BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
+                            .partition(p)
+                            .payload(&b"{}"[..])
+                            .headers(headers),
+                    )
+                    .unwrap();
+            }
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(broker.bootstrap());
+        let k = raw.validate().unwrap().kafka;
+        // Each record is sent on its own: four go through, then one is refused.
+        let mut errors = vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR; 4];
+        errors.extend([RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 8]);
+        broker
+            .cluster()
+            .request_errors(RDKafkaApiKey::Produce, &errors);
+        let e = replay(&k, &broker.bootstrap(), &schema_only(false))
+            .await
+            .unwrap_err();
+        let ReplayError::Send(failed) = &e else {
+            panic!("{e}");
+        };
+        let SendFailed { sent, go_on, .. } = &**failed;
+        assert_eq!(*sent, 4, "{e}");
+        // Five records handled of six a partition: at least two partitions
+        // have some left, whichever were read first.
+        assert!(go_on.len() >= 2, "{e}");
+        for (p, o) in go_on {
+            assert!(
+                e.to_string()
+                    .contains(&format!("--partition {p} --from-offset {o}")),
+                "{e}"
+            );
+        }
+        broker
+            .cluster()
+            .clear_request_errors(RDKafkaApiKey::Produce);
+        let mut resumed = 0;
+        for (p, o) in go_on {
+            let run = Selection {
+                partition: Some(*p),
+                from_offset: Some(*o),
+                ..schema_only(false)
+            };
+            let done = replay(&k, &broker.bootstrap(), &run).await.unwrap();
+            resumed += done.sent.values().sum::<u64>();
+        }
+        assert_eq!(sent + resumed, 3 * per_partition, "{e}");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{BorrowedMessage, Headers};
+use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
@@ -49,7 +49,7 @@ use super::seals::{Chains, SealSettings};
 use crate::audit::seal::row_hash;
 use crate::config::{Config, Guarantee};
 use crate::core::{Outcome, RecordMeta, process};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Verdict};
 
 /// How long one poll waits for a record.
 const POLL: Duration = Duration::from_millis(100);
@@ -150,6 +150,7 @@ pub async fn run_worker_with(
                 metrics.clone(),
                 k.commit_interval,
                 k.commit_max_records,
+                super::exactly_once::delivery_stall(k),
                 chains,
             ))
         }
@@ -245,6 +246,7 @@ fn consume_loop(
             }
             match ctx
                 .check_assigned()
+                .and_then(|()| usable(consumer))
                 .and_then(|()| st.delivery.capacity(consumer, BATCH_MAX))
             {
                 Ok(n) => n,
@@ -269,6 +271,16 @@ fn consume_loop(
     finish(consumer, producer, config, metrics)
 }
 
+/// Err once the consumer raised a fatal error (fenced by another member
+/// with its `group.instance.id`, ...): it never consumes again, so polling
+/// it would leave the worker waiting, not ready, for ever.
+fn usable(consumer: &BaseConsumer<WorkerContext>) -> Result<(), WorkerError> {
+    match consumer.client().fatal_error() {
+        Some((code, reason)) => Err(WorkerError::consumer_fatal(code, reason)),
+        None => Ok(()),
+    }
+}
+
 /// Validates a batch and hands each record's outputs to the delivery.
 fn publish_batch(
     consumer: &BaseConsumer<WorkerContext>,
@@ -285,10 +297,9 @@ fn publish_batch(
         .collect();
     let outcomes = process_batch(batch, config, step);
     for (i, (msg, outcome)) in batch.iter().zip(outcomes).enumerate() {
-        let headers: Vec<(&str, Option<&[u8]>)> = msg
-            .headers()
-            .map(|h| h.iter().map(|h| (h.key, h.value)).collect())
-            .unwrap_or_default();
+        let read = client::headers_of(msg);
+        let headers: Vec<(&str, Option<&[u8]>)> =
+            read.iter().map(|(k, v)| (k.as_ref(), *v)).collect();
         let input = Consumed {
             topic: msg.topic(),
             partition: msg.partition(),
@@ -299,7 +310,7 @@ fn publish_batch(
             headers: &headers,
         };
         let mut st = ctx.state();
-        let (outputs, request_id, audit_hash) = match outcome {
+        let (outputs, request_id, audit_hash, verdict) = match outcome {
             Some((outcome, took, audit_hash)) => {
                 RecordProcessed {
                     outcome: &outcome,
@@ -309,6 +320,7 @@ fn publish_batch(
                 .emit(metrics);
                 st.report.count(outcome.kind);
                 let request_id = outcome.request_id.clone();
+                let verdict = Verdict::of(outcome.kind, &outcome.summary);
                 (
                     outputs::outputs_for(
                         &input,
@@ -319,9 +331,10 @@ fn publish_batch(
                     ),
                     request_id,
                     audit_hash,
+                    Some(verdict),
                 )
             }
-            None => (outputs::passthrough(&input, topics), None, None),
+            None => (outputs::passthrough(&input, topics), None, None, None),
         };
         let (tp, offset) = positions[i].clone();
         let record = Pending {
@@ -334,6 +347,7 @@ fn publish_batch(
                 request_id,
             },
             audit_hash,
+            verdict,
         };
         if st.delivery.publish(consumer, record, &positions[i + 1..])? == Flow::Rewound {
             break;
@@ -487,8 +501,11 @@ mod tests {
         let config = RawConfig::load_for_worker(
             None,
             flags,
-            &crate::kafka::client::library().features,
-            &crate::kafka::client::refuses,
+            &crate::config::Librdkafka {
+                features: &crate::kafka::client::library().features,
+                refuses: &crate::kafka::client::refuses,
+                clients: &crate::kafka::client::refuses_clients,
+            },
         )
         .unwrap();
         let want = keys::load_signing_key(&checked).unwrap();

@@ -527,6 +527,21 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
     }
 }
 
+/// The scrape job's name is the deployment's: the compose Prometheus calls
+/// it `groundgate`, while the Kubernetes manifests leave it to the
+/// cluster's Prometheus (the pod annotations' job, or a ServiceMonitor's,
+/// named after the Service). No alert depends on it, or it would never
+/// fire there.
+#[test]
+fn no_alert_depends_on_the_scrape_jobs_name() {
+    for (alert, expr) in alert_exprs() {
+        assert!(
+            !expr.contains("job=") && !expr.contains("job=~"),
+            "{alert} selects a scrape job by name: {expr}"
+        );
+    }
+}
+
 /// The environment a secured client gets, loaded and checked the way
 /// `groundgate run` does (with `files` standing in for the mounted Secret).
 fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
@@ -561,6 +576,7 @@ fn secured_config(env: &[(String, String)], files: &[&str]) -> Config {
         var: &var,
         features: Some(&features),
         refuses: None,
+        clients: None,
     };
     let mut problems = Vec::new();
     let secrets = check_access(s, &config.kafka.properties, &access, &mut problems);

@@ -200,8 +200,10 @@ fn stop_with_outputs_unacknowledged(guarantee: &str, drain_deadline_ms: u64, mus
     let log = dir.path().join("run.log");
     let mut w = start_worker(&bs, &config, m, &log);
     assert!(produce_synthetic(&bs, UNACKNOWLEDGED));
+    // Judged, not written: the outputs wait for broker 2.
     wait_for("every input record processed", WAIT, || {
-        gauge(m, "groundgate_records_total").filter(|n| *n >= UNACKNOWLEDGED as f64)
+        gauge(m, "groundgate_process_duration_seconds_count")
+            .filter(|n| *n >= UNACKNOWLEDGED as f64)
     });
 
     w.signal("TERM");

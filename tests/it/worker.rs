@@ -1445,6 +1445,40 @@ async fn a_publish_refused_as_too_large_is_dead_lettered_in_bounded_form() {
     assert_all_sealed(&bs, n).await;
 }
 
+/// What `/metrics` says a worker wrote agrees with the output topics when
+/// the broker refused a terminal record as too large: the record counts as
+/// the too_large dead letter that replaced it, not as the outcome refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_record_refused_as_too_large_counts_as_its_dead_letter() {
+    let n = 6;
+    let group = "g-too-large-counted";
+    let (_broker, bs, cfg) =
+        inputs_then_failing_produces(n, &REFUSED_ONCE_AS_TOO_LARGE, group).await;
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let out = all_delivered(&bs, group, n, &w).await;
+    let too_large = out[3]
+        .iter()
+        .filter(|d| header(d, outputs::H_ERROR_KIND).as_deref() == Some("too_large"))
+        .count() as f64;
+    assert!(too_large >= 1.0, "no terminal record was refused: {out:?}");
+    let m = metrics.encode();
+    let sum = |name: &str, filter: &str| crate::common::sum_where(&m, name, filter);
+    let outcome = |o: &str| sum("groundgate_records_total", &format!("outcome=\"{o}\""));
+    let written = out.each_ref().map(|t| t.len() as f64);
+    assert_eq!(outcome("accepted") + outcome("rejected"), written[0], "{m}");
+    assert_eq!(outcome("retry"), written[1], "{m}");
+    assert_eq!(outcome("dead_letter"), written[3], "{m}");
+    assert_eq!(sum("groundgate_records_total", ""), n as f64, "{m}");
+    assert_eq!(sum("groundgate_dead_letters_total", ""), written[3], "{m}");
+    assert_eq!(
+        sum("groundgate_dead_letters_total", "kind=\"too_large\""),
+        too_large,
+        "{m}"
+    );
+    w.stop().await.unwrap();
+}
+
 /// The same refusal with every topic framed: the stand-in dead letter is
 /// plain, every audit row (a stand-in among them) carries its header, and
 /// the seals hash the rows' JSON text, a row replaced on the way included.
@@ -1571,6 +1605,126 @@ async fn a_final_commit_that_fails_leaves_the_stop_unfinished() {
         crate::common::samples(&metrics.encode(), "groundgate_offset_commit_errors_total");
     assert!(refused.values().sum::<f64>() >= 1.0, "{refused:?}");
     assert_eq!(committed_offsets(&bs, group).await.values().sum::<i64>(), 0);
+}
+
+/// The worker's periodic commits (and those after each seal) are not the
+/// synchronous ones of a revocation or a stop: their failures are counted
+/// and logged while the worker runs, not only once it stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn periodic_commits_that_fail_are_counted_while_the_worker_runs() {
+    let n = 20;
+    let broker = broker();
+    let bs = broker.bootstrap();
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().request_errors(
+        RDKafkaApiKey::OffsetCommit,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE; 2000],
+    );
+    let group = "g-periodic-commit-refused";
+    let cfg = config(&bs, group, Guarantee::AtLeastOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    read_outputs(&bs, n as usize).await;
+    let refused = || {
+        crate::common::samples(&metrics.encode(), "groundgate_offset_commit_errors_total")
+            .values()
+            .sum::<f64>()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while refused() < 1.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        refused() >= 1.0,
+        "no failed commit counted while running: {}",
+        metrics.encode()
+    );
+    assert_eq!(committed_offsets(&bs, group).await.values().sum::<i64>(), 0);
+    w.stop().await.unwrap();
+}
+
+/// A consumer error librdkafka calls fatal (here: fenced by another
+/// member with its `group.instance.id`) leaves a consumer that never
+/// consumes again: the worker stops with it, so a restart gets a new one,
+/// rather than waiting, not ready, for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fatal_consumer_error_stops_the_worker() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    broker.cluster().request_errors(
+        RDKafkaApiKey::JoinGroup,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID],
+    );
+    let mut cfg = (*config(&bs, "g-fenced", Guarantee::AtLeastOnce)).clone();
+    cfg.kafka.group_instance_id = Some("pod-0".into());
+    let w = start(&Arc::new(cfg), &bs);
+    let Running {
+        handle,
+        _stop_on_drop,
+        ..
+    } = w;
+    let stopped = tokio::time::timeout(WAIT, handle)
+        .await
+        .expect("the worker stops on its own")
+        .unwrap();
+    let e = stopped.expect_err("stopped with an error");
+    let text = e.to_string();
+    for says in [
+        "fatal error",
+        "a restart creates a new consumer",
+        "the same kafka.group_instance_id",
+    ] {
+        assert!(text.contains(says), "{says:?} in {text}");
+    }
+}
+
+/// A producer may name a header with bytes that are not UTF-8 (the Java
+/// client cannot, librdkafka and kcat can). Such a record is judged like
+/// any other and the worker goes on: its dead letter carries the header
+/// under the name with each invalid sequence replaced by U+FFFD. `audit
+/// verify` reads such a record on the audit topic as it reads any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_name_that_is_not_utf8_is_no_poison_record() {
+    use std::os::unix::ffi::OsStrExt;
+    let test = "a_header_name_that_is_not_utf8_is_no_poison_record";
+    if !crate::common::need_tool(test, "kcat", "kcat") {
+        return;
+    }
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let dir = tempfile::tempdir().unwrap();
+    let value = dir.path().join("value");
+    std::fs::write(&value, b"not json").unwrap();
+    let mut cmd = std::process::Command::new("kcat");
+    cmd.args(["-b", &bs, "-P", "-t", "answers", "-p", "0", "-H"])
+        .arg(std::ffi::OsStr::from_bytes(b"x-\xffname=v"))
+        .arg(&value);
+    crate::common::succeeded(&mut cmd, "kcat -P");
+    let group = "g-header-not-utf8";
+    let cfg = config(&bs, group, Guarantee::AtLeastOnce);
+    let w = start(&cfg, &bs);
+    let out = read_outputs(&bs, 1).await;
+    assert_eq!(out[3].len(), 1, "the dead letter: {out:?}");
+    assert_eq!(
+        header(&out[3][0], "x-\u{fffd}name").as_deref(),
+        Some("v"),
+        "{:?}",
+        out[3][0]
+    );
+    assert_eq!(wait_committed(&bs, group, 1).await, 1);
+    assert!(!w.handle.is_finished(), "the worker must not stop");
+    w.stop().await.unwrap();
+    assert_all_sealed(&bs, 1).await;
+    // Such a record appended to the audit topic is a finding of `audit
+    // verify`, not the end of it.
+    let mut cmd = std::process::Command::new("kcat");
+    cmd.args(["-b", &bs, "-P", "-t", "answers.audit", "-p", "0", "-H"])
+        .arg(std::ffi::OsStr::from_bytes(b"\xff=v"))
+        .arg(&value);
+    crate::common::succeeded(&mut cmd, "kcat -P");
+    let (code, report) = verify_audit_topic(&bs, &[]).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(problem_kinds(&report), ["unreadable"], "{report:#}");
 }
 
 /// What `one_request_in_flight` is for, on the embedded broker: two
@@ -1902,6 +2056,65 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     assert_eq!(report.records, n);
 }
 
+/// Outputs the brokers acknowledge slowly (6 s a produce request, well
+/// within librdkafka's `request.timeout.ms` of 30 s, as a broker waiting
+/// on a slow in-sync replica does) are no stalled delivery: the
+/// transactions commit rather than being aborted and rewound, over and over,
+/// for as long as the brokers stay slow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_commits_while_the_outputs_are_acknowledged_slowly() {
+    init_logs();
+    let group = "g-eos-slow";
+    // The input and both coordinators on broker 1, the outputs on broker 2.
+    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
+    let cluster = broker.cluster();
+    for (topic, leader) in [
+        ("answers", 1),
+        ("answers.final", 2),
+        ("answers.retry", 2),
+        ("answers.audit", 2),
+        ("answers.dlq", 2),
+    ] {
+        cluster.create_topic(topic, 2, 1).unwrap();
+        for p in 0..2 {
+            cluster.partition_leader(topic, p, Some(leader)).unwrap();
+        }
+    }
+    cluster
+        .coordinator(MockCoordinator::Group(group.into()), 1)
+        .unwrap();
+    cluster
+        .coordinator(MockCoordinator::Transaction(format!("{group}-txn")), 1)
+        .unwrap();
+    let bs = broker.bootstrap();
+    let n = 6;
+    produce_mixed(&bs, n, 300).await;
+    cluster
+        .broker_round_trip_time(2, Duration::from_secs(6))
+        .unwrap();
+    let cfg = config(&bs, group, Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let transactions = |result: &str| {
+        crate::common::sum_where(
+            &metrics.encode(),
+            "groundgate_transactions_total",
+            &format!("result=\"{result}\""),
+        )
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while transactions("committed") < 1.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (committed, aborted) = (transactions("committed"), transactions("aborted"));
+    assert!(
+        committed >= 1.0 && aborted == 0.0,
+        "{committed} transaction(s) committed, {aborted} aborted"
+    );
+    let report = w.stop().await.unwrap();
+    assert_eq!(report.transactions_aborted, 0, "{report:?}");
+}
+
 /// Under exactly-once the producer commits the offsets, so the consumer's
 /// own statistics never see them (on the mock broker they show no lag at
 /// all; on Kafka, the lag found at assignment growing with every record).
@@ -1998,7 +2211,8 @@ async fn exactly_once_replaces_an_output_the_broker_refuses_as_too_large() {
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE],
     );
     let cfg = config(&bs, "g-eos-too-large", Guarantee::ExactlyOnce);
-    let w = start(&cfg, &bs);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
     let b = bs.clone();
     let out = tokio::task::spawn_blocking(move || {
         inspect::read_until(&b, &OUTPUTS, WAIT, |got| {
@@ -2034,6 +2248,11 @@ async fn exactly_once_replaces_an_output_the_broker_refuses_as_too_large() {
     let report = w.stop().await.unwrap();
     assert!(report.transactions_aborted >= 1, "{report:?}");
     assert!(report.transactions_committed >= 1, "{report:?}");
+    // Counted as committed: the aborted transaction's records once, when
+    // processed again.
+    let m = metrics.encode();
+    let records = crate::common::sum_where(&m, "groundgate_records_total", "");
+    assert_eq!(records, n as f64, "{m}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
