@@ -133,6 +133,15 @@ pub enum WorkerError {
         "this worker's partitions were lost (session timed out: broker restarted or unreachable, or the group state is gone) and none were assigned again within {0:?} (kafka.unassigned_timeout_ms); stopping so that a restart joins the group afresh"
     )]
     Unassigned(Duration),
+    #[error(
+        "cannot rewind input partition {topic}/{partition} to offset {offset} after an aborted transaction: {source}; stopping without committing, so that a restart reads those records again from the committed offset"
+    )]
+    Rewind {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        source: KafkaError,
+    },
 }
 
 /// An output that could not be published; its input offset stays uncommitted.
@@ -192,9 +201,10 @@ impl WorkerError {
     pub fn is_retriable(&self) -> bool {
         match self {
             WorkerError::Publish(p) => classify(&p.source).is_transient(),
-            WorkerError::Thread(_) | WorkerError::Unassigned(_) | WorkerError::ChainHead { .. } => {
-                true
-            }
+            WorkerError::Thread(_)
+            | WorkerError::Unassigned(_)
+            | WorkerError::ChainHead { .. }
+            | WorkerError::Rewind { .. } => true,
             _ => false,
         }
     }

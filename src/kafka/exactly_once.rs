@@ -357,16 +357,42 @@ impl ExactlyOnce {
         .emit(&self.metrics);
         self.remember_refused(sent)?;
         for ((topic, p), offset) in first {
-            if let Err(e) =
+            if let Err(source) =
                 consumer.seek(&topic, p, Offset::Offset(offset), self.budget(TXN_TIMEOUT))
             {
-                // The partition may have been revoked meanwhile: its new owner
-                // starts from the committed offset, which is what we want.
-                debug!(error = %e, partition = p, "rewind skipped");
+                let owned = consumer
+                    .assignment()
+                    .map(|a| a.find_partition(&topic, p).is_some());
+                rewind_failed(owned, topic, p, offset, source)?;
             }
         }
         Ok(())
     }
+}
+
+/// What a failed rewind of an aborted transaction's partition means.
+/// A partition revoked meanwhile is its new owner's, who starts from the
+/// committed offset: nothing to do. One still assigned (or whose
+/// assignment cannot be read) would go on past the aborted records, and
+/// the next transaction would commit offsets beyond them: they would be
+/// lost, so the worker stops instead.
+fn rewind_failed(
+    owned: Result<bool, KafkaError>,
+    topic: String,
+    partition: i32,
+    offset: i64,
+    source: KafkaError,
+) -> Result<(), WorkerError> {
+    if let Ok(false) = owned {
+        debug!(error = %source, partition, "rewind skipped: the partition is no longer assigned");
+        return Ok(());
+    }
+    Err(WorkerError::Rewind {
+        topic,
+        partition,
+        offset,
+        source,
+    })
 }
 
 impl ExactlyOnce {
@@ -676,6 +702,32 @@ mod tests {
         assert!(t.due(4, Duration::from_secs(3600)), "4 records reached");
         assert!(!t.due(5, Duration::from_secs(3600)));
         assert_eq!(t.input_ts_ms, [1, 1, 1]);
+    }
+
+    #[test]
+    fn a_failed_rewind_stops_the_worker_unless_the_partition_was_revoked() {
+        let refused = || KafkaError::Seek("Local: Timed out".to_string());
+        let rewind = |owned| rewind_failed(owned, "answers".into(), 2, 40, refused());
+        assert!(rewind(Ok(false)).is_ok(), "revoked: the new owner rereads");
+        for owned in [Ok(true), Err(KafkaError::Canceled)] {
+            let Err(e) = rewind(owned) else {
+                panic!("a partition still read past its aborted records")
+            };
+            assert!(matches!(
+                e,
+                WorkerError::Rewind {
+                    partition: 2,
+                    offset: 40,
+                    ..
+                }
+            ));
+            assert!(
+                e.is_retriable(),
+                "a restart rereads from the committed offset"
+            );
+            let said = e.to_string();
+            assert!(said.contains("answers/2 to offset 40"), "{said}");
+        }
     }
 
     #[test]
