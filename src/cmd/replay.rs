@@ -3,8 +3,10 @@
 
 use std::process::ExitCode;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::cli::ReplayArgs;
-use crate::kafka::replay::{Replayed, Selection, replay};
+use crate::kafka::replay::{Replayed, Selection, go_on_runs, replay};
 
 pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let (config, bootstrap) = super::client_config(&args.kafka, "replay")?;
@@ -14,7 +16,15 @@ pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         from_offset: args.from_offset,
         dry_run: args.dry_run,
     };
-    let done = replay(&config.kafka, &bootstrap, &selection).await?;
+    // Ctrl-C or SIGTERM stops before the next dead letter, once the one
+    // being sent is acknowledged, and the summary says where to go on.
+    let stop = CancellationToken::new();
+    super::on_signals(
+        stop.clone(),
+        "stopping: no more dead letters, waiting for the one being sent",
+    )
+    .map_err(|e| anyhow::anyhow!("cannot install signal handlers: {e}"))?;
+    let done = replay(&config.kafka, &bootstrap, &selection, &stop).await?;
     println!(
         "{}",
         summary(
@@ -24,6 +34,9 @@ pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             args.dry_run
         )
     );
+    if done.stopped {
+        return Ok(ExitCode::from(super::EXIT_INTERRUPTED as u8));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -73,6 +86,12 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
     }
     if !left.is_empty() {
         lines.push(format!("left where they are: {}", left.join(", ")));
+    }
+    if r.stopped {
+        lines.push(format!(
+            "stopped by a signal before the end: go on with {}",
+            go_on_runs(&r.left)
+        ));
     }
     if dry_run {
         lines.push("dry run: nothing was sent".into());

@@ -25,6 +25,7 @@ use super::outputs::{H_ERROR_KIND, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX}
 use super::range_read::{RangeError, RangeRead};
 use crate::config::KafkaConfig;
 use crate::core::DeadLetterKind;
+use tokio_util::sync::CancellationToken;
 
 /// The input record a dead letter was: its key, value and headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +110,11 @@ pub struct Replayed {
     pub other_kinds: u64,
     /// Records without groundgate's dead-letter headers.
     pub foreign: u64,
+    /// Whether a stop ended the run before the end of its ranges.
+    pub stopped: bool,
+    /// After a stop: every partition with dead letters left, and the first
+    /// offset left in it.
+    pub left: Vec<(i32, i64)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -147,7 +153,7 @@ pub struct SendFailed {
 }
 
 /// The runs that go on from `go_on`: one a partition.
-fn go_on_runs(go_on: &[(i32, i64)]) -> String {
+pub fn go_on_runs(go_on: &[(i32, i64)]) -> String {
     let runs: Vec<String> = go_on
         .iter()
         .map(|(p, o)| format!("--partition {p} --from-offset {o}"))
@@ -178,10 +184,13 @@ enum Read {
 /// the input topic, in order per partition, each send acknowledged before
 /// the next is sent (a failure says where to go on from). The reading
 /// blocks, so it runs on a blocking thread, a few records ahead at most.
+/// `stop` ends the run after the send under way is acknowledged; the
+/// result then says where each partition goes on.
 pub async fn replay(
     k: &KafkaConfig,
     bootstrap: &str,
     selection: &Selection,
+    stop: &CancellationToken,
 ) -> Result<Replayed, ReplayError> {
     let (tx, mut rx) = tokio::sync::mpsc::channel(READ_AHEAD);
     let reading = tokio::task::spawn_blocking({
@@ -189,7 +198,7 @@ pub async fn replay(
         let (partition, from) = (selection.partition, selection.from_offset);
         move || read(&k, &bootstrap, partition, from, &tx)
     });
-    let sent = send_all(k, bootstrap, selection, &mut rx).await;
+    let sent = send_all(k, bootstrap, selection, &mut rx, stop).await;
     // Closed, the channel stops the reader at its next record or poll.
     drop(rx);
     let read = reading.await;
@@ -208,6 +217,7 @@ async fn send_all(
     bootstrap: &str,
     selection: &Selection,
     rx: &mut tokio::sync::mpsc::Receiver<Read>,
+    stop: &CancellationToken,
 ) -> Result<Replayed, ReplayError> {
     let mut out = Replayed::default();
     let Some(Read::Ranges(ranges)) = rx.recv().await else {
@@ -228,12 +238,24 @@ async fn send_all(
         .iter()
         .map(|(p, (from, _))| (*p, *from))
         .collect();
-    while let Some(Read::Record {
-        partition,
-        offset,
-        restored,
-    }) = rx.recv().await
-    {
+    loop {
+        let read = tokio::select! {
+            biased;
+            _ = stop.cancelled() => {
+                out.left = left(&next, &out.ranges);
+                out.stopped = !out.left.is_empty();
+                break;
+            }
+            read = rx.recv() => read,
+        };
+        let Some(Read::Record {
+            partition,
+            offset,
+            restored,
+        }) = read
+        else {
+            break;
+        };
         match restored {
             Err(NotRestored::NotADeadLetter) => out.foreign += 1,
             Err(NotRestored::Summary) => out.summaries += 1,
@@ -243,11 +265,7 @@ async fn send_all(
                     && let Err(source) = send(producer, &k.topics.input, &r).await
                 {
                     next.insert(partition, offset);
-                    let go_on = next
-                        .iter()
-                        .filter(|(p, o)| out.ranges.get(p).is_some_and(|(_, end)| *o < end))
-                        .map(|(p, o)| (*p, *o))
-                        .collect();
+                    let go_on = left(&next, &out.ranges);
                     return Err(ReplayError::Send(Box::new(SendFailed {
                         topic: k.topics.input.clone(),
                         sent: sent_total,
@@ -264,6 +282,15 @@ async fn send_all(
         next.insert(partition, offset + 1);
     }
     Ok(out)
+}
+
+/// Every partition whose first offset not handled (`next`) is short of
+/// the end of its range, with that offset.
+fn left(next: &BTreeMap<i32, i64>, ranges: &BTreeMap<i32, (i64, i64)>) -> Vec<(i32, i64)> {
+    next.iter()
+        .filter(|(p, o)| ranges.get(p).is_some_and(|(_, end)| *o < end))
+        .map(|(p, o)| (*p, *o))
+        .collect()
 }
 
 /// Reads the dead-letter topic (see [`super::range_read`]) into `tx`, the
@@ -440,12 +467,37 @@ mod tests {
         let done = runtime
             .block_on(async {
                 let relay = broker.forward_from(0).await.unwrap();
-                replay(&k, &relay, &schema_only(false)).await
+                replay(&k, &relay, &schema_only(false), &CancellationToken::new()).await
             })
             .unwrap();
         assert_eq!(done.ranges, BTreeMap::from([(0, (0, 4))]));
         assert_eq!(done.sent, BTreeMap::from([("schema", 2)]));
         assert_eq!((done.summaries, done.foreign), (1, 1));
+    }
+
+    /// A stop ends the replay before the next dead letter, saying where
+    /// to go on from; the run from there puts back the rest, once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_says_where_to_go_on_from() {
+        let (broker, k) = dead_letters(5);
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let done = replay(&k, &broker.bootstrap(), &schema_only(false), &stop)
+            .await
+            .unwrap();
+        assert!(done.stopped);
+        assert_eq!(done.left, [(0, 0)]);
+        assert!(done.sent.is_empty(), "{done:?}");
+        let run = Selection {
+            partition: Some(0),
+            from_offset: Some(0),
+            ..schema_only(false)
+        };
+        let rest = replay(&k, &broker.bootstrap(), &run, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert!(!rest.stopped && rest.left.is_empty(), "{rest:?}");
+        assert_eq!(rest.sent, BTreeMap::from([("schema", 5)]));
     }
 
     /// A refused send ends the replay with where to go on from, while the
@@ -458,9 +510,14 @@ mod tests {
             RDKafkaApiKey::Produce,
             &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 8],
         );
-        let e = replay(&k, &broker.bootstrap(), &schema_only(false))
-            .await
-            .unwrap_err();
+        let e = replay(
+            &k,
+            &broker.bootstrap(),
+            &schema_only(false),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(
                 &e,
@@ -519,9 +576,14 @@ mod tests {
         broker
             .cluster()
             .request_errors(RDKafkaApiKey::Produce, &errors);
-        let e = replay(&k, &broker.bootstrap(), &schema_only(false))
-            .await
-            .unwrap_err();
+        let e = replay(
+            &k,
+            &broker.bootstrap(),
+            &schema_only(false),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
         let ReplayError::Send(failed) = &e else {
             panic!("{e}");
         };
@@ -547,7 +609,9 @@ mod tests {
                 from_offset: Some(*o),
                 ..schema_only(false)
             };
-            let done = replay(&k, &broker.bootstrap(), &run).await.unwrap();
+            let done = replay(&k, &broker.bootstrap(), &run, &CancellationToken::new())
+                .await
+                .unwrap();
             resumed += done.sent.values().sum::<u64>();
         }
         assert_eq!(sent + resumed, 3 * per_partition, "{e}");
