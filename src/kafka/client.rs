@@ -11,7 +11,7 @@
 //! start-up line and the configuration check of the commands that connect.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::RDKafkaLogLevel;
@@ -19,7 +19,9 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{ClientConfig, ClientContext};
 use tracing::{debug, error, info, warn};
 
+use super::events::InternalEvent;
 use crate::config::{Guarantee, KafkaConfig, KafkaSecurity, SecretSource};
+use crate::metrics::Metrics;
 
 /// The producer type every groundgate client uses: errors go through
 /// [`LogContext`], so each is logged once.
@@ -146,12 +148,16 @@ impl LogLimiter {
     }
 }
 
-/// Client context of producers: logs each client error once (at most every
-/// 10 s while it repeats), or only at debug when another client of the same
-/// process (the worker's consumer) already reports the same brokers.
+/// Client context of producers and readers: logs each client error once
+/// (at most every 10 s while it repeats), or only at debug where another
+/// client of the same command reports the same brokers. The worker's
+/// producer also counts its errors, as its consumer does: with sparse
+/// connections, a broker that leads only output partitions is one the
+/// consumer never talks to, so only the producer can report it.
 pub struct LogContext {
     loud: bool,
     limiter: LogLimiter,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl LogContext {
@@ -160,6 +166,7 @@ impl LogContext {
         LogContext {
             loud: true,
             limiter: LogLimiter::default(),
+            metrics: None,
         }
     }
 
@@ -168,6 +175,17 @@ impl LogContext {
         LogContext {
             loud: false,
             limiter: LogLimiter::default(),
+            metrics: None,
+        }
+    }
+
+    /// Reports client errors and counts them in
+    /// `groundgate_kafka_client_errors_total` (the worker's producer).
+    pub fn counted(metrics: Arc<Metrics>) -> LogContext {
+        LogContext {
+            loud: true,
+            limiter: LogLimiter::default(),
+            metrics: Some(metrics),
         }
     }
 }
@@ -178,6 +196,15 @@ impl ClientContext for LogContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
+        if let Some(m) = &self.metrics {
+            super::events::ClientError {
+                error: &error,
+                reason,
+                log: self.limiter.allow(&error),
+            }
+            .emit(m);
+            return;
+        }
         if !self.loud {
             debug!(error = %error, reason, "Kafka producer client error");
             return;
@@ -637,6 +664,25 @@ mod tests {
         );
         assert!(!l.allow(&down));
         assert!(!l.allow(&ssl));
+    }
+
+    /// The worker's producer counts every client error, as its consumer
+    /// does: a broker that leads only output partitions is reported by it
+    /// alone. Quiet contexts count nothing.
+    #[test]
+    fn the_worker_s_producer_counts_its_client_errors() {
+        let metrics = Arc::new(Metrics::new(&crate::config::Config::default().metrics).unwrap());
+        let counted = LogContext::counted(metrics.clone());
+        let down = || KafkaError::Global(RDKafkaErrorCode::BrokerTransportFailure);
+        counted.error(down(), "broker 2: Connection refused");
+        counted.error(down(), "broker 2: Connection refused");
+        LogContext::quiet().error(down(), "broker 2: Connection refused");
+        let text = metrics.encode();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(r#"groundgate_kafka_client_errors_total{class="retriable"}"#))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(line.ends_with(" 2"), "{line}");
     }
 
     /// `audit verify` reaches the cluster the way the worker does: same

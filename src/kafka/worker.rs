@@ -117,7 +117,7 @@ pub async fn run_worker_with(
 ) -> Result<WorkerReport, WorkerError> {
     let k = &config.kafka;
     let producer: FutureProducer = client::producer(k, &bootstrap)
-        .create_with_context(client::LogContext::quiet())
+        .create_with_context(client::LogContext::counted(metrics.clone()))
         .map_err(|source| WorkerError::Client {
             which: "producer",
             source,
