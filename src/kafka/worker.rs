@@ -31,6 +31,7 @@ use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
+use tracing::debug;
 
 use super::at_least_once::AtLeastOnce;
 use super::client::{self, FutureProducer};
@@ -238,6 +239,8 @@ fn consume_loop(
     shutdown: &CancellationToken,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
+    // Partitions paused while the delivery has no room (see `hold_off`).
+    let mut paused = false;
     while !shutdown.is_cancelled() {
         let capacity = {
             let mut st = ctx.state();
@@ -257,7 +260,15 @@ fn consume_loop(
             }
         };
         if capacity == 0 {
+            paused = true;
+            if let Err(e) = hold_off(consumer, config, metrics, step) {
+                ctx.state().fail(e);
+                break;
+            }
             continue;
+        }
+        if std::mem::take(&mut paused) {
+            set_paused(consumer, false);
         }
         let batch = poll_batch(consumer, capacity);
         if batch.is_empty() {
@@ -269,6 +280,47 @@ fn consume_loop(
         }
     }
     finish(consumer, producer, config, metrics)
+}
+
+/// While the delivery has no room (outputs unacknowledged up to
+/// `max_in_flight`), the consumer is still polled, with its partitions
+/// paused: a consumer not polled for `max.poll.interval.ms` (5 min by
+/// default) leaves its group, and its rebalance callbacks, statistics and
+/// lag wait meanwhile. Pausing drops what was fetched ahead and fetches it
+/// again from the next record once resumed, so no record is skipped. A
+/// partition assigned while paused is paused at the next pass; a record
+/// it delivered before is judged at once, beyond the bound by that one.
+fn hold_off(
+    consumer: &BaseConsumer<WorkerContext>,
+    config: &Arc<Config>,
+    metrics: &Metrics,
+    step: Step,
+) -> Result<(), WorkerError> {
+    set_paused(consumer, true);
+    let batch = poll_batch(consumer, 1);
+    if batch.is_empty() {
+        return Ok(());
+    }
+    publish_batch(consumer, &batch, config, metrics, step)
+}
+
+/// Pauses or resumes every partition assigned. Failing leaves fetching as
+/// it was, which loses nothing (a record polled while it should be paused
+/// is judged like any other), so it is logged and not fatal.
+fn set_paused(consumer: &BaseConsumer<WorkerContext>, pause: bool) {
+    let result = consumer.assignment().and_then(|assigned| {
+        if assigned.count() == 0 {
+            return Ok(());
+        }
+        if pause {
+            consumer.pause(&assigned)
+        } else {
+            consumer.resume(&assigned)
+        }
+    });
+    if let Err(e) = result {
+        debug!(error = %e, pause, "pausing or resuming the assigned partitions failed");
+    }
 }
 
 /// Err once the consumer raised a fatal error (fenced by another member

@@ -2115,6 +2115,73 @@ async fn exactly_once_commits_while_the_outputs_are_acknowledged_slowly() {
     assert_eq!(report.transactions_aborted, 0, "{report:?}");
 }
 
+/// Outputs acknowledged more slowly than `max.poll.interval.ms` (10 s a
+/// request to their broker against 7 s) hold the at-least-once worker at
+/// `max_in_flight` for longer than that: the consumer is still polled, its
+/// partitions paused, so it stays in its group (no revocation, one
+/// assignment; not polled, it was evicted and assigned again), and every
+/// record is committed once the acknowledgements come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_waiting_for_slow_acknowledgements_stays_in_its_group() {
+    let group = "g-slow-acks";
+    // The input and the group coordinator on broker 1, the outputs on 2.
+    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
+    let cluster = broker.cluster();
+    for (topic, leader) in [
+        ("answers", 1),
+        ("answers.final", 2),
+        ("answers.retry", 2),
+        ("answers.audit", 2),
+        ("answers.dlq", 2),
+    ] {
+        cluster.create_topic(topic, 2, 1).unwrap();
+        for p in 0..2 {
+            cluster.partition_leader(topic, p, Some(leader)).unwrap();
+        }
+    }
+    cluster
+        .coordinator(MockCoordinator::Group(group.into()), 1)
+        .unwrap();
+    let bs = broker.bootstrap();
+    let n = 1;
+    produce_mixed(&bs, n, 300).await;
+    cluster
+        .broker_round_trip_time(2, Duration::from_secs(10))
+        .unwrap();
+    let mut cfg = (*config(&bs, group, Guarantee::AtLeastOnce)).clone();
+    cfg.kafka.max_in_flight = 1;
+    cfg.kafka.session_timeout = Duration::from_millis(6000);
+    cfg.kafka
+        .properties
+        .insert("max.poll.interval.ms".into(), "7000".into());
+    let cfg = Arc::new(cfg);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    // The first acknowledgement comes after a 10 s stall at max_in_flight;
+    // then the brokers answer at once, so what is left commits quickly.
+    let published = || crate::common::samples(&metrics.encode(), "groundgate_published_total");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while published().values().sum::<f64>() < 1.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cluster.broker_round_trip_time(2, Duration::ZERO).unwrap();
+    let committed = wait_committed(&bs, group, n as i64).await;
+    let rebalances = |kind: &str| {
+        crate::common::sum_where(
+            &metrics.encode(),
+            "groundgate_rebalances_total",
+            &format!("kind=\"{kind}\""),
+        )
+    };
+    let (assigned, revoked) = (rebalances("assign"), rebalances("revoke"));
+    w.stop().await.unwrap();
+    assert_eq!(
+        (committed, assigned, revoked),
+        (n as i64, 1.0, 0.0),
+        "records committed, assignments and revocations while the outputs were slow"
+    );
+}
+
 /// Under exactly-once the producer commits the offsets, so the consumer's
 /// own statistics never see them (on the mock broker they show no lag at
 /// all; on Kafka, the lag found at assignment growing with every record).
