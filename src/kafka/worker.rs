@@ -259,15 +259,12 @@ fn consume_loop(
                 }
             }
         };
+        // With no room, the consumer is still polled, its partitions
+        // paused (see `set_paused`).
         if capacity == 0 {
             paused = true;
-            if let Err(e) = hold_off(consumer, config, metrics, step) {
-                ctx.state().fail(e);
-                break;
-            }
-            continue;
-        }
-        if std::mem::take(&mut paused) {
+            set_paused(consumer, true);
+        } else if std::mem::take(&mut paused) {
             set_paused(consumer, false);
         }
         let batch = poll_batch(consumer, capacity);
@@ -282,31 +279,18 @@ fn consume_loop(
     finish(consumer, producer, config, metrics)
 }
 
-/// While the delivery has no room (outputs unacknowledged up to
-/// `max_in_flight`), the consumer is still polled, with its partitions
-/// paused: a consumer not polled for `max.poll.interval.ms` (5 min by
-/// default) leaves its group, and its rebalance callbacks, statistics and
-/// lag wait meanwhile. Pausing drops what was fetched ahead and fetches it
-/// again from the next record once resumed, so no record is skipped. A
-/// partition assigned while paused is paused at the next pass; a record
-/// it delivered before is judged at once, beyond the bound by that one.
-fn hold_off(
-    consumer: &BaseConsumer<WorkerContext>,
-    config: &Arc<Config>,
-    metrics: &Metrics,
-    step: Step,
-) -> Result<(), WorkerError> {
-    set_paused(consumer, true);
-    let batch = poll_batch(consumer, 1);
-    if batch.is_empty() {
-        return Ok(());
-    }
-    publish_batch(consumer, &batch, config, metrics, step)
-}
-
-/// Pauses or resumes every partition assigned. Failing leaves fetching as
-/// it was, which loses nothing (a record polled while it should be paused
-/// is judged like any other), so it is logged and not fatal.
+/// Pauses or resumes every partition assigned. While the delivery has no
+/// room (outputs unacknowledged up to `max_in_flight`), the consumer is
+/// still polled, with its partitions paused: a consumer not polled for
+/// `max.poll.interval.ms` (5 min by default) leaves its group, and its
+/// rebalance callbacks, statistics and lag wait meanwhile. Pausing drops
+/// what was fetched ahead and fetches it again from the next record once
+/// resumed, so no record is skipped. A partition assigned while paused is
+/// paused at the next pass; a record it delivered before is judged at once
+/// (a poll takes one record at most then), beyond the bound by that one.
+/// Failing leaves fetching as it was, which loses nothing (a record polled
+/// while it should be paused is judged like any other), so it is logged
+/// and not fatal.
 fn set_paused(consumer: &BaseConsumer<WorkerContext>, pause: bool) {
     let result = consumer.assignment().and_then(|assigned| {
         if assigned.count() == 0 {
@@ -408,8 +392,9 @@ fn publish_batch(
     Ok(())
 }
 
-/// Polls up to `max` records: waits for the first, then takes only what is
-/// already fetched. If partitions were revoked meanwhile, records of
+/// Polls up to `max` records (one at most when `max` is 0): waits for the
+/// first, then takes only what is already fetched. If partitions were
+/// revoked meanwhile, records of
 /// partitions no longer assigned are dropped: their offsets were never
 /// stored, so their new owner reads them again.
 fn poll_batch(consumer: &BaseConsumer<WorkerContext>, max: usize) -> Vec<BorrowedMessage<'_>> {
