@@ -411,18 +411,31 @@ mod tests {
     /// letters, then a `too_large` one and a record groundgate did not
     /// write; and the configuration pointed at it.
     fn dead_letters(schema: usize) -> (crate::kafka::embedded::EmbeddedBroker, KafkaConfig) {
+        let kinds = std::iter::repeat_n(Some("schema"), schema).chain([Some("too_large"), None]);
+        holding(1, kinds.map(|kind| (None, kind)))
+    }
+
+    /// An embedded broker whose dead-letter topic has `partitions`
+    /// partitions and holds `records`, in order: each on its partition (or
+    /// where the producer puts it) and of its dead-letter kind (`None`: a
+    /// record groundgate did not write); and the configuration pointed at it.
+    fn holding(
+        partitions: i32,
+        records: impl IntoIterator<Item = (Option<i32>, Option<&'static str>)>,
+    ) -> (crate::kafka::embedded::EmbeddedBroker, KafkaConfig) {
         use rdkafka::ClientConfig;
         use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
         let topics = crate::config::Topics::default();
-        let broker =
-            crate::kafka::embedded::EmbeddedBroker::start(1, &[&topics.dead_letter, &topics.input])
-                .unwrap();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(
+            partitions,
+            &[&topics.dead_letter, &topics.input],
+        )
+        .unwrap();
         let producer: BaseProducer = ClientConfig::new()
             .set("bootstrap.servers", broker.bootstrap())
             .create()
             .unwrap();
-        let kinds = std::iter::repeat_n(Some("schema"), schema).chain([Some("too_large"), None]);
-        for kind in kinds {
+        for (partition, kind) in records {
             let headers = OwnedHeaders::new().insert(Header {
                 key: if kind.is_some() {
                     H_ERROR_KIND
@@ -431,13 +444,13 @@ mod tests {
                 },
                 value: Some(kind.unwrap_or("bank-1")),
             });
-            producer
-                .send(
-                    BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
-                        .payload(&b"{}"[..])
-                        .headers(headers),
-                )
-                .unwrap();
+            let mut record = BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
+                .payload(&b"{}"[..])
+                .headers(headers);
+            if let Some(p) = partition {
+                record = record.partition(p);
+            }
+            producer.send(record).unwrap();
         }
         producer.flush(Duration::from_secs(10)).unwrap();
         let mut raw = crate::config::RawConfig::default();
@@ -538,38 +551,14 @@ mod tests {
     /// letter not put back yet, once.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_refused_send_says_where_every_partition_goes_on() {
-        use rdkafka::ClientConfig;
-        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
         use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
-        let topics = crate::config::Topics::default();
-        let broker =
-            crate::kafka::embedded::EmbeddedBroker::start(3, &[&topics.dead_letter, &topics.input])
-                .unwrap();
-        let producer: BaseProducer = ClientConfig::new()
-            .set("bootstrap.servers", broker.bootstrap())
-            .create()
-            .unwrap();
-        let per_partition = 6;
-        for p in 0..3 {
-            for _ in 0..per_partition {
-                let headers = OwnedHeaders::new().insert(Header {
-                    key: H_ERROR_KIND,
-                    value: Some("schema"),
-                });
-                producer
-                    .send(
-                        BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
-                            .partition(p)
-                            .payload(&b"{}"[..])
-                            .headers(headers),
-                    )
-                    .unwrap();
-            }
-        }
-        producer.flush(Duration::from_secs(10)).unwrap();
-        let mut raw = crate::config::RawConfig::default();
-        raw.kafka.brokers = Some(broker.bootstrap());
-        let k = raw.validate().unwrap().kafka;
+        let per_partition: u64 = 6;
+        let (broker, k) = holding(
+            3,
+            (0..3).flat_map(|p| {
+                std::iter::repeat_n((Some(p), Some("schema")), per_partition as usize)
+            }),
+        );
         // Each record is sent on its own: four go through, then one is refused.
         let mut errors = vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR; 4];
         errors.extend([RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED; 8]);

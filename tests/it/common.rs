@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: they drive the built binary as
 //! child processes (dev-broker, run, produce, demo, check, audit) and talk
-//! to it over TCP.
+//! to it over TCP; and build the in-process brokers several areas share.
 //! Every wait polls a condition against a deadline; nothing asserts timing.
 
 use std::collections::BTreeMap;
@@ -9,6 +9,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use groundgate::kafka::embedded::EmbeddedBroker;
+use rdkafka::mocking::MockCoordinator;
 
 pub const WAIT: Duration = Duration::from_secs(120);
 
@@ -546,4 +549,31 @@ pub fn pty() -> (std::fs::File, std::fs::File) {
             std::fs::File::from_raw_fd(terminal),
         )
     }
+}
+
+/// A two-broker embedded cluster: the input topic (2 partitions), the group
+/// coordinator and the transaction coordinator of `group` on broker 1, the
+/// output topics on broker 2.
+pub fn outputs_on_broker_2(group: &str) -> EmbeddedBroker {
+    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
+    let cluster = broker.cluster();
+    for (topic, leader) in [
+        ("answers", 1),
+        ("answers.final", 2),
+        ("answers.retry", 2),
+        ("answers.audit", 2),
+        ("answers.dlq", 2),
+    ] {
+        cluster.create_topic(topic, 2, 1).unwrap();
+        for p in 0..2 {
+            cluster.partition_leader(topic, p, Some(leader)).unwrap();
+        }
+    }
+    cluster
+        .coordinator(MockCoordinator::Group(group.into()), 1)
+        .unwrap();
+    cluster
+        .coordinator(MockCoordinator::Transaction(format!("{group}-txn")), 1)
+        .unwrap();
+    broker
 }

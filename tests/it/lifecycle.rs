@@ -8,9 +8,6 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use groundgate::kafka::embedded::EmbeddedBroker;
-use rdkafka::mocking::MockCoordinator;
-
 use crate::common::*;
 
 fn gauge(addr: SocketAddr, name: &str) -> Option<f64> {
@@ -151,33 +148,6 @@ fn broker_killed_and_restarted_the_worker_is_not_ready_and_exits_then_a_restart_
 /// Input records of the tests that stop a worker with its outputs unacknowledged.
 const UNACKNOWLEDGED: u64 = 20;
 
-/// A two-broker embedded cluster: the input topic (2 partitions), the group
-/// coordinator and the transaction coordinator of `group` on broker 1, the
-/// output topics on broker 2.
-fn outputs_on_broker_2(group: &str) -> EmbeddedBroker {
-    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
-    let cluster = broker.cluster();
-    for (topic, leader) in [
-        ("answers", 1),
-        ("answers.final", 2),
-        ("answers.retry", 2),
-        ("answers.audit", 2),
-        ("answers.dlq", 2),
-    ] {
-        cluster.create_topic(topic, 2, 1).unwrap();
-        for p in 0..2 {
-            cluster.partition_leader(topic, p, Some(leader)).unwrap();
-        }
-    }
-    cluster
-        .coordinator(MockCoordinator::Group(group.into()), 1)
-        .unwrap();
-    cluster
-        .coordinator(MockCoordinator::Transaction(format!("{group}-txn")), 1)
-        .unwrap();
-    broker
-}
-
 /// A worker (`guarantee`, `drain_deadline_ms`) processes every input record
 /// while the broker that leads the output topics is down, and is stopped:
 /// its shutdown cannot finish, so it says what it left undone (the lines
@@ -186,7 +156,7 @@ fn outputs_on_broker_2(group: &str) -> EmbeddedBroker {
 /// processes the records again and a normal stop exits 0, "stopped cleanly".
 fn stop_with_outputs_unacknowledged(guarantee: &str, drain_deadline_ms: u64, must_say: &[String]) {
     let group = format!("unacked-{guarantee}");
-    let broker = outputs_on_broker_2(&group);
+    let broker = crate::common::outputs_on_broker_2(&group);
     let bs = broker.bootstrap();
     let dir = tempfile::tempdir().unwrap();
     let kafka = format!(

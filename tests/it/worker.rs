@@ -2065,27 +2065,8 @@ async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
 async fn exactly_once_commits_while_the_outputs_are_acknowledged_slowly() {
     init_logs();
     let group = "g-eos-slow";
-    // The input and both coordinators on broker 1, the outputs on broker 2.
-    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
+    let broker = crate::common::outputs_on_broker_2(group);
     let cluster = broker.cluster();
-    for (topic, leader) in [
-        ("answers", 1),
-        ("answers.final", 2),
-        ("answers.retry", 2),
-        ("answers.audit", 2),
-        ("answers.dlq", 2),
-    ] {
-        cluster.create_topic(topic, 2, 1).unwrap();
-        for p in 0..2 {
-            cluster.partition_leader(topic, p, Some(leader)).unwrap();
-        }
-    }
-    cluster
-        .coordinator(MockCoordinator::Group(group.into()), 1)
-        .unwrap();
-    cluster
-        .coordinator(MockCoordinator::Transaction(format!("{group}-txn")), 1)
-        .unwrap();
     let bs = broker.bootstrap();
     let n = 6;
     produce_mixed(&bs, n, 300).await;
@@ -2124,24 +2105,8 @@ async fn exactly_once_commits_while_the_outputs_are_acknowledged_slowly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_waiting_for_slow_acknowledgements_stays_in_its_group() {
     let group = "g-slow-acks";
-    // The input and the group coordinator on broker 1, the outputs on 2.
-    let broker = EmbeddedBroker::start_with_brokers(2, 2, &[]).unwrap();
+    let broker = crate::common::outputs_on_broker_2(group);
     let cluster = broker.cluster();
-    for (topic, leader) in [
-        ("answers", 1),
-        ("answers.final", 2),
-        ("answers.retry", 2),
-        ("answers.audit", 2),
-        ("answers.dlq", 2),
-    ] {
-        cluster.create_topic(topic, 2, 1).unwrap();
-        for p in 0..2 {
-            cluster.partition_leader(topic, p, Some(leader)).unwrap();
-        }
-    }
-    cluster
-        .coordinator(MockCoordinator::Group(group.into()), 1)
-        .unwrap();
     let bs = broker.bootstrap();
     let n = 1;
     produce_mixed(&bs, n, 300).await;
