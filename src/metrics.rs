@@ -140,6 +140,8 @@ pub struct Metrics {
     transactions: IntCounterVec,
     rebalances: IntCounterVec,
     assigned: IntGauge,
+    in_flight_records: IntGauge,
+    in_flight_bytes: IntGauge,
     grounding_model: IntGaugeVec,
     lag: IntGaugeVec,
     lag_series: Mutex<Vec<(String, String)>>,
@@ -265,6 +267,16 @@ impl Metrics {
             "Input partitions currently assigned to this worker.",
         )?;
         r.register(Box::new(assigned.clone()))?;
+        let in_flight_records = IntGauge::new(
+            "groundgate_in_flight_records",
+            "Input records whose outputs are not yet acknowledged (at-least-once) or committed (exactly-once).",
+        )?;
+        r.register(Box::new(in_flight_records.clone()))?;
+        let in_flight_bytes = IntGauge::new(
+            "groundgate_in_flight_bytes",
+            "Bytes of the outputs not yet acknowledged (at-least-once) or committed (exactly-once).",
+        )?;
+        r.register(Box::new(in_flight_bytes.clone()))?;
         let grounding_model = IntGaugeVec::new(
             Opts::new(
                 "groundgate_grounding_model_info",
@@ -400,6 +412,8 @@ impl Metrics {
             transactions,
             rebalances,
             assigned,
+            in_flight_records,
+            in_flight_bytes,
             grounding_model,
             lag,
             lag_series: Mutex::new(Vec::new()),
@@ -565,6 +579,11 @@ impl Metrics {
         self.assigned.set(n as i64);
     }
 
+    pub fn set_in_flight(&self, records: usize, bytes: usize) {
+        self.in_flight_records.set(records as i64);
+        self.in_flight_bytes.set(bytes as i64);
+    }
+
     /// Replaces the per-partition lag gauges with `lags` (topic, partition, lag);
     /// partitions no longer present are removed so cardinality stays bounded.
     pub fn set_consumer_lag(&self, lags: &[(String, i32, i64)]) {
@@ -626,6 +645,8 @@ mod tests {
             "groundgate_transactions_total{result=\"aborted\"} 0",
             "groundgate_rebalances_total{kind=\"assign\"} 0",
             "groundgate_assigned_partitions 0",
+            "groundgate_in_flight_records 0",
+            "groundgate_in_flight_bytes 0",
             "groundgate_audit_seals_total 0",
             "groundgate_audit_seal_failures_total 0",
             "groundgate_audit_last_seal_timestamp_seconds 0",

@@ -245,6 +245,8 @@ pub struct RawKafka {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_in_flight: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_in_flight_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_interval_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_max_records: Option<u64>,

@@ -371,6 +371,12 @@ fn validate_kafka(
         1..=100_000,
         problems,
     );
+    let max_in_flight_bytes = in_range(
+        "kafka.max_in_flight_bytes",
+        raw.max_in_flight_bytes.unwrap_or(32 << 20),
+        (1 << 20)..=(16 << 30),
+        problems,
+    );
     let commit_interval_ms = in_range(
         "kafka.commit_interval_ms",
         raw.commit_interval_ms.unwrap_or(1000),
@@ -511,6 +517,7 @@ fn validate_kafka(
         guarantee: raw.guarantee.unwrap_or_default(),
         transactional_id,
         max_in_flight: max_in_flight as usize,
+        max_in_flight_bytes: max_in_flight_bytes as usize,
         commit_interval: Duration::from_millis(commit_interval_ms),
         commit_max_records: commit_max_records as usize,
         drain_deadline: Duration::from_millis(drain_deadline_ms),

@@ -34,6 +34,8 @@ pub struct Ack {
     pub offset: i64,
     pub input_ts_ms: Option<i64>,
     pub what: Acked,
+    /// [`Acked::Record`]: the input bytes of the record.
+    pub bytes: usize,
     /// [`Acked::Record`] of a judged record: what its terminal record was
     /// written as.
     pub verdict: Option<crate::metrics::Verdict>,
@@ -283,6 +285,7 @@ mod tests {
             offset,
             input_ts_ms: None,
             what: Acked::Record,
+            bytes: 0,
             verdict: None,
             audit_row: None,
             result: if ok {
@@ -337,6 +340,7 @@ mod tests {
     fn seal_ack(tp: &TopicPartition, last: i64) -> Ack {
         Ack {
             what: Acked::Seal,
+            bytes: 0,
             verdict: None,
             ..ack(tp, last, true)
         }

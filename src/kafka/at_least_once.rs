@@ -54,8 +54,8 @@ use tracing::debug;
 use super::ack_ledger::{Ack, AckLedger, Acked, DeliveredRow, Store};
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Flow, Pending, TooLargeReplacer, chain_row, delivered_row_hash, enqueue,
-    enqueue_or_replace, is_too_large, now_millis, position,
+    Consumer, Delivery, Flow, Pending, Room, TooLargeReplacer, chain_row, delivered_row_hash,
+    enqueue, enqueue_or_replace, is_too_large, now_millis, position,
 };
 use super::error::classify;
 use super::error::{PublishFailure, WorkerError};
@@ -89,7 +89,11 @@ pub struct AtLeastOnce {
     /// Delivery tasks spawned and not yet reported back (each sends one
     /// [`Ack`]): a drain with none left can learn nothing more.
     tasks: usize,
-    max_in_flight: usize,
+    /// Records and their input bytes in flight at most.
+    max_in_flight: Room,
+    /// Input bytes of the records whose delivery tasks have not reported
+    /// back.
+    in_flight_bytes: usize,
     drain_deadline: Duration,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
     chains: Option<Chains>,
@@ -111,7 +115,7 @@ impl AtLeastOnce {
         producer: FutureProducer,
         metrics: Arc<Metrics>,
         runtime: tokio::runtime::Handle,
-        max_in_flight: usize,
+        max_in_flight: Room,
         drain_deadline: Duration,
         chains: Option<Chains>,
     ) -> AtLeastOnce {
@@ -125,6 +129,7 @@ impl AtLeastOnce {
             ack_tx: Some(tx),
             tasks: 0,
             max_in_flight,
+            in_flight_bytes: 0,
             drain_deadline,
             chains,
             row_turns: HashMap::new(),
@@ -134,6 +139,7 @@ impl AtLeastOnce {
 
     fn apply(&mut self, consumer: &Consumer, ack: Ack) -> Result<(), WorkerError> {
         self.tasks = self.tasks.saturating_sub(1);
+        self.in_flight_bytes = self.in_flight_bytes.saturating_sub(ack.bytes);
         let tp = ack.tp.clone();
         let delivered = (ack.what == Acked::Record).then_some(RecordDelivered {
             input_ts_ms: ack.input_ts_ms,
@@ -224,6 +230,7 @@ impl AtLeastOnce {
                     offset: last_offset,
                     input_ts_ms: None,
                     what: Acked::Seal,
+                    bytes: 0,
                     verdict: None,
                     oversize: None,
                     rows: Vec::new(),
@@ -246,6 +253,7 @@ impl AtLeastOnce {
 
     fn spawn(&mut self, s: DeliveryTask, outputs: Vec<(Output, DeliveryFuture)>) {
         self.tasks += 1;
+        self.in_flight_bytes += s.bytes;
         self.runtime.spawn(settle(s, outputs));
     }
 
@@ -280,10 +288,10 @@ impl AtLeastOnce {
         &mut self,
         consumer: &Consumer,
         deadline: Instant,
-        done: impl Fn(&AckLedger) -> bool,
+        done: impl Fn(&AckLedger, usize) -> bool,
     ) -> Result<(), WorkerError> {
         let mut first_err = None;
-        while !done(&self.ledger) && self.tasks > 0 {
+        while !done(&self.ledger, self.in_flight_bytes) && self.tasks > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -320,7 +328,7 @@ impl AtLeastOnce {
 }
 
 impl Delivery for AtLeastOnce {
-    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<Room, WorkerError> {
         while let Ok(ack) = self.acks.try_recv() {
             self.apply(consumer, ack)?;
         }
@@ -329,15 +337,19 @@ impl Delivery for AtLeastOnce {
         {
             self.seal_now(&due)?;
         }
-        if self.ledger.in_flight() >= self.max_in_flight {
+        let max = self.max_in_flight;
+        let room = |b: &AckLedger, bytes: usize| b.in_flight() < max.records && bytes < max.bytes;
+        self.metrics
+            .set_in_flight(self.ledger.records_in_flight(), self.in_flight_bytes);
+        if !room(&self.ledger, self.in_flight_bytes) {
             // Backpressure: wait for deliveries instead of fetching more.
-            let max = self.max_in_flight;
-            self.drain(consumer, Instant::now() + BACKPRESSURE_WAIT, |b| {
-                b.in_flight() < max
-            })?;
-            return Ok(0);
+            self.drain(consumer, Instant::now() + BACKPRESSURE_WAIT, room)?;
+            return Ok(Room::NONE);
         }
-        Ok(batch_max.min(self.max_in_flight - self.ledger.in_flight()))
+        Ok(Room {
+            records: batch_max.min(max.records - self.ledger.in_flight()),
+            bytes: max.bytes - self.in_flight_bytes,
+        })
     }
 
     fn publish(
@@ -388,6 +400,7 @@ impl Delivery for AtLeastOnce {
                 offset: record.offset,
                 input_ts_ms: record.input_ts_ms,
                 what: Acked::Record,
+                bytes: record.input_bytes,
                 verdict: record
                     .verdict
                     .map(|v| if rows_replaced { Verdict::STAND_IN } else { v }),
@@ -419,11 +432,11 @@ impl Delivery for AtLeastOnce {
             // rows (only acknowledged rows are sealed), then the seals
             // cut from them.
             let deadline = Instant::now() + self.drain_deadline;
-            let rows = self.drain(consumer, deadline, |b| {
+            let rows = self.drain(consumer, deadline, |b, _| {
                 b.records_in_flight_for(revoked) == 0
             });
             let sealed = self.seal_now(revoked);
-            let drained = self.drain(consumer, deadline, |b| b.in_flight_for(revoked) == 0);
+            let drained = self.drain(consumer, deadline, |b, _| b.in_flight_for(revoked) == 0);
             result = rows.and(sealed).and(drained);
             // A failed commit is counted and logged; the next owner reads
             // from the last committed offset.
@@ -450,14 +463,14 @@ impl Delivery for AtLeastOnce {
         // sends the seals due by count that its acks cut (after a failure
         // too: a seal lists only acknowledged rows, so what it covers is
         // safe to commit).
-        let rows = self.drain(consumer, deadline, |b| b.records_in_flight() == 0);
+        let rows = self.drain(consumer, deadline, |b, _| b.records_in_flight() == 0);
         let mut sealed = Ok(());
         if !failed && let Some(tps) = self.chains.as_ref().map(Chains::unsealed) {
             sealed = self.seal_now(&tps);
         }
         let result = rows
             .and(sealed)
-            .and(self.drain(consumer, deadline, |b| b.in_flight() == 0));
+            .and(self.drain(consumer, deadline, |b, _| b.in_flight() == 0));
         self.ack_tx = None;
         // Records still in the ledger (unacknowledged, or behind one that
         // is) and seals not acknowledged: their offsets are never stored.
@@ -488,6 +501,8 @@ struct DeliveryTask {
     offset: i64,
     input_ts_ms: Option<i64>,
     what: Acked,
+    /// The input bytes of the record delivered (0 for a seal).
+    bytes: usize,
     /// What the record's terminal record is written as, as far as known
     /// when it was enqueued (`None`: a seal, or not judged).
     verdict: Option<Verdict>,
@@ -522,6 +537,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         offset,
         input_ts_ms,
         what,
+        bytes,
         mut verdict,
         oversize,
         rows,
@@ -597,6 +613,7 @@ async fn settle(s: DeliveryTask, first: Vec<(Output, DeliveryFuture)>) {
         offset,
         input_ts_ms,
         what,
+        bytes,
         verdict,
         audit_row: delivered_row,
         result,
@@ -778,7 +795,10 @@ mod tests {
             testing::producer(config, bootstrap),
             metrics,
             runtime,
-            100,
+            Room {
+                records: 100,
+                bytes: 64 << 20,
+            },
             Duration::from_secs(60),
             Some(chains),
         );
@@ -800,6 +820,7 @@ mod tests {
             tp: tp.clone(),
             offset,
             input_ts_ms: None,
+            input_bytes: 0,
             audit_hash: Some(crate::audit::seal::row_hash(&row)),
             outputs: vec![Output {
                 role: OutputRole::Audit,
@@ -888,6 +909,67 @@ mod tests {
         let report = v.finish();
         assert!(report.ok(), "{:#?}\n{held:#?}", report.problems);
         assert_eq!(report.chains[0].sealed_rows, 2);
+    }
+
+    /// Records waiting for their outputs' acknowledgements take room by
+    /// their bytes as well as by their number: two records of 600 kB fill a
+    /// bound of 1 MiB that a hundred records would not fill by count, and a
+    /// batch may take only the bytes left.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unacknowledged_outputs_take_room_by_their_bytes() {
+        let (broker, bs, config, metrics) = testing::cluster(|_| {});
+        let runtime = tokio::runtime::Handle::current();
+        // Nothing is acknowledged while the broker is down.
+        broker.cluster().broker_down(1).unwrap();
+        let (mut alo, consumer) = tokio::task::spawn_blocking(move || {
+            let consumer = testing::consumer(&config, &bs, &metrics);
+            let bound = Room {
+                records: 100,
+                bytes: 1 << 20,
+            };
+            let mut alo = AtLeastOnce::new(
+                testing::producer(&config, &bs),
+                metrics,
+                runtime,
+                bound,
+                Duration::from_secs(60),
+                None,
+            );
+            let tp: TopicPartition = (config.kafka.topics.input.clone(), 0);
+            let large = |offset| {
+                let mut record = testing::record(&config, &tp);
+                record.offset = offset;
+                record.input_bytes = 600_000;
+                record.outputs[0].payload = Some(vec![b'x'; 600_000]);
+                (record, 600_000)
+            };
+            assert_eq!(alo.capacity(&consumer, 256).unwrap(), bound);
+            let (first, size) = large(0);
+            assert_eq!(alo.publish(&consumer, first, &[]).unwrap(), Flow::Next);
+            let room = alo.capacity(&consumer, 256).unwrap();
+            assert_eq!(
+                room,
+                Room {
+                    records: 99,
+                    bytes: (1 << 20) - size,
+                }
+            );
+            let (second, _) = large(1);
+            assert_eq!(alo.publish(&consumer, second, &[]).unwrap(), Flow::Next);
+            assert_eq!(alo.capacity(&consumer, 256).unwrap(), Room::NONE);
+            (alo, consumer)
+        })
+        .await
+        .unwrap();
+        broker.cluster().broker_up(1).unwrap();
+        tokio::task::spawn_blocking(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let left = alo.finish(&consumer, deadline, false).unwrap();
+            assert_eq!(left.records, 0, "both delivered once the broker is back");
+            assert_eq!(alo.in_flight_bytes, 0, "acknowledged bytes leave the count");
+        })
+        .await
+        .unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

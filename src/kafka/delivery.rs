@@ -40,6 +40,9 @@ pub struct Pending {
     pub tp: TopicPartition,
     pub offset: i64,
     pub input_ts_ms: Option<i64>,
+    /// The input record's bytes (value and key): what it counts against
+    /// `kafka.max_in_flight_bytes` until settled.
+    pub input_bytes: usize,
     /// Any number of outputs; the input offset is done when all are.
     pub outputs: Vec<Output>,
     pub oversize: TooLargeReplacer,
@@ -58,6 +61,24 @@ impl Pending {
     }
 }
 
+/// How much more the consume loop may fetch now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Room {
+    /// Records; 0: fetch nothing.
+    pub records: usize,
+    /// Bytes of input records (value and key): a batch ends at the record
+    /// that reaches them (its first record is taken whatever its size, so
+    /// a record larger than the bound still passes, alone).
+    pub bytes: usize,
+}
+
+impl Room {
+    pub const NONE: Room = Room {
+        records: 0,
+        bytes: 0,
+    };
+}
+
 /// What the loop does with the rest of its batch after a publish.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Flow {
@@ -69,9 +90,9 @@ pub enum Flow {
 
 /// One delivery guarantee. All calls run on the consumer thread.
 pub trait Delivery: Send {
-    /// How many more records may be fetched now, after applying what has
-    /// settled (acks, a transaction due for commit). 0: wait, fetch nothing.
-    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError>;
+    /// How much more may be fetched now, after applying what has settled
+    /// (acks, a transaction due for commit), at most `batch_max` records.
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<Room, WorkerError>;
     /// Hands one record's outputs to the producer. `rest`: positions of the
     /// batch records after this one (where a rewind must also go back to).
     fn publish(
@@ -353,8 +374,8 @@ pub mod testing {
     struct Idle;
 
     impl Delivery for Idle {
-        fn capacity(&mut self, _: &Consumer, _: usize) -> Result<usize, WorkerError> {
-            Ok(0)
+        fn capacity(&mut self, _: &Consumer, _: usize) -> Result<super::Room, WorkerError> {
+            Ok(super::Room::NONE)
         }
         fn publish(
             &mut self,
@@ -440,6 +461,7 @@ pub mod testing {
             tp: tp.clone(),
             offset: 0,
             input_ts_ms: None,
+            input_bytes: 0,
             outputs: vec![
                 out(OutputRole::Final, &t.final_, b"{}"),
                 out(OutputRole::Audit, &t.audit, row),

@@ -1,7 +1,8 @@
 //! Exactly-once delivery. A transactional producer: outputs and the
 //! consumer's positions (`send_offsets_to_transaction` with the group
-//! metadata) are committed together every `commit_interval` or
-//! `commit_max_records`. An abortable error aborts the transaction and seeks
+//! metadata) are committed together every `commit_interval`, or once the
+//! transaction holds `commit_max_records` records or `max_in_flight_bytes`
+//! of them. An abortable error aborts the transaction and seeks
 //! back to the first offset of the transaction in each partition; a fatal one
 //! (fencing) stops the worker.
 //!
@@ -34,7 +35,7 @@ use tracing::debug;
 
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Enqueued, Flow, Pending, chain_row, enqueue, enqueue_or_replace,
+    Consumer, Delivery, Enqueued, Flow, Pending, Room, chain_row, enqueue, enqueue_or_replace,
     enqueue_stand_in, is_too_large, now_millis, position,
 };
 use super::error::{ErrorClass, PublishFailure, WorkerError, classify};
@@ -95,6 +96,8 @@ pub struct Txn {
     published: [u64; 4],
     /// Seals enqueued (not counted in `published`).
     seals: u64,
+    /// Input bytes of the records.
+    bytes: usize,
     input_ts_ms: Vec<i64>,
     /// What the terminal records are written as, counted once committed.
     verdicts: Vec<Verdict>,
@@ -115,17 +118,28 @@ impl Txn {
         }
     }
 
-    pub fn record(&mut self, tp: &TopicPartition, offset: i64, input_ts_ms: Option<i64>) {
+    /// Whether the transaction holds as many records or bytes as one may.
+    pub fn full(&self, max: Room) -> bool {
+        self.records >= max.records || self.bytes >= max.bytes
+    }
+
+    pub fn record(
+        &mut self,
+        tp: &TopicPartition,
+        offset: i64,
+        input_ts_ms: Option<i64>,
+        bytes: usize,
+    ) {
         self.first.entry(tp.clone()).or_insert(offset);
         self.next.insert(tp.clone(), offset + 1);
         self.records += 1;
+        self.bytes += bytes;
         self.input_ts_ms.extend(input_ts_ms);
     }
 
-    pub fn due(&self, max_records: usize, interval: Duration) -> bool {
+    pub fn due(&self, max: Room, interval: Duration) -> bool {
         self.is_open()
-            && (self.records >= max_records
-                || self.open_since.is_some_and(|t| t.elapsed() >= interval))
+            && (self.full(max) || self.open_since.is_some_and(|t| t.elapsed() >= interval))
     }
 
     /// The positions committed with the transaction: the next offset to read
@@ -188,7 +202,8 @@ pub struct ExactlyOnce {
     /// records publish the bounded stand-in instead when processed again.
     refused: Refused,
     commit_interval: Duration,
-    commit_max_records: usize,
+    /// Records and their input bytes a transaction holds at most.
+    commit_max: Room,
     /// See [`delivery_stall`].
     stall: Duration,
     committed: u64,
@@ -209,7 +224,7 @@ impl ExactlyOnce {
         runtime: tokio::runtime::Handle,
         metrics: Arc<Metrics>,
         commit_interval: Duration,
-        commit_max_records: usize,
+        commit_max: Room,
         stall: Duration,
         chains: Option<Chains>,
     ) -> ExactlyOnce {
@@ -221,7 +236,7 @@ impl ExactlyOnce {
             sent: Vec::new(),
             refused: Refused::new(),
             commit_interval,
-            commit_max_records,
+            commit_max,
             stall,
             committed: 0,
             aborted: 0,
@@ -462,16 +477,22 @@ impl ExactlyOnce {
 }
 
 impl Delivery for ExactlyOnce {
-    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<usize, WorkerError> {
-        if self.txn.due(self.commit_max_records, self.commit_interval) {
+    fn capacity(&mut self, consumer: &Consumer, batch_max: usize) -> Result<Room, WorkerError> {
+        if self.txn.due(self.commit_max, self.commit_interval) {
             // An aborted transaction's records are read again (rewound).
             self.commit(consumer)?;
         }
-        Ok(batch_max.min(
-            self.commit_max_records
-                .saturating_sub(self.txn.records)
-                .max(1),
-        ))
+        self.metrics.set_in_flight(self.txn.records, self.txn.bytes);
+        // Not full (or it was just committed): at least one record fits.
+        Ok(Room {
+            records: batch_max.min(
+                self.commit_max
+                    .records
+                    .saturating_sub(self.txn.records)
+                    .max(1),
+            ),
+            bytes: self.commit_max.bytes.saturating_sub(self.txn.bytes).max(1),
+        })
     }
 
     fn publish(
@@ -524,8 +545,12 @@ impl Delivery for ExactlyOnce {
                 }
             }
         }
-        self.txn
-            .record(&record.tp, record.offset, record.input_ts_ms);
+        self.txn.record(
+            &record.tp,
+            record.offset,
+            record.input_ts_ms,
+            record.input_bytes,
+        );
         if let Some(v) = record.verdict {
             self.txn.verdicts.push(if terminal_replaced {
                 Verdict::STAND_IN
@@ -563,7 +588,7 @@ impl Delivery for ExactlyOnce {
         // A full transaction is committed next: seal it now, so the seals
         // leave in the producer batches of its last rows rather than
         // `linger.ms` later, while the commit waits for them.
-        if failed.is_none() && self.txn.records >= self.commit_max_records {
+        if failed.is_none() && self.txn.full(self.commit_max) {
             failed = self.seal_all().err().map(|b| *b);
         }
         let Some((out, e)) = failed else {
@@ -695,12 +720,19 @@ mod tests {
         assert!(!t.is_open());
         t.opened(Instant::now());
         for o in 5..8 {
-            t.record(&tp(0), o, Some(1));
+            t.record(&tp(0), o, Some(1), 0);
         }
-        t.record(&tp(1), 3, None);
+        t.record(&tp(1), 3, None, 0);
         assert_eq!(t.commit_positions(), [(tp(0), 8), (tp(1), 4)]);
-        assert!(t.due(4, Duration::from_secs(3600)), "4 records reached");
-        assert!(!t.due(5, Duration::from_secs(3600)));
+        let records = |n| Room {
+            records: n,
+            bytes: usize::MAX,
+        };
+        assert!(
+            t.due(records(4), Duration::from_secs(3600)),
+            "4 records reached"
+        );
+        assert!(!t.due(records(5), Duration::from_secs(3600)));
         assert_eq!(t.input_ts_ms, [1, 1, 1]);
     }
 
@@ -734,8 +766,8 @@ mod tests {
     fn abort_rewinds_to_first_offsets_and_to_the_unsent_rest_of_the_batch() {
         let mut t = Txn::default();
         t.opened(Instant::now());
-        t.record(&tp(0), 5, None);
-        t.record(&tp(0), 6, None);
+        t.record(&tp(0), 5, None, 0);
+        t.record(&tp(0), 6, None, 0);
         let rest = [(tp(0), 7), (tp(2), 10), (tp(2), 11)];
         let got = t.rewind_positions(&rest);
         assert_eq!(got.len(), 2);
@@ -760,7 +792,10 @@ mod tests {
                 runtime,
                 metrics,
                 Duration::from_secs(3600),
-                1000,
+                Room {
+                    records: 1000,
+                    bytes: 64 << 20,
+                },
                 Duration::from_secs(35),
                 None,
             );
@@ -778,6 +813,21 @@ mod tests {
     }
 
     #[test]
+    fn a_transaction_is_full_at_its_input_bytes() {
+        let mut t = Txn::default();
+        t.opened(Instant::now());
+        let max = Room {
+            records: 1000,
+            bytes: 1 << 20,
+        };
+        t.record(&tp(0), 0, None, 600_000);
+        assert!(!t.due(max, Duration::from_secs(3600)));
+        t.record(&tp(0), 1, None, 600_000);
+        assert!(t.full(max));
+        assert!(t.due(max, Duration::from_secs(3600)), "2 records, 1.2 MB");
+    }
+
+    #[test]
     fn outputs_are_tallied_by_role_for_the_commit() {
         let mut t = Txn::default();
         t.output(OutputRole::Final);
@@ -786,7 +836,13 @@ mod tests {
         t.output(OutputRole::Audit);
         assert_eq!(t.published, [1, 0, 2, 1]);
         assert!(
-            !t.due(1, Duration::ZERO),
+            !t.due(
+                Room {
+                    records: 1,
+                    bytes: 1
+                },
+                Duration::ZERO
+            ),
             "a closed transaction is never due"
         );
     }

@@ -35,7 +35,7 @@ use tracing::debug;
 
 use super::at_least_once::AtLeastOnce;
 use super::client::{self, FutureProducer};
-use super::delivery::{Delivery, Flow, Pending, TooLargeReplacer};
+use super::delivery::{Delivery, Flow, Pending, Room, TooLargeReplacer};
 pub use super::error::{PublishFailure, WorkerError};
 use super::events::{InternalEvent, Lifecycle, RecordProcessed};
 use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
@@ -135,7 +135,10 @@ pub async fn run_worker_with(
             producer.clone(),
             metrics.clone(),
             runtime.clone(),
-            k.max_in_flight,
+            Room {
+                records: k.max_in_flight,
+                bytes: k.max_in_flight_bytes,
+            },
             k.drain_deadline,
             chains,
         )),
@@ -150,7 +153,10 @@ pub async fn run_worker_with(
                 runtime.clone(),
                 metrics.clone(),
                 k.commit_interval,
-                k.commit_max_records,
+                Room {
+                    records: k.commit_max_records,
+                    bytes: k.max_in_flight_bytes,
+                },
                 super::exactly_once::delivery_stall(k),
                 chains,
             ))
@@ -242,7 +248,7 @@ fn consume_loop(
     // Partitions paused while the delivery has no room (see `hold_off`).
     let mut paused = false;
     while !shutdown.is_cancelled() {
-        let capacity = {
+        let room = {
             let mut st = ctx.state();
             if st.fatal.is_some() {
                 break;
@@ -252,7 +258,7 @@ fn consume_loop(
                 .and_then(|()| usable(consumer))
                 .and_then(|()| st.delivery.capacity(consumer, BATCH_MAX))
             {
-                Ok(n) => n,
+                Ok(room) => room,
                 Err(e) => {
                     st.fail(e);
                     break;
@@ -261,13 +267,13 @@ fn consume_loop(
         };
         // With no room, the consumer is still polled, its partitions
         // paused (see `set_paused`).
-        if capacity == 0 {
+        if room.records == 0 {
             paused = true;
             set_paused(consumer, true);
         } else if std::mem::take(&mut paused) {
             set_paused(consumer, false);
         }
-        let batch = poll_batch(consumer, capacity);
+        let batch = poll_batch(consumer, room);
         if batch.is_empty() {
             continue;
         }
@@ -280,10 +286,10 @@ fn consume_loop(
 }
 
 /// Pauses or resumes every partition assigned. While the delivery has no
-/// room (outputs unacknowledged up to `max_in_flight`), the consumer is
-/// still polled, with its partitions paused: a consumer not polled for
-/// `max.poll.interval.ms` (5 min by default) leaves its group, and its
-/// rebalance callbacks, statistics and lag wait meanwhile. Pausing drops
+/// room (records with outputs unacknowledged up to `max_in_flight` or
+/// `max_in_flight_bytes`), the consumer is still polled, with its
+/// partitions paused: a consumer not polled for `max.poll.interval.ms`
+/// (5 min by default) leaves its group, and its rebalance callbacks, statistics and lag wait meanwhile. Pausing drops
 /// what was fetched ahead and fetches it again from the next record once
 /// resumed, so no record is skipped. A partition assigned while paused is
 /// paused at the next pass; a record it delivered before is judged at once
@@ -377,6 +383,7 @@ fn publish_batch(
             tp,
             offset,
             input_ts_ms: input.timestamp_ms,
+            input_bytes: input_bytes(msg),
             outputs,
             oversize: TooLargeReplacer {
                 config: config.clone(),
@@ -392,17 +399,19 @@ fn publish_batch(
     Ok(())
 }
 
-/// Polls up to `max` records (one at most when `max` is 0): waits for the
-/// first, then takes only what is already fetched. If partitions were
+/// Polls up to `room` (one record at most when it has none): waits for the
+/// first record, then takes only what is already fetched, and stops at the
+/// record whose bytes reach `room.bytes`. If partitions were
 /// revoked meanwhile, records of
 /// partitions no longer assigned are dropped: their offsets were never
 /// stored, so their new owner reads them again.
-fn poll_batch(consumer: &BaseConsumer<WorkerContext>, max: usize) -> Vec<BorrowedMessage<'_>> {
+fn poll_batch(consumer: &BaseConsumer<WorkerContext>, room: Room) -> Vec<BorrowedMessage<'_>> {
     let ctx = consumer.context();
     let mut batch = Vec::new();
     let mut timeout = POLL;
     let mut revocations = 0;
-    while batch.len() < max.max(1) {
+    let mut bytes = 0usize;
+    while batch.len() < room.records.max(1) && bytes < room.bytes.max(1) {
         match consumer.poll(timeout) {
             None => break,
             Some(Err(e)) => {
@@ -413,6 +422,7 @@ fn poll_batch(consumer: &BaseConsumer<WorkerContext>, max: usize) -> Vec<Borrowe
                 if batch.is_empty() {
                     revocations = ctx.revocations();
                 }
+                bytes += input_bytes(&m);
                 batch.push(m);
                 timeout = Duration::ZERO;
             }
@@ -423,6 +433,11 @@ fn poll_batch(consumer: &BaseConsumer<WorkerContext>, max: usize) -> Vec<Borrowe
         batch.retain(|m| assigned.find_partition(m.topic(), m.partition()).is_some());
     }
     batch
+}
+
+/// What a record counts against `kafka.max_in_flight_bytes`.
+fn input_bytes(m: &BorrowedMessage<'_>) -> usize {
+    m.payload_len() + m.key().map_or(0, <[u8]>::len)
 }
 
 /// One validated record: its outcome, how long the core took, and the SHA-256

@@ -2147,6 +2147,61 @@ async fn a_worker_waiting_for_slow_acknowledgements_stays_in_its_group() {
     );
 }
 
+/// With large records and slow acknowledgements, the records waiting for
+/// their outputs to be acknowledged hold about `max_in_flight_bytes` (up
+/// to one record more), not `max_in_flight` records: what bounds a
+/// worker's memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_waiting_for_slow_acknowledgements_stay_within_max_in_flight_bytes() {
+    let group = "g-in-flight-bytes";
+    let broker = crate::common::outputs_on_broker_2(group);
+    let cluster = broker.cluster();
+    let bs = broker.bootstrap();
+    let n = 12;
+    let values: Vec<Vec<u8>> = (0..n)
+        .map(|i| groundgate::sample::record(i, groundgate::sample::Kind::Clean, 100_000))
+        .collect();
+    let largest = values.iter().map(Vec::len).max().unwrap_or(0);
+    produce_values(&bs, "answers", values).await;
+    cluster
+        .broker_round_trip_time(2, Duration::from_secs(2))
+        .unwrap();
+    let bound = 400_000;
+    let mut cfg = (*config(&bs, group, Guarantee::AtLeastOnce)).clone();
+    cfg.core.max_record_bytes = 1 << 20;
+    cfg.core.policy.max_answer_bytes = 1 << 20;
+    cfg.kafka.max_in_flight_bytes = bound;
+    let cfg = Arc::new(cfg);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let sum = |name: &str| {
+        crate::common::samples(&metrics.encode(), name)
+            .values()
+            .sum::<f64>()
+    };
+    // Sampled until every record is written: while the outputs wait (2 s
+    // a round trip), the gauge holds what is in flight.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let (mut most, mut most_records) = (0.0f64, 0.0f64);
+    while sum("groundgate_records_total") < n as f64 && tokio::time::Instant::now() < deadline {
+        most = most.max(sum("groundgate_in_flight_bytes"));
+        most_records = most_records.max(sum("groundgate_in_flight_records"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let written = sum("groundgate_records_total");
+    w.stop().await.unwrap();
+    assert_eq!(written, n as f64, "every record written");
+    let allowed = (bound + largest) as f64;
+    assert!(
+        most > 0.0 && most <= allowed,
+        "most bytes in flight {most}, allowed {allowed} (records of {largest} bytes at most)"
+    );
+    assert!(
+        (1.0..=4.0).contains(&most_records),
+        "most records in flight: {most_records}"
+    );
+}
+
 /// Under exactly-once the producer commits the offsets, so the consumer's
 /// own statistics never see them (on the mock broker they show no lag at
 /// all; on Kafka, the lag found at assignment growing with every record).
