@@ -683,3 +683,27 @@ fn the_secured_kubernetes_overlay_mounts_the_secret_the_settings_name() {
     // The worker's user can read the Secret's files.
     assert_eq!(spec["securityContext"]["fsGroup"], 10001);
 }
+
+/// The image reports the commit it was built from: its build context holds
+/// no `.git`, so the Dockerfile takes the commit as a build argument and
+/// `build.rs` stamps that one in.
+#[test]
+fn the_image_build_takes_the_commit_it_reports() {
+    let ignored = std::fs::read_to_string(repo(".dockerignore")).unwrap();
+    assert!(ignored.lines().any(|l| l.trim() == ".git/"), "{ignored}");
+    let dockerfile = std::fs::read_to_string(repo("Dockerfile")).unwrap();
+    let builder = dockerfile
+        .split("\nFROM ")
+        .find(|stage| stage.lines().next().unwrap_or("").ends_with(" AS builder"))
+        .expect("a builder stage");
+    let arg = builder
+        .find("\nARG GG_BUILD_GIT_SHA")
+        .expect("the builder stage declares ARG GG_BUILD_GIT_SHA");
+    let build = builder.find("cargo build").expect("the builder builds");
+    assert!(arg < build, "ARG GG_BUILD_GIT_SHA before cargo build");
+    let script = std::fs::read_to_string(repo("build.rs")).unwrap();
+    assert!(
+        script.contains("std::env::var(\"GG_BUILD_GIT_SHA\")"),
+        "build.rs reads GG_BUILD_GIT_SHA"
+    );
+}
