@@ -707,3 +707,38 @@ fn the_image_build_takes_the_commit_it_reports() {
         "build.rs reads GG_BUILD_GIT_SHA"
     );
 }
+
+/// docs/operations.md's `kubectl run … -- run --preflight` mounts no
+/// ConfigMap: it judges the built-in defaults, which must agree with the
+/// shipped configuration on everything the preflight checks, or it passes
+/// settings the workers do not run with.
+#[test]
+fn the_preflight_without_the_configmap_judges_what_the_workers_run_with() {
+    let shipped = shared_config();
+    let builtin = RawConfig::default().validate().unwrap();
+    let (s, b) = (&shipped.kafka, &builtin.kafka);
+    assert_eq!(s.topics, b.topics, "kafka.topics");
+    assert_eq!(s.group_id, b.group_id, "kafka.group_id");
+    assert_eq!(s.guarantee, b.guarantee, "kafka.guarantee");
+    assert_eq!(
+        s.max_message_bytes, b.max_message_bytes,
+        "kafka.max_message_bytes"
+    );
+    assert_eq!(
+        s.output_schema_ids, b.output_schema_ids,
+        "output_schema_ids"
+    );
+    assert_eq!(
+        shipped.core.max_record_bytes, builtin.core.max_record_bytes,
+        "max_record_bytes"
+    );
+    assert_eq!(
+        shipped.core.value_framing, builtin.core.value_framing,
+        "value_framing"
+    );
+    let doc = std::fs::read_to_string(repo("docs/operations.md")).unwrap();
+    assert!(
+        doc.contains("kubectl run groundgate-preflight") && doc.contains("-- run --preflight\n"),
+        "the documented preflight pod"
+    );
+}
