@@ -3,16 +3,19 @@
 //! point at what groundgate really serves (probe paths, port, config path,
 //! drain deadline vs grace period, topic and group for autoscaling), and the
 //! shared configuration file loads with groundgate's own loader; the
-//! dashboard and the alert rules name only metrics groundgate exports. No
+//! dashboard and the alert rules name only metrics groundgate exports, and
+//! select only label values it exports them with. No
 //! container engine or cluster is needed (none exists in CI).
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{alert_exprs, dashboard_exprs, metric_names, need_tool, repo, succeeded};
+use crate::common::{
+    alert_exprs, dashboard_exprs, label_matchers, metric_names, need_tool, repo, succeeded,
+};
 use groundgate::config::{Config, RawConfig};
-use groundgate::core::types::{Mode, OutcomeKind, Summary};
+use groundgate::core::types::{FindingKind, Mode, OutcomeKind, Summary};
 use serde_json::Value;
 
 fn yaml_docs(path: &str) -> Vec<Value> {
@@ -460,6 +463,11 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
         ..Summary::default()
     };
     m.record_outcome(OutcomeKind::Accepted, &answer, Duration::from_micros(5));
+    let unsupported = Summary {
+        findings: vec![FindingKind::UnsupportedClaim],
+        ..answer
+    };
+    m.record_outcome(OutcomeKind::Retry, &unsupported, Duration::from_micros(5));
     let exported = m.encode();
     let panels = dashboard_exprs();
     let alerts = alert_exprs();
@@ -473,6 +481,26 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
         }
     }
     assert!(unknown.is_empty(), "not exported: {unknown:?}");
+
+    // A label value selected is one the metric takes: a misspelt value
+    // selects nothing, and a panel stays empty or an alert never fires.
+    let mut unknown = Vec::new();
+    for (title, expr) in panels.iter().chain(&alerts) {
+        for (name, label, values) in label_matchers(expr) {
+            for value in values {
+                let exported_with = exported
+                    .lines()
+                    .any(|l| l.starts_with(&name) && l.contains(&format!("{label}=\"{value}\"")));
+                if !exported_with {
+                    unknown.push(format!("{title}: {name}{{{label}=\"{value}\"}}"));
+                }
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "label values never exported: {unknown:?}"
+    );
 
     // The audit trail has its panels and its alerts.
     let named = |list: &[(String, String)], metric: &str| {
