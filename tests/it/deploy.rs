@@ -202,6 +202,39 @@ fn compose_topics_take_the_largest_message_the_workers_write() {
     }
 }
 
+/// Every compose service that runs the worker waits longer than its drain
+/// deadline before it kills it (compose's own default is 10 s, the drain
+/// deadline's default), as the Kubernetes grace period does.
+#[test]
+fn compose_workers_get_longer_to_stop_than_their_drain() {
+    // The workers take their settings from an anchor (`<<: *worker`).
+    let text = std::fs::read_to_string(repo("docker-compose.yml")).unwrap();
+    let mut merged: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    merged.apply_merge().unwrap();
+    let compose: Value = serde_json::to_value(merged).unwrap();
+    let drain = shared_config().kafka.drain_deadline.as_secs_f64();
+    let mut workers = 0;
+    for (name, svc) in compose["services"].as_object().unwrap() {
+        let runs = svc["command"].as_array().is_some_and(|c| {
+            c.first() == Some(&Value::from("run")) && !c.contains(&Value::from("--preflight"))
+        });
+        if !runs {
+            continue;
+        }
+        workers += 1;
+        let grace = svc["stop_grace_period"]
+            .as_str()
+            .and_then(|g| g.strip_suffix('s'))
+            .and_then(|g| g.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{name}: stop_grace_period in seconds"));
+        assert!(
+            grace >= drain + 10.0,
+            "{name}: stop_grace_period {grace} s vs drain deadline {drain} s"
+        );
+    }
+    assert!(workers >= 2, "the compose workers");
+}
+
 #[test]
 fn shared_config_file_is_valid_and_matches_the_topology() {
     let c = shared_config();
