@@ -10,6 +10,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends cmake libssl-de
 ENV OPENSSL_NO_VENDOR=1
 WORKDIR /src
 COPY . .
+# The build context has no .git, so the commit the binary reports
+# (`--version`, groundgate_build_info) is given here:
+#   docker build --build-arg GG_BUILD_GIT_SHA=$(git rev-parse --short=12 HEAD) .
+# Without it, it is "unknown".
+ARG GG_BUILD_GIT_SHA
 RUN cargo build --release --locked --bin groundgate
 
 FROM debian:bookworm-slim

@@ -67,15 +67,24 @@ fn stem_variants() {
     std::fs::write(format!("{dir}/variants.txt"), out).expect("OUT_DIR is writable");
 }
 
+/// The commit given in `GG_BUILD_GIT_SHA`, for builds without the git
+/// history (the Docker build context leaves `.git` out), else git's.
 fn stamp_commit() {
-    let sha = std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
+    let given = std::env::var("GG_BUILD_GIT_SHA")
         .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+        .filter(|s| !s.is_empty());
+    let sha = given
+        .or_else(|| {
+            std::process::Command::new("git")
+                .args(["rev-parse", "--short=12", "HEAD"])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| String::from_utf8(o.stdout).ok())
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        })
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=GG_BUILD_GIT_SHA={sha}");
     println!("cargo:rerun-if-changed=.git/HEAD");

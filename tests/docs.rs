@@ -25,13 +25,14 @@ const BIN: &str = env!("CARGO_BIN_EXE_groundgate");
 
 /// Documents with `console` blocks, which run from the repository root.
 /// Add a document here when it gains one.
-const RUNNABLE: [&str; 6] = [
+const RUNNABLE: [&str; 7] = [
     "README.md",
     "docs/audit-trail.md",
     "docs/grounding.md",
     "docs/input-and-outputs.md",
     "docs/input-hardening.md",
     "docs/operations.md",
+    "docs/secured-kafka.md",
 ];
 
 fn repo(path: &str) -> PathBuf {

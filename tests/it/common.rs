@@ -524,6 +524,49 @@ pub fn metric_names(expr: &str) -> std::collections::BTreeSet<String> {
     out
 }
 
+/// The label values a PromQL expression selects with `=` or `=~`, per
+/// `groundgate_*` metric family: (family, label, values), a regex's
+/// alternatives split at `|`. Dashboard variables (`$job`) and negative
+/// matchers select no particular value and are left out.
+pub fn label_matchers(expr: &str) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for name in metric_names(expr) {
+        let mut rest = expr;
+        while let Some(at) = rest.find(name.as_str()) {
+            let after = &rest[at + name.len()..];
+            let series = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            rest = series;
+            let Some(body) = series.strip_prefix('{').and_then(|b| b.split_once('}')) else {
+                continue;
+            };
+            for matcher in body.0.split(',') {
+                let Some((label, value)) = matcher.split_once('=') else {
+                    continue;
+                };
+                let (label, value) = (label.trim(), value.trim());
+                if label.ends_with('!') {
+                    continue;
+                }
+                let (regex, value) = match value.strip_prefix('~') {
+                    Some(v) => (true, v.trim()),
+                    None => (false, value),
+                };
+                let value = value.trim_matches('"');
+                if value.contains('$') {
+                    continue;
+                }
+                let values = if regex {
+                    value.split('|').map(str::to_string).collect()
+                } else {
+                    vec![value.to_string()]
+                };
+                out.push((name.clone(), label.to_string(), values));
+            }
+        }
+    }
+    out
+}
+
 /// A new pseudo-terminal: its controller side, to write what a user types,
 /// and its terminal side, to give a child as standard input (it then is a
 /// terminal to the child, in canonical mode: Ctrl-D ends its input).

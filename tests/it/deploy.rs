@@ -3,16 +3,19 @@
 //! point at what groundgate really serves (probe paths, port, config path,
 //! drain deadline vs grace period, topic and group for autoscaling), and the
 //! shared configuration file loads with groundgate's own loader; the
-//! dashboard and the alert rules name only metrics groundgate exports. No
+//! dashboard and the alert rules name only metrics groundgate exports, and
+//! select only label values it exports them with. No
 //! container engine or cluster is needed (none exists in CI).
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{alert_exprs, dashboard_exprs, metric_names, need_tool, repo, succeeded};
+use crate::common::{
+    alert_exprs, dashboard_exprs, label_matchers, metric_names, need_tool, repo, succeeded,
+};
 use groundgate::config::{Config, RawConfig};
-use groundgate::core::types::{Mode, OutcomeKind, Summary};
+use groundgate::core::types::{FindingKind, Mode, OutcomeKind, Summary};
 use serde_json::Value;
 
 fn yaml_docs(path: &str) -> Vec<Value> {
@@ -197,6 +200,39 @@ fn compose_topics_take_the_largest_message_the_workers_write() {
             "{init}: max.message.bytes={limit} < kafka.max_message_bytes {largest}"
         );
     }
+}
+
+/// Every compose service that runs the worker waits longer than its drain
+/// deadline before it kills it (compose's own default is 10 s, the drain
+/// deadline's default), as the Kubernetes grace period does.
+#[test]
+fn compose_workers_get_longer_to_stop_than_their_drain() {
+    // The workers take their settings from an anchor (`<<: *worker`).
+    let text = std::fs::read_to_string(repo("docker-compose.yml")).unwrap();
+    let mut merged: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    merged.apply_merge().unwrap();
+    let compose: Value = serde_json::to_value(merged).unwrap();
+    let drain = shared_config().kafka.drain_deadline.as_secs_f64();
+    let mut workers = 0;
+    for (name, svc) in compose["services"].as_object().unwrap() {
+        let runs = svc["command"].as_array().is_some_and(|c| {
+            c.first() == Some(&Value::from("run")) && !c.contains(&Value::from("--preflight"))
+        });
+        if !runs {
+            continue;
+        }
+        workers += 1;
+        let grace = svc["stop_grace_period"]
+            .as_str()
+            .and_then(|g| g.strip_suffix('s'))
+            .and_then(|g| g.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{name}: stop_grace_period in seconds"));
+        assert!(
+            grace >= drain + 10.0,
+            "{name}: stop_grace_period {grace} s vs drain deadline {drain} s"
+        );
+    }
+    assert!(workers >= 2, "the compose workers");
 }
 
 #[test]
@@ -460,6 +496,11 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
         ..Summary::default()
     };
     m.record_outcome(OutcomeKind::Accepted, &answer, Duration::from_micros(5));
+    let unsupported = Summary {
+        findings: vec![FindingKind::UnsupportedClaim],
+        ..answer
+    };
+    m.record_outcome(OutcomeKind::Retry, &unsupported, Duration::from_micros(5));
     let exported = m.encode();
     let panels = dashboard_exprs();
     let alerts = alert_exprs();
@@ -473,6 +514,26 @@ fn dashboard_and_alerts_name_only_exported_metrics() {
         }
     }
     assert!(unknown.is_empty(), "not exported: {unknown:?}");
+
+    // A label value selected is one the metric takes: a misspelt value
+    // selects nothing, and a panel stays empty or an alert never fires.
+    let mut unknown = Vec::new();
+    for (title, expr) in panels.iter().chain(&alerts) {
+        for (name, label, values) in label_matchers(expr) {
+            for value in values {
+                let exported_with = exported
+                    .lines()
+                    .any(|l| l.starts_with(&name) && l.contains(&format!("{label}=\"{value}\"")));
+                if !exported_with {
+                    unknown.push(format!("{title}: {name}{{{label}=\"{value}\"}}"));
+                }
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "label values never exported: {unknown:?}"
+    );
 
     // The audit trail has its panels and its alerts.
     let named = |list: &[(String, String)], metric: &str| {
@@ -682,4 +743,63 @@ fn the_secured_kubernetes_overlay_mounts_the_secret_the_settings_name() {
     );
     // The worker's user can read the Secret's files.
     assert_eq!(spec["securityContext"]["fsGroup"], 10001);
+}
+
+/// The image reports the commit it was built from: its build context holds
+/// no `.git`, so the Dockerfile takes the commit as a build argument and
+/// `build.rs` stamps that one in.
+#[test]
+fn the_image_build_takes_the_commit_it_reports() {
+    let ignored = std::fs::read_to_string(repo(".dockerignore")).unwrap();
+    assert!(ignored.lines().any(|l| l.trim() == ".git/"), "{ignored}");
+    let dockerfile = std::fs::read_to_string(repo("Dockerfile")).unwrap();
+    let builder = dockerfile
+        .split("\nFROM ")
+        .find(|stage| stage.lines().next().unwrap_or("").ends_with(" AS builder"))
+        .expect("a builder stage");
+    let arg = builder
+        .find("\nARG GG_BUILD_GIT_SHA")
+        .expect("the builder stage declares ARG GG_BUILD_GIT_SHA");
+    let build = builder.find("cargo build").expect("the builder builds");
+    assert!(arg < build, "ARG GG_BUILD_GIT_SHA before cargo build");
+    let script = std::fs::read_to_string(repo("build.rs")).unwrap();
+    assert!(
+        script.contains("std::env::var(\"GG_BUILD_GIT_SHA\")"),
+        "build.rs reads GG_BUILD_GIT_SHA"
+    );
+}
+
+/// docs/operations.md's `kubectl run … -- run --preflight` mounts no
+/// ConfigMap: it judges the built-in defaults, which must agree with the
+/// shipped configuration on everything the preflight checks, or it passes
+/// settings the workers do not run with.
+#[test]
+fn the_preflight_without_the_configmap_judges_what_the_workers_run_with() {
+    let shipped = shared_config();
+    let builtin = RawConfig::default().validate().unwrap();
+    let (s, b) = (&shipped.kafka, &builtin.kafka);
+    assert_eq!(s.topics, b.topics, "kafka.topics");
+    assert_eq!(s.group_id, b.group_id, "kafka.group_id");
+    assert_eq!(s.guarantee, b.guarantee, "kafka.guarantee");
+    assert_eq!(
+        s.max_message_bytes, b.max_message_bytes,
+        "kafka.max_message_bytes"
+    );
+    assert_eq!(
+        s.output_schema_ids, b.output_schema_ids,
+        "output_schema_ids"
+    );
+    assert_eq!(
+        shipped.core.max_record_bytes, builtin.core.max_record_bytes,
+        "max_record_bytes"
+    );
+    assert_eq!(
+        shipped.core.value_framing, builtin.core.value_framing,
+        "value_framing"
+    );
+    let doc = std::fs::read_to_string(repo("docs/operations.md")).unwrap();
+    assert!(
+        doc.contains("kubectl run groundgate-preflight") && doc.contains("-- run --preflight\n"),
+        "the documented preflight pod"
+    );
 }
