@@ -413,9 +413,17 @@ impl ClientFlags {
                     "-X {kv:?}: expected KEY=VALUE, e.g. -X security.protocol=SSL"
                 ));
             };
-            raw.kafka
-                .properties
-                .insert(k.trim().to_string(), v.to_string());
+            let key = k.trim();
+            // A second value for one key is a typo as often as an
+            // override: which one librdkafka gets must not depend on order.
+            if let Some(first) = raw.kafka.properties.get(key)
+                && first != v
+            {
+                return Err(format!(
+                    "-X {key} is given twice, as {first:?} and as {v:?}: keep the one you mean"
+                ));
+            }
+            raw.kafka.properties.insert(key.to_string(), v.to_string());
         }
         raw.log.format = self.log_format;
         Ok(raw)

@@ -482,6 +482,11 @@ fn configuration_errors_at_start_exit_2_and_are_said_once() {
             "bogus.prop",
         ),
         (
+            &[&b[..], &["-X", "linger.ms=5", "-X", "linger.ms=50"]].concat()[..],
+            &[][..],
+            "-X linger.ms is given twice, as \"5\" and as \"50\"",
+        ),
+        (
             &[&b[..], &["-X", "sasl.password=hunter2"]].concat()[..],
             &[][..],
             "kafka.sasl_password_file",
