@@ -11,6 +11,14 @@
 use std::io::Write;
 
 fn main() -> std::io::Result<()> {
+    match write() {
+        // A reader that has seen enough (`| head`) is not a failure.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+fn write() -> std::io::Result<()> {
     let count: u64 = match std::env::args().nth(1) {
         None => 300,
         Some(n) => n.parse().map_err(|e| {
