@@ -202,16 +202,21 @@ fn compose_topics_take_the_largest_message_the_workers_write() {
     }
 }
 
+/// docker-compose.yml as compose reads it: the workers take their
+/// settings from an anchor (`<<: *worker`).
+fn compose_merged() -> Value {
+    let text = std::fs::read_to_string(repo("docker-compose.yml")).unwrap();
+    let mut merged: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    merged.apply_merge().unwrap();
+    serde_json::to_value(merged).unwrap()
+}
+
 /// Every compose service that runs the worker waits longer than its drain
 /// deadline before it kills it (compose's own default is 10 s, the drain
 /// deadline's default), as the Kubernetes grace period does.
 #[test]
 fn compose_workers_get_longer_to_stop_than_their_drain() {
-    // The workers take their settings from an anchor (`<<: *worker`).
-    let text = std::fs::read_to_string(repo("docker-compose.yml")).unwrap();
-    let mut merged: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
-    merged.apply_merge().unwrap();
-    let compose: Value = serde_json::to_value(merged).unwrap();
+    let compose = compose_merged();
     let drain = shared_config().kafka.drain_deadline.as_secs_f64();
     let mut workers = 0;
     for (name, svc) in compose["services"].as_object().unwrap() {
@@ -746,10 +751,25 @@ fn the_secured_kubernetes_overlay_mounts_the_secret_the_settings_name() {
 }
 
 /// The image reports the commit it was built from: its build context holds
-/// no `.git`, so the Dockerfile takes the commit as a build argument and
-/// `build.rs` stamps that one in.
+/// no `.git`, so the Dockerfile takes the commit as a build argument,
+/// compose passes it on, and `build.rs` stamps that one in.
 #[test]
 fn the_image_build_takes_the_commit_it_reports() {
+    let compose = compose_merged();
+    let built: Vec<(&String, &Value)> = compose["services"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, s)| s.get("build").is_some())
+        .collect();
+    assert!(built.len() >= 5, "{built:?}");
+    for (name, service) in built {
+        let arg = service["build"]["args"]["GG_BUILD_GIT_SHA"].as_str();
+        assert!(
+            arg.is_some_and(|a| a.starts_with("${GG_BUILD_GIT_SHA")),
+            "{name} passes GG_BUILD_GIT_SHA to the build: {arg:?}"
+        );
+    }
     let ignored = std::fs::read_to_string(repo(".dockerignore")).unwrap();
     assert!(ignored.lines().any(|l| l.trim() == ".git/"), "{ignored}");
     let dockerfile = std::fs::read_to_string(repo("Dockerfile")).unwrap();
