@@ -75,18 +75,30 @@ fn stamp_commit() {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
     let sha = given
-        .or_else(|| {
-            std::process::Command::new("git")
-                .args(["rev-parse", "--short=12", "HEAD"])
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .and_then(|o| String::from_utf8(o.stdout).ok())
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-        })
+        .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=GG_BUILD_GIT_SHA={sha}");
-    println!("cargo:rerun-if-changed=.git/HEAD");
+    // A commit moves the branch's ref, not HEAD (which names the branch),
+    // and in a worktree `.git` is a file: ask git where both live.
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    for name in ["HEAD", "packed-refs"].into_iter().chain(branch.as_deref()) {
+        if let Some(path) = git(&["rev-parse", "--git-path", name])
+            && std::path::Path::new(&path).exists()
+        {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    }
     println!("cargo:rerun-if-env-changed=GG_BUILD_GIT_SHA");
+}
+
+/// What `git ARGS` prints, trimmed; `None` without git or a repository.
+fn git(args: &[&str]) -> Option<String> {
+    std::process::Command::new("git")
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
