@@ -126,6 +126,11 @@ fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
     let mut out = std::io::stdout().lock();
     let mut write = |value: &str| writeln!(out, "{}", pseudonyms.of(value));
     let written = if args.values.is_empty() {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            eprintln!(
+                "groundgate audit pseudonym: reading values from standard input, which is this terminal: type one a line and end with Ctrl-D, or give them as arguments"
+            );
+        }
         let mut written = Ok(());
         for (i, line) in std::io::stdin().lock().lines().enumerate() {
             let line = line.map_err(|source| match source.kind() {
