@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
@@ -38,7 +39,7 @@ use super::client::{self, FutureProducer};
 use super::delivery::{Delivery, Flow, Pending, TooLargeReplacer};
 pub use super::error::{PublishFailure, WorkerError};
 use super::events::{InternalEvent, Lifecycle, RecordProcessed};
-use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
+use super::exactly_once::ExactlyOnce;
 use super::offsets::TopicPartition;
 use super::outputs::{self, Consumed};
 pub use super::worker_report::{Unfinished, WorkerReport};
@@ -140,11 +141,15 @@ pub async fn run_worker_with(
             chains,
         )),
         Guarantee::ExactlyOnce => {
-            let p = producer.clone();
-            tokio::task::spawn_blocking(move || p.init_transactions(TXN_TIMEOUT))
+            let (p, stop) = (producer.clone(), shutdown.clone());
+            let initialised = tokio::task::spawn_blocking(move || init_transactions(&p, &stop))
                 .await
-                .map_err(|e| WorkerError::Thread(e.to_string()))?
-                .map_err(WorkerError::TransactionsUnsupported)?;
+                .map_err(|e| WorkerError::Thread(e.to_string()))??;
+            if !initialised {
+                // Stopped before anything was consumed: nothing to settle.
+                Lifecycle::StoppedCleanly { records: 0 }.emit(&metrics);
+                return Ok(WorkerReport::default());
+            }
             Box::new(ExactlyOnce::new(
                 producer.clone(),
                 runtime.clone(),
@@ -211,6 +216,42 @@ pub async fn run_worker_with(
     let result = result.map_err(|e| WorkerError::Thread(e.to_string()))?;
     readiness.set_ready(false);
     result
+}
+
+/// How long one call initialising the transactional producer waits before
+/// the worker looks for a stop and calls again: librdkafka resumes the
+/// initialisation where the call that timed out left it.
+const INIT_SLICE: Duration = Duration::from_secs(1);
+
+/// Initialises the transactional producer, for as long as the brokers need
+/// to answer (unreachable at start, the transaction coordinator not yet
+/// available), as the consumer waits for them to join the group. `false`:
+/// `shutdown` came first. Err when the brokers refused (authorization, a
+/// transaction timeout above `transaction.max.timeout.ms`, no transaction
+/// support).
+fn init_transactions(
+    producer: &FutureProducer,
+    shutdown: &CancellationToken,
+) -> Result<bool, WorkerError> {
+    loop {
+        if shutdown.is_cancelled() {
+            return Ok(false);
+        }
+        match producer.init_transactions(INIT_SLICE) {
+            Ok(()) => return Ok(true),
+            Err(e) if init_again(&e) => continue,
+            Err(e) => return Err(WorkerError::TransactionsUnsupported(e)),
+        }
+    }
+}
+
+/// Whether initialising transactions may succeed when called again: the
+/// call timed out, or the brokers answered with a retriable error.
+fn init_again(e: &KafkaError) -> bool {
+    match e {
+        KafkaError::Transaction(t) => t.is_retriable() && !t.is_fatal(),
+        _ => false,
+    }
 }
 
 /// What the audit chains of this worker share.

@@ -2313,6 +2313,62 @@ async fn exactly_once_fails_at_start_when_transactions_cannot_be_initialised() {
     assert!(!err.is_retriable(), "{text}");
 }
 
+/// Waits until the worker's clients have reported a Kafka error (brokers
+/// unreachable).
+async fn wait_client_errors(metrics: &Metrics) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while crate::common::sum_where(
+        &metrics.encode(),
+        "groundgate_kafka_client_errors_total",
+        "",
+    ) == 0.0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no Kafka client error reported"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Brokers that do not answer when an exactly-once worker starts are
+/// waited for, as under at-least-once: a stop meanwhile ends the worker
+/// cleanly, having done nothing, rather than waiting out the
+/// initialisation of its transactional producer and then failing as if
+/// the cluster did not support transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_waits_for_brokers_unreachable_at_start_and_stops_cleanly_meanwhile() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    broker.cluster().broker_down(1).unwrap();
+    let cfg = config(&bs, "g-eos-unreachable", Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    wait_client_errors(&metrics).await;
+    let report = w.stop().await.unwrap();
+    assert_eq!(report, WorkerReport::default());
+}
+
+/// An exactly-once worker started while its brokers are away goes on once
+/// they answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_starts_once_brokers_unreachable_at_start_answer() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 20;
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().broker_down(1).unwrap();
+    let cfg = config(&bs, "g-eos-late", Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    wait_client_errors(&metrics).await;
+    broker.cluster().broker_up(1).unwrap();
+    let out = read_outputs(&bs, n as usize).await;
+    assert_eq!(assert_pairs(&out).len(), n as usize);
+    let report = w.stop().await.unwrap();
+    assert_eq!(report.records, n, "{report:?}");
+}
+
 /// `verify_audit_topic` with the input topic and `group` as the anchor.
 async fn verify_anchored(bootstrap: &str, group: &str, extra: &[&str]) -> (i32, Value) {
     let mut args = vec!["--input-topic", "answers", "--group", group];
