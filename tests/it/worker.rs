@@ -2021,6 +2021,60 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     assert_all_sealed(&bs, n).await;
 }
 
+/// The input partitions a worker exports a consumer lag for, and how many
+/// it says it is assigned.
+fn lag_partitions(metrics: &Metrics) -> (BTreeSet<String>, f64) {
+    let text = metrics.encode();
+    let lags = crate::common::samples(&text, "groundgate_consumer_lag_records");
+    let assigned = crate::common::sum_where(&text, "groundgate_assigned_partitions", "");
+    (lags.into_keys().collect(), assigned)
+}
+
+/// A partition handed to another worker in a rebalance is no longer this
+/// worker's lag: each partition's lag is exported by its owner alone, so
+/// the group's lag (what the alerts and the autoscaler add up) counts each
+/// once, never a stale figure kept by a former owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_handed_over_leaves_the_former_owners_lag() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 80;
+    produce_mixed(&bs, n, 300).await;
+    let mut cfg = (*config(&bs, "g-lag-handover", Guarantee::AtLeastOnce)).clone();
+    cfg.metrics.statistics_interval = Duration::from_millis(100);
+    let cfg = Arc::new(cfg);
+    let (ma, mb) = (
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+    );
+    let a = start_with(&cfg, &bs, ma.clone());
+    all_delivered(&bs, "g-lag-handover", n, &a).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while lag_partitions(&ma).0.len() < PARTITIONS as usize {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            lag_partitions(&ma)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let b = start_with(&cfg, &bs, mb.clone());
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let (lags_a, lags_b) = loop {
+        let ((la, na), (lb, nb)) = (lag_partitions(&ma), lag_partitions(&mb));
+        let split = na == 2.0 && nb == 2.0 && la.len() == 2 && lb.len() == 2;
+        if split || tokio::time::Instant::now() > deadline {
+            break (la, lb);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    b.stop().await.unwrap();
+    a.stop().await.unwrap();
+    assert_eq!(lags_a.len(), 2, "A's lag: {lags_a:?}, B's: {lags_b:?}");
+    assert_eq!(lags_b.len(), 2, "A's lag: {lags_a:?}, B's: {lags_b:?}");
+    assert!(lags_a.is_disjoint(&lags_b), "A: {lags_a:?}, B: {lags_b:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     let broker = broker();
