@@ -60,7 +60,7 @@ use super::delivery::{
 use super::error::classify;
 use super::error::{PublishFailure, WorkerError};
 use super::events::{
-    InternalEvent, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
+    AnswersWritten, InternalEvent, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
     RecordDelivered, SealsFailed, SealsPublished,
 };
 use super::offsets::TopicPartition;
@@ -346,6 +346,13 @@ impl Delivery for AtLeastOnce {
         mut record: Pending,
         _rest: &[(TopicPartition, i64)],
     ) -> Result<Flow, WorkerError> {
+        // Nothing judged here is judged again: counted as it is published.
+        if let Some(answer) = record.answer.take() {
+            AnswersWritten {
+                summaries: std::slice::from_ref(&answer),
+            }
+            .emit(&self.metrics);
+        }
         // The audit rows are sent by the delivery task once the others are
         // delivered (or replaced), so that they agree with what was.
         let (rows, others): (Vec<Output>, Vec<Output>) = std::mem::take(&mut record.outputs)
@@ -813,6 +820,7 @@ mod tests {
                 request_id: None,
             },
             verdict: None,
+            answer: None,
         }
     }
 

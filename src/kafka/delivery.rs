@@ -28,6 +28,7 @@ use super::worker_report::Unfinished;
 use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, Written};
 use crate::config::Config;
+use crate::core::Summary;
 use crate::metrics::{Metrics, Verdict};
 
 pub type Consumer = BaseConsumer<WorkerContext>;
@@ -50,6 +51,9 @@ pub struct Pending {
     /// (as its stand-in's when that replaces it); `None`: not judged
     /// (bench modes).
     pub verdict: Option<Verdict>,
+    /// What the answer said (findings, usage, grounding), counted once per
+    /// record written; `None`: not judged (bench modes).
+    pub answer: Option<Summary>,
 }
 
 impl Pending {
@@ -450,6 +454,7 @@ pub mod testing {
             },
             audit_hash: Some(crate::audit::seal::row_hash(row)),
             verdict: None,
+            answer: None,
         }
     }
 }

@@ -47,7 +47,7 @@ use super::outputs::Output;
 use super::seals::Chains;
 use super::worker_report::Unfinished;
 use crate::config::KafkaConfig;
-use crate::core::OutputRole;
+use crate::core::{OutputRole, Summary};
 use crate::metrics::{Metrics, Verdict};
 
 /// Timeout of the blocking transaction calls.
@@ -98,6 +98,8 @@ pub struct Txn {
     input_ts_ms: Vec<i64>,
     /// What the terminal records are written as, counted once committed.
     verdicts: Vec<Verdict>,
+    /// What the records' answers said, counted once committed.
+    answers: Vec<Summary>,
 }
 
 impl Txn {
@@ -307,6 +309,7 @@ impl ExactlyOnce {
                     published: txn.published,
                     input_ts_ms: &txn.input_ts_ms,
                     verdicts: &txn.verdicts,
+                    answers: &txn.answers,
                     seals: txn.seals,
                     now_ms: now_millis(),
                 }
@@ -533,6 +536,7 @@ impl Delivery for ExactlyOnce {
                 v
             });
         }
+        self.txn.answers.extend(record.answer.take());
         let hash = hash.filter(|_| failed.is_none());
         let due = chain_row(
             &mut self.chains,

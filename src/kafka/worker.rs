@@ -387,7 +387,7 @@ fn publish_batch(
             headers: &headers,
         };
         let mut st = ctx.state();
-        let (outputs, request_id, audit_hash, verdict) = match outcome {
+        let (outputs, request_id, audit_hash, verdict, answer) = match outcome {
             Some((outcome, took, audit_hash)) => {
                 RecordProcessed {
                     outcome: &outcome,
@@ -398,6 +398,7 @@ fn publish_batch(
                 st.report.count(outcome.kind);
                 let request_id = outcome.request_id.clone();
                 let verdict = Verdict::of(outcome.kind, &outcome.summary);
+                let answer = outcome.summary.clone();
                 (
                     outputs::outputs_for(
                         &input,
@@ -409,9 +410,10 @@ fn publish_batch(
                     request_id,
                     audit_hash,
                     Some(verdict),
+                    Some(answer),
                 )
             }
-            None => (outputs::passthrough(&input, topics), None, None, None),
+            None => (outputs::passthrough(&input, topics), None, None, None, None),
         };
         let (tp, offset) = positions[i].clone();
         let record = Pending {
@@ -425,6 +427,7 @@ fn publish_batch(
             },
             audit_hash,
             verdict,
+            answer,
         };
         if st.delivery.publish(consumer, record, &positions[i + 1..])? == Flow::Rewound {
             break;

@@ -2265,6 +2265,64 @@ async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
     assert_all_sealed(&bs, n).await;
 }
 
+/// The counters of what the answers said (findings, citations, tokens,
+/// cost, grounding) count each record written once under exactly-once, as
+/// `groundgate_records_total` does: the records of an aborted transaction
+/// are judged again when read again, and were counted at each judgement.
+/// The reference is the same records judged once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_counts_what_the_answers_said_once_per_record_written() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 60;
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().request_errors(
+        RDKafkaApiKey::AddPartitionsToTxn,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED],
+    );
+    let cfg = config(&bs, "g-eos-judged-once", Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    read_outputs(&bs, n as usize).await;
+    let report = w.stop().await.unwrap();
+    assert!(report.transactions_aborted >= 1, "{report:?}");
+    assert!(report.records > n, "records judged again: {report:?}");
+    let reference = Metrics::new(&cfg.metrics).unwrap();
+    for i in 0..n {
+        let value = groundgate::sample::mixed(i, 300);
+        let meta = groundgate::core::RecordMeta {
+            topic: "answers",
+            partition: 0,
+            offset: i as i64,
+        };
+        let o = groundgate::core::process(Some(&value), &meta, 0, &cfg.core);
+        reference.record_outcome(o.kind, &o.summary, Duration::ZERO);
+    }
+    let (got, want) = (metrics.encode(), reference.encode());
+    for family in [
+        "groundgate_records_total",
+        "groundgate_findings_total",
+        "groundgate_citations_total",
+        "groundgate_answers_without_citations_total",
+        "groundgate_llm_tokens_total",
+        "groundgate_grounding_answers_total",
+    ] {
+        assert_eq!(
+            crate::common::samples(&got, family),
+            crate::common::samples(&want, family),
+            "{family}"
+        );
+    }
+    // Added up in another order: equal but for rounding.
+    let cost = |text: &str| crate::common::sum_where(text, "groundgate_llm_cost_usd_total", "");
+    assert!(
+        (cost(&got) - cost(&want)).abs() < 1e-9,
+        "{} {}",
+        cost(&got),
+        cost(&want)
+    );
+}
+
 /// The outputs the broker refused as too large and replaced by their
 /// bounded stand-ins: too_large dead letters and audit rows whose detail
 /// names the refusal.
