@@ -54,8 +54,8 @@ use tracing::debug;
 use super::ack_ledger::{Ack, AckLedger, Acked, DeliveredRow, Store};
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Flow, Pending, TooLargeReplacer, chain_row, delivered_row_hash, enqueue,
-    enqueue_or_replace, is_too_large, now_millis, position,
+    Consumer, Delivery, Flow, Pending, QueueWait, TooLargeReplacer, chain_row, delivered_row_hash,
+    enqueue, enqueue_or_replace, gave_up_waiting, is_too_large, now_millis, position,
 };
 use super::error::classify;
 use super::error::{PublishFailure, WorkerError};
@@ -69,6 +69,7 @@ use super::seals::{Chains, Seal};
 use super::worker_report::Unfinished;
 use crate::audit::Written;
 use crate::metrics::{Metrics, Verdict};
+use tokio_util::sync::CancellationToken;
 
 /// Re-sends of one output after a retriable delivery failure, on top of
 /// librdkafka's own retries, before the worker gives up and stops.
@@ -104,6 +105,14 @@ pub struct AtLeastOnce {
     /// afterwards has nothing left to settle (and must not cut a seal that
     /// could not be sent).
     finished: bool,
+    /// The worker's stop: a wait for room in the producer's queue ends with
+    /// it (see [`QueueWait`]).
+    stop: CancellationToken,
+    /// The drain deadline, once `finish` has started.
+    draining_until: Option<Instant>,
+    /// Records whose outputs were not all enqueued because the worker
+    /// stopped while the producer's queue was full.
+    abandoned: usize,
 }
 
 impl AtLeastOnce {
@@ -114,6 +123,7 @@ impl AtLeastOnce {
         max_in_flight: usize,
         drain_deadline: Duration,
         chains: Option<Chains>,
+        stop: CancellationToken,
     ) -> AtLeastOnce {
         let (tx, acks) = mpsc::channel();
         AtLeastOnce {
@@ -129,6 +139,16 @@ impl AtLeastOnce {
             chains,
             row_turns: HashMap::new(),
             finished: false,
+            stop,
+            draining_until: None,
+            abandoned: 0,
+        }
+    }
+
+    fn queue_wait(&self) -> QueueWait<'_> {
+        QueueWait {
+            stop: &self.stop,
+            until: self.draining_until,
         }
     }
 
@@ -210,8 +230,11 @@ impl AtLeastOnce {
                 ..
             } = seal;
             let acks = self.sender()?;
-            let future = match enqueue(&self.producer, &output) {
+            let future = match enqueue(&self.producer, &output, self.queue_wait()) {
                 Ok(f) => f,
+                // Stopping: the seal stays unacknowledged, the offsets it
+                // covers uncommitted, and `finish` counts it.
+                Err(e) if gave_up_waiting(&e) => return Ok(()),
                 Err(e) => return Err(self.seal_failed(&output, tp, last_offset, e)),
             };
             self.spawn(
@@ -361,10 +384,15 @@ impl Delivery for AtLeastOnce {
         let mut futures = Vec::with_capacity(others.len());
         let mut agreeing = None;
         for out in others {
-            match enqueue_or_replace(&self.producer, out, &record, false) {
+            match enqueue_or_replace(&self.producer, out, &record, false, self.queue_wait()) {
                 Ok(sent) => {
                     agreeing = agreeing.or(sent.audit);
                     futures.push((sent.out, sent.delivery));
+                }
+                // Its offset is never stored: the next owner reads it again.
+                Err((_, e)) if gave_up_waiting(&e) => {
+                    self.abandoned += 1;
+                    return Ok(Flow::Stopped);
                 }
                 Err((out, e)) => {
                     let input = record.input();
@@ -453,6 +481,7 @@ impl Delivery for AtLeastOnce {
         failed: bool,
     ) -> Result<Unfinished, WorkerError> {
         self.finished = true;
+        self.draining_until = Some(deadline);
         // The rows first: only acknowledged rows are sealed. The drain also
         // sends the seals due by count that its acks cut (after a failure
         // too: a seal lists only acknowledged rows, so what it covers is
@@ -470,6 +499,7 @@ impl Delivery for AtLeastOnce {
         // is) and seals not acknowledged: their offsets are never stored.
         let records = self.ledger.records_in_flight();
         let seals = self.ledger.in_flight() - records;
+        let records = records + self.abandoned;
         let commit_failed = !self.commit_stored(consumer);
         result.map(|()| Unfinished {
             records,
@@ -788,6 +818,7 @@ mod tests {
             100,
             Duration::from_secs(60),
             Some(chains),
+            CancellationToken::new(),
         );
         (alo, consumer)
     }

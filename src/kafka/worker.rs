@@ -39,7 +39,7 @@ use super::client::{self, FutureProducer};
 use super::delivery::{Delivery, Flow, Pending, TooLargeReplacer};
 pub use super::error::{PublishFailure, WorkerError};
 use super::events::{InternalEvent, Lifecycle, RecordProcessed};
-use super::exactly_once::ExactlyOnce;
+use super::exactly_once::{Commits, ExactlyOnce};
 use super::offsets::TopicPartition;
 use super::outputs::{self, Consumed};
 pub use super::worker_report::{Unfinished, WorkerReport};
@@ -139,6 +139,7 @@ pub async fn run_worker_with(
             k.max_in_flight,
             k.drain_deadline,
             chains,
+            shutdown.clone(),
         )),
         Guarantee::ExactlyOnce => {
             let (p, stop) = (producer.clone(), shutdown.clone());
@@ -154,10 +155,13 @@ pub async fn run_worker_with(
                 producer.clone(),
                 runtime.clone(),
                 metrics.clone(),
-                k.commit_interval,
-                k.commit_max_records,
-                super::exactly_once::delivery_stall(k),
+                Commits {
+                    interval: k.commit_interval,
+                    max_records: k.commit_max_records,
+                    stall: super::exactly_once::delivery_stall(k),
+                },
                 chains,
+                shutdown.clone(),
             ))
         }
     };
@@ -429,8 +433,9 @@ fn publish_batch(
             verdict,
             answer,
         };
-        if st.delivery.publish(consumer, record, &positions[i + 1..])? == Flow::Rewound {
-            break;
+        match st.delivery.publish(consumer, record, &positions[i + 1..])? {
+            Flow::Next => {}
+            Flow::Rewound | Flow::Stopped => break,
         }
     }
     Ok(())
