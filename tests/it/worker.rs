@@ -1573,6 +1573,34 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
     w.stop().await.unwrap();
 }
 
+/// A record the brokers refuse as invalid (INVALID_RECORD: a broker's
+/// schema validation, a record without a key on a compacted topic) is no
+/// size problem: the worker stops as on any fatal refusal, and says and
+/// counts it as fatal, never as too_large, which would send the operator
+/// after the size limits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_refused_as_invalid_is_counted_and_reported_as_fatal() {
+    let (_broker, bs, cfg) = inputs_then_failing_produces(
+        10,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_INVALID_RECORD; 50],
+        "g-invalid-record",
+    )
+    .await;
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let err = tokio::time::timeout(WAIT, w.handle)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("(fatal)"), "{text}");
+    assert!(!err.is_retriable(), "{text}");
+    let errors = crate::common::samples(&metrics.encode(), "groundgate_publish_errors_total");
+    assert_eq!(errors["class=\"too_large\""], 0.0, "{errors:?}");
+    assert!(errors["class=\"fatal\""] >= 1.0, "{errors:?}");
+}
+
 /// Every output acknowledged and sealed, but the group coordinator refuses
 /// every offset commit: the stop is not clean. The report says the final
 /// commit failed (and `run` exits 3 on it), and the records stay
