@@ -433,10 +433,12 @@ impl Metrics {
         if set.contains(value) { value } else { OTHER }
     }
 
-    /// One input record judged and written as judged: [`Metrics::record_judged`]
-    /// and [`Metrics::record_written`] together.
+    /// One input record judged and written as judged:
+    /// [`Metrics::observe_processing`], [`Metrics::record_answer`] and
+    /// [`Metrics::record_written`] together.
     pub fn record_outcome(&self, kind: OutcomeKind, summary: &Summary, processing: Duration) {
-        self.record_judged(summary, processing);
+        self.observe_processing(processing);
+        self.record_answer(summary);
         self.record_written(Verdict::of(kind, summary));
     }
 
@@ -453,13 +455,18 @@ impl Metrics {
         }
     }
 
-    /// One input record judged: findings, citations, usage, grounding,
-    /// pure-step time.
-    pub fn record_judged(&self, summary: &Summary, processing: Duration) {
+    /// The pure step's time on one record, each time it is judged.
+    pub fn observe_processing(&self, processing: Duration) {
+        self.process_seconds.observe(processing.as_secs_f64());
+    }
+
+    /// What one record's answer said: findings, citations, usage,
+    /// grounding. Counted once per record written, as
+    /// [`Metrics::record_written`].
+    pub fn record_answer(&self, summary: &Summary) {
         for f in &summary.findings {
             self.findings.with_label_values(&[f.as_str()]).inc();
         }
-        self.process_seconds.observe(processing.as_secs_f64());
         if summary.mode.is_none() {
             return;
         }

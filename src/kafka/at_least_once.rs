@@ -54,13 +54,14 @@ use tracing::debug;
 use super::ack_ledger::{Ack, AckLedger, Acked, DeliveredRow, Store};
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Flow, Pending, Room, TooLargeReplacer, chain_row, delivered_row_hash,
-    enqueue, enqueue_or_replace, is_too_large, now_millis, position,
+    Consumer, Delivery, Flow, Pending, QueueWait, Room, TooLargeReplacer, chain_row,
+    delivered_row_hash, enqueue, enqueue_or_replace, gave_up_waiting, is_too_large, now_millis,
+    position,
 };
 use super::error::classify;
 use super::error::{PublishFailure, WorkerError};
 use super::events::{
-    InternalEvent, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
+    AnswersWritten, InternalEvent, OffsetCommitFailed, OutputPublished, PublishFailed, PublishThen,
     RecordDelivered, SealsFailed, SealsPublished,
 };
 use super::offsets::TopicPartition;
@@ -69,6 +70,7 @@ use super::seals::{Chains, Seal};
 use super::worker_report::Unfinished;
 use crate::audit::Written;
 use crate::metrics::{Metrics, Verdict};
+use tokio_util::sync::CancellationToken;
 
 /// Re-sends of one output after a retriable delivery failure, on top of
 /// librdkafka's own retries, before the worker gives up and stops.
@@ -108,6 +110,14 @@ pub struct AtLeastOnce {
     /// afterwards has nothing left to settle (and must not cut a seal that
     /// could not be sent).
     finished: bool,
+    /// The worker's stop: a wait for room in the producer's queue ends with
+    /// it (see [`QueueWait`]).
+    stop: CancellationToken,
+    /// The drain deadline, once `finish` has started.
+    draining_until: Option<Instant>,
+    /// Records whose outputs were not all enqueued because the worker
+    /// stopped while the producer's queue was full.
+    abandoned: usize,
 }
 
 impl AtLeastOnce {
@@ -118,6 +128,7 @@ impl AtLeastOnce {
         max_in_flight: Room,
         drain_deadline: Duration,
         chains: Option<Chains>,
+        stop: CancellationToken,
     ) -> AtLeastOnce {
         let (tx, acks) = mpsc::channel();
         AtLeastOnce {
@@ -134,6 +145,16 @@ impl AtLeastOnce {
             chains,
             row_turns: HashMap::new(),
             finished: false,
+            stop,
+            draining_until: None,
+            abandoned: 0,
+        }
+    }
+
+    fn queue_wait(&self) -> QueueWait<'_> {
+        QueueWait {
+            stop: &self.stop,
+            until: self.draining_until,
         }
     }
 
@@ -216,8 +237,11 @@ impl AtLeastOnce {
                 ..
             } = seal;
             let acks = self.sender()?;
-            let future = match enqueue(&self.producer, &output) {
+            let future = match enqueue(&self.producer, &output, self.queue_wait()) {
                 Ok(f) => f,
+                // Stopping: the seal stays unacknowledged, the offsets it
+                // covers uncommitted, and `finish` counts it.
+                Err(e) if gave_up_waiting(&e) => return Ok(()),
                 Err(e) => return Err(self.seal_failed(&output, tp, last_offset, e)),
             };
             self.spawn(
@@ -358,6 +382,13 @@ impl Delivery for AtLeastOnce {
         mut record: Pending,
         _rest: &[(TopicPartition, i64)],
     ) -> Result<Flow, WorkerError> {
+        // Nothing judged here is judged again: counted as it is published.
+        if let Some(answer) = record.answer.take() {
+            AnswersWritten {
+                summaries: std::slice::from_ref(&answer),
+            }
+            .emit(&self.metrics);
+        }
         // The audit rows are sent by the delivery task once the others are
         // delivered (or replaced), so that they agree with what was.
         let (rows, others): (Vec<Output>, Vec<Output>) = std::mem::take(&mut record.outputs)
@@ -366,10 +397,15 @@ impl Delivery for AtLeastOnce {
         let mut futures = Vec::with_capacity(others.len());
         let mut agreeing = None;
         for out in others {
-            match enqueue_or_replace(&self.producer, out, &record, false) {
+            match enqueue_or_replace(&self.producer, out, &record, false, self.queue_wait()) {
                 Ok(sent) => {
                     agreeing = agreeing.or(sent.audit);
                     futures.push((sent.out, sent.delivery));
+                }
+                // Its offset is never stored: the next owner reads it again.
+                Err((_, e)) if gave_up_waiting(&e) => {
+                    self.abandoned += 1;
+                    return Ok(Flow::Stopped);
                 }
                 Err((out, e)) => {
                     let input = record.input();
@@ -459,6 +495,7 @@ impl Delivery for AtLeastOnce {
         failed: bool,
     ) -> Result<Unfinished, WorkerError> {
         self.finished = true;
+        self.draining_until = Some(deadline);
         // The rows first: only acknowledged rows are sealed. The drain also
         // sends the seals due by count that its acks cut (after a failure
         // too: a seal lists only acknowledged rows, so what it covers is
@@ -476,6 +513,7 @@ impl Delivery for AtLeastOnce {
         // is) and seals not acknowledged: their offsets are never stored.
         let records = self.ledger.records_in_flight();
         let seals = self.ledger.in_flight() - records;
+        let records = records + self.abandoned;
         let commit_failed = !self.commit_stored(consumer);
         result.map(|()| Unfinished {
             records,
@@ -801,6 +839,7 @@ mod tests {
             },
             Duration::from_secs(60),
             Some(chains),
+            CancellationToken::new(),
         );
         (alo, consumer)
     }
@@ -834,6 +873,7 @@ mod tests {
                 request_id: None,
             },
             verdict: None,
+            answer: None,
         }
     }
 
@@ -934,6 +974,7 @@ mod tests {
                 bound,
                 Duration::from_secs(60),
                 None,
+                CancellationToken::new(),
             );
             let tp: TopicPartition = (config.kafka.topics.input.clone(), 0);
             let large = |offset| {

@@ -16,6 +16,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::DeliveryFuture;
 use rdkafka::{Offset, TopicPartitionList};
+use tokio_util::sync::CancellationToken;
 
 use super::client::FutureProducer;
 use super::error::WorkerError;
@@ -28,6 +29,7 @@ use super::worker_report::Unfinished;
 use crate::audit::seal::row_hash;
 use crate::audit::{ChainHead, Written};
 use crate::config::Config;
+use crate::core::Summary;
 use crate::metrics::{Metrics, Verdict};
 
 pub type Consumer = BaseConsumer<WorkerContext>;
@@ -53,6 +55,9 @@ pub struct Pending {
     /// (as its stand-in's when that replaces it); `None`: not judged
     /// (bench modes).
     pub verdict: Option<Verdict>,
+    /// What the answer said (findings, usage, grounding), counted once per
+    /// record written; `None`: not judged (bench modes).
+    pub answer: Option<Summary>,
 }
 
 impl Pending {
@@ -86,6 +91,33 @@ pub enum Flow {
     /// The delivery rewound the consumer (to before the rest of the batch):
     /// drop the rest, it will be fetched again.
     Rewound,
+    /// The worker is stopping and the producer's queue had no room for
+    /// the record's outputs: it was not handed over whole, and neither is
+    /// the rest of the batch; their offsets are never committed.
+    Stopped,
+}
+
+/// How long a wait for room in the producer's queue lasts: until the
+/// worker stops, and while it drains, until its drain deadline. The queue
+/// empties only as the brokers acknowledge, so with the brokers away the
+/// wait would otherwise outlast the stop, and the watchdog would end the
+/// process with nothing said of what was left undone.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueWait<'a> {
+    pub stop: &'a CancellationToken,
+    /// The drain deadline, once the drain has started.
+    pub until: Option<Instant>,
+}
+
+impl QueueWait<'_> {
+    fn over(&self) -> bool {
+        self.stop.is_cancelled() && self.until.is_none_or(|u| Instant::now() >= u)
+    }
+}
+
+/// The error [`enqueue`] gives up with when the wait for room is over.
+pub fn gave_up_waiting(e: &KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(RDKafkaErrorCode::QueueFull)
 }
 
 /// One delivery guarantee. All calls run on the consumer thread.
@@ -159,12 +191,22 @@ pub fn is_too_large(e: &KafkaError) -> bool {
     e.rdkafka_error_code() == Some(RDKafkaErrorCode::MessageSizeTooLarge)
 }
 
-/// Enqueues one output, waiting while the producer queue is full.
-pub fn enqueue(producer: &FutureProducer, out: &Output) -> Result<DeliveryFuture, KafkaError> {
+/// Enqueues one output, waiting while the producer queue is full for as
+/// long as `wait` allows ([`gave_up_waiting`] then).
+pub fn enqueue(
+    producer: &FutureProducer,
+    out: &Output,
+    wait: QueueWait<'_>,
+) -> Result<DeliveryFuture, KafkaError> {
     let mut record = out.record();
     loop {
         match producer.send_result(record) {
             Ok(f) => return Ok(f),
+            Err((e @ KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _))
+                if wait.over() =>
+            {
+                return Err(e);
+            }
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
                 record = r;
                 // Deliveries drain the queue from librdkafka's own threads.
@@ -201,8 +243,9 @@ pub fn enqueue_or_replace(
     out: Output,
     record: &Pending,
     replaced: bool,
+    wait: QueueWait<'_>,
 ) -> Result<Enqueued, (Output, KafkaError)> {
-    match enqueue(producer, &out) {
+    match enqueue(producer, &out, wait) {
         Ok(delivery) => Ok(Enqueued {
             audit_hash: audit_row_hash(record, &out, replaced),
             out,
@@ -210,7 +253,9 @@ pub fn enqueue_or_replace(
             stand_in: false,
             audit: None,
         }),
-        Err(e) if is_too_large(&e) && !out.is_seal() => enqueue_stand_in(producer, &out, record),
+        Err(e) if is_too_large(&e) && !out.is_seal() => {
+            enqueue_stand_in(producer, &out, record, wait)
+        }
         Err(e) => Err((out, e)),
     }
 }
@@ -222,11 +267,12 @@ pub fn enqueue_stand_in(
     producer: &FutureProducer,
     refused: &Output,
     record: &Pending,
+    wait: QueueWait<'_>,
 ) -> Result<Enqueued, (Output, KafkaError)> {
     let StandIn { output, audit } = record
         .oversize
         .replacement(refused, &record.tp, record.offset);
-    match enqueue(producer, &output) {
+    match enqueue(producer, &output, wait) {
         Ok(delivery) => Ok(Enqueued {
             audit_hash: audit_row_hash(record, &output, true),
             out: output,
@@ -472,6 +518,7 @@ pub mod testing {
             },
             audit_hash: Some(crate::audit::seal::row_hash(row)),
             verdict: None,
+            answer: None,
         }
     }
 }

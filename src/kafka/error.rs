@@ -20,7 +20,7 @@ pub use crate::metrics::ErrorClass;
 /// Classifies an error code.
 pub fn classify_code(code: C) -> ErrorClass {
     match code {
-        C::MessageSizeTooLarge | C::InvalidRecord => ErrorClass::TooLarge,
+        C::MessageSizeTooLarge | C::MessageBatchTooLarge => ErrorClass::TooLarge,
         C::MessageTimedOut | C::RequestTimedOut | C::OperationTimedOut => ErrorClass::Timeout,
         C::NotEnoughReplicas
         | C::NotEnoughReplicasAfterAppend
@@ -245,6 +245,10 @@ mod tests {
             (C::RequestTimedOut, ErrorClass::Timeout),
             (C::MessageTimedOut, ErrorClass::Timeout),
             (C::MessageSizeTooLarge, ErrorClass::TooLarge),
+            (C::MessageBatchTooLarge, ErrorClass::TooLarge),
+            // A broker's validation refused the record (its schema, no key
+            // on a compacted topic): no size limit to raise.
+            (C::InvalidRecord, ErrorClass::Fatal),
             (C::TopicAuthorizationFailed, ErrorClass::Fatal),
             (C::ClusterAuthorizationFailed, ErrorClass::Fatal),
             (C::SaslAuthenticationFailed, ErrorClass::Fatal),

@@ -15,7 +15,7 @@ use tracing::{debug, error, info, trace, warn};
 use super::error::classify;
 use super::seals::RestartReason;
 use super::worker_report::Unfinished;
-use crate::core::{DeadLetterKind, Outcome, OutputRole, Terminal};
+use crate::core::{DeadLetterKind, Outcome, OutputRole, Summary, Terminal};
 use crate::metrics::{Metrics, RebalanceKind, Verdict};
 
 /// Something that happened in the worker, logged and counted by `emit`.
@@ -50,7 +50,23 @@ impl InternalEvent for RecordProcessed<'_> {
                 "a record could not be judged (a defect in groundgate, to report): it is on the dead-letter topic as received"
             );
         }
-        m.record_judged(&self.outcome.summary, self.took);
+        m.observe_processing(self.took);
+    }
+}
+
+/// What the answers of records being written said (findings, citations,
+/// usage, grounding): at-least-once as each is published, exactly-once
+/// once its transaction commits, so that the records of an aborted
+/// transaction, judged again when read again, count once.
+pub struct AnswersWritten<'a> {
+    pub summaries: &'a [Summary],
+}
+
+impl InternalEvent for AnswersWritten<'_> {
+    fn emit(self, m: &Metrics) {
+        for s in self.summaries {
+            m.record_answer(s);
+        }
     }
 }
 
@@ -307,6 +323,8 @@ pub struct TransactionCommitted<'a> {
     pub input_ts_ms: &'a [i64],
     /// What the terminal records of its records were written as.
     pub verdicts: &'a [Verdict],
+    /// What its records' answers said.
+    pub answers: &'a [Summary],
     /// Audit seals committed with it.
     pub seals: u64,
     pub now_ms: i64,
@@ -331,6 +349,10 @@ impl InternalEvent for TransactionCommitted<'_> {
         for &v in self.verdicts {
             m.record_written(v);
         }
+        AnswersWritten {
+            summaries: self.answers,
+        }
+        .emit(m);
         debug!(records = self.records, "transaction committed");
     }
 }

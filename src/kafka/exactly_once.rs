@@ -31,12 +31,13 @@ use rdkafka::consumer::Consumer as _;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryFuture, Producer};
 use rdkafka::{Offset, TopicPartitionList};
+use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::client::FutureProducer;
 use super::delivery::{
-    Consumer, Delivery, Enqueued, Flow, Pending, Room, chain_row, enqueue, enqueue_or_replace,
-    enqueue_stand_in, is_too_large, now_millis, position,
+    Consumer, Delivery, Enqueued, Flow, Pending, QueueWait, Room, chain_row, enqueue,
+    enqueue_or_replace, enqueue_stand_in, gave_up_waiting, is_too_large, now_millis, position,
 };
 use super::error::{ErrorClass, PublishFailure, WorkerError, classify};
 use super::events::{
@@ -48,7 +49,7 @@ use super::outputs::Output;
 use super::seals::Chains;
 use super::worker_report::Unfinished;
 use crate::config::KafkaConfig;
-use crate::core::OutputRole;
+use crate::core::{OutputRole, Summary};
 use crate::metrics::{Metrics, Verdict};
 
 /// Timeout of the blocking transaction calls.
@@ -101,6 +102,8 @@ pub struct Txn {
     input_ts_ms: Vec<i64>,
     /// What the terminal records are written as, counted once committed.
     verdicts: Vec<Verdict>,
+    /// What the records' answers said, counted once committed.
+    answers: Vec<Summary>,
 }
 
 impl Txn {
@@ -215,6 +218,23 @@ pub struct ExactlyOnce {
     /// the brokers' timeouts; and the revocation that closing the consumer
     /// serves afterwards has nothing left to settle.
     finishing: Option<Instant>,
+    /// The worker's stop: a wait for room in the producer's queue ends with
+    /// it (see [`QueueWait`]).
+    stop: CancellationToken,
+    /// The open transaction holds a record whose outputs were not all
+    /// enqueued (the worker stopped while the producer's queue was full):
+    /// it must never commit.
+    abandoned: bool,
+}
+
+/// When a transaction is committed: every `interval`, or once it holds
+/// `max` records or bytes of them; and how long its outputs may go
+/// unacknowledged ([`delivery_stall`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Commits {
+    pub interval: Duration,
+    pub max: Room,
+    pub stall: Duration,
 }
 
 impl ExactlyOnce {
@@ -223,11 +243,15 @@ impl ExactlyOnce {
         producer: FutureProducer,
         runtime: tokio::runtime::Handle,
         metrics: Arc<Metrics>,
-        commit_interval: Duration,
-        commit_max: Room,
-        stall: Duration,
+        commits: Commits,
         chains: Option<Chains>,
+        stop: CancellationToken,
     ) -> ExactlyOnce {
+        let Commits {
+            interval: commit_interval,
+            max: commit_max,
+            stall,
+        } = commits;
         ExactlyOnce {
             producer,
             runtime,
@@ -242,6 +266,15 @@ impl ExactlyOnce {
             aborted: 0,
             chains,
             finishing: None,
+            stop,
+            abandoned: false,
+        }
+    }
+
+    fn queue_wait(&self) -> QueueWait<'_> {
+        QueueWait {
+            stop: &self.stop,
+            until: self.finishing,
         }
     }
 
@@ -253,7 +286,11 @@ impl ExactlyOnce {
         };
         for tp in chains.unsealed() {
             if let Some(seal) = chains.seal(&tp, crate::clock::now_nanos()) {
-                let delivery = enqueue(&self.producer, &seal.output)
+                let wait = QueueWait {
+                    stop: &self.stop,
+                    until: self.finishing,
+                };
+                let delivery = enqueue(&self.producer, &seal.output, wait)
                     .map_err(|e| Box::new((seal.output.clone(), e)))?;
                 self.sent.push(Sent {
                     tp,
@@ -322,6 +359,7 @@ impl ExactlyOnce {
                     published: txn.published,
                     input_ts_ms: &txn.input_ts_ms,
                     verdicts: &txn.verdicts,
+                    answers: &txn.answers,
                     seals: txn.seals,
                     now_ms: now_millis(),
                 }
@@ -469,9 +507,9 @@ impl ExactlyOnce {
                 .get(&(record.tp.clone(), record.offset))
                 .is_some_and(|roles| roles.contains(&out.role));
         if refused {
-            enqueue_stand_in(&self.producer, &out, record)
+            enqueue_stand_in(&self.producer, &out, record, self.queue_wait())
         } else {
-            enqueue_or_replace(&self.producer, out, record, replaced)
+            enqueue_or_replace(&self.producer, out, record, replaced, self.queue_wait())
         }
     }
 }
@@ -558,6 +596,7 @@ impl Delivery for ExactlyOnce {
                 v
             });
         }
+        self.txn.answers.extend(record.answer.take());
         let hash = hash.filter(|_| failed.is_none());
         let due = chain_row(
             &mut self.chains,
@@ -570,7 +609,7 @@ impl Delivery for ExactlyOnce {
             None,
         )?;
         if let Some(seal) = due {
-            match enqueue(&self.producer, &seal.output) {
+            match enqueue(&self.producer, &seal.output, self.queue_wait()) {
                 Ok(delivery) => {
                     self.txn.seals += 1;
                     self.sent.push(Sent {
@@ -594,6 +633,10 @@ impl Delivery for ExactlyOnce {
         let Some((out, e)) = failed else {
             return Ok(Flow::Next);
         };
+        if gave_up_waiting(&e) {
+            self.abandoned = true;
+            return Ok(Flow::Stopped);
+        }
         PublishFailed {
             error: &e,
             topic: &out.topic,
@@ -636,7 +679,7 @@ impl Delivery for ExactlyOnce {
     ) -> Result<Unfinished, WorkerError> {
         self.finishing = Some(deadline);
         let records = self.txn.records;
-        if !failed {
+        if !failed && !self.abandoned {
             let not_committed = Unfinished {
                 records,
                 commit_failed: true,
@@ -662,6 +705,7 @@ impl Delivery for ExactlyOnce {
         }
         Ok(Unfinished {
             records,
+            commit_failed: self.abandoned,
             ..Unfinished::default()
         })
     }
@@ -791,13 +835,16 @@ mod tests {
                 producer,
                 runtime,
                 metrics,
-                Duration::from_secs(3600),
-                Room {
-                    records: 1000,
-                    bytes: 64 << 20,
+                Commits {
+                    interval: Duration::from_secs(3600),
+                    max: Room {
+                        records: 1000,
+                        bytes: 64 << 20,
+                    },
+                    stall: Duration::from_secs(35),
                 },
-                Duration::from_secs(35),
                 None,
+                CancellationToken::new(),
             );
             let record = testing::record(&config, &tp(0));
             assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);

@@ -13,7 +13,7 @@
 //! which the shell implements. Both callbacks and loop run on the consumer
 //! thread; the mutex is never held across `poll`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -81,6 +81,10 @@ pub struct WorkerContext {
     /// worker owns. The producer commits a transaction's offsets, so the
     /// consumer's statistics never see them (see [`lag`]).
     committed_in_txn: Mutex<HashMap<i32, i64>>,
+    /// The input partitions assigned to this worker. librdkafka's
+    /// statistics go on listing a partition handed over in a rebalance,
+    /// with the lag it had then: only the owner's figure is exported.
+    owned: Mutex<HashSet<i32>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -114,6 +118,7 @@ impl WorkerContext {
             assigned: AtomicBool::new(false),
             unassigned_timeout,
             committed_in_txn: Mutex::new(HashMap::new()),
+            owned: Mutex::new(HashSet::new()),
         }
     }
 
@@ -192,13 +197,14 @@ impl ClientContext for WorkerContext {
             return;
         }
         let in_txn = lock(&self.committed_in_txn).clone();
+        let owned = lock(&self.owned).clone();
         let lags: Vec<(String, i32, i64)> = stats
             .topics
             .get(&self.input_topic)
             .map(|t| {
                 t.partitions
                     .values()
-                    .filter(|p| p.partition >= 0)
+                    .filter(|p| owned.contains(&p.partition))
                     .filter_map(|p| {
                         let lag = lag(p.consumer_lag, p.ls_offset, in_txn.get(&p.partition))?;
                         Some((self.input_topic.clone(), p.partition, lag))
@@ -275,8 +281,10 @@ impl ConsumerContext for WorkerContext {
         }
         {
             let mut committed = lock(&self.committed_in_txn);
+            let mut owned = lock(&self.owned);
             for (_, partition) in revoked.iter().filter(|(t, _)| *t == self.input_topic) {
                 committed.remove(partition);
+                owned.remove(partition);
             }
         }
         let mut st = self.state();
@@ -303,8 +311,15 @@ impl ConsumerContext for WorkerContext {
             }
             .emit(&self.metrics),
         }
+        let assignment = consumer.assignment().unwrap_or_default();
+        *lock(&self.owned) = assignment
+            .elements()
+            .iter()
+            .filter(|e| e.topic() == self.input_topic)
+            .map(|e| e.partition())
+            .collect();
         RebalanceSettled {
-            assigned: consumer.assignment().map(|a| a.count()).unwrap_or(0),
+            assigned: assignment.count(),
         }
         .emit(&self.metrics);
         // The group has settled: with or without partitions, this worker is

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::Producer;
 use rdkafka::util::Timeout;
@@ -38,7 +39,7 @@ use super::client::{self, FutureProducer};
 use super::delivery::{Delivery, Flow, Pending, Room, TooLargeReplacer};
 pub use super::error::{PublishFailure, WorkerError};
 use super::events::{InternalEvent, Lifecycle, RecordProcessed};
-use super::exactly_once::{ExactlyOnce, TXN_TIMEOUT};
+use super::exactly_once::{Commits, ExactlyOnce};
 use super::offsets::TopicPartition;
 use super::outputs::{self, Consumed};
 pub use super::worker_report::{Unfinished, WorkerReport};
@@ -141,24 +142,32 @@ pub async fn run_worker_with(
             },
             k.drain_deadline,
             chains,
+            shutdown.clone(),
         )),
         Guarantee::ExactlyOnce => {
-            let p = producer.clone();
-            tokio::task::spawn_blocking(move || p.init_transactions(TXN_TIMEOUT))
+            let (p, stop) = (producer.clone(), shutdown.clone());
+            let initialised = tokio::task::spawn_blocking(move || init_transactions(&p, &stop))
                 .await
-                .map_err(|e| WorkerError::Thread(e.to_string()))?
-                .map_err(WorkerError::TransactionsUnsupported)?;
+                .map_err(|e| WorkerError::Thread(e.to_string()))??;
+            if !initialised {
+                // Stopped before anything was consumed: nothing to settle.
+                Lifecycle::StoppedCleanly { records: 0 }.emit(&metrics);
+                return Ok(WorkerReport::default());
+            }
             Box::new(ExactlyOnce::new(
                 producer.clone(),
                 runtime.clone(),
                 metrics.clone(),
-                k.commit_interval,
-                Room {
-                    records: k.commit_max_records,
-                    bytes: k.max_in_flight_bytes,
+                Commits {
+                    interval: k.commit_interval,
+                    max: Room {
+                        records: k.commit_max_records,
+                        bytes: k.max_in_flight_bytes,
+                    },
+                    stall: super::exactly_once::delivery_stall(k),
                 },
-                super::exactly_once::delivery_stall(k),
                 chains,
+                shutdown.clone(),
             ))
         }
     };
@@ -217,6 +226,42 @@ pub async fn run_worker_with(
     let result = result.map_err(|e| WorkerError::Thread(e.to_string()))?;
     readiness.set_ready(false);
     result
+}
+
+/// How long one call initialising the transactional producer waits before
+/// the worker looks for a stop and calls again: librdkafka resumes the
+/// initialisation where the call that timed out left it.
+const INIT_SLICE: Duration = Duration::from_secs(1);
+
+/// Initialises the transactional producer, for as long as the brokers need
+/// to answer (unreachable at start, the transaction coordinator not yet
+/// available), as the consumer waits for them to join the group. `false`:
+/// `shutdown` came first. Err when the brokers refused (authorization, a
+/// transaction timeout above `transaction.max.timeout.ms`, no transaction
+/// support).
+fn init_transactions(
+    producer: &FutureProducer,
+    shutdown: &CancellationToken,
+) -> Result<bool, WorkerError> {
+    loop {
+        if shutdown.is_cancelled() {
+            return Ok(false);
+        }
+        match producer.init_transactions(INIT_SLICE) {
+            Ok(()) => return Ok(true),
+            Err(e) if init_again(&e) => continue,
+            Err(e) => return Err(WorkerError::TransactionsUnsupported(e)),
+        }
+    }
+}
+
+/// Whether initialising transactions may succeed when called again: the
+/// call timed out, or the brokers answered with a retriable error.
+fn init_again(e: &KafkaError) -> bool {
+    match e {
+        KafkaError::Transaction(t) => t.is_retriable() && !t.is_fatal(),
+        _ => false,
+    }
 }
 
 /// What the audit chains of this worker share.
@@ -352,7 +397,7 @@ fn publish_batch(
             headers: &headers,
         };
         let mut st = ctx.state();
-        let (outputs, request_id, audit_hash, verdict) = match outcome {
+        let (outputs, request_id, audit_hash, verdict, answer) = match outcome {
             Some((outcome, took, audit_hash)) => {
                 RecordProcessed {
                     outcome: &outcome,
@@ -363,6 +408,7 @@ fn publish_batch(
                 st.report.count(outcome.kind);
                 let request_id = outcome.request_id.clone();
                 let verdict = Verdict::of(outcome.kind, &outcome.summary);
+                let answer = outcome.summary.clone();
                 (
                     outputs::outputs_for(
                         &input,
@@ -374,9 +420,10 @@ fn publish_batch(
                     request_id,
                     audit_hash,
                     Some(verdict),
+                    Some(answer),
                 )
             }
-            None => (outputs::passthrough(&input, topics), None, None, None),
+            None => (outputs::passthrough(&input, topics), None, None, None, None),
         };
         let (tp, offset) = positions[i].clone();
         let record = Pending {
@@ -391,9 +438,11 @@ fn publish_batch(
             },
             audit_hash,
             verdict,
+            answer,
         };
-        if st.delivery.publish(consumer, record, &positions[i + 1..])? == Flow::Rewound {
-            break;
+        match st.delivery.publish(consumer, record, &positions[i + 1..])? {
+            Flow::Next => {}
+            Flow::Rewound | Flow::Stopped => break,
         }
     }
     Ok(())

@@ -155,6 +155,25 @@ const UNACKNOWLEDGED: u64 = 20;
 /// the watchdog) and commits nothing. With the broker back, the next worker
 /// processes the records again and a normal stop exits 0, "stopped cleanly".
 fn stop_with_outputs_unacknowledged(guarantee: &str, drain_deadline_ms: u64, must_say: &[String]) {
+    stop_with_outputs_unacknowledged_and(
+        guarantee,
+        drain_deadline_ms,
+        must_say,
+        UNACKNOWLEDGED,
+        "",
+    );
+}
+
+/// [`stop_with_outputs_unacknowledged`] with `extra` appended to the
+/// stopped worker's configuration, stopped once it has processed
+/// `processed` records.
+fn stop_with_outputs_unacknowledged_and(
+    guarantee: &str,
+    drain_deadline_ms: u64,
+    must_say: &[String],
+    processed: u64,
+    extra: &str,
+) {
     let group = format!("unacked-{guarantee}");
     let broker = crate::common::outputs_on_broker_2(&group);
     let bs = broker.bootstrap();
@@ -164,16 +183,19 @@ fn stop_with_outputs_unacknowledged(guarantee: &str, drain_deadline_ms: u64, mus
     );
     let config = dir.path().join("groundgate.toml");
     // No transaction falls due before the stop: the shutdown commits it.
-    std::fs::write(&config, format!("{kafka}commit_interval_ms = 600000\n")).unwrap();
+    std::fs::write(
+        &config,
+        format!("{kafka}commit_interval_ms = 600000\n{extra}"),
+    )
+    .unwrap();
     broker.cluster().broker_down(2).unwrap();
     let m = metrics_addr();
     let log = dir.path().join("run.log");
     let mut w = start_worker(&bs, &config, m, &log);
     assert!(produce_synthetic(&bs, UNACKNOWLEDGED));
     // Judged, not written: the outputs wait for broker 2.
-    wait_for("every input record processed", WAIT, || {
-        gauge(m, "groundgate_process_duration_seconds_count")
-            .filter(|n| *n >= UNACKNOWLEDGED as f64)
+    wait_for("the input records processed", WAIT, || {
+        gauge(m, "groundgate_process_duration_seconds_count").filter(|n| *n >= processed as f64)
     });
 
     w.signal("TERM");
@@ -237,6 +259,35 @@ fn exactly_once_stopped_with_outputs_unacknowledged_says_so_and_exits_3() {
         &[format!(
             "{UNACKNOWLEDGED} input record(s) not settled, the final commit failed"
         )],
+    );
+}
+
+/// The producer's queue holds fewer outputs than the worker has to
+/// publish while the brokers that lead the output topics are down: the
+/// worker waits for room in the queue when it is stopped, and still stops
+/// on its own, saying what it left undone, rather than being ended by the
+/// watchdog.
+const SMALL_QUEUE: &str = "[kafka.properties]\n\"queue.buffering.max.messages\" = \"6\"\n";
+
+#[test]
+fn at_least_once_stopped_while_the_producer_queue_is_full_says_so_and_exits_3() {
+    stop_with_outputs_unacknowledged_and(
+        "at-least-once",
+        5000,
+        &["input record(s) not settled".into()],
+        1,
+        SMALL_QUEUE,
+    );
+}
+
+#[test]
+fn exactly_once_stopped_while_the_producer_queue_is_full_says_so_and_exits_3() {
+    stop_with_outputs_unacknowledged_and(
+        "exactly-once",
+        2000,
+        &["input record(s) not settled, the final commit failed".into()],
+        1,
+        SMALL_QUEUE,
     );
 }
 

@@ -1573,6 +1573,34 @@ async fn fatal_produce_error_stops_the_worker_without_committing_then_restart_de
     w.stop().await.unwrap();
 }
 
+/// A record the brokers refuse as invalid (INVALID_RECORD: a broker's
+/// schema validation, a record without a key on a compacted topic) is no
+/// size problem: the worker stops as on any fatal refusal, and says and
+/// counts it as fatal, never as too_large, which would send the operator
+/// after the size limits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_refused_as_invalid_is_counted_and_reported_as_fatal() {
+    let (_broker, bs, cfg) = inputs_then_failing_produces(
+        10,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_INVALID_RECORD; 50],
+        "g-invalid-record",
+    )
+    .await;
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    let err = tokio::time::timeout(WAIT, w.handle)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("(fatal)"), "{text}");
+    assert!(!err.is_retriable(), "{text}");
+    let errors = crate::common::samples(&metrics.encode(), "groundgate_publish_errors_total");
+    assert_eq!(errors["class=\"too_large\""], 0.0, "{errors:?}");
+    assert!(errors["class=\"fatal\""] >= 1.0, "{errors:?}");
+}
+
 /// Every output acknowledged and sealed, but the group coordinator refuses
 /// every offset commit: the stop is not clean. The report says the final
 /// commit failed (and `run` exits 3 on it), and the records stay
@@ -2021,6 +2049,60 @@ async fn two_workers_share_the_group_and_one_leaving_loses_nothing() {
     assert_all_sealed(&bs, n).await;
 }
 
+/// The input partitions a worker exports a consumer lag for, and how many
+/// it says it is assigned.
+fn lag_partitions(metrics: &Metrics) -> (BTreeSet<String>, f64) {
+    let text = metrics.encode();
+    let lags = crate::common::samples(&text, "groundgate_consumer_lag_records");
+    let assigned = crate::common::sum_where(&text, "groundgate_assigned_partitions", "");
+    (lags.into_keys().collect(), assigned)
+}
+
+/// A partition handed to another worker in a rebalance is no longer this
+/// worker's lag: each partition's lag is exported by its owner alone, so
+/// the group's lag (what the alerts and the autoscaler add up) counts each
+/// once, never a stale figure kept by a former owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_handed_over_leaves_the_former_owners_lag() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 80;
+    produce_mixed(&bs, n, 300).await;
+    let mut cfg = (*config(&bs, "g-lag-handover", Guarantee::AtLeastOnce)).clone();
+    cfg.metrics.statistics_interval = Duration::from_millis(100);
+    let cfg = Arc::new(cfg);
+    let (ma, mb) = (
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+    );
+    let a = start_with(&cfg, &bs, ma.clone());
+    all_delivered(&bs, "g-lag-handover", n, &a).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while lag_partitions(&ma).0.len() < PARTITIONS as usize {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            lag_partitions(&ma)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let b = start_with(&cfg, &bs, mb.clone());
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let (lags_a, lags_b) = loop {
+        let ((la, na), (lb, nb)) = (lag_partitions(&ma), lag_partitions(&mb));
+        let split = na == 2.0 && nb == 2.0 && la.len() == 2 && lb.len() == 2;
+        if split || tokio::time::Instant::now() > deadline {
+            break (la, lb);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    b.stop().await.unwrap();
+    a.stop().await.unwrap();
+    assert_eq!(lags_a.len(), 2, "A's lag: {lags_a:?}, B's: {lags_b:?}");
+    assert_eq!(lags_b.len(), 2, "A's lag: {lags_a:?}, B's: {lags_b:?}");
+    assert!(lags_a.is_disjoint(&lags_b), "A: {lags_a:?}, B: {lags_b:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_commits_outputs_and_offsets_in_transactions() {
     let broker = broker();
@@ -2266,6 +2348,64 @@ async fn exactly_once_aborts_and_rewinds_on_an_abortable_error() {
     assert_all_sealed(&bs, n).await;
 }
 
+/// The counters of what the answers said (findings, citations, tokens,
+/// cost, grounding) count each record written once under exactly-once, as
+/// `groundgate_records_total` does: the records of an aborted transaction
+/// are judged again when read again, and were counted at each judgement.
+/// The reference is the same records judged once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_counts_what_the_answers_said_once_per_record_written() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 60;
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().request_errors(
+        RDKafkaApiKey::AddPartitionsToTxn,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED],
+    );
+    let cfg = config(&bs, "g-eos-judged-once", Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    read_outputs(&bs, n as usize).await;
+    let report = w.stop().await.unwrap();
+    assert!(report.transactions_aborted >= 1, "{report:?}");
+    assert!(report.records > n, "records judged again: {report:?}");
+    let reference = Metrics::new(&cfg.metrics).unwrap();
+    for i in 0..n {
+        let value = groundgate::sample::mixed(i, 300);
+        let meta = groundgate::core::RecordMeta {
+            topic: "answers",
+            partition: 0,
+            offset: i as i64,
+        };
+        let o = groundgate::core::process(Some(&value), &meta, 0, &cfg.core);
+        reference.record_outcome(o.kind, &o.summary, Duration::ZERO);
+    }
+    let (got, want) = (metrics.encode(), reference.encode());
+    for family in [
+        "groundgate_records_total",
+        "groundgate_findings_total",
+        "groundgate_citations_total",
+        "groundgate_answers_without_citations_total",
+        "groundgate_llm_tokens_total",
+        "groundgate_grounding_answers_total",
+    ] {
+        assert_eq!(
+            crate::common::samples(&got, family),
+            crate::common::samples(&want, family),
+            "{family}"
+        );
+    }
+    // Added up in another order: equal but for rounding.
+    let cost = |text: &str| crate::common::sum_where(text, "groundgate_llm_cost_usd_total", "");
+    assert!(
+        (cost(&got) - cost(&want)).abs() < 1e-9,
+        "{} {}",
+        cost(&got),
+        cost(&want)
+    );
+}
+
 /// The outputs the broker refused as too large and replaced by their
 /// bounded stand-ins: too_large dead letters and audit rows whose detail
 /// names the refusal.
@@ -2366,6 +2506,62 @@ async fn exactly_once_fails_at_start_when_transactions_cannot_be_initialised() {
         "{text}"
     );
     assert!(!err.is_retriable(), "{text}");
+}
+
+/// Waits until the worker's clients have reported a Kafka error (brokers
+/// unreachable).
+async fn wait_client_errors(metrics: &Metrics) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while crate::common::sum_where(
+        &metrics.encode(),
+        "groundgate_kafka_client_errors_total",
+        "",
+    ) == 0.0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no Kafka client error reported"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Brokers that do not answer when an exactly-once worker starts are
+/// waited for, as under at-least-once: a stop meanwhile ends the worker
+/// cleanly, having done nothing, rather than waiting out the
+/// initialisation of its transactional producer and then failing as if
+/// the cluster did not support transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_waits_for_brokers_unreachable_at_start_and_stops_cleanly_meanwhile() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    broker.cluster().broker_down(1).unwrap();
+    let cfg = config(&bs, "g-eos-unreachable", Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    wait_client_errors(&metrics).await;
+    let report = w.stop().await.unwrap();
+    assert_eq!(report, WorkerReport::default());
+}
+
+/// An exactly-once worker started while its brokers are away goes on once
+/// they answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_starts_once_brokers_unreachable_at_start_answer() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let n = 20;
+    produce_mixed(&bs, n, 300).await;
+    broker.cluster().broker_down(1).unwrap();
+    let cfg = config(&bs, "g-eos-late", Guarantee::ExactlyOnce);
+    let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
+    let w = start_with(&cfg, &bs, metrics.clone());
+    wait_client_errors(&metrics).await;
+    broker.cluster().broker_up(1).unwrap();
+    let out = read_outputs(&bs, n as usize).await;
+    assert_eq!(assert_pairs(&out).len(), n as usize);
+    let report = w.stop().await.unwrap();
+    assert_eq!(report.records, n, "{report:?}");
 }
 
 /// `verify_audit_topic` with the input topic and `group` as the anchor.
