@@ -108,10 +108,12 @@ pub enum WorkerError {
     TransactionsUnsupported(KafkaError),
     #[error(transparent)]
     Publish(Box<PublishFailure>),
-    #[error(
-        "transaction failed fatally (another worker with the same transactional.id may have fenced this one): {0}"
-    )]
-    Transaction(KafkaError),
+    #[error("a transaction call failed: {source}; {hint}")]
+    Transaction {
+        source: KafkaError,
+        /// What it means: see [`WorkerError::transaction`].
+        hint: &'static str,
+    },
     #[error("the worker thread stopped unexpectedly: {0}")]
     Thread(String),
     #[error("audit signing key: {0}")]
@@ -188,6 +190,29 @@ impl WorkerError {
         WorkerError::ConsumerFatal { code, reason, hint }
     }
 
+    /// A transaction call's error, said with what it means: fencing only
+    /// when the brokers fenced this producer, ACLs when they refused the
+    /// principal; anything else stops the worker without committing.
+    pub fn transaction(source: KafkaError) -> WorkerError {
+        let hint = match source.rdkafka_error_code() {
+            Some(C::ProducerFenced | C::InvalidProducerEpoch) => {
+                "another worker with the same kafka.transactional_id fenced this one: give each worker its own (the default, <group_id>-<$HOSTNAME>, is one per pod)"
+            }
+            Some(
+                C::TransactionalIdAuthorizationFailed
+                | C::ClusterAuthorizationFailed
+                | C::GroupAuthorizationFailed
+                | C::TopicAuthorizationFailed,
+            ) => {
+                "the brokers refuse this principal an operation of the transaction: grant it the ACLs exactly-once needs (docs/secured-kafka.md#what-the-principal-must-be-allowed)"
+            }
+            _ => {
+                "stopping without committing it, so that a restart reads its records again from the committed offset"
+            }
+        };
+        WorkerError::Transaction { source, hint }
+    }
+
     /// Whether the error is in the configuration (librdkafka refused a
     /// property or a combination of them, or could not load a TLS file when
     /// creating a client): fixing it needs an operator, like every other
@@ -201,6 +226,18 @@ impl WorkerError {
     pub fn is_retriable(&self) -> bool {
         match self {
             WorkerError::Publish(p) => classify(&p.source).is_transient(),
+            // Fenced or refused needs an operator; the rest may pass.
+            WorkerError::Transaction { source, .. } => !matches!(
+                source.rdkafka_error_code(),
+                Some(
+                    C::ProducerFenced
+                        | C::InvalidProducerEpoch
+                        | C::TransactionalIdAuthorizationFailed
+                        | C::ClusterAuthorizationFailed
+                        | C::GroupAuthorizationFailed
+                        | C::TopicAuthorizationFailed
+                )
+            ),
             WorkerError::Thread(_)
             | WorkerError::Unassigned(_)
             | WorkerError::ChainHead { .. }
@@ -213,6 +250,27 @@ impl WorkerError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A failed transaction call speaks of fencing only when the brokers
+    /// fenced the producer, and only fencing and refused ACLs are left to an
+    /// operator: a coordinator that timed out may answer after a restart.
+    #[test]
+    fn a_transaction_error_says_what_it_means() {
+        let error = |code| WorkerError::transaction(KafkaError::MessageProduction(code));
+        let fenced = error(C::ProducerFenced);
+        assert!(fenced.to_string().contains("fenced this one"), "{fenced}");
+        assert!(!fenced.is_retriable());
+        let refused = error(C::TransactionalIdAuthorizationFailed);
+        assert!(refused.to_string().contains("ACLs"), "{refused}");
+        assert!(!refused.is_retriable());
+        for code in [C::OperationTimedOut, C::State, C::CoordinatorNotAvailable] {
+            let e = error(code);
+            let text = e.to_string();
+            assert!(!text.contains("fenced"), "{text}");
+            assert!(text.contains("without committing"), "{text}");
+            assert!(e.is_retriable(), "{text}");
+        }
+    }
 
     /// A refused principal or login is not said to be a matter of
     /// reachability: the brokers answered.

@@ -334,7 +334,7 @@ impl ExactlyOnce {
         let mut tpl = TopicPartitionList::new();
         for (tp, next) in &positions {
             let head = self.chains.as_ref().and_then(|c| c.head(tp));
-            position(&mut tpl, tp, *next, head).map_err(WorkerError::Transaction)?;
+            position(&mut tpl, tp, *next, head).map_err(WorkerError::transaction)?;
         }
         let producer = &self.producer;
         let result = match consumer.group_metadata() {
@@ -366,7 +366,7 @@ impl ExactlyOnce {
                 .emit(&self.metrics);
                 Ok(TxnEnd::Committed)
             }
-            Err(e) if txn_is_fatal(&e) => Err(WorkerError::Transaction(e)),
+            Err(e) if txn_is_fatal(&e) => Err(WorkerError::transaction(e)),
             Err(e) => {
                 self.abort_and_rewind(
                     consumer,
@@ -401,7 +401,7 @@ impl ExactlyOnce {
         .emit(&self.metrics);
         self.producer
             .abort_transaction(self.budget(TXN_TIMEOUT))
-            .map_err(WorkerError::Transaction)?;
+            .map_err(WorkerError::transaction)?;
         self.aborted += 1;
         TransactionAborted {
             partitions: first.len(),
@@ -542,7 +542,7 @@ impl Delivery for ExactlyOnce {
         if !self.txn.is_open() {
             self.producer
                 .begin_transaction()
-                .map_err(WorkerError::Transaction)?;
+                .map_err(WorkerError::transaction)?;
             self.txn.opened(Instant::now());
             if let Some(c) = self.chains.as_mut() {
                 c.checkpoint();
@@ -691,7 +691,9 @@ impl Delivery for ExactlyOnce {
                 // Out of time to abort as well: the coordinator aborts the
                 // transaction when it times out, or when the next producer
                 // with this transactional id starts.
-                Err(WorkerError::Transaction(e)) if !txn_is_fatal(&e) => Ok(not_committed),
+                Err(WorkerError::Transaction { source, .. }) if !txn_is_fatal(&source) => {
+                    Ok(not_committed)
+                }
                 Err(e) => Err(e),
             };
         }
