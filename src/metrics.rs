@@ -274,7 +274,7 @@ impl Metrics {
         r.register(Box::new(in_flight_records.clone()))?;
         let in_flight_bytes = IntGauge::new(
             "groundgate_in_flight_bytes",
-            "Bytes of the outputs not yet acknowledged (at-least-once) or committed (exactly-once).",
+            "Input bytes (values and keys) of the records whose outputs are not yet acknowledged (at-least-once) or committed (exactly-once).",
         )?;
         r.register(Box::new(in_flight_bytes.clone()))?;
         let grounding_model = IntGaugeVec::new(

@@ -195,10 +195,10 @@ pub struct KafkaConfig {
     pub guarantee: Guarantee,
     pub transactional_id: String,
     pub max_in_flight: usize,
-    /// Bytes of outputs handed to the producer and not yet acknowledged
-    /// (at-least-once) or committed (exactly-once): what bounds the
-    /// worker's memory when records are large, where `max_in_flight`
-    /// bounds their number.
+    /// Input bytes (values and keys) of the records whose outputs are not
+    /// yet acknowledged (at-least-once) or committed (exactly-once): what
+    /// bounds the worker's memory when records are large, where
+    /// `max_in_flight` bounds their number.
     pub max_in_flight_bytes: usize,
     pub commit_interval: Duration,
     pub commit_max_records: usize,

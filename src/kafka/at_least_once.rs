@@ -956,7 +956,7 @@ mod tests {
     /// bound of 1 MiB that a hundred records would not fill by count, and a
     /// batch may take only the bytes left.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn unacknowledged_outputs_take_room_by_their_bytes() {
+    async fn records_waiting_for_acknowledgements_take_room_by_their_input_bytes() {
         let (broker, bs, config, metrics) = testing::cluster(|_| {});
         let runtime = tokio::runtime::Handle::current();
         // Nothing is acknowledged while the broker is down.

@@ -56,18 +56,45 @@ pub fn retry_hint(e: &KafkaError) -> &'static str {
         Some(C::UnknownTopicOrPartition | C::UnknownTopic) => {
             "retrying; a topic does not exist: create it, groundgate creates none (`groundgate run --preflight` lists what is missing)"
         }
-        Some(
-            C::TopicAuthorizationFailed
-            | C::GroupAuthorizationFailed
-            | C::ClusterAuthorizationFailed
-            | C::TransactionalIdAuthorizationFailed,
-        ) => {
+        Some(code) if refuses_principal(code) => {
             "retrying; the brokers refuse this principal an operation: grant it the ACLs the worker needs (docs/secured-kafka.md#what-the-principal-must-be-allowed)"
         }
         Some(C::SaslAuthenticationFailed | C::Authentication) => {
             "retrying; the brokers refuse the login: check kafka.sasl_username and its password, or the OIDC client (docs/secured-kafka.md)"
         }
         _ => "retrying; check that the brokers are reachable",
+    }
+}
+
+/// Whether the brokers refused the principal an operation (missing ACLs).
+fn refuses_principal(code: C) -> bool {
+    matches!(
+        code,
+        C::TopicAuthorizationFailed
+            | C::GroupAuthorizationFailed
+            | C::ClusterAuthorizationFailed
+            | C::TransactionalIdAuthorizationFailed
+    )
+}
+
+/// Why a transaction call failed, as far as the operator is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxnFailure {
+    /// Another producer with the same transactional id took over.
+    Fenced,
+    /// The brokers refused the principal an operation of the transaction.
+    Refused,
+    /// Anything else: a restart may get past it.
+    Other,
+}
+
+impl TxnFailure {
+    fn of(e: &KafkaError) -> TxnFailure {
+        match e.rdkafka_error_code() {
+            Some(C::ProducerFenced | C::InvalidProducerEpoch) => TxnFailure::Fenced,
+            Some(code) if refuses_principal(code) => TxnFailure::Refused,
+            _ => TxnFailure::Other,
+        }
     }
 }
 
@@ -194,19 +221,14 @@ impl WorkerError {
     /// when the brokers fenced this producer, ACLs when they refused the
     /// principal; anything else stops the worker without committing.
     pub fn transaction(source: KafkaError) -> WorkerError {
-        let hint = match source.rdkafka_error_code() {
-            Some(C::ProducerFenced | C::InvalidProducerEpoch) => {
+        let hint = match TxnFailure::of(&source) {
+            TxnFailure::Fenced => {
                 "another worker with the same kafka.transactional_id fenced this one: give each worker its own (the default, <group_id>-<$HOSTNAME>, is one per pod)"
             }
-            Some(
-                C::TransactionalIdAuthorizationFailed
-                | C::ClusterAuthorizationFailed
-                | C::GroupAuthorizationFailed
-                | C::TopicAuthorizationFailed,
-            ) => {
+            TxnFailure::Refused => {
                 "the brokers refuse this principal an operation of the transaction: grant it the ACLs exactly-once needs (docs/secured-kafka.md#what-the-principal-must-be-allowed)"
             }
-            _ => {
+            TxnFailure::Other => {
                 "stopping without committing it, so that a restart reads its records again from the committed offset"
             }
         };
@@ -227,17 +249,7 @@ impl WorkerError {
         match self {
             WorkerError::Publish(p) => classify(&p.source).is_transient(),
             // Fenced or refused needs an operator; the rest may pass.
-            WorkerError::Transaction { source, .. } => !matches!(
-                source.rdkafka_error_code(),
-                Some(
-                    C::ProducerFenced
-                        | C::InvalidProducerEpoch
-                        | C::TransactionalIdAuthorizationFailed
-                        | C::ClusterAuthorizationFailed
-                        | C::GroupAuthorizationFailed
-                        | C::TopicAuthorizationFailed
-                )
-            ),
+            WorkerError::Transaction { source, .. } => TxnFailure::of(source) == TxnFailure::Other,
             WorkerError::Thread(_)
             | WorkerError::Unassigned(_)
             | WorkerError::ChainHead { .. }
