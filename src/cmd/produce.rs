@@ -55,8 +55,8 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
         let (p, t, b) = (producer.clone(), topic.clone(), bootstrap.clone());
         let count = (args.count > 0).then_some(args.count);
         tokio::task::spawn_blocking(move || {
-            reachable(&p, &b, &t)?;
-            MockCheck::start(&p, &t, count)
+            let partitions = reachable(&p, &b, &t)?;
+            MockCheck::start(&p, &t, &partitions, count)
         })
         .await??
     };

@@ -84,23 +84,28 @@ pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, Prod
         .map_err(ProduceError::Client)
 }
 
-/// Fails when no broker of `bootstrap` answers a metadata request. Without
-/// it, records sent to a mistyped address wait in the producer for
-/// librdkafka's message timeout (five minutes) before any error is said,
-/// and a Ctrl-C waits for them too. Blocks: call it off the async runtime.
+/// The partitions of `topic`, or an error when no broker of `bootstrap`
+/// answers a metadata request. Without it, records sent to a mistyped
+/// address wait in the producer for librdkafka's message timeout (five
+/// minutes) before any error is said, and a Ctrl-C waits for them too.
+/// Blocks: call it off the async runtime.
 pub fn reachable(
     producer: &FutureProducer,
     bootstrap: &str,
     topic: &str,
-) -> Result<(), ProduceError> {
-    producer
+) -> Result<Vec<i32>, ProduceError> {
+    let metadata = producer
         .client()
         .fetch_metadata(Some(topic), META_TIMEOUT)
-        .map(|_| ())
         .map_err(|source| ProduceError::Unreachable {
             bootstrap: bootstrap.to_string(),
             source,
-        })
+        })?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect())
 }
 
 #[derive(Deserialize)]
@@ -244,9 +249,11 @@ pub struct MockCheck {
 const META_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl MockCheck {
+    /// `partitions`: those of `topic` ([`reachable`]).
     pub fn start(
         producer: &FutureProducer,
         topic: &str,
+        partitions: &[i32],
         count: Option<u64>,
     ) -> Result<Option<MockCheck>, ProduceError> {
         let client = producer.client();
@@ -256,16 +263,9 @@ impl MockCheck {
         if !is_mock {
             return Ok(None);
         }
-        let partitions: Vec<i32> = client
-            .fetch_metadata(Some(topic), META_TIMEOUT)
-            .map_err(ProduceError::Client)?
-            .topics()
-            .iter()
-            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-            .collect();
         let mut low = Vec::with_capacity(partitions.len());
         let mut held = 0i64;
-        for p in &partitions {
+        for p in partitions {
             let (lo, hi) = client
                 .fetch_watermarks(topic, *p, META_TIMEOUT)
                 .map_err(ProduceError::Client)?;
