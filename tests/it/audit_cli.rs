@@ -1481,34 +1481,12 @@ fn a_windows_list_of_values_gives_the_pseudonyms_of_its_values() {
 /// Ctrl-D ends them.
 #[test]
 fn values_typed_at_a_terminal_end_at_one_ctrl_d() {
-    use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("pseudonym.key");
     std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
-    let (mut controller, terminal) = crate::common::pty();
-    let child = Command::new(BIN)
-        .args(["audit", "pseudonym", "--key-file"])
-        .arg(&key)
-        .stdin(std::process::Stdio::from(terminal))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut p = crate::common::Proc {
-        child,
-        name: "audit pseudonym",
-    };
-    controller.write_all(b"alice\n\x04").unwrap();
-    let status = p
-        .wait_exit(crate::common::WAIT)
-        .expect("audit pseudonym waits for a second Ctrl-D");
-    let (mut out, mut err) = (String::new(), String::new());
-    if let Some(mut stdout) = p.child.stdout.take() {
-        std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
-    }
-    if let Some(mut stderr) = p.child.stderr.take() {
-        std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
-    }
+    let mut cmd = Command::new(BIN);
+    cmd.args(["audit", "pseudonym", "--key-file"]).arg(&key);
+    let (status, out, err) = crate::common::typed_at_a_terminal("audit pseudonym", cmd, b"alice\n");
     assert!(status.success(), "{err}");
     assert!(
         out.starts_with("hmac-sha256:3eb1bd43:") && out.lines().count() == 1,

@@ -1902,29 +1902,10 @@ fn standard_input_at_a_terminal_ends_at_one_ctrl_d() {
         ([rec("a", "x[^1]", json!({})), b"\n".to_vec()].concat(), 1),
         (Vec::new(), 0),
     ] {
-        let (mut controller, terminal) = crate::common::pty();
         let out = dir.path().join(format!("out-{records}"));
-        let child = crate::common::bin()
-            .args(["check", "-", "--out"])
-            .arg(&out)
-            .stdin(Stdio::from(terminal))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut p = crate::common::Proc {
-            child,
-            name: "check",
-        };
-        controller.write_all(&typed).unwrap();
-        controller.write_all(b"\x04").unwrap();
-        let status = p
-            .wait_exit(crate::common::WAIT)
-            .expect("check waits for a second Ctrl-D");
-        let mut err = String::new();
-        if let Some(mut stderr) = p.child.stderr.take() {
-            std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
-        }
+        let mut cmd = crate::common::bin();
+        cmd.args(["check", "-", "--out"]).arg(&out);
+        let (status, _, err) = crate::common::typed_at_a_terminal("check", cmd, &typed);
         assert!(status.success(), "{err}");
         assert_eq!(read_jsonl(&out.join("final.jsonl")).len(), records, "{err}");
         assert!(

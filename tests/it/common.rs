@@ -594,6 +594,39 @@ pub fn pty() -> (std::fs::File, std::fs::File) {
     }
 }
 
+/// Runs `cmd` with a pseudo-terminal as its standard input, types `typed`
+/// there followed by one Ctrl-D, and waits for it to end: its exit status,
+/// standard output and standard error. A command that waits for a second
+/// Ctrl-D fails the test.
+pub fn typed_at_a_terminal(
+    name: &'static str,
+    mut cmd: Command,
+    typed: &[u8],
+) -> (std::process::ExitStatus, String, String) {
+    use std::io::{Read as _, Write as _};
+    let (mut controller, terminal) = pty();
+    let child = cmd
+        .stdin(Stdio::from(terminal))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+    let mut p = Proc { child, name };
+    controller.write_all(typed).unwrap();
+    controller.write_all(b"\x04").unwrap();
+    let status = p
+        .wait_exit(WAIT)
+        .unwrap_or_else(|| panic!("{name} waits for a second Ctrl-D"));
+    let (mut out, mut err) = (String::new(), String::new());
+    if let Some(mut stdout) = p.child.stdout.take() {
+        stdout.read_to_string(&mut out).unwrap();
+    }
+    if let Some(mut stderr) = p.child.stderr.take() {
+        stderr.read_to_string(&mut err).unwrap();
+    }
+    (status, out, err)
+}
+
 /// A two-broker embedded cluster: the input topic (2 partitions), the group
 /// coordinator and the transaction coordinator of `group` on broker 1, the
 /// output topics on broker 2.
