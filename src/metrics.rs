@@ -247,7 +247,7 @@ impl Metrics {
         let client_errors = counter_vec(
             &r,
             "groundgate_kafka_client_errors_total",
-            "Errors reported by the Kafka clients (brokers unreachable, poll errors), by error class; librdkafka retries them.",
+            "Errors reported by the Kafka clients (brokers unreachable, poll errors; librdkafka retries them) and transaction calls that timed out (made again), by error class.",
             &["class"],
         )?;
         let transactions = counter_vec(

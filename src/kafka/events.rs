@@ -315,6 +315,37 @@ impl InternalEvent for RebalanceSettled {
     }
 }
 
+/// The transaction calls that may be made again after a timeout.
+#[derive(Debug, Clone, Copy)]
+pub enum TxnCall {
+    SendOffsets,
+    Commit,
+}
+
+impl TxnCall {
+    fn as_str(self) -> &'static str {
+        match self {
+            TxnCall::SendOffsets => "send_offsets_to_transaction",
+            TxnCall::Commit => "commit_transaction",
+        }
+    }
+}
+
+/// A transaction call failed in a way librdkafka says the same call may
+/// retry (it timed out); it is made again. Counted with the client errors
+/// and logged every time: it happens at most once per call timeout.
+pub struct TransactionCallRetried<'a> {
+    pub call: TxnCall,
+    pub error: &'a KafkaError,
+}
+
+impl InternalEvent for TransactionCallRetried<'_> {
+    fn emit(self, m: &Metrics) {
+        m.record_client_error(classify(self.error));
+        warn!(error = %self.error, call = self.call.as_str(), "transaction call did not complete; making it again (the brokers may still be finishing it)");
+    }
+}
+
 /// A transaction committed with its outputs and input positions.
 pub struct TransactionCommitted<'a> {
     pub records: usize,
@@ -362,16 +393,23 @@ pub struct TransactionAborted<'a> {
     pub partitions: usize,
     /// The commit error that caused it, when the commit itself failed.
     pub cause: Option<&'a KafkaError>,
+    /// Aborted by a stop that could not commit it: nothing is rewound, the
+    /// next owner of the partitions reads its records again.
+    pub at_stop: bool,
 }
 
 impl InternalEvent for TransactionAborted<'_> {
     fn emit(self, m: &Metrics) {
         m.record_transaction_aborted();
-        match self.cause {
-            Some(e) => {
+        match (self.cause, self.at_stop) {
+            (_, true) => warn!(
+                partitions = self.partitions,
+                "open transaction aborted at stop; its records are read again from the last committed offsets"
+            ),
+            (Some(e), false) => {
                 warn!(error = %e, partitions = self.partitions, "transaction failed; aborted and rewinding to the last committed offsets")
             }
-            None => debug!(
+            (None, false) => debug!(
                 partitions = self.partitions,
                 "transaction aborted; rewinding"
             ),

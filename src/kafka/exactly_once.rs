@@ -4,7 +4,8 @@
 //! transaction holds `commit_max_records` records or `max_in_flight_bytes`
 //! of them. An abortable error aborts the transaction and seeks
 //! back to the first offset of the transaction in each partition; a fatal one
-//! (fencing) stops the worker.
+//! (fencing) stops the worker; a call that timed out is made again (the
+//! brokers may still be finishing it).
 //!
 //! An output the broker refuses as too large fails the transaction's
 //! commit: the transaction is aborted and rewound, and the refused output
@@ -42,7 +43,7 @@ use super::delivery::{
 use super::error::{ErrorClass, PublishFailure, WorkerError, classify};
 use super::events::{
     InternalEvent, PublishFailed, PublishThen, SealsFailed, TransactionAborted,
-    TransactionCommitted,
+    TransactionCallRetried, TransactionCommitted, TxnCall,
 };
 use super::offsets::TopicPartition;
 use super::outputs::Output;
@@ -78,7 +79,8 @@ pub fn delivery_stall(k: &KafkaConfig) -> Duration {
 /// The producer's `transaction.timeout.ms`: how long the coordinator lets a
 /// transaction stay open before it aborts it and fences the producer. A
 /// transaction is open for up to `commit_interval`; its commit then sends
-/// the offsets and commits (each bounded by [`TXN_TIMEOUT`]) after the
+/// the offsets and commits (each call bounded by [`TXN_TIMEOUT`], and made
+/// again after a timeout only while this has not passed) after the
 /// deliveries, which fail it once stalled for [`delivery_stall`].
 pub fn transaction_timeout(k: &KafkaConfig) -> Duration {
     k.commit_interval + 2 * TXN_TIMEOUT + delivery_stall(k)
@@ -209,6 +211,9 @@ pub struct ExactlyOnce {
     commit_max: Room,
     /// See [`delivery_stall`].
     stall: Duration,
+    /// See [`Commits`].
+    call_timeout: Duration,
+    open_for: Duration,
     committed: u64,
     aborted: u64,
     /// The partitions' audit chains; `None`: not sealing (bench modes).
@@ -228,13 +233,18 @@ pub struct ExactlyOnce {
 }
 
 /// When a transaction is committed: every `interval`, or once it holds
-/// `max` records or bytes of them; and how long its outputs may go
-/// unacknowledged ([`delivery_stall`]).
+/// `max` records or bytes of them; how long its outputs may go
+/// unacknowledged ([`delivery_stall`]); how long one transaction call may
+/// block ([`TXN_TIMEOUT`]); and how long the coordinator lets a
+/// transaction stay open ([`transaction_timeout`]), past which a timed-out
+/// call is not made again.
 #[derive(Debug, Clone, Copy)]
 pub struct Commits {
     pub interval: Duration,
     pub max: Room,
     pub stall: Duration,
+    pub call_timeout: Duration,
+    pub open_for: Duration,
 }
 
 impl ExactlyOnce {
@@ -251,6 +261,8 @@ impl ExactlyOnce {
             interval: commit_interval,
             max: commit_max,
             stall,
+            call_timeout,
+            open_for,
         } = commits;
         ExactlyOnce {
             producer,
@@ -262,6 +274,8 @@ impl ExactlyOnce {
             commit_interval,
             commit_max,
             stall,
+            call_timeout,
+            open_for,
             committed: 0,
             aborted: 0,
             chains,
@@ -313,6 +327,38 @@ impl ExactlyOnce {
         })
     }
 
+    /// Makes a transaction call, and makes it again while it fails with an
+    /// error librdkafka says that call may retry: it timed out, and the
+    /// brokers may still finish it (any other transaction call would
+    /// conflict with it, an abort included). Gives up with the error once
+    /// the coordinator has aborted the transaction opened at `opened` by
+    /// its timeout, at the drain deadline, or when the worker is told to
+    /// stop before it drains (the drain then decides).
+    fn call_until_done(
+        &self,
+        call: TxnCall,
+        opened: Instant,
+        mut f: impl FnMut(Duration) -> Result<(), KafkaError>,
+    ) -> Result<(), KafkaError> {
+        loop {
+            let e = match f(self.budget(self.call_timeout)) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let again = matches!(&e, KafkaError::Transaction(t)
+                if t.is_retriable() && !t.txn_requires_abort() && !t.is_fatal());
+            let stopping = self.stop.is_cancelled() && self.finishing.is_none();
+            if !again
+                || stopping
+                || opened.elapsed() >= self.open_for
+                || self.budget(self.call_timeout).is_zero()
+            {
+                return Err(e);
+            }
+            TransactionCallRetried { call, error: &e }.emit(&self.metrics);
+        }
+    }
+
     /// Commits the open transaction with the consumer positions; on an
     /// abortable error aborts it and rewinds to the transaction's first
     /// offsets.
@@ -337,12 +383,19 @@ impl ExactlyOnce {
             position(&mut tpl, tp, *next, head).map_err(WorkerError::transaction)?;
         }
         let producer = &self.producer;
+        let opened = txn.open_since.unwrap_or_else(Instant::now);
         let result = match consumer.group_metadata() {
             // Offsets first: in an abortable state this fails at once.
-            Some(cgm) => producer
-                .send_offsets_to_transaction(&tpl, &cgm, self.budget(TXN_TIMEOUT))
+            Some(cgm) => self
+                .call_until_done(TxnCall::SendOffsets, opened, |t| {
+                    producer.send_offsets_to_transaction(&tpl, &cgm, t)
+                })
                 .and_then(|()| wait_for_deliveries(producer, self.finishing, self.stall))
-                .and_then(|()| producer.commit_transaction(self.budget(TXN_TIMEOUT))),
+                .and_then(|()| {
+                    self.call_until_done(TxnCall::Commit, opened, |t| {
+                        producer.commit_transaction(t)
+                    })
+                }),
             // Only before the first assignment; there is nothing to commit then.
             None => Err(KafkaError::MessageProduction(RDKafkaErrorCode::State)),
         };
@@ -406,6 +459,7 @@ impl ExactlyOnce {
         TransactionAborted {
             partitions: first.len(),
             cause,
+            at_stop: false,
         }
         .emit(&self.metrics);
         self.remember_refused(sent)?;
@@ -698,7 +752,21 @@ impl Delivery for ExactlyOnce {
             };
         }
         if self.txn.is_open() {
-            let _ = self.producer.abort_transaction(self.budget(TXN_TIMEOUT));
+            // Not aborted in time: the coordinator aborts it when it times
+            // out, or when the next producer with this transactional id starts.
+            if self
+                .producer
+                .abort_transaction(self.budget(TXN_TIMEOUT))
+                .is_ok()
+            {
+                self.aborted += 1;
+                TransactionAborted {
+                    partitions: self.txn.first.len(),
+                    cause: None,
+                    at_stop: true,
+                }
+                .emit(&self.metrics);
+            }
             self.txn = Txn::default();
             self.sent.clear();
             if let Some(c) = self.chains.as_mut() {
@@ -844,6 +912,8 @@ mod tests {
                         bytes: 64 << 20,
                     },
                     stall: Duration::from_secs(35),
+                    call_timeout: TXN_TIMEOUT,
+                    open_for: Duration::from_secs(120),
                 },
                 None,
                 CancellationToken::new(),
@@ -851,14 +921,86 @@ mod tests {
             let record = testing::record(&config, &tp(0));
             assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
             assert!(eo.txn.is_open());
-            eo.finish(&consumer, Instant::now(), true).unwrap();
+            eo.finish(&consumer, Instant::now() + TXN_TIMEOUT, true)
+                .unwrap();
             assert!(!eo.txn.is_open(), "the aborted transaction is closed");
+            assert_eq!(eo.transactions(), (0, 1), "the open transaction aborted");
             // Closing the consumer serves a revocation after finish.
             eo.on_revoke(&consumer, &[tp(0)], false).unwrap();
-            assert_eq!(eo.transactions(), (0, 0), "nothing committed after finish");
+            assert_eq!(eo.transactions(), (0, 1), "nothing committed after finish");
         })
         .await
         .unwrap();
+    }
+
+    /// A transaction call that times out (the brokers answer after 1.5 s,
+    /// the call gives up after 0.3 s) is made again, and commits once the
+    /// brokers answer in time. Aborting instead would throw away a
+    /// transaction the brokers may still be committing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_call_that_times_out_is_made_again_until_it_commits() {
+        use crate::kafka::delivery::testing;
+        let (broker, bs, config, metrics) = testing::cluster(|raw| {
+            raw.kafka.guarantee = Some(crate::config::Guarantee::ExactlyOnce);
+            raw.kafka.transactional_id = Some("slow-txn".into());
+        });
+        let runtime = tokio::runtime::Handle::current();
+        let m = metrics.clone();
+        let (mut eo, consumer) = tokio::task::spawn_blocking(move || {
+            let producer = testing::producer(&config, &bs);
+            producer.init_transactions(TXN_TIMEOUT).unwrap();
+            let consumer = testing::consumer(&config, &bs, &m);
+            let mut eo = ExactlyOnce::new(
+                producer,
+                runtime,
+                m,
+                Commits {
+                    interval: Duration::from_secs(3600),
+                    max: Room {
+                        records: 1000,
+                        bytes: 64 << 20,
+                    },
+                    stall: Duration::from_secs(35),
+                    call_timeout: Duration::from_millis(300),
+                    open_for: Duration::from_secs(120),
+                },
+                None,
+                CancellationToken::new(),
+            );
+            let record = testing::record(&config, &tp(0));
+            assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+            eo.producer.flush(Duration::from_secs(10)).unwrap();
+            (eo, consumer)
+        })
+        .await
+        .unwrap();
+        let cluster = broker.cluster();
+        cluster
+            .broker_round_trip_time(1, Duration::from_millis(1500))
+            .unwrap();
+        let commit = tokio::task::spawn_blocking(move || {
+            let ended = eo.commit(&consumer).unwrap();
+            (ended, eo.transactions())
+        });
+        let timeouts = || {
+            metrics
+                .encode()
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix(r#"groundgate_kafka_client_errors_total{class="timeout"} "#)
+                })
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while timeouts() < 1.0 && !commit.is_finished() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        cluster.broker_round_trip_time(1, Duration::ZERO).unwrap();
+        let (ended, transactions) = commit.await.unwrap();
+        assert_eq!(ended, TxnEnd::Committed);
+        assert_eq!(transactions, (1, 0), "committed, none aborted");
+        assert!(timeouts() >= 1.0, "a call timed out and was made again");
     }
 
     #[test]

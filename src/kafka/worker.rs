@@ -165,6 +165,8 @@ pub async fn run_worker_with(
                         bytes: k.max_in_flight_bytes,
                     },
                     stall: super::exactly_once::delivery_stall(k),
+                    call_timeout: super::exactly_once::TXN_TIMEOUT,
+                    open_for: super::exactly_once::transaction_timeout(k),
                 },
                 chains,
                 shutdown.clone(),
