@@ -156,6 +156,13 @@ pub struct AuditVerifyArgs {
     /// in a trail holding any seal of `check`'s, no row may.
     #[arg(long)]
     pub allow_unsealed_tail: bool,
+    /// With --input-topic: a trail with no row passes when no row is owed
+    /// either (the input topic holds no record in the range checked, up to
+    /// the group's committed offsets with --group, and the group committed
+    /// no chain head): a deployment that has not consumed anything yet, or
+    /// a quiet window. Without it, a trail with no row is never a pass.
+    #[arg(long, requires = "input_topic")]
+    pub allow_empty: bool,
     /// Print the report as JSON: indented on a terminal, one line
     /// otherwise (a log collector reads the job's report as one record).
     #[arg(long)]

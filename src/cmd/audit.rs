@@ -285,6 +285,7 @@ pub fn verify_trail(
         anchors,
         input_topic: args.input_topic.clone(),
         allow_unsealed_tail: args.allow_unsealed_tail,
+        allow_empty: args.allow_empty && args.input_topic.is_some(),
     };
     let mut report = read_and_judge(args, topic, options)?;
     crate::audit::verify::expect_runs(&mut report, &args.runs);
@@ -918,6 +919,10 @@ pub fn print_report(r: &Report) {
             "{undelivered} input offset(s) without a row hold no record a worker reads \
              (transaction markers, aborted records): no row is owed for them"
         );
+    }
+    let rows: u64 = r.chains.iter().map(|c| c.rows).sum();
+    if r.empty_allowed && rows == 0 && r.ok() {
+        println!("no audit row, and the input topic owes none (--allow-empty)");
     }
     let tail: u64 = r.chains.iter().map(|c| c.unsealed_tail).sum();
     if r.unsealed_tail_allowed && tail > 0 {

@@ -225,6 +225,7 @@ async fn verify_trail(
         runs: Vec::new(),
         public_key: Vec::new(),
         allow_unsealed_tail: false,
+        allow_empty: false,
         json: false,
     };
     tokio::task::spawn_blocking(move || super::audit::verify_trail(&args, Some(&topic)))

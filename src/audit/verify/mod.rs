@@ -135,6 +135,9 @@ impl AuditVerifier {
             report: Report {
                 signatures_checked,
                 unsealed_tail_allowed: opts.allow_unsealed_tail,
+                // Only against the input topic: without it nothing says
+                // whether rows were owed.
+                empty_allowed: opts.allow_empty && opts.input_topic.is_some(),
                 ..Report::default()
             },
             opts,
@@ -2109,6 +2112,57 @@ mod tests {
             },
         );
         assert_eq!(kinds(&r), vec![ProblemKind::Gap]);
+    }
+
+    /// An empty trail passes with `allow_empty` only against the input
+    /// topic, and only when the topic owes no row: one input record in
+    /// range is a gap, a committed chain head a missing head.
+    #[test]
+    fn an_empty_trail_passes_only_when_allowed_and_nothing_is_owed() {
+        let quiet = Options {
+            input_topic: Some("answers".into()),
+            allow_empty: true,
+            anchors: [(answers(0), Anchor::default())].into(),
+            ..Options::default()
+        };
+        assert!(check(&[], quiet.clone()).ok());
+        let strict = Options {
+            allow_empty: false,
+            ..quiet.clone()
+        };
+        assert_eq!(
+            kinds(&check(&[], strict)),
+            vec![ProblemKind::NothingToVerify]
+        );
+        let no_input = Options {
+            input_topic: None,
+            anchors: BTreeMap::new(),
+            ..quiet.clone()
+        };
+        assert_eq!(
+            kinds(&check(&[], no_input)),
+            vec![ProblemKind::NothingToVerify]
+        );
+        let one_record = Options {
+            anchors: [(
+                answers(0),
+                Anchor {
+                    cover: Some((0, 0)),
+                    end: Some(1),
+                    ..Anchor::default()
+                },
+            )]
+            .into(),
+            ..quiet.clone()
+        };
+        assert_eq!(kinds(&check(&[], one_record)), vec![ProblemKind::Gap]);
+        let mut head_committed = anchored(None, 10, head_of(10, 4));
+        head_committed.input_topic = Some("answers".into());
+        head_committed.allow_empty = true;
+        assert_eq!(
+            kinds(&check(&[], head_committed)),
+            vec![ProblemKind::HeadMissing]
+        );
     }
 
     #[test]

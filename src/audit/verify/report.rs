@@ -294,6 +294,8 @@ pub struct Report {
     pub keys: Vec<KeyReport>,
     /// Rows after a chain's last seal were accepted as a live tail.
     pub unsealed_tail_allowed: bool,
+    /// A trail with no row may pass, the input topic owing no row either.
+    pub empty_allowed: bool,
     pub chains: Vec<ChainReport>,
     /// The `check` runs the chains belong to.
     pub runs: Vec<RunReport>,
@@ -349,6 +351,7 @@ impl Report {
             out.streams.extend(part.streams);
             out.signatures_checked = part.signatures_checked;
             out.unsealed_tail_allowed = part.unsealed_tail_allowed;
+            out.empty_allowed = part.empty_allowed;
             out.chains.extend(part.chains);
             out.runs.extend(part.runs);
             out.unbound_chains.extend(part.unbound_chains);
@@ -359,8 +362,13 @@ impl Report {
     }
 
     /// Reports a trail (or range) that holds no row and shows no problem as
-    /// nothing verified: that is never a pass.
+    /// nothing verified: never a pass, unless empty trails are allowed (the
+    /// input topic, read beside the trail, owes no row: any row it owed
+    /// would be a gap).
     pub(super) fn mark_nothing_verified(&mut self) {
+        if self.empty_allowed {
+            return;
+        }
         if self.problems.is_empty() && self.chains.iter().all(|c| c.rows == 0) {
             self.problems.push(Problem::new(
                 ProblemKind::NothingToVerify,
@@ -395,6 +403,9 @@ pub struct Options {
     /// Rows after a chain's last seal are a live tail (a running worker),
     /// not a problem. With a public key, only above the committed offset.
     pub allow_unsealed_tail: bool,
+    /// A trail with no row passes when the input side (`anchors`) owes no
+    /// row either; only meaningful with the input topic read.
+    pub allow_empty: bool,
 }
 
 /// What the input topic and the worker's consumer group say about one input
