@@ -48,6 +48,14 @@ pub fn classify_code(code: C) -> ErrorClass {
     }
 }
 
+/// What to look at when no broker answers: librdkafka says only "broker
+/// transport failure", which names neither the cause nor the settings.
+macro_rules! no_broker_answered {
+    () => {
+        "no broker answered; check the address (--brokers, GROUNDGATE_BROKERS or kafka.brokers of --config), that a broker listens there and, on a secured cluster, the TLS and SASL settings"
+    };
+}
+
 /// What to look at while librdkafka retries a client error. A topic that
 /// does not exist, a principal the brokers refuse, is no matter of
 /// reachability: the brokers answered.
@@ -62,6 +70,7 @@ pub fn retry_hint(e: &KafkaError) -> &'static str {
         Some(C::SaslAuthenticationFailed | C::Authentication) => {
             "retrying; the brokers refuse the login: check kafka.sasl_username and its password, or the OIDC client (docs/secured-kafka.md)"
         }
+        Some(code) if no_broker(code) => concat!("retrying; ", no_broker_answered!()),
         _ => "retrying; check that the brokers are reachable",
     }
 }
@@ -104,11 +113,19 @@ impl TxnFailure {
 /// nor the settings to look at.
 pub fn unreachable_hint(e: &KafkaError) -> &'static str {
     match e.rdkafka_error_code() {
-        Some(C::BrokerTransportFailure | C::AllBrokersDown | C::Resolve | C::OperationTimedOut) => {
-            ": no broker answered; check the address (--brokers, GROUNDGATE_BROKERS or kafka.brokers of --config), that a broker listens there and, on a secured cluster, the TLS and SASL settings"
+        Some(code) if no_broker(code) || code == C::OperationTimedOut => {
+            concat!(": ", no_broker_answered!())
         }
         _ => "",
     }
+}
+
+/// The codes librdkafka reports when no broker answers at all.
+fn no_broker(code: C) -> bool {
+    matches!(
+        code,
+        C::BrokerTransportFailure | C::AllBrokersDown | C::Resolve
+    )
 }
 
 /// Classifies a client error; errors without a broker code (configuration,
@@ -299,7 +316,10 @@ mod tests {
         }
         assert!(hint(C::SaslAuthenticationFailed).contains("login"));
         assert!(hint(C::Authentication).contains("login"));
-        assert!(hint(C::AllBrokersDown).contains("reachable"));
+        for code in [C::AllBrokersDown, C::BrokerTransportFailure, C::Resolve] {
+            assert!(hint(code).contains("no broker answered; check the address"));
+        }
+        assert!(hint(C::NotCoordinator).contains("reachable"));
         assert!(hint(C::UnknownTopicOrPartition).contains("does not exist"));
     }
 

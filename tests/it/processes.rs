@@ -503,7 +503,7 @@ fn worker_started_before_its_broker_waits_says_why_and_then_works() {
         WAIT,
         || {
             let text = std::fs::read_to_string(&log).ok()?;
-            text.contains("check that the brokers are reachable")
+            text.contains("retrying; no broker answered; check the address (--brokers")
                 .then_some(())
         },
     );
