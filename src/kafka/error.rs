@@ -240,7 +240,7 @@ impl WorkerError {
     pub fn transaction(source: KafkaError) -> WorkerError {
         let hint = match TxnFailure::of(&source) {
             TxnFailure::Fenced => {
-                "another worker with the same kafka.transactional_id fenced this one: give each worker its own (the default, <group_id>-<$HOSTNAME>, is one per pod)"
+                "the brokers fenced this producer: another worker runs with the same kafka.transactional_id (give each worker its own; the default, <group_id>-<$HOSTNAME>, is one per pod), or the coordinator aborted a transaction left open past its transaction.timeout.ms (brokers too slow to commit it; a restart reads its records again)"
             }
             TxnFailure::Refused => {
                 "the brokers refuse this principal an operation of the transaction: grant it the ACLs exactly-once needs (docs/secured-kafka.md#what-the-principal-must-be-allowed)"
@@ -287,7 +287,7 @@ mod tests {
     fn a_transaction_error_says_what_it_means() {
         let error = |code| WorkerError::transaction(KafkaError::MessageProduction(code));
         let fenced = error(C::ProducerFenced);
-        assert!(fenced.to_string().contains("fenced this one"), "{fenced}");
+        assert!(fenced.to_string().contains("fenced this producer"), "{fenced}");
         assert!(!fenced.is_retriable());
         let refused = error(C::TransactionalIdAuthorizationFailed);
         assert!(refused.to_string().contains("ACLs"), "{refused}");
