@@ -287,7 +287,10 @@ mod tests {
     fn a_transaction_error_says_what_it_means() {
         let error = |code| WorkerError::transaction(KafkaError::MessageProduction(code));
         let fenced = error(C::ProducerFenced);
-        assert!(fenced.to_string().contains("fenced this producer"), "{fenced}");
+        assert!(
+            fenced.to_string().contains("fenced this producer"),
+            "{fenced}"
+        );
         assert!(!fenced.is_retriable());
         let refused = error(C::TransactionalIdAuthorizationFailed);
         assert!(refused.to_string().contains("ACLs"), "{refused}");

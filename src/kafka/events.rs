@@ -320,6 +320,7 @@ impl InternalEvent for RebalanceSettled {
 pub enum TxnCall {
     SendOffsets,
     Commit,
+    Abort,
 }
 
 impl TxnCall {
@@ -327,6 +328,7 @@ impl TxnCall {
         match self {
             TxnCall::SendOffsets => "send_offsets_to_transaction",
             TxnCall::Commit => "commit_transaction",
+            TxnCall::Abort => "abort_transaction",
         }
     }
 }

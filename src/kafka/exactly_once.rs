@@ -4,8 +4,8 @@
 //! transaction holds `commit_max_records` records or `max_in_flight_bytes`
 //! of them. An abortable error aborts the transaction and seeks
 //! back to the first offset of the transaction in each partition; a fatal one
-//! (fencing) stops the worker; a call that timed out is made again (the
-//! brokers may still be finishing it).
+//! (fencing) stops the worker; a commit or abort call that timed out is
+//! made again (the brokers may still be finishing it).
 //!
 //! An output the broker refuses as too large fails the transaction's
 //! commit: the transaction is aborted and rewound, and the refused output
@@ -331,9 +331,10 @@ impl ExactlyOnce {
     /// error librdkafka says that call may retry: it timed out, and the
     /// brokers may still finish it (any other transaction call would
     /// conflict with it, an abort included). Gives up with the error once
-    /// the coordinator has aborted the transaction opened at `opened` by
-    /// its timeout, at the drain deadline, or when the worker is told to
-    /// stop before it drains (the drain then decides).
+    /// `open_for` has passed since `opened` (the transaction's start, or an
+    /// abort's first attempt: the coordinator has ended the transaction by
+    /// its timeout then), at the drain deadline, or when the worker is told
+    /// to stop before it drains (the drain then decides).
     fn call_until_done(
         &self,
         call: TxnCall,
@@ -452,9 +453,10 @@ impl ExactlyOnce {
             chain: "(the aborted transaction's partitions)",
         }
         .emit(&self.metrics);
-        self.producer
-            .abort_transaction(self.budget(TXN_TIMEOUT))
-            .map_err(WorkerError::transaction)?;
+        self.call_until_done(TxnCall::Abort, Instant::now(), |t| {
+            self.producer.abort_transaction(t)
+        })
+        .map_err(WorkerError::transaction)?;
         self.aborted += 1;
         TransactionAborted {
             partitions: first.len(),
@@ -754,11 +756,10 @@ impl Delivery for ExactlyOnce {
         if self.txn.is_open() {
             // Not aborted in time: the coordinator aborts it when it times
             // out, or when the next producer with this transactional id starts.
-            if self
-                .producer
-                .abort_transaction(self.budget(TXN_TIMEOUT))
-                .is_ok()
-            {
+            let aborted = self.call_until_done(TxnCall::Abort, Instant::now(), |t| {
+                self.producer.abort_transaction(t)
+            });
+            if aborted.is_ok() {
                 self.aborted += 1;
                 TransactionAborted {
                     partitions: self.txn.first.len(),
@@ -933,17 +934,25 @@ mod tests {
         .unwrap();
     }
 
-    /// A transaction call that times out (the brokers answer after 1.5 s,
-    /// the call gives up after 0.3 s) is made again, and commits once the
-    /// brokers answer in time. Aborting instead would throw away a
-    /// transaction the brokers may still be committing.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_transaction_call_that_times_out_is_made_again_until_it_commits() {
+    /// Commits a transaction of one record while the brokers answer every
+    /// request after 1.5 s and a transaction call gives up after 0.3 s,
+    /// until a call has timed out; `abortable`: the transaction cannot add
+    /// its partitions, so the commit aborts it. How the commit ended, the
+    /// transactions committed and aborted, and the calls made again.
+    async fn commit_on_slow_brokers(id: &str, abortable: bool) -> (TxnEnd, (u64, u64), f64) {
         use crate::kafka::delivery::testing;
+        use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
         let (broker, bs, config, metrics) = testing::cluster(|raw| {
             raw.kafka.guarantee = Some(crate::config::Guarantee::ExactlyOnce);
-            raw.kafka.transactional_id = Some("slow-txn".into());
+            raw.kafka.transactional_id = Some(id.into());
         });
+        let cluster = broker.cluster();
+        if abortable {
+            cluster.request_errors(
+                RDKafkaApiKey::AddPartitionsToTxn,
+                &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED],
+            );
+        }
         let runtime = tokio::runtime::Handle::current();
         let m = metrics.clone();
         let (mut eo, consumer) = tokio::task::spawn_blocking(move || {
@@ -969,12 +978,11 @@ mod tests {
             );
             let record = testing::record(&config, &tp(0));
             assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
-            eo.producer.flush(Duration::from_secs(10)).unwrap();
+            let _ = eo.producer.flush(Duration::from_secs(10));
             (eo, consumer)
         })
         .await
         .unwrap();
-        let cluster = broker.cluster();
         cluster
             .broker_round_trip_time(1, Duration::from_millis(1500))
             .unwrap();
@@ -998,9 +1006,28 @@ mod tests {
         }
         cluster.broker_round_trip_time(1, Duration::ZERO).unwrap();
         let (ended, transactions) = commit.await.unwrap();
+        (ended, transactions, timeouts())
+    }
+
+    /// A commit that times out is made again, and commits once the brokers
+    /// answer in time: aborting instead would throw away a transaction the
+    /// brokers may still be committing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_call_that_times_out_is_made_again_until_it_commits() {
+        let (ended, transactions, again) = commit_on_slow_brokers("slow-commit", false).await;
         assert_eq!(ended, TxnEnd::Committed);
         assert_eq!(transactions, (1, 0), "committed, none aborted");
-        assert!(timeouts() >= 1.0, "a call timed out and was made again");
+        assert!(again >= 1.0, "a call timed out and was made again");
+    }
+
+    /// An abort that times out is made again too, rather than stopping the
+    /// worker with the transaction still open.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_abort_that_times_out_is_made_again_until_it_aborts() {
+        let (ended, transactions, again) = commit_on_slow_brokers("slow-abort", true).await;
+        assert_eq!(ended, TxnEnd::Aborted);
+        assert_eq!(transactions, (0, 1), "aborted");
+        assert!(again >= 1.0, "the abort timed out and was made again");
     }
 
     #[test]
