@@ -890,6 +890,42 @@ mod tests {
         assert_eq!(got[&tp(2)], 10, "fetched but never sent");
     }
 
+    /// An exactly-once delivery on a fresh transactional producer with a
+    /// transaction open that holds input record 0 of partition 0 (its
+    /// outputs enqueued), each transaction call bounded by `call_timeout`.
+    fn one_record_open(
+        config: &Arc<crate::config::Config>,
+        bs: &str,
+        metrics: Arc<Metrics>,
+        runtime: tokio::runtime::Handle,
+        call_timeout: Duration,
+    ) -> (ExactlyOnce, Consumer) {
+        use crate::kafka::delivery::testing;
+        let producer = testing::producer(config, bs);
+        producer.init_transactions(TXN_TIMEOUT).unwrap();
+        let consumer = testing::consumer(config, bs, &metrics);
+        let mut eo = ExactlyOnce::new(
+            producer,
+            runtime,
+            metrics,
+            Commits {
+                interval: Duration::from_secs(3600),
+                max: Room {
+                    records: 1000,
+                    bytes: 64 << 20,
+                },
+                stall: Duration::from_secs(35),
+                call_timeout,
+                open_for: Duration::from_secs(120),
+            },
+            None,
+            CancellationToken::new(),
+        );
+        let record = testing::record(config, &tp(0));
+        assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+        (eo, consumer)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_finish_closes_the_transaction_and_the_closing_revocation_settles_nothing() {
         use crate::kafka::delivery::testing;
@@ -899,28 +935,7 @@ mod tests {
         });
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let producer = testing::producer(&config, &bs);
-            producer.init_transactions(TXN_TIMEOUT).unwrap();
-            let consumer = testing::consumer(&config, &bs, &metrics);
-            let mut eo = ExactlyOnce::new(
-                producer,
-                runtime,
-                metrics,
-                Commits {
-                    interval: Duration::from_secs(3600),
-                    max: Room {
-                        records: 1000,
-                        bytes: 64 << 20,
-                    },
-                    stall: Duration::from_secs(35),
-                    call_timeout: TXN_TIMEOUT,
-                    open_for: Duration::from_secs(120),
-                },
-                None,
-                CancellationToken::new(),
-            );
-            let record = testing::record(&config, &tp(0));
-            assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+            let (mut eo, consumer) = one_record_open(&config, &bs, metrics, runtime, TXN_TIMEOUT);
             assert!(eo.txn.is_open());
             eo.finish(&consumer, Instant::now() + TXN_TIMEOUT, true)
                 .unwrap();
@@ -955,29 +970,9 @@ mod tests {
         }
         let runtime = tokio::runtime::Handle::current();
         let m = metrics.clone();
-        let (mut eo, consumer) = tokio::task::spawn_blocking(move || {
-            let producer = testing::producer(&config, &bs);
-            producer.init_transactions(TXN_TIMEOUT).unwrap();
-            let consumer = testing::consumer(&config, &bs, &m);
-            let mut eo = ExactlyOnce::new(
-                producer,
-                runtime,
-                m,
-                Commits {
-                    interval: Duration::from_secs(3600),
-                    max: Room {
-                        records: 1000,
-                        bytes: 64 << 20,
-                    },
-                    stall: Duration::from_secs(35),
-                    call_timeout: Duration::from_millis(300),
-                    open_for: Duration::from_secs(120),
-                },
-                None,
-                CancellationToken::new(),
-            );
-            let record = testing::record(&config, &tp(0));
-            assert_eq!(eo.publish(&consumer, record, &[]).unwrap(), Flow::Next);
+        let (eo, consumer) = tokio::task::spawn_blocking(move || {
+            let (eo, consumer) =
+                one_record_open(&config, &bs, m, runtime, Duration::from_millis(300));
             let _ = eo.producer.flush(Duration::from_secs(10));
             (eo, consumer)
         })
@@ -987,6 +982,7 @@ mod tests {
             .broker_round_trip_time(1, Duration::from_millis(1500))
             .unwrap();
         let commit = tokio::task::spawn_blocking(move || {
+            let mut eo = eo;
             let ended = eo.commit(&consumer).unwrap();
             (ended, eo.transactions())
         });
