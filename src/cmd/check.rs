@@ -648,6 +648,11 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             r.display().to_string().trim_end_matches('/').into(),
         ));
     }
+    if let Some(r) = &args.report
+        && let Some(kind) = special_file(r)
+    {
+        return Err(CheckError::ReportNotAFile(r.clone(), kind));
+    }
     let config: Config =
         RawConfig::load_writing_audit(args.config.as_deref(), RawConfig::default())?;
     if let Some(key) = config.audit.signing_key_file.as_deref() {
@@ -930,6 +935,24 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         threads,
     };
     Ok((data, took, not_answers))
+}
+
+/// What `path` is when it exists and is neither a regular file nor a
+/// directory (symbolic links followed): `/dev/null`, `/dev/stdout`, a FIFO.
+fn special_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else {
+        None
+    }
 }
 
 /// The id of this run, which every seal it writes names: 16 bytes from the

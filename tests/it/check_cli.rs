@@ -1719,6 +1719,50 @@ fn an_input_named_twice_or_missing_stops_the_run_before_any_work() {
     }
 }
 
+/// `--report` naming a FIFO, a socket or a device (`/dev/null`, `/dev/stdout`,
+/// reached directly or through a symbolic link) is refused before any
+/// record is read: the report is renamed into place, which would put a
+/// regular file where the special one was (as root, in `/dev`).
+#[test]
+fn a_report_that_is_not_a_regular_file_is_refused_and_left_as_it_is() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 3);
+    let fifo = dir.path().join("fifo");
+    crate::common::mkfifo(&fifo);
+    let socket = dir.path().join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let link = dir.path().join("link.html");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    for (report, kind) in [(&fifo, "a FIFO"), (&socket, "a socket"), (&link, "a FIFO")] {
+        let out = dir.path().join("out");
+        let o = check(&[
+            os(&input),
+            os("--out"),
+            os(&out),
+            os("--report"),
+            os(report),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}: {stderr}", report.display());
+        assert!(
+            stderr.contains(&format!("is {kind}, not a regular file")),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "outputs were started");
+        let kept = std::fs::metadata(report).unwrap().file_type();
+        assert!(kept.is_fifo() || kept.is_socket(), "{}", report.display());
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn a_directory_in_the_way_of_an_output_stops_the_run_and_keeps_the_previous_one() {
     let dir = tempfile::tempdir().unwrap();
