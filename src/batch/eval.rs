@@ -162,6 +162,9 @@ pub fn auc(items: &[Scored]) -> Option<f64> {
 pub fn distinct_inputs(inputs: &[PathBuf]) -> Result<(), EvalError> {
     use std::os::unix::fs::MetadataExt;
     let mut seen = HashSet::new();
+    if inputs.iter().any(|p| p.as_os_str() == "-") {
+        seen.extend(super::input::stdin_file_id());
+    }
     let mut stdin = false;
     for path in inputs {
         if path.as_os_str() == "-" {

@@ -705,6 +705,9 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         args.inputs.iter().map(|_| None).collect();
     let mut size = Some(0u64);
     let mut seen = std::collections::HashSet::new();
+    if files.len() < args.inputs.len() {
+        seen.extend(crate::batch::input::stdin_file_id().map(Some));
+    }
     for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
         if arg == "-" {
             continue;

@@ -1763,6 +1763,48 @@ fn a_report_that_is_not_a_regular_file_is_refused_and_left_as_it_is() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// `-` and a path to the same standard input (`/dev/stdin` for a pipe, the
+/// file it is redirected from) are one input named twice: read as two,
+/// they would split a pipe's bytes between them, cutting records.
+#[test]
+fn standard_input_named_again_by_a_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 50);
+    let out = dir.path().join("out");
+    for (second, piped) in [(Path::new("/dev/stdin"), true), (input.as_path(), false)] {
+        for order in [[os("-"), os(second)], [os(second), os("-")]] {
+            let mut cmd = crate::common::bin();
+            cmd.arg("check")
+                .args(order)
+                .arg("--out")
+                .arg(&out)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let o = if piped {
+                let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
+                let bytes = std::fs::read(&input).unwrap();
+                let mut stdin = child.stdin.take().unwrap();
+                // Refused before reading, the run may close the pipe first.
+                let _ = stdin.write_all(&bytes);
+                drop(stdin);
+                child.wait_with_output().unwrap()
+            } else {
+                cmd.stdin(std::fs::File::open(&input).unwrap())
+                    .output()
+                    .unwrap()
+            };
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{order:?}: {stderr}");
+            assert!(
+                stderr.contains("is named more than once among the inputs"),
+                "{order:?}: {stderr}"
+            );
+            assert!(!out.exists(), "{order:?}: outputs were started");
+        }
+    }
+}
+
 #[test]
 fn a_directory_in_the_way_of_an_output_stops_the_run_and_keeps_the_previous_one() {
     let dir = tempfile::tempdir().unwrap();

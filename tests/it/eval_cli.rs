@@ -289,6 +289,36 @@ fn a_file_named_twice_is_refused_by_either_path() {
     }
 }
 
+/// `-` and the file standard input is redirected from (or `/dev/stdin`)
+/// are one file named twice.
+#[test]
+fn standard_input_named_again_by_a_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            labelled("b", json!("unsupported")),
+        ],
+    );
+    for second in [input.as_path(), std::path::Path::new("/dev/stdin")] {
+        let o = crate::common::bin()
+            .arg("eval")
+            .arg("-")
+            .arg(second)
+            .stdin(std::fs::File::open(&input).unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(o.stdout.is_empty(), "no table for a refused run");
+        assert!(
+            err.contains("is named more than once among the inputs"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
