@@ -39,6 +39,14 @@ pub enum EvalError {
         "--folds {folds} is more than the {most} records of the largest input: each fold would hold at most one record of it, or none"
     )]
     Folds { folds: usize, most: usize },
+    #[error(
+        "--fit needs records of both labels: the inputs hold {records} {label} records and no {other} one, so a fitted model could only learn to call every claim {label} and would flag all answers or none"
+    )]
+    OneLabel {
+        records: usize,
+        label: &'static str,
+        other: &'static str,
+    },
     #[error("standard input (`-`) is named more than once among the inputs")]
     StdinTwice,
     #[error(

@@ -81,6 +81,22 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
             most,
         });
     }
+    if args.fit {
+        let records: usize = files.iter().map(Vec::len).sum();
+        let unsupported = files.iter().flatten().filter(|s| s.unsupported).count();
+        let one = match unsupported {
+            0 => Some(("supported", "unsupported")),
+            n if n == records => Some(("unsupported", "supported")),
+            _ => None,
+        };
+        if let Some((label, other)) = one {
+            return Err(EvalError::OneLabel {
+                records,
+                label,
+                other,
+            });
+        }
+    }
     let out = &mut io::stdout().lock();
     let min_support = config.core.grounding.min_support;
     Ok(if args.fit {

@@ -319,6 +319,39 @@ fn standard_input_named_again_by_a_path_is_refused() {
     }
 }
 
+/// `--fit` on inputs that hold one label only has nothing to separate:
+/// refused rather than printing coefficients to ship that say every claim
+/// is of that label.
+#[test]
+fn a_fit_on_one_label_only_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for label in ["supported", "unsupported"] {
+        let input = write(
+            dir.path(),
+            &(0..4)
+                .map(|i| labelled(&format!("r{i}"), json!(label)))
+                .collect::<Vec<_>>(),
+        );
+        for json in [false, true] {
+            let mut cmd = crate::common::bin();
+            cmd.args(["eval", "--fit", "--folds", "2"]).arg(&input);
+            if json {
+                cmd.arg("--json");
+            }
+            let o = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{label} {json}: {err}");
+            assert!(o.stdout.is_empty(), "no coefficients for a refused fit");
+            assert!(
+                err.contains(&format!(
+                    "--fit needs records of both labels: the inputs hold 4 {label} records"
+                )),
+                "{err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
