@@ -1805,6 +1805,46 @@ fn standard_input_named_again_by_a_path_is_refused() {
     }
 }
 
+/// Standard error that cannot be written (a full device, a pipe whose
+/// reader is gone: `check … 2>&1 | head`) costs the messages, not the run:
+/// its outputs are in place and the exit code is the run's, with no abort.
+#[test]
+fn an_unwritable_stderr_does_not_abort_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 20);
+    for (i, full) in [true, false].into_iter().enumerate() {
+        let out = dir.path().join(format!("out{i}"));
+        let mut cmd = crate::common::bin();
+        cmd.arg("check")
+            .arg(&input)
+            .arg("--out")
+            .arg(&out)
+            .arg("--fail-on")
+            .arg("dead_letter")
+            .stdout(Stdio::null());
+        let status = if full {
+            let dev_full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            cmd.stderr(dev_full).status().unwrap()
+        } else {
+            let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+            drop(child.stderr.take());
+            child.wait().unwrap()
+        };
+        // Some lines of the input are broken: --fail-on dead_letter.
+        assert_eq!(status.code(), Some(1), "full {full}: {status:?}");
+        assert!(out.join("summary.json").exists(), "full {full}");
+        assert_eq!(
+            read_jsonl(&out.join("dead_letter.jsonl")).len(),
+            3,
+            "full {full}"
+        );
+    }
+}
+
 #[test]
 fn a_directory_in_the_way_of_an_output_stops_the_run_and_keeps_the_previous_one() {
     let dir = tempfile::tempdir().unwrap();

@@ -352,6 +352,25 @@ fn a_fit_on_one_label_only_is_refused() {
     }
 }
 
+/// An error that cannot be told on a full standard error still ends with
+/// its exit code, not an abort.
+#[test]
+fn an_unwritable_stderr_keeps_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), &[json!({"request_id": "a", "answer": "x"})]);
+    let dev_full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let status = crate::common::bin()
+        .arg("eval")
+        .arg(&input)
+        .stderr(dev_full)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{status:?}");
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
