@@ -216,8 +216,10 @@ pub fn score_file(
     for n in 0u64.. {
         let line_no = n + 1;
         bytes.clear();
-        let read = super::input::read_line_bounded(&mut reader, &mut bytes, cap);
-        let len = match read {
+        // One byte over the limit keeps the `\r` of a CRLF ending, which
+        // is no part of the record, as check does not count it either.
+        let read = super::input::read_line_bounded(&mut reader, &mut bytes, cap + 1);
+        let mut len = match read {
             Ok(Some(len)) => len,
             Ok(None) => break,
             Err(source) => {
@@ -233,13 +235,14 @@ pub fn score_file(
                 what,
             })
         };
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+            len -= 1;
+        }
         if len > cap as u64 {
             return Err(label_error(format!(
                 "{len} bytes, longer than max_record_bytes ({cap}): check would dead-letter it as too_large"
             )));
-        }
-        if bytes.last() == Some(&b'\r') {
-            bytes.pop();
         }
         let line =
             std::str::from_utf8(&bytes).map_err(|e| label_error(format!("not UTF-8: {e}")))?;

@@ -371,6 +371,51 @@ fn an_unwritable_stderr_keeps_the_exit_code() {
     assert_eq!(status.code(), Some(2), "{status:?}");
 }
 
+/// The `\r` of a CRLF line ending is not part of the record, for the
+/// record size limit too: a line of exactly `max_record_bytes` is scored
+/// with either ending, as `check` judges it; one byte more is refused.
+#[test]
+fn a_crlf_line_of_exactly_the_record_limit_is_scored() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gg.toml");
+    std::fs::write(&config, "max_record_bytes = 1024\n").unwrap();
+    let line = |len: usize, label: &str| {
+        let mut v = labelled("a", json!(label));
+        v["pad"] = json!("");
+        let short = serde_json::to_string(&v).unwrap().len();
+        v["pad"] = json!("p".repeat(len - short));
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(text.len(), len);
+        text
+    };
+    let input = dir.path().join("crlf.jsonl");
+    for (len, ok) in [(1024, true), (1025, false)] {
+        let text = format!(
+            "{}\r\n{}\r\n",
+            line(len, "supported"),
+            line(len, "unsupported")
+        );
+        std::fs::write(&input, text).unwrap();
+        let o = crate::common::bin()
+            .arg("eval")
+            .arg(&input)
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if ok {
+            assert_eq!(o.status.code(), Some(0), "{err}");
+        } else {
+            assert_eq!(o.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains("line 1: ") && err.contains("longer than max_record_bytes (1024)"),
+                "{err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
