@@ -251,6 +251,12 @@ pub fn score_file(
         }
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| label_error(format!("not JSON: {e}")))?;
+        let given = times_given(line, label_field);
+        if given > 1 {
+            return Err(label_error(format!(
+                "field {label_field:?} is given {given} times in the record: JSON readers keep one of them, each its own, so the label is ambiguous; keep one"
+            )));
+        }
         let label = value.get(label_field);
         let unsupported = match label.and_then(|v| v.as_str()) {
             Some("supported") => false,
@@ -328,6 +334,29 @@ pub fn score_file(
         return Err(EvalError::Empty(path.to_path_buf()));
     }
     Ok(out)
+}
+
+/// How many times the record's top-level object gives `field`: `Value`
+/// keeps the last of repeated keys, which would settle two contradicting
+/// labels silently.
+fn times_given(line: &str, field: &str) -> usize {
+    struct Count<'f>(&'f str);
+    impl<'de> serde::de::Visitor<'de> for Count<'_> {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
+            let mut n = 0;
+            while let Some(key) = map.next_key::<String>()? {
+                n += usize::from(key == self.0);
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(n)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    serde::Deserializer::deserialize_map(&mut de, Count(field)).unwrap_or(0)
 }
 
 /// Lower-cased runs of letters and digits, `[^N]` markers left out.

@@ -416,6 +416,26 @@ fn a_crlf_line_of_exactly_the_record_limit_is_scored() {
     }
 }
 
+/// A label given twice in one record, the two values contradicting each
+/// other, is refused: JSON readers keep one of them, each its own.
+#[test]
+fn a_label_repeated_in_a_record_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("twice.jsonl");
+    let first = serde_json::to_string(&labelled("a", json!("supported"))).unwrap();
+    let twice = first.replacen('{', "{\"label\":\"unsupported\",", 1);
+    let other = serde_json::to_string(&labelled("b", json!("unsupported"))).unwrap();
+    std::fs::write(&input, format!("{other}\n{twice}\n")).unwrap();
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(o.stdout.is_empty(), "no table for a refused run");
+    assert!(
+        err.contains("line 2: field \"label\" is given 2 times in the record"),
+        "{err}"
+    );
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
