@@ -208,7 +208,12 @@ pub fn score_file(
         path: path.to_path_buf(),
         source: Box::new(e),
     };
-    let input = super::input::open(path)?;
+    // Opening reads the first bytes through the unpacker: an error there
+    // names no input of its own, unlike failing to open or a refused packing.
+    let input = super::input::open(path).map_err(|e| match e {
+        InputError::Read { .. } => in_file(EvalError::Input(e)),
+        other => EvalError::Input(other),
+    })?;
     let mut reader = BufReader::new(input.reader);
     let mut out = Vec::new();
     let cap = config.core.max_record_bytes;

@@ -436,6 +436,41 @@ fn a_label_repeated_in_a_record_is_refused() {
     );
 }
 
+/// A gzip or zstd input that breaks in its first bytes (the error comes
+/// while it is opened) is named, as one that breaks later is: of several
+/// inputs, the user learns which.
+#[test]
+fn an_input_whose_packing_breaks_in_its_first_bytes_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            labelled("b", json!("unsupported")),
+        ],
+    );
+    let cases: [(&str, &[u8]); 2] = [
+        ("head.gz", b"\x1F\x8B\x08\xFF\x00\x00 not a gzip header\n"),
+        ("head.zst", b"\x28\xB5\x2F\xFD\xFF\xFF"),
+    ];
+    for (name, bytes) in cases {
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, bytes).unwrap();
+        let o = crate::common::bin()
+            .arg("eval")
+            .arg(&ok)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{name}: cannot read input at line 1:")),
+            "the error names the input: {err}"
+        );
+    }
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
