@@ -256,6 +256,19 @@ pub fn score_file(
         }
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| label_error(format!("not JSON: {e}")))?;
+        let kind = match &value {
+            serde_json::Value::Object(_) => None,
+            serde_json::Value::Array(_) => Some("an array"),
+            serde_json::Value::String(_) => Some("a string"),
+            serde_json::Value::Number(_) => Some("a number"),
+            serde_json::Value::Bool(_) => Some("a boolean"),
+            serde_json::Value::Null => Some("null"),
+        };
+        if let Some(kind) = kind {
+            return Err(label_error(format!(
+                "not a JSON object but {kind}: eval reads JSON Lines, one labelled record (an object) a line; to convert a JSON array: jq -c '.[]' FILE > labelled.jsonl"
+            )));
+        }
         let given = times_given(line, label_field);
         if given > 1 {
             return Err(label_error(format!(

@@ -471,6 +471,24 @@ fn an_input_whose_packing_breaks_in_its_first_bytes_is_named() {
     }
 }
 
+/// A line that is JSON but not an object (a JSON array file, a number) is
+/// told as such, not as a record whose label is missing.
+#[test]
+fn a_line_that_is_not_an_object_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("array.json");
+    let records = json!([labelled("a", json!("supported"))]);
+    std::fs::write(&input, format!("{records}\n")).unwrap();
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 1: not a JSON object but an array"),
+        "{err}"
+    );
+    assert!(err.contains("jq -c '.[]'"), "{err}");
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
