@@ -1,6 +1,7 @@
 //! The `groundgate` binary: parses the command line and hands off to the
 //! library. The only place `anyhow` is used.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -40,7 +41,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("groundgate: {}", cmd::error_chain(&e));
+            // A standard error that cannot be written must not turn the
+            // exit code into an abort's.
+            let _ = writeln!(std::io::stderr(), "groundgate: {}", cmd::error_chain(&e));
             ExitCode::from(cmd::exit_code_of(&e))
         }
     }

@@ -39,6 +39,14 @@ pub enum EvalError {
         "--folds {folds} is more than the {most} records of the largest input: each fold would hold at most one record of it, or none"
     )]
     Folds { folds: usize, most: usize },
+    #[error(
+        "--fit needs records of both labels: the inputs hold {records} {label} records and no {other} one, so a fitted model could only learn to call every claim {label} and would flag all answers or none"
+    )]
+    OneLabel {
+        records: usize,
+        label: &'static str,
+        other: &'static str,
+    },
     #[error("standard input (`-`) is named more than once among the inputs")]
     StdinTwice,
     #[error(
@@ -162,6 +170,9 @@ pub fn auc(items: &[Scored]) -> Option<f64> {
 pub fn distinct_inputs(inputs: &[PathBuf]) -> Result<(), EvalError> {
     use std::os::unix::fs::MetadataExt;
     let mut seen = HashSet::new();
+    if inputs.iter().any(|p| p.as_os_str() == "-") {
+        seen.extend(super::input::stdin_file_id());
+    }
     let mut stdin = false;
     for path in inputs {
         if path.as_os_str() == "-" {
@@ -197,7 +208,12 @@ pub fn score_file(
         path: path.to_path_buf(),
         source: Box::new(e),
     };
-    let input = super::input::open(path)?;
+    // Opening reads the first bytes through the unpacker: an error there
+    // names no input of its own, unlike failing to open or a refused packing.
+    let input = super::input::open(path).map_err(|e| match e {
+        InputError::Read { .. } => in_file(EvalError::Input(e)),
+        other => EvalError::Input(other),
+    })?;
     let mut reader = BufReader::new(input.reader);
     let mut out = Vec::new();
     let cap = config.core.max_record_bytes;
@@ -205,8 +221,10 @@ pub fn score_file(
     for n in 0u64.. {
         let line_no = n + 1;
         bytes.clear();
-        let read = super::input::read_line_bounded(&mut reader, &mut bytes, cap);
-        let len = match read {
+        // One byte over the limit keeps the `\r` of a CRLF ending, which
+        // is no part of the record, as check does not count it either.
+        let read = super::input::read_line_bounded(&mut reader, &mut bytes, cap + 1);
+        let mut len = match read {
             Ok(Some(len)) => len,
             Ok(None) => break,
             Err(source) => {
@@ -222,13 +240,14 @@ pub fn score_file(
                 what,
             })
         };
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+            len -= 1;
+        }
         if len > cap as u64 {
             return Err(label_error(format!(
                 "{len} bytes, longer than max_record_bytes ({cap}): check would dead-letter it as too_large"
             )));
-        }
-        if bytes.last() == Some(&b'\r') {
-            bytes.pop();
         }
         let line =
             std::str::from_utf8(&bytes).map_err(|e| label_error(format!("not UTF-8: {e}")))?;
@@ -237,6 +256,25 @@ pub fn score_file(
         }
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| label_error(format!("not JSON: {e}")))?;
+        let kind = match &value {
+            serde_json::Value::Object(_) => None,
+            serde_json::Value::Array(_) => Some("an array"),
+            serde_json::Value::String(_) => Some("a string"),
+            serde_json::Value::Number(_) => Some("a number"),
+            serde_json::Value::Bool(_) => Some("a boolean"),
+            serde_json::Value::Null => Some("null"),
+        };
+        if let Some(kind) = kind {
+            return Err(label_error(format!(
+                "not a JSON object but {kind}: eval reads JSON Lines, one labelled record (an object) a line; to convert a JSON array: jq -c '.[]' FILE > labelled.jsonl"
+            )));
+        }
+        let given = times_given(line, label_field);
+        if given > 1 {
+            return Err(label_error(format!(
+                "field {label_field:?} is given {given} times in the record: JSON readers keep one of them, each its own, so the label is ambiguous; keep one"
+            )));
+        }
         let label = value.get(label_field);
         let unsupported = match label.and_then(|v| v.as_str()) {
             Some("supported") => false,
@@ -314,6 +352,29 @@ pub fn score_file(
         return Err(EvalError::Empty(path.to_path_buf()));
     }
     Ok(out)
+}
+
+/// How many times the record's top-level object gives `field`: `Value`
+/// keeps the last of repeated keys, which would settle two contradicting
+/// labels silently.
+fn times_given(line: &str, field: &str) -> usize {
+    struct Count<'f>(&'f str);
+    impl<'de> serde::de::Visitor<'de> for Count<'_> {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
+            let mut n = 0;
+            while let Some(key) = map.next_key::<String>()? {
+                n += usize::from(key == self.0);
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(n)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    serde::Deserializer::deserialize_map(&mut de, Count(field)).unwrap_or(0)
 }
 
 /// Lower-cased runs of letters and digits, `[^N]` markers left out.

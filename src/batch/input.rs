@@ -181,6 +181,17 @@ pub fn open_counted(path: &Path, read: Arc<AtomicU64>) -> Result<Input, InputErr
     })
 }
 
+/// Standard input's device and inode, to tell `-` and a path to the same
+/// file apart from two inputs (`/dev/stdin`, the file it is redirected
+/// from): read as two, a pipe's bytes would be split between them.
+pub fn stdin_file_id() -> Option<(u64, u64)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let meta = File::from(fd).metadata().ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
 /// The stream `input` holds, unpacked when it is gzip or zstd, its byte
 /// order mark skipped. `path` names it in errors.
 pub fn unpacked(

@@ -47,6 +47,10 @@ pub enum CheckError {
     InInput { input: String, source: InputError },
     #[error("--report {0} is a directory: name the HTML file to write, e.g. {0}/report.html")]
     ReportIsDir(PathBuf),
+    #[error(
+        "--report {0} is {1}, not a regular file: the report is written beside it under a temporary name and renamed over it, which would put a file in its place; name the HTML file to write, e.g. report.html"
+    )]
+    ReportNotAFile(PathBuf, &'static str),
     #[error("standard input (`-`) is named more than once among the inputs")]
     StdinTwice,
     #[error(

@@ -82,7 +82,7 @@ pub fn main(args: AuditArgs) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("groundgate audit: {}", escape_lines(&e.to_string()));
+            eprintln_lossy!("groundgate audit: {}", escape_lines(&e.to_string()));
             ExitCode::from(super::EXIT_USAGE)
         }
     }
@@ -127,7 +127,7 @@ fn pseudonym(args: &PseudonymArgs) -> Result<u8, CmdError> {
     let mut write = |value: &str| writeln!(out, "{}", pseudonyms.of(value));
     let written = if args.values.is_empty() {
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate audit pseudonym: reading values from standard input, which is this terminal: type one a line and end with Ctrl-D, or give them as arguments"
             );
         }
@@ -695,7 +695,7 @@ fn read_anchors(
         // group that has not committed yet is no problem of the trail, but
         // a mistyped group name would otherwise pass unnoticed.
         if let (Some(group), true) = (group, committed.is_empty()) {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate audit verify: group {} has committed no offset of {}: nothing anchors the trail (the range ends at the input topic's end and no chain head is checked); if the workers' group is another (their kafka.group_id), give that one to --group",
                 Escaped(group),
                 Escaped(input)

@@ -60,18 +60,18 @@ pub fn main(args: CheckArgs) -> ExitCode {
     let staging = Arc::new(Mutex::new(Staging::Open));
     let partials = Staged::new(&args.out, args.report.as_deref()).partials();
     if let Err(e) = on_signals(partials, args.out.clone(), staging.clone()) {
-        eprintln!(
+        eprintln_lossy!(
             "groundgate check: cannot install signal handlers ({e}): Ctrl-C stops the run without removing its .partial files"
         );
     }
     let (data, took, not_answers) = match run(&args, &staging) {
         Ok(done) => done,
         Err(e) => {
-            eprintln!("groundgate check: {}", escape_lines(&e.to_string()));
+            eprintln_lossy!("groundgate check: {}", escape_lines(&e.to_string()));
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    eprintln!(
+    eprintln_lossy!(
         "{}",
         config_note(args.config.as_deref(), &crate::config::env_layer_names())
     );
@@ -81,22 +81,22 @@ pub fn main(args: CheckArgs) -> ExitCode {
     if let Err(e) = print_summary(&mut io::stdout().lock(), &data, &args) {
         let out = args.out.display();
         if e.kind() == io::ErrorKind::BrokenPipe {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate check: standard output was closed early (broken pipe); the outputs in {out} are complete"
             );
         } else {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate check: cannot write the summary to standard output: {e}; the outputs in {out} are complete"
             );
             code = super::EXIT_USAGE;
         }
     }
-    eprintln!("groundgate check: {}", took.line(data.records));
+    eprintln_lossy!("groundgate check: {}", took.line(data.records));
     for input in &not_answers {
-        eprintln!("groundgate check: {}", escape(&input.to_string()));
+        eprintln_lossy!("groundgate check: {}", escape(&input.to_string()));
     }
     if let Some(note) = no_markers(&data) {
-        eprintln!("groundgate check: {note}");
+        eprintln_lossy!("groundgate check: {note}");
     }
     for f in &args.fail_on {
         let kind = match f {
@@ -106,7 +106,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
         };
         let n = data.count(kind);
         if n > 0 {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate check: exit code 1 because of --fail-on {kind}: {n} record{} had outcome {kind}",
                 if n == 1 { "" } else { "s" }
             );
@@ -116,7 +116,7 @@ pub fn main(args: CheckArgs) -> ExitCode {
         }
     }
     if let Some(note) = unjudged(&data, &args.out) {
-        eprintln!("groundgate check: {note}");
+        eprintln_lossy!("groundgate check: {note}");
         if code != super::EXIT_USAGE {
             code = EXIT_UNJUDGED;
         }
@@ -201,11 +201,11 @@ fn on_signals(
                     for p in &partials {
                         let _ = std::fs::remove_file(p);
                     }
-                    eprintln!(
+                    eprintln_lossy!(
                         "\ngroundgate check: interrupted before the run finished: nothing of it was kept (its .partial files are removed); the outputs already in {out}, if any, are as they were"
                     );
                 }
-                Staging::InPlace => eprintln!(
+                Staging::InPlace => eprintln_lossy!(
                     "\ngroundgate check: interrupted after the outputs in {out} were complete; the summary was not printed"
                 ),
             }
@@ -648,6 +648,11 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
             r.display().to_string().trim_end_matches('/').into(),
         ));
     }
+    if let Some(r) = &args.report
+        && let Some(kind) = special_file(r)
+    {
+        return Err(CheckError::ReportNotAFile(r.clone(), kind));
+    }
     let config: Config =
         RawConfig::load_writing_audit(args.config.as_deref(), RawConfig::default())?;
     if let Some(key) = config.audit.signing_key_file.as_deref() {
@@ -657,14 +662,14 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         refuse_overwrites(args, &[("audit.pseudonym_key_file", key)])?;
     }
     if let Some(p) = &config.core.pseudonyms {
-        eprintln!(
+        eprintln_lossy!(
             "audit trail: {} written as pseudonyms (key {})",
             p.field_names(),
             p.key_id()
         );
     }
     if let Some(framed) = config.kafka.output_schema_ids.describe() {
-        eprintln!(
+        eprintln_lossy!(
             "groundgate check: output_schema_ids ({framed}) frames the worker's Kafka outputs; the files written here are plain JSON"
         );
     }
@@ -683,7 +688,7 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (threads, lowered) = bounded_threads(args.threads, cores)?;
     if let Some(note) = lowered {
-        eprintln!("groundgate check: {note}");
+        eprintln_lossy!("groundgate check: {note}");
     }
     // Bytes read from all inputs (their own bytes: compressed ones count as
     // stored), against their summed size.
@@ -700,6 +705,9 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         args.inputs.iter().map(|_| None).collect();
     let mut size = Some(0u64);
     let mut seen = std::collections::HashSet::new();
+    if files.len() < args.inputs.len() {
+        seen.extend(crate::batch::input::stdin_file_id().map(Some));
+    }
     for (i, (arg, name)) in args.inputs.iter().zip(&names).enumerate() {
         if arg == "-" {
             continue;
@@ -930,6 +938,24 @@ fn run(args: &CheckArgs, staging: &Mutex<Staging>) -> Result<Finished, CheckErro
         threads,
     };
     Ok((data, took, not_answers))
+}
+
+/// What `path` is when it exists and is neither a regular file nor a
+/// directory (symbolic links followed): `/dev/null`, `/dev/stdout`, a FIFO.
+fn special_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else {
+        None
+    }
 }
 
 /// The id of this run, which every seal it writes names: 16 bytes from the

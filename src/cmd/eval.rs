@@ -25,11 +25,11 @@ pub fn main(args: EvalArgs) -> ExitCode {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("groundgate eval: cannot write the report to standard output: {e}");
+            eprintln_lossy!("groundgate eval: cannot write the report to standard output: {e}");
             ExitCode::from(super::EXIT_USAGE)
         }
         Err(e) => {
-            eprintln!("groundgate eval: {}", escape_lines(&e.to_string()));
+            eprintln_lossy!("groundgate eval: {}", escape_lines(&e.to_string()));
             ExitCode::from(super::EXIT_USAGE)
         }
     }
@@ -55,7 +55,7 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
     if let Some(field) = args.by.as_deref() {
         for (i, scored) in files.iter().enumerate() {
             if scored.iter().all(|s| s.group.as_deref() == Some(NO_FIELD)) {
-                eprintln!(
+                eprintln_lossy!(
                     "groundgate eval: no record of {} has the field {} that --by names: its only group is {NO_FIELD}",
                     Escaped(&name(args, i)),
                     Escaped(field)
@@ -68,7 +68,7 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
     // check that separates nothing, not as input it cannot read.
     for (i, scored) in files.iter().enumerate() {
         if scored.iter().all(|s| s.evidence.is_empty()) {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate eval: no answer of {} has a claim citing a source with a [^N] marker, so each counts as fully supported and its figures measure nothing: groundgate reads [^N] markers only ([^1] cites the first source), and markers written otherwise ([1], (1), 【1】) are plain text to it",
                 Escaped(&name(args, i))
             );
@@ -80,6 +80,22 @@ fn run(args: &EvalArgs) -> Result<io::Result<()>, EvalError> {
             folds: args.folds,
             most,
         });
+    }
+    if args.fit {
+        let records: usize = files.iter().map(Vec::len).sum();
+        let unsupported = files.iter().flatten().filter(|s| s.unsupported).count();
+        let one = match unsupported {
+            0 => Some(("supported", "unsupported")),
+            n if n == records => Some(("unsupported", "supported")),
+            _ => None,
+        };
+        if let Some((label, other)) = one {
+            return Err(EvalError::OneLabel {
+                records,
+                label,
+                other,
+            });
+        }
     }
     let out = &mut io::stdout().lock();
     let min_support = config.core.grounding.min_support;

@@ -5,6 +5,18 @@
 //!
 //! Nothing here decides a verdict or talks the Kafka protocol itself.
 
+/// `eprintln!` that gives up quietly. Standard error carries notes for
+/// people; when it cannot be written (a full disk, `2>&1 | head` whose
+/// reader is gone), `eprintln!` panics, and a panic while reporting that
+/// panic aborts a run whose outputs may already be in place. Defined
+/// before the modules below so that they all see it.
+macro_rules! eprintln_lossy {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod audit;
 pub mod bench;
 pub mod check;
@@ -126,7 +138,7 @@ pub fn report_panics() {
         if tracing::dispatcher::has_been_set() {
             report.log();
         } else {
-            eprintln!("{}", report.line());
+            eprintln_lossy!("{}", report.line());
         }
     }));
 }
@@ -282,7 +294,7 @@ pub fn stdout_written(written: std::io::Result<()>) -> Result<(), String> {
 /// progress line of zero records) and reads as hung.
 pub fn note_terminal_stdin(command: &str) {
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprintln!(
+        eprintln_lossy!(
             "groundgate {command}: reading JSON Lines from standard input, which is this terminal: paste or type them and end with Ctrl-D, or name a file instead of `-`"
         );
     }

@@ -79,7 +79,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         }) {
         Ok(c) => Arc::new(c),
         Err(e) => {
-            eprintln!("groundgate run: {}", escape_lines(&e.to_string()));
+            eprintln_lossy!("groundgate run: {}", escape_lines(&e.to_string()));
             return Ok(ExitCode::from(super::EXIT_USAGE));
         }
     };
@@ -112,7 +112,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let Some(bootstrap) = config.kafka.brokers.clone() else {
         // `load_for_kafka` refuses a configuration without brokers.
-        eprintln!("groundgate run: no brokers configured");
+        eprintln_lossy!("groundgate run: no brokers configured");
         return Ok(ExitCode::from(super::EXIT_USAGE));
     };
     if args.preflight {
@@ -172,7 +172,7 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         // Said once, as every other configuration error is.
         Err(e) if e.is_config() => {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate run: invalid configuration: {}",
                 escape_lines(&e.to_string())
             );
@@ -214,7 +214,7 @@ async fn preflight(config: &crate::config::Config, bootstrap: &str, layers: &str
         // The client would not be made from these settings: the worker's
         // own start would stop there too, with the same exit code.
         Err(e @ rdkafka::error::KafkaError::ClientCreation(_)) => {
-            eprintln!(
+            eprintln_lossy!(
                 "groundgate run: invalid configuration: {}",
                 escape_lines(&e.to_string())
             );

@@ -54,7 +54,7 @@ pub fn main(args: SchemaArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("groundgate schema: {}", escape_lines(&e));
+            eprintln_lossy!("groundgate schema: {}", escape_lines(&e));
             ExitCode::from(super::EXIT_USAGE)
         }
     }
@@ -108,6 +108,6 @@ fn write_all(dir: &Path) -> Result<(), String> {
         let path = dir.join(format!("{name}.schema.json"));
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    eprintln!("wrote {} schemas into {}", SCHEMAS.len(), dir.display());
+    eprintln_lossy!("wrote {} schemas into {}", SCHEMAS.len(), dir.display());
     Ok(())
 }

@@ -1719,6 +1719,132 @@ fn an_input_named_twice_or_missing_stops_the_run_before_any_work() {
     }
 }
 
+/// `--report` naming a FIFO, a socket or a device (`/dev/null`, `/dev/stdout`,
+/// reached directly or through a symbolic link) is refused before any
+/// record is read: the report is renamed into place, which would put a
+/// regular file where the special one was (as root, in `/dev`).
+#[test]
+fn a_report_that_is_not_a_regular_file_is_refused_and_left_as_it_is() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 3);
+    let fifo = dir.path().join("fifo");
+    crate::common::mkfifo(&fifo);
+    let socket = dir.path().join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let link = dir.path().join("link.html");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    for (report, kind) in [(&fifo, "a FIFO"), (&socket, "a socket"), (&link, "a FIFO")] {
+        let out = dir.path().join("out");
+        let o = check(&[
+            os(&input),
+            os("--out"),
+            os(&out),
+            os("--report"),
+            os(report),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}: {stderr}", report.display());
+        assert!(
+            stderr.contains(&format!("is {kind}, not a regular file")),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "outputs were started");
+        let kept = std::fs::metadata(report).unwrap().file_type();
+        assert!(kept.is_fifo() || kept.is_socket(), "{}", report.display());
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// `-` and a path to the same standard input (`/dev/stdin` for a pipe, the
+/// file it is redirected from) are one input named twice: read as two,
+/// they would split a pipe's bytes between them, cutting records.
+#[test]
+fn standard_input_named_again_by_a_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 50);
+    let out = dir.path().join("out");
+    for (second, piped) in [(Path::new("/dev/stdin"), true), (input.as_path(), false)] {
+        for order in [[os("-"), os(second)], [os(second), os("-")]] {
+            let mut cmd = crate::common::bin();
+            cmd.arg("check")
+                .args(order)
+                .arg("--out")
+                .arg(&out)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let o = if piped {
+                let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
+                let bytes = std::fs::read(&input).unwrap();
+                let mut stdin = child.stdin.take().unwrap();
+                // Refused before reading, the run may close the pipe first.
+                let _ = stdin.write_all(&bytes);
+                drop(stdin);
+                child.wait_with_output().unwrap()
+            } else {
+                cmd.stdin(std::fs::File::open(&input).unwrap())
+                    .output()
+                    .unwrap()
+            };
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{order:?}: {stderr}");
+            assert!(
+                stderr.contains("is named more than once among the inputs"),
+                "{order:?}: {stderr}"
+            );
+            assert!(!out.exists(), "{order:?}: outputs were started");
+        }
+    }
+}
+
+/// Standard error that cannot be written (a full device, a pipe whose
+/// reader is gone: `check … 2>&1 | head`) costs the messages, not the run:
+/// its outputs are in place and the exit code is the run's, with no abort.
+#[test]
+fn an_unwritable_stderr_does_not_abort_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    many_lines(&input, 20);
+    for (i, full) in [true, false].into_iter().enumerate() {
+        let out = dir.path().join(format!("out{i}"));
+        let mut cmd = crate::common::bin();
+        cmd.arg("check")
+            .arg(&input)
+            .arg("--out")
+            .arg(&out)
+            .arg("--fail-on")
+            .arg("dead_letter")
+            .stdout(Stdio::null());
+        let status = if full {
+            let dev_full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            cmd.stderr(dev_full).status().unwrap()
+        } else {
+            let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+            drop(child.stderr.take());
+            child.wait().unwrap()
+        };
+        // Some lines of the input are broken: --fail-on dead_letter.
+        assert_eq!(status.code(), Some(1), "full {full}: {status:?}");
+        assert!(out.join("summary.json").exists(), "full {full}");
+        assert_eq!(
+            read_jsonl(&out.join("dead_letter.jsonl")).len(),
+            3,
+            "full {full}"
+        );
+    }
+}
+
 #[test]
 fn a_directory_in_the_way_of_an_output_stops_the_run_and_keeps_the_previous_one() {
     let dir = tempfile::tempdir().unwrap();

@@ -289,6 +289,206 @@ fn a_file_named_twice_is_refused_by_either_path() {
     }
 }
 
+/// `-` and the file standard input is redirected from (or `/dev/stdin`)
+/// are one file named twice.
+#[test]
+fn standard_input_named_again_by_a_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            labelled("b", json!("unsupported")),
+        ],
+    );
+    for second in [input.as_path(), std::path::Path::new("/dev/stdin")] {
+        let o = crate::common::bin()
+            .arg("eval")
+            .arg("-")
+            .arg(second)
+            .stdin(std::fs::File::open(&input).unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(o.stdout.is_empty(), "no table for a refused run");
+        assert!(
+            err.contains("is named more than once among the inputs"),
+            "{err}"
+        );
+    }
+}
+
+/// `--fit` on inputs that hold one label only has nothing to separate:
+/// refused rather than printing coefficients to ship that say every claim
+/// is of that label.
+#[test]
+fn a_fit_on_one_label_only_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for label in ["supported", "unsupported"] {
+        let input = write(
+            dir.path(),
+            &(0..4)
+                .map(|i| labelled(&format!("r{i}"), json!(label)))
+                .collect::<Vec<_>>(),
+        );
+        for json in [false, true] {
+            let mut cmd = crate::common::bin();
+            cmd.args(["eval", "--fit", "--folds", "2"]).arg(&input);
+            if json {
+                cmd.arg("--json");
+            }
+            let o = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{label} {json}: {err}");
+            assert!(o.stdout.is_empty(), "no coefficients for a refused fit");
+            assert!(
+                err.contains(&format!(
+                    "--fit needs records of both labels: the inputs hold 4 {label} records"
+                )),
+                "{err}"
+            );
+        }
+    }
+}
+
+/// An error that cannot be told on a full standard error still ends with
+/// its exit code, not an abort.
+#[test]
+fn an_unwritable_stderr_keeps_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), &[json!({"request_id": "a", "answer": "x"})]);
+    let dev_full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let status = crate::common::bin()
+        .arg("eval")
+        .arg(&input)
+        .stderr(dev_full)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{status:?}");
+}
+
+/// The `\r` of a CRLF line ending is not part of the record, for the
+/// record size limit too: a line of exactly `max_record_bytes` is scored
+/// with either ending, as `check` judges it; one byte more is refused.
+#[test]
+fn a_crlf_line_of_exactly_the_record_limit_is_scored() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gg.toml");
+    std::fs::write(&config, "max_record_bytes = 1024\n").unwrap();
+    let line = |len: usize, label: &str| {
+        let mut v = labelled("a", json!(label));
+        v["pad"] = json!("");
+        let short = serde_json::to_string(&v).unwrap().len();
+        v["pad"] = json!("p".repeat(len - short));
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(text.len(), len);
+        text
+    };
+    let input = dir.path().join("crlf.jsonl");
+    for (len, ok) in [(1024, true), (1025, false)] {
+        let text = format!(
+            "{}\r\n{}\r\n",
+            line(len, "supported"),
+            line(len, "unsupported")
+        );
+        std::fs::write(&input, text).unwrap();
+        let o = crate::common::bin()
+            .arg("eval")
+            .arg(&input)
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if ok {
+            assert_eq!(o.status.code(), Some(0), "{err}");
+        } else {
+            assert_eq!(o.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains("line 1: ") && err.contains("longer than max_record_bytes (1024)"),
+                "{err}"
+            );
+        }
+    }
+}
+
+/// A label given twice in one record, the two values contradicting each
+/// other, is refused: JSON readers keep one of them, each its own.
+#[test]
+fn a_label_repeated_in_a_record_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("twice.jsonl");
+    let first = serde_json::to_string(&labelled("a", json!("supported"))).unwrap();
+    let twice = first.replacen('{', "{\"label\":\"unsupported\",", 1);
+    let other = serde_json::to_string(&labelled("b", json!("unsupported"))).unwrap();
+    std::fs::write(&input, format!("{other}\n{twice}\n")).unwrap();
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(o.stdout.is_empty(), "no table for a refused run");
+    assert!(
+        err.contains("line 2: field \"label\" is given 2 times in the record"),
+        "{err}"
+    );
+}
+
+/// A gzip or zstd input that breaks in its first bytes (the error comes
+/// while it is opened) is named, as one that breaks later is: of several
+/// inputs, the user learns which.
+#[test]
+fn an_input_whose_packing_breaks_in_its_first_bytes_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = write(
+        dir.path(),
+        &[
+            labelled("a", json!("supported")),
+            labelled("b", json!("unsupported")),
+        ],
+    );
+    let cases: [(&str, &[u8]); 2] = [
+        ("head.gz", b"\x1F\x8B\x08\xFF\x00\x00 not a gzip header\n"),
+        ("head.zst", b"\x28\xB5\x2F\xFD\xFF\xFF"),
+    ];
+    for (name, bytes) in cases {
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, bytes).unwrap();
+        let o = crate::common::bin()
+            .arg("eval")
+            .arg(&ok)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{name}: cannot read input at line 1:")),
+            "the error names the input: {err}"
+        );
+    }
+}
+
+/// A line that is JSON but not an object (a JSON array file, a number) is
+/// told as such, not as a record whose label is missing.
+#[test]
+fn a_line_that_is_not_an_object_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("array.json");
+    let records = json!([labelled("a", json!("supported"))]);
+    std::fs::write(&input, format!("{records}\n")).unwrap();
+    let o = eval(&input);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 1: not a JSON object but an array"),
+        "{err}"
+    );
+    assert!(err.contains("jq -c '.[]'"), "{err}");
+}
+
 #[test]
 fn files_of_one_name_in_two_directories_are_rows_told_apart() {
     let dir = tempfile::tempdir().unwrap();
