@@ -285,7 +285,7 @@ pub fn verify_trail(
         anchors,
         input_topic: args.input_topic.clone(),
         allow_unsealed_tail: args.allow_unsealed_tail,
-        allow_empty: args.allow_empty && args.input_topic.is_some(),
+        allow_empty: args.allow_empty,
     };
     let mut report = read_and_judge(args, topic, options)?;
     crate::audit::verify::expect_runs(&mut report, &args.runs);

@@ -1755,11 +1755,7 @@ fn a_report_that_is_not_a_regular_file_is_refused_and_left_as_it_is() {
         assert!(kept.is_fifo() || kept.is_socket(), "{}", report.display());
     }
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".partial"))
-        .collect();
+    let left = partial_files(dir.path());
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -1884,11 +1880,7 @@ fn a_directory_in_the_way_of_an_output_stops_the_run_and_keeps_the_previous_one(
         2,
         "the first run's"
     );
-    let left: Vec<_> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".partial"))
-        .collect();
+    let left = partial_files(&out);
     assert!(left.is_empty(), "{left:?}");
 }
 
