@@ -7,16 +7,32 @@
 //! moment a shutdown drain starts).
 //!
 //! Binds only the configured address. Serves state; changes nothing.
+//!
+//! The endpoint shares the process with the worker and is often reachable
+//! by more of the network than the brokers are, so what a client can hold
+//! is bounded ([`Limits`]): connections open at once, so that idle or
+//! hostile clients cannot take the file descriptors librdkafka needs, and
+//! how long one connection may stay open, whether idle, sending its request
+//! slowly or reading the answer slowly. Past the bound the oldest open
+//! connection is closed, not the new one: a probe or a scrape always gets
+//! its answer, and clients that hold connections open only lose them.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Sleep;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::metrics::Metrics;
 
@@ -114,19 +130,206 @@ async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
     }
 }
 
+/// What one client can hold of the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections open at once. Prometheus servers, the kubelet's probes
+    /// and an operator's `curl` need a handful.
+    pub max_connections: usize,
+    /// How long a connection may stay open from its acceptance. A scrape
+    /// or probe takes milliseconds; a client that keeps its connection for
+    /// the next scrape opens a new one after this.
+    pub connection_lifetime: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 32,
+            connection_lifetime: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Accepts connections within [`Limits`]: past `max_connections` the
+/// oldest open connection is told to close, and each connection fails its
+/// next read or write once closed this way or past its lifetime, which ends
+/// it.
+struct BoundedListener {
+    inner: TcpListener,
+    open: Arc<OpenConnections>,
+    lifetime: Duration,
+}
+
+/// The open connections, oldest first, each with the token that closes it.
+struct OpenConnections {
+    max: usize,
+    list: std::sync::Mutex<std::collections::VecDeque<(u64, CancellationToken)>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl OpenConnections {
+    /// Makes room for one more connection and registers it.
+    fn admit(&self) -> (u64, CancellationToken) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let token = CancellationToken::new();
+        // A poisoned lock only means a panic elsewhere while it was held;
+        // the list itself is always whole.
+        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        while list.len() >= self.max.max(1) {
+            if let Some((_, oldest)) = list.pop_front() {
+                oldest.cancel();
+            }
+        }
+        list.push_back((id, token.clone()));
+        (id, token)
+    }
+
+    fn release(&self, id: u64) {
+        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = list.iter().position(|(open, _)| *open == id) {
+            list.remove(at);
+        }
+    }
+}
+
+impl axum::serve::Listener for BoundedListener {
+    type Io = BoundedStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, addr)) => {
+                    let (id, token) = self.open.admit();
+                    let io = BoundedStream {
+                        stream,
+                        id,
+                        open: self.open.clone(),
+                        closed: Box::pin(token.cancelled_owned()),
+                        deadline: Box::pin(tokio::time::sleep(self.lifetime)),
+                    };
+                    return (io, addr);
+                }
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before
+                    // it was taken: waiting a moment lets the cause pass
+                    // instead of spinning on it.
+                    tracing::debug!(error = %e, "metrics endpoint: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection counted among the open ones until dropped.
+struct BoundedStream {
+    stream: TcpStream,
+    id: u64,
+    open: Arc<OpenConnections>,
+    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    deadline: Pin<Box<Sleep>>,
+}
+
+impl Drop for BoundedStream {
+    fn drop(&mut self) {
+        self.open.release(self.id);
+    }
+}
+
+impl BoundedStream {
+    /// Polling the token and the deadline registers the task's waker with
+    /// them, so an idle connection whose read is pending is woken and ended.
+    fn ended(&mut self, cx: &mut Context<'_>) -> Option<std::io::Error> {
+        let reason = if self.closed.as_mut().poll(cx).is_ready() {
+            "metrics endpoint connection closed to make room for a newer one"
+        } else if self.deadline.as_mut().poll(cx).is_ready() {
+            "metrics endpoint connection open too long"
+        } else {
+            return None;
+        };
+        Some(std::io::Error::new(std::io::ErrorKind::TimedOut, reason))
+    }
+}
+
+impl AsyncRead for BoundedStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(e) = this.ended(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut this.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for BoundedStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if let Some(e) = this.ended(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut this.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(e) = this.ended(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut this.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
 /// Binds `addr` and serves the endpoints on the current tokio runtime until
-/// the returned task is aborted. Returns the bound address (port 0 → a free port).
+/// the returned task is aborted, within the default [`Limits`]. Returns the
+/// bound address (port 0 → a free port).
 pub async fn serve(
     addr: SocketAddr,
     metrics_handle: Arc<Metrics>,
     health: Arc<Health>,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), HttpError> {
-    let listener = tokio::net::TcpListener::bind(addr)
+    serve_within(addr, metrics_handle, health, Limits::default()).await
+}
+
+/// [`serve`] within the given limits.
+pub async fn serve_within(
+    addr: SocketAddr,
+    metrics_handle: Arc<Metrics>,
+    health: Arc<Health>,
+    limits: Limits,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), HttpError> {
+    let listener = TcpListener::bind(addr)
         .await
         .map_err(|error| HttpError::Bind { addr, error })?;
     let bound = listener
         .local_addr()
         .map_err(|error| HttpError::Bind { addr, error })?;
+    let listener = BoundedListener {
+        inner: listener,
+        open: Arc::new(OpenConnections {
+            max: limits.max_connections,
+            list: std::sync::Mutex::new(std::collections::VecDeque::new()),
+            next_id: std::sync::atomic::AtomicU64::new(0),
+        }),
+        lifetime: limits.connection_lifetime,
+    };
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
@@ -147,6 +350,7 @@ pub async fn serve(
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
     async fn get_path(addr: SocketAddr, path: &str) -> String {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -158,6 +362,83 @@ mod tests {
         let mut out = String::new();
         s.read_to_string(&mut out).await.unwrap();
         out
+    }
+
+    fn serving_parts() -> (Arc<Metrics>, Arc<Health>) {
+        let m = Arc::new(Metrics::new(&crate::config::Config::default().metrics).unwrap());
+        (m, Arc::new(Health::default()))
+    }
+
+    /// Whether the server closes the connection without an answer, within
+    /// a bound long enough never to be reached by a server that does.
+    async fn closed_unanswered(mut s: TcpStream) -> bool {
+        let mut out = Vec::new();
+        match tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out)).await {
+            Ok(_) => out.is_empty(),
+            Err(_) => false,
+        }
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_oldest_connection_is_closed_and_the_new_one_served() {
+        let (m, h) = serving_parts();
+        let limits = Limits {
+            max_connections: 2,
+            connection_lifetime: Duration::from_secs(600),
+        };
+        let (addr, task) = serve_within("127.0.0.1:0".parse().unwrap(), m, h, limits)
+            .await
+            .unwrap();
+        let first = TcpStream::connect(addr).await.unwrap();
+        let _second = TcpStream::connect(addr).await.unwrap();
+        // Connections are accepted in the order they were made, so this
+        // third one finds the first two open.
+        assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        assert!(
+            closed_unanswered(first).await,
+            "the oldest connection stayed open"
+        );
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_ended_at_its_lifetime_idle_or_slow() {
+        let (m, h) = serving_parts();
+        let limits = Limits {
+            max_connections: 4,
+            connection_lifetime: Duration::from_millis(300),
+        };
+        let (addr, task) = serve_within("127.0.0.1:0".parse().unwrap(), m, h, limits)
+            .await
+            .unwrap();
+        let idle = TcpStream::connect(addr).await.unwrap();
+        assert!(
+            closed_unanswered(idle).await,
+            "an idle connection stayed open"
+        );
+        // A request whose headers never end, sent a byte at a time.
+        let slow = TcpStream::connect(addr).await.unwrap();
+        let (mut reader, mut writer) = slow.into_split();
+        let trickle = tokio::spawn(async move {
+            let _ = writer.write_all(b"GET /metrics HTTP/1.1\r\n").await;
+            loop {
+                if writer.write_all(b"X").await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        let mut out = Vec::new();
+        let ended =
+            tokio::time::timeout(Duration::from_secs(20), reader.read_to_end(&mut out)).await;
+        assert!(
+            ended.is_ok(),
+            "a request sent byte by byte held its connection"
+        );
+        trickle.abort();
+        // The endpoint still answers a client that asks in time.
+        assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        task.abort();
     }
 
     #[tokio::test]
