@@ -215,10 +215,8 @@ pub fn unpacked(
     }
     let whole = io::Cursor::new(head.clone()).chain(input);
     let (inner, packing): (Box<dyn Read + Send>, Packing) = if head.starts_with(GZIP) {
-        // Several gzip members one after another (`cat a.gz b.gz`) are
-        // one stream, as `gzip -d` reads them.
         (
-            Box::new(flate2::read::MultiGzDecoder::new(whole)),
+            Box::new(GzipMembers::new(io::BufReader::new(whole))),
             Packing::Gzip,
         )
     } else if head.starts_with(ZSTD) || is_skippable(&head) {
@@ -228,6 +226,96 @@ pub fn unpacked(
         (Box::new(whole), Packing::Plain)
     };
     Ok((skip_bom(inner).map_err(read)?, packing))
+}
+
+/// A gzip stream read as `gzip -d` reads it: several members one after
+/// another (`cat a.gz b.gz`) are one stream, and zero bytes after the last
+/// member are padding (what a tape or a block device adds). Other bytes
+/// there are an error that says so, where a decoder that took them for the
+/// next member would report a bad header.
+struct GzipMembers<R: io::BufRead> {
+    member: Option<flate2::bufread::GzDecoder<R>>,
+    /// Members read to their end.
+    done: u64,
+}
+
+impl<R: io::BufRead> GzipMembers<R> {
+    fn new(input: R) -> Self {
+        GzipMembers {
+            member: Some(flate2::bufread::GzDecoder::new(input)),
+            done: 0,
+        }
+    }
+}
+
+impl<R: io::BufRead> Read for GzipMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(member) = self.member.as_mut() else {
+                return Ok(0);
+            };
+            let n = member.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let Some(member) = self.member.take() else {
+                return Ok(0);
+            };
+            self.done += 1;
+            let mut rest = member.into_inner();
+            let next = loop {
+                match rest.fill_buf() {
+                    Ok(b) => break b.first().copied(),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            };
+            match next {
+                None => return Ok(0),
+                Some(0) => return zero_padding(&mut rest, self.done).map(|()| 0),
+                // The next member's header is its decoder's to judge.
+                Some(b) if b == GZIP[0] => {
+                    self.member = Some(flate2::bufread::GzDecoder::new(rest));
+                }
+                Some(other) => return Err(trailing(self.done, other)),
+            }
+        }
+    }
+}
+
+/// Reads `rest` to its end, every byte zero, or fails naming the first
+/// other byte.
+fn zero_padding(rest: &mut impl io::BufRead, members: u64) -> io::Result<()> {
+    loop {
+        let b = match rest.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if b.is_empty() {
+            return Ok(());
+        }
+        if let Some(&other) = b.iter().find(|&&x| x != 0) {
+            return Err(trailing(members, other));
+        }
+        let n = b.len();
+        rest.consume(n);
+    }
+}
+
+fn trailing(members: u64, byte: u8) -> io::Error {
+    let after = if members == 1 {
+        "the gzip stream".to_string()
+    } else {
+        format!("gzip member {members}")
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "bytes after {after} are neither gzip nor zero padding (byte 0x{byte:02X}): \
+             trailing garbage, which `gzip -t` reports too; cut it off or compress the lines again"
+        ),
+    )
 }
 
 /// Reads one line into `line` without its newline, keeping at most `cap`
@@ -491,6 +579,32 @@ mod tests {
         let mut two = gzip(b"{\"a\":1}\n");
         two.extend(gzip(b"{\"b\":2}\n"));
         assert_eq!(read_all(two).unwrap(), (LINES.to_vec(), Packing::Gzip));
+    }
+
+    #[test]
+    fn zero_padding_after_gzip_is_read_as_gzip_reads_it_and_other_bytes_are_named() {
+        let mut padded = gzip(b"{\"a\":1}\n");
+        padded.extend(gzip(b"{\"b\":2}\n"));
+        padded.extend([0u8; 20_000]);
+        assert_eq!(
+            read_all(padded.clone()).unwrap(),
+            (LINES.to_vec(), Packing::Gzip)
+        );
+        for (tail, names) in [
+            (&b"garbage\n"[..], "after gzip member 2"),
+            (b"\0\0\0x", "(byte 0x78)"),
+        ] {
+            let mut bytes = padded.clone();
+            bytes.truncate(padded.len() - 20_000);
+            bytes.extend(tail);
+            let e = read_all(bytes).unwrap_err().to_string();
+            assert!(e.contains("neither gzip nor zero padding"), "{e}");
+            assert!(e.contains(names), "{e}");
+        }
+        let mut one = gzip(LINES);
+        one.push(b'x');
+        let e = read_all(one).unwrap_err().to_string();
+        assert!(e.contains("after the gzip stream"), "{e}");
     }
 
     #[test]
