@@ -228,8 +228,8 @@ pub struct CheckArgs {
     /// records change outcome under --config.
     #[arg(long)]
     pub compare_config: Option<PathBuf>,
-    /// How many of the worst-grounded answers the report shows.
-    #[arg(long, default_value_t = 10)]
+    /// How many of the worst-grounded answers the report shows (at most 1000).
+    #[arg(long, default_value_t = 10, value_parser = parse_worst)]
     pub worst: usize,
     /// Worker threads validating lines (default: one per CPU core). Outputs are the same for
     /// any value.
@@ -486,6 +486,21 @@ pub struct EvalArgs {
     /// Folds of the cross-validation (with --fit): from 2 up to the records of the largest input.
     #[arg(long, default_value_t = 5, value_parser = parse_folds, requires = "fit")]
     pub folds: usize,
+}
+
+/// Each answer the report shows is held, with its cited sources, until the
+/// report is written, and every record is ranked against them.
+pub const MAX_WORST: usize = 1000;
+
+fn parse_worst(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n <= MAX_WORST => Ok(n),
+        Ok(_) => Err(format!(
+            "at most {MAX_WORST}: each answer shown is held with its sources until the report \
+             is written; every answer's grounding is in the outputs (final.jsonl, retry.jsonl)"
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_folds(s: &str) -> Result<usize, String> {

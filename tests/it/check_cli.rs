@@ -256,6 +256,32 @@ fn every_line_gets_one_terminal_record_and_one_audit_row() {
 }
 
 #[test]
+fn worst_answers_are_bounded_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |n: &str| {
+        Command::new(BIN)
+            .arg("check")
+            .arg(repo("examples/answers.jsonl"))
+            .args(["--worst", n, "--out"])
+            .arg(dir.path().join(format!("out-{n}")))
+            .output()
+            .unwrap()
+    };
+    let o = run("1001");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("at most 1000"), "{err}");
+    assert!(!dir.path().join("out-1001").exists());
+    let o = run("1000");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
 fn fail_on_sets_the_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.jsonl");
