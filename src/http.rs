@@ -1,5 +1,7 @@
 //! HTTP endpoints: `/metrics` (Prometheus text), `/healthz` (the process is
-//! alive and serving), `/readyz` (the worker has joined its group and been
+//! alive and serving, and a worker's consume loop polls its consumer: one
+//! that has not for `max.poll.interval.ms` has been put out of its group by
+//! librdkafka and does no work until restarted), `/readyz` (the worker has joined its group and been
 //! given its share, possibly none, of the partitions; not ready again from
 //! the moment its partitions are lost, e.g. after a broker restart, until
 //! the group assigns it some, and the worker stops after
@@ -20,9 +22,9 @@
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
@@ -36,14 +38,66 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::metrics::Metrics;
 
-/// Readiness as seen by the worker; read by `/readyz`.
-#[derive(Debug, Default)]
+/// Readiness as seen by the worker; read by `/readyz`, and by `/healthz`
+/// when the worker's polls are watched.
+#[derive(Debug)]
 pub struct Health {
     ready: AtomicBool,
     draining: AtomicBool,
+    origin: Instant,
+    /// Milliseconds from `origin` to the last poll; `u64::MAX` before the
+    /// first (a worker still waiting for its brokers at start is alive).
+    last_poll_ms: AtomicU64,
+    /// How long without a poll makes the worker dead; `None`: not watched.
+    stall_after: Option<Duration>,
+    /// A stall is logged once, not at every probe.
+    stall_logged: AtomicBool,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health {
+            ready: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            origin: Instant::now(),
+            last_poll_ms: AtomicU64::new(u64::MAX),
+            stall_after: None,
+            stall_logged: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Health {
+    /// Health whose `/healthz` fails once the worker, having polled its
+    /// consumer, goes `stall_after` without polling it again.
+    pub fn watching_polls(stall_after: Duration) -> Health {
+        Health {
+            stall_after: Some(stall_after),
+            ..Health::default()
+        }
+    }
+
+    pub fn polled(&self) {
+        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        self.last_poll_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// How long the worker has gone without polling, when that is longer
+    /// than allowed. Not while draining: the loop has stopped polling on
+    /// purpose and the drain has its own deadline.
+    pub fn stalled_for(&self) -> Option<Duration> {
+        let allowed = self.stall_after?;
+        let last = self.last_poll_ms.load(Ordering::Relaxed);
+        if last == u64::MAX || self.is_draining() {
+            return None;
+        }
+        let since = self
+            .origin
+            .elapsed()
+            .saturating_sub(Duration::from_millis(last));
+        (since > allowed).then_some(since)
+    }
+
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);
     }
@@ -71,6 +125,10 @@ impl crate::kafka::worker::Readiness for Health {
 
     fn begin_drain(&self) {
         Health::begin_drain(self);
+    }
+
+    fn polled(&self) {
+        Health::polled(self);
     }
 }
 
@@ -110,8 +168,28 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     )
 }
 
-async fn healthz() -> impl IntoResponse {
-    (StatusCode::OK, "ok\n")
+async fn healthz(State(s): State<AppState>) -> impl IntoResponse {
+    let Some(since) = s.health.stalled_for() else {
+        s.health.stall_logged.store(false, Ordering::Relaxed);
+        return (StatusCode::OK, "ok\n".to_string());
+    };
+    let allowed = s.health.stall_after.unwrap_or_default();
+    if !s.health.stall_logged.swap(true, Ordering::Relaxed) {
+        tracing::error!(
+            since_s = since.as_secs(),
+            max_poll_interval_ms = allowed.as_millis() as u64,
+            "the worker has stopped polling its consumer; /healthz fails so that it is restarted"
+        );
+    }
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "not alive: the worker has not polled its consumer for {} s, longer than \
+             max.poll.interval.ms ({} ms): it is out of its consumer group; restart it\n",
+            since.as_secs(),
+            allowed.as_millis()
+        ),
+    )
 }
 
 async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
@@ -165,7 +243,7 @@ struct BoundedListener {
 struct OpenConnections {
     max: usize,
     list: std::sync::Mutex<std::collections::VecDeque<(u64, CancellationToken)>>,
-    next_id: std::sync::atomic::AtomicU64,
+    next_id: AtomicU64,
 }
 
 impl OpenConnections {
@@ -326,7 +404,7 @@ pub async fn serve_within(
         open: Arc::new(OpenConnections {
             max: limits.max_connections,
             list: std::sync::Mutex::new(std::collections::VecDeque::new()),
-            next_id: std::sync::atomic::AtomicU64::new(0),
+            next_id: AtomicU64::new(0),
         }),
         lifetime: limits.connection_lifetime,
     };
@@ -439,6 +517,45 @@ mod tests {
         // The endpoint still answers a client that asks in time.
         assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
         task.abort();
+    }
+
+    #[tokio::test]
+    async fn healthz_fails_once_the_worker_stops_polling_and_not_while_it_drains() {
+        let m = Arc::new(Metrics::new(&crate::config::Config::default().metrics).unwrap());
+        let h = Arc::new(Health::watching_polls(Duration::from_secs(1)));
+        let (addr, task) = serve("127.0.0.1:0".parse().unwrap(), m, h.clone())
+            .await
+            .unwrap();
+        // A worker still waiting for its brokers has not polled yet.
+        assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        h.polled();
+        assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        let stalled = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let reply = get_path(addr, "/healthz").await;
+                if reply.starts_with("HTTP/1.1 503") {
+                    return reply;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .expect("healthz never failed after polls stopped");
+        assert!(
+            stalled.contains("max.poll.interval.ms (1000 ms)"),
+            "{stalled}"
+        );
+        // The drain stops polling on purpose, under its own deadline.
+        h.begin_drain();
+        assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        task.abort();
+    }
+
+    #[test]
+    fn a_health_not_watching_polls_never_stalls() {
+        let h = Health::default();
+        h.polled();
+        assert_eq!(h.stalled_for(), None);
     }
 
     #[tokio::test]

@@ -127,7 +127,9 @@ pub async fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     let metrics = Arc::new(Metrics::new(&config.metrics)?);
     metrics.set_grounding_model(grounding.model());
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Health::watching_polls(
+        crate::kafka::client::max_poll_interval(&config.kafka),
+    ));
     let (addr, _server) = http::serve(config.metrics.addr, metrics.clone(), health.clone())
         .await
         .map_err(|e| {

@@ -458,6 +458,19 @@ pub fn consumer(k: &KafkaConfig, bootstrap: &str, statistics_ms: Option<u64>) ->
     with_passthrough(c, k)
 }
 
+/// librdkafka's default `max.poll.interval.ms`.
+const MAX_POLL_INTERVAL_DEFAULT: Duration = Duration::from_secs(300);
+
+/// How long the worker's consumer may go unpolled before librdkafka puts it
+/// out of its group: `max.poll.interval.ms` as passed through, or its
+/// default.
+pub fn max_poll_interval(k: &KafkaConfig) -> Duration {
+    k.properties
+        .get("max.poll.interval.ms")
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(MAX_POLL_INTERVAL_DEFAULT, Duration::from_millis)
+}
+
 /// The group id `audit verify`'s readers name: they assign partitions
 /// themselves, never join a group and never commit.
 pub const VERIFY_GROUP: &str = "groundgate-audit-verify";
@@ -858,5 +871,14 @@ mod tests {
         }
         // PLAINTEXT, SSL, and PLAIN, SCRAM-SHA-256/512, OAUTHBEARER over both SASL protocols.
         assert!(combos >= 10, "{combos} combinations in {lib:?}");
+    }
+
+    #[test]
+    fn the_liveness_bound_is_max_poll_interval_as_passed_through() {
+        let mut k = crate::config::Config::default().kafka;
+        assert_eq!(max_poll_interval(&k), Duration::from_secs(300));
+        k.properties
+            .insert("max.poll.interval.ms".into(), "600000".into());
+        assert_eq!(max_poll_interval(&k), Duration::from_secs(600));
     }
 }

@@ -42,6 +42,8 @@ pub trait Readiness: Send + Sync {
     /// A shutdown drain started: not ready from now on, whatever
     /// `set_ready` says later.
     fn begin_drain(&self);
+    /// The consume loop polled its consumer: it is alive.
+    fn polled(&self);
 }
 
 /// State shared by the consume loop and the rebalance callbacks.
@@ -147,6 +149,11 @@ impl WorkerContext {
     /// The worker is draining (stopping, or stopped by a fatal error).
     pub fn begin_drain(&self) {
         self.readiness.begin_drain();
+    }
+
+    /// The consume loop polled the consumer.
+    pub fn polled(&self) {
+        self.readiness.polled();
     }
 
     pub fn state(&self) -> MutexGuard<'_, LoopState> {

@@ -463,7 +463,9 @@ fn poll_batch(consumer: &BaseConsumer<WorkerContext>, room: Room) -> Vec<Borrowe
     let mut revocations = 0;
     let mut bytes = 0usize;
     while batch.len() < room.records.max(1) && bytes < room.bytes.max(1) {
-        match consumer.poll(timeout) {
+        let polled = consumer.poll(timeout);
+        ctx.polled();
+        match polled {
             None => break,
             Some(Err(e)) => {
                 rdkafka::ClientContext::error(&**ctx, e, "consumer poll");

@@ -88,13 +88,22 @@ fn start(cfg: &Arc<Config>, bootstrap: &str) -> Running {
 }
 
 fn start_with(cfg: &Arc<Config>, bootstrap: &str, metrics: Arc<Metrics>) -> Running {
+    start_watched(cfg, bootstrap, metrics, Arc::new(Health::default()))
+}
+
+fn start_watched(
+    cfg: &Arc<Config>,
+    bootstrap: &str,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+) -> Running {
     let token = CancellationToken::new();
     let (finishing, finished) = std::sync::mpsc::channel();
     let run = worker::run_worker(
         cfg.clone(),
         bootstrap.to_string(),
         metrics,
-        Arc::new(Health::default()),
+        health,
         token.clone(),
     );
     let handle = tokio::spawn(async move {
@@ -352,6 +361,36 @@ fn seals_published(m: &Metrics) -> u64 {
     crate::common::samples(&m.encode(), "groundgate_audit_seals_total")
         .values()
         .sum::<f64>() as u64
+}
+
+/// `/healthz` fails when the worker stops polling; what it reads is the
+/// polls of the consume loop. With no time allowed between polls, health
+/// turns "stalled" only once a first poll has been seen, so this waits for
+/// the loop's polls to reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consume_loop_reports_its_polls_to_the_liveness_check() {
+    let broker = broker();
+    let bs = broker.bootstrap();
+    let cfg = config(&bs, "g-alive", Guarantee::AtLeastOnce);
+    let health = Arc::new(Health::watching_polls(Duration::ZERO));
+    assert_eq!(health.stalled_for(), None, "stalled before any poll");
+    let w = start_watched(
+        &cfg,
+        &bs,
+        Arc::new(Metrics::new(&cfg.metrics).unwrap()),
+        health.clone(),
+    );
+    let deadline = std::time::Instant::now() + WAIT;
+    while health.stalled_for().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker's polls never reached its health"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.stop().await.unwrap();
+    // Draining or stopped: not judged by its polls.
+    assert_eq!(health.stalled_for(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
