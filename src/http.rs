@@ -429,6 +429,7 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
+    use tokio::task::JoinHandle;
 
     async fn get_path(addr: SocketAddr, path: &str) -> String {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -442,9 +443,12 @@ mod tests {
         out
     }
 
-    fn serving_parts() -> (Arc<Metrics>, Arc<Health>) {
+    /// The endpoints on a free port, within `limits`.
+    async fn serving(limits: Limits, health: Arc<Health>) -> (SocketAddr, JoinHandle<()>) {
         let m = Arc::new(Metrics::new(&crate::config::Config::default().metrics).unwrap());
-        (m, Arc::new(Health::default()))
+        serve_within("127.0.0.1:0".parse().unwrap(), m, health, limits)
+            .await
+            .unwrap()
     }
 
     /// Whether the server closes the connection without an answer, within
@@ -459,14 +463,11 @@ mod tests {
 
     #[tokio::test]
     async fn past_the_bound_the_oldest_connection_is_closed_and_the_new_one_served() {
-        let (m, h) = serving_parts();
         let limits = Limits {
             max_connections: 2,
             connection_lifetime: Duration::from_secs(600),
         };
-        let (addr, task) = serve_within("127.0.0.1:0".parse().unwrap(), m, h, limits)
-            .await
-            .unwrap();
+        let (addr, task) = serving(limits, Arc::new(Health::default())).await;
         let first = TcpStream::connect(addr).await.unwrap();
         let _second = TcpStream::connect(addr).await.unwrap();
         // Connections are accepted in the order they were made, so this
@@ -481,14 +482,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_is_ended_at_its_lifetime_idle_or_slow() {
-        let (m, h) = serving_parts();
         let limits = Limits {
             max_connections: 4,
             connection_lifetime: Duration::from_millis(300),
         };
-        let (addr, task) = serve_within("127.0.0.1:0".parse().unwrap(), m, h, limits)
-            .await
-            .unwrap();
+        let (addr, task) = serving(limits, Arc::new(Health::default())).await;
         let idle = TcpStream::connect(addr).await.unwrap();
         assert!(
             closed_unanswered(idle).await,
@@ -521,11 +519,8 @@ mod tests {
 
     #[tokio::test]
     async fn healthz_fails_once_the_worker_stops_polling_and_not_while_it_drains() {
-        let m = Arc::new(Metrics::new(&crate::config::Config::default().metrics).unwrap());
         let h = Arc::new(Health::watching_polls(Duration::from_secs(1)));
-        let (addr, task) = serve("127.0.0.1:0".parse().unwrap(), m, h.clone())
-            .await
-            .unwrap();
+        let (addr, task) = serving(Limits::default(), h.clone()).await;
         // A worker still waiting for its brokers has not polled yet.
         assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
         h.polled();
@@ -560,11 +555,8 @@ mod tests {
 
     #[tokio::test]
     async fn endpoints_answer_with_meaningful_status() {
-        let m = Arc::new(Metrics::new(&crate::config::Config::default().metrics).unwrap());
         let h = Arc::new(Health::default());
-        let (addr, task) = serve("127.0.0.1:0".parse().unwrap(), m, h.clone())
-            .await
-            .unwrap();
+        let (addr, task) = serving(Limits::default(), h.clone()).await;
         assert!(get_path(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
         assert!(get_path(addr, "/readyz").await.starts_with("HTTP/1.1 503"));
         h.set_ready(true);

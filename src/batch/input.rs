@@ -263,13 +263,7 @@ impl<R: io::BufRead> Read for GzipMembers<R> {
             };
             self.done += 1;
             let mut rest = member.into_inner();
-            let next = loop {
-                match rest.fill_buf() {
-                    Ok(b) => break b.first().copied(),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            };
+            let next = filled(&mut rest)?.first().copied();
             match next {
                 None => return Ok(0),
                 Some(0) => return zero_padding(&mut rest, self.done).map(|()| 0),
@@ -287,11 +281,7 @@ impl<R: io::BufRead> Read for GzipMembers<R> {
 /// other byte.
 fn zero_padding(rest: &mut impl io::BufRead, members: u64) -> io::Result<()> {
     loop {
-        let b = match rest.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+        let b = filled(rest)?;
         if b.is_empty() {
             return Ok(());
         }
@@ -300,6 +290,19 @@ fn zero_padding(rest: &mut impl io::BufRead, members: u64) -> io::Result<()> {
         }
         let n = b.len();
         rest.consume(n);
+    }
+}
+
+/// `r`'s buffered bytes, read again when a signal interrupted the read.
+fn filled(r: &mut impl io::BufRead) -> io::Result<&[u8]> {
+    loop {
+        match r.fill_buf() {
+            // Borrowed again: returning the first borrow from inside the
+            // loop would hold it across the retry.
+            Ok(_) => return r.fill_buf(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
 }
 
