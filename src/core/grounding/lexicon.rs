@@ -981,44 +981,115 @@ pub(super) fn closed_compound(
     Some(n)
 }
 
-/// A period of a financial year written short, read as its words: "Q3"
-/// is "3rd quarter", "H1" is "1st half", "FY2023" is "fiscal year" before
-/// "2023". `words` come before the rest of the word, from `rest` on (the
-/// year's digits of "FY2023"; nothing for "Q3").
+/// A word that writes other words short, read as them: a period of a
+/// financial year ("Q3" is "3rd quarter", "H1" is "1st half", "FY2023" is
+/// "fiscal year" before "2023"), or a financial abbreviation ("bps" is
+/// "basis points", "YoY" is "year over year"). `words` come before the rest
+/// of the word, from `rest` on (the year's digits of "FY2023"; nothing for
+/// the others).
 #[derive(Debug, PartialEq)]
-pub(super) struct Period {
-    pub(super) words: [&'static [u8]; 2],
+pub(super) struct ShortForm {
+    pub(super) words: &'static [&'static [u8]],
     pub(super) rest: usize,
+    /// It names a time (a period), as a date does: a sentence stating one
+    /// is checked like one stating a number.
+    pub(super) dated: bool,
 }
 
-/// The period that `w` writes short (see [`Period`]): `Q1`–`Q4`, `H1`,
-/// `H2`, and `FY` glued to a year of four digits.
+/// The words that `w` writes short (see [`ShortForm`]): `Q1`–`Q4`, `H1`,
+/// `H2`, `FY` glued to a year of four digits, and the abbreviations of
+/// [`ABBREVIATED`] in any case.
 #[inline(always)]
-pub(super) fn period(w: &[u8]) -> Option<Period> {
-    // Most words end in a letter; a period ends in a digit.
-    if !w.last().is_some_and(u8::is_ascii_digit) || w[0].is_ascii_digit() {
+pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
+    // Most words end in a letter; a period ends in a digit, and the
+    // abbreviations have three letters.
+    let last = *w.last()?;
+    if last.is_ascii_digit() {
+        return if w[0].is_ascii_digit() {
+            None
+        } else {
+            period_words(w)
+        };
+    }
+    if w.len() != 3 {
         return None;
     }
-    period_words(w)
+    abbreviated(abbreviation_key(w[0], w[1], last)?)
+}
+
+/// Three bytes as one number, letters in lower case, when they are one of
+/// [`ABBREVIATED`]: a test or two for every word of three letters ("the",
+/// "and"), which most are not. Setting bit 5 makes a lower-case letter
+/// only of a letter.
+#[inline(always)]
+fn abbreviation_key(a: u8, b: u8, c: u8) -> Option<u32> {
+    // Their first letters: one test turns most words away.
+    if !matches!(a | 0x20, b'b' | b'e' | b'q' | b'y') {
+        return None;
+    }
+    let key = u32::from_le_bytes([a | 0x20, b | 0x20, c | 0x20, 0]);
+    ABBREVIATED
+        .iter()
+        .any(|&(short, _)| key == short_key(short))
+        .then_some(key)
+}
+
+const fn short_key(short: &[u8]) -> u32 {
+    u32::from_le_bytes([short[0], short[1], short[2], 0])
 }
 
 #[inline(never)]
-fn period_words(w: &[u8]) -> Option<Period> {
-    const ORDINALS: [&[u8]; 4] = [b"1st", b"2nd", b"3rd", b"4th"];
-    let ordinal = |d: u8, most: u8| {
-        (b'1'..=most)
-            .contains(&d)
-            .then(|| ORDINALS[usize::from(d - b'1')])
+fn period_words(w: &[u8]) -> Option<ShortForm> {
+    const QUARTERS: [[&[u8]; 2]; 4] = [
+        [b"1st", b"quarter"],
+        [b"2nd", b"quarter"],
+        [b"3rd", b"quarter"],
+        [b"4th", b"quarter"],
+    ];
+    const HALVES: [[&[u8]; 2]; 2] = [[b"1st", b"half"], [b"2nd", b"half"]];
+    const FISCAL_YEAR: [&[u8]; 2] = [b"fiscal", b"year"];
+    let nth = |d: u8, of: &'static [[&'static [u8]; 2]]| {
+        d.checked_sub(b'1')
+            .and_then(|i| of.get(usize::from(i)))
+            .map(|w| w.as_slice())
     };
     let (words, rest) = match *w {
-        [b'Q', d] => ([ordinal(d, b'4')?, b"quarter".as_slice()], w.len()),
-        [b'H', d] => ([ordinal(d, b'2')?, b"half".as_slice()], w.len()),
+        [b'Q', d] => (nth(d, &QUARTERS)?, w.len()),
+        [b'H', d] => (nth(d, &HALVES)?, w.len()),
         [b'F', b'Y', ref year @ ..] if year.len() == 4 && year.iter().all(u8::is_ascii_digit) => {
-            ([b"fiscal".as_slice(), b"year".as_slice()], 2)
+            (FISCAL_YEAR.as_slice(), 2)
         }
         _ => return None,
     };
-    Some(Period { words, rest })
+    Some(ShortForm {
+        words,
+        rest,
+        dated: true,
+    })
+}
+
+/// Financial abbreviations of three letters that stand for one phrase
+/// whatever the text is about, and the words of that phrase. Not "MoM"
+/// (a mother) nor "bp" (a company, a blood pressure).
+/// Their first letters are tested first, in [`abbreviation_key`].
+const ABBREVIATED: [(&[u8], &[&[u8]]); 5] = [
+    (b"bps", &[b"basis", b"points"]),
+    (b"eps", &[b"earnings", b"per", b"share"]),
+    (b"qoq", &[b"quarter", b"over", b"quarter"]),
+    (b"yoy", &[b"year", b"over", b"year"]),
+    (b"ytd", &[b"year", b"to", b"date"]),
+];
+
+#[inline(never)]
+fn abbreviated(key: u32) -> Option<ShortForm> {
+    ABBREVIATED
+        .iter()
+        .find(|&&(short, _)| short_key(short) == key)
+        .map(|&(_, words)| ShortForm {
+            words,
+            rest: 3,
+            dated: false,
+        })
 }
 
 /// The word a slash between two units stands for ("km/h").
@@ -1769,9 +1840,9 @@ mod tests {
     }
 
     #[test]
-    fn a_period_written_short_is_read_as_its_words() {
+    fn a_period_or_an_abbreviation_written_short_is_read_as_its_words() {
         let read = |w: &str| {
-            period(w.as_bytes()).map(|p| {
+            short_form(w.as_bytes()).map(|p| {
                 let mut out: Vec<String> = p
                     .words
                     .iter()
@@ -1785,8 +1856,14 @@ mod tests {
         assert_eq!(read("Q1").as_deref(), Some("1st quarter"));
         assert_eq!(read("H2").as_deref(), Some("2nd half"));
         assert_eq!(read("FY2023").as_deref(), Some("fiscal year 2023"));
+        assert_eq!(read("bps").as_deref(), Some("basis points"));
+        assert_eq!(read("YoY").as_deref(), Some("year over year"));
+        assert_eq!(read("EPS").as_deref(), Some("earnings per share"));
+        assert_eq!(read("QoQ").as_deref(), Some("quarter over quarter"));
+        assert_eq!(read("YTD").as_deref(), Some("year to date"));
         for w in [
-            "Q5", "Q0", "H3", "q3", "FY23", "FY2023a", "G7", "A4", "3Q", "Q", "FY",
+            "Q5", "Q0", "H3", "q3", "FY23", "FY2023a", "G7", "A4", "3Q", "Q", "FY", "bp", "MoM",
+            "the", "bpss", "yo",
         ] {
             assert_eq!(read(w), None, "{w}");
         }

@@ -19,8 +19,8 @@ use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
 };
 use super::lexicon::{
-    PER, Period, answer_particle, closed_compound, currency_before, date, for_each_word,
-    glued_unit, may_open_date, name_into, names_time, number_text, per_unit, period, skipped,
+    PER, ShortForm, answer_particle, closed_compound, currency_before, date, for_each_word,
+    glued_unit, may_open_date, name_into, names_time, number_text, per_unit, short_form, skipped,
     source_reference, spelled_other, spelled_run,
 };
 use super::memo::{Folder, Packed, key_of};
@@ -264,13 +264,14 @@ fn read_claims(
                 declare_terms(declare, index, folder, &all_terms[from..]);
                 w = unit;
             }
-            // "Q3": "3rd quarter"; "FY2023": "fiscal year", then "2023".
-            let (w, at, len) = match period(w) {
+            // "Q3": "3rd quarter"; "FY2023": "fiscal year", then "2023";
+            // "bps": "basis points".
+            let (w, at, len) = match short_form(w) {
                 Some(p) => {
                     let from = all_terms.len();
-                    period_terms(folder, &p, (at, len), all_terms);
+                    short_form_terms(folder, &p, (at, len), all_terms);
                     declare_terms(declare, index, folder, &all_terms[from..]);
-                    checkable = true;
+                    checkable |= p.dated;
                     if p.rest == len {
                         continue;
                     }
@@ -448,14 +449,23 @@ fn declare_terms(declare: bool, index: &mut SourceIndex, folder: &mut Folder, te
     }
 }
 
-/// The words of the period the claim's word at `at..at + len` writes
-/// short ("3rd quarter" for "Q3"), as terms named by that word.
+/// The words the claim's word at `at..at + len` writes short ("3rd
+/// quarter" for "Q3", "basis points" for "bps"), as terms named by that
+/// word.
 #[inline(never)]
-fn period_terms(folder: &mut Folder, p: &Period, (at, len): (usize, usize), out: &mut Vec<Term>) {
+fn short_form_terms(
+    folder: &mut Folder,
+    p: &ShortForm,
+    (at, len): (usize, usize),
+    out: &mut Vec<Term>,
+) {
     for word in p.words {
         let folded = folder.fold_packed(word, true);
         let (class, other) = if folded.number() {
             (TermClass::Number, number_other(folder, word))
+        } else if folded.function() {
+            // "over" of "year over year": as a source reads it.
+            (TermClass::Function, NO_WORD)
         } else {
             (TermClass::Word, NO_WORD)
         };

@@ -2230,6 +2230,58 @@ fn a_period_written_short_is_its_words() {
 }
 
 #[test]
+fn a_financial_abbreviation_is_its_words() {
+    for (claim, source) in [
+        (
+            "Margins widened by 120 bps[^1].",
+            "Margins widened by 120 basis points.",
+        ),
+        (
+            "Margins widened by 120 basis points[^1].",
+            "Margins widened by 120 bps.",
+        ),
+        (
+            "Revenue grew 5% YoY[^1].",
+            "Revenue grew 5% year over year.",
+        ),
+        (
+            "Revenue grew 5% year over year[^1].",
+            "Revenue grew 5% YoY.",
+        ),
+        (
+            "EPS rose to $2.10[^1].",
+            "Earnings per share rose to $2.10.",
+        ),
+        (
+            "Earnings per share rose to $2.10[^1].",
+            "EPS rose to $2.10.",
+        ),
+        (
+            "Deposits fell 3% QoQ[^1].",
+            "Deposits fell 3% quarter over quarter.",
+        ),
+        (
+            "The fund is up 4% YTD[^1].",
+            "The fund is up 4% year to date.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another number is still another number; a word that only looks like
+    // an abbreviation elsewhere is a word.
+    assert_flagged_missing(
+        "Margins widened by 150 bps[^1].",
+        "Margins widened by 120 basis points.",
+        &["150"],
+    );
+    assert_flagged_missing(
+        "Sales rose 5% MoM[^1].",
+        "Sales rose 5% month over month.",
+        &["mom"],
+    );
+}
+
+#[test]
 fn a_negative_number_is_not_its_positive() {
     for (claim, source) in [
         (

@@ -15,8 +15,9 @@ use super::{Mark, NEGATED, SourceIndex, Wanted, list, pair_hash};
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
-    Date, PER, Period, Words, answer_particle, closed_compound, currency_before, date,
-    for_each_word, glued_unit, may_open_date, number_text, per_unit, period, skipped, spelled_run,
+    Date, PER, ShortForm, Words, answer_particle, closed_compound, currency_before, date,
+    for_each_word, glued_unit, may_open_date, number_text, per_unit, short_form, skipped,
+    spelled_run,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -262,18 +263,26 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        // Words with a digit at either end ("5km", "Q3") go out of the loop.
+        // Words with a digit at either end ("5km", "Q3") go out of the loop,
+        // and so do abbreviations ("bps": "basis points").
         if w[0].is_ascii_digit() || w[w.len() - 1].is_ascii_digit() {
             return self.numeral(w, off, ascii);
+        }
+        if w.len() == 3
+            && let Some(p) = short_form(w)
+        {
+            return self.short_form(w, off, &p);
         }
         if let Some(joint) = self.enter(w, off) {
             self.plain(w, off, ascii, joint);
         }
     }
 
-    /// "Q3", "FY2023": the period's words ("3rd quarter", "fiscal year"),
-    /// then the rest of the word ("2023"), as claims read them.
-    fn period(&mut self, w: &[u8], off: usize, p: &Period) {
+    /// "Q3", "FY2023", "bps": the words written short ("3rd quarter",
+    /// "fiscal year", "basis points"), then the rest of the word ("2023"),
+    /// as claims read them.
+    #[inline(never)]
+    fn short_form(&mut self, w: &[u8], off: usize, p: &ShortForm) {
         if self.enter(w, off).is_none() {
             return;
         }
@@ -334,8 +343,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     #[inline(never)]
     fn numeral(&mut self, w: &[u8], off: usize, ascii: bool) {
         if !w[0].is_ascii_digit() {
-            return match period(w) {
-                Some(p) => self.period(w, off, &p),
+            return match short_form(w) {
+                Some(p) => self.short_form(w, off, &p),
                 None => {
                     if let Some(joint) = self.enter(w, off) {
                         self.plain(w, off, ascii, joint);
@@ -685,8 +694,8 @@ impl Words for NegationScan<'_> {
             }
             return;
         }
-        if let Some(period) = period(w) {
-            for part in period.words.into_iter().chain(Some(&w[period.rest..])) {
+        if let Some(short) = short_form(w) {
+            for part in short.words.iter().copied().chain(Some(&w[short.rest..])) {
                 if !part.is_empty() {
                     let p = self.folder.fold_packed(part, true);
                     self.word(p, Case::Lower, whole);
