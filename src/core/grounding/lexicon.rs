@@ -449,9 +449,43 @@ pub(super) fn number_text<'a>(
     (scaled, signed): &'a mut NumberText,
 ) -> (&'a [u8], Option<usize>) {
     let w = with_scale(bytes, &bytes[at..at + len], at + len, scaled);
+    let w = percent_digits(bytes, w, at + len);
     match minus_before(bytes, at) {
         Some(k) => (with_minus(w, signed), Some(k)),
         None => (w, None),
+    }
+}
+
+/// A decimal's trailing zeros, and a point they leave last, cut when a
+/// percent sign or word follows the number ending at `end`: "4.50%" is
+/// "4.5%", "4.0 percent" is "4%", as rates are written both ways. Not
+/// elsewhere: "Section 4.10" is not "Section 4.1", nor "version 3.10"
+/// "3.1".
+#[inline(always)]
+fn percent_digits<'w>(bytes: &[u8], w: &'w [u8], end: usize) -> &'w [u8] {
+    // Most numbers do not end in a zero.
+    if w.last() != Some(&b'0') || !w.contains(&b'.') || !percent_after(bytes, end) {
+        return w;
+    }
+    let kept = w.len() - w.iter().rev().take_while(|&&b| b == b'0').count();
+    let kept = if w[kept - 1] == b'.' { kept - 1 } else { kept };
+    if is_numeral(w) { &w[..kept] } else { w }
+}
+
+/// Whether "%", "percent" or "per cent" follows the number ending at `end`.
+fn percent_after(bytes: &[u8], end: usize) -> bool {
+    let rest = &bytes[end..];
+    let word = |w: &[u8]| {
+        rest.len() > w.len()
+            && rest[1..=w.len()].eq_ignore_ascii_case(w)
+            && rest
+                .get(w.len() + 1)
+                .is_none_or(|b| !b.is_ascii_alphanumeric())
+    };
+    match rest.first() {
+        Some(b'%') => true,
+        Some(b' ') => word(b"percent") || word(b"per cent"),
+        _ => false,
     }
 }
 

@@ -2282,6 +2282,23 @@ fn a_financial_abbreviation_is_its_words() {
 }
 
 #[test]
+fn a_rate_is_the_same_with_or_without_trailing_zeros() {
+    for (claim, source) in [
+        ("The rate is 4.5 percent[^1].", "The rate is 4.50%."),
+        ("The rate is 4.50%[^1].", "The rate is 4.5 percent."),
+        ("The rate is 4%[^1].", "The rate is 4.00%."),
+        ("The rate rose 4.50 per cent[^1].", "The rate rose 4.5%."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Other digits are another rate; trailing zeros count where no percent
+    // follows ("Section 4.10" is not "Section 4.1").
+    assert_flagged_missing("The rate is 4.05%[^1].", "The rate is 4.5%.", &["4.05"]);
+    assert_flagged_missing("The rate is 40%[^1].", "The rate is 4.0%.", &["40"]);
+    assert_flagged_missing("See Section 4.1[^1].", "See Section 4.10.", &["4.1"]);
+}
+
+#[test]
 fn a_negative_number_is_not_its_positive() {
     for (claim, source) in [
         (

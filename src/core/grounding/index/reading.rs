@@ -368,7 +368,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         // ("1.2 million"): written out, as claims read it.
         let mut written = ([0u8; 48], [0u8; 49]);
         let (text, sign) = number_text(self.at.bytes, off, w.len(), &mut written);
-        if sign.is_some() || self.at.bytes.get(off + w.len()) == Some(&b' ') {
+        if sign.is_some()
+            || text.len() != w.len()
+            || self.at.bytes.get(off + w.len()) == Some(&b' ')
+        {
             return self.take(text, off, ascii);
         }
         self.plain(w, off, ascii, joint);
