@@ -1,7 +1,7 @@
 //! Stamps the git commit into the binary for `groundgate_build_info`, and
 //! stems the word-variant tables of the grounding check
 //! (`src/core/grounding/data/*.txt`: see `tools/wordnet_variants.py`, and
-//! the hand-written `abbreviations.txt`) into
+//! the hand-written `abbreviations.txt` and `directions.txt`) into
 //! `$OUT_DIR/variants.txt`, so the binary does not stem them at run time.
 
 use std::collections::{BTreeSet, HashMap};
@@ -10,9 +10,10 @@ use rust_stemmers::{Algorithm, Stemmer};
 
 /// The tables, in order: a word's alternates from the first table are
 /// tried first.
-const TABLES: [&str; 3] = [
+const TABLES: [&str; 4] = [
     "src/core/grounding/data/spellings.txt",
     "src/core/grounding/data/abbreviations.txt",
+    "src/core/grounding/data/directions.txt",
     "src/core/grounding/data/synonyms.txt",
 ];
 

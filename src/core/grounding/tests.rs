@@ -2282,6 +2282,31 @@ fn a_financial_abbreviation_is_its_words() {
 }
 
 #[test]
+fn a_change_is_found_by_another_verb_of_its_direction() {
+    for (claim, source) in [
+        (
+            "Revenue increased 5% in 2023[^1].",
+            "Revenue rose 5% in 2023.",
+        ),
+        ("Revenue rose 5% in 2023[^1].", "Revenue grew 5% in 2023."),
+        (
+            "Deposits declined 3% in 2023[^1].",
+            "Deposits fell 3% in 2023.",
+        ),
+        ("Costs were reduced by 3%[^1].", "Costs dropped by 3%."),
+    ] {
+        assert_found_not_flagged(claim.trim_end_matches("[^1]."), source);
+    }
+    // The other direction is still the opposite, and flagged.
+    let g = run(
+        "Revenue declined 5% in 2023[^1].",
+        &["Revenue rose 5% in 2023."],
+    );
+    let min = GroundingSettings::default().min_support;
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+}
+
+#[test]
 fn a_rate_is_the_same_with_or_without_trailing_zeros() {
     for (claim, source) in [
         ("The rate is 4.5 percent[^1].", "The rate is 4.50%."),

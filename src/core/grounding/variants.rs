@@ -1,10 +1,12 @@
 //! Other words a claim's word may be found by in its sources: UK/US
 //! spellings ("favourite" = "favorite"), abbreviations of units, months
-//! and titles ("km" = "kilometre", "Sept" = "September", "Mt" = "Mount")
-//! and WordNet synonyms ("enroll" → "register"), from the data files
-//! `tools/wordnet_variants.py` generates from WordNet 3.0 (notice in
-//! `data/LICENSE-WordNet`) and the hand-written `data/abbreviations.txt`,
-//! stemmed by `build.rs`.
+//! and titles ("km" = "kilometre", "Sept" = "September", "Mt" = "Mount"),
+//! verbs of one direction of a change ("increased" = "rose" = "grew",
+//! "fell" = "declined") and WordNet synonyms ("enroll" → "register"), from
+//! the data files `tools/wordnet_variants.py` generates from WordNet 3.0
+//! (notice in `data/LICENSE-WordNet`) and the hand-written
+//! `data/abbreviations.txt` and `data/directions.txt`, stemmed by
+//! `build.rs`.
 //!
 //! A pure function of the claim's word (by its stem): the alternates are
 //! known before any source is read. Read once per process on first use
@@ -15,7 +17,8 @@ use std::sync::LazyLock;
 use crate::core::terms::{Table, term_hash};
 
 /// The tables stemmed by `build.rs`: `stem<TAB>alternate-stem …` per line,
-/// UK/US spellings first, then synonyms (the first alternate found wins).
+/// UK/US spellings first, then abbreviations, directions and synonyms (the
+/// first alternate found wins).
 const STEMMED: &str = include_str!(concat!(env!("OUT_DIR"), "/variants.txt"));
 
 /// Stem key → its group (1-based); a group's alternates are
