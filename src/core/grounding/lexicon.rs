@@ -379,7 +379,9 @@ enum Unusual {
 fn unusual_word(bytes: &[u8], at: usize, len: usize) -> Unusual {
     if let Some(end) = web_address(bytes, at, len).or_else(|| per_cent(bytes, at, len)) {
         Unusual::Through(end)
-    } else if is_number_sign(bytes, at, len) || (len >= 7 && is_scale_of_number(bytes, at, len)) {
+    } else if is_number_sign(bytes, at, len)
+        || ((len >= 7 || len == 3) && is_scale_of_number(bytes, at, len))
+    {
         Unusual::Skipped
     } else {
         Unusual::Read
@@ -472,7 +474,8 @@ fn percent_digits<'w>(bytes: &[u8], w: &'w [u8], end: usize) -> &'w [u8] {
     if is_numeral(w) { &w[..kept] } else { w }
 }
 
-/// Whether "%", "percent" or "per cent" follows the number ending at `end`.
+/// Whether "%", "percent", "pct" or "per cent" follows the number ending
+/// at `end`.
 fn percent_after(bytes: &[u8], end: usize) -> bool {
     let rest = &bytes[end..];
     let word = |w: &[u8]| {
@@ -484,7 +487,7 @@ fn percent_after(bytes: &[u8], end: usize) -> bool {
     };
     match rest.first() {
         Some(b'%') => true,
-        Some(b' ') => word(b"percent") || word(b"per cent"),
+        Some(b' ') => word(b"percent") || word(b"pct") || word(b"per cent"),
         _ => false,
     }
 }
@@ -928,16 +931,21 @@ pub(super) fn with_scale<'b>(
 
 /// Whether the word at `at..at + len` of `bytes` belongs to the number
 /// before it: its scale ("million" of "1.2 million"), read with it, or
-/// "percent", which "5%" writes as a sign (not a word).
+/// "percent" (or "pct"), which "5%" writes as a sign (not a word).
 fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
     let word = &bytes[at..at + len];
     if at < 2
         || bytes[at - 1] != b' '
-        || (scale_of(word, SCALES).is_none() && !word.eq_ignore_ascii_case(b"percent"))
+        || (scale_of(word, SCALES).is_none() && !is_percent_word(word))
     {
         return false;
     }
     follows_numeral(bytes, at)
+}
+
+/// "percent" and its short form "pct", which follow a number as "%" does.
+fn is_percent_word(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"percent") || word.eq_ignore_ascii_case(b"pct")
 }
 
 /// Where "per cent" ends when the word at `at` is its "per", after a

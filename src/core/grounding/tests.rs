@@ -2264,8 +2264,28 @@ fn a_financial_abbreviation_is_its_words() {
             "The fund is up 4% YTD[^1].",
             "The fund is up 4% year to date.",
         ),
+        ("Shares fell 3 pct[^1].", "Shares fell 3%."),
+        ("Shares fell 3%[^1].", "Shares fell 3 pct."),
     ] {
         assert_fully_supported(claim, source);
+    }
+    // "p.a." is "per annum": only the stop word "per" is missing one way.
+    let min = GroundingSettings::default().min_support;
+    for (claim, source, missing) in [
+        (
+            "The bond pays 5% per annum[^1].",
+            "The bond pays 5% p.a.",
+            &["per"][..],
+        ),
+        (
+            "The bond pays 5% p.a[^1].",
+            "The bond pays 5% per annum.",
+            &[],
+        ),
+    ] {
+        let g = run(claim, &[source]);
+        assert_eq!(g.claims[0].unsupported_terms, missing, "{claim}: {g:?}");
+        assert!(g.claims[0].support.unwrap() >= min, "{claim}: {g:?}");
     }
     // Another number is still another number; a word that only looks like
     // an abbreviation elsewhere is a word.
