@@ -694,7 +694,20 @@ const STOP_PACKED: [u128; STOP_WORDS.len()] = {
 };
 
 /// Longest of [`STOP_WORDS`].
-const STOP_LEN: usize = 10;
+const STOP_LEN: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < STOP_WORDS.len() {
+        if STOP_WORDS[i].len() > n {
+            n = STOP_WORDS[i].len();
+        }
+        i += 1;
+    }
+    n
+};
+
+// A packed word holds 16 bytes.
+const _: () = assert!(STOP_LEN <= 16);
 
 /// Whether `word`, of ASCII letters, digits, `'` and `-` in any case, is a
 /// stop word: for the scans of a source's text that test every word
