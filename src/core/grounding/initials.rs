@@ -5,7 +5,7 @@
 //! for a claim's words that the source index did not find; this module must
 //! not touch the index or the word memo.
 
-use super::lexicon::{is_stop, lower_case};
+use super::lexicon::is_stop_name_word;
 use crate::core::terms::name_words;
 
 /// Most letters an acronym has here; longer all-capital words are words.
@@ -69,12 +69,10 @@ pub(super) fn acronym_letters(word: &[u8], out: &mut [u8; MAX_LETTERS]) -> Optio
     (n >= 2).then_some(n)
 }
 
-/// Whether `word` is a stop word ("In", "The"): it opens no name.
+/// Whether `word` (of [`name_words`]) is a stop word ("In", "The"): it
+/// opens no name.
 fn is_stop_word(word: &[u8]) -> bool {
-    let mut buf = [0u8; 16];
-    lower_case(word, &mut buf)
-        .and_then(|w| std::str::from_utf8(w).ok())
-        .is_some_and(is_stop)
+    is_stop_name_word(word)
 }
 
 /// Whether `text` spells out the acronym `letters` as a name: a run of

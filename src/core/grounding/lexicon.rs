@@ -699,6 +699,62 @@ pub(super) fn is_stop(lower: &str) -> bool {
     STOP_WORDS.binary_search(&lower).is_ok()
 }
 
+/// The bytes of a word of at most 16 bytes as one number, byte `i` in
+/// bits `8 i..`, each lower-cased by `case` (distinct words give distinct
+/// numbers: no word holds a zero byte).
+const fn packed_word(word: &[u8], case: u8) -> u128 {
+    let mut x = 0u128;
+    let mut i = 0;
+    while i < word.len() {
+        x |= ((word[i] | case) as u128) << (8 * i);
+        i += 1;
+    }
+    x
+}
+
+/// [`STOP_WORDS`] packed (see [`packed_word`]), sorted.
+const STOP_PACKED: [u128; STOP_WORDS.len()] = {
+    let mut out = [0u128; STOP_WORDS.len()];
+    let mut i = 0;
+    while i < out.len() {
+        // Stop words are in lower case already.
+        let x = packed_word(STOP_WORDS[i].as_bytes(), 0);
+        let mut j = i;
+        while j > 0 && out[j - 1] > x {
+            out[j] = out[j - 1];
+            j -= 1;
+        }
+        out[j] = x;
+        i += 1;
+    }
+    out
+};
+
+/// Longest of [`STOP_WORDS`].
+const STOP_LEN: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < STOP_WORDS.len() {
+        if STOP_WORDS[i].len() > n {
+            n = STOP_WORDS[i].len();
+        }
+        i += 1;
+    }
+    n
+};
+
+// A packed word holds 16 bytes.
+const _: () = assert!(STOP_LEN <= 16);
+
+/// Whether `word`, of ASCII letters, digits, `'` and `-` in any case, is a
+/// stop word: for the scans of a source's text that test every word
+/// (setting bit 5 lower-cases a letter and leaves those other bytes as
+/// they are), without copying the word nor comparing it byte by byte with
+/// each word the search passes.
+pub(super) fn is_stop_name_word(word: &[u8]) -> bool {
+    word.len() <= STOP_LEN && STOP_PACKED.binary_search(&packed_word(word, 0x20)).is_ok()
+}
+
 pub(super) fn is_filler(lower: &str) -> bool {
     FILLERS.binary_search(&lower).is_ok()
 }
@@ -1834,6 +1890,40 @@ mod tests {
         SPELLED
             .iter()
             .find_map(|&(word, d)| (d == digits && is_ordinal(word) == ordinal).then_some(word))
+    }
+
+    #[test]
+    fn a_name_word_is_a_stop_word_as_the_list_reads() {
+        let mut words: Vec<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
+        words.extend(STOP_WORDS.iter().map(|w| w.to_ascii_uppercase()));
+        words.extend(STOP_WORDS.iter().map(|w| format!("{w}s")));
+        words.extend(STOP_WORDS.iter().map(|w| w[1..].to_string()));
+        words.extend(
+            [
+                "",
+                "The",
+                "tHe",
+                "IT'S",
+                "it-s",
+                "its",
+                "don't",
+                "x",
+                "A1",
+                "0f",
+                "of-",
+                "yourselves",
+                "Yourselvess",
+                "themselves-",
+                "'",
+                "-",
+                "99",
+            ]
+            .map(String::from),
+        );
+        for w in words {
+            let lower = w.to_ascii_lowercase();
+            assert_eq!(is_stop_name_word(w.as_bytes()), is_stop(&lower), "{w}");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::cache::{SourceCache, Summary};
 use super::claims::{first_end, sentence_end};
 #[cfg(test)]
 use super::memo::WordInfo;
-use super::memo::{Folder, KEEP_SLOTS, key_of};
+use super::memo::{Folder, KEEP_SLOTS, MEMO_WORDS, key_of};
 use crate::core::terms::Table;
 
 /// Which of a record's sources hold each key (term stem, number, or pair of
@@ -94,14 +94,18 @@ pub(super) struct SourceIndex {
 /// most source words) and, per wanted id a source holds, the slot of its
 /// [`Mark`]. A mark is given when a source first holds the term, not when it
 /// is declared: many declared alternates occur in no source, and declaring
-/// a term stays one bit and one push.
+/// a term stays one bit set, with no test and no list. A record's bits are
+/// cleared all at once: a bit per word id, 8 KB for the most words the
+/// memo holds, cheaper than a list of the hundreds of ids a record
+/// declares.
 #[derive(Default)]
 struct Wanted {
     bits: Vec<u64>,
     /// By word id: its mark's slot + 1 (0: no mark in this record).
     slot: Vec<u32>,
-    /// The ids wanted in this record (cleared in `SourceIndex::start`).
-    ids: Vec<u32>,
+    /// The ids given a mark in this record (cleared in
+    /// `SourceIndex::start`).
+    marked: Vec<u32>,
     /// Every term is wanted (an index of every word, for tests).
     all: bool,
     /// Every term is wanted in this record (cleared in `SourceIndex::start`).
@@ -118,13 +122,12 @@ impl Wanted {
     }
 
     /// The mark slot of term `id`, if wanted and held by a source read so
-    /// far.
+    /// far (a term is marked only when wanted: one look-up, not two).
     #[inline(always)]
     fn slot(&self, id: u32) -> Option<usize> {
-        if !self.wanted(id) {
-            return None;
-        }
-        (self.slot[id as usize] as usize).checked_sub(1)
+        self.slot
+            .get(id as usize)
+            .and_then(|&s| (s as usize).checked_sub(1))
     }
 
     /// Wants term `id`.
@@ -134,11 +137,7 @@ impl Wanted {
         if i >= self.slot.len() {
             self.grow(i);
         }
-        let (word, bit) = (&mut self.bits[i / 64], 1u64 << (i % 64));
-        if *word & bit == 0 {
-            *word |= bit;
-            self.ids.push(id);
-        }
+        self.bits[i / 64] |= 1u64 << (i % 64);
     }
 
     /// Room for word id `i` (and then some: ids grow one by one).
@@ -165,16 +164,25 @@ impl Wanted {
         if *s == 0 {
             marks.push(Mark::default());
             *s = marks.len() as u32;
+            self.marked.push(id);
         }
         Some(*s as usize - 1)
     }
 
     fn clear(&mut self) {
-        for &id in &self.ids {
-            self.bits[id as usize / 64] = 0;
+        for &id in &self.marked {
             self.slot[id as usize] = 0;
         }
-        self.ids.clear();
+        self.marked.clear();
+        // Ids past the memo's bound come only from a record of huge
+        // sources: their room is given back, so the clearing stays small.
+        if self.slot.len() > MEMO_WORDS {
+            self.slot.truncate(MEMO_WORDS);
+            self.slot.shrink_to_fit();
+            self.bits.truncate(MEMO_WORDS / 64);
+            self.bits.shrink_to_fit();
+        }
+        self.bits.fill(0);
     }
 }
 
