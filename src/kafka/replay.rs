@@ -123,7 +123,7 @@ pub enum ReplayError {
     Client(KafkaError),
     #[error(
         "cannot read the dead-letter topic {topic}: {source}{}",
-        super::error::unreachable_hint(source)
+        read_hint(source)
     )]
     Read { topic: String, source: KafkaError },
     #[error("the dead-letter topic {0} does not exist or has no partition{1}")]
@@ -132,6 +132,16 @@ pub enum ReplayError {
     Reader(String),
     #[error(transparent)]
     Send(Box<SendFailed>),
+}
+
+/// What a read error of the dead-letter topic leaves unsaid.
+fn read_hint(e: &KafkaError) -> &'static str {
+    match e.rdkafka_error_code() {
+        Some(rdkafka::types::RDKafkaErrorCode::AutoOffsetReset) => {
+            ": the dead letters at the reader's position are no longer on the topic (deleted by its retention, or by a deletion of records, while this run read it)"
+        }
+        _ => super::error::unreachable_hint(e),
+    }
 }
 
 /// A dead letter the brokers did not take back, and where to go on from.
@@ -604,6 +614,106 @@ mod tests {
             resumed += done.sent.values().sum::<u64>();
         }
         assert_eq!(sent + resumed, 3 * per_partition, "{e}");
+    }
+
+    /// Writes `n` `schema` dead letters of `bytes` bytes each to
+    /// partition 0 of the dead-letter topic.
+    fn write_dead_letters(bootstrap: &str, n: usize, bytes: usize) {
+        use rdkafka::ClientConfig;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .create()
+            .unwrap();
+        let value = vec![b'x'; bytes];
+        let topic = crate::config::Topics::default().dead_letter;
+        for _ in 0..n {
+            let headers = OwnedHeaders::new().insert(Header {
+                key: H_ERROR_KIND,
+                value: Some("schema"),
+            });
+            let record = BaseRecord::<[u8], [u8]>::to(&topic)
+                .partition(0)
+                .payload(&value)
+                .headers(headers);
+            producer.send(record).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+    }
+
+    /// The high watermark of partition 0 of `topic`.
+    fn high_watermark(bootstrap: &str, topic: &str) -> i64 {
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .create()
+            .unwrap();
+        rdkafka::consumer::Consumer::fetch_watermarks(&consumer, topic, 0, Duration::from_secs(10))
+            .unwrap()
+            .1
+    }
+
+    /// A dead-letter topic whose oldest records are deleted (its
+    /// retention; the embedded broker keeps 5 MB a partition) while a
+    /// replay reads it: the dead letters after the deleted ones are still
+    /// there, and a replay that lost its place does not pass them over as
+    /// read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dead_letters_deleted_under_the_reader_are_not_passed_over() {
+        let topics = crate::config::Topics::default();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start_with_brokers(
+            2,
+            1,
+            &[&topics.dead_letter, &topics.input],
+        )
+        .unwrap();
+        // Every record put back takes 300 ms to be acknowledged: the
+        // deletion below is done long before the replay gets near it.
+        let cluster = broker.cluster();
+        cluster
+            .partition_leader(&topics.dead_letter, 0, Some(1))
+            .unwrap();
+        cluster.partition_leader(&topics.input, 0, Some(2)).unwrap();
+        cluster
+            .broker_round_trip_time(2, Duration::from_millis(300))
+            .unwrap();
+        let bs = broker.bootstrap();
+        const BYTES: usize = 100_000;
+        write_dead_letters(&bs, 40, BYTES);
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let mut k = raw.validate().unwrap().kafka;
+        // A record a fetch, and none fetched ahead: the reader's position
+        // stays a few records ahead of what is put back.
+        for (key, value) in [
+            ("fetch.message.max.bytes", "1"),
+            ("queued.min.messages", "1"),
+            ("queued.max.messages.kbytes", "1"),
+        ] {
+            k.properties.insert(key.into(), value.into());
+        }
+        let run = tokio::spawn({
+            let (k, bs) = (k.clone(), bs.clone());
+            async move { replay(&k, &bs, &schema_only(false), &CancellationToken::new()).await }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while high_watermark(&bs, &topics.input) == 0 {
+            assert!(std::time::Instant::now() < deadline, "nothing was put back");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // 40 more push the partition past 5 MB: the oldest go.
+        write_dead_letters(&bs, 40, BYTES);
+        // A replay that lost its place waits for its end for ever.
+        let done = tokio::time::timeout(Duration::from_secs(120), run)
+            .await
+            .expect("the replay did not end")
+            .unwrap();
+        let put_back = high_watermark(&bs, &topics.input);
+        match done {
+            Ok(done) => {
+                panic!("the replay ended as read through, {put_back} of the 40 put back: {done:?}")
+            }
+            Err(e) => assert!(e.to_string().contains("deleted"), "{e}"),
+        }
     }
 
     #[test]
