@@ -132,6 +132,27 @@ pub enum ReplayError {
     Reader(String),
     #[error(transparent)]
     Send(Box<SendFailed>),
+    #[error(transparent)]
+    ReadFailed(Box<ReadFailed>),
+}
+
+/// The dead-letter topic could not be read to the end of its range after
+/// the reading had begun, and where to go on from.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot read the dead-letter topic {topic} after {sent} dead letters were {}: {source}{}: go on with {}",
+    if *.dry_run { "counted (a dry run: nothing was sent)" } else { "put back" },
+    read_hint(.source),
+    go_on_runs(.go_on)
+)]
+pub struct ReadFailed {
+    pub topic: String,
+    pub sent: u64,
+    pub dry_run: bool,
+    pub source: KafkaError,
+    /// Every partition with dead letters left, and the first offset left
+    /// in it.
+    pub go_on: Vec<(i32, i64)>,
 }
 
 /// What a read error of the dead-letter topic leaves unsaid.
@@ -169,6 +190,7 @@ pub fn go_on_runs(go_on: &[(i32, i64)]) -> String {
         .map(|(p, o)| format!("--partition {p} --from-offset {o}"))
         .collect();
     match runs.len() {
+        0 => "nothing: every dead letter of the range was handled".to_string(),
         1 => runs.concat(),
         _ => format!("{} (one run each)", runs.join(", then ")),
     }
@@ -214,24 +236,41 @@ pub async fn replay(
     let read = reading.await;
     // A send's failure stopped the reader; otherwise the reader's error is
     // why the records stopped coming.
-    let out = sent?;
-    read.map_err(|e| ReplayError::Reader(e.to_string()))??;
-    Ok(out)
+    let (out, next) = sent?;
+    match read.map_err(|e| ReplayError::Reader(e.to_string()))? {
+        // Once the ranges are read, dead letters may have been put back:
+        // the error says how many and where to go on.
+        Err(ReplayError::Read { topic, source }) if !out.ranges.is_empty() => {
+            Err(ReplayError::ReadFailed(Box::new(ReadFailed {
+                topic,
+                sent: out.sent.values().sum(),
+                dry_run: selection.dry_run,
+                source,
+                go_on: left(&next, &out.ranges),
+            })))
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(out),
+    }
 }
+
+/// Per partition, the first offset not handled yet.
+type Next = BTreeMap<i32, i64>;
 
 /// Puts back what the reader hands over, each send acknowledged before the
 /// next record is taken; ends with the channel (read through, or the
-/// reader's error, which [`replay`] reports) or a send's failure.
+/// reader's error, which [`replay`] reports) or a send's failure. Returns
+/// also, per partition, the first offset not handled.
 async fn send_all(
     k: &KafkaConfig,
     bootstrap: &str,
     selection: &Selection,
     rx: &mut tokio::sync::mpsc::Receiver<Read>,
     stop: &CancellationToken,
-) -> Result<Replayed, ReplayError> {
+) -> Result<(Replayed, Next), ReplayError> {
     let mut out = Replayed::default();
     let Some(Read::Ranges(ranges)) = rx.recv().await else {
-        return Ok(out);
+        return Ok((out, Next::new()));
     };
     out.ranges = ranges;
     let producer = (!selection.dry_run)
@@ -242,8 +281,7 @@ async fn send_all(
             other => ReplayError::Client(KafkaError::ClientCreation(other.to_string())),
         })?;
     let mut sent_total = 0u64;
-    // Per partition, the first offset not handled yet.
-    let mut next: BTreeMap<i32, i64> = out
+    let mut next: Next = out
         .ranges
         .iter()
         .map(|(p, (from, _))| (*p, *from))
@@ -291,7 +329,7 @@ async fn send_all(
         }
         next.insert(partition, offset + 1);
     }
-    Ok(out)
+    Ok((out, next))
 }
 
 /// Every partition whose first offset not handled (`next`) is short of
@@ -652,13 +690,15 @@ mod tests {
             .1
     }
 
-    /// A dead-letter topic whose oldest records are deleted (its
-    /// retention; the embedded broker keeps 5 MB a partition) while a
-    /// replay reads it: the dead letters after the deleted ones are still
-    /// there, and a replay that lost its place does not pass them over as
-    /// read.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn dead_letters_deleted_under_the_reader_are_not_passed_over() {
+    /// 100 KB dead letters put back while more are written: the
+    /// embedded broker keeps 5 MB a partition, so the oldest are deleted
+    /// (as a topic's retention deletes them) while the replay reads them.
+    /// Returns the broker, the configuration and the replay's result.
+    async fn replay_while_the_oldest_are_deleted() -> (
+        crate::kafka::embedded::EmbeddedBroker,
+        KafkaConfig,
+        Result<Replayed, ReplayError>,
+    ) {
         let topics = crate::config::Topics::default();
         let broker = crate::kafka::embedded::EmbeddedBroker::start_with_brokers(
             2,
@@ -707,13 +747,64 @@ mod tests {
             .await
             .expect("the replay did not end")
             .unwrap();
-        let put_back = high_watermark(&bs, &topics.input);
+        (broker, k, done)
+    }
+
+    /// The dead letters after the deleted ones are still there: a replay
+    /// that lost its place does not pass them over as read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dead_letters_deleted_under_the_reader_are_not_passed_over() {
+        let (broker, _, done) = replay_while_the_oldest_are_deleted().await;
+        let put_back = high_watermark(&broker.bootstrap(), "answers");
         match done {
             Ok(done) => {
                 panic!("the replay ended as read through, {put_back} of the 40 put back: {done:?}")
             }
             Err(e) => assert!(e.to_string().contains("deleted"), "{e}"),
         }
+    }
+
+    /// A read that fails part way says how many dead letters were put
+    /// back and where to go on; the run from there puts back every one
+    /// still on the topic that was not put back yet, once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_failure_says_what_was_put_back_and_where_to_go_on() {
+        let (broker, k, done) = replay_while_the_oldest_are_deleted().await;
+        let bs = broker.bootstrap();
+        let put_back = high_watermark(&bs, &k.topics.input);
+        let e = done.unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("after {put_back} dead letters were put back")),
+            "{text}"
+        );
+        let go_on = format!("go on with --partition 0 --from-offset {put_back}");
+        assert!(text.ends_with(&go_on), "{text}");
+        let run = Selection {
+            partition: Some(0),
+            from_offset: Some(put_back),
+            ..schema_only(false)
+        };
+        let rest = replay(&k, &bs, &run, &CancellationToken::new())
+            .await
+            .unwrap();
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &bs)
+            .create()
+            .unwrap();
+        let (kept_from, _) = rdkafka::consumer::Consumer::fetch_watermarks(
+            &consumer,
+            &k.topics.dead_letter,
+            0,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(kept_from > put_back, "none was deleted: {text}");
+        // The 40 written during the first run are read this time.
+        assert_eq!(
+            rest.sent,
+            BTreeMap::from([("schema", 80 - kept_from as u64)])
+        );
     }
 
     #[test]
