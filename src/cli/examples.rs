@@ -51,7 +51,8 @@ Examples:
   groundgate produce --brokers 127.0.0.1:9092 --count 1000 --rate 200   # synthetic answers
   groundgate produce --brokers 127.0.0.1:9092                           # synthetic, until Ctrl-C
 
-Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number; a second one exits at once (130).";
+Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number and the
+--skip that goes on from there; a second one exits at once (130).";
 
 pub const REPLAY: &str = "\
 Examples:

@@ -24,6 +24,15 @@ pub enum ProduceError {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "cannot read {path}: line {line} is {bytes} bytes, larger than kafka.max_message_bytes ({cap})"
+    )]
+    TooLong {
+        path: String,
+        line: u64,
+        bytes: u64,
+        cap: usize,
+    },
     #[error("cannot create the producer: {0}")]
     Client(KafkaError),
     #[error(
@@ -35,27 +44,50 @@ pub enum ProduceError {
         source: KafkaError,
     },
     #[error(
-        "record {} was not delivered: {source}; the {delivered} records before it were; records after it may have been too (sent twice if produced again): go on from record {}",
-        delivered + 1,
+        "record {} was not delivered: {source}; the {delivered} records before it were; records after it may have been too (sent twice if produced again): go on with --skip {delivered}",
         delivered + 1
     )]
     Delivery {
         /// Records delivered before the first one that was not, which
-        /// every earlier record was.
+        /// every earlier record was (those left out by `--skip` counted).
         delivered: u64,
         source: KafkaError,
     },
     #[error(
-        "{source}; the {sent} records before it were sent, and nothing after it: go on from the record after it"
+        "{source}; the {sent} records before it were sent, and nothing after it: go on with --skip {sent} {}",
+        go_on(source, *sent)
     )]
     Stopped {
+        /// Records before the one that stopped the run (those left out by
+        /// `--skip` counted).
         sent: u64,
         source: Box<ProduceError>,
+    },
+    #[error(
+        "cannot read past the first {skip} records of {path}, which --skip leaves out: {what}; nothing was sent"
+    )]
+    Skipping {
+        path: String,
+        skip: u64,
+        what: String,
     },
     #[error(
         "{what}; the dev broker (librdkafka's mock cluster) keeps at most {MOCK_MAX_MSGS} messages / {MOCK_MAX_BYTES} bytes (after compression) per partition and silently drops the oldest beyond that. Produce fewer records (--count), or start `groundgate dev-broker` with more --partitions"
     )]
     MockRetention { what: String },
+}
+
+/// How a run stopped by `source`, after the `sent` records before it, goes
+/// on: past a line too long to send, or once the input reads again (a cut
+/// compressed stream cannot be read past).
+fn go_on(source: &ProduceError, sent: u64) -> String {
+    match source {
+        ProduceError::TooLong { .. } => format!(
+            "once it is short enough, or --skip {} to leave it out",
+            sent + 1
+        ),
+        _ => "once it can be read".to_string(),
+    }
 }
 
 /// What librdkafka's mock cluster (`dev-broker`) keeps per partition
@@ -124,7 +156,7 @@ pub async fn send_all(
 ) -> Result<u64, ProduceError> {
     let mut records = records;
     let next = async || records.next();
-    send_until(producer, topic, next, rate, &CancellationToken::new()).await
+    send_until(producer, topic, next, rate, 0, &CancellationToken::new()).await
 }
 
 /// [`send_all`] that stops taking records once `stop` is cancelled, also
@@ -132,12 +164,15 @@ pub async fn send_all(
 /// read); the records already handed to the producer are still awaited, so
 /// the count returned is of delivered records. `next` is awaited with the
 /// stop beside it, so it must not lose a record when dropped unfinished
-/// (a channel's `recv` does not).
+/// (a channel's `recv` does not). `skipped`: the records of the input
+/// left out before the first one `next` gives, which the numbers an error
+/// says count, so that `--skip` goes on from them.
 pub async fn send_until(
     producer: &FutureProducer,
     topic: &str,
     mut next: impl AsyncFnMut() -> Option<Result<Vec<u8>, ProduceError>>,
     rate: u64,
+    skipped: u64,
     stop: &CancellationToken,
 ) -> Result<u64, ProduceError> {
     let started = Instant::now();
@@ -195,13 +230,13 @@ pub async fn send_until(
                         settle(f).await?;
                     }
                     return Err(ProduceError::Delivery {
-                        delivered: sent,
+                        delivered: skipped + sent,
                         source: e,
                     });
                 }
             }
         };
-        pending.push_back((sent, fut));
+        pending.push_back((skipped + sent, fut));
         sent += 1;
         while pending.len() > MAX_PENDING {
             if let Some(f) = pending.pop_front() {
@@ -216,8 +251,9 @@ pub async fn send_until(
         settle(f).await?;
     }
     match stopped_by {
+        Some(e @ ProduceError::Skipping { .. }) => Err(e),
         Some(e) => Err(ProduceError::Stopped {
-            sent,
+            sent: skipped + sent,
             source: Box::new(e),
         }),
         None => Ok(sent),
@@ -344,7 +380,7 @@ mod tests {
         );
         assert!(text.starts_with("record 1 was not delivered: "), "{text}");
         assert!(
-            text.ends_with("the 0 records before it were; records after it may have been too (sent twice if produced again): go on from record 1"),
+            text.ends_with("the 0 records before it were; records after it may have been too (sent twice if produced again): go on with --skip 0"),
             "{text}"
         );
     }

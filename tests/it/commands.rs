@@ -239,7 +239,10 @@ fn produce_reading_an_open_pipe_stops_on_one_signal() {
     assert_eq!(status.code(), Some(0), "a stop on request is a success");
     let mut out = String::new();
     std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
-    assert_eq!(out, "sent 3 records to answers (stopped by a signal)\n");
+    assert_eq!(
+        out,
+        "sent 3 records to answers (stopped by a signal: go on with --skip 3)\n"
+    );
     // The pipe was open until produce had exited.
     drop(stdin);
 }
@@ -466,6 +469,60 @@ fn produce_stopped_by_a_line_it_cannot_send_says_how_many_it_sent() {
         dir.path().join("missing.jsonl").to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// A run stopped by a line it cannot send names the flag that goes on
+/// from there: the run with it, once the line is fixed, sends the rest and
+/// nothing twice. A file shorter than what is to be left out is refused.
+#[test]
+fn produce_goes_on_where_a_stopped_run_left_off_without_sending_twice() {
+    let (_broker, bs) = dev_broker(2);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("answers.jsonl");
+    let line = |id: &str, bytes: usize| {
+        format!(
+            "{{\"request_id\":\"{id}\",\"answer\":\"{}\"}}\n",
+            "x".repeat(bytes)
+        )
+    };
+    let write = |sixth: usize| {
+        let mut text: String = (0..5).map(|i| line(&format!("r{i}"), 1)).collect();
+        text.push_str(&line("r5", sixth));
+        text.push_str(&line("r6", 1));
+        std::fs::write(&file, text).unwrap();
+    };
+    let produce = |extra: &[&str]| {
+        bin()
+            .args(["produce", "--brokers", &bs, "--rate", "0", "--file"])
+            .arg(&file)
+            .args(extra)
+            .env("GROUNDGATE_MAX_RECORD_BYTES", "65536")
+            .env("GROUNDGATE_MAX_OUTPUT_BYTES", "65536")
+            .env("GROUNDGATE_KAFKA__MAX_MESSAGE_BYTES", "131072")
+            .output()
+            .unwrap()
+    };
+    // Line 6 is longer than kafka.max_message_bytes.
+    write(140_000);
+    let o = produce(&[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("go on with --skip 5 once it is short enough, or --skip 6 to leave it out"),
+        "{err}"
+    );
+    assert_eq!(topic_count(&bs, "answers"), 5, "{err}");
+    write(1);
+    let o = produce(&["--skip", "5"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(stdout(&o).starts_with("sent 2 records"), "{}", stdout(&o));
+    assert_eq!(topic_count(&bs, "answers"), 7, "{err}");
+    let o = produce(&["--skip", "9"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds 7 records"), "{err}");
+    assert_eq!(topic_count(&bs, "answers"), 7, "{err}");
 }
 
 /// A file of values in Schema Registry wire format (a topic dumped with
