@@ -95,6 +95,50 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
     }
     if dry_run {
         lines.push("dry run: nothing was sent".into());
+    } else if !r.stopped {
+        // Offsets are per partition: one --from-offset for all would read
+        // again what this run put back in one partition and pass over
+        // dead letters in another.
+        let next: Vec<(i32, i64)> = r
+            .ranges
+            .iter()
+            .map(|(p, (first, end))| (*p, *first.max(end)))
+            .collect();
+        lines.push(format!(
+            "next time, to leave out what this run read: {}",
+            go_on_runs(&next)
+        ));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A run that read its range through says where the next run starts
+    /// in each partition: one offset for all of them would read again
+    /// what this one put back in some, or pass over dead letters in
+    /// others.
+    #[test]
+    fn a_finished_run_says_where_each_partition_goes_on_next_time() {
+        let done = Replayed {
+            ranges: BTreeMap::from([(0, (0, 3)), (1, (0, 0)), (2, (0, 1)), (3, (7, 2))]),
+            sent: BTreeMap::from([("schema", 1)]),
+            ..Replayed::default()
+        };
+        let text = summary(&done, "answers.dlq", "answers", false);
+        let next = "next time, to leave out what this run read: --partition 0 --from-offset 3, then --partition 1 --from-offset 0, then --partition 2 --from-offset 1, then --partition 3 --from-offset 7 (one run each)";
+        assert!(text.lines().any(|l| l == next), "{text}");
+        for (stopped, dry_run) in [(true, false), (false, true)] {
+            let other = Replayed {
+                stopped,
+                left: vec![(0, 2)],
+                ..done.clone()
+            };
+            let text = summary(&other, "answers.dlq", "answers", dry_run);
+            assert!(!text.contains("next time"), "{text}");
+        }
+    }
 }
