@@ -91,10 +91,11 @@ fn every_help_ends_with_two_to_four_examples() {
 /// the commands that have more than success and usage errors, each code
 /// the documents list.
 #[test]
-fn run_and_check_help_list_their_exit_codes() {
+fn run_check_and_replay_help_list_their_exit_codes() {
     for (cmd, codes) in [
         ("run", &["0 ", "1 ", "2 ", "3 ", "130 "][..]),
         ("check", &["0 ", "1 ", "2 ", "130 "][..]),
+        ("replay", &["0 ", "1 ", "2 ", "130 "][..]),
     ] {
         let help = stdout(&run(&[cmd, "--help"]));
         let Some(at) = help.find("Exit codes: ") else {
