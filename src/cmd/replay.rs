@@ -68,6 +68,17 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
             }
         ),
     ];
+    if !r.gone.is_empty() {
+        let gone: Vec<String> = r
+            .gone
+            .iter()
+            .map(|(p, (from, to))| format!("partition {p} offsets [{from}, {to})"))
+            .collect();
+        lines.push(format!(
+            "no longer on the topic (deleted before this run read them), not put back: {}",
+            gone.join(", ")
+        ));
+    }
     let mut left = Vec::new();
     if r.other_kinds > 0 {
         left.push(format!("{} of kinds not chosen", r.other_kinds));

@@ -102,6 +102,10 @@ pub struct Selection {
 pub struct Replayed {
     /// Partition → (first offset read, end offset: where reading stopped).
     pub ranges: BTreeMap<i32, (i64, i64)>,
+    /// Partition → the offsets from `--from-offset` up to the first one
+    /// the topic still held, where that is later: dead letters deleted
+    /// before they could be read.
+    pub gone: BTreeMap<i32, (i64, i64)>,
     /// Put back (or, in a dry run, that would be), by kind.
     pub sent: BTreeMap<&'static str, u64>,
     /// `too_large` dead letters, which hold a summary, not the record.
@@ -273,6 +277,16 @@ async fn send_all(
         return Ok((out, Next::new()));
     };
     out.ranges = ranges;
+    // A range starts at the oldest record kept when the offset asked for
+    // is older: what lies between was deleted, and is said.
+    if let Some(asked) = selection.from_offset {
+        out.gone = out
+            .ranges
+            .iter()
+            .filter(|(_, (first, _))| asked < *first)
+            .map(|(p, (first, _))| (*p, (asked, *first)))
+            .collect();
+    }
     let producer = (!selection.dry_run)
         .then(|| super::produce::producer(k, bootstrap))
         .transpose()

@@ -695,3 +695,63 @@ fn the_schemas_built_into_the_binary_are_the_repositorys() {
         stderr(&o)
     );
 }
+
+/// A replay told to start at an offset whose dead letters the topic no
+/// longer holds (its retention deleted them, say while an operator went
+/// on from where a stopped run said) says which were not put back, as it
+/// starts at the oldest one kept.
+#[test]
+fn replay_names_the_dead_letters_no_longer_on_the_topic_from_where_it_was_told_to_start() {
+    use groundgate::kafka::embedded::EmbeddedBroker;
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let broker = EmbeddedBroker::start(1, &["answers", "answers.dlq"]).expect("embedded broker");
+    let bs = broker.bootstrap();
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bs)
+        .create()
+        .unwrap();
+    // 80 dead letters of 100 KB: the embedded broker keeps 5 MB a
+    // partition and deletes the oldest.
+    let value = vec![b'x'; 100_000];
+    for _ in 0..80 {
+        let headers = OwnedHeaders::new().insert(Header {
+            key: "groundgate.error.kind",
+            value: Some("schema"),
+        });
+        let record = BaseRecord::<[u8], [u8]>::to("answers.dlq")
+            .payload(&value)
+            .headers(headers);
+        producer.send(record).unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bs)
+        .create()
+        .unwrap();
+    let (kept_from, end) = consumer
+        .fetch_watermarks("answers.dlq", 0, Duration::from_secs(10))
+        .unwrap();
+    assert!(kept_from > 5, "none was deleted");
+    let o = run(&[
+        "replay",
+        "--brokers",
+        &bs,
+        "--kind",
+        "schema",
+        "--partition",
+        "0",
+        "--from-offset",
+        "5",
+        "--dry-run",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains(&format!("0 [{kept_from}, {end})")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "no longer on the topic (deleted before this run read them), not put back: partition 0 offsets [5, {kept_from})"
+        )),
+        "{out}"
+    );
+}
