@@ -147,7 +147,8 @@ struct Rid<'a> {
 }
 
 /// Sends every record to `topic` at `rate` records/s (0 = unthrottled),
-/// keyed by request_id when it can be read, and waits for every delivery.
+/// keyed by request_id when it can be read (a framed value's too), and
+/// waits for every delivery.
 pub async fn send_all(
     producer: &FutureProducer,
     topic: &str,
@@ -201,7 +202,9 @@ pub async fn send_until(
                 _ = stop.cancelled() => break,
             }
         }
-        let key = serde_json::from_slice::<Rid<'_>>(&rec)
+        // A framed value's JSON starts past its Schema Registry header.
+        let json = &rec[crate::core::wire::header_bytes(&rec)..];
+        let key = serde_json::from_slice::<Rid<'_>>(json)
             .ok()
             .and_then(|r| r.request_id)
             .map(|k| k.into_owned());
@@ -356,6 +359,36 @@ impl MockCheck {
 mod tests {
     use super::*;
     use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
+    /// A value in Schema Registry wire format (a line of a framed topic's
+    /// dump) is keyed by the request id of its JSON, as the same record
+    /// sent plain is: the key decides the partition.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_framed_record_is_keyed_by_its_request_id_as_a_plain_one_is() {
+        use rdkafka::Message;
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(1, &["answers"]).unwrap();
+        let bs = broker.bootstrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let k = raw.validate().unwrap().kafka;
+        let p = producer(&k, &bs).unwrap();
+        let plain = br#"{"request_id":"plain","answer":"x"}"#.to_vec();
+        let framed = crate::core::wire::framed(42, br#"{"request_id":"framed","answer":"x"}"#);
+        let sent = send_all(&p, "answers", [plain, framed].into_iter().map(Ok), 0)
+            .await
+            .unwrap();
+        assert_eq!(sent, 2);
+        let got = tokio::task::spawn_blocking(move || {
+            crate::kafka::inspect::read_until(&bs, &["answers"], Duration::from_secs(60), |got| {
+                got[0].len() >= 2
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        let keys: Vec<Option<&[u8]>> = got[0].iter().map(|m| m.key()).collect();
+        assert_eq!(keys, [Some(&b"plain"[..]), Some(&b"framed"[..])]);
+    }
 
     /// A delivery that fails says which record it was and how many before
     /// it were delivered, not how many were handed to the producer: that
