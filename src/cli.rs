@@ -356,6 +356,10 @@ pub struct ReplayArgs {
     /// Count what would be put back, and send nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Put back the dead letters of records read from this input topic (their
+    /// groundgate.input.topic header), onto the input topic [default: the input topic]
+    #[arg(long)]
+    pub from_input_topic: Option<String>,
 }
 
 /// The dead-letter kinds `replay` can put back: every kind but

@@ -15,6 +15,7 @@ pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         partition: args.partition,
         from_offset: args.from_offset,
         dry_run: args.dry_run,
+        from_input_topic: args.from_input_topic.clone(),
     };
     // Ctrl-C or SIGTERM stops before the next dead letter, once the one
     // being sent is acknowledged, and the summary says where to go on.
@@ -89,6 +90,14 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
             r.summaries
         ));
     }
+    if r.other_input > 0 {
+        left.push(format!(
+            "{} read from another input topic ({}{}; --from-input-topic NAME puts back those of NAME)",
+            r.other_input,
+            r.other_inputs.join(", "),
+            if r.other_inputs_more { ", …" } else { "" }
+        ));
+    }
     if r.foreign > 0 {
         left.push(format!(
             "{} without groundgate's dead-letter headers",
@@ -151,5 +160,22 @@ mod tests {
             let text = summary(&other, "answers.dlq", "answers", dry_run);
             assert!(!text.contains("next time"), "{text}");
         }
+    }
+
+    #[test]
+    fn dead_letters_of_another_input_topic_are_named_as_left_where_they_are() {
+        let done = Replayed {
+            ranges: BTreeMap::from([(0, (0, 4))]),
+            other_input: 3,
+            other_inputs: vec!["answers-eu".into()],
+            ..Replayed::default()
+        };
+        let text = summary(&done, "answers.dlq", "answers", false);
+        assert!(
+            text.contains(
+                "left where they are: 3 read from another input topic (answers-eu; --from-input-topic NAME puts back those of NAME)"
+            ),
+            "{text}"
+        );
     }
 }

@@ -21,7 +21,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 use super::client::{FutureProducer, LogContext};
-use super::outputs::{H_ERROR_KIND, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
+use super::outputs::{H_ERROR_KIND, H_INPUT_TOPIC, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
 use super::range_read::{RangeError, RangeRead};
 use crate::config::KafkaConfig;
 use crate::core::DeadLetterKind;
@@ -31,6 +31,9 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restored {
     pub kind: DeadLetterKind,
+    /// The input topic the record was read from (`groundgate.input.topic`),
+    /// when the dead letter names one.
+    pub input_topic: Option<String>,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
     pub headers: Vec<OutHeader>,
@@ -66,6 +69,10 @@ pub fn restored(
     if kind == DeadLetterKind::TooLarge {
         return Err(NotRestored::Summary);
     }
+    let input_topic = headers
+        .iter()
+        .find(|(k, _)| *k == H_INPUT_TOPIC)
+        .and_then(|(_, v)| (*v).map(|v| String::from_utf8_lossy(v).into_owned()));
     let headers = headers
         .iter()
         .filter(|(k, _)| !k.starts_with(OWN_HEADER_PREFIX))
@@ -79,6 +86,7 @@ pub fn restored(
         .collect();
     Ok(Restored {
         kind,
+        input_topic,
         key: key.map(<[u8]>::to_vec),
         value: value.map(<[u8]>::to_vec),
         headers,
@@ -95,6 +103,9 @@ pub struct Selection {
     pub from_offset: Option<i64>,
     /// Count what would be put back, and send nothing.
     pub dry_run: bool,
+    /// Put back the dead letters of records read from this input topic
+    /// instead of the one written to (a topic renamed since).
+    pub from_input_topic: Option<String>,
 }
 
 /// What a replay did, per dead-letter partition and in all.
@@ -114,6 +125,13 @@ pub struct Replayed {
     pub other_kinds: u64,
     /// Records without groundgate's dead-letter headers.
     pub foreign: u64,
+    /// Dead letters of a chosen kind read from another input topic than
+    /// the one written to (or `from_input_topic`), and the first few such
+    /// topics.
+    pub other_input: u64,
+    pub other_inputs: Vec<String>,
+    /// Whether more such topics were read than `other_inputs` names.
+    pub other_inputs_more: bool,
     /// Whether a stop ended the run before the end of its ranges.
     pub stopped: bool,
     /// After a stop: every partition with dead letters left, and the first
@@ -199,6 +217,9 @@ pub fn go_on_runs(go_on: &[(i32, i64)]) -> String {
         _ => format!("{} (one run each)", runs.join(", then ")),
     }
 }
+
+/// Input topics other than the one written to that a summary names.
+const OTHER_INPUTS_NAMED: usize = 5;
 
 /// Records read ahead of the sends: each waits here for the one before it
 /// to be acknowledged.
@@ -322,6 +343,26 @@ async fn send_all(
             Err(NotRestored::NotADeadLetter) => out.foreign += 1,
             Err(NotRestored::Summary) => out.summaries += 1,
             Ok(r) if !selection.kinds.contains(&r.kind) => out.other_kinds += 1,
+            // Put on this input topic, a record read from another would
+            // be judged by a pipeline it never came from.
+            Ok(Restored {
+                input_topic: Some(topic),
+                ..
+            }) if topic
+                != *selection
+                    .from_input_topic
+                    .as_ref()
+                    .unwrap_or(&k.topics.input) =>
+            {
+                out.other_input += 1;
+                if !out.other_inputs.contains(&topic) {
+                    if out.other_inputs.len() < OTHER_INPUTS_NAMED {
+                        out.other_inputs.push(topic);
+                    } else {
+                        out.other_inputs_more = true;
+                    }
+                }
+            }
             Ok(r) => {
                 if let Some(producer) = &producer
                     && let Err(source) = send(producer, &k.topics.input, &r).await
@@ -526,6 +567,7 @@ mod tests {
             partition: None,
             from_offset: None,
             dry_run,
+            from_input_topic: None,
         }
     }
 
@@ -819,6 +861,61 @@ mod tests {
             rest.sent,
             BTreeMap::from([("schema", 80 - kept_from as u64)])
         );
+    }
+
+    /// A dead letter names the input topic its record was read from: one
+    /// from another topic than the one replay writes to (a dead-letter
+    /// topic shared by two deployments, or the wrong configuration given)
+    /// is not sent to a pipeline it never came from.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dead_letter_of_another_input_topic_is_not_put_back() {
+        use crate::kafka::outputs::H_INPUT_TOPIC;
+        use rdkafka::ClientConfig;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let topics = crate::config::Topics::default();
+        let broker =
+            crate::kafka::embedded::EmbeddedBroker::start(1, &[&topics.dead_letter, &topics.input])
+                .unwrap();
+        let bs = broker.bootstrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", &bs)
+            .create()
+            .unwrap();
+        for input in ["answers", "answers-eu", "answers", "answers-eu"] {
+            let headers = OwnedHeaders::new()
+                .insert(Header {
+                    key: H_INPUT_TOPIC,
+                    value: Some(input),
+                })
+                .insert(Header {
+                    key: H_ERROR_KIND,
+                    value: Some("schema"),
+                });
+            let record = BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
+                .payload(&b"{}"[..])
+                .headers(headers);
+            producer.send(record).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let k = raw.validate().unwrap().kafka;
+        let done = replay(&k, &bs, &schema_only(false), &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(done.sent, BTreeMap::from([("schema", 2)]), "{done:?}");
+        assert_eq!(done.other_inputs, ["answers-eu"]);
+        // Named, the other input topic's dead letters are the ones put
+        // back (on the topic written to), and this one's are left.
+        let renamed = Selection {
+            from_input_topic: Some("answers-eu".into()),
+            ..schema_only(false)
+        };
+        let done = replay(&k, &bs, &renamed, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(done.sent, BTreeMap::from([("schema", 2)]), "{done:?}");
+        assert_eq!(done.other_inputs, ["answers"]);
     }
 
     #[test]
