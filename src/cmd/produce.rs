@@ -170,5 +170,11 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
         let p = producer.clone();
         tokio::task::spawn_blocking(move || m.finish(&p)).await??;
     }
+    // A file or a --count is a whole to send, and a run stopped short of
+    // it did not do its job (a Job's pod evicted with SIGTERM must not
+    // count as completed); synthetic answers without a count end only so.
+    if stop.is_cancelled() && (args.file.is_some() || args.count > 0) {
+        return Ok(ExitCode::from(super::EXIT_INTERRUPTED as u8));
+    }
     Ok(ExitCode::SUCCESS)
 }

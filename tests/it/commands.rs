@@ -91,11 +91,12 @@ fn every_help_ends_with_two_to_four_examples() {
 /// the commands that have more than success and usage errors, each code
 /// the documents list.
 #[test]
-fn run_check_and_replay_help_list_their_exit_codes() {
+fn help_lists_the_exit_codes_of_the_commands_that_have_them() {
     for (cmd, codes) in [
         ("run", &["0 ", "1 ", "2 ", "3 ", "130 "][..]),
         ("check", &["0 ", "1 ", "2 ", "130 "][..]),
         ("replay", &["0 ", "1 ", "2 ", "130 "][..]),
+        ("produce", &["0 ", "1 ", "2 ", "130 "][..]),
     ] {
         let help = stdout(&run(&[cmd, "--help"]));
         let Some(at) = help.find("Exit codes: ") else {
@@ -195,7 +196,11 @@ fn produce_stops_on_a_signal_and_says_how_many_it_sent() {
     });
     p.signal("INT");
     let status = p.wait_exit(WAIT).expect("produce exits after SIGINT");
-    assert_eq!(status.code(), Some(0), "a stop on request is a success");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a stop is the only end of synthetic answers without --count"
+    );
     let mut out = String::new();
     std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
     let sent: i64 = out
@@ -209,10 +214,32 @@ fn produce_stops_on_a_signal_and_says_how_many_it_sent() {
         topic_count(&bs, "answers"),
         "every record counted as sent is in the topic"
     );
+    // With a --count, the run has a whole to send, and a stop short of it
+    // is not a success.
+    let mut cmd = bin();
+    cmd.args([
+        "produce",
+        "--brokers",
+        &bs,
+        "--rate",
+        "200",
+        "--count",
+        "150000",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let mut p = Proc::spawn("produce", cmd);
+    wait_for("produce to deliver records", WAIT, || {
+        (topic_count(&bs, "answers") > sent).then_some(())
+    });
+    p.signal("INT");
+    let status = p.wait_exit(WAIT).expect("produce exits after SIGINT");
+    assert_eq!(status.code(), Some(130));
 }
 
 /// Standard input left open with nothing more to read (`tail -f … |`) must
-/// not hold a stop back until a line comes.
+/// not hold a stop back until a line comes; a file not sent to its end
+/// exits 130, as an interrupted run.
 #[test]
 fn produce_reading_an_open_pipe_stops_on_one_signal() {
     let (_broker, bs) = dev_broker(2);
@@ -237,7 +264,11 @@ fn produce_reading_an_open_pipe_stops_on_one_signal() {
     });
     p.signal("INT");
     let status = p.wait_exit(WAIT).expect("produce exits after one SIGINT");
-    assert_eq!(status.code(), Some(0), "a stop on request is a success");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "a file not sent to its end is not done"
+    );
     let mut out = String::new();
     std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
     assert_eq!(
