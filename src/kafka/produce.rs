@@ -100,20 +100,27 @@ const MAX_PENDING: usize = 10_000;
 
 /// A producer with the same client settings as the worker's outputs.
 pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, ProduceError> {
+    producer_config(k, bootstrap, Duration::from_millis(5))
+        .create_with_context(LogContext::loud())
+        .map_err(ProduceError::Client)
+}
+
+/// The settings of [`producer`], waiting `linger` for more records to
+/// batch with one (`-X linger.ms` overrides it).
+pub fn producer_config(k: &KafkaConfig, bootstrap: &str, linger: Duration) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
         .set("client.id", format!("{}-producer", k.client_id))
         .set("enable.idempotence", "true")
         .set("acks", "all")
-        .set("linger.ms", "5")
+        .set("linger.ms", linger.as_millis().to_string())
         .set("compression.type", "lz4")
         .set("message.max.bytes", k.max_message_bytes.to_string());
     super::client::secured(&mut c, &k.security);
     for (key, value) in &k.properties {
         c.set(key, value);
     }
-    c.create_with_context(LogContext::loud())
-        .map_err(ProduceError::Client)
+    c
 }
 
 /// The partitions of `topic`, or an error when no broker of `bootstrap`

@@ -309,12 +309,9 @@ async fn send_all(
             .collect();
     }
     let producer = (!selection.dry_run)
-        .then(|| super::produce::producer(k, bootstrap))
+        .then(|| producer_config(k, bootstrap).create_with_context(LogContext::loud()))
         .transpose()
-        .map_err(|e| match e {
-            super::produce::ProduceError::Client(e) => ReplayError::Client(e),
-            other => ReplayError::Client(KafkaError::ClientCreation(other.to_string())),
-        })?;
+        .map_err(ReplayError::Client)?;
     let mut sent_total = 0u64;
     let mut next: Next = out
         .ranges
@@ -385,6 +382,14 @@ async fn send_all(
         next.insert(partition, offset + 1);
     }
     Ok((out, next))
+}
+
+/// The settings of the producer that puts dead letters back: the one of
+/// `produce`, without waiting to batch, since each record is sent alone
+/// once the one before it is acknowledged (a wait for more records would
+/// be paid by every record, and no record would come).
+fn producer_config(k: &KafkaConfig, bootstrap: &str) -> rdkafka::ClientConfig {
+    super::produce::producer_config(k, bootstrap, Duration::ZERO)
 }
 
 /// Every partition whose first offset not handled (`next`) is short of
@@ -916,6 +921,24 @@ mod tests {
             .unwrap();
         assert_eq!(done.sent, BTreeMap::from([("schema", 2)]), "{done:?}");
         assert_eq!(done.other_inputs, ["answers"]);
+    }
+
+    /// One record is in flight at a time: a linger for a batch would delay
+    /// every one of them and gather nothing. `-X linger.ms` still decides.
+    #[test]
+    fn dead_letters_are_sent_without_waiting_for_a_batch() {
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some("127.0.0.1:9".into());
+        let mut k = raw.validate().unwrap().kafka;
+        assert_eq!(
+            producer_config(&k, "127.0.0.1:9").get("linger.ms"),
+            Some("0")
+        );
+        k.properties.insert("linger.ms".into(), "7".into());
+        assert_eq!(
+            producer_config(&k, "127.0.0.1:9").get("linger.ms"),
+            Some("7")
+        );
     }
 
     #[test]
