@@ -333,6 +333,10 @@ pub struct ProduceArgs {
     /// Stop after this many records (0 = forever for synthetic, once through a file).
     #[arg(long, default_value_t = 0)]
     pub count: u64,
+    /// Leave out the first N records (of the file, or of the synthetic answers) and send from
+    /// record N+1: the number a stopped run says to go on with.
+    #[arg(long, default_value_t = 0)]
+    pub skip: u64,
 }
 
 #[derive(Debug, Args)]
@@ -352,6 +356,10 @@ pub struct ReplayArgs {
     /// Count what would be put back, and send nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Put back the dead letters of records read from this input topic (their
+    /// groundgate.input.topic header), onto the input topic [default: the input topic]
+    #[arg(long)]
+    pub from_input_topic: Option<String>,
 }
 
 /// The dead-letter kinds `replay` can put back: every kind but

@@ -51,7 +51,12 @@ Examples:
   groundgate produce --brokers 127.0.0.1:9092 --count 1000 --rate 200   # synthetic answers
   groundgate produce --brokers 127.0.0.1:9092                           # synthetic, until Ctrl-C
 
-Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number; a second one exits at once (130).";
+Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number and the
+--skip that goes on from there; a second one exits at once.
+
+Exit codes: 0 done (or synthetic answers without --count stopped by a signal); 1 a record not
+delivered, or the dev broker dropped records; 2 a usage, configuration or input problem; 130 stopped
+by a signal before the end of --file or --count, or by a second signal.";
 
 pub const REPLAY: &str = "\
 Examples:
@@ -62,8 +67,10 @@ Examples:
 Reads the dead-letter topic up to its end when the command starts and sends each dead letter of the
 chosen kinds to the input topic as it was received (key, value, the input's own headers); too_large
 dead letters hold a summary, not the record, and are counted, never sent. Prints what it read and
-sent. Exit 0 done, 1 a send or read failed (the message says where to go on from), 2 usage or
-configuration.";
+sent.
+
+Exit codes: 0 done; 1 a send or read failed (the message says where to go on from); 2 a usage or
+configuration problem; 130 stopped by Ctrl-C or SIGTERM (the summary says where to go on from).";
 
 pub const BENCH: &str = "\
 Examples:

@@ -66,35 +66,53 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
             // A line longer than a message may be is not held whole: it
             // could not be sent anyway.
             let cap = config.kafka.max_message_bytes;
+            let skip = args.skip;
             let mut reader = BufReader::new(input.reader);
             let mut n = 0u64;
             let lines = std::iter::from_fn(move || {
-                let mut line = Vec::new();
-                n += 1;
-                let read =
-                    crate::batch::input::read_value_line_bounded(&mut reader, &mut line, cap);
-                match read {
-                    Ok(None) => None,
-                    Ok(Some(len)) if len > cap as u64 => Some(Err(ProduceError::Read {
-                        path: p.clone(),
-                        source: std::io::Error::other(format!(
-                            "line {n} is {len} bytes, larger than kafka.max_message_bytes ({cap})"
-                        )),
-                    })),
-                    Ok(Some(_)) => {
-                        // A `\r` within a framed value's header is a byte
-                        // of its schema id, as `check` reads it.
-                        if line.len() > crate::core::wire::header_bytes(&line)
-                            && line.last() == Some(&b'\r')
-                        {
-                            line.pop();
-                        }
-                        Some(Ok(line))
+                loop {
+                    let mut line = Vec::new();
+                    n += 1;
+                    let read =
+                        crate::batch::input::read_value_line_bounded(&mut reader, &mut line, cap);
+                    // A line left out is read through, whatever its length; a
+                    // stream that ends or breaks before the first line to send
+                    // stops the run.
+                    if n <= skip {
+                        let what = match read {
+                            Ok(Some(_)) => continue,
+                            Ok(None) => format!("it holds {} records", n - 1),
+                            Err(e) => format!("line {n}: {e}"),
+                        };
+                        return Some(Err(ProduceError::Skipping {
+                            path: p.clone(),
+                            skip,
+                            what,
+                        }));
                     }
-                    Err(source) => Some(Err(ProduceError::Read {
-                        path: p.clone(),
-                        source,
-                    })),
+                    return match read {
+                        Ok(None) => None,
+                        Ok(Some(len)) if len > cap as u64 => Some(Err(ProduceError::TooLong {
+                            path: p.clone(),
+                            line: n,
+                            bytes: len,
+                            cap,
+                        })),
+                        Ok(Some(_)) => {
+                            // A `\r` within a framed value's header is a byte
+                            // of its schema id, as `check` reads it.
+                            if line.len() > crate::core::wire::header_bytes(&line)
+                                && line.last() == Some(&b'\r')
+                            {
+                                line.pop();
+                            }
+                            Some(Ok(line))
+                        }
+                        Err(source) => Some(Err(ProduceError::Read {
+                            path: p.clone(),
+                            source,
+                        })),
+                    };
                 }
             })
             .take(limit as usize);
@@ -114,30 +132,49 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
                 })
                 .map_err(|e| anyhow::anyhow!("cannot start the input reader: {e}"))?;
             let next = async || rx.recv().await;
-            send_until(&producer, &topic, next, args.rate, &stop)
+            send_until(&producer, &topic, next, args.rate, args.skip, &stop)
                 .await
                 .map_err(|e| match e {
-                    ProduceError::Stopped { .. } => anyhow::Error::new(UsageError(e.to_string())),
+                    ProduceError::Stopped { .. } | ProduceError::Skipping { .. } => {
+                        anyhow::Error::new(UsageError(e.to_string()))
+                    }
                     e => e.into(),
                 })?
         }
         None => {
             info!(topic = %topic, rate = args.rate, "producing synthetic answers");
-            let mut records =
-                (0..limit).map(|i| Ok(crate::sample::mixed(i, 600 + (i as usize * 131) % 3000)));
+            let mut records = (args.skip..)
+                .take(limit as usize)
+                .map(|i| Ok(crate::sample::mixed(i, 600 + (i as usize * 131) % 3000)));
             let next = async || records.next();
-            send_until(&producer, &topic, next, args.rate, &stop).await?
+            send_until(&producer, &topic, next, args.rate, args.skip, &stop).await?
         }
     };
-    let stopped = if stop.is_cancelled() {
-        " (stopped by a signal)"
+    let left_out = if args.skip > 0 {
+        format!(", after the first {} left out by --skip", args.skip)
     } else {
-        ""
+        String::new()
     };
-    println!("sent {sent} records to {topic}{stopped}");
+    // The number that goes on from here, so that a stopped run can be
+    // finished without sending a record twice.
+    let stopped = if stop.is_cancelled() {
+        format!(
+            " (stopped by a signal: go on with --skip {})",
+            args.skip + sent
+        )
+    } else {
+        String::new()
+    };
+    println!("sent {sent} records to {topic}{left_out}{stopped}");
     if let Some(m) = mock {
         let p = producer.clone();
         tokio::task::spawn_blocking(move || m.finish(&p)).await??;
+    }
+    // A file or a --count is a whole to send, and a run stopped short of
+    // it did not do its job (a Job's pod evicted with SIGTERM must not
+    // count as completed); synthetic answers without a count end only so.
+    if stop.is_cancelled() && (args.file.is_some() || args.count > 0) {
+        return Ok(ExitCode::from(super::EXIT_INTERRUPTED as u8));
     }
     Ok(ExitCode::SUCCESS)
 }

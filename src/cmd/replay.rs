@@ -15,6 +15,7 @@ pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         partition: args.partition,
         from_offset: args.from_offset,
         dry_run: args.dry_run,
+        from_input_topic: args.from_input_topic.clone(),
     };
     // Ctrl-C or SIGTERM stops before the next dead letter, once the one
     // being sent is acknowledged, and the summary says where to go on.
@@ -68,6 +69,17 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
             }
         ),
     ];
+    if !r.gone.is_empty() {
+        let gone: Vec<String> = r
+            .gone
+            .iter()
+            .map(|(p, (from, to))| format!("partition {p} offsets [{from}, {to})"))
+            .collect();
+        lines.push(format!(
+            "no longer on the topic (deleted before this run read them), not put back: {}",
+            gone.join(", ")
+        ));
+    }
     let mut left = Vec::new();
     if r.other_kinds > 0 {
         left.push(format!("{} of kinds not chosen", r.other_kinds));
@@ -76,6 +88,14 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
         left.push(format!(
             "{} too_large (a summary of the record, not the record)",
             r.summaries
+        ));
+    }
+    if r.other_input > 0 {
+        left.push(format!(
+            "{} read from another input topic ({}{}; --from-input-topic NAME puts back those of NAME)",
+            r.other_input,
+            r.other_inputs.join(", "),
+            if r.other_inputs_more { ", …" } else { "" }
         ));
     }
     if r.foreign > 0 {
@@ -95,6 +115,67 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
     }
     if dry_run {
         lines.push("dry run: nothing was sent".into());
+    } else if !r.stopped {
+        // Offsets are per partition: one --from-offset for all would read
+        // again what this run put back in one partition and pass over
+        // dead letters in another.
+        let next: Vec<(i32, i64)> = r
+            .ranges
+            .iter()
+            .map(|(p, (first, end))| (*p, *first.max(end)))
+            .collect();
+        lines.push(format!(
+            "next time, to leave out what this run read: {}",
+            go_on_runs(&next)
+        ));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A run that read its range through says where the next run starts
+    /// in each partition: one offset for all of them would read again
+    /// what this one put back in some, or pass over dead letters in
+    /// others.
+    #[test]
+    fn a_finished_run_says_where_each_partition_goes_on_next_time() {
+        let done = Replayed {
+            ranges: BTreeMap::from([(0, (0, 3)), (1, (0, 0)), (2, (0, 1)), (3, (7, 2))]),
+            sent: BTreeMap::from([("schema", 1)]),
+            ..Replayed::default()
+        };
+        let text = summary(&done, "answers.dlq", "answers", false);
+        let next = "next time, to leave out what this run read: --partition 0 --from-offset 3, then --partition 1 --from-offset 0, then --partition 2 --from-offset 1, then --partition 3 --from-offset 7 (one run each)";
+        assert!(text.lines().any(|l| l == next), "{text}");
+        for (stopped, dry_run) in [(true, false), (false, true)] {
+            let other = Replayed {
+                stopped,
+                left: vec![(0, 2)],
+                ..done.clone()
+            };
+            let text = summary(&other, "answers.dlq", "answers", dry_run);
+            assert!(!text.contains("next time"), "{text}");
+        }
+    }
+
+    #[test]
+    fn dead_letters_of_another_input_topic_are_named_as_left_where_they_are() {
+        let done = Replayed {
+            ranges: BTreeMap::from([(0, (0, 4))]),
+            other_input: 3,
+            other_inputs: vec!["answers-eu".into()],
+            ..Replayed::default()
+        };
+        let text = summary(&done, "answers.dlq", "answers", false);
+        assert!(
+            text.contains(
+                "left where they are: 3 read from another input topic (answers-eu; --from-input-topic NAME puts back those of NAME)"
+            ),
+            "{text}"
+        );
+    }
 }

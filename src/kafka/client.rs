@@ -481,8 +481,15 @@ pub const VERIFY_GROUP: &str = "groundgate-audit-verify";
 /// adds what it needs (`isolation.level`, `enable.partition.eof`, ...).
 pub fn reader(k: &KafkaConfig, bootstrap: &str) -> ClientConfig {
     let mut c = base(k, bootstrap);
+    // An offset no longer on the topic (its oldest records deleted while a
+    // command reads it) is an error. A reset to the end leaves the
+    // position short of the range's end until a newer record comes, so
+    // the read waits for it and then ends having passed the records in
+    // between over; a reset to the start passes the deleted ones over
+    // without a word.
     c.set("group.id", VERIFY_GROUP)
-        .set("enable.auto.commit", "false");
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "error");
     with_passthrough(c, k)
 }
 

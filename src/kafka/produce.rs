@@ -24,6 +24,15 @@ pub enum ProduceError {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "cannot read {path}: line {line} is {bytes} bytes, larger than kafka.max_message_bytes ({cap})"
+    )]
+    TooLong {
+        path: String,
+        line: u64,
+        bytes: u64,
+        cap: usize,
+    },
     #[error("cannot create the producer: {0}")]
     Client(KafkaError),
     #[error(
@@ -35,27 +44,50 @@ pub enum ProduceError {
         source: KafkaError,
     },
     #[error(
-        "record {} was not delivered: {source}; the {delivered} records before it were; records after it may have been too (sent twice if produced again): go on from record {}",
-        delivered + 1,
+        "record {} was not delivered: {source}; the {delivered} records before it were; records after it may have been too (sent twice if produced again): go on with --skip {delivered}",
         delivered + 1
     )]
     Delivery {
         /// Records delivered before the first one that was not, which
-        /// every earlier record was.
+        /// every earlier record was (those left out by `--skip` counted).
         delivered: u64,
         source: KafkaError,
     },
     #[error(
-        "{source}; the {sent} records before it were sent, and nothing after it: go on from the record after it"
+        "{source}; the {sent} records before it were sent, and nothing after it: go on with --skip {sent} {}",
+        go_on(source, *sent)
     )]
     Stopped {
+        /// Records before the one that stopped the run (those left out by
+        /// `--skip` counted).
         sent: u64,
         source: Box<ProduceError>,
+    },
+    #[error(
+        "cannot read past the first {skip} records of {path}, which --skip leaves out: {what}; nothing was sent"
+    )]
+    Skipping {
+        path: String,
+        skip: u64,
+        what: String,
     },
     #[error(
         "{what}; the dev broker (librdkafka's mock cluster) keeps at most {MOCK_MAX_MSGS} messages / {MOCK_MAX_BYTES} bytes (after compression) per partition and silently drops the oldest beyond that. Produce fewer records (--count), or start `groundgate dev-broker` with more --partitions"
     )]
     MockRetention { what: String },
+}
+
+/// How a run stopped by `source`, after the `sent` records before it, goes
+/// on: past a line too long to send, or once the input reads again (a cut
+/// compressed stream cannot be read past).
+fn go_on(source: &ProduceError, sent: u64) -> String {
+    match source {
+        ProduceError::TooLong { .. } => format!(
+            "once it is short enough, or --skip {} to leave it out",
+            sent + 1
+        ),
+        _ => "once it can be read".to_string(),
+    }
 }
 
 /// What librdkafka's mock cluster (`dev-broker`) keeps per partition
@@ -68,20 +100,27 @@ const MAX_PENDING: usize = 10_000;
 
 /// A producer with the same client settings as the worker's outputs.
 pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, ProduceError> {
+    producer_config(k, bootstrap, Duration::from_millis(5))
+        .create_with_context(LogContext::loud())
+        .map_err(ProduceError::Client)
+}
+
+/// The settings of [`producer`], waiting `linger` for more records to
+/// batch with one (`-X linger.ms` overrides it).
+pub fn producer_config(k: &KafkaConfig, bootstrap: &str, linger: Duration) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
         .set("client.id", format!("{}-producer", k.client_id))
         .set("enable.idempotence", "true")
         .set("acks", "all")
-        .set("linger.ms", "5")
+        .set("linger.ms", linger.as_millis().to_string())
         .set("compression.type", "lz4")
         .set("message.max.bytes", k.max_message_bytes.to_string());
     super::client::secured(&mut c, &k.security);
     for (key, value) in &k.properties {
         c.set(key, value);
     }
-    c.create_with_context(LogContext::loud())
-        .map_err(ProduceError::Client)
+    c
 }
 
 /// The partitions of `topic`, or an error when no broker of `bootstrap`
@@ -115,7 +154,8 @@ struct Rid<'a> {
 }
 
 /// Sends every record to `topic` at `rate` records/s (0 = unthrottled),
-/// keyed by request_id when it can be read, and waits for every delivery.
+/// keyed by request_id when it can be read (a framed value's too), and
+/// waits for every delivery.
 pub async fn send_all(
     producer: &FutureProducer,
     topic: &str,
@@ -124,7 +164,7 @@ pub async fn send_all(
 ) -> Result<u64, ProduceError> {
     let mut records = records;
     let next = async || records.next();
-    send_until(producer, topic, next, rate, &CancellationToken::new()).await
+    send_until(producer, topic, next, rate, 0, &CancellationToken::new()).await
 }
 
 /// [`send_all`] that stops taking records once `stop` is cancelled, also
@@ -132,12 +172,15 @@ pub async fn send_all(
 /// read); the records already handed to the producer are still awaited, so
 /// the count returned is of delivered records. `next` is awaited with the
 /// stop beside it, so it must not lose a record when dropped unfinished
-/// (a channel's `recv` does not).
+/// (a channel's `recv` does not). `skipped`: the records of the input
+/// left out before the first one `next` gives, which the numbers an error
+/// says count, so that `--skip` goes on from them.
 pub async fn send_until(
     producer: &FutureProducer,
     topic: &str,
     mut next: impl AsyncFnMut() -> Option<Result<Vec<u8>, ProduceError>>,
     rate: u64,
+    skipped: u64,
     stop: &CancellationToken,
 ) -> Result<u64, ProduceError> {
     let started = Instant::now();
@@ -166,7 +209,9 @@ pub async fn send_until(
                 _ = stop.cancelled() => break,
             }
         }
-        let key = serde_json::from_slice::<Rid<'_>>(&rec)
+        // A framed value's JSON starts past its Schema Registry header.
+        let json = &rec[crate::core::wire::header_bytes(&rec)..];
+        let key = serde_json::from_slice::<Rid<'_>>(json)
             .ok()
             .and_then(|r| r.request_id)
             .map(|k| k.into_owned());
@@ -195,13 +240,13 @@ pub async fn send_until(
                         settle(f).await?;
                     }
                     return Err(ProduceError::Delivery {
-                        delivered: sent,
+                        delivered: skipped + sent,
                         source: e,
                     });
                 }
             }
         };
-        pending.push_back((sent, fut));
+        pending.push_back((skipped + sent, fut));
         sent += 1;
         while pending.len() > MAX_PENDING {
             if let Some(f) = pending.pop_front() {
@@ -216,8 +261,9 @@ pub async fn send_until(
         settle(f).await?;
     }
     match stopped_by {
+        Some(e @ ProduceError::Skipping { .. }) => Err(e),
         Some(e) => Err(ProduceError::Stopped {
-            sent,
+            sent: skipped + sent,
             source: Box::new(e),
         }),
         None => Ok(sent),
@@ -321,6 +367,36 @@ mod tests {
     use super::*;
     use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 
+    /// A value in Schema Registry wire format (a line of a framed topic's
+    /// dump) is keyed by the request id of its JSON, as the same record
+    /// sent plain is: the key decides the partition.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_framed_record_is_keyed_by_its_request_id_as_a_plain_one_is() {
+        use rdkafka::Message;
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(1, &["answers"]).unwrap();
+        let bs = broker.bootstrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let k = raw.validate().unwrap().kafka;
+        let p = producer(&k, &bs).unwrap();
+        let plain = br#"{"request_id":"plain","answer":"x"}"#.to_vec();
+        let framed = crate::core::wire::framed(42, br#"{"request_id":"framed","answer":"x"}"#);
+        let sent = send_all(&p, "answers", [plain, framed].into_iter().map(Ok), 0)
+            .await
+            .unwrap();
+        assert_eq!(sent, 2);
+        let got = tokio::task::spawn_blocking(move || {
+            crate::kafka::inspect::read_until(&bs, &["answers"], Duration::from_secs(60), |got| {
+                got[0].len() >= 2
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        let keys: Vec<Option<&[u8]>> = got[0].iter().map(|m| m.key()).collect();
+        assert_eq!(keys, [Some(&b"plain"[..]), Some(&b"framed"[..])]);
+    }
+
     /// A delivery that fails says which record it was and how many before
     /// it were delivered, not how many were handed to the producer: that
     /// is where a run of a file goes on from.
@@ -344,7 +420,7 @@ mod tests {
         );
         assert!(text.starts_with("record 1 was not delivered: "), "{text}");
         assert!(
-            text.ends_with("the 0 records before it were; records after it may have been too (sent twice if produced again): go on from record 1"),
+            text.ends_with("the 0 records before it were; records after it may have been too (sent twice if produced again): go on with --skip 0"),
             "{text}"
         );
     }

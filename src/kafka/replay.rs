@@ -21,7 +21,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 use super::client::{FutureProducer, LogContext};
-use super::outputs::{H_ERROR_KIND, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
+use super::outputs::{H_ERROR_KIND, H_INPUT_TOPIC, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
 use super::range_read::{RangeError, RangeRead};
 use crate::config::KafkaConfig;
 use crate::core::DeadLetterKind;
@@ -31,6 +31,9 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restored {
     pub kind: DeadLetterKind,
+    /// The input topic the record was read from (`groundgate.input.topic`),
+    /// when the dead letter names one.
+    pub input_topic: Option<String>,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
     pub headers: Vec<OutHeader>,
@@ -66,6 +69,10 @@ pub fn restored(
     if kind == DeadLetterKind::TooLarge {
         return Err(NotRestored::Summary);
     }
+    let input_topic = headers
+        .iter()
+        .find(|(k, _)| *k == H_INPUT_TOPIC)
+        .and_then(|(_, v)| (*v).map(|v| String::from_utf8_lossy(v).into_owned()));
     let headers = headers
         .iter()
         .filter(|(k, _)| !k.starts_with(OWN_HEADER_PREFIX))
@@ -79,6 +86,7 @@ pub fn restored(
         .collect();
     Ok(Restored {
         kind,
+        input_topic,
         key: key.map(<[u8]>::to_vec),
         value: value.map(<[u8]>::to_vec),
         headers,
@@ -95,6 +103,9 @@ pub struct Selection {
     pub from_offset: Option<i64>,
     /// Count what would be put back, and send nothing.
     pub dry_run: bool,
+    /// Put back the dead letters of records read from this input topic
+    /// instead of the one written to (a topic renamed since).
+    pub from_input_topic: Option<String>,
 }
 
 /// What a replay did, per dead-letter partition and in all.
@@ -102,6 +113,10 @@ pub struct Selection {
 pub struct Replayed {
     /// Partition → (first offset read, end offset: where reading stopped).
     pub ranges: BTreeMap<i32, (i64, i64)>,
+    /// Partition → the offsets from `--from-offset` up to the first one
+    /// the topic still held, where that is later: dead letters deleted
+    /// before they could be read.
+    pub gone: BTreeMap<i32, (i64, i64)>,
     /// Put back (or, in a dry run, that would be), by kind.
     pub sent: BTreeMap<&'static str, u64>,
     /// `too_large` dead letters, which hold a summary, not the record.
@@ -110,6 +125,13 @@ pub struct Replayed {
     pub other_kinds: u64,
     /// Records without groundgate's dead-letter headers.
     pub foreign: u64,
+    /// Dead letters of a chosen kind read from another input topic than
+    /// the one written to (or `from_input_topic`), and the first few such
+    /// topics.
+    pub other_input: u64,
+    pub other_inputs: Vec<String>,
+    /// Whether more such topics were read than `other_inputs` names.
+    pub other_inputs_more: bool,
     /// Whether a stop ended the run before the end of its ranges.
     pub stopped: bool,
     /// After a stop: every partition with dead letters left, and the first
@@ -123,7 +145,7 @@ pub enum ReplayError {
     Client(KafkaError),
     #[error(
         "cannot read the dead-letter topic {topic}: {source}{}",
-        super::error::unreachable_hint(source)
+        read_hint(source)
     )]
     Read { topic: String, source: KafkaError },
     #[error("the dead-letter topic {0} does not exist or has no partition{1}")]
@@ -132,6 +154,37 @@ pub enum ReplayError {
     Reader(String),
     #[error(transparent)]
     Send(Box<SendFailed>),
+    #[error(transparent)]
+    ReadFailed(Box<ReadFailed>),
+}
+
+/// The dead-letter topic could not be read to the end of its range after
+/// the reading had begun, and where to go on from.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot read the dead-letter topic {topic} after {sent} dead letters were {}: {source}{}: go on with {}",
+    if *.dry_run { "counted (a dry run: nothing was sent)" } else { "put back" },
+    read_hint(.source),
+    go_on_runs(.go_on)
+)]
+pub struct ReadFailed {
+    pub topic: String,
+    pub sent: u64,
+    pub dry_run: bool,
+    pub source: KafkaError,
+    /// Every partition with dead letters left, and the first offset left
+    /// in it.
+    pub go_on: Vec<(i32, i64)>,
+}
+
+/// What a read error of the dead-letter topic leaves unsaid.
+fn read_hint(e: &KafkaError) -> &'static str {
+    match e.rdkafka_error_code() {
+        Some(rdkafka::types::RDKafkaErrorCode::AutoOffsetReset) => {
+            ": the dead letters at the reader's position are no longer on the topic (deleted by its retention, or by a deletion of records, while this run read it)"
+        }
+        _ => super::error::unreachable_hint(e),
+    }
 }
 
 /// A dead letter the brokers did not take back, and where to go on from.
@@ -159,10 +212,14 @@ pub fn go_on_runs(go_on: &[(i32, i64)]) -> String {
         .map(|(p, o)| format!("--partition {p} --from-offset {o}"))
         .collect();
     match runs.len() {
+        0 => "nothing: every dead letter of the range was handled".to_string(),
         1 => runs.concat(),
         _ => format!("{} (one run each)", runs.join(", then ")),
     }
 }
+
+/// Input topics other than the one written to that a summary names.
+const OTHER_INPUTS_NAMED: usize = 5;
 
 /// Records read ahead of the sends: each waits here for the one before it
 /// to be acknowledged.
@@ -204,36 +261,59 @@ pub async fn replay(
     let read = reading.await;
     // A send's failure stopped the reader; otherwise the reader's error is
     // why the records stopped coming.
-    let out = sent?;
-    read.map_err(|e| ReplayError::Reader(e.to_string()))??;
-    Ok(out)
+    let (out, next) = sent?;
+    match read.map_err(|e| ReplayError::Reader(e.to_string()))? {
+        // Once the ranges are read, dead letters may have been put back:
+        // the error says how many and where to go on.
+        Err(ReplayError::Read { topic, source }) if !out.ranges.is_empty() => {
+            Err(ReplayError::ReadFailed(Box::new(ReadFailed {
+                topic,
+                sent: out.sent.values().sum(),
+                dry_run: selection.dry_run,
+                source,
+                go_on: left(&next, &out.ranges),
+            })))
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(out),
+    }
 }
+
+/// Per partition, the first offset not handled yet.
+type Next = BTreeMap<i32, i64>;
 
 /// Puts back what the reader hands over, each send acknowledged before the
 /// next record is taken; ends with the channel (read through, or the
-/// reader's error, which [`replay`] reports) or a send's failure.
+/// reader's error, which [`replay`] reports) or a send's failure. Returns
+/// also, per partition, the first offset not handled.
 async fn send_all(
     k: &KafkaConfig,
     bootstrap: &str,
     selection: &Selection,
     rx: &mut tokio::sync::mpsc::Receiver<Read>,
     stop: &CancellationToken,
-) -> Result<Replayed, ReplayError> {
+) -> Result<(Replayed, Next), ReplayError> {
     let mut out = Replayed::default();
     let Some(Read::Ranges(ranges)) = rx.recv().await else {
-        return Ok(out);
+        return Ok((out, Next::new()));
     };
     out.ranges = ranges;
+    // A range starts at the oldest record kept when the offset asked for
+    // is older: what lies between was deleted, and is said.
+    if let Some(asked) = selection.from_offset {
+        out.gone = out
+            .ranges
+            .iter()
+            .filter(|(_, (first, _))| asked < *first)
+            .map(|(p, (first, _))| (*p, (asked, *first)))
+            .collect();
+    }
     let producer = (!selection.dry_run)
-        .then(|| super::produce::producer(k, bootstrap))
+        .then(|| producer_config(k, bootstrap).create_with_context(LogContext::loud()))
         .transpose()
-        .map_err(|e| match e {
-            super::produce::ProduceError::Client(e) => ReplayError::Client(e),
-            other => ReplayError::Client(KafkaError::ClientCreation(other.to_string())),
-        })?;
+        .map_err(ReplayError::Client)?;
     let mut sent_total = 0u64;
-    // Per partition, the first offset not handled yet.
-    let mut next: BTreeMap<i32, i64> = out
+    let mut next: Next = out
         .ranges
         .iter()
         .map(|(p, (from, _))| (*p, *from))
@@ -260,6 +340,26 @@ async fn send_all(
             Err(NotRestored::NotADeadLetter) => out.foreign += 1,
             Err(NotRestored::Summary) => out.summaries += 1,
             Ok(r) if !selection.kinds.contains(&r.kind) => out.other_kinds += 1,
+            // Put on this input topic, a record read from another would
+            // be judged by a pipeline it never came from.
+            Ok(Restored {
+                input_topic: Some(topic),
+                ..
+            }) if topic
+                != *selection
+                    .from_input_topic
+                    .as_ref()
+                    .unwrap_or(&k.topics.input) =>
+            {
+                out.other_input += 1;
+                if !out.other_inputs.contains(&topic) {
+                    if out.other_inputs.len() < OTHER_INPUTS_NAMED {
+                        out.other_inputs.push(topic);
+                    } else {
+                        out.other_inputs_more = true;
+                    }
+                }
+            }
             Ok(r) => {
                 if let Some(producer) = &producer
                     && let Err(source) = send(producer, &k.topics.input, &r).await
@@ -281,7 +381,15 @@ async fn send_all(
         }
         next.insert(partition, offset + 1);
     }
-    Ok(out)
+    Ok((out, next))
+}
+
+/// The settings of the producer that puts dead letters back: the one of
+/// `produce`, without waiting to batch, since each record is sent alone
+/// once the one before it is acknowledged (a wait for more records would
+/// be paid by every record, and no record would come).
+fn producer_config(k: &KafkaConfig, bootstrap: &str) -> rdkafka::ClientConfig {
+    super::produce::producer_config(k, bootstrap, Duration::ZERO)
 }
 
 /// Every partition whose first offset not handled (`next`) is short of
@@ -464,6 +572,7 @@ mod tests {
             partition: None,
             from_offset: None,
             dry_run,
+            from_input_topic: None,
         }
     }
 
@@ -604,6 +713,232 @@ mod tests {
             resumed += done.sent.values().sum::<u64>();
         }
         assert_eq!(sent + resumed, 3 * per_partition, "{e}");
+    }
+
+    /// Writes `n` `schema` dead letters of `bytes` bytes each to
+    /// partition 0 of the dead-letter topic.
+    fn write_dead_letters(bootstrap: &str, n: usize, bytes: usize) {
+        use rdkafka::ClientConfig;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .create()
+            .unwrap();
+        let value = vec![b'x'; bytes];
+        let topic = crate::config::Topics::default().dead_letter;
+        for _ in 0..n {
+            let headers = OwnedHeaders::new().insert(Header {
+                key: H_ERROR_KIND,
+                value: Some("schema"),
+            });
+            let record = BaseRecord::<[u8], [u8]>::to(&topic)
+                .partition(0)
+                .payload(&value)
+                .headers(headers);
+            producer.send(record).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+    }
+
+    /// The high watermark of partition 0 of `topic`.
+    fn high_watermark(bootstrap: &str, topic: &str) -> i64 {
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .create()
+            .unwrap();
+        rdkafka::consumer::Consumer::fetch_watermarks(&consumer, topic, 0, Duration::from_secs(10))
+            .unwrap()
+            .1
+    }
+
+    /// 100 KB dead letters put back while more are written: the
+    /// embedded broker keeps 5 MB a partition, so the oldest are deleted
+    /// (as a topic's retention deletes them) while the replay reads them.
+    /// Returns the broker, the configuration and the replay's result.
+    async fn replay_while_the_oldest_are_deleted() -> (
+        crate::kafka::embedded::EmbeddedBroker,
+        KafkaConfig,
+        Result<Replayed, ReplayError>,
+    ) {
+        let topics = crate::config::Topics::default();
+        let broker = crate::kafka::embedded::EmbeddedBroker::start_with_brokers(
+            2,
+            1,
+            &[&topics.dead_letter, &topics.input],
+        )
+        .unwrap();
+        // Every record put back takes 300 ms to be acknowledged: the
+        // deletion below is done long before the replay gets near it.
+        let cluster = broker.cluster();
+        cluster
+            .partition_leader(&topics.dead_letter, 0, Some(1))
+            .unwrap();
+        cluster.partition_leader(&topics.input, 0, Some(2)).unwrap();
+        cluster
+            .broker_round_trip_time(2, Duration::from_millis(300))
+            .unwrap();
+        let bs = broker.bootstrap();
+        const BYTES: usize = 100_000;
+        write_dead_letters(&bs, 40, BYTES);
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let mut k = raw.validate().unwrap().kafka;
+        // A record a fetch, and none fetched ahead: the reader's position
+        // stays a few records ahead of what is put back.
+        for (key, value) in [
+            ("fetch.message.max.bytes", "1"),
+            ("queued.min.messages", "1"),
+            ("queued.max.messages.kbytes", "1"),
+        ] {
+            k.properties.insert(key.into(), value.into());
+        }
+        let run = tokio::spawn({
+            let (k, bs) = (k.clone(), bs.clone());
+            async move { replay(&k, &bs, &schema_only(false), &CancellationToken::new()).await }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while high_watermark(&bs, &topics.input) == 0 {
+            assert!(std::time::Instant::now() < deadline, "nothing was put back");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // 40 more push the partition past 5 MB: the oldest go.
+        write_dead_letters(&bs, 40, BYTES);
+        // A replay that lost its place waits for its end for ever.
+        let done = tokio::time::timeout(Duration::from_secs(120), run)
+            .await
+            .expect("the replay did not end")
+            .unwrap();
+        (broker, k, done)
+    }
+
+    /// The dead letters after the deleted ones are still there: a replay
+    /// that lost its place does not pass them over as read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dead_letters_deleted_under_the_reader_are_not_passed_over() {
+        let (broker, _, done) = replay_while_the_oldest_are_deleted().await;
+        let put_back = high_watermark(&broker.bootstrap(), "answers");
+        match done {
+            Ok(done) => {
+                panic!("the replay ended as read through, {put_back} of the 40 put back: {done:?}")
+            }
+            Err(e) => assert!(e.to_string().contains("deleted"), "{e}"),
+        }
+    }
+
+    /// A read that fails part way says how many dead letters were put
+    /// back and where to go on; the run from there puts back every one
+    /// still on the topic that was not put back yet, once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_failure_says_what_was_put_back_and_where_to_go_on() {
+        let (broker, k, done) = replay_while_the_oldest_are_deleted().await;
+        let bs = broker.bootstrap();
+        let put_back = high_watermark(&bs, &k.topics.input);
+        let e = done.unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("after {put_back} dead letters were put back")),
+            "{text}"
+        );
+        let go_on = format!("go on with --partition 0 --from-offset {put_back}");
+        assert!(text.ends_with(&go_on), "{text}");
+        let run = Selection {
+            partition: Some(0),
+            from_offset: Some(put_back),
+            ..schema_only(false)
+        };
+        let rest = replay(&k, &bs, &run, &CancellationToken::new())
+            .await
+            .unwrap();
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &bs)
+            .create()
+            .unwrap();
+        let (kept_from, _) = rdkafka::consumer::Consumer::fetch_watermarks(
+            &consumer,
+            &k.topics.dead_letter,
+            0,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(kept_from > put_back, "none was deleted: {text}");
+        // The 40 written during the first run are read this time.
+        assert_eq!(
+            rest.sent,
+            BTreeMap::from([("schema", 80 - kept_from as u64)])
+        );
+    }
+
+    /// A dead letter names the input topic its record was read from: one
+    /// from another topic than the one replay writes to (a dead-letter
+    /// topic shared by two deployments, or the wrong configuration given)
+    /// is not sent to a pipeline it never came from.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dead_letter_of_another_input_topic_is_not_put_back() {
+        use crate::kafka::outputs::H_INPUT_TOPIC;
+        use rdkafka::ClientConfig;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let topics = crate::config::Topics::default();
+        let broker =
+            crate::kafka::embedded::EmbeddedBroker::start(1, &[&topics.dead_letter, &topics.input])
+                .unwrap();
+        let bs = broker.bootstrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", &bs)
+            .create()
+            .unwrap();
+        for input in ["answers", "answers-eu", "answers", "answers-eu"] {
+            let headers = OwnedHeaders::new()
+                .insert(Header {
+                    key: H_INPUT_TOPIC,
+                    value: Some(input),
+                })
+                .insert(Header {
+                    key: H_ERROR_KIND,
+                    value: Some("schema"),
+                });
+            let record = BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
+                .payload(&b"{}"[..])
+                .headers(headers);
+            producer.send(record).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let k = raw.validate().unwrap().kafka;
+        let done = replay(&k, &bs, &schema_only(false), &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(done.sent, BTreeMap::from([("schema", 2)]), "{done:?}");
+        assert_eq!(done.other_inputs, ["answers-eu"]);
+        // Named, the other input topic's dead letters are the ones put
+        // back (on the topic written to), and this one's are left.
+        let renamed = Selection {
+            from_input_topic: Some("answers-eu".into()),
+            ..schema_only(false)
+        };
+        let done = replay(&k, &bs, &renamed, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(done.sent, BTreeMap::from([("schema", 2)]), "{done:?}");
+        assert_eq!(done.other_inputs, ["answers"]);
+    }
+
+    /// One record is in flight at a time: a linger for a batch would delay
+    /// every one of them and gather nothing. `-X linger.ms` still decides.
+    #[test]
+    fn dead_letters_are_sent_without_waiting_for_a_batch() {
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some("127.0.0.1:9".into());
+        let mut k = raw.validate().unwrap().kafka;
+        assert_eq!(
+            producer_config(&k, "127.0.0.1:9").get("linger.ms"),
+            Some("0")
+        );
+        k.properties.insert("linger.ms".into(), "7".into());
+        assert_eq!(
+            producer_config(&k, "127.0.0.1:9").get("linger.ms"),
+            Some("7")
+        );
     }
 
     #[test]

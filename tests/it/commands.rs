@@ -91,10 +91,12 @@ fn every_help_ends_with_two_to_four_examples() {
 /// the commands that have more than success and usage errors, each code
 /// the documents list.
 #[test]
-fn run_and_check_help_list_their_exit_codes() {
+fn help_lists_the_exit_codes_of_the_commands_that_have_them() {
     for (cmd, codes) in [
         ("run", &["0 ", "1 ", "2 ", "3 ", "130 "][..]),
         ("check", &["0 ", "1 ", "2 ", "130 "][..]),
+        ("replay", &["0 ", "1 ", "2 ", "130 "][..]),
+        ("produce", &["0 ", "1 ", "2 ", "130 "][..]),
     ] {
         let help = stdout(&run(&[cmd, "--help"]));
         let Some(at) = help.find("Exit codes: ") else {
@@ -194,7 +196,11 @@ fn produce_stops_on_a_signal_and_says_how_many_it_sent() {
     });
     p.signal("INT");
     let status = p.wait_exit(WAIT).expect("produce exits after SIGINT");
-    assert_eq!(status.code(), Some(0), "a stop on request is a success");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a stop is the only end of synthetic answers without --count"
+    );
     let mut out = String::new();
     std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
     let sent: i64 = out
@@ -208,10 +214,32 @@ fn produce_stops_on_a_signal_and_says_how_many_it_sent() {
         topic_count(&bs, "answers"),
         "every record counted as sent is in the topic"
     );
+    // With a --count, the run has a whole to send, and a stop short of it
+    // is not a success.
+    let mut cmd = bin();
+    cmd.args([
+        "produce",
+        "--brokers",
+        &bs,
+        "--rate",
+        "200",
+        "--count",
+        "150000",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let mut p = Proc::spawn("produce", cmd);
+    wait_for("produce to deliver records", WAIT, || {
+        (topic_count(&bs, "answers") > sent).then_some(())
+    });
+    p.signal("INT");
+    let status = p.wait_exit(WAIT).expect("produce exits after SIGINT");
+    assert_eq!(status.code(), Some(130));
 }
 
 /// Standard input left open with nothing more to read (`tail -f … |`) must
-/// not hold a stop back until a line comes.
+/// not hold a stop back until a line comes; a file not sent to its end
+/// exits 130, as an interrupted run.
 #[test]
 fn produce_reading_an_open_pipe_stops_on_one_signal() {
     let (_broker, bs) = dev_broker(2);
@@ -236,10 +264,17 @@ fn produce_reading_an_open_pipe_stops_on_one_signal() {
     });
     p.signal("INT");
     let status = p.wait_exit(WAIT).expect("produce exits after one SIGINT");
-    assert_eq!(status.code(), Some(0), "a stop on request is a success");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "a file not sent to its end is not done"
+    );
     let mut out = String::new();
     std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
-    assert_eq!(out, "sent 3 records to answers (stopped by a signal)\n");
+    assert_eq!(
+        out,
+        "sent 3 records to answers (stopped by a signal: go on with --skip 3)\n"
+    );
     // The pipe was open until produce had exited.
     drop(stdin);
 }
@@ -468,6 +503,60 @@ fn produce_stopped_by_a_line_it_cannot_send_says_how_many_it_sent() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// A run stopped by a line it cannot send names the flag that goes on
+/// from there: the run with it, once the line is fixed, sends the rest and
+/// nothing twice. A file shorter than what is to be left out is refused.
+#[test]
+fn produce_goes_on_where_a_stopped_run_left_off_without_sending_twice() {
+    let (_broker, bs) = dev_broker(2);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("answers.jsonl");
+    let line = |id: &str, bytes: usize| {
+        format!(
+            "{{\"request_id\":\"{id}\",\"answer\":\"{}\"}}\n",
+            "x".repeat(bytes)
+        )
+    };
+    let write = |sixth: usize| {
+        let mut text: String = (0..5).map(|i| line(&format!("r{i}"), 1)).collect();
+        text.push_str(&line("r5", sixth));
+        text.push_str(&line("r6", 1));
+        std::fs::write(&file, text).unwrap();
+    };
+    let produce = |extra: &[&str]| {
+        bin()
+            .args(["produce", "--brokers", &bs, "--rate", "0", "--file"])
+            .arg(&file)
+            .args(extra)
+            .env("GROUNDGATE_MAX_RECORD_BYTES", "65536")
+            .env("GROUNDGATE_MAX_OUTPUT_BYTES", "65536")
+            .env("GROUNDGATE_KAFKA__MAX_MESSAGE_BYTES", "131072")
+            .output()
+            .unwrap()
+    };
+    // Line 6 is longer than kafka.max_message_bytes.
+    write(140_000);
+    let o = produce(&[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("go on with --skip 5 once it is short enough, or --skip 6 to leave it out"),
+        "{err}"
+    );
+    assert_eq!(topic_count(&bs, "answers"), 5, "{err}");
+    write(1);
+    let o = produce(&["--skip", "5"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(stdout(&o).starts_with("sent 2 records"), "{}", stdout(&o));
+    assert_eq!(topic_count(&bs, "answers"), 7, "{err}");
+    let o = produce(&["--skip", "9"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds 7 records"), "{err}");
+    assert_eq!(topic_count(&bs, "answers"), 7, "{err}");
+}
+
 /// A file of values in Schema Registry wire format (a topic dumped with
 /// kcat) goes back as the values it holds: a schema id with byte 0x0A in
 /// it is part of its value's header, not a line break, as `check` reads
@@ -635,5 +724,65 @@ fn the_schemas_built_into_the_binary_are_the_repositorys() {
         ),
         "{}",
         stderr(&o)
+    );
+}
+
+/// A replay told to start at an offset whose dead letters the topic no
+/// longer holds (its retention deleted them, say while an operator went
+/// on from where a stopped run said) says which were not put back, as it
+/// starts at the oldest one kept.
+#[test]
+fn replay_names_the_dead_letters_no_longer_on_the_topic_from_where_it_was_told_to_start() {
+    use groundgate::kafka::embedded::EmbeddedBroker;
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let broker = EmbeddedBroker::start(1, &["answers", "answers.dlq"]).expect("embedded broker");
+    let bs = broker.bootstrap();
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bs)
+        .create()
+        .unwrap();
+    // 80 dead letters of 100 KB: the embedded broker keeps 5 MB a
+    // partition and deletes the oldest.
+    let value = vec![b'x'; 100_000];
+    for _ in 0..80 {
+        let headers = OwnedHeaders::new().insert(Header {
+            key: "groundgate.error.kind",
+            value: Some("schema"),
+        });
+        let record = BaseRecord::<[u8], [u8]>::to("answers.dlq")
+            .payload(&value)
+            .headers(headers);
+        producer.send(record).unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bs)
+        .create()
+        .unwrap();
+    let (kept_from, end) = consumer
+        .fetch_watermarks("answers.dlq", 0, Duration::from_secs(10))
+        .unwrap();
+    assert!(kept_from > 5, "none was deleted");
+    let o = run(&[
+        "replay",
+        "--brokers",
+        &bs,
+        "--kind",
+        "schema",
+        "--partition",
+        "0",
+        "--from-offset",
+        "5",
+        "--dry-run",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains(&format!("0 [{kept_from}, {end})")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "no longer on the topic (deleted before this run read them), not put back: partition 0 offsets [5, {kept_from})"
+        )),
+        "{out}"
     );
 }
