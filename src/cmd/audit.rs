@@ -59,7 +59,7 @@ pub enum CmdError {
     Usage(String),
     #[error("{0}")]
     Config(#[from] ConfigError),
-    #[error("kafka: {0}{hint}", hint = crate::kafka::unreachable_hint(.0))]
+    #[error("kafka: {0}{hint}", hint = read_hint(.0))]
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("topic {0} not found")]
     NoTopic(String),
@@ -71,6 +71,16 @@ pub enum CmdError {
     ReadTwice { path: PathBuf, pipe: bool },
     #[error("--from {from} is after --to {to}: the range is empty, nothing would be verified")]
     EmptyRange { from: i64, to: i64 },
+}
+
+/// What a Kafka error of reading the audit topic leaves unsaid.
+fn read_hint(e: &rdkafka::error::KafkaError) -> &'static str {
+    match e.rdkafka_error_code() {
+        Some(rdkafka::types::RDKafkaErrorCode::AutoOffsetReset) => {
+            ": the audit rows at the reader's position are no longer on the topic (deleted by its retention, or by a deletion of records, while this run read it); run it again: it reads from the oldest row the topic holds"
+        }
+        _ => crate::kafka::unreachable_hint(e),
+    }
 }
 
 pub fn main(args: AuditArgs) -> ExitCode {
@@ -1073,6 +1083,22 @@ fn print_runs(r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_deleted_under_the_reader_are_named_as_such() {
+        use rdkafka::error::KafkaError;
+        use rdkafka::types::RDKafkaErrorCode as C;
+        let deleted = CmdError::Kafka(KafkaError::MessageConsumption(C::AutoOffsetReset));
+        assert!(
+            deleted.to_string().contains("no longer on the topic"),
+            "{deleted}"
+        );
+        let down = CmdError::Kafka(KafkaError::MessageConsumption(C::AllBrokersDown));
+        assert!(
+            !down.to_string().contains("no longer on the topic"),
+            "{down}"
+        );
+    }
 
     #[test]
     fn each_key_says_what_it_signed_and_where_it_signed_again() {
