@@ -106,8 +106,55 @@ fn write_all(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for (name, text) in SCHEMAS {
         let path = dir.join(format!("{name}.schema.json"));
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        // Written beside and renamed into place, so a write that fails (a
+        // full disk) leaves the file there before whole, never cut short.
+        let partial = dir.join(format!("{name}.schema.json.partial"));
+        std::fs::write(&partial, text)
+            .and_then(|()| std::fs::rename(&partial, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&partial);
+                format!("cannot write {}: {e}", path.display())
+            })?;
     }
     eprintln_lossy!("wrote {} schemas into {}", SCHEMAS.len(), dir.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_that_cannot_be_written_leaves_the_file_there_before_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (name, _) = SCHEMAS[0];
+        let path = dir.path().join(format!("{name}.schema.json"));
+        std::fs::write(&path, "{\"kept\": true}").unwrap();
+        // A directory where the new text would be written makes the write fail.
+        std::fs::create_dir(dir.path().join(format!("{name}.schema.json.partial"))).unwrap();
+        let e = write_all(dir.path()).unwrap_err();
+        assert!(e.contains("cannot write"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"kept\": true}");
+    }
+
+    #[test]
+    fn every_schema_is_written_whole_and_nothing_else_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        write_all(dir.path()).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let mut want: Vec<String> = SCHEMAS
+            .iter()
+            .map(|(n, _)| format!("{n}.schema.json"))
+            .collect();
+        want.sort();
+        assert_eq!(names, want);
+        for (name, text) in SCHEMAS {
+            let path = dir.path().join(format!("{name}.schema.json"));
+            assert_eq!(std::fs::read_to_string(path).unwrap(), *text);
+        }
+    }
 }
