@@ -46,7 +46,14 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
     let ranges: Vec<String> = r
         .ranges
         .iter()
-        .map(|(p, (first, end))| format!("{p} [{first}, {end})"))
+        .map(|(p, (first, end))| {
+            if first > end {
+                // Told to start past the partition's end: nothing to read.
+                format!("{p} none from {first} (it ends at {end})")
+            } else {
+                format!("{p} [{first}, {end})")
+            }
+        })
         .collect();
     let sent: u64 = r.sent.values().sum();
     let by_kind: Vec<String> = r.sent.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -61,7 +68,8 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
             ranges.join(", ")
         ),
         format!(
-            "{verb} {sent} dead letters on {to}{}",
+            "{verb} {sent} dead letter{} on {to}{}",
+            if sent == 1 { "" } else { "s" },
             if by_kind.is_empty() {
                 String::new()
             } else {
@@ -160,6 +168,26 @@ mod tests {
             let text = summary(&other, "answers.dlq", "answers", dry_run);
             assert!(!text.contains("next time"), "{text}");
         }
+    }
+
+    #[test]
+    fn one_dead_letter_is_one_and_a_start_past_the_end_reads_none() {
+        let done = Replayed {
+            ranges: BTreeMap::from([(0, (0, 3)), (1, (100, 5))]),
+            sent: BTreeMap::from([("schema", 1)]),
+            ..Replayed::default()
+        };
+        let text = summary(&done, "answers.dlq", "answers", false);
+        assert!(
+            text.contains("put back 1 dead letter on answers (schema 1)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "partition [first offset, end): 0 [0, 3), 1 none from 100 (it ends at 5)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

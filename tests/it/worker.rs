@@ -1279,7 +1279,7 @@ async fn replay_puts_chosen_dead_letters_back_as_received() {
     assert!(dry.contains("dry run: nothing was sent"), "{dry}");
     let sent = replay(&["--kind", "schema"]);
     assert!(
-        sent.contains("put back 1 dead letters on answers (schema 1)"),
+        sent.contains("put back 1 dead letter on answers (schema 1)"),
         "{sent}"
     );
     assert!(
