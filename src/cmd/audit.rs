@@ -75,11 +75,10 @@ pub enum CmdError {
 
 /// What a Kafka error of reading the audit topic leaves unsaid.
 fn read_hint(e: &rdkafka::error::KafkaError) -> &'static str {
-    match e.rdkafka_error_code() {
-        Some(rdkafka::types::RDKafkaErrorCode::AutoOffsetReset) => {
-            ": the audit rows at the reader's position are no longer on the topic (deleted by its retention, or by a deletion of records, while this run read it); run it again: it reads from the oldest row the topic holds"
-        }
-        _ => crate::kafka::unreachable_hint(e),
+    if crate::kafka::client::deleted_under_reader(e) {
+        ": the audit rows at the reader's position are no longer on the topic (deleted by its retention, or by a deletion of records, while this run read it); run it again: it reads from the oldest row the topic holds"
+    } else {
+        crate::kafka::unreachable_hint(e)
     }
 }
 

@@ -108,7 +108,7 @@ fn write_all(dir: &Path) -> Result<(), String> {
         let path = dir.join(format!("{name}.schema.json"));
         // Written beside and renamed into place, so a write that fails (a
         // full disk) leaves the file there before whole, never cut short.
-        let partial = dir.join(format!("{name}.schema.json.partial"));
+        let partial = crate::batch::files::partial(&path);
         std::fs::write(&partial, text)
             .and_then(|()| std::fs::rename(&partial, &path))
             .map_err(|e| {

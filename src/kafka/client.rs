@@ -471,6 +471,13 @@ pub fn max_poll_interval(k: &KafkaConfig) -> Duration {
         .map_or(MAX_POLL_INTERVAL_DEFAULT, Duration::from_millis)
 }
 
+/// Whether `e`, from a [`reader`], says the records at its position are no
+/// longer on the topic (deleted by retention while it read): the reader
+/// stops there rather than jump past them.
+pub fn deleted_under_reader(e: &rdkafka::error::KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::AutoOffsetReset)
+}
+
 /// The group id `audit verify`'s readers name: they assign partitions
 /// themselves, never join a group and never commit.
 pub const VERIFY_GROUP: &str = "groundgate-audit-verify";

@@ -179,11 +179,10 @@ pub struct ReadFailed {
 
 /// What a read error of the dead-letter topic leaves unsaid.
 fn read_hint(e: &KafkaError) -> &'static str {
-    match e.rdkafka_error_code() {
-        Some(rdkafka::types::RDKafkaErrorCode::AutoOffsetReset) => {
-            ": the dead letters at the reader's position are no longer on the topic (deleted by its retention, or by a deletion of records, while this run read it)"
-        }
-        _ => super::error::unreachable_hint(e),
+    if super::client::deleted_under_reader(e) {
+        ": the dead letters at the reader's position are no longer on the topic (deleted by its retention, or by a deletion of records, while this run read it)"
+    } else {
+        super::error::unreachable_hint(e)
     }
 }
 
