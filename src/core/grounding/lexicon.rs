@@ -477,17 +477,16 @@ fn percent_digits<'w>(bytes: &[u8], w: &'w [u8], end: usize) -> &'w [u8] {
 /// Whether "%", "percent", "pct" or "per cent" follows the number ending
 /// at `end`.
 fn percent_after(bytes: &[u8], end: usize) -> bool {
-    let rest = &bytes[end..];
-    let word = |w: &[u8]| {
-        rest.len() > w.len()
-            && rest[1..=w.len()].eq_ignore_ascii_case(w)
-            && rest
-                .get(w.len() + 1)
-                .is_none_or(|b| !b.is_ascii_alphanumeric())
-    };
-    match rest.first() {
+    match bytes.get(end) {
         Some(b'%') => true,
-        Some(b' ') => word(b"percent") || word(b"pct") || word(b"per cent"),
+        Some(b' ') => {
+            let at = end + 1;
+            let len = bytes[at..]
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric())
+                .count();
+            is_percent_word(&bytes[at..at + len]) || per_cent(bytes, at, len).is_some()
+        }
         _ => false,
     }
 }
@@ -1109,29 +1108,23 @@ pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
             period_words(w)
         };
     }
-    if w.len() != 3 {
+    // Their first letters: one test turns most words of three letters
+    // ("the", "and") away. Setting bit 5 makes a lower-case letter only of
+    // a letter.
+    let first = (w[0] | 0x20).wrapping_sub(b'a');
+    if w.len() != 3 || first >= 26 || ABBREVIATED_FIRST & 1 << first == 0 {
         return None;
     }
-    abbreviated(abbreviation_key(w[0], w[1], last)?)
+    abbreviated(u32::from_le_bytes([
+        w[0] | 0x20,
+        w[1] | 0x20,
+        last | 0x20,
+        0,
+    ]))
 }
 
-/// Three bytes as one number, letters in lower case, when they are one of
-/// [`ABBREVIATED`]: a test or two for every word of three letters ("the",
-/// "and"), which most are not. Setting bit 5 makes a lower-case letter
-/// only of a letter.
-#[inline(always)]
-fn abbreviation_key(a: u8, b: u8, c: u8) -> Option<u32> {
-    // Their first letters: one test turns most words away.
-    if !matches!(a | 0x20, b'b' | b'e' | b'q' | b'y') {
-        return None;
-    }
-    let key = u32::from_le_bytes([a | 0x20, b | 0x20, c | 0x20, 0]);
-    ABBREVIATED
-        .iter()
-        .any(|&(short, _)| key == short_key(short))
-        .then_some(key)
-}
-
+/// Three letters of [`ABBREVIATED`] as the one number `short_form` makes
+/// of a word.
 const fn short_key(short: &[u8]) -> u32 {
     u32::from_le_bytes([short[0], short[1], short[2], 0])
 }
@@ -1166,10 +1159,9 @@ fn period_words(w: &[u8]) -> Option<ShortForm> {
     })
 }
 
-/// Financial abbreviations of three letters that stand for one phrase
-/// whatever the text is about, and the words of that phrase. Not "MoM"
-/// (a mother) nor "bp" (a company, a blood pressure).
-/// Their first letters are tested first, in [`abbreviation_key`].
+/// Financial abbreviations of three letters, in lower case, that stand for
+/// one phrase whatever the text is about, and the words of that phrase.
+/// Not "MoM" (a mother) nor "bp" (a company, a blood pressure).
 const ABBREVIATED: [(&[u8], &[&[u8]]); 5] = [
     (b"bps", &[b"basis", b"points"]),
     (b"eps", &[b"earnings", b"per", b"share"]),
@@ -1177,6 +1169,17 @@ const ABBREVIATED: [(&[u8], &[&[u8]]); 5] = [
     (b"yoy", &[b"year", b"over", b"year"]),
     (b"ytd", &[b"year", b"to", b"date"]),
 ];
+
+/// The first letters of [`ABBREVIATED`], a bit each (`a` is bit 0).
+const ABBREVIATED_FIRST: u32 = {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < ABBREVIATED.len() {
+        bits |= 1 << (ABBREVIATED[i].0[0] - b'a');
+        i += 1;
+    }
+    bits
+};
 
 #[inline(never)]
 fn abbreviated(key: u32) -> Option<ShortForm> {
