@@ -151,6 +151,148 @@ pub(super) fn spelled_out_in(
     any
 }
 
+/// The small words an acronym may keep an initial for ("return *on*
+/// equity": ROE, "loan-*to*-value": LTV, "know *your* customer": KYC).
+const SMALL_WORDS: &[&[u8]] = &[
+    b"and", b"at", b"by", b"for", b"in", b"of", b"on", b"over", b"per", b"to", b"under", b"your",
+];
+
+pub(super) fn is_small_word(word: &[u8]) -> bool {
+    // Most words are longer than the small ones.
+    if word.len() > 5 {
+        return false;
+    }
+    // Setting bit 5 lower-cases a letter and makes no letter of another byte.
+    let mut lower = [0u8; 5];
+    for (l, b) in lower.iter_mut().zip(word) {
+        *l = b | 0x20;
+    }
+    matches!(
+        &lower[..word.len()],
+        b"and"
+            | b"at"
+            | b"by"
+            | b"for"
+            | b"in"
+            | b"of"
+            | b"on"
+            | b"over"
+            | b"per"
+            | b"to"
+            | b"under"
+            | b"your"
+    )
+}
+
+/// Whether `text` spells out the acronym `letters` with one initial for
+/// every word, small words included ([`SMALL_WORDS`]): "return on equity"
+/// (ROE), "loan-to-value" (LTV), "assets under management" (AUM), or with
+/// a capital that only opens a sentence ("Net interest income rose": NII).
+/// Three letters or more; the words one space or one hyphen apart; the
+/// first and the last not stop words. Either a small word is inside, every
+/// stop word inside is a small word, and the content words are all
+/// capitalised or, after the first, all in lower case; or there is no stop
+/// word, the first word opens a sentence and the others are in lower case.
+/// The names [`spelled_out_in`] reads leave small words out ("Bureau *of*
+/// Investigation") and keep a name's case: these are the other ways a name
+/// is written short. Calls `each` with where each such name starts and
+/// ends.
+pub(super) fn spelled_word_by_word(
+    text: &str,
+    letters: &[u8],
+    mut each: impl FnMut(usize, usize),
+) -> bool {
+    /// One word of a name.
+    #[derive(Clone, Copy, Default)]
+    struct Part {
+        end: usize,
+        stop: bool,
+        small: bool,
+        upper: bool,
+    }
+    let k = letters.len();
+    if !(3..=MAX_LETTERS).contains(&k) || !letters[0].is_ascii_uppercase() {
+        return false;
+    }
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'\'';
+    let opens_sentence = |at: usize| {
+        let before = bytes[..at].trim_ascii_end();
+        before.is_empty()
+            || matches!(before[before.len() - 1], b'.' | b'!' | b'?')
+            || bytes[before.len()..at].contains(&b'\n')
+    };
+    let mut any = false;
+    let mut name = [Part::default(); MAX_LETTERS];
+    // A name opens with the acronym's first letter: only the words that
+    // do are read, and only capitalised ones (the sentence's opening
+    // capital) when no small word's initial is inside the acronym.
+    let small_inside = letters[1..k - 1]
+        .iter()
+        .any(|&l| SMALL_WORDS.iter().any(|w| w[0].eq_ignore_ascii_case(&l)));
+    let lower = if small_inside {
+        letters[0].to_ascii_lowercase()
+    } else {
+        letters[0]
+    };
+    'starts: for start in memchr::memchr2_iter(letters[0], lower, bytes) {
+        if start > 0 && is_word(bytes[start - 1]) {
+            continue;
+        }
+        // The words' initials first; what each word is, only when they
+        // all match.
+        let mut at = start;
+        let mut spans = [(0usize, 0usize); MAX_LETTERS];
+        for (i, &letter) in letters.iter().enumerate() {
+            if i > 0 {
+                // One space or one hyphen ("loan-to-value") between words.
+                if !matches!(bytes.get(at), Some(b' ' | b'-')) {
+                    continue 'starts;
+                }
+                at += 1;
+            }
+            if !bytes
+                .get(at)
+                .is_some_and(|b| b.eq_ignore_ascii_case(&letter))
+            {
+                continue 'starts;
+            }
+            let end = at + bytes[at..].iter().take_while(|&&b| is_word(b)).count();
+            spans[i] = (at, end);
+            at = end;
+        }
+        for (part, &(at, end)) in name.iter_mut().zip(&spans[..k]) {
+            let word = &bytes[at..end];
+            let stop = is_stop_word(word);
+            *part = Part {
+                end,
+                stop,
+                small: stop && is_small_word(word),
+                upper: word[0].is_ascii_uppercase(),
+            };
+        }
+        let name = &name[..k];
+        if name[0].stop || name[k - 1].stop {
+            continue;
+        }
+        let inside = &name[1..k - 1];
+        let content_after_first = || name[1..].iter().filter(|p| !p.stop);
+        let with_small = inside.iter().any(|p| p.small)
+            && inside.iter().all(|p| !p.stop || p.small)
+            && (name[0].upper && content_after_first().all(|p| p.upper)
+                || content_after_first().all(|p| !p.upper));
+        let sentence_case = name[0].upper
+            && inside.iter().all(|p| !p.stop)
+            && content_after_first().all(|p| !p.upper)
+            && opens_sentence(start);
+        if with_small || sentence_case {
+            each(start, name[k - 1].end);
+            any = true;
+        }
+    }
+    any
+}
+
 /// Whether `text` holds the acronym `letters` as a word of its own, plain
 /// ("EU") or dotted ("E.U."). Calls `each` with where each such word
 /// starts and ends.
@@ -346,6 +488,73 @@ mod tests {
             let want = written_word_by_word(&text, letters);
             proptest::prop_assert_eq!(any, !want.is_empty());
             proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn the_small_words_are_those_listed_in_any_case() {
+        for w in SMALL_WORDS {
+            assert!(is_small_word(w));
+            assert!(is_small_word(&w.to_ascii_uppercase()));
+        }
+        for w in ["a", "the", "is", "onto", "unde", "underr", "0n", "t@"] {
+            assert!(!is_small_word(w.as_bytes()), "{w}");
+        }
+    }
+
+    #[test]
+    fn a_name_spells_out_its_initials_word_by_word_small_words_included() {
+        let names = |text, letters: &'static [u8]| {
+            places(text, |t, each| {
+                spelled_word_by_word(t, letters, each);
+            })
+        };
+        assert_eq!(
+            names("The return on equity was 12%.", b"ROE"),
+            ["return on equity"]
+        );
+        assert_eq!(
+            names("a loan-to-value ratio of 80%", b"LTV"),
+            ["loan-to-value"]
+        );
+        assert_eq!(
+            names(
+                "Net interest income rose. Assets under management fell.",
+                b"NII"
+            ),
+            ["Net interest income"]
+        );
+        assert_eq!(
+            names("Return on Equity and assets under management", b"AUM"),
+            ["assets under management"]
+        );
+        assert_eq!(names("Return on Equity", b"ROE"), ["Return on Equity"]);
+        assert_eq!(
+            names("rose.\nNet interest income", b"NII"),
+            ["Net interest income"]
+        );
+        assert_eq!(
+            names("know your customer rules", b"KYC"),
+            ["know your customer"]
+        );
+        // Not across punctuation or two spaces, not opening or closing with
+        // a stop word, not a capitalised word among words in lower case,
+        // not two letters, not a stop word inside but a small one, and not
+        // a capital inside a sentence before words in lower case.
+        for (text, letters) in [
+            ("return, on equity", &b"ROE"[..]),
+            ("return on  equity", b"ROE"),
+            ("on equity ratio", b"OER"),
+            ("return equity on", b"REO"),
+            ("return on Equity", b"ROE"),
+            ("net income", b"NI"),
+            ("return on equity", b"RE"),
+            ("Texas is larger", b"TIL"),
+            ("he understands the cruelty", b"UTC"),
+            ("an American football league", b"AFL"),
+            ("agri-food co", b"AFC"),
+        ] {
+            assert!(names(text, letters).is_empty(), "{text} {letters:?}");
         }
     }
 

@@ -16,7 +16,8 @@ use super::index::{
     Case, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
 };
 use super::initials::{
-    AND_LETTERS, acronym_letters, is_and, is_name_joiner, other_acronym, spelled_out_in, written_in,
+    AND_LETTERS, acronym_letters, is_and, is_name_joiner, is_small_word, other_acronym,
+    spelled_out_in, spelled_word_by_word, written_in,
 };
 use super::lexicon::{
     PER, ShortForm, answer_particle, closed_compound, currency_before, date, for_each_word,
@@ -806,7 +807,7 @@ impl Judge<'_> {
         } = looked;
         // "EU" against "European Union" and back: found by a scan of the
         // cited sources' text, in no sentence in particular.
-        let by_initials = if may_be_initials(terms) {
+        let by_initials = if may_be_initials(answer, terms) {
             let (marked, beside) = find_by_initials(
                 answer,
                 terms,
@@ -1151,14 +1152,17 @@ const BY_INITIALS: u32 = u32::MAX;
 const INITIALS_BUDGET: usize = 8;
 
 /// Whether the claim has a missing term [`find_by_initials`] may find: an
-/// entity, or three missing words in a row.
-fn may_be_initials(terms: &[Term]) -> bool {
+/// entity, three missing words in a row, or two with only small words
+/// between them ("return on equity", see [`is_small_word`]).
+fn may_be_initials(answer: &str, terms: &[Term]) -> bool {
     let mut run = 0;
+    let mut missing = 0;
     for t in terms {
         match (t.found, t.class) {
             (false, TermClass::Entity) => return true,
             (false, TermClass::Word) => {
                 run += 1;
+                missing += 1;
                 if run == 3 {
                     return true;
                 }
@@ -1166,6 +1170,26 @@ fn may_be_initials(terms: &[Term]) -> bool {
             (_, TermClass::Function) => {}
             _ => run = 0,
         }
+    }
+    missing >= 2 && small_words_between_missing(answer, terms)
+}
+
+/// Whether two missing words of the claim have only small words, one or
+/// more, between them ("return *on* equity").
+#[inline(never)]
+fn small_words_between_missing(answer: &str, terms: &[Term]) -> bool {
+    let bytes = answer.as_bytes();
+    // 1: right after a missing word; 2: after one and small words since.
+    let mut state = 0u8;
+    for t in terms {
+        state = match (t.found, t.class) {
+            (false, TermClass::Word) if state == 2 => return true,
+            (false, TermClass::Word) => 1,
+            (_, TermClass::Function) if state != 0 && is_small_word(&bytes[t.at..t.at + t.len]) => {
+                2
+            }
+            _ => 0,
+        };
     }
     false
 }
@@ -1210,6 +1234,9 @@ fn find_by_initials(
     let mut marked = 0;
     let mut paired = 0;
     let mut letters = [0u8; 6];
+    // Whether names that keep their small words ("return on equity") may
+    // be here: two missing words with small words between them.
+    let mut small_words = None;
     let mut i = 0;
     while i < terms.len() {
         let t = &terms[i];
@@ -1236,6 +1263,14 @@ fn find_by_initials(
                             found = true;
                             beside = beside.max(u32::from(before) + u32::from(after));
                         }
+                    });
+                }
+                // "ROE" for "return on equity": read only when the name is
+                // not found without its small words.
+                if !found {
+                    found = spelled_word_by_word(s, acronym, |start, end| {
+                        let (before, after) = stands_beside(s, (start, end), around, folder);
+                        beside = beside.max(u32::from(before) + u32::from(after));
                     });
                 }
                 found
@@ -1327,10 +1362,99 @@ fn find_by_initials(
                 }
             }
             paired += beside + words - 1;
+        } else if let Some(end) = small_words
+            .get_or_insert_with(|| small_words_between_missing(answer, terms))
+            .then(|| word_by_word_initials(answer, terms, i, &mut letters))
+            .flatten()
+            .and_then(|(ends, n)| {
+                // The longest run only: one scan of the sources a run.
+                (3..=n).rev().find(|&k| ends[k - 1] != 0).and_then(|k| {
+                    let end = ends[k - 1];
+                    let around = found_beside(terms, i, end);
+                    let mut beside = 0;
+                    scan(&mut |s| {
+                        written_in(s, &letters[..k], |start, end| {
+                            let (before, after) = stands_beside(s, (start, end), around, folder);
+                            beside = beside.max(u32::from(before) + u32::from(after));
+                        })
+                    })
+                    .then(|| {
+                        paired += beside;
+                        end
+                    })
+                })
+            })
+        {
+            let mut words = 0;
+            for t in &mut terms[i..end] {
+                if t.class != TermClass::Function {
+                    words += 1;
+                }
+                if !t.found {
+                    t.found = true;
+                    t.id = BY_INITIALS;
+                    marked += u32::from(t.class != TermClass::Function);
+                }
+            }
+            paired += words - 1;
+            i = end;
+            continue;
         }
         i = end;
     }
     (marked, paired)
+}
+
+/// The runs of the claim's words from term `i` on whose initials, one for
+/// every word and the small words inside included, may stand for an
+/// acronym ("return on equity": ROE; "loan-to-value": LTV). Gives, for
+/// each number of letters `k`, where a run of `k` words ends (a term
+/// index; 0 when no run has `k`), and the most letters; the letters are in
+/// `letters` (a shorter run's are their first). A run stops at the first
+/// word that cannot be in it, so the longest is the one to look for. Words one space or hyphen
+/// apart, in lower case but for the first, the content words missing, the
+/// first and the last content words, and the stop words among them small
+/// words (see [`is_small_word`]), at least one (a run without one is a
+/// name [`find_by_initials`] reads as such).
+fn word_by_word_initials(
+    answer: &str,
+    terms: &[Term],
+    i: usize,
+    letters: &mut [u8; 6],
+) -> Option<([usize; 6], usize)> {
+    let bytes = answer.as_bytes();
+    let mut n = 0;
+    let mut ends = [0usize; 6];
+    let mut small = 0;
+    let mut j = i;
+    while j < terms.len() && n < letters.len() {
+        let t = &terms[j];
+        let content = t.class != TermClass::Function;
+        let first = bytes[t.at];
+        if (content && (t.found || !matches!(t.class, TermClass::Word)))
+            || !first.is_ascii_alphabetic()
+            || (j > i && first.is_ascii_uppercase())
+        {
+            break;
+        }
+        if j > i {
+            let prev = &terms[j - 1];
+            if !matches!(answer.get(prev.at + prev.len..t.at), Some(" " | "-")) {
+                break;
+            }
+        }
+        if !content && !is_small_word(&bytes[t.at..t.at + t.len]) {
+            break;
+        }
+        letters[n] = first.to_ascii_uppercase();
+        // A run ends at a content word only, once a small word is inside.
+        ends[n] = if content && small > 0 { j + 1 } else { 0 };
+        small += usize::from(!content);
+        n += 1;
+        j += 1;
+    }
+    let opens = terms.get(i).is_some_and(|t| t.class != TermClass::Function);
+    (opens && small > 0).then_some((ends, n))
 }
 
 /// The word of sentence `best` (a claim's best) that says the opposite of
@@ -1523,26 +1647,33 @@ fn stands_beside(
 fn content_word_beside(s: &str, mut at: usize, back: bool, folder: &mut Folder) -> Option<u32> {
     // Non-ASCII bytes count as word bytes, so a word never splits a
     // character.
-    let is_word = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'\'' | b'-') || *b >= 0x80;
-    let ends_sentence = |gap: &[u8]| gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b'\n'));
     let bytes = s.as_bytes();
+    // A point or comma between digits is inside a number ("2.1", "1,000").
+    let is_word_at = |i: usize| {
+        let b = bytes[i];
+        b.is_ascii_alphanumeric()
+            || matches!(b, b'\'' | b'-')
+            || b >= 0x80
+            || (matches!(b, b'.' | b',')
+                && i > 0
+                && bytes[i - 1].is_ascii_digit()
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+    };
+    let ends_sentence = |gap: &[u8]| gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b'\n'));
     for _ in 0..6 {
         let (start, end) = if back {
-            let end = bytes[..at].iter().rposition(is_word)? + 1;
+            let end = (0..at).rposition(is_word_at)? + 1;
             if ends_sentence(&bytes[end..at]) {
                 return None;
             }
-            let start = bytes[..end]
-                .iter()
-                .rposition(|b| !is_word(b))
-                .map_or(0, |p| p + 1);
+            let start = (0..end).rposition(|i| !is_word_at(i)).map_or(0, |p| p + 1);
             (start, end)
         } else {
-            let start = at + bytes[at..].iter().position(is_word)?;
+            let start = at + (at..bytes.len()).position(is_word_at)?;
             if ends_sentence(&bytes[at..start]) {
                 return None;
             }
-            let len = bytes[start..].iter().take_while(|b| is_word(b)).count();
+            let len = (start..bytes.len()).take_while(|&i| is_word_at(i)).count();
             (start, start + len)
         };
         let w = &bytes[start..end];

@@ -1834,6 +1834,46 @@ fn an_abbreviation_finds_its_word() {
 }
 
 #[test]
+fn an_acronym_is_found_by_a_name_that_keeps_its_small_words_and_back() {
+    for (claim, source) in [
+        ("The ROE was 12%", "The return on equity was 12%."),
+        ("Return on equity was 12%", "ROE was 12%."),
+        ("The LTV ratio is 80%", "The loan-to-value ratio is 80%."),
+        ("The loan-to-value ratio is 80%", "The LTV ratio is 80%."),
+        ("AUM grew 5%", "Assets under management grew 5%."),
+        ("Assets under management grew 5%", "AUM grew 5%."),
+        (
+            "The TFGM board met",
+            "The Transport for Greater Manchester board met.",
+        ),
+        // A capital that opens a sentence is not a name's.
+        ("NII rose 4%", "Net interest income rose 4%."),
+        // A number with a decimal point beside the name.
+        ("The NIM was 2.1%", "The net interest margin was 2.1%."),
+        ("The EU grew 2.1%", "The European Union grew 2.1%."),
+    ] {
+        assert_fully_supported(&format!("{claim}[^1]."), source);
+    }
+    // Not any three words: a stop word inside must be a small one, and a
+    // capital inside a sentence before words in lower case is no name's.
+    for (claim, source, missing) in [
+        ("The TIL grew", "Texas is larger and grew.", "til"),
+        ("The AFL grew", "An American football league grew.", "afl"),
+        (
+            "The UTC grew",
+            "He understands the cruelty that grew.",
+            "utc",
+        ),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        assert!(
+            g.claims[0].unsupported_terms.iter().any(|t| t == missing),
+            "{claim}: {g:?}"
+        );
+    }
+}
+
+#[test]
 fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
     let min = GroundingSettings::default().min_support;
     for (claim, source) in [
