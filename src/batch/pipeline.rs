@@ -88,8 +88,10 @@ impl Shape {
 
 /// What a block carries from the reader to the workers.
 enum Block {
-    /// Whole lines (each ending in `\n`, except perhaps the input's last).
-    Lines(Vec<u8>),
+    /// Whole lines (each ending in `\n`, except perhaps the input's last):
+    /// the first `len` bytes of `bytes`. The bytes past them are read
+    /// into again when the buffer comes back to the reader.
+    Lines { bytes: Vec<u8>, len: usize },
     TooLong {
         len: u64,
         sha256: [u8; 32],
@@ -146,23 +148,32 @@ where
     }
     let (blocks_tx, blocks_rx) = bounded::<Numbered>(in_flight);
     let (done_tx, done_rx) = bounded::<(u64, u64, B)>(in_flight);
+    // Folded blocks' buffers, back to the reader: each is zero-filled once,
+    // when first made, not for every megabyte read.
+    let (spare_tx, spare_rx) = bounded::<Vec<u8>>(in_flight);
 
     std::thread::scope(|scope| {
-        let reader = scope.spawn(move || read_blocks(input, shape, &tickets_rx, &blocks_tx));
+        let reader =
+            scope.spawn(move || read_blocks(input, shape, &tickets_rx, &blocks_tx, &spare_rx));
         for _ in 0..threads {
             let blocks_rx = blocks_rx.clone();
             let done_tx = done_tx.clone();
+            let spare_tx = spare_tx.clone();
             let new_block = &new_block;
             scope.spawn(move || {
                 for b in blocks_rx {
                     let mut fold = new_block();
                     let n = fold_block(&b, shape.max_line, &mut fold);
+                    if let Block::Lines { bytes, .. } = b.block {
+                        let _ = spare_tx.try_send(bytes);
+                    }
                     if done_tx.send((b.seq, n, fold)).is_err() {
                         return;
                     }
                 }
             });
         }
+        drop(spare_tx);
         drop(done_tx);
         drop(blocks_rx);
 
@@ -248,9 +259,9 @@ fn fold_block(b: &Numbered, max_line: usize, fold: &mut impl Fold) -> u64 {
             );
             1
         }
-        Block::Lines(bytes) => {
+        Block::Lines { bytes, len } => {
             let mut line = b.first_line;
-            let mut rest: &[u8] = bytes;
+            let mut rest: &[u8] = &bytes[..*len];
             while !rest.is_empty() {
                 // `\r\n` ends a line; a `\r` at the very end of the input
                 // without `\n` is data.
@@ -314,6 +325,7 @@ fn read_blocks<R: Read, E>(
     shape: Shape,
     tickets: &Receiver<()>,
     blocks: &Sender<Numbered>,
+    spare: &Receiver<Vec<u8>>,
 ) -> Result<(), PipelineError<E>> {
     let (max_line, block) = (shape.max_line, shape.block.max(1));
     let mut src = Source {
@@ -322,12 +334,13 @@ fn read_blocks<R: Read, E>(
     };
     let mut seq = 0u64;
     let mut line = 0u64;
-    // Bytes read but not yet sent: the start of an unfinished line.
+    // Bytes read but not yet sent (the start of an unfinished line) are
+    // `buf[..filled]`; the rest of `buf` is room to read into, its bytes
+    // initialised but of no meaning.
     let mut buf: Vec<u8> = Vec::with_capacity(block * 2);
+    let mut filled = 0;
+    // Sends a block, once a ticket says there is room for it.
     let mut send = |block: Block, lines: u64, line: &mut u64| -> bool {
-        if tickets.recv().is_err() {
-            return false;
-        }
         let ok = blocks
             .send(Numbered {
                 seq,
@@ -344,27 +357,45 @@ fn read_blocks<R: Read, E>(
         source,
     };
     loop {
-        let start = buf.len();
-        buf.resize(start + block, 0);
+        let start = filled;
+        if buf.len() < start + block {
+            buf.resize(start + block, 0);
+        }
         // A stream that breaks mid-block (a cut or corrupt gzip file)
         // names the first line it did not deliver whole.
-        let n = src.read_full(&mut buf[start..]).map_err(|(n, e)| {
-            let whole = whole_lines(&buf[..start + n]).1;
-            read_err(line + whole, e)
-        })?;
-        buf.truncate(start + n);
+        let n = src
+            .read_full(&mut buf[start..start + block])
+            .map_err(|(n, e)| {
+                let whole = whole_lines(&buf[..start + n]).1;
+                read_err(line + whole, e)
+            })?;
+        filled = start + n;
         let eof = n == 0;
 
         // Send every whole line (at the end, the last one without its
         // newline too); keep the unfinished tail.
-        let (mut cut, mut lines) = whole_lines(&buf);
-        if eof && cut < buf.len() {
-            (cut, lines) = (buf.len(), lines + 1);
+        let (mut cut, mut lines) = whole_lines(&buf[..filled]);
+        if eof && cut < filled {
+            (cut, lines) = (filled, lines + 1);
         }
         if cut > 0 {
-            let tail = buf.split_off(cut);
-            let whole = std::mem::replace(&mut buf, tail);
-            if !send(Block::Lines(whole), lines, &mut line) {
+            if tickets.recv().is_err() {
+                return Ok(());
+            }
+            // The tail moves to the front of a buffer back from the
+            // workers (the block whose ticket came back has handed its
+            // buffer back), or of a new one.
+            let tail = filled - cut;
+            let mut next = spare
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(tail + block));
+            if next.len() < tail {
+                next.resize(tail, 0);
+            }
+            next[..tail].copy_from_slice(&buf[cut..filled]);
+            let bytes = std::mem::replace(&mut buf, next);
+            filled = tail;
+            if !send(Block::Lines { bytes, len: cut }, lines, &mut line) {
                 return Ok(());
             }
         }
@@ -372,9 +403,11 @@ fn read_blocks<R: Read, E>(
             return Ok(());
         }
         // (+1: a final `\r` may yet turn out to be half of a `\r\n`.)
-        if buf.len() > max_line + 1 {
+        if filled > max_line + 1 {
             // An unfinished line already past the limit: stream the rest of
             // it through the digest without keeping it.
+            buf.truncate(filled);
+            filled = 0;
             let (len, sha256, preview) = drain_long_line(&mut src, std::mem::take(&mut buf), block)
                 .map_err(|e| read_err(line, e))?;
             let block = Block::TooLong {
@@ -382,7 +415,7 @@ fn read_blocks<R: Read, E>(
                 sha256,
                 preview,
             };
-            if !send(block, 1, &mut line) {
+            if tickets.recv().is_err() || !send(block, 1, &mut line) {
                 return Ok(());
             }
         }

@@ -330,7 +330,14 @@ struct Block<'a> {
     /// Lines of the inputs read before it: the worst answers are ordered by
     /// their place in the whole run.
     before: u64,
+    /// The joined outputs by role but final: `files[Final]` stays empty.
     files: [Vec<u8>; 4],
+    /// The final envelopes, each with its newline: written from where
+    /// `process` made them, not copied into one buffer first (a RAG
+    /// record's is ~18 KB).
+    finals: Vec<Vec<u8>>,
+    /// Their bytes in all.
+    finals_len: usize,
     /// (line, end of the row in `files[audit]`, SHA-256 of the row).
     audit_rows: Vec<(u64, usize, [u8; 32])>,
     /// The block's counts; taken by the writer when it merges them.
@@ -376,6 +383,8 @@ impl<'a> Block<'a> {
             input,
             before,
             files,
+            finals: Vec::new(),
+            finals_len: 0,
             audit_rows: Vec::new(),
             report: Some(report),
             framed: FramedDeadLetters::default(),
@@ -424,7 +433,7 @@ impl Fold for Block<'_> {
             Line::Whole(bytes) => (Line::Whole(bytes), Some(bytes)),
             too_long => (too_long, None),
         };
-        let o = match line {
+        let mut o = match line {
             Line::Whole(bytes) => process(Some(bytes), &meta, now, &config.core),
             Line::TooLong {
                 len,
@@ -439,10 +448,16 @@ impl Fold for Block<'_> {
             }
             None => (OutcomeKind::DeadLetter, None),
         });
-        let envelope = match &o.terminal {
+        let envelope = match &mut o.terminal {
             Terminal::Final(b) => {
-                self.push(OutputRole::Final, b);
-                Some(b.as_slice())
+                let mut b = std::mem::take(b);
+                let len = b.len();
+                // In the room left past the envelope, which is sized with
+                // some to spare.
+                b.push(b'\n');
+                self.finals_len += b.len();
+                self.finals.push(b);
+                Some(len)
             }
             Terminal::Retry(b) => {
                 self.push(OutputRole::Retry, b);
@@ -463,6 +478,7 @@ impl Fold for Block<'_> {
         self.audit_rows
             .push((line_no, self.files[AUDIT].len(), row_hash(&o.audit)));
         if let Some(r) = &mut self.report {
+            let envelope = envelope.and_then(|len| Some(&self.finals.last()?[..len]));
             r.add(
                 self.before + line_no,
                 o.kind,
@@ -528,6 +544,7 @@ fn flush(out: &Outputs, p: Placed<'_>) -> Result<(), CheckError> {
                 out.write_at(*role, *at, &p.block.files[*role as usize][r.clone()])?
             }
             Piece::Seal(at, bytes) => out.write_at(OutputRole::Audit, *at, bytes)?,
+            Piece::Envelopes(at) => out.write_bufs_at(OutputRole::Final, *at, &p.block.finals)?,
         }
     }
     p.block.recycle();
@@ -1048,7 +1065,11 @@ fn place_block<'a>(
     framed: &mut FramedDeadLetters,
 ) -> Placed<'a> {
     let mut pieces = Vec::with_capacity(4);
-    for role in [OutputRole::Final, OutputRole::Retry, OutputRole::DeadLetter] {
+    if b.finals_len > 0 {
+        let at = layout.place(OutputRole::Final, b.finals_len);
+        pieces.push(Piece::Envelopes(at));
+    }
+    for role in [OutputRole::Retry, OutputRole::DeadLetter] {
         let n = b.files[role as usize].len();
         if n > 0 {
             pieces.push(Piece::Range(role, layout.place(role, n), 0..n));

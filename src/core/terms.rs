@@ -136,6 +136,14 @@ fn name_bytes(x: u64) -> u64 {
 /// byte: for `NAMES`, of [`name_bytes`] (any bytes); else a letter, a
 /// digit or `_` (ASCII bytes only).
 fn word_bits<const NAMES: bool>(block: &[u8]) -> u64 {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if let Ok(whole) = <&[u8; 64]>::try_from(block) {
+        // SAFETY: built only for a target that enables SSE2, so the
+        // processor running it has SSE2.
+        #[allow(unsafe_code)]
+        let bits = unsafe { word_bits_sse2::<NAMES>(whole) };
+        return bits;
+    }
     let class = |x: u64| if NAMES { name_bytes(x) } else { word_bytes(x) };
     let (words, tail) = block.as_chunks::<8>();
     let mut bits = 0u64;
@@ -144,6 +152,47 @@ fn word_bits<const NAMES: bool>(block: &[u8]) -> u64 {
     }
     if !tail.is_empty() {
         bits |= gather(class(tail_word(tail))) << (words.len() * 8);
+    }
+    bits
+}
+
+/// [`word_bits`] of a whole block, 16 bytes at a time with SSE2 (which
+/// every x86-64 processor has): the same bits, in about a third of the
+/// instructions. Each class is a range test made one signed comparison by
+/// an offset that moves the range to the bottom of the signed bytes, which
+/// holds for any byte, ASCII or not.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn word_bits_sse2<const NAMES: bool>(block: &[u8; 64]) -> u64 {
+    use std::arch::x86_64::{
+        __m128i, _mm_add_epi8, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set_epi64x, _mm_set1_epi8,
+    };
+    // Each byte in `lo..lo + len`: that range moved to the lowest signed
+    // bytes, then one comparison.
+    let below = |x: __m128i, lo: u8, len: u8| {
+        let moved = _mm_add_epi8(x, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+        _mm_cmplt_epi8(moved, _mm_set1_epi8(0x80u8.wrapping_add(len) as i8))
+    };
+    let (lanes, _) = block.as_chunks::<16>();
+    let mut bits = 0u64;
+    for (i, lane) in lanes.iter().enumerate() {
+        let (lo, hi) = lane.split_at(8);
+        let word = |h: &[u8]| i64::from_le_bytes(h.try_into().unwrap_or_default());
+        let x = _mm_set_epi64x(word(hi), word(lo));
+        let letters = below(_mm_or_si128(x, _mm_set1_epi8(0x20)), b'a', 26);
+        let digits = below(x, b'0', 10);
+        let marks = if NAMES {
+            _mm_or_si128(
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\'' as i8)),
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'-' as i8)),
+            )
+        } else {
+            _mm_cmpeq_epi8(x, _mm_set1_epi8(b'_' as i8))
+        };
+        let m = _mm_or_si128(_mm_or_si128(letters, digits), marks);
+        bits |= u64::from(_mm_movemask_epi8(m) as u16) << (i * 16);
     }
     bits
 }
@@ -485,6 +534,25 @@ mod tests {
             h = mix(h, u64::from_le_bytes(x));
         }
         h
+    }
+
+    /// Whole 64-byte blocks, read 16 bytes at a time where the processor
+    /// allows: every byte value at every place of a block.
+    #[test]
+    fn whole_blocks_match_the_byte_classes() {
+        for first in 0..=255u8 {
+            let block: Vec<u8> = (0..64).map(|i| first.wrapping_add(i)).collect();
+            let (words, names) = (word_bits::<false>(&block), word_bits::<true>(&block));
+            for (i, &c) in block.iter().enumerate() {
+                let name = c.is_ascii_alphanumeric() || c == b'\'' || c == b'-';
+                assert_eq!(names >> i & 1 == 1, name, "byte {c:#x} at {i}");
+                // The scanner's blocks are ASCII.
+                if c.is_ascii() {
+                    let word = c.is_ascii_alphanumeric() || c == b'_';
+                    assert_eq!(words >> i & 1 == 1, word, "byte {c:#x} at {i}");
+                }
+            }
+        }
     }
 
     #[test]
