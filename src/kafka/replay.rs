@@ -21,7 +21,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 use super::client::{FutureProducer, LogContext};
-use super::outputs::{H_ERROR_KIND, H_INPUT_TOPIC, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
+use super::outputs::{H_ERROR_KIND, H_INPUT_TOPIC, OutHeader, unescaped_name};
 use super::range_read::{RangeError, RangeRead};
 use crate::config::KafkaConfig;
 use crate::core::DeadLetterKind;
@@ -54,7 +54,8 @@ pub enum NotRestored {
 /// (a dead letter keeps them as received), the headers without the ones
 /// groundgate added, and an input's own `groundgate.*` headers, which the
 /// dead letter carries renamed `original.groundgate.*`, under their names
-/// again.
+/// again (one `original.` taken off any name that starts with
+/// `groundgate.` after it and any more of them: [`unescaped_name`]).
 pub fn restored(
     key: Option<&[u8]>,
     value: Option<&[u8]>,
@@ -75,14 +76,7 @@ pub fn restored(
         .and_then(|(_, v)| (*v).map(|v| String::from_utf8_lossy(v).into_owned()));
     let headers = headers
         .iter()
-        .filter(|(k, _)| !k.starts_with(OWN_HEADER_PREFIX))
-        .map(|(k, v)| {
-            let name = match k.strip_prefix(RENAMED_PREFIX) {
-                Some(own) if own.starts_with(OWN_HEADER_PREFIX) => own,
-                _ => k,
-            };
-            (name.to_string(), v.map(<[u8]>::to_vec))
-        })
+        .filter_map(|(k, v)| Some((unescaped_name(k)?.to_string(), v.map(<[u8]>::to_vec))))
         .collect();
     Ok(Restored {
         kind,
@@ -512,6 +506,95 @@ mod tests {
             "the input's headers, its own groundgate.* one too"
         );
         assert!(!r.headers.iter().any(|(k, _)| k == H_ERROR_DETAIL));
+    }
+
+    /// An input header named as a renamed one (`original.groundgate.x`)
+    /// is put back under its own name, not as `groundgate.x`, while a dead
+    /// letter written with `groundgate.x` renamed `original.groundgate.x`
+    /// gets `groundgate.x` back.
+    #[test]
+    fn an_input_header_named_original_groundgate_keeps_its_name() {
+        let original: [(&str, Option<&[u8]>); 3] = [
+            ("original.groundgate.error.kind", Some(b"a")),
+            ("groundgate.error.kind", Some(b"b")),
+            ("original.original.groundgate.x", Some(b"c")),
+        ];
+        let written = dead_letter_headers(&original, &[], "schema", "d", None);
+        let names: Vec<&str> = written[..3].iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "original.original.groundgate.error.kind",
+                "original.groundgate.error.kind",
+                "original.original.original.groundgate.x",
+            ]
+        );
+        let written: Vec<(&str, Option<&[u8]>)> = written
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        let r = restored(None, None, &written).unwrap();
+        let names: Vec<&str> = r.headers.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "original.groundgate.error.kind",
+                "groundgate.error.kind",
+                "original.original.groundgate.x",
+            ]
+        );
+    }
+
+    mod header_names {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A header name made of `original.`, `groundgate.` and other text,
+        /// in any order.
+        fn name() -> impl Strategy<Value = String> {
+            let piece = prop_oneof![
+                Just("original.".to_string()),
+                Just("groundgate.".to_string()),
+                Just("original".to_string()),
+                Just("groundgate".to_string()),
+                Just(".".to_string()),
+                "[a-zA-Z0-9._-]{0,6}",
+                ".{0,4}",
+            ];
+            prop::collection::vec(piece, 0..6).prop_map(|p| p.concat())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Replay gives back every input header as it was, in order,
+            /// and none of the dead letter's headers that the producer
+            /// named is named as one of groundgate's.
+            #[test]
+            fn dead_letter_headers_round_trip_through_replay(
+                input in prop::collection::vec(
+                    (name(), proptest::option::of(prop::collection::vec(any::<u8>(), 0..4))),
+                    0..8,
+                ),
+            ) {
+                let original: Vec<(&str, Option<&[u8]>)> = input
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                let coordinates = vec![(H_INPUT_OFFSET.to_string(), Some(b"7".to_vec()))];
+                let written =
+                    dead_letter_headers(&original, &coordinates, "schema", "d", Some(1));
+                for (k, _) in &written[..input.len()] {
+                    prop_assert!(!k.starts_with("groundgate."), "{k:?} in {written:?}");
+                }
+                let written: Vec<(&str, Option<&[u8]>)> = written
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                let r = restored(None, None, &written).unwrap();
+                prop_assert_eq!(r.headers, input);
+            }
+        }
     }
 
     /// An embedded broker holding, on the dead-letter topic, `schema` dead
