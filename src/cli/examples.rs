@@ -66,8 +66,9 @@ Examples:
 
 Reads the dead-letter topic up to its end when the command starts and sends each dead letter of the
 chosen kinds to the input topic as it was received (key, value, the input's own headers); too_large
-dead letters hold a summary, not the record, and are counted, never sent. Prints what it read and
-sent.
+dead letters hold a summary, not the record, and are counted, never sent. An input record with two
+dead letters (same groundgate.input.topic, partition and offset) is sent once in a run. Prints what it
+read and sent.
 
 Exit codes: 0 done; 1 a send or read failed (the message says where to go on from); 2 a usage or
 configuration problem; 130 stopped by Ctrl-C or SIGTERM (the summary says where to go on from).";
