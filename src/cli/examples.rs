@@ -71,7 +71,8 @@ dead letters (same groundgate.input.topic, partition and offset) is sent once in
 read and sent.
 
 Exit codes: 0 done; 1 a send or read failed (the message says where to go on from); 2 a usage or
-configuration problem; 130 stopped by Ctrl-C or SIGTERM (the summary says where to go on from).";
+configuration problem, a --partition the dead-letter topic does not have among them; 130 stopped by
+Ctrl-C or SIGTERM (the summary says where to go on from).";
 
 pub const BENCH: &str = "\
 Examples:

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::ReplayArgs;
-use crate::kafka::replay::{REMEMBERED_INPUTS, Replayed, Selection, go_on_runs, replay};
+use crate::kafka::replay::{
+    REMEMBERED_INPUTS, ReplayError, Replayed, Selection, go_on_runs, replay,
+};
 
 pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let (config, bootstrap) = super::client_config(&args.kafka, "replay")?;
@@ -25,7 +27,14 @@ pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         "stopping: no more dead letters, waiting for the one being sent",
     )
     .map_err(|e| anyhow::anyhow!("cannot install signal handlers: {e}"))?;
-    let done = replay(&config.kafka, &bootstrap, &selection, &stop).await?;
+    let done = match replay(&config.kafka, &bootstrap, &selection, &stop).await {
+        // A partition the topic does not have is the command line's
+        // mistake, as a malformed flag is: exit 2.
+        Err(e @ ReplayError::NoPartition { .. }) => {
+            return Err(super::UsageError(e.to_string()).into());
+        }
+        done => done?,
+    };
     println!(
         "{}",
         summary(

@@ -170,6 +170,17 @@ pub enum ReplayError {
     Read { topic: String, source: KafkaError },
     #[error("the dead-letter topic {0} does not exist or has no partition{1}")]
     NoTopic(String, String),
+    /// `--partition` names a partition the dead-letter topic does not
+    /// have: a mistake in the command line.
+    #[error(
+        "--partition {partition}: the dead-letter topic {topic} has {}",
+        super::range_read::partitions_of(*.partitions)
+    )]
+    NoPartition {
+        topic: String,
+        partition: i32,
+        partitions: usize,
+    },
     #[error("the dead-letter topic's reader stopped unexpectedly: {0}")]
     Reader(String),
     #[error(transparent)]
@@ -504,6 +515,15 @@ fn read(
             topic.clone(),
             partition.map_or(String::new(), |p| format!(" {p}")),
         ),
+        RangeError::NoPartition {
+            partition,
+            partitions,
+            ..
+        } => ReplayError::NoPartition {
+            topic: topic.clone(),
+            partition,
+            partitions,
+        },
         RangeError::Kafka(source) => read_err(source),
     })?;
     let ranges = range
@@ -763,6 +783,35 @@ mod tests {
         assert_eq!(done.ranges, BTreeMap::from([(0, (0, 4))]));
         assert_eq!(done.sent, BTreeMap::from([("schema", 2)]));
         assert_eq!((done.summaries, done.foreign), (1, 1));
+    }
+
+    /// A partition the dead-letter topic does not have is named with the
+    /// partitions it has, before anything is read or sent.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partition_the_topic_does_not_have_is_named_with_those_it_has() {
+        let (broker, k) = holding(2, [(Some(0), Some("schema"))]);
+        let run = Selection {
+            partition: Some(5),
+            ..schema_only(false)
+        };
+        let e = replay(&k, &broker.bootstrap(), &run, &CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ReplayError::NoPartition {
+                    partition: 5,
+                    partitions: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "--partition 5: the dead-letter topic answers.dlq has 2 partitions, 0 and 1"
+        );
     }
 
     /// A stop ends the replay before the next dead letter, saying where

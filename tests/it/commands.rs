@@ -786,3 +786,35 @@ fn replay_names_the_dead_letters_no_longer_on_the_topic_from_where_it_was_told_t
         "{out}"
     );
 }
+
+/// A `--partition` the dead-letter topic does not have is a mistake in
+/// the command line: exit 2, as for a malformed flag, naming the
+/// partitions the topic has.
+#[test]
+fn replay_of_a_partition_the_topic_does_not_have_is_a_usage_error() {
+    use groundgate::kafka::embedded::EmbeddedBroker;
+    let broker = EmbeddedBroker::start(2, &["answers", "answers.dlq"]).expect("embedded broker");
+    let bs = broker.bootstrap();
+    let replay = |partition: &str| {
+        run(&[
+            "replay",
+            "--brokers",
+            &bs,
+            "--kind",
+            "schema",
+            "--partition",
+            partition,
+            "--dry-run",
+        ])
+    };
+    let o = replay("5");
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("--partition 5: the dead-letter topic answers.dlq has 2 partitions, 0 and 1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = replay("1");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
