@@ -52,7 +52,8 @@ Examples:
   groundgate produce --brokers 127.0.0.1:9092                           # synthetic, until Ctrl-C
 
 Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number and the
---skip that goes on from there; a second one exits at once.
+--skip that goes on from there; a second one exits at once. One that comes once the last record was
+sent stops nothing.
 
 Exit codes: 0 done (or synthetic answers without --count stopped by a signal); 1 a record not
 delivered, or the dev broker dropped records; 2 a usage, configuration or input problem; 130 stopped
