@@ -52,7 +52,8 @@ Examples:
   groundgate produce --brokers 127.0.0.1:9092                           # synthetic, until Ctrl-C
 
 Ctrl-C (or SIGTERM) stops sending, waits for the records already sent and prints their number and the
---skip that goes on from there; a second one exits at once.
+--skip that goes on from there; a second one exits at once. One that comes once the last record was
+sent stops nothing.
 
 Exit codes: 0 done (or synthetic answers without --count stopped by a signal); 1 a record not
 delivered, or the dev broker dropped records; 2 a usage, configuration or input problem; 130 stopped
@@ -66,11 +67,13 @@ Examples:
 
 Reads the dead-letter topic up to its end when the command starts and sends each dead letter of the
 chosen kinds to the input topic as it was received (key, value, the input's own headers); too_large
-dead letters hold a summary, not the record, and are counted, never sent. Prints what it read and
-sent.
+dead letters hold a summary, not the record, and are counted, never sent. An input record with two
+dead letters (same groundgate.input.topic, partition and offset) is sent once in a run. Prints what it
+read and sent.
 
 Exit codes: 0 done; 1 a send or read failed (the message says where to go on from); 2 a usage or
-configuration problem; 130 stopped by Ctrl-C or SIGTERM (the summary says where to go on from).";
+configuration problem, a --partition the dead-letter topic does not have among them; 130 stopped by
+Ctrl-C or SIGTERM (the summary says where to go on from).";
 
 pub const BENCH: &str = "\
 Examples:

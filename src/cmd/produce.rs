@@ -157,15 +157,19 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     };
     // The number that goes on from here, so that a stopped run can be
     // finished without sending a record twice.
-    let stopped = if stop.is_cancelled() {
+    // A signal that came once every record was sent stopped nothing.
+    let stopped = if sent.stopped {
         format!(
             " (stopped by a signal: go on with --skip {})",
-            args.skip + sent
+            args.skip + sent.records
         )
     } else {
         String::new()
     };
-    println!("sent {sent} records to {topic}{left_out}{stopped}");
+    println!(
+        "sent {} records to {topic}{left_out}{stopped}",
+        sent.records
+    );
     if let Some(m) = mock {
         let p = producer.clone();
         tokio::task::spawn_blocking(move || m.finish(&p)).await??;
@@ -173,7 +177,7 @@ pub async fn main(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     // A file or a --count is a whole to send, and a run stopped short of
     // it did not do its job (a Job's pod evicted with SIGTERM must not
     // count as completed); synthetic answers without a count end only so.
-    if stop.is_cancelled() && (args.file.is_some() || args.count > 0) {
+    if sent.stopped && (args.file.is_some() || args.count > 0) {
         return Ok(ExitCode::from(super::EXIT_INTERRUPTED as u8));
     }
     Ok(ExitCode::SUCCESS)

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::ReplayArgs;
-use crate::kafka::replay::{Replayed, Selection, go_on_runs, replay};
+use crate::kafka::replay::{
+    REMEMBERED_INPUTS, ReplayError, Replayed, Selection, go_on_runs, replay,
+};
 
 pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let (config, bootstrap) = super::client_config(&args.kafka, "replay")?;
@@ -25,7 +27,14 @@ pub async fn main(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         "stopping: no more dead letters, waiting for the one being sent",
     )
     .map_err(|e| anyhow::anyhow!("cannot install signal handlers: {e}"))?;
-    let done = replay(&config.kafka, &bootstrap, &selection, &stop).await?;
+    let done = match replay(&config.kafka, &bootstrap, &selection, &stop).await {
+        // A partition the topic does not have is the command line's
+        // mistake, as a malformed flag is: exit 2.
+        Err(e @ ReplayError::NoPartition { .. }) => {
+            return Err(super::UsageError(e.to_string()).into());
+        }
+        done => done?,
+    };
     println!(
         "{}",
         summary(
@@ -92,6 +101,13 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
     if r.other_kinds > 0 {
         left.push(format!("{} of kinds not chosen", r.other_kinds));
     }
+    if r.duplicates > 0 {
+        left.push(format!(
+            "{} more of an input record {} already (the same groundgate.input.topic, partition and offset)",
+            r.duplicates,
+            if dry_run { "counted" } else { "put back" }
+        ));
+    }
     if r.summaries > 0 {
         left.push(format!(
             "{} too_large (a summary of the record, not the record)",
@@ -114,6 +130,11 @@ fn summary(r: &Replayed, from: &str, to: &str, dry_run: bool) -> String {
     }
     if !left.is_empty() {
         lines.push(format!("left where they are: {}", left.join(", ")));
+    }
+    if r.forgot_inputs {
+        lines.push(format!(
+            "more than {REMEMBERED_INPUTS} input records {verb}: a second dead letter of one is known only while it is among the last {REMEMBERED_INPUTS}"
+        ));
     }
     if r.stopped {
         lines.push(format!(
@@ -186,6 +207,40 @@ mod tests {
             text.contains(
                 "partition [first offset, end): 0 [0, 3), 1 none from 100 (it ends at 5)"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn dead_letters_of_a_record_put_back_already_are_named_as_left_where_they_are() {
+        let done = Replayed {
+            ranges: BTreeMap::from([(0, (0, 4))]),
+            sent: BTreeMap::from([("schema", 2)]),
+            duplicates: 2,
+            ..Replayed::default()
+        };
+        let text = summary(&done, "answers.dlq", "answers", false);
+        assert!(
+            text.contains(
+                "left where they are: 2 more of an input record put back already (the same groundgate.input.topic, partition and offset)"
+            ),
+            "{text}"
+        );
+        let text = summary(&done, "answers.dlq", "answers", true);
+        assert!(
+            text.contains("2 more of an input record counted already"),
+            "{text}"
+        );
+        assert!(!text.contains("more than"), "{text}");
+        let forgot = Replayed {
+            forgot_inputs: true,
+            ..done
+        };
+        let text = summary(&forgot, "answers.dlq", "answers", false);
+        assert!(
+            text.contains(&format!(
+                "more than {REMEMBERED_INPUTS} input records put back: a second dead letter"
+            )),
             "{text}"
         );
     }

@@ -14,7 +14,9 @@
 //! the original key, value (or, when too large, the core's bounded summary)
 //! and headers, and add `groundgate.error.kind`, `groundgate.error.detail` and
 //! `groundgate.input.timestamp` (ms, when known). An incoming `groundgate.*`
-//! header is renamed `original.groundgate.*`: ours are the only ones. The
+//! header is renamed `original.groundgate.*`: ours are the only ones (and an
+//! incoming `original.groundgate.*` one `original.original.groundgate.*`,
+//! so replay tells them apart: [`escaped_name`]). The
 //! final, retry and audit records also carry the input headers named by
 //! `kafka.propagate_headers` (the W3C trace context by default), as
 //! received.
@@ -48,10 +50,51 @@ pub const H_ERROR_DETAIL: &str = "groundgate.error.detail";
 pub const H_SEAL: &str = "groundgate.seal";
 
 /// Prefix of the headers groundgate writes. Incoming headers with it are
-/// renamed with [`RENAMED_PREFIX`] in front, so every output carries exactly
-/// one, authoritative, value of each `groundgate.*` header.
+/// renamed with [`RENAMED_PREFIX`] in front ([`escaped_name`]), so every
+/// output carries exactly one, authoritative, value of each `groundgate.*`
+/// header.
 pub const OWN_HEADER_PREFIX: &str = "groundgate.";
 pub const RENAMED_PREFIX: &str = "original.";
+
+/// Whether a dead letter carries an input header named `name` under
+/// another name: `name` starts with [`OWN_HEADER_PREFIX`] once any number
+/// of leading [`RENAMED_PREFIX`]es are taken off (`groundgate.x`,
+/// `original.groundgate.x`, `original.original.groundgate.x`, …). Renaming
+/// these, and only these, keeps the renaming reversible: a renamed name
+/// never equals a name left as it is.
+fn renamed_on_dead_letters(name: &str) -> bool {
+    let mut rest = name;
+    while let Some(r) = rest.strip_prefix(RENAMED_PREFIX) {
+        rest = r;
+    }
+    rest.starts_with(OWN_HEADER_PREFIX)
+}
+
+/// The name an input header `name` has on a dead letter: with one more
+/// [`RENAMED_PREFIX`] in front when it starts with [`OWN_HEADER_PREFIX`]
+/// after any number of them, so no header of the producer's is named as
+/// one of groundgate's, and [`unescaped_name`] gives `name` back.
+pub fn escaped_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if renamed_on_dead_letters(name) {
+        format!("{RENAMED_PREFIX}{name}").into()
+    } else {
+        name.into()
+    }
+}
+
+/// The input header name behind the name `name` of a dead letter's header,
+/// the inverse of [`escaped_name`]: `None` for a header groundgate wrote
+/// (`groundgate.*`), one [`RENAMED_PREFIX`] fewer for a renamed one, and
+/// `name` itself for any other.
+pub fn unescaped_name(name: &str) -> Option<&str> {
+    if name.starts_with(OWN_HEADER_PREFIX) {
+        return None;
+    }
+    match name.strip_prefix(RENAMED_PREFIX) {
+        Some(input) if renamed_on_dead_letters(input) => Some(input),
+        _ => Some(name),
+    }
+}
 
 /// One header: name and value (a Kafka header value may be null).
 pub type OutHeader = (String, Option<Vec<u8>>);
@@ -202,8 +245,10 @@ pub fn output_headers(
 }
 
 /// A dead letter's headers: the record's own (any `groundgate.*` one renamed
-/// `original.groundgate.*`, so a producer cannot spoof ours), then the input
-/// coordinates, the error kind and detail, and the input timestamp.
+/// `original.groundgate.*`, so a producer cannot spoof ours, and any
+/// `original.…groundgate.*` one given one more `original.`, so the renaming
+/// is undone without doubt: [`escaped_name`]), then the input coordinates,
+/// the error kind and detail, and the input timestamp.
 pub fn dead_letter_headers(
     original: &[(&str, Option<&[u8]>)],
     input: &[OutHeader],
@@ -213,12 +258,7 @@ pub fn dead_letter_headers(
 ) -> Vec<OutHeader> {
     let mut h: Vec<OutHeader> = Vec::with_capacity(original.len() + input.len() + 3);
     for (key, value) in original {
-        let key = if key.starts_with(OWN_HEADER_PREFIX) {
-            format!("{RENAMED_PREFIX}{key}")
-        } else {
-            (*key).to_string()
-        };
-        h.push((key, value.map(<[u8]>::to_vec)));
+        h.push((escaped_name(key).into_owned(), value.map(<[u8]>::to_vec)));
     }
     h.extend(input.iter().cloned());
     h.push(header(H_ERROR_KIND, kind));

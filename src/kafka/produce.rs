@@ -98,6 +98,23 @@ pub const MOCK_MAX_BYTES: i64 = 5 * 1024 * 1024;
 /// Deliveries awaited at once; bounds memory when producing forever.
 const MAX_PENDING: usize = 10_000;
 
+/// How long a stopped run waits, once what it sent is delivered, for its
+/// input to say whether it holds more records: a file's reader sees its
+/// end a moment after handing over its last line, while a pipe left open
+/// may never say.
+const INPUT_END_WAIT: Duration = Duration::from_millis(250);
+
+/// What a run sent, and whether a stop ended it before its input did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Records delivered (not counting those left out before the first).
+    pub records: u64,
+    /// Whether a stop ended the run while its input may have held more
+    /// records. A stop that comes once every record was handed to the
+    /// producer does not: the run sent all it had to.
+    pub stopped: bool,
+}
+
 /// A producer with the same client settings as the worker's outputs.
 pub fn producer(k: &KafkaConfig, bootstrap: &str) -> Result<FutureProducer, ProduceError> {
     producer_config(k, bootstrap, Duration::from_millis(5))
@@ -164,7 +181,9 @@ pub async fn send_all(
 ) -> Result<u64, ProduceError> {
     let mut records = records;
     let next = async || records.next();
-    send_until(producer, topic, next, rate, 0, &CancellationToken::new()).await
+    send_until(producer, topic, next, rate, 0, &CancellationToken::new())
+        .await
+        .map(|sent| sent.records)
 }
 
 /// [`send_all`] that stops taking records once `stop` is cancelled, also
@@ -175,6 +194,12 @@ pub async fn send_all(
 /// (a channel's `recv` does not). `skipped`: the records of the input
 /// left out before the first one `next` gives, which the numbers an error
 /// says count, so that `--skip` goes on from them.
+///
+/// A stop that comes between two records is followed, once what was sent
+/// is delivered, by one more `next` (for at most [`INPUT_END_WAIT`]): when
+/// it says the input ended, the run sent every record and is not
+/// [`Sent::stopped`] (a signal just after the last record is not an
+/// interruption, and its `--skip` would send nothing).
 pub async fn send_until(
     producer: &FutureProducer,
     topic: &str,
@@ -182,16 +207,22 @@ pub async fn send_until(
     rate: u64,
     skipped: u64,
     stop: &CancellationToken,
-) -> Result<u64, ProduceError> {
+) -> Result<Sent, ProduceError> {
     let started = Instant::now();
     // Each delivery with how many records came before its record.
     let mut pending: VecDeque<(u64, DeliveryFuture)> = VecDeque::new();
     let mut sent = 0u64;
     let mut stopped_by = None;
+    // Whether a stop came between two records (`Some(false)`), or while a
+    // record taken waited for its turn (`Some(true)`, that record unsent).
+    let mut stopped_with_record = None;
     loop {
         let rec = tokio::select! {
             biased;
-            _ = stop.cancelled() => break,
+            _ = stop.cancelled() => {
+                stopped_with_record = Some(false);
+                break;
+            }
             rec = next() => rec,
         };
         let Some(rec) = rec else { break };
@@ -206,7 +237,10 @@ pub async fn send_until(
             let due = started + Duration::from_secs_f64(sent as f64 / rate as f64);
             tokio::select! {
                 _ = tokio::time::sleep_until(due.into()) => {}
-                _ = stop.cancelled() => break,
+                _ = stop.cancelled() => {
+                    stopped_with_record = Some(true);
+                    break;
+                }
             }
         }
         // A framed value's JSON starts past its Schema Registry header.
@@ -260,13 +294,22 @@ pub async fn send_until(
     for f in pending {
         settle(f).await?;
     }
+    let stopped = match stopped_with_record {
+        None | Some(true) => stopped_with_record.is_some(),
+        // Whatever `next` gives here is not sent: the run stops either way,
+        // and only says whether its input held more.
+        Some(false) => !matches!(tokio::time::timeout(INPUT_END_WAIT, next()).await, Ok(None)),
+    };
     match stopped_by {
         Some(e @ ProduceError::Skipping { .. }) => Err(e),
         Some(e) => Err(ProduceError::Stopped {
             sent: skipped + sent,
             source: Box::new(e),
         }),
-        None => Ok(sent),
+        None => Ok(Sent {
+            records: sent,
+            stopped,
+        }),
     }
 }
 
@@ -395,6 +438,102 @@ mod tests {
         .unwrap();
         let keys: Vec<Option<&[u8]>> = got[0].iter().map(|m| m.key()).collect();
         assert_eq!(keys, [Some(&b"plain"[..]), Some(&b"framed"[..])]);
+    }
+
+    /// A producer on an embedded broker with an `answers` topic.
+    fn answers_producer() -> (crate::kafka::embedded::EmbeddedBroker, FutureProducer) {
+        let broker = crate::kafka::embedded::EmbeddedBroker::start(1, &["answers"]).unwrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(broker.bootstrap());
+        let k = raw.validate().unwrap().kafka;
+        let p = producer(&k, &broker.bootstrap()).unwrap();
+        (broker, p)
+    }
+
+    /// `n` records, the stop cancelled as record `stop_at` (from 1) is
+    /// handed over, or as the input says it ended (`n + 1`): a signal
+    /// that comes then.
+    async fn send_stopped_at(p: &FutureProducer, n: u64, stop_at: u64) -> Sent {
+        let stop = CancellationToken::new();
+        let mut given = 0u64;
+        let next = async || {
+            given += 1;
+            if given == stop_at {
+                stop.cancel();
+            }
+            (given <= n).then(|| Ok(format!("{{\"n\":{given}}}").into_bytes()))
+        };
+        send_until(p, "answers", next, 0, 0, &stop).await.unwrap()
+    }
+
+    /// A signal just after the last record was handed over, or while the
+    /// last deliveries are awaited, stops nothing: every record was sent,
+    /// and the run says so, not where to go on from.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_after_the_last_record_is_a_finished_run() {
+        let (_broker, p) = answers_producer();
+        for stop_at in [3, 4] {
+            let sent = send_stopped_at(&p, 3, stop_at).await;
+            assert_eq!(
+                sent,
+                Sent {
+                    records: 3,
+                    stopped: false
+                },
+                "stop at {stop_at}"
+            );
+        }
+        // Before the last, the run is stopped short of its end.
+        let sent = send_stopped_at(&p, 3, 2).await;
+        assert_eq!(
+            sent,
+            Sent {
+                records: 2,
+                stopped: true
+            }
+        );
+    }
+
+    /// A reader that sees the end of its input a moment after handing over
+    /// the last record (a file's, on a thread of its own) finishes the run;
+    /// one that says nothing more (a pipe left open) leaves it stopped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stopped_run_waits_a_moment_for_its_input_to_say_it_ended() {
+        let (_broker, p) = answers_producer();
+        for (end_after, stopped) in [(Some(Duration::from_millis(20)), false), (None, true)] {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+            let stop = CancellationToken::new();
+            let reader = std::thread::spawn({
+                let stop = stop.clone();
+                move || {
+                    for i in 0..2 {
+                        tx.blocking_send(Ok(format!("{{\"n\":{i}}}").into_bytes()))
+                            .unwrap();
+                    }
+                    // Once both are taken, the signal comes.
+                    while tx.capacity() < tx.max_capacity() {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    stop.cancel();
+                    match end_after {
+                        Some(wait) => std::thread::sleep(wait),
+                        None => std::thread::sleep(INPUT_END_WAIT * 4),
+                    }
+                    drop(tx);
+                }
+            });
+            let next = async || rx.recv().await;
+            let sent = send_until(&p, "answers", next, 0, 0, &stop).await.unwrap();
+            assert_eq!(
+                sent,
+                Sent {
+                    records: 2,
+                    stopped
+                },
+                "{end_after:?}"
+            );
+            reader.join().unwrap();
+        }
     }
 
     /// A delivery that fails says which record it was and how many before

@@ -32,8 +32,24 @@ const POLL: Duration = Duration::from_millis(100);
 pub enum RangeError {
     #[error("topic {0} does not exist or has no partition")]
     NoTopic(String),
+    /// The partition asked for is not one of the topic's `partitions`.
+    #[error("topic {topic} has no partition {partition}: it has {}", partitions_of(*.partitions))]
+    NoPartition {
+        topic: String,
+        partition: i32,
+        partitions: usize,
+    },
     #[error(transparent)]
     Kafka(#[from] KafkaError),
+}
+
+/// `n` partitions, and their ids (a topic's are 0 up to `n` - 1).
+pub fn partitions_of(n: usize) -> String {
+    match n {
+        1 => "1 partition, 0".to_string(),
+        2 => "2 partitions, 0 and 1".to_string(),
+        n => format!("{n} partitions, 0 to {}", n - 1),
+    }
 }
 
 /// The partition ids of `topic`, in the order the cluster lists them; an
@@ -71,7 +87,7 @@ pub struct RangeRead {
 
 impl RangeRead {
     /// Assigns `consumer` the partitions of `topic` (only `partition` when
-    /// given; absent, it is [`RangeError::NoTopic`] too), each from
+    /// given; absent, it is [`RangeError::NoPartition`]), each from
     /// `from` (its low watermark when `None` or lower) up to its high
     /// watermark now.
     pub fn open(
@@ -82,10 +98,15 @@ impl RangeRead {
     ) -> Result<RangeRead, RangeError> {
         let mut ids = partitions(&consumer, topic)?;
         if let Some(p) = partition {
+            let partitions = ids.len();
             ids.retain(|q| *q == p);
-        }
-        if ids.is_empty() {
-            return Err(RangeError::NoTopic(topic.to_string()));
+            if ids.is_empty() {
+                return Err(RangeError::NoPartition {
+                    topic: topic.to_string(),
+                    partition: p,
+                    partitions,
+                });
+            }
         }
         let mut spans = Vec::with_capacity(ids.len());
         let mut tpl = TopicPartitionList::new();
@@ -267,16 +288,38 @@ mod tests {
 
     #[test]
     fn an_absent_topic_or_partition_is_named() {
-        let broker = EmbeddedBroker::start(1, &["t"]).unwrap();
+        let broker = EmbeddedBroker::start(2, &["t"]).unwrap();
         let bs = broker.bootstrap();
-        for (topic, partition) in [("t", Some(3)), ("absent", None)] {
-            let e = RangeRead::open(reader(&bs), topic, partition, None)
-                .err()
-                .unwrap();
-            assert_eq!(
-                e.to_string(),
-                format!("topic {topic} does not exist or has no partition")
-            );
-        }
+        let e = RangeRead::open(reader(&bs), "absent", None, None)
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "topic absent does not exist or has no partition"
+        );
+        let e = RangeRead::open(reader(&bs), "t", Some(3), None)
+            .err()
+            .unwrap();
+        assert!(
+            matches!(
+                e,
+                RangeError::NoPartition {
+                    partition: 3,
+                    partitions: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "topic t has no partition 3: it has 2 partitions, 0 and 1"
+        );
+    }
+
+    #[test]
+    fn partitions_are_counted_and_named() {
+        assert_eq!(partitions_of(1), "1 partition, 0");
+        assert_eq!(partitions_of(4), "4 partitions, 0 to 3");
     }
 }

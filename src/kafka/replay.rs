@@ -6,12 +6,13 @@
 //! [`restored`] is the pure part: what input record a dead letter was. The
 //! reading and sending around it reads the dead-letter topic from a start
 //! up to the end it had when the command started, so records that fail
-//! again and come back to the topic are not replayed in a loop.
+//! again and come back to the topic are not replayed in a loop, and puts
+//! back each input record once, however many dead letters it has.
 //!
 //! Must not: judge a record (the worker does that again), or change the
 //! dead-letter topic or any consumer group's offsets.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use rdkafka::Message;
@@ -21,7 +22,9 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 use super::client::{FutureProducer, LogContext};
-use super::outputs::{H_ERROR_KIND, H_INPUT_TOPIC, OWN_HEADER_PREFIX, OutHeader, RENAMED_PREFIX};
+use super::outputs::{
+    H_ERROR_KIND, H_INPUT_OFFSET, H_INPUT_PARTITION, H_INPUT_TOPIC, OutHeader, unescaped_name,
+};
 use super::range_read::{RangeError, RangeRead};
 use crate::config::KafkaConfig;
 use crate::core::DeadLetterKind;
@@ -34,6 +37,11 @@ pub struct Restored {
     /// The input topic the record was read from (`groundgate.input.topic`),
     /// when the dead letter names one.
     pub input_topic: Option<String>,
+    /// The record's partition and offset in `input_topic`
+    /// (`groundgate.input.partition`, `groundgate.input.offset`), when the
+    /// dead letter names all three: what tells two dead letters of one
+    /// input record apart from two records that look the same.
+    pub input_position: Option<(i32, i64)>,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
     pub headers: Vec<OutHeader>,
@@ -54,7 +62,8 @@ pub enum NotRestored {
 /// (a dead letter keeps them as received), the headers without the ones
 /// groundgate added, and an input's own `groundgate.*` headers, which the
 /// dead letter carries renamed `original.groundgate.*`, under their names
-/// again.
+/// again (one `original.` taken off any name that starts with
+/// `groundgate.` after it and any more of them: [`unescaped_name`]).
 pub fn restored(
     key: Option<&[u8]>,
     value: Option<&[u8]>,
@@ -69,24 +78,27 @@ pub fn restored(
     if kind == DeadLetterKind::TooLarge {
         return Err(NotRestored::Summary);
     }
-    let input_topic = headers
-        .iter()
-        .find(|(k, _)| *k == H_INPUT_TOPIC)
-        .and_then(|(_, v)| (*v).map(|v| String::from_utf8_lossy(v).into_owned()));
+    let value_of = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| *v)
+    };
+    let input_topic = value_of(H_INPUT_TOPIC).map(|v| String::from_utf8_lossy(v).into_owned());
+    fn number<T: std::str::FromStr>(value: Option<&[u8]>) -> Option<T> {
+        std::str::from_utf8(value?).ok()?.parse().ok()
+    }
+    let input_position = input_topic
+        .as_ref()
+        .and(number(value_of(H_INPUT_PARTITION)).zip(number(value_of(H_INPUT_OFFSET))));
     let headers = headers
         .iter()
-        .filter(|(k, _)| !k.starts_with(OWN_HEADER_PREFIX))
-        .map(|(k, v)| {
-            let name = match k.strip_prefix(RENAMED_PREFIX) {
-                Some(own) if own.starts_with(OWN_HEADER_PREFIX) => own,
-                _ => k,
-            };
-            (name.to_string(), v.map(<[u8]>::to_vec))
-        })
+        .filter_map(|(k, v)| Some((unescaped_name(k)?.to_string(), v.map(<[u8]>::to_vec))))
         .collect();
     Ok(Restored {
         kind,
         input_topic,
+        input_position,
         key: key.map(<[u8]>::to_vec),
         value: value.map(<[u8]>::to_vec),
         headers,
@@ -119,6 +131,14 @@ pub struct Replayed {
     pub gone: BTreeMap<i32, (i64, i64)>,
     /// Put back (or, in a dry run, that would be), by kind.
     pub sent: BTreeMap<&'static str, u64>,
+    /// Dead letters of an input record this run put back already (the same
+    /// input topic, partition and offset: a worker that restarted before
+    /// committing judged the record again and wrote a second dead letter).
+    pub duplicates: u64,
+    /// Whether more input records were put back than [`REMEMBERED_INPUTS`]:
+    /// a dead letter whose record was put back that many records before
+    /// is not known as a duplicate.
+    pub forgot_inputs: bool,
     /// `too_large` dead letters, which hold a summary, not the record.
     pub summaries: u64,
     /// Dead letters of kinds not chosen.
@@ -150,6 +170,17 @@ pub enum ReplayError {
     Read { topic: String, source: KafkaError },
     #[error("the dead-letter topic {0} does not exist or has no partition{1}")]
     NoTopic(String, String),
+    /// `--partition` names a partition the dead-letter topic does not
+    /// have: a mistake in the command line.
+    #[error(
+        "--partition {partition}: the dead-letter topic {topic} has {}",
+        super::range_read::partitions_of(*.partitions)
+    )]
+    NoPartition {
+        topic: String,
+        partition: i32,
+        partitions: usize,
+    },
     #[error("the dead-letter topic's reader stopped unexpectedly: {0}")]
     Reader(String),
     #[error(transparent)]
@@ -223,6 +254,53 @@ const OTHER_INPUTS_NAMED: usize = 5;
 /// Records read ahead of the sends: each waits here for the one before it
 /// to be acknowledged.
 const READ_AHEAD: usize = 8;
+
+/// Input records (partition and offset) a run remembers having put back,
+/// the latest ones, to put back each once: about 50 bytes each, so at most
+/// about 26 MB. A worker writes the second dead letter of a record soon
+/// after the first (when it judges again what it had not committed), so
+/// the two lie far fewer dead letters apart than this.
+pub const REMEMBERED_INPUTS: usize = 1 << 19;
+
+/// The input records put back by a run, the latest `capacity` of them.
+#[derive(Debug)]
+struct PutBack {
+    capacity: usize,
+    set: HashSet<(i32, i64)>,
+    order: VecDeque<(i32, i64)>,
+    /// Whether one was forgotten to make room.
+    forgot: bool,
+}
+
+impl PutBack {
+    fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            set: HashSet::new(),
+            order: VecDeque::new(),
+            forgot: false,
+        }
+    }
+
+    fn contains(&self, input: (i32, i64)) -> bool {
+        self.set.contains(&input)
+    }
+
+    /// Remembers `input`, forgetting the oldest one past the capacity.
+    fn insert(&mut self, input: (i32, i64)) {
+        if !self.set.insert(input) {
+            return;
+        }
+        // Room made before the push: the queue never grows past `capacity`.
+        if self.order.len() >= self.capacity
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.set.remove(&oldest);
+            self.forgot = true;
+        }
+        self.order.push_back(input);
+    }
+}
 
 /// What the reading thread hands the sender.
 enum Read {
@@ -312,6 +390,9 @@ async fn send_all(
         .transpose()
         .map_err(ReplayError::Client)?;
     let mut sent_total = 0u64;
+    // Dead letters that name no input position are each put back: two of
+    // them cannot be told to be of one record.
+    let mut put_back = PutBack::new(REMEMBERED_INPUTS);
     let mut next: Next = out
         .ranges
         .iter()
@@ -359,6 +440,12 @@ async fn send_all(
                     }
                 }
             }
+            // Read from the input topic put back (the arm above), so its
+            // partition and offset name the record.
+            Ok(Restored {
+                input_position: Some(input),
+                ..
+            }) if put_back.contains(input) => out.duplicates += 1,
             Ok(r) => {
                 if let Some(producer) = &producer
                     && let Err(source) = send(producer, &k.topics.input, &r).await
@@ -376,10 +463,14 @@ async fn send_all(
                 }
                 sent_total += 1;
                 *out.sent.entry(r.kind.as_str()).or_default() += 1;
+                if let Some(input) = r.input_position {
+                    put_back.insert(input);
+                }
             }
         }
         next.insert(partition, offset + 1);
     }
+    out.forgot_inputs = put_back.forgot;
     Ok((out, next))
 }
 
@@ -424,6 +515,15 @@ fn read(
             topic.clone(),
             partition.map_or(String::new(), |p| format!(" {p}")),
         ),
+        RangeError::NoPartition {
+            partition,
+            partitions,
+            ..
+        } => ReplayError::NoPartition {
+            topic: topic.clone(),
+            partition,
+            partitions,
+        },
         RangeError::Kafka(source) => read_err(source),
     })?;
     let ranges = range
@@ -483,7 +583,7 @@ async fn send(producer: &FutureProducer, topic: &str, r: &Restored) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::outputs::{H_ERROR_DETAIL, H_INPUT_OFFSET, dead_letter_headers};
+    use crate::kafka::outputs::{H_ERROR_DETAIL, dead_letter_headers};
 
     #[test]
     fn a_dead_letter_becomes_the_record_it_was() {
@@ -512,6 +612,95 @@ mod tests {
             "the input's headers, its own groundgate.* one too"
         );
         assert!(!r.headers.iter().any(|(k, _)| k == H_ERROR_DETAIL));
+    }
+
+    /// An input header named as a renamed one (`original.groundgate.x`)
+    /// is put back under its own name, not as `groundgate.x`, while a dead
+    /// letter written with `groundgate.x` renamed `original.groundgate.x`
+    /// gets `groundgate.x` back.
+    #[test]
+    fn an_input_header_named_original_groundgate_keeps_its_name() {
+        let original: [(&str, Option<&[u8]>); 3] = [
+            ("original.groundgate.error.kind", Some(b"a")),
+            ("groundgate.error.kind", Some(b"b")),
+            ("original.original.groundgate.x", Some(b"c")),
+        ];
+        let written = dead_letter_headers(&original, &[], "schema", "d", None);
+        let names: Vec<&str> = written[..3].iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "original.original.groundgate.error.kind",
+                "original.groundgate.error.kind",
+                "original.original.original.groundgate.x",
+            ]
+        );
+        let written: Vec<(&str, Option<&[u8]>)> = written
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        let r = restored(None, None, &written).unwrap();
+        let names: Vec<&str> = r.headers.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "original.groundgate.error.kind",
+                "groundgate.error.kind",
+                "original.original.groundgate.x",
+            ]
+        );
+    }
+
+    mod header_names {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A header name made of `original.`, `groundgate.` and other text,
+        /// in any order.
+        fn name() -> impl Strategy<Value = String> {
+            let piece = prop_oneof![
+                Just("original.".to_string()),
+                Just("groundgate.".to_string()),
+                Just("original".to_string()),
+                Just("groundgate".to_string()),
+                Just(".".to_string()),
+                "[a-zA-Z0-9._-]{0,6}",
+                ".{0,4}",
+            ];
+            prop::collection::vec(piece, 0..6).prop_map(|p| p.concat())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Replay gives back every input header as it was, in order,
+            /// and none of the dead letter's headers that the producer
+            /// named is named as one of groundgate's.
+            #[test]
+            fn dead_letter_headers_round_trip_through_replay(
+                input in prop::collection::vec(
+                    (name(), proptest::option::of(prop::collection::vec(any::<u8>(), 0..4))),
+                    0..8,
+                ),
+            ) {
+                let original: Vec<(&str, Option<&[u8]>)> = input
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                let coordinates = vec![(H_INPUT_OFFSET.to_string(), Some(b"7".to_vec()))];
+                let written =
+                    dead_letter_headers(&original, &coordinates, "schema", "d", Some(1));
+                for (k, _) in &written[..input.len()] {
+                    prop_assert!(!k.starts_with("groundgate."), "{k:?} in {written:?}");
+                }
+                let written: Vec<(&str, Option<&[u8]>)> = written
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                let r = restored(None, None, &written).unwrap();
+                prop_assert_eq!(r.headers, input);
+            }
+        }
     }
 
     /// An embedded broker holding, on the dead-letter topic, `schema` dead
@@ -594,6 +783,35 @@ mod tests {
         assert_eq!(done.ranges, BTreeMap::from([(0, (0, 4))]));
         assert_eq!(done.sent, BTreeMap::from([("schema", 2)]));
         assert_eq!((done.summaries, done.foreign), (1, 1));
+    }
+
+    /// A partition the dead-letter topic does not have is named with the
+    /// partitions it has, before anything is read or sent.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partition_the_topic_does_not_have_is_named_with_those_it_has() {
+        let (broker, k) = holding(2, [(Some(0), Some("schema"))]);
+        let run = Selection {
+            partition: Some(5),
+            ..schema_only(false)
+        };
+        let e = replay(&k, &broker.bootstrap(), &run, &CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ReplayError::NoPartition {
+                    partition: 5,
+                    partitions: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "--partition 5: the dead-letter topic answers.dlq has 2 partitions, 0 and 1"
+        );
     }
 
     /// A stop ends the replay before the next dead letter, saying where
@@ -920,6 +1138,131 @@ mod tests {
             .unwrap();
         assert_eq!(done.sent, BTreeMap::from([("schema", 2)]), "{done:?}");
         assert_eq!(done.other_inputs, ["answers"]);
+    }
+
+    /// A worker that restarts before committing judges a record again and
+    /// writes a second dead letter of it, in the same dead-letter partition
+    /// or another: the record is put back once. Dead letters that name no
+    /// input position, or another input topic's, are not taken for
+    /// duplicates.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_record_with_two_dead_letters_is_put_back_once() {
+        use rdkafka::ClientConfig;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let topics = crate::config::Topics::default();
+        let broker =
+            crate::kafka::embedded::EmbeddedBroker::start(2, &[&topics.dead_letter, &topics.input])
+                .unwrap();
+        let bs = broker.bootstrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", &bs)
+            .create()
+            .unwrap();
+        /// Input topic, partition and offset.
+        type Input = Option<(&'static str, &'static str, &'static str)>;
+        // (dead-letter partition, kind, input record)
+        let records: [(i32, &str, Input); 8] = [
+            (0, "schema", Some(("answers", "0", "5"))),
+            (1, "schema", Some(("answers", "0", "5"))),
+            (0, "schema", Some(("answers", "0", "6"))),
+            (0, "schema", Some(("answers", "1", "5"))),
+            (1, "schema", Some(("answers-eu", "0", "5"))),
+            (0, "schema", None),
+            (0, "schema", None),
+            (1, "internal", Some(("answers", "0", "6"))),
+        ];
+        for (partition, kind, input) in records {
+            let mut headers = OwnedHeaders::new().insert(Header {
+                key: H_ERROR_KIND,
+                value: Some(kind),
+            });
+            if let Some((topic, p, o)) = input {
+                for (key, value) in [
+                    (H_INPUT_TOPIC, topic),
+                    (H_INPUT_PARTITION, p),
+                    (H_INPUT_OFFSET, o),
+                ] {
+                    headers = headers.insert(Header {
+                        key,
+                        value: Some(value),
+                    });
+                }
+            }
+            let record = BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
+                .partition(partition)
+                .payload(&b"{}"[..])
+                .headers(headers);
+            producer.send(record).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let mut raw = crate::config::RawConfig::default();
+        raw.kafka.brokers = Some(bs.clone());
+        let k = raw.validate().unwrap().kafka;
+        for dry_run in [true, false] {
+            let done = replay(&k, &bs, &schema_only(dry_run), &CancellationToken::new())
+                .await
+                .unwrap();
+            assert_eq!(done.sent, BTreeMap::from([("schema", 5)]), "{done:?}");
+            assert_eq!(
+                (done.duplicates, done.other_input, done.other_kinds),
+                (1, 1, 1),
+                "{done:?}"
+            );
+            assert!(!done.forgot_inputs);
+        }
+        let on_input: i64 = (0..2)
+            .map(|p| {
+                let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+                    .set("bootstrap.servers", &bs)
+                    .create()
+                    .unwrap();
+                rdkafka::consumer::Consumer::fetch_watermarks(
+                    &consumer,
+                    &topics.input,
+                    p,
+                    Duration::from_secs(10),
+                )
+                .unwrap()
+                .1
+            })
+            .sum();
+        assert_eq!(on_input, 5);
+    }
+
+    /// The latest input records put back are remembered, the oldest
+    /// forgotten past the capacity.
+    #[test]
+    fn the_latest_input_records_put_back_are_remembered() {
+        let mut put_back = PutBack::new(2);
+        for input in [(0, 1), (0, 2), (0, 2)] {
+            put_back.insert(input);
+        }
+        assert!(!put_back.forgot);
+        put_back.insert((1, 1));
+        assert!(put_back.forgot);
+        assert!(!put_back.contains((0, 1)));
+        assert!(put_back.contains((0, 2)) && put_back.contains((1, 1)));
+        assert_eq!(put_back.order.len(), 2);
+    }
+
+    #[test]
+    fn a_dead_letter_names_its_input_position_only_with_its_input_topic() {
+        let full: [(&str, Option<&[u8]>); 4] = [
+            (H_ERROR_KIND, Some(b"schema")),
+            (H_INPUT_TOPIC, Some(b"answers")),
+            (H_INPUT_PARTITION, Some(b"3")),
+            (H_INPUT_OFFSET, Some(b"41")),
+        ];
+        let r = restored(None, None, &full).unwrap();
+        assert_eq!(r.input_position, Some((3, 41)));
+        for missing in 1..4 {
+            let mut h = full.to_vec();
+            h.remove(missing);
+            assert_eq!(restored(None, None, &h).unwrap().input_position, None);
+        }
+        let mut h = full.to_vec();
+        h[3].1 = Some(b"x");
+        assert_eq!(restored(None, None, &h).unwrap().input_position, None);
     }
 
     /// One record is in flight at a time: a linger for a batch would delay

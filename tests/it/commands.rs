@@ -279,6 +279,41 @@ fn produce_reading_an_open_pipe_stops_on_one_signal() {
     drop(stdin);
 }
 
+/// A signal that comes once the last line was sent, while the input is
+/// about to end, stops nothing: exit 0 and no `--skip`, which would send
+/// nothing.
+#[test]
+fn produce_signalled_as_its_input_ends_is_a_finished_run() {
+    let (_broker, bs) = dev_broker(2);
+    let mut cmd = bin();
+    cmd.args(["produce", "--brokers", &bs, "--rate", "0", "--file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // Not `Proc::spawn`, which closes standard input.
+    let mut p = Proc {
+        child: cmd.spawn().expect("produce starts"),
+        name: "produce",
+    };
+    let answers = std::fs::read_to_string(repo("examples/answers.jsonl")).unwrap();
+    let mut stdin = p.child.stdin.take().unwrap();
+    for line in answers.lines().take(3) {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    wait_for("produce to deliver the lines written", WAIT, || {
+        (topic_count(&bs, "answers") == 3).then_some(())
+    });
+    p.signal("INT");
+    std::thread::sleep(Duration::from_millis(30));
+    drop(stdin);
+    let status = p.wait_exit(WAIT).expect("produce exits after SIGINT");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut p.child.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(status.code(), Some(0), "{out}");
+    assert_eq!(out, "sent 3 records to answers\n");
+}
+
 #[test]
 fn produce_exits_130_on_a_second_signal() {
     // Nothing listens here: after the first signal produce still waits for
@@ -785,4 +820,36 @@ fn replay_names_the_dead_letters_no_longer_on_the_topic_from_where_it_was_told_t
         )),
         "{out}"
     );
+}
+
+/// A `--partition` the dead-letter topic does not have is a mistake in
+/// the command line: exit 2, as for a malformed flag, naming the
+/// partitions the topic has.
+#[test]
+fn replay_of_a_partition_the_topic_does_not_have_is_a_usage_error() {
+    use groundgate::kafka::embedded::EmbeddedBroker;
+    let broker = EmbeddedBroker::start(2, &["answers", "answers.dlq"]).expect("embedded broker");
+    let bs = broker.bootstrap();
+    let replay = |partition: &str| {
+        run(&[
+            "replay",
+            "--brokers",
+            &bs,
+            "--kind",
+            "schema",
+            "--partition",
+            partition,
+            "--dry-run",
+        ])
+    };
+    let o = replay("5");
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("--partition 5: the dead-letter topic answers.dlq has 2 partitions, 0 and 1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = replay("1");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
 }
