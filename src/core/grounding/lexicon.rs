@@ -1115,12 +1115,11 @@ pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
     if w.len() != 3 || first >= 26 || ABBREVIATED_FIRST & 1 << first == 0 {
         return None;
     }
-    abbreviated(u32::from_le_bytes([
-        w[0] | 0x20,
-        w[1] | 0x20,
-        last | 0x20,
-        0,
-    ]))
+    let key = u32::from_le_bytes([w[0] | 0x20, w[1] | 0x20, last | 0x20, 0]);
+    if key == short_key(b"mom") {
+        return (w == b"MoM").then_some(MOM);
+    }
+    abbreviated(key)
 }
 
 /// Three letters of [`ABBREVIATED`] as the one number `short_form` makes
@@ -1161,18 +1160,67 @@ fn period_words(w: &[u8]) -> Option<ShortForm> {
 
 /// Financial abbreviations of three letters, in lower case, that stand for
 /// one phrase whatever the text is about, and the words of that phrase.
-/// Not "MoM" (a mother) nor "bp" (a company, a blood pressure).
+/// Not "mom" (a mother: "MoM" written so is read, see `short_form`) nor
+/// "bp" (a company, a blood pressure).
 const ABBREVIATED: [(&[u8], &[&[u8]]); 5] = [
     (b"bps", &[b"basis", b"points"]),
     (b"eps", &[b"earnings", b"per", b"share"]),
-    (b"qoq", &[b"quarter", b"over", b"quarter"]),
-    (b"yoy", &[b"year", b"over", b"year"]),
+    (b"qoq", QUARTER_OVER_QUARTER),
+    (b"yoy", YEAR_OVER_YEAR),
     (b"ytd", &[b"year", b"to", b"date"]),
 ];
 
-/// The first letters of [`ABBREVIATED`], a bit each (`a` is bit 0).
+const YEAR_OVER_YEAR: &[&[u8]] = &[b"year", b"over", b"year"];
+const QUARTER_OVER_QUARTER: &[&[u8]] = &[b"quarter", b"over", b"quarter"];
+const MONTH_OVER_MONTH: &[&[u8]] = &[b"month", b"over", b"month"];
+
+/// "MoM" written so: "month over month" (in other cases, a mother).
+const MOM: ShortForm = ShortForm {
+    words: MONTH_OVER_MONTH,
+    rest: 3,
+    dated: false,
+};
+
+/// A change over the period before written with a slash, the letter of
+/// the period on either side in any case ("y/y", "Q/Q", "m/m"): its words
+/// ("year over year"), when `bytes[at..]` opens one. The [`ShortForm`] is
+/// of the first letter; the slash and the second letter are read with it
+/// (see [`slashed_period_before`]).
+#[inline(never)]
+pub(super) fn slashed_period(bytes: &[u8], at: usize) -> Option<ShortForm> {
+    let &[first, b'/', second, ..] = bytes.get(at..)? else {
+        return None;
+    };
+    let words = match first | 0x20 {
+        b'y' => YEAR_OVER_YEAR,
+        b'q' => QUARTER_OVER_QUARTER,
+        b'm' => MONTH_OVER_MONTH,
+        _ => return None,
+    };
+    let word_byte = |b: &u8| b.is_ascii_alphanumeric() || *b == b'/';
+    if !first.eq_ignore_ascii_case(&second)
+        || bytes.get(at + 3).is_some_and(word_byte)
+        || at.checked_sub(1).is_some_and(|i| word_byte(&bytes[i]))
+    {
+        return None;
+    }
+    Some(ShortForm {
+        words,
+        rest: 1,
+        dated: false,
+    })
+}
+
+/// Whether the word at `at` is the second letter of a slashed period
+/// ("y" after "y/"), read with the first.
+pub(super) fn slashed_period_before(bytes: &[u8], at: usize) -> bool {
+    at >= 2 && bytes[at - 1] == b'/' && slashed_period(bytes, at - 2).is_some()
+}
+
+/// The first letters of [`ABBREVIATED`] and of "MoM", a bit each (`a` is
+/// bit 0).
 const ABBREVIATED_FIRST: u32 = {
-    let mut bits = 0;
+    let mut bits = 1 << (b'm' - b'a');
     let mut i = 0;
     while i < ABBREVIATED.len() {
         bits |= 1 << (ABBREVIATED[i].0[0] - b'a');
@@ -1996,12 +2044,44 @@ mod tests {
         assert_eq!(read("EPS").as_deref(), Some("earnings per share"));
         assert_eq!(read("QoQ").as_deref(), Some("quarter over quarter"));
         assert_eq!(read("YTD").as_deref(), Some("year to date"));
+        // "MoM" only so: "mom", "Mom" and "MOM" are a mother.
+        assert_eq!(read("MoM").as_deref(), Some("month over month"));
         for w in [
-            "Q5", "Q0", "H3", "q3", "FY23", "FY2023a", "G7", "A4", "3Q", "Q", "FY", "bp", "MoM",
-            "the", "bpss", "yo",
+            "Q5", "Q0", "H3", "q3", "FY23", "FY2023a", "G7", "A4", "3Q", "Q", "FY", "bp", "mom",
+            "Mom", "MOM", "the", "bpss", "yo",
         ] {
             assert_eq!(read(w), None, "{w}");
         }
+    }
+
+    #[test]
+    fn a_slashed_period_is_its_words_with_the_same_letter_on_both_sides() {
+        let read = |text: &str, at: usize| {
+            slashed_period(text.as_bytes(), at).map(|p| {
+                p.words
+                    .iter()
+                    .map(|x| String::from_utf8_lossy(x))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        };
+        assert_eq!(read("5% y/y.", 3).as_deref(), Some("year over year"));
+        assert_eq!(read("Q/Q", 0).as_deref(), Some("quarter over quarter"));
+        assert_eq!(read("(m/m)", 1).as_deref(), Some("month over month"));
+        for (text, at) in [
+            ("y/q", 0),
+            ("y/x", 0),
+            ("y/yr", 0),
+            ("xy/y", 1),
+            ("a/y/y", 2),
+            ("y/y/y", 0),
+            ("y/", 0),
+            ("h/h", 0),
+        ] {
+            assert_eq!(read(text, at), None, "{text}");
+        }
+        assert!(slashed_period_before(b"up y/y", 5));
+        assert!(!slashed_period_before(b"up x/y", 5));
     }
 
     #[test]

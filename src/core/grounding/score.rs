@@ -22,7 +22,7 @@ use super::initials::{
 use super::lexicon::{
     PER, ShortForm, answer_particle, closed_compound, currency_before, date, for_each_word,
     glued_unit, may_open_date, name_into, names_time, number_text, per_unit, short_form, skipped,
-    source_reference, spelled_other, spelled_run,
+    slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -257,6 +257,10 @@ fn read_claims(
             if skipped(bytes, &mut address_end, at, len) || i < lead || i >= trail {
                 continue;
             }
+            // "y/y": read with its first letter (below).
+            if len == 1 && slashed_period_before(bytes, at) {
+                continue;
+            }
             let mut w = &bytes[at..at + len];
             // "km/h": "per" and the unit's word ("hour"), as sources read it.
             if let Some(unit) = per_unit(bytes, at, len) {
@@ -266,11 +270,18 @@ fn read_claims(
                 w = unit;
             }
             // "Q3": "3rd quarter"; "FY2023": "fiscal year", then "2023";
-            // "bps": "basis points".
-            let (w, at, len) = match short_form(w) {
+            // "bps": "basis points"; "y/y": "year over year".
+            let slashed = if len == 1 && bytes.get(at + 1) == Some(&b'/') {
+                slashed_period(bytes, at)
+            } else {
+                None
+            };
+            // A finding names "y/y" whole.
+            let named = if slashed.is_some() { 3 } else { len };
+            let (w, at, len) = match slashed.or_else(|| short_form(w)) {
                 Some(p) => {
                     let from = all_terms.len();
-                    short_form_terms(folder, &p, (at, len), all_terms);
+                    short_form_terms(folder, &p, (at, named), all_terms);
                     declare_terms(declare, index, folder, &all_terms[from..]);
                     checkable |= p.dated;
                     if p.rest == len {

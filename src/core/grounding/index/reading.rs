@@ -17,7 +17,7 @@ use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, Words, answer_particle, closed_compound, currency_before, date,
     for_each_word, glued_unit, may_open_date, number_text, per_unit, short_form, skipped,
-    spelled_run,
+    slashed_period, slashed_period_before, spelled_run,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -273,6 +273,14 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         {
             return self.short_form(w, off, &p);
         }
+        // "y/y": "year over year". Most words of one letter ("a") are
+        // followed by a space.
+        if w.len() == 1
+            && self.at.bytes.get(off + 1) == Some(&b'/')
+            && let Some(p) = slashed_period(self.at.bytes, off)
+        {
+            return self.short_form(w, off, &p);
+        }
         if let Some(joint) = self.enter(w, off) {
             self.plain(w, off, ascii, joint);
         }
@@ -323,6 +331,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// read closed up with the word before. Kept out of the loop.
     #[inline(never)]
     fn joined(&mut self, w: &[u8], off: usize, ascii: bool, joint: u8) {
+        // The second letter of "y/y", read with the first.
+        if joint == b'/' && w.len() == 1 && slashed_period_before(self.at.bytes, off) {
+            return;
+        }
         if let Some(unit) = (joint == b'/')
             .then(|| per_unit(self.at.bytes, off, w.len()))
             .flatten()
