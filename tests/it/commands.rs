@@ -237,14 +237,11 @@ fn produce_stops_on_a_signal_and_says_how_many_it_sent() {
     assert_eq!(status.code(), Some(130));
 }
 
-/// Standard input left open with nothing more to read (`tail -f … |`) must
-/// not hold a stop back until a line comes; a file not sent to its end
-/// exits 130, as an interrupted run.
-#[test]
-fn produce_reading_an_open_pipe_stops_on_one_signal() {
-    let (_broker, bs) = dev_broker(2);
+/// `produce --file -` with three answers written to its standard input,
+/// left open, once the three are on the topic.
+fn produce_three_lines_from_an_open_pipe(bs: &str) -> (Proc, std::process::ChildStdin) {
     let mut cmd = bin();
-    cmd.args(["produce", "--brokers", &bs, "--rate", "0", "--file", "-"])
+    cmd.args(["produce", "--brokers", bs, "--rate", "0", "--file", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -260,8 +257,18 @@ fn produce_reading_an_open_pipe_stops_on_one_signal() {
     }
     stdin.flush().unwrap();
     wait_for("produce to deliver the lines written", WAIT, || {
-        (topic_count(&bs, "answers") == 3).then_some(())
+        (topic_count(bs, "answers") == 3).then_some(())
     });
+    (p, stdin)
+}
+
+/// Standard input left open with nothing more to read (`tail -f … |`) must
+/// not hold a stop back until a line comes; a file not sent to its end
+/// exits 130, as an interrupted run.
+#[test]
+fn produce_reading_an_open_pipe_stops_on_one_signal() {
+    let (_broker, bs) = dev_broker(2);
+    let (mut p, stdin) = produce_three_lines_from_an_open_pipe(&bs);
     p.signal("INT");
     let status = p.wait_exit(WAIT).expect("produce exits after one SIGINT");
     assert_eq!(
@@ -285,25 +292,7 @@ fn produce_reading_an_open_pipe_stops_on_one_signal() {
 #[test]
 fn produce_signalled_as_its_input_ends_is_a_finished_run() {
     let (_broker, bs) = dev_broker(2);
-    let mut cmd = bin();
-    cmd.args(["produce", "--brokers", &bs, "--rate", "0", "--file", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    // Not `Proc::spawn`, which closes standard input.
-    let mut p = Proc {
-        child: cmd.spawn().expect("produce starts"),
-        name: "produce",
-    };
-    let answers = std::fs::read_to_string(repo("examples/answers.jsonl")).unwrap();
-    let mut stdin = p.child.stdin.take().unwrap();
-    for line in answers.lines().take(3) {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    stdin.flush().unwrap();
-    wait_for("produce to deliver the lines written", WAIT, || {
-        (topic_count(&bs, "answers") == 3).then_some(())
-    });
+    let (mut p, stdin) = produce_three_lines_from_an_open_pipe(&bs);
     p.signal("INT");
     std::thread::sleep(Duration::from_millis(30));
     drop(stdin);

@@ -1361,17 +1361,8 @@ fn find_by_initials(
                 found
             })
         {
-            let mut words = 0;
-            for t in &mut terms[i..end] {
-                if t.class != TermClass::Function {
-                    words += 1;
-                }
-                if !t.found {
-                    t.found = true;
-                    t.id = BY_INITIALS;
-                    marked += u32::from(t.class != TermClass::Function);
-                }
-            }
+            let (newly, words) = found_by_initials(&mut terms[i..end]);
+            marked += newly;
             paired += beside + words - 1;
         } else if let Some(end) = small_words
             .get_or_insert_with(|| small_words_between_missing(answer, terms))
@@ -1396,17 +1387,8 @@ fn find_by_initials(
                 })
             })
         {
-            let mut words = 0;
-            for t in &mut terms[i..end] {
-                if t.class != TermClass::Function {
-                    words += 1;
-                }
-                if !t.found {
-                    t.found = true;
-                    t.id = BY_INITIALS;
-                    marked += u32::from(t.class != TermClass::Function);
-                }
-            }
+            let (newly, words) = found_by_initials(&mut terms[i..end]);
+            marked += newly;
             paired += words - 1;
             i = end;
             continue;
@@ -1414,6 +1396,23 @@ fn find_by_initials(
         i = end;
     }
     (marked, paired)
+}
+
+/// Marks the missing words of a name found by its acronym as found by
+/// initials. Gives how many content terms it marked and how many the
+/// name has.
+fn found_by_initials(name: &mut [Term]) -> (u32, u32) {
+    let (mut marked, mut words) = (0, 0);
+    for t in name {
+        let content = t.class != TermClass::Function;
+        words += u32::from(content);
+        if !t.found {
+            t.found = true;
+            t.id = BY_INITIALS;
+            marked += u32::from(content);
+        }
+    }
+    (marked, words)
 }
 
 /// The runs of the claim's words from term `i` on whose initials, one for
