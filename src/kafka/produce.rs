@@ -196,7 +196,7 @@ pub async fn send_all(
 /// says count, so that `--skip` goes on from them.
 ///
 /// A stop that comes between two records is followed, once what was sent
-/// is delivered, by one more `next` (for at most [`INPUT_END_WAIT`]): when
+/// is delivered, by one more `next` (for at most `INPUT_END_WAIT`): when
 /// it says the input ended, the run sent every record and is not
 /// [`Sent::stopped`] (a signal just after the last record is not an
 /// interruption, and its `--skip` would send nothing).
