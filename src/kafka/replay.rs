@@ -719,6 +719,21 @@ mod tests {
         partitions: i32,
         records: impl IntoIterator<Item = (Option<i32>, Option<&'static str>)>,
     ) -> (crate::kafka::embedded::EmbeddedBroker, KafkaConfig) {
+        let records = records.into_iter().map(|(partition, kind)| {
+            let header = match kind {
+                Some(kind) => (H_ERROR_KIND, kind),
+                None => ("x-tenant", "bank-1"),
+            };
+            (partition, vec![header])
+        });
+        holding_headers(partitions, records)
+    }
+
+    /// [`holding`], each record with its own headers.
+    fn holding_headers(
+        partitions: i32,
+        records: impl IntoIterator<Item = (Option<i32>, Vec<(&'static str, &'static str)>)>,
+    ) -> (crate::kafka::embedded::EmbeddedBroker, KafkaConfig) {
         use rdkafka::ClientConfig;
         use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
         let topics = crate::config::Topics::default();
@@ -731,15 +746,15 @@ mod tests {
             .set("bootstrap.servers", broker.bootstrap())
             .create()
             .unwrap();
-        for (partition, kind) in records {
-            let headers = OwnedHeaders::new().insert(Header {
-                key: if kind.is_some() {
-                    H_ERROR_KIND
-                } else {
-                    "x-tenant"
-                },
-                value: Some(kind.unwrap_or("bank-1")),
-            });
+        for (partition, headers) in records {
+            let headers = headers
+                .into_iter()
+                .fold(OwnedHeaders::new(), |h, (key, value)| {
+                    h.insert(Header {
+                        key,
+                        value: Some(value),
+                    })
+                });
             let mut record = BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
                 .payload(&b"{}"[..])
                 .headers(headers);
@@ -957,15 +972,20 @@ mod tests {
         producer.flush(Duration::from_secs(10)).unwrap();
     }
 
-    /// The high watermark of partition 0 of `topic`.
-    fn high_watermark(bootstrap: &str, topic: &str) -> i64 {
+    /// The high watermark of partition `partition` of `topic`.
+    fn high_watermark(bootstrap: &str, topic: &str, partition: i32) -> i64 {
         let consumer: BaseConsumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
             .create()
             .unwrap();
-        rdkafka::consumer::Consumer::fetch_watermarks(&consumer, topic, 0, Duration::from_secs(10))
-            .unwrap()
-            .1
+        rdkafka::consumer::Consumer::fetch_watermarks(
+            &consumer,
+            topic,
+            partition,
+            Duration::from_secs(10),
+        )
+        .unwrap()
+        .1
     }
 
     /// 100 KB dead letters put back while more are written: the
@@ -1014,7 +1034,7 @@ mod tests {
             async move { replay(&k, &bs, &schema_only(false), &CancellationToken::new()).await }
         });
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while high_watermark(&bs, &topics.input) == 0 {
+        while high_watermark(&bs, &topics.input, 0) == 0 {
             assert!(std::time::Instant::now() < deadline, "nothing was put back");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -1033,7 +1053,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dead_letters_deleted_under_the_reader_are_not_passed_over() {
         let (broker, _, done) = replay_while_the_oldest_are_deleted().await;
-        let put_back = high_watermark(&broker.bootstrap(), "answers");
+        let put_back = high_watermark(&broker.bootstrap(), "answers", 0);
         match done {
             Ok(done) => {
                 panic!("the replay ended as read through, {put_back} of the 40 put back: {done:?}")
@@ -1049,7 +1069,7 @@ mod tests {
     async fn a_read_failure_says_what_was_put_back_and_where_to_go_on() {
         let (broker, k, done) = replay_while_the_oldest_are_deleted().await;
         let bs = broker.bootstrap();
-        let put_back = high_watermark(&bs, &k.topics.input);
+        let put_back = high_watermark(&bs, &k.topics.input, 0);
         let e = done.unwrap_err();
         let text = e.to_string();
         assert!(
@@ -1092,36 +1112,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_dead_letter_of_another_input_topic_is_not_put_back() {
         use crate::kafka::outputs::H_INPUT_TOPIC;
-        use rdkafka::ClientConfig;
-        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-        let topics = crate::config::Topics::default();
-        let broker =
-            crate::kafka::embedded::EmbeddedBroker::start(1, &[&topics.dead_letter, &topics.input])
-                .unwrap();
+        let inputs = ["answers", "answers-eu", "answers", "answers-eu"];
+        let (broker, k) = holding_headers(
+            1,
+            inputs.map(|input| (None, vec![(H_INPUT_TOPIC, input), (H_ERROR_KIND, "schema")])),
+        );
         let bs = broker.bootstrap();
-        let producer: BaseProducer = ClientConfig::new()
-            .set("bootstrap.servers", &bs)
-            .create()
-            .unwrap();
-        for input in ["answers", "answers-eu", "answers", "answers-eu"] {
-            let headers = OwnedHeaders::new()
-                .insert(Header {
-                    key: H_INPUT_TOPIC,
-                    value: Some(input),
-                })
-                .insert(Header {
-                    key: H_ERROR_KIND,
-                    value: Some("schema"),
-                });
-            let record = BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
-                .payload(&b"{}"[..])
-                .headers(headers);
-            producer.send(record).unwrap();
-        }
-        producer.flush(Duration::from_secs(10)).unwrap();
-        let mut raw = crate::config::RawConfig::default();
-        raw.kafka.brokers = Some(bs.clone());
-        let k = raw.validate().unwrap().kafka;
         let done = replay(&k, &bs, &schema_only(false), &CancellationToken::new())
             .await
             .unwrap();
@@ -1147,17 +1143,6 @@ mod tests {
     /// duplicates.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_record_with_two_dead_letters_is_put_back_once() {
-        use rdkafka::ClientConfig;
-        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-        let topics = crate::config::Topics::default();
-        let broker =
-            crate::kafka::embedded::EmbeddedBroker::start(2, &[&topics.dead_letter, &topics.input])
-                .unwrap();
-        let bs = broker.bootstrap();
-        let producer: BaseProducer = ClientConfig::new()
-            .set("bootstrap.servers", &bs)
-            .create()
-            .unwrap();
         /// Input topic, partition and offset.
         type Input = Option<(&'static str, &'static str, &'static str)>;
         // (dead-letter partition, kind, input record)
@@ -1171,33 +1156,21 @@ mod tests {
             (0, "schema", None),
             (1, "internal", Some(("answers", "0", "6"))),
         ];
-        for (partition, kind, input) in records {
-            let mut headers = OwnedHeaders::new().insert(Header {
-                key: H_ERROR_KIND,
-                value: Some(kind),
-            });
-            if let Some((topic, p, o)) = input {
-                for (key, value) in [
-                    (H_INPUT_TOPIC, topic),
-                    (H_INPUT_PARTITION, p),
-                    (H_INPUT_OFFSET, o),
-                ] {
-                    headers = headers.insert(Header {
-                        key,
-                        value: Some(value),
-                    });
+        let (broker, k) = holding_headers(
+            2,
+            records.map(|(partition, kind, input)| {
+                let mut headers = vec![(H_ERROR_KIND, kind)];
+                if let Some((topic, p, o)) = input {
+                    headers.extend([
+                        (H_INPUT_TOPIC, topic),
+                        (H_INPUT_PARTITION, p),
+                        (H_INPUT_OFFSET, o),
+                    ]);
                 }
-            }
-            let record = BaseRecord::<[u8], [u8]>::to(&topics.dead_letter)
-                .partition(partition)
-                .payload(&b"{}"[..])
-                .headers(headers);
-            producer.send(record).unwrap();
-        }
-        producer.flush(Duration::from_secs(10)).unwrap();
-        let mut raw = crate::config::RawConfig::default();
-        raw.kafka.brokers = Some(bs.clone());
-        let k = raw.validate().unwrap().kafka;
+                (Some(partition), headers)
+            }),
+        );
+        let bs = broker.bootstrap();
         for dry_run in [true, false] {
             let done = replay(&k, &bs, &schema_only(dry_run), &CancellationToken::new())
                 .await
@@ -1211,20 +1184,7 @@ mod tests {
             assert!(!done.forgot_inputs);
         }
         let on_input: i64 = (0..2)
-            .map(|p| {
-                let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-                    .set("bootstrap.servers", &bs)
-                    .create()
-                    .unwrap();
-                rdkafka::consumer::Consumer::fetch_watermarks(
-                    &consumer,
-                    &topics.input,
-                    p,
-                    Duration::from_secs(10),
-                )
-                .unwrap()
-                .1
-            })
+            .map(|p| high_watermark(&bs, &k.topics.input, p))
             .sum();
         assert_eq!(on_input, 5);
     }
