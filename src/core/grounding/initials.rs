@@ -5,7 +5,7 @@
 //! for a claim's words that the source index did not find; this module must
 //! not touch the index or the word memo.
 
-use super::lexicon::is_stop_name_word;
+use super::lexicon::{acronym_glued_to_number, is_stop_name_word};
 use crate::core::terms::name_words;
 
 /// Most letters an acronym has here; longer all-capital words are words.
@@ -294,8 +294,8 @@ pub(super) fn spelled_word_by_word(
 }
 
 /// Whether `text` holds the acronym `letters` as a word of its own, plain
-/// ("EU") or dotted ("E.U."). Calls `each` with where each such word
-/// starts and ends.
+/// ("EU"), dotted ("E.U.") or glued to a number ("CET" of "CET1"). Calls
+/// `each` with where each such acronym starts and ends.
 pub(super) fn written_in(text: &str, letters: &[u8], mut each: impl FnMut(usize, usize)) -> bool {
     let bytes = text.as_bytes();
     let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'\'' || b == b'-';
@@ -324,7 +324,9 @@ pub(super) fn written_in(text: &str, letters: &[u8], mut each: impl FnMut(usize,
                 .is_some_and(|k| &out[..k] == letters)
                 .then_some((start, start + whole))
         } else {
-            (w == letters).then_some((end - w.len(), end))
+            // "CET1": the acronym of "Common Equity Tier", then a number.
+            let w = acronym_glued_to_number(w).map_or(w, |n| &w[..n]);
+            (w == letters).then_some((start, start + w.len()))
         };
         if let Some((start, end)) = span {
             each(start, end);
@@ -470,8 +472,12 @@ mod tests {
                 {
                     out.push((start, start + whole));
                 }
-            } else if w == letters {
-                out.push((start, end));
+            } else {
+                // "EU1": the acronym, then a number.
+                let w = acronym_glued_to_number(w).map_or(w, |n| &w[..n]);
+                if w == letters {
+                    out.push((start, start + w.len()));
+                }
             }
         }
         out
@@ -480,7 +486,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn an_acronym_is_found_where_a_word_by_word_read_finds_it(
-            text in "([ .,'-]|E|U|EU|E\\.U\\.?|xEU|EUx|é|[a-z0-9]{1,3})*",
+            text in "([ .,'-]|E|U|EU|E\\.U\\.?|xEU|EUx|EU1|é|[a-z0-9]{1,3})*",
             letters in proptest::sample::select(vec![&b"EU"[..], b"E", b"EUX", b""]),
         ) {
             let mut got = Vec::new();

@@ -1079,43 +1079,51 @@ pub(super) fn closed_compound(
 }
 
 /// A word that writes other words short, read as them: a period of a
-/// financial year ("Q3" is "3rd quarter", "H1" is "1st half", "FY2023" is
-/// "fiscal year" before "2023"), or a financial abbreviation ("bps" is
-/// "basis points", "YoY" is "year over year"). `words` come before the rest
-/// of the word, from `rest` on (the year's digits of "FY2023"; nothing for
-/// the others).
+/// financial year ("Q3" and "3Q" are "3rd quarter", "H1" is "1st half",
+/// "FY2023" is "fiscal year" before "2023", "3Q23" is "3rd quarter 2023"),
+/// or a financial abbreviation ("bps" is "basis points", "YoY" is "year
+/// over year"). `words` come before the rest of the word, from `rest` on
+/// (the year's digits of "FY2023"; nothing for the others).
 #[derive(Debug, PartialEq)]
 pub(super) struct ShortForm {
     pub(super) words: &'static [&'static [u8]],
     pub(super) rest: usize,
+    /// The year a period writes with two digits ("2023" of "FY23" and
+    /// "3Q23"), read after `words`; its digits are not read as they are.
+    pub(super) year: Option<[u8; 4]>,
     /// It names a time (a period), as a date does: a sentence stating one
     /// is checked like one stating a number.
     pub(super) dated: bool,
 }
 
 /// The words that `w` writes short (see [`ShortForm`]): `Q1`–`Q4`, `H1`,
-/// `H2`, `FY` glued to a year of four digits, and the abbreviations of
-/// [`ABBREVIATED`] in any case.
+/// `H2`, `FY` glued to a year of two or four digits, a quarter written
+/// digit first (`3Q`) and the halves and quarters so written with their
+/// year (`3Q23`, `1H2024`), and the abbreviations of [`ABBREVIATED`] in
+/// any case.
 #[inline(always)]
 pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
-    // Most words end in a letter; a period ends in a digit, and the
-    // abbreviations have three letters.
+    // Most words end in a letter; a period ends in a digit or opens with
+    // one, and the abbreviations have three letters.
     let last = *w.last()?;
-    if last.is_ascii_digit() {
-        return if w[0].is_ascii_digit() {
-            None
-        } else {
-            period_words(w)
-        };
+    if last.is_ascii_digit() || w[0].is_ascii_digit() {
+        return period_words(w);
     }
+    if w.len() == 3 { abbreviation(w) } else { None }
+}
+
+/// An abbreviation of [`ABBREVIATED`], or "MoM", that the word of three
+/// letters `w` is.
+#[inline(always)]
+fn abbreviation(w: &[u8]) -> Option<ShortForm> {
     // Their first letters: one test turns most words of three letters
     // ("the", "and") away. Setting bit 5 makes a lower-case letter only of
     // a letter.
     let first = (w[0] | 0x20).wrapping_sub(b'a');
-    if w.len() != 3 || first >= 26 || ABBREVIATED_FIRST & 1 << first == 0 {
+    if first >= 26 || ABBREVIATED_FIRST & 1 << first == 0 {
         return None;
     }
-    let key = u32::from_le_bytes([w[0] | 0x20, w[1] | 0x20, last | 0x20, 0]);
+    let key = u32::from_le_bytes([w[0] | 0x20, w[1] | 0x20, w[2] | 0x20, 0]);
     if key == short_key(b"mom") {
         return (w == b"MoM").then_some(MOM);
     }
@@ -1143,19 +1151,60 @@ fn period_words(w: &[u8]) -> Option<ShortForm> {
             .and_then(|i| of.get(usize::from(i)))
             .map(|w| w.as_slice())
     };
-    let (words, rest) = match *w {
-        [b'Q', d] => (nth(d, &QUARTERS)?, w.len()),
-        [b'H', d] => (nth(d, &HALVES)?, w.len()),
-        [b'F', b'Y', ref year @ ..] if year.len() == 4 && year.iter().all(u8::is_ascii_digit) => {
-            (FISCAL_YEAR.as_slice(), 2)
-        }
+    let (words, rest, year): Period = match *w {
+        [b'Q', d] => (nth(d, &QUARTERS)?, w.len(), None),
+        [b'H', d] => (nth(d, &HALVES)?, w.len(), None),
+        [b'F', b'Y', ref year @ ..] => match year_digits(year)? {
+            None => (FISCAL_YEAR.as_slice(), 2, None),
+            short => (FISCAL_YEAR.as_slice(), w.len(), short),
+        },
+        [d, b'Q'] => (nth(d, &QUARTERS)?, w.len(), None),
+        [d, b'Q', ref year @ ..] => period_of_year(nth(d, &QUARTERS)?, year)?,
+        [d, b'H', ref year @ ..] => period_of_year(nth(d, &HALVES)?, year)?,
         _ => return None,
     };
     Some(ShortForm {
         words,
         rest,
+        year,
         dated: true,
     })
+}
+
+/// A period's words, where the rest of its word starts and the year it
+/// writes with two digits (the fields of [`ShortForm`]).
+type Period = (&'static [&'static [u8]], usize, Option<[u8; 4]>);
+
+/// The [`Period`] whose `year` follows its number and letter ("23" of
+/// "3Q23", "2024" of "1H2024").
+fn period_of_year(words: &'static [&'static [u8]], year: &[u8]) -> Option<Period> {
+    Some(match year_digits(year)? {
+        None => (words, 2, None),
+        short => (words, 2 + year.len(), short),
+    })
+}
+
+/// Whether `digits` are a year of a period: four digits (`Some(None)`,
+/// read as they are) or two, read as the year of the century they most
+/// likely mean (`Some(Some(year))`): "23" is 2023, "98" is 1998, as
+/// POSIX reads a year of two digits (69–99 in the 1900s, the others in
+/// the 2000s).
+fn year_digits(digits: &[u8]) -> Option<Option<[u8; 4]>> {
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    match *digits {
+        [_, _, _, _] => Some(None),
+        [tens, ones] => {
+            let century = if (tens, ones) >= (b'6', b'9') {
+                *b"19"
+            } else {
+                *b"20"
+            };
+            Some(Some([century[0], century[1], tens, ones]))
+        }
+        _ => None,
+    }
 }
 
 /// Financial abbreviations of three letters, in lower case, that stand for
@@ -1178,6 +1227,7 @@ const MONTH_OVER_MONTH: &[&[u8]] = &[b"month", b"over", b"month"];
 const MOM: ShortForm = ShortForm {
     words: MONTH_OVER_MONTH,
     rest: 3,
+    year: None,
     dated: false,
 };
 
@@ -1207,6 +1257,7 @@ pub(super) fn slashed_period(bytes: &[u8], at: usize) -> Option<ShortForm> {
     Some(ShortForm {
         words,
         rest: 1,
+        year: None,
         dated: false,
     })
 }
@@ -1237,6 +1288,7 @@ fn abbreviated(key: u32) -> Option<ShortForm> {
         .map(|&(_, words)| ShortForm {
             words,
             rest: 3,
+            year: None,
             dated: false,
         })
 }
@@ -1268,6 +1320,27 @@ pub(super) fn per_unit(bytes: &[u8], at: usize, len: usize) -> Option<&'static [
     unit_after_slash(bytes, at, len)
 }
 
+/// The word a claim reads for the unit at `at..at + len` that follows a
+/// slash ("h" of "km/h": "hour", after [`PER`], the `bool`) or a number it
+/// is glued to ("x" of "2x": [`TIMES`]).
+#[inline(always)]
+pub(super) fn unit_word(bytes: &[u8], at: usize, len: usize) -> Option<(bool, &'static [u8])> {
+    // Most words follow a space.
+    let before = *bytes.get(at.checked_sub(1)?)?;
+    if before != b'/' && !before.is_ascii_digit() {
+        return None;
+    }
+    unit_after_joint(bytes, at, len)
+}
+
+#[inline(never)]
+fn unit_after_joint(bytes: &[u8], at: usize, len: usize) -> Option<(bool, &'static [u8])> {
+    if bytes[at - 1] == b'/' {
+        return per_unit(bytes, at, len).map(|w| (true, w));
+    }
+    (len == 1 && multiple_sign(bytes, at)).then_some((false, TIMES))
+}
+
 #[inline(never)]
 fn unit_after_slash(bytes: &[u8], at: usize, len: usize) -> Option<&'static [u8]> {
     let unit = &bytes[at..at + len];
@@ -1285,14 +1358,15 @@ fn unit_after_slash(bytes: &[u8], at: usize, len: usize) -> Option<&'static [u8]
     ((1..=3).contains(&n) && !joined).then_some(*word)
 }
 
-/// Units a number is written glued to ("5km", "3GB", "2pm"): such a
-/// word is read as its number and its unit, as "5 km" is. Not the scales
+/// Units a number is written glued to ("5km", "3GB", "2pm"), and the "x"
+/// of a multiple ("2x", read "2 times": [`multiple_sign`]): such a word is
+/// read as its number and its unit, as "5 km" is. Not the scales
 /// ("5m", "3k": [`SCALE_SUFFIXES`]) nor ordinals and decades ("7th",
 /// "1960s").
 pub(super) const GLUED_UNITS: &[&str] = &[
     "am", "cm", "ft", "gb", "ghz", "gw", "ha", "hr", "hrs", "hz", "kb", "kg", "khz", "km", "kmh",
     "kph", "kw", "kwh", "lb", "lbs", "mb", "mg", "mhz", "mi", "min", "mins", "ml", "mm", "mph",
-    "mw", "oz", "pm", "tb", "yd", "yr", "yrs",
+    "mw", "oz", "pm", "tb", "x", "yd", "yr", "yrs",
 ];
 
 /// The length of the number of `w` when `w` is a number glued to one of
@@ -1307,7 +1381,60 @@ pub(super) fn glued_unit(w: &[u8]) -> Option<usize> {
 }
 
 fn may_glue_unit(w: &[u8]) -> bool {
-    w.len() >= 3 && w[0].is_ascii_digit() && w[w.len() - 1].is_ascii_alphabetic()
+    w.len() >= 2 && w[0].is_ascii_digit() && w[w.len() - 1].is_ascii_alphabetic()
+}
+
+/// The word "x" glued after a number stands for ("2x" is "2 times").
+pub(super) const TIMES: &[u8] = b"times";
+
+/// Whether the word of one letter at `at` is the "x" of a multiple ("2x",
+/// "1.5X"), read as [`TIMES`].
+#[inline(always)]
+pub(super) fn multiple_sign(bytes: &[u8], at: usize) -> bool {
+    bytes[at] | 0x20 == b'x' && at > 0 && bytes[at - 1].is_ascii_digit()
+}
+
+/// Where the word `w` splits into two when it is a number glued to a unit
+/// ("5km": [`glued_unit`]) or a name glued to a number ("CET1":
+/// [`acronym_glued_to_number`]).
+#[inline(always)]
+pub(super) fn glued_split(w: &[u8]) -> Option<usize> {
+    // Most words neither open nor end with a digit.
+    if !(w[0].is_ascii_digit() || w[w.len() - 1].is_ascii_digit()) {
+        return None;
+    }
+    glued_either(w)
+}
+
+#[inline(never)]
+fn glued_either(w: &[u8]) -> Option<usize> {
+    glued_unit(w).or_else(|| acronym_glued_to_number(w))
+}
+
+/// The length of the letters of `w` when `w` is a name glued to a number
+/// ("CET1", "SHA256": 3): read as two words, as the same name written with
+/// a space or a hyphen is ("CET 1", "SHA-256"), so that an acronym's
+/// initials are found ("Common Equity Tier 1"). In any case, so that
+/// "tb12" is read as "TB12" is. Two letters at least: "G7" and "A4" stay
+/// one word, as does "No1" ("number one", whose "no" is not a negation),
+/// and a period ("FY23") is read as its words instead.
+#[inline(always)]
+pub(super) fn acronym_glued_to_number(w: &[u8]) -> Option<usize> {
+    // Most words end in a letter.
+    if !(w[w.len() - 1].is_ascii_digit() && w[0].is_ascii_alphabetic()) {
+        return None;
+    }
+    acronym_split(w)
+}
+
+#[inline(never)]
+fn acronym_split(w: &[u8]) -> Option<usize> {
+    let n = w.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    (n >= 2
+        && w[n..].iter().all(u8::is_ascii_digit)
+        && !w[..n].eq_ignore_ascii_case(b"no")
+        && short_form(w).is_none())
+    .then_some(n)
 }
 
 #[inline(never)]
@@ -2031,6 +2158,9 @@ mod tests {
                     .iter()
                     .map(|x| String::from_utf8_lossy(x).into())
                     .collect();
+                if let Some(year) = p.year {
+                    out.push(String::from_utf8_lossy(&year).into());
+                }
                 out.push(w[p.rest..].to_string());
                 out.join(" ").trim_end().to_string()
             })
@@ -2046,12 +2176,53 @@ mod tests {
         assert_eq!(read("YTD").as_deref(), Some("year to date"));
         // "MoM" only so: "mom", "Mom" and "MOM" are a mother.
         assert_eq!(read("MoM").as_deref(), Some("month over month"));
+        assert_eq!(read("3Q").as_deref(), Some("3rd quarter"));
+        assert_eq!(read("3Q23").as_deref(), Some("3rd quarter 2023"));
+        assert_eq!(read("4Q2024").as_deref(), Some("4th quarter 2024"));
+        assert_eq!(read("1H24").as_deref(), Some("1st half 2024"));
+        assert_eq!(read("2H2024").as_deref(), Some("2nd half 2024"));
+        assert_eq!(read("FY23").as_deref(), Some("fiscal year 2023"));
+        // A year of two digits is in the century POSIX reads it in.
+        assert_eq!(read("FY68").as_deref(), Some("fiscal year 2068"));
+        assert_eq!(read("FY69").as_deref(), Some("fiscal year 1969"));
+        assert_eq!(read("3Q99").as_deref(), Some("3rd quarter 1999"));
         for w in [
-            "Q5", "Q0", "H3", "q3", "FY23", "FY2023a", "G7", "A4", "3Q", "Q", "FY", "bp", "mom",
-            "Mom", "MOM", "the", "bpss", "yo",
+            "Q5", "Q0", "H3", "q3", "FY2023a", "FY234", "FY2", "G7", "A4", "5Q", "0Q23", "3q23",
+            "3Q2", "3Q234", "3Q23a", "1H", "3H23", "2024", "Q", "FY", "bp", "mom", "Mom", "MOM",
+            "the", "bpss", "yo", "twice", "times",
         ] {
             assert_eq!(read(w), None, "{w}");
         }
+    }
+
+    #[test]
+    fn a_name_glued_to_a_number_splits_after_its_letters() {
+        let split = |w: &str| acronym_glued_to_number(w.as_bytes());
+        for (w, n) in [
+            ("CET1", 3),
+            ("SHA256", 3),
+            ("TiO2", 3),
+            ("tb12", 2),
+            ("COVID19", 5),
+        ] {
+            assert_eq!(split(w), Some(n), "{w}");
+        }
+        for w in [
+            "G7", "A4", "No1", "no2", "FY23", "FY2023", "H1", "CET1a", "C3PO", "2024", "3Q23",
+            "word",
+        ] {
+            assert_eq!(split(w), None, "{w}");
+        }
+    }
+
+    #[test]
+    fn an_x_after_a_number_is_a_multiple() {
+        let at = |text: &str, at: usize| multiple_sign(text.as_bytes(), at);
+        assert!(at("2x", 1));
+        assert!(at("1.5X", 3));
+        assert!(!at("x", 0));
+        assert!(!at("2 x", 2));
+        assert!(!at("2y", 1));
     }
 
     #[test]

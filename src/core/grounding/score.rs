@@ -21,8 +21,8 @@ use super::initials::{
 };
 use super::lexicon::{
     PER, ShortForm, answer_particle, closed_compound, currency_before, date, for_each_word,
-    glued_unit, may_open_date, name_into, names_time, number_text, per_unit, short_form, skipped,
-    slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run,
+    glued_split, may_open_date, name_into, names_time, number_text, short_form, skipped,
+    slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run, unit_word,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -228,8 +228,9 @@ fn read_claims(
             }
             for_each_word(&answer[seg.clone()], steps, &mut |w: &[u8], off, ascii| {
                 let at = seg.start + off;
-                // "5km": its number and its unit, as sources read it.
-                match glued_unit(w) {
+                // "5km": its number and its unit; "CET1": its acronym and
+                // its number; as sources read them.
+                match glued_split(w) {
                     Some(n) => words.extend([(at, n, true), (at + n, w.len() - n, true)]),
                     None => words.push((at, w.len(), ascii)),
                 }
@@ -262,15 +263,19 @@ fn read_claims(
                 continue;
             }
             let mut w = &bytes[at..at + len];
-            // "km/h": "per" and the unit's word ("hour"), as sources read it.
-            if let Some(unit) = per_unit(bytes, at, len) {
-                let from = all_terms.len();
-                all_terms.push(implied_term(folder, PER, at - 1, 1));
-                declare_terms(declare, index, folder, &all_terms[from..]);
+            // "km/h": "per" and the unit's word ("hour"); "2x": "2 times";
+            // as sources read them.
+            if let Some((per, unit)) = unit_word(bytes, at, len) {
+                if per {
+                    let from = all_terms.len();
+                    all_terms.push(implied_term(folder, PER, at - 1, 1));
+                    declare_terms(declare, index, folder, &all_terms[from..]);
+                }
                 w = unit;
             }
             // "Q3": "3rd quarter"; "FY2023": "fiscal year", then "2023";
-            // "bps": "basis points"; "y/y": "year over year".
+            // "3Q23": "3rd quarter 2023"; "bps": "basis points"; "y/y":
+            // "year over year".
             let slashed = if len == 1 && bytes.get(at + 1) == Some(&b'/') {
                 slashed_period(bytes, at)
             } else {
@@ -484,6 +489,13 @@ fn short_form_terms(
         out.push(Term {
             other,
             ..Term::new(folder, folded, class, at, len)
+        });
+    }
+    if let Some(year) = &p.year {
+        let folded = folder.fold_packed(year, true);
+        out.push(Term {
+            other: number_other(folder, year),
+            ..Term::new(folder, folded, TermClass::Number, at, len)
         });
     }
 }

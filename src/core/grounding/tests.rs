@@ -2253,6 +2253,34 @@ fn a_period_written_short_is_its_words() {
             "Profit fell in FY2023.",
         ),
         ("Sales grew in H1 2024[^1].", "Sales grew in 1st half 2024."),
+        // Written number first, and with a year of two digits.
+        (
+            "Revenue rose 5% in 3Q23[^1].",
+            "Revenue rose 5% in Q3 2023.",
+        ),
+        (
+            "Revenue rose 5% in Q3 2023[^1].",
+            "Revenue rose 5% in 3Q23.",
+        ),
+        (
+            "Revenue rose 5% in 3Q23[^1].",
+            "Revenue rose 5% in the third quarter of 2023.",
+        ),
+        (
+            "Revenue rose 5% in 3Q 2023[^1].",
+            "Revenue rose 5% in Q3 2023.",
+        ),
+        ("Sales grew in 1H2024[^1].", "Sales grew in H1 2024."),
+        ("Sales grew in H1 2024[^1].", "Sales grew in 1H24."),
+        (
+            "Profit fell in FY23[^1].",
+            "Profit fell in fiscal year 2023.",
+        ),
+        ("Profit fell in FY2023[^1].", "Profit fell in FY23."),
+        (
+            "Profit fell in FY98[^1].",
+            "Profit fell in fiscal year 1998.",
+        ),
     ] {
         assert_fully_supported(claim, source);
     }
@@ -2260,6 +2288,9 @@ fn a_period_written_short_is_its_words() {
     for (claim, missing) in [
         ("Revenue rose 5% in Q2 2023[^1].", "q2"),
         ("Profit fell in FY2022[^1].", "2022"),
+        ("Revenue rose 5% in 4Q23[^1].", "4q23"),
+        ("Revenue rose 5% in 3Q22[^1].", "3q22"),
+        ("Profit fell in FY24[^1].", "fy24"),
     ] {
         assert_flagged_missing(
             claim,
@@ -2267,6 +2298,66 @@ fn a_period_written_short_is_its_words() {
             &[missing],
         );
     }
+}
+
+#[test]
+fn a_multiple_written_with_an_x_is_its_number_and_times() {
+    for (claim, source) in [
+        (
+            "Loans grew 2x faster than deposits[^1].",
+            "Loans grew two times faster than deposits.",
+        ),
+        (
+            "Loans grew two times faster than deposits[^1].",
+            "Loans grew 2X faster than deposits.",
+        ),
+        (
+            "The fund trades at 1.5x book value[^1].",
+            "The fund trades at 1.5 times book value.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another multiple is another number.
+    for (claim, missing) in [
+        ("Loans grew 3x faster than deposits[^1].", "3"),
+        ("Loans grew three times faster than deposits[^1].", "three"),
+    ] {
+        assert_flagged_missing(claim, "Loans grew 2x faster than deposits.", &[missing]);
+    }
+}
+
+#[test]
+fn a_name_glued_to_its_number_reads_as_written_apart() {
+    for (claim, source) in [
+        (
+            "The bank's CET1 ratio was 13.2%[^1].",
+            "The bank's Common Equity Tier 1 ratio was 13.2%.",
+        ),
+        (
+            "The bank's Common Equity Tier 1 ratio was 13.2%[^1].",
+            "The bank's CET1 ratio was 13.2%.",
+        ),
+        (
+            "The CET1 ratio was 13.2%[^1].",
+            "The CET 1 ratio was 13.2%.",
+        ),
+        ("TiO2 is a photocatalyst[^1].", "TiO 2 is a photocatalyst."),
+        (
+            "Brady follows the tb12 method[^1].",
+            "Brady follows the TB12 method.",
+        ),
+        // "No1" is one word, "number one": its "no" is no negation.
+        ("He is the No1 keeper[^1].", "He is the No1 keeper."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another tier is another number.
+    assert_flagged_missing(
+        "The bank's CET2 ratio was 13.2%[^1].",
+        "The bank's CET1 ratio was 13.2%.",
+        &["2"],
+    );
 }
 
 #[test]

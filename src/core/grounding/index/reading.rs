@@ -15,9 +15,9 @@ use super::{Mark, NEGATED, SourceIndex, Wanted, list, pair_hash};
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
-    Date, PER, ShortForm, Words, answer_particle, closed_compound, currency_before, date,
-    for_each_word, glued_unit, may_open_date, number_text, per_unit, short_form, skipped,
-    slashed_period, slashed_period_before, spelled_run,
+    Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, closed_compound,
+    currency_before, date, for_each_word, glued_unit, may_open_date, multiple_sign, number_text,
+    per_unit, short_form, skipped, slashed_period, slashed_period_before, spelled_run,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -297,6 +297,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         for word in p.words {
             self.implied(word);
         }
+        if let Some(year) = &p.year {
+            self.implied(year);
+        }
         if p.rest < w.len() {
             self.take(&w[p.rest..], off + p.rest, true);
         }
@@ -348,24 +351,32 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
     }
 
-    /// A word with a digit at either end: a period written short ("Q3");
-    /// a number glued to a unit ("5km"), after a currency sign ("$5"),
-    /// opening a date, or one a scale may follow ("1.2 million"). Kept out
-    /// of the loop, so other words pass these tests with one.
+    /// A word with a digit at either end: a period written short ("Q3",
+    /// "3Q23"); a name glued to a number ("CET1"); a number glued to a unit
+    /// ("5km"), after a currency sign ("$5"), opening a date, or one a
+    /// scale may follow ("1.2 million"). Kept out of the loop, so other
+    /// words pass these tests with one.
     #[inline(never)]
     fn numeral(&mut self, w: &[u8], off: usize, ascii: bool) {
         if !w[0].is_ascii_digit() {
             return match short_form(w) {
                 Some(p) => self.short_form(w, off, &p),
-                None => {
-                    if let Some(joint) = self.enter(w, off) {
-                        self.plain(w, off, ascii, joint);
+                None => match acronym_glued_to_number(w) {
+                    Some(n) => self.glued(w, off, n),
+                    None => {
+                        if let Some(joint) = self.enter(w, off) {
+                            self.plain(w, off, ascii, joint);
+                        }
                     }
-                }
+                },
             };
         }
         if let Some(n) = glued_unit(w) {
             return self.glued(w, off, n);
+        }
+        // "3Q23": "3rd quarter 2023".
+        if let Some(p) = short_form(w) {
+            return self.short_form(w, off, &p);
         }
         let Some(joint) = self.enter(w, off) else {
             return;
@@ -408,10 +419,17 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     }
 
     /// "5km", whose number is `n` bytes: its number and its unit, each a
-    /// word, as claims read it. Kept out of the loop.
+    /// word, as claims read it ("2x": "2 times"); "CET1", whose acronym is
+    /// `n` bytes: the acronym and the number. Kept out of the loop.
     #[inline(never)]
     fn glued(&mut self, w: &[u8], off: usize, n: usize) {
         self.next(&w[..n], off, true);
+        if w.len() == n + 1 && multiple_sign(self.at.bytes, off + n) {
+            if self.enter(&w[n..], off + n).is_some() {
+                self.take(TIMES, off + n, true);
+            }
+            return;
+        }
         self.next(&w[n..], off + n, true);
     }
 
