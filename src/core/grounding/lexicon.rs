@@ -1097,7 +1097,7 @@ pub(super) struct ShortForm {
 }
 
 /// The words that `w` writes short (see [`ShortForm`]): `Q1`–`Q4`, `H1`,
-/// `H2`, `FY` glued to a year of two or four digits, a quarter written
+/// `H2`, `FY` alone or glued to a year of two or four digits, a quarter written
 /// digit first (`3Q`) and the halves and quarters so written with their
 /// year (`3Q23`, `1H2024`), and the abbreviations of [`ABBREVIATED`] in
 /// any case.
@@ -1109,8 +1109,20 @@ pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
     if last.is_ascii_digit() || w[0].is_ascii_digit() {
         return period_words(w);
     }
-    if w.len() == 3 { abbreviation(w) } else { None }
+    match w.len() {
+        3 => abbreviation(w),
+        2 if w == b"FY" => Some(ShortForm {
+            words: &FISCAL_YEAR,
+            rest: 2,
+            year: None,
+            dated: true,
+        }),
+        _ => None,
+    }
 }
+
+/// The words of "FY".
+const FISCAL_YEAR: [&[u8]; 2] = [b"fiscal", b"year"];
 
 /// An abbreviation of [`ABBREVIATED`], or "MoM", that the word of three
 /// letters `w` is.
@@ -1145,7 +1157,6 @@ fn period_words(w: &[u8]) -> Option<ShortForm> {
         [b"4th", b"quarter"],
     ];
     const HALVES: [[&[u8]; 2]; 2] = [[b"1st", b"half"], [b"2nd", b"half"]];
-    const FISCAL_YEAR: [&[u8]; 2] = [b"fiscal", b"year"];
     let nth = |d: u8, of: &'static [[&'static [u8]; 2]]| {
         d.checked_sub(b'1')
             .and_then(|i| of.get(usize::from(i)))
@@ -2182,14 +2193,15 @@ mod tests {
         assert_eq!(read("1H24").as_deref(), Some("1st half 2024"));
         assert_eq!(read("2H2024").as_deref(), Some("2nd half 2024"));
         assert_eq!(read("FY23").as_deref(), Some("fiscal year 2023"));
+        assert_eq!(read("FY").as_deref(), Some("fiscal year"));
         // A year of two digits is in the century POSIX reads it in.
         assert_eq!(read("FY68").as_deref(), Some("fiscal year 2068"));
         assert_eq!(read("FY69").as_deref(), Some("fiscal year 1969"));
         assert_eq!(read("3Q99").as_deref(), Some("3rd quarter 1999"));
         for w in [
             "Q5", "Q0", "H3", "q3", "FY2023a", "FY234", "FY2", "G7", "A4", "5Q", "0Q23", "3q23",
-            "3Q2", "3Q234", "3Q23a", "1H", "3H23", "2024", "Q", "FY", "bp", "mom", "Mom", "MOM",
-            "the", "bpss", "yo", "twice", "times",
+            "3Q2", "3Q234", "3Q23a", "1H", "3H23", "2024", "Q", "fy", "Fy", "bp", "mom", "Mom",
+            "MOM", "the", "bpss", "yo", "twice", "times",
         ] {
             assert_eq!(read(w), None, "{w}");
         }

@@ -2281,6 +2281,15 @@ fn a_period_written_short_is_its_words() {
             "Profit fell in FY98[^1].",
             "Profit fell in fiscal year 1998.",
         ),
+        (
+            "Profit fell in FY 2023[^1].",
+            "Profit fell in fiscal year 2023.",
+        ),
+        (
+            "Profit fell in fiscal year 2023[^1].",
+            "Profit fell in FY 2023.",
+        ),
+        ("Profit fell in FY 2023[^1].", "Profit fell in FY23."),
     ] {
         assert_fully_supported(claim, source);
     }

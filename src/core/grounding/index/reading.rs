@@ -268,7 +268,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if w[0].is_ascii_digit() || w[w.len() - 1].is_ascii_digit() {
             return self.numeral(w, off, ascii);
         }
-        if w.len() == 3
+        if (w.len() == 3 || w == b"FY")
             && let Some(p) = short_form(w)
         {
             return self.short_form(w, off, &p);
