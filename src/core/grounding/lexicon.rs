@@ -1097,10 +1097,10 @@ pub(super) struct ShortForm {
 }
 
 /// The words that `w` writes short (see [`ShortForm`]): `Q1`–`Q4`, `H1`,
-/// `H2`, `FY` alone or glued to a year of two or four digits, a quarter written
-/// digit first (`3Q`) and the halves and quarters so written with their
-/// year (`3Q23`, `1H2024`), and the abbreviations of [`ABBREVIATED`] in
-/// any case.
+/// `H2`, `FY` alone or glued to a year of two or four digits, a quarter
+/// written digit first (`3Q`) and the halves and quarters so written with
+/// their year (`3Q23`, `1H2024`), and the abbreviations of [`ABBREVIATED`]
+/// in any case.
 #[inline(always)]
 pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
     // Most words end in a letter; a period ends in a digit or opens with
