@@ -342,7 +342,8 @@ pub(super) const REF_VERBS: &[&str] = &[
 /// own: a word of a web address (which, once one opens, ends at
 /// `*address_end`), "No." (the number sign), or the scale of the number
 /// before it ("million" of "1.2 million"). Claims and sources skip the same
-/// words, so a source copied verbatim is still found whole.
+/// words, so a source copied verbatim is still found whole. A date or a
+/// clock time moves `*address_end` past the words its first word reads.
 #[inline(always)]
 pub(super) fn skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usize) -> bool {
     if at < *address_end {
@@ -996,6 +997,106 @@ fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
         return false;
     }
     follows_numeral(bytes, at)
+}
+
+/// A clock time that the number at `at..at + len` opens: a number with
+/// "a.m." or "p.m." after it (its minutes between, one space before it or
+/// none), or with minutes after it. Its hour and minutes on the 24-hour
+/// clock, written into `out` ("5:30 p.m.", "5:30pm" and "17:30" are
+/// "17:30"; "5 p.m." is "17:00", "12 a.m." "0:00", "09:00" "9:00"), whether
+/// it says "a.m." or "p.m." (without, "5:00" may be either), and where its
+/// last word ends. `None` for any other number.
+#[inline(always)]
+pub(super) fn clock_time<'o>(
+    bytes: &[u8],
+    at: usize,
+    len: usize,
+    out: &'o mut [u8; 5],
+) -> Option<(&'o [u8], bool, usize)> {
+    // Most numbers are followed by neither a colon nor an "a" or "p",
+    // glued or after a space.
+    let next = |i: usize| bytes.get(i).map_or(0, |b| b | 0x20);
+    let end = at + len;
+    let may = match next(end) {
+        b':' | b'a' | b'p' => true,
+        b' ' => matches!(next(end + 1), b'a' | b'p'),
+        _ => false,
+    };
+    if !may || len > 2 {
+        return None;
+    }
+    clock_time_at(bytes, at, len, out)
+}
+
+#[inline(never)]
+fn clock_time_at<'o>(
+    bytes: &[u8],
+    at: usize,
+    len: usize,
+    out: &'o mut [u8; 5],
+) -> Option<(&'o [u8], bool, usize)> {
+    let hour = match bytes[at..at + len] {
+        [d] if d.is_ascii_digit() => d - b'0',
+        [t, d] if t.is_ascii_digit() && d.is_ascii_digit() => (t - b'0') * 10 + d - b'0',
+        _ => return None,
+    };
+    // Not the minutes of "10:05 pm", nor a part of "1.5" or "1,5".
+    if at > 0 && matches!(bytes[at - 1], b':' | b'.' | b',') {
+        return None;
+    }
+    let minutes = minutes_after(bytes, at + len);
+    let end = minutes.unwrap_or(at + len);
+    let space = usize::from(bytes.get(end) == Some(&b' '));
+    let (hour, marked, end) = match meridiem_at(bytes, end + space) {
+        Some((pm, end)) if (1..=12).contains(&hour) => (hour % 12 + 12 * u8::from(pm), true, end),
+        None if minutes.is_some() && hour <= 24 => (hour, false, end),
+        _ => return None,
+    };
+    let mm = minutes.map_or(*b"00", |e| [bytes[e - 2], bytes[e - 1]]);
+    let n = if hour < 10 {
+        out[0] = b'0' + hour;
+        1
+    } else {
+        out[..2].copy_from_slice(&[b'0' + hour / 10, b'0' + hour % 10]);
+        2
+    };
+    out[n] = b':';
+    out[n + 1..n + 3].copy_from_slice(&mm);
+    Some((&out[..n + 3], marked, end))
+}
+
+/// Where the minutes of a clock time end, when ":" and two digits follow
+/// at `at` and no third digit or colon ("17:00", not "1:00:00").
+fn minutes_after(bytes: &[u8], at: usize) -> Option<usize> {
+    let [b':', tens, ones] = *bytes.get(at..at + 3)? else {
+        return None;
+    };
+    let end = at + 3;
+    (tens.is_ascii_digit()
+        && ones.is_ascii_digit()
+        && !bytes
+            .get(end)
+            .is_some_and(|b| b.is_ascii_digit() || *b == b':'))
+    .then_some(end)
+}
+
+/// "a.m." or "p.m." at `at`, in any case, with its dots or without ("pm",
+/// "P.M."), as a word of its own: whether it is "p.m.", and where its word
+/// ends ("p.m" of "p.m.", as the scanner gives it).
+fn meridiem_at(bytes: &[u8], at: usize) -> Option<(bool, usize)> {
+    let rest = bytes.get(at..)?;
+    let pm = match rest.first()? | 0x20 {
+        b'a' => false,
+        b'p' => true,
+        _ => return None,
+    };
+    let len = match rest.get(1..)? {
+        [m, ..] if m | 0x20 == b'm' => 2,
+        [b'.', m, ..] if m | 0x20 == b'm' => 3,
+        _ => return None,
+    };
+    // "am" of "amount".
+    (!rest.get(len).is_some_and(u8::is_ascii_alphanumeric)).then_some((pm, at + len))
 }
 
 /// "percent" and its short form "pct", which follow a number as "%" does.
@@ -2224,6 +2325,43 @@ mod tests {
             "word",
         ] {
             assert_eq!(split(w), None, "{w}");
+        }
+    }
+
+    #[test]
+    fn a_clock_time_is_its_hour_and_minutes_on_the_24_hour_clock() {
+        let read = |text: &str| {
+            let len = text.bytes().take_while(u8::is_ascii_digit).count();
+            let mut out = [0u8; 5];
+            clock_time(text.as_bytes(), 0, len, &mut out)
+                .map(|(t, marked, end)| (String::from_utf8_lossy(t).into_owned(), marked, end))
+        };
+        assert_eq!(read("5 p.m."), Some(("17:00".into(), true, 5)));
+        assert_eq!(read("5pm"), Some(("17:00".into(), true, 3)));
+        assert_eq!(read("5:30 PM."), Some(("17:30".into(), true, 7)));
+        assert_eq!(read("12 a.m."), Some(("0:00".into(), true, 6)));
+        assert_eq!(read("12 p.m."), Some(("12:00".into(), true, 6)));
+        assert_eq!(read("9 am"), Some(("9:00".into(), true, 4)));
+        assert_eq!(read("09:00"), Some(("9:00".into(), false, 5)));
+        assert_eq!(read("17:30,"), Some(("17:30".into(), false, 5)));
+        for text in [
+            "5", "5 pmx", "5 amount", "13 p.m.", "0 a.m.", "25:00", "1:00:00", "3:1", "5  pm", "5.",
+        ] {
+            assert_eq!(read(text), None, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_clock_time_ends_within_its_text(text in "[0-9apmAPM.: ]{0,12}") {
+            let bytes = text.as_bytes();
+            for at in 0..bytes.len() {
+                for len in 1..=bytes.len() - at {
+                    if let Some((_, _, end)) = clock_time(bytes, at, len, &mut [0u8; 5]) {
+                        proptest::prop_assert!(end > at && end <= bytes.len());
+                    }
+                }
+            }
         }
     }
 

@@ -20,9 +20,10 @@ use super::initials::{
     spelled_out_in, spelled_word_by_word, written_in,
 };
 use super::lexicon::{
-    PER, ShortForm, answer_particle, closed_compound, currency_before, date, for_each_word,
-    glued_split, may_open_date, name_into, names_time, number_text, short_form, skipped,
-    slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run, unit_word,
+    PER, ShortForm, answer_particle, clock_time, closed_compound, currency_before, date,
+    for_each_word, glued_split, may_open_date, name_into, names_time, number_text, short_form,
+    skipped, slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run,
+    unit_word,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -319,14 +320,29 @@ fn read_claims(
                     declare_terms(declare, index, folder, &all_terms[from..]);
                 }
             }
-            // "1.2 million", "-5": one number, written out.
+            // "1.2 million", "-5": one number, written out; "5 p.m.": the
+            // time on the 24-hour clock ("17:00"), and for "5:00", which may
+            // be either, its hour as written too.
             let mut written;
+            let mut clock;
+            let mut hour_written = None;
             let (w, at, len) = if w[0].is_ascii_digit() {
                 written = ([0u8; 48], [0u8; 49]);
-                // A finding names a negative number with its sign.
-                let (text, sign) = number_text(bytes, at, len, &mut written);
-                let k = sign.unwrap_or(0);
-                (text, at - k, len + k)
+                clock = [0u8; 5];
+                if let Some((text, marked, end)) = clock_time(bytes, at, len, &mut clock) {
+                    // Its minutes and its "p.m." are read in it.
+                    address_end = end;
+                    if !marked && text.len() <= 4 {
+                        hour_written = Some(&bytes[at..at + len]);
+                    }
+                    // A finding names the time whole.
+                    (text, at, end - at)
+                } else {
+                    // A finding names a negative number with its sign.
+                    let (text, sign) = number_text(bytes, at, len, &mut written);
+                    let k = sign.unwrap_or(0);
+                    (text, at - k, len + k)
+                }
             } else {
                 (w, at, len)
             };
@@ -389,7 +405,9 @@ fn read_claims(
             checkable |= matches!(class, TermClass::Number | TermClass::Entity);
             // "2" against "two" and back: the other spelling, looked up
             // when the term itself is not found.
-            let other = if number {
+            let other = if let Some(hour) = hour_written {
+                folder.fold_packed(hour, true).id()
+            } else if number {
                 number_other(folder, w)
             } else if folded.is_spelled() {
                 folded

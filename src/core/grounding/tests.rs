@@ -2337,6 +2337,76 @@ fn a_multiple_written_with_an_x_is_its_number_and_times() {
 }
 
 #[test]
+fn a_clock_time_is_read_on_the_24_hour_clock() {
+    for (claim, source) in [
+        (
+            "Wires sent after 5 p.m. settle next day[^1].",
+            "Wires sent after 5pm settle next day.",
+        ),
+        (
+            "Wires sent after 5:00 p.m. settle next day[^1].",
+            "Wires sent after 5 p.m. settle next day.",
+        ),
+        (
+            "Wires sent after 17:00 settle next day[^1].",
+            "Wires sent after 5 P.M. settle next day.",
+        ),
+        (
+            "Wires sent after 5 p.m. settle next day[^1].",
+            "Wires sent after 17:00 settle next day.",
+        ),
+        (
+            "Wires sent after 10:05 pm settle next day[^1].",
+            "Wires sent after 22:05 settle next day.",
+        ),
+        ("Open from 9am to 5pm[^1].", "Open from 09:00 to 17:00."),
+        // Without "a.m." or "p.m." a time may be either; so may an hour.
+        (
+            "Wires sent after 5:00 settle next day[^1].",
+            "Wires sent after 5 p.m. settle next day.",
+        ),
+        (
+            "Wires sent after 5 settle next day[^1].",
+            "Wires sent after 5 p.m. settle next day.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another hour, "a.m." for "p.m." and back, other minutes: flagged.
+    for (claim, source, missing) in [
+        (
+            "Wires sent after 6 p.m. settle next day[^1].",
+            "Wires sent after 17:00 settle next day.",
+            "6 p.m",
+        ),
+        (
+            "Wires sent after 5 a.m. settle next day[^1].",
+            "Wires sent after 5 p.m. settle next day.",
+            "5 a.m",
+        ),
+        (
+            "Wires sent after 5 p.m. settle next day[^1].",
+            "Wires sent after 5 a.m. settle next day.",
+            "5 p.m",
+        ),
+        (
+            "Wires sent after 10:05 pm settle next day[^1].",
+            "Wires sent after 22:50 settle next day.",
+            "10:05 pm",
+        ),
+    ] {
+        assert_flagged_missing(claim, source, &[missing]);
+    }
+    // Ratios, verses and durations stay numbers, read alike on both sides.
+    for text in [
+        "The score was 2:0 at 12:00:30[^1].",
+        "John 3:16 is quoted[^1].",
+    ] {
+        assert_fully_supported(text, &text.replace("[^1]", ""));
+    }
+}
+
+#[test]
 fn a_name_glued_to_its_number_reads_as_written_apart() {
     for (claim, source) in [
         (

@@ -15,9 +15,10 @@ use super::{Mark, NEGATED, SourceIndex, Wanted, list, pair_hash};
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
-    Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, closed_compound,
-    currency_before, date, for_each_word, glued_unit, may_open_date, multiple_sign, number_text,
-    per_unit, short_form, skipped, slashed_period, slashed_period_before, spelled_run,
+    Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, clock_time,
+    closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
+    multiple_sign, number_text, per_unit, short_form, skipped, slashed_period,
+    slashed_period_before, spelled_run,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -387,6 +388,12 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if may_open_date(self.at.bytes, off, w.len()) {
             self.date(off, w);
         }
+        let mut clock = [0u8; 5];
+        if let Some((time, _, end)) = clock_time(self.at.bytes, off, w.len(), &mut clock) {
+            // Its minutes and its "p.m." are read in it.
+            self.at.address_end = end;
+            return self.clock(w, off, ascii, joint, time);
+        }
         // A negative number ("-5", "minus 5"), or one a scale may follow
         // ("1.2 million"): written out, as claims read it.
         let mut written = ([0u8; 48], [0u8; 49]);
@@ -398,6 +405,21 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             return self.take(text, off, ascii);
         }
         self.plain(w, off, ascii, joint);
+    }
+
+    /// "5 p.m.": the hour as written ("5", which a claim leaving out "p.m."
+    /// names), and at its place the `time` on the 24-hour clock ("17:00"),
+    /// as claims read it: both pair with the words beside them. Kept out
+    /// of the loop.
+    #[inline(never)]
+    fn clock(&mut self, w: &[u8], off: usize, ascii: bool, joint: u8, time: &[u8]) {
+        let before = self.prev;
+        self.plain(w, off, ascii, joint);
+        let written = std::mem::replace(&mut self.prev, before);
+        let _ = self.word(time, None, true, self.sentence, &mut None);
+        if self.alt.is_none() {
+            self.alt = written;
+        }
     }
 
     /// "e-mail", read as its two words, is also read as "email": a term of
