@@ -67,6 +67,8 @@ pub(super) struct Scratch {
     words: Vec<(usize, usize, bool)>,
     /// The sets of opposites' words by id in `folder`.
     opposite_ids: opposites::Ids,
+    /// The record's acronym scans so far (see [`Scanned`]).
+    scanned: Vec<Scanned>,
 }
 
 impl Scratch {
@@ -85,6 +87,7 @@ impl Scratch {
             seats: Vec::new(),
             words: Vec::new(),
             opposite_ids: opposites::Ids::default(),
+            scanned: Vec::new(),
         }
     }
 
@@ -589,6 +592,7 @@ pub(super) fn analyze_with(
         found_ids,
         seats,
         opposite_ids,
+        scanned,
         ..
     } = scratch;
     // Sources in order of first citation (`add` reads a source once):
@@ -606,6 +610,10 @@ pub(super) fn analyze_with(
         found_ids,
         seats,
         opposite_ids,
+        scanned: {
+            scanned.clear();
+            scanned
+        },
         // What the acronym scans may read (see `find_by_initials`): a few
         // times the record, enough for a handful of claims each missing a
         // name in long sources.
@@ -762,6 +770,7 @@ struct Judge<'a> {
     found_ids: &'a mut Vec<u32>,
     seats: &'a mut Vec<u8>,
     opposite_ids: &'a mut opposites::Ids,
+    scanned: &'a mut Vec<Scanned>,
     initials_budget: usize,
     bound_budget: usize,
     relation_budget: usize,
@@ -807,6 +816,7 @@ impl Judge<'_> {
             ref mut found_ids,
             ref mut seats,
             ref mut opposite_ids,
+            ref mut scanned,
             ref mut initials_budget,
             ref mut bound_budget,
             ref mut relation_budget,
@@ -824,7 +834,7 @@ impl Judge<'_> {
                 terms,
                 (cited, sources),
                 folder,
-                initials_budget,
+                (initials_budget, scanned),
                 steps,
             );
             pairs.0 = (pairs.0 + beside).min(pairs.1);
@@ -1222,25 +1232,45 @@ fn find_by_initials(
     terms: &mut [Term],
     (cited, sources): (&Markers, &[&str]),
     folder: &mut Folder,
-    budget: &mut usize,
+    (budget, scanned): (&mut usize, &mut Vec<Scanned>),
     steps: &mut usize,
 ) -> (u32, u32) {
     // Each scan reads a cited source whole, so a record's scans share a
     // budget of [`INITIALS_BUDGET`] times its size: past it, a term stays
-    // missing (work stays linear however many claims lack a name).
-    let mut scan = |found: &mut dyn FnMut(&str) -> bool| {
-        cited
-            .iter()
-            .filter_map(|&m| sources.get(m as usize - 1))
-            .any(|s| {
+    // missing (work stays linear however many claims lack a name). A
+    // source scanned for the same letters with the same words around
+    // before in this record gives what it gave then (the budget is spent
+    // alike): claims repeat their names.
+    let mut scan =
+        |key: ScanKey, beside: &mut u32, found: &mut dyn FnMut(&str, &mut u32) -> bool| {
+            cited.iter().any(|&m| {
+                let Some(s) = sources.get(m as usize - 1) else {
+                    return false;
+                };
                 let Some(left) = budget.checked_sub(s.len()) else {
                     return false;
                 };
                 *budget = left;
                 *steps += s.len();
-                found(s)
+                let (found_here, beside_here) =
+                    match scanned.iter().find(|d| d.key == key && d.source == m) {
+                        Some(d) => (d.found, d.beside),
+                        None => {
+                            let mut b = 0;
+                            let f = found(s, &mut b);
+                            scanned.push(Scanned {
+                                key,
+                                source: m,
+                                found: f,
+                                beside: b,
+                            });
+                            (f, b)
+                        }
+                    };
+                *beside = (*beside).max(beside_here);
+                found_here
             })
-    };
+        };
     let bytes = answer.as_bytes();
     let mut marked = 0;
     let mut paired = 0;
@@ -1262,7 +1292,8 @@ fn find_by_initials(
             let around = found_beside(terms, i, i + 1);
             let mut beside = 0;
             let other = other_acronym(acronym);
-            if scan(&mut |s| {
+            let key = ScanKey::new(ScanKind::Name, acronym, around);
+            if scan(key, &mut beside, &mut |s, beside| {
                 let mut found = false;
                 for letters in std::iter::once(acronym).chain(other) {
                     spelled_out_in(s, letters, |start, end, whole| {
@@ -1272,7 +1303,7 @@ fn find_by_initials(
                         let (before, after) = stands_beside(s, (start, end), around, folder);
                         if whole || after {
                             found = true;
-                            beside = beside.max(u32::from(before) + u32::from(after));
+                            *beside = (*beside).max(u32::from(before) + u32::from(after));
                         }
                     });
                 }
@@ -1281,7 +1312,7 @@ fn find_by_initials(
                 if !found {
                     found = spelled_word_by_word(s, acronym, |start, end| {
                         let (before, after) = stands_beside(s, (start, end), around, folder);
-                        beside = beside.max(u32::from(before) + u32::from(after));
+                        *beside = (*beside).max(u32::from(before) + u32::from(after));
                     });
                 }
                 found
@@ -1350,16 +1381,22 @@ fn find_by_initials(
         let mut beside = 0;
         if n >= if lower_case { 3 } else { 2 }
             && letters[..n].iter().all(u8::is_ascii_uppercase)
-            && scan(&mut |s| {
-                let mut found = false;
-                for letters in std::iter::once(&letters[..n]).chain(other_acronym(&letters[..n])) {
-                    found |= written_in(s, letters, |start, end| {
-                        let (before, after) = stands_beside(s, (start, end), around, folder);
-                        beside = beside.max(u32::from(before) + u32::from(after));
-                    });
-                }
-                found
-            })
+            && scan(
+                ScanKey::new(ScanKind::Acronym, &letters[..n], around),
+                &mut beside,
+                &mut |s, beside| {
+                    let mut found = false;
+                    for letters in
+                        std::iter::once(&letters[..n]).chain(other_acronym(&letters[..n]))
+                    {
+                        found |= written_in(s, letters, |start, end| {
+                            let (before, after) = stands_beside(s, (start, end), around, folder);
+                            *beside = (*beside).max(u32::from(before) + u32::from(after));
+                        });
+                    }
+                    found
+                },
+            )
         {
             let (newly, words) = found_by_initials(&mut terms[i..end]);
             marked += newly;
@@ -1374,12 +1411,17 @@ fn find_by_initials(
                     let end = ends[k - 1];
                     let around = found_beside(terms, i, end);
                     let mut beside = 0;
-                    scan(&mut |s| {
-                        written_in(s, &letters[..k], |start, end| {
-                            let (before, after) = stands_beside(s, (start, end), around, folder);
-                            beside = beside.max(u32::from(before) + u32::from(after));
-                        })
-                    })
+                    scan(
+                        ScanKey::new(ScanKind::WordByWord, &letters[..k], around),
+                        &mut beside,
+                        &mut |s, beside| {
+                            written_in(s, &letters[..k], |start, end| {
+                                let (before, after) =
+                                    stands_beside(s, (start, end), around, folder);
+                                *beside = (*beside).max(u32::from(before) + u32::from(after));
+                            })
+                        },
+                    )
                     .then(|| {
                         paired += beside;
                         end
@@ -1396,6 +1438,44 @@ fn find_by_initials(
         i = end;
     }
     (marked, paired)
+}
+
+/// What an acronym scan of a source looks for: by its kind, its letters
+/// (capitals, at most six) and the claim's found content words before and
+/// after them (see [`found_beside`]), as one number.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct ScanKey(u128);
+
+/// The scans of [`find_by_initials`]: an acronym's name; a name's acronym
+/// (in either of its spellings, see [`other_acronym`]); the acronym of a
+/// name read word by word, small words included.
+#[derive(Clone, Copy)]
+enum ScanKind {
+    Name = 1,
+    Acronym = 2,
+    WordByWord = 3,
+}
+
+impl ScanKey {
+    fn new(kind: ScanKind, letters: &[u8], around: (Option<u32>, Option<u32>)) -> ScanKey {
+        let mut key = [0u8; 16];
+        key[..letters.len()].copy_from_slice(letters);
+        key[6] = kind as u8;
+        key[7] = u8::from(around.0.is_some()) | u8::from(around.1.is_some()) << 1;
+        key[8..12].copy_from_slice(&around.0.unwrap_or(0).to_le_bytes());
+        key[12..16].copy_from_slice(&around.1.unwrap_or(0).to_le_bytes());
+        ScanKey(u128::from_le_bytes(key))
+    }
+}
+
+/// One acronym scan of a record: what it looked for, in which source (by
+/// marker), and what it found there (whether, and the most of the words
+/// around that stand beside it).
+pub(super) struct Scanned {
+    key: ScanKey,
+    source: u32,
+    found: bool,
+    beside: u32,
 }
 
 /// Marks the missing words of a name found by its acronym as found by
