@@ -69,6 +69,8 @@ pub(super) struct Scratch {
     opposite_ids: opposites::Ids,
     /// The record's acronym scans so far (see [`Scanned`]).
     scanned: Vec<Scanned>,
+    /// The record's scans for a bounded number so far (see [`Bounded`]).
+    bounded: Bounded,
 }
 
 impl Scratch {
@@ -88,6 +90,7 @@ impl Scratch {
             words: Vec::new(),
             opposite_ids: opposites::Ids::default(),
             scanned: Vec::new(),
+            bounded: Bounded::default(),
         }
     }
 
@@ -593,6 +596,7 @@ pub(super) fn analyze_with(
         seats,
         opposite_ids,
         scanned,
+        bounded,
         ..
     } = scratch;
     // Sources in order of first citation (`add` reads a source once):
@@ -613,6 +617,10 @@ pub(super) fn analyze_with(
         scanned: {
             scanned.clear();
             scanned
+        },
+        bounded: {
+            bounded.clear();
+            bounded
         },
         // What the acronym scans may read (see `find_by_initials`): a few
         // times the record, enough for a handful of claims each missing a
@@ -771,6 +779,7 @@ struct Judge<'a> {
     seats: &'a mut Vec<u8>,
     opposite_ids: &'a mut opposites::Ids,
     scanned: &'a mut Vec<Scanned>,
+    bounded: &'a mut Bounded,
     initials_budget: usize,
     bound_budget: usize,
     relation_budget: usize,
@@ -817,6 +826,7 @@ impl Judge<'_> {
             ref mut seats,
             ref mut opposite_ids,
             ref mut scanned,
+            ref mut bounded,
             ref mut initials_budget,
             ref mut bound_budget,
             ref mut relation_budget,
@@ -937,7 +947,14 @@ impl Judge<'_> {
             );
         }
         if opposed.is_none() && !contradicted && (opposes || numbers) {
-            opposed = reversed_bound(answer, terms, index, (cited, sources), bound_budget, steps);
+            opposed = reversed_bound(
+                answer,
+                terms,
+                index,
+                (cited, sources),
+                (bound_budget, bounded),
+                steps,
+            );
         }
         // Scattered: most of the claim's found words sit outside its
         // best two sentences (a merge of two sentences is fine; words
@@ -1607,6 +1624,68 @@ fn opposed_word(
     None
 }
 
+/// The record's scans of a cited source for a number (or a word bounded
+/// in time), by source marker and the text looked for: the bound before
+/// each place the source writes it whole, in order. A claim that states
+/// the number again reads them from here (the budget is spent alike).
+#[derive(Default)]
+pub(super) struct Bounded {
+    scans: Vec<BoundScan>,
+    places: Vec<Bound>,
+}
+
+/// The bound before a place, if any: where it bounds, and its phrase.
+type Bound = Option<(opposites::Place, &'static str)>;
+
+/// One scan of [`Bounded`]: of which source, for which text (`timed`: a
+/// word bounded in time), and its places' bounds in `Bounded::places`.
+struct BoundScan {
+    marker: u32,
+    timed: bool,
+    text: Box<[u8]>,
+    places: Range<usize>,
+}
+
+impl Bounded {
+    fn clear(&mut self) {
+        self.scans.clear();
+        self.places.clear();
+    }
+
+    /// The bounds of source `marker`'s places of `needle` (`timed`: a
+    /// word bounded in time), from `scan` the first time they are asked.
+    fn places<I>(
+        &mut self,
+        marker: u32,
+        (needle, timed): (&[u8], bool),
+        scan: impl FnOnce() -> I,
+    ) -> &[Bound]
+    where
+        I: Iterator<Item = Bound>,
+    {
+        let known = self
+            .scans
+            .iter()
+            .find(|b| b.marker == marker && b.timed == timed && *b.text == *needle);
+        let range = match known {
+            Some(b) => b.places.clone(),
+            None => {
+                let from = self.places.len();
+                self.places.extend(scan());
+                let places = from..self.places.len();
+                self.scans.push(BoundScan {
+                    marker,
+                    timed,
+                    text: needle.into(),
+                    places: places.clone(),
+                });
+                places
+            }
+        };
+        &self.places[range]
+    }
+}
+
 /// The phrase of the cited sources that bounds a number of the claim the
 /// other way ("at most" against the claim's "at least six", "under"
 /// against "over $250,000", "after" against "before 2020"), or a word the
@@ -1621,7 +1700,7 @@ fn reversed_bound(
     terms: &[Term],
     index: &SourceIndex,
     (cited, sources): (&Markers, &[&str]),
-    budget: &mut usize,
+    (budget, bounded): (&mut usize, &mut Bounded),
     steps: &mut usize,
 ) -> Option<&'static str> {
     let bytes = answer.as_bytes();
@@ -1666,24 +1745,30 @@ fn reversed_bound(
             let idx = m as usize - 1;
             index.holds_id(t.id, &[(idx / 64, 1u64 << (idx % 64))])
         });
-        for s in holding.filter_map(|&m| sources.get(m as usize - 1)) {
+        for &m in holding {
+            let Some(s) = sources.get(m as usize - 1) else {
+                continue;
+            };
             // Past the budget no bound is compared.
             *budget = budget.checked_sub(s.len())?;
             *steps += s.len();
-            let b = s.as_bytes();
-            for at in memchr::memmem::find_iter(b, needle) {
-                let end = at + needle.len();
-                // The number whole: not inside a longer word or number.
-                let inside = |c: &u8| c.is_ascii_alphanumeric();
-                if b.get(end).is_some_and(inside)
-                    || at.checked_sub(1).and_then(|p| b.get(p)).is_some_and(|c| {
-                        inside(c)
-                            || (matches!(c, b'.' | b',') && at >= 2 && b[at - 2].is_ascii_digit())
-                    })
-                {
-                    continue;
-                }
-                match bound(b, at) {
+            for &found in bounded.places(m, (needle, every), || {
+                let b = s.as_bytes();
+                memchr::memmem::find_iter(b, needle).filter_map(move |at| {
+                    let end = at + needle.len();
+                    // The number whole: not inside a longer word or number.
+                    let inside = |c: &u8| c.is_ascii_alphanumeric();
+                    let part = b.get(end).is_some_and(inside)
+                        || at.checked_sub(1).and_then(|p| b.get(p)).is_some_and(|c| {
+                            inside(c)
+                                || (matches!(c, b'.' | b',')
+                                    && at >= 2
+                                    && b[at - 2].is_ascii_digit())
+                        });
+                    (!part).then(|| bound(b, at))
+                })
+            }) {
+                match found {
                     Some((place, _)) if place == claimed => same = true,
                     Some((place, phrase)) if place.excludes(claimed) => {
                         other.get_or_insert(phrase);

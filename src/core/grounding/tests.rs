@@ -1875,7 +1875,8 @@ fn an_acronym_is_found_by_a_name_that_keeps_its_small_words_and_back() {
 
 #[test]
 fn a_claim_repeated_in_a_record_is_judged_as_it_is_alone() {
-    // A record's acronym scans of a source are kept for its later claims.
+    // A record's acronym and bound scans of a source are kept for its
+    // later claims.
     for (claim, source) in [
         (
             "The EU imposed tariffs on steel",
@@ -1889,6 +1890,11 @@ fn a_claim_repeated_in_a_record_is_judged_as_it_is_alone() {
         ("The United States grew", "The USA grew."),
         ("The TIL grew", "Texas is larger and grew."),
         ("Expansion slowed in EMEA while APAC held", NRR),
+        ("Net revenue retention fell from 109% to 118%", NRR),
+        (
+            "The fee is paid after the maturity date",
+            "The fee is paid before the maturity date.",
+        ),
     ] {
         let alone = run(&format!("{claim}[^1]."), &[source]);
         let answer = format!("{claim}[^1]. {claim}[^1]. {claim}[^1].");
