@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 
 use super::claims::claim_spans;
 use super::index::{
-    Case, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
+    Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
 };
 use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, is_small_word, other_acronym,
@@ -706,7 +706,8 @@ fn look_up(
     // negate ("did not *win*"): the negation is stated there.
     let mut after_negation = false;
     let mut negation_stated = false;
-    let holds_id = |id: u32| banks.is_some_and(|b| index.holds_id(id, b));
+    let cited = banks.map(Cited::of);
+    let holds_id = |id: u32| cited.is_some_and(|c| index.holds_in(id, c));
     let holds_pair = |key: u64| banks.is_some_and(|b| index.holds_pair(key, b));
     for t in terms.iter_mut() {
         // What the index knows the term by: its own key, or the other
