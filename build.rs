@@ -66,6 +66,38 @@ fn stem_variants() {
     }
     let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(format!("{dir}/variants.txt"), out).expect("OUT_DIR is writable");
+    // The same table as the keys the binary looks words up by, so a
+    // process does not split and hash the text on its first word: each
+    // stem's key, where each stem's alternates end, and the alternates'
+    // keys, little-endian.
+    let (mut stem_keys, mut ends, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+    let mut n = 0u32;
+    for k in &order {
+        stem_keys.extend(term_hash(k.as_bytes()).to_le_bytes());
+        for o in &alternates[k] {
+            keys.extend(term_hash(o.as_bytes()).to_le_bytes());
+            n += 1;
+        }
+        ends.extend(n.to_le_bytes());
+    }
+    for (name, bytes) in [("stems", stem_keys), ("ends", ends), ("keys", keys)] {
+        std::fs::write(format!("{dir}/variants-{name}.bin"), bytes).expect("OUT_DIR is writable");
+    }
+}
+
+/// `crate::core::terms::term_hash` of `s` (a test of `variants` checks
+/// that the two agree on every word of the table): its length as the
+/// seed, then each 8 bytes, the last zero-padded, as one mixing step.
+fn term_hash(s: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(K);
+    let mut h = s.len() as u64;
+    for chunk in s.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = mix(h, u64::from_le_bytes(word));
+    }
+    h
 }
 
 /// The commit given in `GG_BUILD_GIT_SHA`, for builds without the git

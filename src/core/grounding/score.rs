@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 
 use super::claims::claim_spans;
 use super::index::{
-    Case, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
+    Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
 };
 use super::initials::{
     AND_LETTERS, acronym_letters, is_and, is_name_joiner, is_small_word, other_acronym,
@@ -68,6 +68,10 @@ pub(super) struct Scratch {
     words: Vec<(usize, usize, bool)>,
     /// The sets of opposites' words by id in `folder`.
     opposite_ids: opposites::Ids,
+    /// The record's acronym scans so far (see [`Scanned`]).
+    scanned: Vec<Scanned>,
+    /// The record's scans for a bounded number so far (see [`Bounded`]).
+    bounded: Bounded,
 }
 
 impl Scratch {
@@ -86,6 +90,8 @@ impl Scratch {
             seats: Vec::new(),
             words: Vec::new(),
             opposite_ids: opposites::Ids::default(),
+            scanned: Vec::new(),
+            bounded: Bounded::default(),
         }
     }
 
@@ -619,6 +625,8 @@ pub(super) fn analyze_with(
         found_ids,
         seats,
         opposite_ids,
+        scanned,
+        bounded,
         ..
     } = scratch;
     // Sources in order of first citation (`add` reads a source once):
@@ -636,6 +644,14 @@ pub(super) fn analyze_with(
         found_ids,
         seats,
         opposite_ids,
+        scanned: {
+            scanned.clear();
+            scanned
+        },
+        bounded: {
+            bounded.clear();
+            bounded
+        },
         // What the acronym scans may read (see `find_by_initials`): a few
         // times the record, enough for a handful of claims each missing a
         // name in long sources.
@@ -720,7 +736,8 @@ fn look_up(
     // negate ("did not *win*"): the negation is stated there.
     let mut after_negation = false;
     let mut negation_stated = false;
-    let holds_id = |id: u32| banks.is_some_and(|b| index.holds_id(id, b));
+    let cited = banks.map(Cited::of);
+    let holds_id = |id: u32| cited.is_some_and(|c| index.holds_in(id, c));
     let holds_pair = |key: u64| banks.is_some_and(|b| index.holds_pair(key, b));
     for t in terms.iter_mut() {
         // What the index knows the term by: its own key, or the other
@@ -792,6 +809,8 @@ struct Judge<'a> {
     found_ids: &'a mut Vec<u32>,
     seats: &'a mut Vec<u8>,
     opposite_ids: &'a mut opposites::Ids,
+    scanned: &'a mut Vec<Scanned>,
+    bounded: &'a mut Bounded,
     initials_budget: usize,
     bound_budget: usize,
     relation_budget: usize,
@@ -837,6 +856,8 @@ impl Judge<'_> {
             ref mut found_ids,
             ref mut seats,
             ref mut opposite_ids,
+            ref mut scanned,
+            ref mut bounded,
             ref mut initials_budget,
             ref mut bound_budget,
             ref mut relation_budget,
@@ -854,7 +875,7 @@ impl Judge<'_> {
                 terms,
                 (cited, sources),
                 folder,
-                initials_budget,
+                (initials_budget, scanned),
                 steps,
             );
             pairs.0 = (pairs.0 + beside).min(pairs.1);
@@ -957,7 +978,14 @@ impl Judge<'_> {
             );
         }
         if opposed.is_none() && !contradicted && (opposes || numbers) {
-            opposed = reversed_bound(answer, terms, index, (cited, sources), bound_budget, steps);
+            opposed = reversed_bound(
+                answer,
+                terms,
+                index,
+                (cited, sources),
+                (bound_budget, bounded),
+                steps,
+            );
         }
         // Scattered: most of the claim's found words sit outside its
         // best two sentences (a merge of two sentences is fine; words
@@ -1252,25 +1280,45 @@ fn find_by_initials(
     terms: &mut [Term],
     (cited, sources): (&Markers, &[&str]),
     folder: &mut Folder,
-    budget: &mut usize,
+    (budget, scanned): (&mut usize, &mut Vec<Scanned>),
     steps: &mut usize,
 ) -> (u32, u32) {
     // Each scan reads a cited source whole, so a record's scans share a
     // budget of [`INITIALS_BUDGET`] times its size: past it, a term stays
-    // missing (work stays linear however many claims lack a name).
-    let mut scan = |found: &mut dyn FnMut(&str) -> bool| {
-        cited
-            .iter()
-            .filter_map(|&m| sources.get(m as usize - 1))
-            .any(|s| {
+    // missing (work stays linear however many claims lack a name). A
+    // source scanned for the same letters with the same words around
+    // before in this record gives what it gave then (the budget is spent
+    // alike): claims repeat their names.
+    let mut scan =
+        |key: ScanKey, beside: &mut u32, found: &mut dyn FnMut(&str, &mut u32) -> bool| {
+            cited.iter().any(|&m| {
+                let Some(s) = sources.get(m as usize - 1) else {
+                    return false;
+                };
                 let Some(left) = budget.checked_sub(s.len()) else {
                     return false;
                 };
                 *budget = left;
                 *steps += s.len();
-                found(s)
+                let (found_here, beside_here) =
+                    match scanned.iter().find(|d| d.key == key && d.source == m) {
+                        Some(d) => (d.found, d.beside),
+                        None => {
+                            let mut b = 0;
+                            let f = found(s, &mut b);
+                            scanned.push(Scanned {
+                                key,
+                                source: m,
+                                found: f,
+                                beside: b,
+                            });
+                            (f, b)
+                        }
+                    };
+                *beside = (*beside).max(beside_here);
+                found_here
             })
-    };
+        };
     let bytes = answer.as_bytes();
     let mut marked = 0;
     let mut paired = 0;
@@ -1292,7 +1340,8 @@ fn find_by_initials(
             let around = found_beside(terms, i, i + 1);
             let mut beside = 0;
             let other = other_acronym(acronym);
-            if scan(&mut |s| {
+            let key = ScanKey::new(ScanKind::Name, acronym, around);
+            if scan(key, &mut beside, &mut |s, beside| {
                 let mut found = false;
                 for letters in std::iter::once(acronym).chain(other) {
                     spelled_out_in(s, letters, |start, end, whole| {
@@ -1302,7 +1351,7 @@ fn find_by_initials(
                         let (before, after) = stands_beside(s, (start, end), around, folder);
                         if whole || after {
                             found = true;
-                            beside = beside.max(u32::from(before) + u32::from(after));
+                            *beside = (*beside).max(u32::from(before) + u32::from(after));
                         }
                     });
                 }
@@ -1311,7 +1360,7 @@ fn find_by_initials(
                 if !found {
                     found = spelled_word_by_word(s, acronym, |start, end| {
                         let (before, after) = stands_beside(s, (start, end), around, folder);
-                        beside = beside.max(u32::from(before) + u32::from(after));
+                        *beside = (*beside).max(u32::from(before) + u32::from(after));
                     });
                 }
                 found
@@ -1380,16 +1429,22 @@ fn find_by_initials(
         let mut beside = 0;
         if n >= if lower_case { 3 } else { 2 }
             && letters[..n].iter().all(u8::is_ascii_uppercase)
-            && scan(&mut |s| {
-                let mut found = false;
-                for letters in std::iter::once(&letters[..n]).chain(other_acronym(&letters[..n])) {
-                    found |= written_in(s, letters, |start, end| {
-                        let (before, after) = stands_beside(s, (start, end), around, folder);
-                        beside = beside.max(u32::from(before) + u32::from(after));
-                    });
-                }
-                found
-            })
+            && scan(
+                ScanKey::new(ScanKind::Acronym, &letters[..n], around),
+                &mut beside,
+                &mut |s, beside| {
+                    let mut found = false;
+                    for letters in
+                        std::iter::once(&letters[..n]).chain(other_acronym(&letters[..n]))
+                    {
+                        found |= written_in(s, letters, |start, end| {
+                            let (before, after) = stands_beside(s, (start, end), around, folder);
+                            *beside = (*beside).max(u32::from(before) + u32::from(after));
+                        });
+                    }
+                    found
+                },
+            )
         {
             let (newly, words) = found_by_initials(&mut terms[i..end]);
             marked += newly;
@@ -1404,12 +1459,17 @@ fn find_by_initials(
                     let end = ends[k - 1];
                     let around = found_beside(terms, i, end);
                     let mut beside = 0;
-                    scan(&mut |s| {
-                        written_in(s, &letters[..k], |start, end| {
-                            let (before, after) = stands_beside(s, (start, end), around, folder);
-                            beside = beside.max(u32::from(before) + u32::from(after));
-                        })
-                    })
+                    scan(
+                        ScanKey::new(ScanKind::WordByWord, &letters[..k], around),
+                        &mut beside,
+                        &mut |s, beside| {
+                            written_in(s, &letters[..k], |start, end| {
+                                let (before, after) =
+                                    stands_beside(s, (start, end), around, folder);
+                                *beside = (*beside).max(u32::from(before) + u32::from(after));
+                            })
+                        },
+                    )
                     .then(|| {
                         paired += beside;
                         end
@@ -1426,6 +1486,44 @@ fn find_by_initials(
         i = end;
     }
     (marked, paired)
+}
+
+/// What an acronym scan of a source looks for: by its kind, its letters
+/// (capitals, at most six) and the claim's found content words before and
+/// after them (see [`found_beside`]), as one number.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct ScanKey(u128);
+
+/// The scans of [`find_by_initials`]: an acronym's name; a name's acronym
+/// (in either of its spellings, see [`other_acronym`]); the acronym of a
+/// name read word by word, small words included.
+#[derive(Clone, Copy)]
+enum ScanKind {
+    Name = 1,
+    Acronym = 2,
+    WordByWord = 3,
+}
+
+impl ScanKey {
+    fn new(kind: ScanKind, letters: &[u8], around: (Option<u32>, Option<u32>)) -> ScanKey {
+        let mut key = [0u8; 16];
+        key[..letters.len()].copy_from_slice(letters);
+        key[6] = kind as u8;
+        key[7] = u8::from(around.0.is_some()) | u8::from(around.1.is_some()) << 1;
+        key[8..12].copy_from_slice(&around.0.unwrap_or(0).to_le_bytes());
+        key[12..16].copy_from_slice(&around.1.unwrap_or(0).to_le_bytes());
+        ScanKey(u128::from_le_bytes(key))
+    }
+}
+
+/// One acronym scan of a record: what it looked for, in which source (by
+/// marker), and what it found there (whether, and the most of the words
+/// around that stand beside it).
+pub(super) struct Scanned {
+    key: ScanKey,
+    source: u32,
+    found: bool,
+    beside: u32,
 }
 
 /// Marks the missing words of a name found by its acronym as found by
@@ -1557,6 +1655,68 @@ fn opposed_word(
     None
 }
 
+/// The record's scans of a cited source for a number (or a word bounded
+/// in time), by source marker and the text looked for: the bound before
+/// each place the source writes it whole, in order. A claim that states
+/// the number again reads them from here (the budget is spent alike).
+#[derive(Default)]
+pub(super) struct Bounded {
+    scans: Vec<BoundScan>,
+    places: Vec<Bound>,
+}
+
+/// The bound before a place, if any: where it bounds, and its phrase.
+type Bound = Option<(opposites::Place, &'static str)>;
+
+/// One scan of [`Bounded`]: of which source, for which text (`timed`: a
+/// word bounded in time), and its places' bounds in `Bounded::places`.
+struct BoundScan {
+    marker: u32,
+    timed: bool,
+    text: Box<[u8]>,
+    places: Range<usize>,
+}
+
+impl Bounded {
+    fn clear(&mut self) {
+        self.scans.clear();
+        self.places.clear();
+    }
+
+    /// The bounds of source `marker`'s places of `needle` (`timed`: a
+    /// word bounded in time), from `scan` the first time they are asked.
+    fn places<I>(
+        &mut self,
+        marker: u32,
+        (needle, timed): (&[u8], bool),
+        scan: impl FnOnce() -> I,
+    ) -> &[Bound]
+    where
+        I: Iterator<Item = Bound>,
+    {
+        let known = self
+            .scans
+            .iter()
+            .find(|b| b.marker == marker && b.timed == timed && *b.text == *needle);
+        let range = match known {
+            Some(b) => b.places.clone(),
+            None => {
+                let from = self.places.len();
+                self.places.extend(scan());
+                let places = from..self.places.len();
+                self.scans.push(BoundScan {
+                    marker,
+                    timed,
+                    text: needle.into(),
+                    places: places.clone(),
+                });
+                places
+            }
+        };
+        &self.places[range]
+    }
+}
+
 /// The phrase of the cited sources that bounds a number of the claim the
 /// other way ("at most" against the claim's "at least six", "under"
 /// against "over $250,000", "after" against "before 2020"), or a word the
@@ -1571,7 +1731,7 @@ fn reversed_bound(
     terms: &[Term],
     index: &SourceIndex,
     (cited, sources): (&Markers, &[&str]),
-    budget: &mut usize,
+    (budget, bounded): (&mut usize, &mut Bounded),
     steps: &mut usize,
 ) -> Option<&'static str> {
     let bytes = answer.as_bytes();
@@ -1616,24 +1776,30 @@ fn reversed_bound(
             let idx = m as usize - 1;
             index.holds_id(t.id, &[(idx / 64, 1u64 << (idx % 64))])
         });
-        for s in holding.filter_map(|&m| sources.get(m as usize - 1)) {
+        for &m in holding {
+            let Some(s) = sources.get(m as usize - 1) else {
+                continue;
+            };
             // Past the budget no bound is compared.
             *budget = budget.checked_sub(s.len())?;
             *steps += s.len();
-            let b = s.as_bytes();
-            for at in memchr::memmem::find_iter(b, needle) {
-                let end = at + needle.len();
-                // The number whole: not inside a longer word or number.
-                let inside = |c: &u8| c.is_ascii_alphanumeric();
-                if b.get(end).is_some_and(inside)
-                    || at.checked_sub(1).and_then(|p| b.get(p)).is_some_and(|c| {
-                        inside(c)
-                            || (matches!(c, b'.' | b',') && at >= 2 && b[at - 2].is_ascii_digit())
-                    })
-                {
-                    continue;
-                }
-                match bound(b, at) {
+            for &found in bounded.places(m, (needle, every), || {
+                let b = s.as_bytes();
+                memchr::memmem::find_iter(b, needle).filter_map(move |at| {
+                    let end = at + needle.len();
+                    // The number whole: not inside a longer word or number.
+                    let inside = |c: &u8| c.is_ascii_alphanumeric();
+                    let part = b.get(end).is_some_and(inside)
+                        || at.checked_sub(1).and_then(|p| b.get(p)).is_some_and(|c| {
+                            inside(c)
+                                || (matches!(c, b'.' | b',')
+                                    && at >= 2
+                                    && b[at - 2].is_ascii_digit())
+                        });
+                    (!part).then(|| bound(b, at))
+                })
+            }) {
+                match found {
                     Some((place, _)) if place == claimed => same = true,
                     Some((place, phrase)) if place.excludes(claimed) => {
                         other.get_or_insert(phrase);

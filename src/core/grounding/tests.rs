@@ -1874,6 +1874,44 @@ fn an_acronym_is_found_by_a_name_that_keeps_its_small_words_and_back() {
 }
 
 #[test]
+fn a_claim_repeated_in_a_record_is_judged_as_it_is_alone() {
+    // A record's acronym and bound scans of a source are kept for its
+    // later claims.
+    for (claim, source) in [
+        (
+            "The EU imposed tariffs on steel",
+            "The European Union imposed tariffs on steel.",
+        ),
+        (
+            "The Federal Bureau of Investigation opened an inquiry",
+            "The F.B.I. opened an inquiry.",
+        ),
+        ("Return on equity was 12%", "ROE was 12%."),
+        ("The United States grew", "The USA grew."),
+        ("The TIL grew", "Texas is larger and grew."),
+        ("Expansion slowed in EMEA while APAC held", NRR),
+        ("Net revenue retention fell from 109% to 118%", NRR),
+        (
+            "The fee is paid after the maturity date",
+            "The fee is paid before the maturity date.",
+        ),
+    ] {
+        let alone = run(&format!("{claim}[^1]."), &[source]);
+        let answer = format!("{claim}[^1]. {claim}[^1]. {claim}[^1].");
+        let g = run(&answer, &[source]);
+        assert_eq!(g.claims.len(), 3, "{answer}: {g:?}");
+        for c in &g.claims {
+            assert_eq!(c.support, alone.claims[0].support, "{answer}: {g:?}");
+            assert_eq!(
+                c.unsupported_terms, alone.claims[0].unsupported_terms,
+                "{answer}: {g:?}"
+            );
+            assert_eq!(c.opposed, alone.claims[0].opposed, "{answer}: {g:?}");
+        }
+    }
+}
+
+#[test]
 fn an_acronym_is_found_by_its_name_and_a_name_by_its_acronym() {
     let min = GroundingSettings::default().min_support;
     for (claim, source) in [

@@ -186,6 +186,26 @@ impl Wanted {
     }
 }
 
+/// Cited sources (`(bank, mask)` pairs, by bank) as a look-up reads them:
+/// the first bank's mask (0: none cited there), which marks answer, and
+/// the other banks, whose tables do.
+#[derive(Clone, Copy)]
+pub(super) struct Cited<'a> {
+    first: u64,
+    rest: &'a [(usize, u64)],
+}
+
+impl<'a> Cited<'a> {
+    #[inline(always)]
+    pub(super) fn of(cited: &'a [(usize, u64)]) -> Cited<'a> {
+        let (first, rest) = match cited.split_first() {
+            Some((&(0, mask), rest)) => (mask, rest),
+            _ => (0, cited),
+        };
+        Cited { first, rest }
+    }
+}
+
 /// Where a term sits against a [`Cover`]: in its best sentence.
 pub(super) const IN_BEST: u8 = 1;
 /// In its best two sentences.
@@ -437,11 +457,15 @@ impl SourceIndex {
     /// holds the term whose word id is `id`.
     #[inline(always)]
     pub(super) fn holds_id(&self, id: u32, cited: &[(usize, u64)]) -> bool {
+        self.holds_in(id, Cited::of(cited))
+    }
+
+    /// [`SourceIndex::holds_id`] with the cited sources split once (a
+    /// claim looks up many terms in the same sources).
+    #[inline(always)]
+    pub(super) fn holds_in(&self, id: u32, cited: Cited<'_>) -> bool {
         debug_assert!(self.wants(id), "asked about a term not wanted");
-        let (first, rest) = match cited.split_first() {
-            Some((&(0, mask), rest)) => (mask, rest),
-            _ => (0, cited),
-        };
+        let Cited { first, rest } = cited;
         let marked = first != 0
             && self
                 .wanted
