@@ -1266,10 +1266,7 @@ fn period_words(w: &[u8]) -> Option<ShortForm> {
     let (words, rest, year): Period = match *w {
         [b'Q', d] => (nth(d, &QUARTERS)?, w.len(), None),
         [b'H', d] => (nth(d, &HALVES)?, w.len(), None),
-        [b'F', b'Y', ref year @ ..] => match year_digits(year)? {
-            None => (FISCAL_YEAR.as_slice(), 2, None),
-            short => (FISCAL_YEAR.as_slice(), w.len(), short),
-        },
+        [b'F', b'Y', ref year @ ..] => period_of_year(&FISCAL_YEAR, year)?,
         [d, b'Q'] => (nth(d, &QUARTERS)?, w.len(), None),
         [d, b'Q', ref year @ ..] => period_of_year(nth(d, &QUARTERS)?, year)?,
         [d, b'H', ref year @ ..] => period_of_year(nth(d, &HALVES)?, year)?,
@@ -1287,8 +1284,8 @@ fn period_words(w: &[u8]) -> Option<ShortForm> {
 /// writes with two digits (the fields of [`ShortForm`]).
 type Period = (&'static [&'static [u8]], usize, Option<[u8; 4]>);
 
-/// The [`Period`] whose `year` follows its number and letter ("23" of
-/// "3Q23", "2024" of "1H2024").
+/// The [`Period`] whose `year` follows its first two characters ("23" of
+/// "3Q23", "2024" of "1H2024" and of "FY2024").
 fn period_of_year(words: &'static [&'static [u8]], year: &[u8]) -> Option<Period> {
     Some(match year_digits(year)? {
         None => (words, 2, None),
