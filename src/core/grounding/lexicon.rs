@@ -351,9 +351,9 @@ pub(super) fn skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usi
     }
     // Most words: followed by neither ':' nor '.', not "www.…", and not a
     // word of seven letters or more after a number.
-    let unusual = matches!(bytes.get(at + len), Some(b':' | b'.'))
+    let unusual = matches!(bytes.get(at + len), Some(b':' | b'.' | b'$'))
         || (len > 4 && bytes[at + 3] == b'.')
-        || ((len >= 7 || len == 3) && at >= 2 && bytes[at - 2].is_ascii_digit());
+        || ((len >= 7 || matches!(len, 2 | 3 | 5)) && at >= 2 && bytes[at - 2].is_ascii_digit());
     if !unusual {
         return false;
     }
@@ -378,15 +378,101 @@ enum Unusual {
 
 #[inline(never)]
 fn unusual_word(bytes: &[u8], at: usize, len: usize) -> Unusual {
-    if let Some(end) = web_address(bytes, at, len).or_else(|| per_cent(bytes, at, len)) {
+    if let Some(end) = web_address(bytes, at, len)
+        .or_else(|| per_cent(bytes, at, len))
+        .or_else(|| percentage_points(bytes, at, len))
+        .or_else(|| basis_points_of_number(bytes, at))
+    {
         Unusual::Through(end)
     } else if is_number_sign(bytes, at, len)
+        || us_dollar(bytes, at, len)
         || ((len >= 7 || len == 3) && is_scale_of_number(bytes, at, len))
     {
         Unusual::Skipped
     } else {
         Unusual::Read
     }
+}
+
+/// Whether the word at `at..at + len` is the "US" of "US$": the dollar
+/// sign after it is read as the dollar (see [`currency_before`]), as the
+/// "$" of "$5" and "USD" are, so "US$5 billion" finds "$5 billion". Other
+/// letters before "$" ("HK$", "A$") name another dollar and are read.
+pub(super) fn us_dollar(bytes: &[u8], at: usize, len: usize) -> bool {
+    len == 2
+        && bytes[at..at + 2].eq_ignore_ascii_case(b"us")
+        && bytes.get(at + 2) == Some(&b'$')
+        && (at == 0 || !bytes[at - 1].is_ascii_alphanumeric())
+}
+
+/// Where the rate unit that the word at `at` opens ends, when a numeral
+/// comes right before it ("bps" of "25 bps", "basis" of "25-basis-point"):
+/// read as none, as "%" is, since the number is read as its percent.
+fn basis_points_of_number(bytes: &[u8], at: usize) -> Option<usize> {
+    let end = basis_points(bytes, at)?;
+    (matches!(bytes[at - 1], b' ' | b'-') && follows_numeral(bytes, at)).then_some(end)
+}
+
+/// Where the words at `at` that write basis points end: "bps", "bp",
+/// "basis point(s)", "basis-point(s)"; `None` when they do not.
+fn basis_points(bytes: &[u8], at: usize) -> Option<usize> {
+    let rest = &bytes[at..];
+    let n = rest.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let word = &rest[..n];
+    if word.eq_ignore_ascii_case(b"bps") || word.eq_ignore_ascii_case(b"bp") {
+        return Some(at + n);
+    }
+    if !word.eq_ignore_ascii_case(b"basis") || !matches!(rest.get(n), Some(b' ' | b'-')) {
+        return None;
+    }
+    let next = &rest[n + 1..];
+    let m = next.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let unit = &next[..m];
+    (unit.eq_ignore_ascii_case(b"point") || unit.eq_ignore_ascii_case(b"points"))
+        .then_some(at + n + 1 + m)
+}
+
+/// `numeral` in basis points written as its percent ("25": "0.25", "150":
+/// "1.5", "12.5": "0.125"), into `out`: its length, or `None` when it does
+/// not fit.
+fn percent_of_basis_points(numeral: &[u8], out: &mut [u8; 48]) -> Option<usize> {
+    // Two zeros before the digits, so the point can move two places left.
+    let mut digits = [b'0'; 48];
+    let mut n = 2;
+    let mut point = None;
+    for &b in numeral {
+        match b {
+            b',' => {}
+            b'.' => point = Some(n),
+            _ => {
+                *digits.get_mut(n)? = b;
+                n += 1;
+            }
+        }
+    }
+    // A numeral opens with a digit, so one is left before the point.
+    let point = point.unwrap_or(n) - 2;
+    let start = digits[..point - 1]
+        .iter()
+        .take_while(|&&b| b == b'0')
+        .count();
+    let whole = &digits[start..point];
+    let fraction = &digits[point..n];
+    let fraction =
+        &fraction[..fraction.len() - fraction.iter().rev().take_while(|&&b| b == b'0').count()];
+    let len = whole.len()
+        + if fraction.is_empty() {
+            0
+        } else {
+            1 + fraction.len()
+        };
+    let written = out.get_mut(..len)?;
+    written[..whole.len()].copy_from_slice(whole);
+    if let Some((dot, rest)) = written[whole.len()..].split_first_mut() {
+        *dot = b'.';
+        rest.copy_from_slice(fraction);
+    }
+    Some(len)
 }
 
 /// Whether the number at `at` is negative, and how many bytes before it
@@ -792,8 +878,9 @@ pub(super) fn fold_into(buf: &mut String, word: &str) -> bool {
     fold_with(buf, word, true)
 }
 
-/// [`fold_into`] keeping accents: how a finding names a claim's word
-/// ("zürich", which the check also finds as "Zurich").
+/// [`fold_into`] keeping accents and a number's glued scale or unit: how a
+/// finding names a claim's word ("zürich", which the check also finds as
+/// "Zurich"; "5bn", found as "5000000000").
 pub(super) fn name_into(buf: &mut String, word: &str) -> bool {
     fold_with(buf, word, false)
 }
@@ -826,18 +913,27 @@ fn fold_with(buf: &mut String, word: &str, plain: bool) -> bool {
                 break;
             }
         }
-        // "$5bn", "3k": the number written out.
+        // "$5bn", "3k": the number written out, to be found as "$5 billion"
+        // and "3,000" are.
         let digits = buf
             .trim_end_matches(|c: char| c.is_ascii_alphabetic())
             .len();
-        if let Some(zeros) = scale_of(&buf.as_bytes()[digits..], SCALE_SUFFIXES)
-            && is_numeral(&buf.as_bytes()[..digits])
-        {
-            let mut out = [0u8; 48];
-            if let Some(len) = scaled_numeral(&buf.as_bytes()[..digits], zeros, &mut out) {
-                buf.clear();
-                buf.extend(out[..len].iter().map(|&b| char::from(b)));
-            }
+        // "25bps": the rate as its percent. A finding names them as
+        // written.
+        let (numeral, suffix) = buf.as_bytes().split_at(digits);
+        let mut out = [0u8; 48];
+        let written = if !plain || !is_numeral(numeral) {
+            None
+        } else if let Some(zeros) = scale_of(suffix, SCALE_SUFFIXES) {
+            scaled_numeral(numeral, zeros, &mut out)
+        } else if suffix == b"bps" || suffix == b"bp" {
+            percent_of_basis_points(numeral, &mut out)
+        } else {
+            None
+        };
+        if let Some(len) = written {
+            buf.clear();
+            buf.extend(out[..len].iter().map(|&b| char::from(b)));
         }
     }
     number
@@ -971,14 +1067,22 @@ pub(super) fn with_scale<'b>(
     end: usize,
     out: &'b mut [u8; 48],
 ) -> &'b [u8] {
-    let scaled = (bytes.get(end) == Some(&b' ') && is_numeral(w))
-        .then(|| {
+    let after = bytes.get(end).copied();
+    if !matches!(after, Some(b' ' | b'-')) || !is_numeral(w) {
+        return w;
+    }
+    let scaled = if after == Some(b' ')
+        && let Some(zeros) = {
             let rest = &bytes[end + 1..];
             let word = &rest[..rest.iter().take_while(|b| b.is_ascii_alphabetic()).count()];
             scale_of(word, SCALES)
-        })
-        .flatten()
-        .and_then(|zeros| scaled_numeral(w, zeros, out));
+        } {
+        scaled_numeral(w, zeros, out)
+    } else if basis_points(bytes, end + 1).is_some() {
+        percent_of_basis_points(w, out)
+    } else {
+        None
+    };
     match scaled {
         Some(len) => &out[..len],
         None => w,
@@ -1116,6 +1220,24 @@ fn per_cent(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
         && bytes[at - 1] == b' '
         && follows_numeral(bytes, at))
     .then_some(end)
+}
+
+/// Where "percentage point(s)" ends when the word at `at` is its
+/// "percentage", after a number ("0.25 percentage points"): read as none,
+/// as "%" is, so that a change written in points finds the same change
+/// written with "%" or in basis points.
+fn percentage_points(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
+    if len != 10 || !bytes[at..at + len].eq_ignore_ascii_case(b"percentage") {
+        return None;
+    }
+    let next = bytes.get(at + len + 1..)?;
+    let m = next.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let unit = &next[..m];
+    (bytes[at + len] == b' '
+        && (unit.eq_ignore_ascii_case(b"point") || unit.eq_ignore_ascii_case(b"points"))
+        && bytes[at - 1] == b' '
+        && follows_numeral(bytes, at))
+    .then_some(at + len + 1 + m)
 }
 
 /// Whether a numeral that is a word of its own ("$5", not "A5") ends one
@@ -2214,6 +2336,47 @@ mod tests {
     }
 
     #[test]
+    fn basis_points_are_written_as_their_percent() {
+        let percent = |w: &str| {
+            let mut out = [0u8; 48];
+            let len = percent_of_basis_points(w.as_bytes(), &mut out).unwrap();
+            String::from_utf8(out[..len].to_vec()).unwrap()
+        };
+        for (bps, pct) in [
+            ("25", "0.25"),
+            ("1", "0.01"),
+            ("100", "1"),
+            ("150", "1.5"),
+            ("310", "3.1"),
+            ("12.5", "0.125"),
+            ("0.5", "0.005"),
+            ("1,250", "12.5"),
+            ("10000", "100"),
+            ("0", "0"),
+            ("007", "0.07"),
+        ] {
+            assert_eq!(percent(bps), pct, "{bps}");
+        }
+        let unit = |t: &str| basis_points(t.as_bytes(), 0);
+        assert_eq!(unit("bps cut"), Some(3));
+        assert_eq!(unit("BP."), Some(2));
+        assert_eq!(unit("basis points"), Some(12));
+        assert_eq!(unit("basis-point cut"), Some(11));
+        for other in ["bpss", "basis", "basis of", "basis pointed", "b"] {
+            assert_eq!(unit(other), None, "{other}");
+        }
+        // The unit after a number is read as none; "bps" alone is a word.
+        let text = b"a 25-basis-point cut, 25 bps, 0.25 percentage points, the bps";
+        let skipped_at = |at: usize, len: usize| skipped(text, &mut 0, at, len);
+        let last = text.len() - 3;
+        assert!(skipped_at(5, 5), "basis");
+        assert!(skipped_at(25, 3), "bps");
+        assert!(skipped_at(35, 10), "percentage");
+        assert!(!skipped_at(17, 3), "cut");
+        assert!(!skipped_at(last, 3), "the bps");
+    }
+
+    #[test]
     fn numbers_are_spelled_as_the_table_reads() {
         let mut numerals: Vec<String> = (0..=10_000).map(|n| n.to_string()).collect();
         numerals.extend((0..=100).map(|n| format!("0{n}")));
@@ -2359,6 +2522,30 @@ mod tests {
                     }
                 }
             }
+        }
+
+        #[test]
+        fn basis_points_are_a_hundredth_of_a_percent(
+            whole in 0u64..10_000_000,
+            fraction in proptest::option::of("[0-9]{1,6}"),
+        ) {
+            let numeral = match &fraction {
+                Some(f) => format!("{whole}.{f}"),
+                None => whole.to_string(),
+            };
+            let mut out = [0u8; 48];
+            let len = percent_of_basis_points(numeral.as_bytes(), &mut out).unwrap();
+            let written = std::str::from_utf8(&out[..len]).unwrap();
+            // Written as a folded number is: no leading zero but the one
+            // before a point, no trailing zero after one.
+            proptest::prop_assert!(
+                !written.starts_with('.')
+                    && (!written.starts_with('0') || written.len() == 1 || written.as_bytes()[1] == b'.')
+            );
+            proptest::prop_assert!(!written.contains('.') || !written.ends_with(['0', '.']));
+            let value: f64 = written.parse().unwrap();
+            let expected = numeral.parse::<f64>().unwrap() / 100.0;
+            proptest::prop_assert!((value - expected).abs() <= expected * 1e-12, "{numeral}: {written}");
         }
     }
 

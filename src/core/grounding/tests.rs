@@ -2172,6 +2172,46 @@ fn a_currency_sign_reads_as_its_word() {
 }
 
 #[test]
+fn a_us_dollar_sign_is_the_dollar() {
+    for (claim, source) in [
+        (
+            "The bank earned US$5 billion[^1].",
+            "The bank earned $5 billion.",
+        ),
+        (
+            "The bank earned $5 billion[^1].",
+            "The bank earned US$5 billion.",
+        ),
+        (
+            "The bank earned US$5 billion[^1].",
+            "The bank earned USD 5 billion.",
+        ),
+        (
+            "The bank earned US$5bn[^1].",
+            "The bank earned US$5 billion.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // The source's "US$" still states "US dollars", word by word.
+    assert_found_not_flagged(
+        "The bank earned 5 billion US dollars",
+        "The bank earned US$5 billion.",
+    );
+    // Another dollar is named by its letters; another amount is another.
+    assert_flagged_missing(
+        "The bank earned HK$5 billion[^1].",
+        "The bank earned $5 billion.",
+        &["hk"],
+    );
+    assert_flagged_missing(
+        "The bank earned US$6 billion[^1].",
+        "The bank earned US$5 billion.",
+        &["6"],
+    );
+}
+
+#[test]
 fn an_iso_date_is_the_date_written_out() {
     for (claim, source) in [
         (
@@ -2584,6 +2624,56 @@ fn a_financial_abbreviation_is_its_words() {
         &["Sales rose 5% month over month."],
     );
     assert_eq!(g.claims[0].unsupported_terms, ["mom"], "{g:?}");
+}
+
+#[test]
+fn a_rate_in_basis_points_is_its_percent() {
+    for (claim, source) in [
+        (
+            "The Fed raised rates by 0.25% in March[^1].",
+            "The Fed raised rates by 25 basis points in March.",
+        ),
+        (
+            "The Fed raised rates by 25 bps in March[^1].",
+            "The Fed raised rates by 0.25 percentage points in March.",
+        ),
+        (
+            "The ECB made a 25-basis-point cut[^1].",
+            "The ECB made a 0.25% cut.",
+        ),
+        (
+            "The ECB made a 25bp cut[^1].",
+            "The ECB made a 0.25 per cent cut.",
+        ),
+        (
+            "Net interest margin was 3.1%[^1].",
+            "Net interest margin was 310 basis points.",
+        ),
+        ("Spreads tightened 1 bp[^1].", "Spreads tightened 0.01%."),
+        (
+            "Spreads tightened 12.5 BPS[^1].",
+            "Spreads tightened 0.125%.",
+        ),
+        (
+            "The yield fell 4 percentage points[^1].",
+            "The yield fell 4%.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another rate is still another number, named as the claim writes it.
+    for (claim, source, missing) in [
+        ("Spreads widened 25 bps[^1].", "Spreads widened 2.5%.", "25"),
+        ("Spreads widened 0.25%[^1].", "Spreads widened 25%.", "0.25"),
+        ("Costs rose 2 percentage points[^1].", "Costs rose 3%.", "2"),
+        (
+            "Rates fell 50bps[^1].",
+            "Rates fell 25 basis points.",
+            "50bps",
+        ),
+    ] {
+        assert_flagged_missing(claim, source, &[missing]);
+    }
 }
 
 #[test]

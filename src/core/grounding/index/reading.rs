@@ -18,7 +18,7 @@ use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, clock_time,
     closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
     multiple_sign, number_text, per_unit, short_form, skipped, slashed_period,
-    slashed_period_before, spelled_run,
+    slashed_period_before, spelled_run, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -382,8 +382,12 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         let Some(joint) = self.enter(w, off) else {
             return;
         };
-        if let Some((word, _)) = currency_before(self.at.bytes, off) {
-            self.implied(word);
+        if let Some((word, sign)) = currency_before(self.at.bytes, off) {
+            if off >= sign + 2 && us_dollar(self.at.bytes, off - sign - 2, 2) {
+                self.us_dollar(word);
+            } else {
+                self.implied(word);
+            }
         }
         if may_open_date(self.at.bytes, off, w.len()) {
             self.date(off, w);
@@ -419,6 +423,20 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         let _ = self.word(time, None, true, self.sentence, &mut None);
         if self.alt.is_none() {
             self.alt = written;
+        }
+    }
+
+    /// "US$5": the sign read as its word ("dollar"), as claims read it
+    /// (their "US" of "US$" is no word), and at its place "us", so that a
+    /// claim's "US dollars" finds its words. Kept out of the loop.
+    #[inline(never)]
+    fn us_dollar(&mut self, dollar: &[u8]) {
+        let before = self.prev;
+        self.implied(b"us");
+        let us = std::mem::replace(&mut self.prev, before);
+        self.implied(dollar);
+        if self.alt.is_none() {
+            self.alt = us;
         }
     }
 
