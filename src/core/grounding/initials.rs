@@ -48,8 +48,14 @@ pub(super) fn other_acronym(letters: &[u8]) -> Option<&'static [u8]> {
 }
 
 /// The letters of `word` when it reads as an acronym: 2 to 6 capital
-/// letters, or single capitals joined by dots ("U.K", "E.U.").
+/// letters, or single capitals joined by dots ("U.K", "E.U."); a plural's
+/// "s" after the capitals is no letter ("ETFs" stands for "exchange-traded
+/// funds").
 pub(super) fn acronym_letters(word: &[u8], out: &mut [u8; MAX_LETTERS]) -> Option<usize> {
+    let word = match word {
+        [capitals @ .., b's'] if capitals.len() >= 2 && !capitals.contains(&b'.') => capitals,
+        _ => word,
+    };
     let mut n = 0;
     let dotted = word.contains(&b'.');
     for (i, &b) in word.iter().enumerate() {
@@ -151,12 +157,10 @@ pub(super) fn spelled_out_in(
     any
 }
 
-/// The small words an acronym may keep an initial for ("return *on*
-/// equity": ROE, "loan-*to*-value": LTV, "know *your* customer": KYC).
-const SMALL_WORDS: &[&[u8]] = &[
-    b"and", b"at", b"by", b"for", b"in", b"of", b"on", b"over", b"per", b"to", b"under", b"your",
-];
-
+/// Whether `word` is one of the small words an acronym may keep an
+/// initial for ("return *on* equity": ROE, "loan-*to*-value": LTV, "know
+/// *your* customer": KYC): and, at, by, for, in, of, on, over, per, to,
+/// under, your.
 pub(super) fn is_small_word(word: &[u8]) -> bool {
     // Most words are longer than the small ones.
     if word.len() > 5 {
@@ -185,14 +189,17 @@ pub(super) fn is_small_word(word: &[u8]) -> bool {
 }
 
 /// Whether `text` spells out the acronym `letters` with one initial for
-/// every word, small words included ([`SMALL_WORDS`]): "return on equity"
+/// every word, small words included ([`is_small_word`]): "return on equity"
 /// (ROE), "loan-to-value" (LTV), "assets under management" (AUM), or with
 /// a capital that only opens a sentence ("Net interest income rose": NII).
 /// Three letters or more; the words one space or one hyphen apart; the
 /// first and the last not stop words. Either a small word is inside, every
 /// stop word inside is a small word, and the content words are all
 /// capitalised or, after the first, all in lower case; or there is no stop
-/// word, the first word opens a sentence and the others are in lower case.
+/// word, the first word opens a sentence and the others are in lower case;
+/// or there is no stop word nor one of two letters or less, a hyphen joins
+/// two of the words ("exchange-traded fund": ETF), and they are all
+/// capitalised or, after the first, all in lower case.
 /// The names [`spelled_out_in`] reads leave small words out ("Bureau *of*
 /// Investigation") and keep a name's case: these are the other ways a name
 /// is written short. Calls `each` with where each such name starts and
@@ -209,6 +216,7 @@ pub(super) fn spelled_word_by_word(
         stop: bool,
         small: bool,
         upper: bool,
+        short: bool,
     }
     let k = letters.len();
     if !(3..=MAX_LETTERS).contains(&k) || !letters[0].is_ascii_uppercase() {
@@ -224,17 +232,9 @@ pub(super) fn spelled_word_by_word(
     };
     let mut any = false;
     let mut name = [Part::default(); MAX_LETTERS];
-    // A name opens with the acronym's first letter: only the words that
-    // do are read, and only capitalised ones (the sentence's opening
-    // capital) when no small word's initial is inside the acronym.
-    let small_inside = letters[1..k - 1]
-        .iter()
-        .any(|&l| SMALL_WORDS.iter().any(|w| w[0].eq_ignore_ascii_case(&l)));
-    let lower = if small_inside {
-        letters[0].to_ascii_lowercase()
-    } else {
-        letters[0]
-    };
+    // A name opens with the acronym's first letter, in either case: only
+    // the words that do are read.
+    let lower = letters[0].to_ascii_lowercase();
     'starts: for start in memchr::memchr2_iter(letters[0], lower, bytes) {
         if start > 0 && is_word(bytes[start - 1]) {
             continue;
@@ -243,11 +243,14 @@ pub(super) fn spelled_word_by_word(
         // all match.
         let mut at = start;
         let mut spans = [(0usize, 0usize); MAX_LETTERS];
+        let mut hyphen = false;
         for (i, &letter) in letters.iter().enumerate() {
             if i > 0 {
                 // One space or one hyphen ("loan-to-value") between words.
-                if !matches!(bytes.get(at), Some(b' ' | b'-')) {
-                    continue 'starts;
+                match bytes.get(at) {
+                    Some(b' ') => {}
+                    Some(b'-') => hyphen = true,
+                    _ => continue 'starts,
                 }
                 at += 1;
             }
@@ -269,6 +272,7 @@ pub(super) fn spelled_word_by_word(
                 stop,
                 small: stop && is_small_word(word),
                 upper: word[0].is_ascii_uppercase(),
+                short: word.len() < 3,
             };
         }
         let name = &name[..k];
@@ -285,7 +289,14 @@ pub(super) fn spelled_word_by_word(
             && inside.iter().all(|p| !p.stop)
             && content_after_first().all(|p| !p.upper)
             && opens_sentence(start);
-        if with_small || sentence_case {
+        // "exchange-traded fund", "Non-Performing Loan": a hyphen inside
+        // makes a name of words that alone would be a phrase ("agri-food
+        // co" stays one: a name's words in lower case are longer).
+        let hyphenated = hyphen
+            && name.iter().all(|p| !p.short)
+            && inside.iter().all(|p| !p.stop)
+            && (name.iter().all(|p| p.upper) || content_after_first().all(|p| !p.upper));
+        if with_small || sentence_case || hyphenated {
             each(start, name[k - 1].end);
             any = true;
         }
@@ -294,7 +305,8 @@ pub(super) fn spelled_word_by_word(
 }
 
 /// Whether `text` holds the acronym `letters` as a word of its own, plain
-/// ("EU"), dotted ("E.U.") or glued to a number ("CET" of "CET1"). Calls
+/// ("EU"), dotted ("E.U."), plural ("ETFs") or glued to a number ("CET" of
+/// "CET1"). Calls
 /// `each` with where each such acronym starts and ends.
 pub(super) fn written_in(text: &str, letters: &[u8], mut each: impl FnMut(usize, usize)) -> bool {
     let bytes = text.as_bytes();
@@ -326,7 +338,8 @@ pub(super) fn written_in(text: &str, letters: &[u8], mut each: impl FnMut(usize,
         } else {
             // "CET1": the acronym of "Common Equity Tier", then a number.
             let w = acronym_glued_to_number(w).map_or(w, |n| &w[..n]);
-            (w == letters).then_some((start, start + w.len()))
+            (w == letters || w.strip_suffix(b"s") == Some(letters))
+                .then_some((start, start + w.len()))
         };
         if let Some((start, end)) = span {
             each(start, end);
@@ -367,7 +380,11 @@ mod tests {
         assert_eq!(letters("EU").as_deref(), Some("EU"));
         assert_eq!(letters("NATO").as_deref(), Some("NATO"));
         assert_eq!(letters("U.K").as_deref(), Some("UK"));
-        for word in ["E", "Eu", "EUROPEAN", "U.KK", "U..K", "E-U", "G7"] {
+        assert_eq!(letters("ETFs").as_deref(), Some("ETF"));
+        assert_eq!(letters("IPOs").as_deref(), Some("IPO"));
+        for word in [
+            "E", "Eu", "EUROPEAN", "U.KK", "U..K", "E-U", "G7", "Es", "EUss", "U.K.s",
+        ] {
             assert_eq!(letters(word), None, "{word}");
         }
     }
@@ -452,6 +469,7 @@ mod tests {
             })
         };
         assert_eq!(acronyms("The EU and the E.U. agree", b"EU"), ["EU", "E.U."]);
+        assert_eq!(acronyms("Funds buy ETFs and ETFS", b"ETF"), ["ETFs"]);
     }
 
     /// [`written_in`] read word by word: the reference for its jump to
@@ -475,7 +493,7 @@ mod tests {
             } else {
                 // "EU1": the acronym, then a number.
                 let w = acronym_glued_to_number(w).map_or(w, |n| &w[..n]);
-                if w == letters {
+                if w == letters || w.strip_suffix(b"s") == Some(letters) {
                     out.push((start, start + w.len()));
                 }
             }
@@ -486,7 +504,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn an_acronym_is_found_where_a_word_by_word_read_finds_it(
-            text in "([ .,'-]|E|U|EU|E\\.U\\.?|xEU|EUx|EU1|é|[a-z0-9]{1,3})*",
+            text in "([ .,'-]|E|U|EU|EUs|E\\.U\\.?|xEU|EUx|EU1|é|[a-z0-9]{1,3})*",
             letters in proptest::sample::select(vec![&b"EU"[..], b"E", b"EUX", b""]),
         ) {
             let mut got = Vec::new();
@@ -499,6 +517,10 @@ mod tests {
 
     #[test]
     fn the_small_words_are_those_listed_in_any_case() {
+        const SMALL_WORDS: &[&[u8]] = &[
+            b"and", b"at", b"by", b"for", b"in", b"of", b"on", b"over", b"per", b"to", b"under",
+            b"your",
+        ];
         for w in SMALL_WORDS {
             assert!(is_small_word(w));
             assert!(is_small_word(&w.to_ascii_uppercase()));
@@ -543,6 +565,18 @@ mod tests {
             names("know your customer rules", b"KYC"),
             ["know your customer"]
         );
+        assert_eq!(
+            names("Banks hold risk-weighted assets.", b"RWA"),
+            ["risk-weighted assets"]
+        );
+        assert_eq!(
+            names("an exchange-traded fund and Non-Performing Loans", b"ETF"),
+            ["exchange-traded fund"]
+        );
+        assert_eq!(
+            names("the Non-Performing Loan ratio", b"NPL"),
+            ["Non-Performing Loan"]
+        );
         // Not across punctuation or two spaces, not opening or closing with
         // a stop word, not a capitalised word among words in lower case,
         // not two letters, not a stop word inside but a small one, and not
@@ -559,6 +593,8 @@ mod tests {
             ("he understands the cruelty", b"UTC"),
             ("an American football league", b"AFL"),
             ("agri-food co", b"AFC"),
+            ("exchange-traded Fund", b"ETF"),
+            ("risk weighted assets", b"RWA"),
         ] {
             assert!(names(text, letters).is_empty(), "{text} {letters:?}");
         }

@@ -1363,6 +1363,14 @@ fn find_by_initials(
                         *beside = (*beside).max(u32::from(before) + u32::from(after));
                     });
                 }
+                // "NPLs" for "NPL", and back: the stemmer leaves a plural
+                // of consonants as it is.
+                if !found {
+                    found = written_in(s, acronym, |start, end| {
+                        let (before, after) = stands_beside(s, (start, end), around, folder);
+                        *beside = (*beside).max(u32::from(before) + u32::from(after));
+                    });
+                }
                 found
             }) {
                 terms[i].found = true;
@@ -1399,8 +1407,9 @@ fn find_by_initials(
             let Some(gap) = answer.get(prev.at + prev.len..next.at) else {
                 break;
             };
-            // Most names' words are one space apart: nothing to split.
-            let one_space = gap == " ";
+            // Most names' words are one space apart: nothing to split. A
+            // hyphen joins two words of one name ("exchange-traded fund").
+            let one_space = gap == " " || gap == "-";
             let joined = one_space
                 || (gap.starts_with(' ')
                     && gap.ends_with(' ')

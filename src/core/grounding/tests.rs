@@ -2212,6 +2212,48 @@ fn a_us_dollar_sign_is_the_dollar() {
 }
 
 #[test]
+fn an_acronym_in_the_plural_or_of_a_hyphenated_name_is_found() {
+    for (claim, source) in [
+        (
+            "There were 200 IPOs in 2021[^1].",
+            "There were 200 initial public offerings in 2021.",
+        ),
+        (
+            "There were 200 initial public offerings in 2021[^1].",
+            "There were 200 IPOs in 2021.",
+        ),
+        (
+            "Investors bought ETFs[^1].",
+            "Investors bought exchange-traded funds.",
+        ),
+        (
+            "Investors bought exchange-traded funds[^1].",
+            "Investors bought ETFs.",
+        ),
+        (
+            "Banks hold more RWAs[^1].",
+            "Banks hold more risk-weighted assets.",
+        ),
+        (
+            "The NPL ratio fell to 2%[^1].",
+            "The Non-Performing Loan ratio fell to 2%.",
+        ),
+        (
+            "The bank's IPOs raised $1bn[^1].",
+            "The bank's IPO raised $1bn.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another name is still missing.
+    assert_flagged_missing(
+        "Investors bought ETFs[^1].",
+        "Investors bought exchange-traded notes.",
+        &["etfs"],
+    );
+}
+
+#[test]
 fn an_iso_date_is_the_date_written_out() {
     for (claim, source) in [
         (
