@@ -438,18 +438,7 @@ fn basis_points(bytes: &[u8], at: usize) -> Option<usize> {
 fn percent_of_basis_points(numeral: &[u8], out: &mut [u8; 48]) -> Option<usize> {
     // Two zeros before the digits, so the point can move two places left.
     let mut digits = [b'0'; 48];
-    let mut n = 2;
-    let mut point = None;
-    for &b in numeral {
-        match b {
-            b',' => {}
-            b'.' => point = Some(n),
-            _ => {
-                *digits.get_mut(n)? = b;
-                n += 1;
-            }
-        }
-    }
+    let (n, point) = digits_of(numeral, &mut digits, 2)?;
     // A numeral opens with a digit, so one is left before the point.
     let point = point.unwrap_or(n) - 2;
     let start = digits[..point - 1]
@@ -1007,13 +996,10 @@ fn is_numeral(w: &[u8]) -> bool {
         && w.iter().filter(|&&b| b == b'.').count() <= 1
 }
 
-/// `numeral` times ten to the `zeros`, written as a folded number is
-/// ("1.2", 6: "1200000"; "2.25", 1: "22.5"), into `out`: its length, or
-/// `None` when it does not fit.
-fn scaled_numeral(numeral: &[u8], zeros: u32, out: &mut [u8; 48]) -> Option<usize> {
-    let zeros = zeros as usize;
-    let mut digits = [0u8; 48];
-    let mut n = 0;
+/// The digits of `numeral` without its separators, into `digits` from
+/// `from` on: where they end, and where its point stood among them.
+fn digits_of(numeral: &[u8], digits: &mut [u8; 48], from: usize) -> Option<(usize, Option<usize>)> {
+    let mut n = from;
     let mut point = None;
     for &b in numeral {
         match b {
@@ -1025,6 +1011,16 @@ fn scaled_numeral(numeral: &[u8], zeros: u32, out: &mut [u8; 48]) -> Option<usiz
             }
         }
     }
+    Some((n, point))
+}
+
+/// `numeral` times ten to the `zeros`, written as a folded number is
+/// ("1.2", 6: "1200000"; "2.25", 1: "22.5"), into `out`: its length, or
+/// `None` when it does not fit.
+fn scaled_numeral(numeral: &[u8], zeros: u32, out: &mut [u8; 48]) -> Option<usize> {
+    let zeros = zeros as usize;
+    let mut digits = [0u8; 48];
+    let (n, point) = digits_of(numeral, &mut digits, 0)?;
     // The point moves `zeros` places right.
     let point = point.unwrap_or(n) + zeros;
     let end = n.max(point);
