@@ -425,43 +425,23 @@ fn basis_points(bytes: &[u8], at: usize) -> Option<usize> {
     if !word.eq_ignore_ascii_case(b"basis") || !matches!(rest.get(n), Some(b' ' | b'-')) {
         return None;
     }
-    let next = &rest[n + 1..];
+    points_at(bytes, at + n + 1)
+}
+
+/// Where "point" or "points" at `at` ends ("basis points", "percentage
+/// point"); `None` when another word or none is there.
+fn points_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let next = bytes.get(at..)?;
     let m = next.iter().take_while(|b| b.is_ascii_alphabetic()).count();
     let unit = &next[..m];
-    (unit.eq_ignore_ascii_case(b"point") || unit.eq_ignore_ascii_case(b"points"))
-        .then_some(at + n + 1 + m)
+    (unit.eq_ignore_ascii_case(b"point") || unit.eq_ignore_ascii_case(b"points")).then_some(at + m)
 }
 
 /// `numeral` in basis points written as its percent ("25": "0.25", "150":
 /// "1.5", "12.5": "0.125"), into `out`: its length, or `None` when it does
 /// not fit.
 fn percent_of_basis_points(numeral: &[u8], out: &mut [u8; 48]) -> Option<usize> {
-    // Two zeros before the digits, so the point can move two places left.
-    let mut digits = [b'0'; 48];
-    let (n, point) = digits_of(numeral, &mut digits, 2)?;
-    // A numeral opens with a digit, so one is left before the point.
-    let point = point.unwrap_or(n) - 2;
-    let start = digits[..point - 1]
-        .iter()
-        .take_while(|&&b| b == b'0')
-        .count();
-    let whole = &digits[start..point];
-    let fraction = &digits[point..n];
-    let fraction =
-        &fraction[..fraction.len() - fraction.iter().rev().take_while(|&&b| b == b'0').count()];
-    let len = whole.len()
-        + if fraction.is_empty() {
-            0
-        } else {
-            1 + fraction.len()
-        };
-    let written = out.get_mut(..len)?;
-    written[..whole.len()].copy_from_slice(whole);
-    if let Some((dot, rest)) = written[whole.len()..].split_first_mut() {
-        *dot = b'.';
-        rest.copy_from_slice(fraction);
-    }
-    Some(len)
+    scaled_numeral(numeral, -2, out)
 }
 
 /// Whether the number at `at` is negative, and how many bytes before it
@@ -965,13 +945,13 @@ fn plain_latin(c: char, buf: &mut String) -> bool {
 /// the same glued to it ("$5bn", "3k", "1.2m"), as powers of ten: a number
 /// with its scale is one number, written out ("1200000"), so each way of
 /// writing it finds the others.
-const SCALES: &[(&str, u32)] = &[
+const SCALES: &[(&str, i32)] = &[
     ("billion", 9),
     ("million", 6),
     ("thousand", 3),
     ("trillion", 12),
 ];
-const SCALE_SUFFIXES: &[(&str, u32)] = &[
+const SCALE_SUFFIXES: &[(&str, i32)] = &[
     ("b", 9),
     ("bn", 9),
     ("k", 3),
@@ -980,7 +960,7 @@ const SCALE_SUFFIXES: &[(&str, u32)] = &[
     ("tn", 12),
 ];
 
-fn scale_of(word: &[u8], table: &[(&str, u32)]) -> Option<u32> {
+fn scale_of(word: &[u8], table: &[(&str, i32)]) -> Option<i32> {
     table
         .iter()
         .find(|(s, _)| s.as_bytes().eq_ignore_ascii_case(word))
@@ -1015,14 +995,16 @@ fn digits_of(numeral: &[u8], digits: &mut [u8; 48], from: usize) -> Option<(usiz
 }
 
 /// `numeral` times ten to the `zeros`, written as a folded number is
-/// ("1.2", 6: "1200000"; "2.25", 1: "22.5"), into `out`: its length, or
-/// `None` when it does not fit.
-fn scaled_numeral(numeral: &[u8], zeros: u32, out: &mut [u8; 48]) -> Option<usize> {
-    let zeros = zeros as usize;
-    let mut digits = [0u8; 48];
-    let (n, point) = digits_of(numeral, &mut digits, 0)?;
-    // The point moves `zeros` places right.
-    let point = point.unwrap_or(n) + zeros;
+/// ("1.2", 6: "1200000"; "2.25", 1: "22.5"; "25", -2: "0.25"), into `out`:
+/// its length, or `None` when it does not fit.
+fn scaled_numeral(numeral: &[u8], zeros: i32, out: &mut [u8; 48]) -> Option<usize> {
+    // Zeros before the digits, for a point that moves left past them.
+    let before = zeros.min(0).unsigned_abs() as usize;
+    let mut digits = [b'0'; 48];
+    let (n, point) = digits_of(numeral, &mut digits, before)?;
+    // The point moves `zeros` places right; a numeral opens with a digit,
+    // so one is left before it.
+    let point = point.unwrap_or(n).checked_add_signed(zeros as isize)?;
     let end = n.max(point);
     let mut len = 0;
     let mut push = |b: u8, len: &mut usize| -> Option<()> {
@@ -1226,14 +1208,8 @@ fn percentage_points(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
     if len != 10 || !bytes[at..at + len].eq_ignore_ascii_case(b"percentage") {
         return None;
     }
-    let next = bytes.get(at + len + 1..)?;
-    let m = next.iter().take_while(|b| b.is_ascii_alphabetic()).count();
-    let unit = &next[..m];
-    (bytes[at + len] == b' '
-        && (unit.eq_ignore_ascii_case(b"point") || unit.eq_ignore_ascii_case(b"points"))
-        && bytes[at - 1] == b' '
-        && follows_numeral(bytes, at))
-    .then_some(at + len + 1 + m)
+    let end = points_at(bytes, at + len + 1)?;
+    (bytes[at + len] == b' ' && bytes[at - 1] == b' ' && follows_numeral(bytes, at)).then_some(end)
 }
 
 /// Whether a numeral that is a word of its own ("$5", not "A5") ends one
@@ -1983,7 +1959,8 @@ fn number_part(word: &[u8]) -> Option<(Part, bool)> {
         Some(s) => (s, true),
         None => (w, false),
     };
-    scale_of(scale.as_bytes(), SCALES).map(|zeros| (Part::Scale(10u64.pow(zeros)), ordinal))
+    scale_of(scale.as_bytes(), SCALES)
+        .map(|zeros| (Part::Scale(10u64.pow(zeros.unsigned_abs())), ordinal))
 }
 
 /// The letters of the word after the one ending at `end`, when a space,

@@ -1355,21 +1355,19 @@ fn find_by_initials(
                         }
                     });
                 }
+                let mut stands = |start: usize, end: usize| {
+                    let (before, after) = stands_beside(s, (start, end), around, folder);
+                    *beside = (*beside).max(u32::from(before) + u32::from(after));
+                };
                 // "ROE" for "return on equity": read only when the name is
                 // not found without its small words.
                 if !found {
-                    found = spelled_word_by_word(s, acronym, |start, end| {
-                        let (before, after) = stands_beside(s, (start, end), around, folder);
-                        *beside = (*beside).max(u32::from(before) + u32::from(after));
-                    });
+                    found = spelled_word_by_word(s, acronym, &mut stands);
                 }
                 // "NPLs" for "NPL", and back: the stemmer leaves a plural
                 // of consonants as it is.
                 if !found {
-                    found = written_in(s, acronym, |start, end| {
-                        let (before, after) = stands_beside(s, (start, end), around, folder);
-                        *beside = (*beside).max(u32::from(before) + u32::from(after));
-                    });
+                    found = written_in(s, acronym, &mut stands);
                 }
                 found
             }) {
@@ -1409,8 +1407,8 @@ fn find_by_initials(
             };
             // Most names' words are one space apart: nothing to split. A
             // hyphen joins two words of one name ("exchange-traded fund").
-            let one_space = gap == " " || gap == "-";
-            let joined = one_space
+            let adjacent = gap == " " || gap == "-";
+            let joined = adjacent
                 || (gap.starts_with(' ')
                     && gap.ends_with(' ')
                     && gap
@@ -1419,7 +1417,7 @@ fn find_by_initials(
             if next.found || !matches!(next.class, TermClass::Entity | TermClass::Word) || !joined {
                 break;
             }
-            if !one_space && gap.split(' ').any(|w| is_and(w.as_bytes())) {
+            if !adjacent && gap.split(' ').any(|w| is_and(w.as_bytes())) {
                 before_and.get_or_insert((last, n));
             }
             letters[n] = bytes[next.at].to_ascii_uppercase();

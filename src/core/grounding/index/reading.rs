@@ -417,13 +417,12 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// of the loop.
     #[inline(never)]
     fn clock(&mut self, w: &[u8], off: usize, ascii: bool, joint: u8, time: &[u8]) {
-        let before = self.prev;
-        self.plain(w, off, ascii, joint);
-        let written = std::mem::replace(&mut self.prev, before);
-        let _ = self.word(time, None, true, self.sentence, &mut None);
-        if self.alt.is_none() {
-            self.alt = written;
-        }
+        self.at_one_place(
+            |r| r.plain(w, off, ascii, joint),
+            |r| {
+                let _ = r.word(time, None, true, r.sentence, &mut None);
+            },
+        );
     }
 
     /// "US$5": the sign read as its word ("dollar"), as claims read it
@@ -431,12 +430,19 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// claim's "US dollars" finds its words. Kept out of the loop.
     #[inline(never)]
     fn us_dollar(&mut self, dollar: &[u8]) {
+        self.at_one_place(|r| r.implied(b"us"), |r| r.implied(dollar));
+    }
+
+    /// Two readings of one place of the text: each pairs with the word
+    /// before, and the next word pairs with both (the second as the word
+    /// before it, the first as its alternate).
+    fn at_one_place(&mut self, first: impl FnOnce(&mut Self), second: impl FnOnce(&mut Self)) {
         let before = self.prev;
-        self.implied(b"us");
-        let us = std::mem::replace(&mut self.prev, before);
-        self.implied(dollar);
+        first(self);
+        let first_read = std::mem::replace(&mut self.prev, before);
+        second(self);
         if self.alt.is_none() {
-            self.alt = us;
+            self.alt = first_read;
         }
     }
 
