@@ -16,26 +16,22 @@ const MAX_LETTERS: usize = 6;
 /// it sits inside one ("India and Pakistan").
 const JOINERS: &[&str] = &["for", "of", "on", "the"];
 
-fn is_joiner(word: &[u8]) -> bool {
+/// Whether `word` may sit inside a name between its capitalised words.
+pub(super) fn is_name_joiner(word: &[u8]) -> bool {
     JOINERS
         .iter()
         .any(|j| j.as_bytes().eq_ignore_ascii_case(word))
 }
 
-/// Whether `word` may sit inside a name between its capitalised words.
-pub(super) fn is_name_joiner(word: &str) -> bool {
-    is_joiner(word.as_bytes())
-}
-
 /// Whether `word` is "and", which sits inside a name only when the name
-/// spells four letters or more ("National Aeronautics and Space
-/// Administration": NASA), not in a list of two ("India and Pakistan").
+/// spells three letters or more ("Securities and Exchange Commission":
+/// SEC), not in a list of two ("India and Pakistan").
 pub(super) fn is_and(word: &[u8]) -> bool {
     word.eq_ignore_ascii_case(b"and")
 }
 
 /// Fewest letters of an acronym whose name may hold "and".
-pub(super) const AND_LETTERS: usize = 4;
+pub(super) const AND_LETTERS: usize = 3;
 
 /// The other acronym of what `letters` names, where it has two ("USA",
 /// "US" for the United States).
@@ -47,10 +43,12 @@ pub(super) fn other_acronym(letters: &[u8]) -> Option<&'static [u8]> {
     }
 }
 
-/// The letters of `word` when it reads as an acronym: 2 to 6 capital
-/// letters, or single capitals joined by dots ("U.K", "E.U."); a plural's
-/// "s" after the capitals is no letter ("ETFs" stands for "exchange-traded
-/// funds").
+/// The letters of `word` when it reads as an acronym, in capitals: 2 to 6
+/// capital letters, or single capitals joined by dots ("U.K", "E.U."), or
+/// capitals with single small letters between them for a name's small
+/// words ("BoE": "Bank of England", "AuM": "assets under management"); a
+/// plural's "s" after the capitals is no letter ("ETFs" stands for
+/// "exchange-traded funds").
 pub(super) fn acronym_letters(word: &[u8], out: &mut [u8; MAX_LETTERS]) -> Option<usize> {
     let word = match word {
         [capitals @ .., b's'] if capitals.len() >= 2 && !capitals.contains(&b'.') => capitals,
@@ -66,10 +64,17 @@ pub(super) fn acronym_letters(word: &[u8], out: &mut [u8; MAX_LETTERS]) -> Optio
             }
             continue;
         }
-        if !b.is_ascii_uppercase() || (dotted && i % 2 == 1) || n == MAX_LETTERS {
+        // A small letter only between two capitals ("McDonald" and
+        // "iPhone" are names, not acronyms).
+        let small_inside = b.is_ascii_lowercase()
+            && !dotted
+            && i > 0
+            && word[i - 1].is_ascii_uppercase()
+            && word.get(i + 1).is_some_and(u8::is_ascii_uppercase);
+        if !(b.is_ascii_uppercase() || small_inside) || (dotted && i % 2 == 1) || n == MAX_LETTERS {
             return None;
         }
-        out[n] = b;
+        out[n] = b.to_ascii_uppercase();
         n += 1;
     }
     (n >= 2).then_some(n)
@@ -118,7 +123,7 @@ pub(super) fn spelled_out_in(
         // A name of three or more words may be written in lower case
         // ("chief executive officer"); a shorter one must be capitalised.
         let cased = upper || (letters.len() >= 3 && w[0].is_ascii_lowercase());
-        let name_word = cased && !is_joiner(w) && !is_stop_word(w);
+        let name_word = cased && !is_name_joiner(w) && !is_stop_word(w);
         let joined = n > 0
             && bytes[last_end..start].iter().all(|&b| b == b' ')
             && (!name_word || upper != lower);
@@ -128,7 +133,7 @@ pub(super) fn spelled_out_in(
                 starts.copy_within(1.., 0);
                 n -= 1;
             }
-        } else if joined && (is_joiner(w) || (letters.len() >= AND_LETTERS && is_and(w))) {
+        } else if joined && (is_name_joiner(w) || (letters.len() >= AND_LETTERS && is_and(w))) {
             last_end = end;
             continue;
         } else {
@@ -338,8 +343,12 @@ pub(super) fn written_in(text: &str, letters: &[u8], mut each: impl FnMut(usize,
         } else {
             // "CET1": the acronym of "Common Equity Tier", then a number.
             let w = acronym_glued_to_number(w).map_or(w, |n| &w[..n]);
-            (w == letters || w.strip_suffix(b"s") == Some(letters))
-                .then_some((start, start + w.len()))
+            // "BoE": in mixed case, the letters of "Bank of England".
+            let mut out = [0u8; MAX_LETTERS];
+            (w == letters
+                || w.strip_suffix(b"s") == Some(letters)
+                || acronym_letters(w, &mut out).is_some_and(|k| &out[..k] == letters))
+            .then_some((start, start + w.len()))
         };
         if let Some((start, end)) = span {
             each(start, end);
@@ -382,8 +391,13 @@ mod tests {
         assert_eq!(letters("U.K").as_deref(), Some("UK"));
         assert_eq!(letters("ETFs").as_deref(), Some("ETF"));
         assert_eq!(letters("IPOs").as_deref(), Some("IPO"));
+        // A small letter between capitals stands for a small word.
+        assert_eq!(letters("BoE").as_deref(), Some("BOE"));
+        assert_eq!(letters("AuM").as_deref(), Some("AUM"));
+        assert_eq!(letters("MoUs").as_deref(), Some("MOU"));
         for word in [
-            "E", "Eu", "EUROPEAN", "U.KK", "U..K", "E-U", "G7", "Es", "EUss", "U.K.s",
+            "E", "Eu", "EUROPEAN", "U.KK", "U..K", "E-U", "G7", "Es", "EUss", "U.K.s", "McDonald",
+            "iPhone", "LinkedIn", "GmbH", "BoJo", "B.oE",
         ] {
             assert_eq!(letters(word), None, "{word}");
         }
@@ -411,10 +425,14 @@ mod tests {
         assert!(!spelled("European trade Union", b"EU"));
         // Joiners only inside a name.
         assert!(!spelled("The Union", b"TU"));
-        // "and" inside a name of four initials or more.
+        // "and" inside a name of three initials or more.
         assert!(spelled(
             "the National Aeronautics and Space Administration said",
             b"NASA"
+        ));
+        assert!(spelled(
+            "the Securities and Exchange Commission said",
+            b"SEC"
         ));
         assert!(!spelled("New Zealand, India and Pakistan", b"IP"));
     }
@@ -493,7 +511,11 @@ mod tests {
             } else {
                 // "EU1": the acronym, then a number.
                 let w = acronym_glued_to_number(w).map_or(w, |n| &w[..n]);
-                if w == letters || w.strip_suffix(b"s") == Some(letters) {
+                let mut mixed = [0u8; MAX_LETTERS];
+                if w == letters
+                    || w.strip_suffix(b"s") == Some(letters)
+                    || acronym_letters(w, &mut mixed).is_some_and(|k| &mixed[..k] == letters)
+                {
                     out.push((start, start + w.len()));
                 }
             }
@@ -504,8 +526,8 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn an_acronym_is_found_where_a_word_by_word_read_finds_it(
-            text in "([ .,'-]|E|U|EU|EUs|E\\.U\\.?|xEU|EUx|EU1|é|[a-z0-9]{1,3})*",
-            letters in proptest::sample::select(vec![&b"EU"[..], b"E", b"EUX", b""]),
+            text in "([ .,'-]|E|U|EU|EUs|E\\.U\\.?|xEU|EUx|EU1|EoU|EoUs|Eou|é|[a-z0-9]{1,3})*",
+            letters in proptest::sample::select(vec![&b"EU"[..], b"E", b"EUX", b"EOU", b""]),
         ) {
             let mut got = Vec::new();
             let any = written_in(&text, letters, |start, end| got.push((start, end)));
@@ -607,5 +629,9 @@ mod tests {
         assert!(written("He moved to the U.K in 1990.", b"UK"));
         assert!(!written("The EUR fell.", b"EU"));
         assert!(!written("The E.U.R. fell.", b"EU"));
+        // In mixed case, as the letters of its name.
+        assert!(written("The BoE raised rates.", b"BOE"));
+        assert!(!written("The BoE raised rates.", b"BE"));
+        assert!(!written("Roe deer graze.", b"ROE"));
     }
 }

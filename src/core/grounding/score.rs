@@ -1380,69 +1380,62 @@ fn find_by_initials(
             continue;
         }
         // A name: missing words, one space or joiner apart, capitalised or
-        // (three or more) in lower case.
-        let mut last = i;
-        let mut n = 1;
-        letters[0] = bytes[t.at].to_ascii_uppercase();
-        // Where the name stood before its first "and" (see `is_and`).
-        let mut before_and = None;
-        let mut j = i + 1;
-        while j < terms.len() && n < letters.len() {
-            let next = &terms[j];
-            let word = &answer[next.at..next.at + next.len];
-            if next.class == TermClass::Function
-                && (is_name_joiner(word) || is_and(word.as_bytes()))
-            {
-                if is_and(word.as_bytes()) {
-                    before_and.get_or_insert((last, n));
-                }
-                j += 1;
-                continue;
-            }
-            let prev = &terms[last];
-            // A date's month stands before its day among the terms, after
-            // it in the text ("12 May"): no gap, no name.
-            let Some(gap) = answer.get(prev.at + prev.len..next.at) else {
-                break;
-            };
-            // Most names' words are one space apart: nothing to split. A
-            // hyphen joins two words of one name ("exchange-traded fund").
-            let adjacent = gap == " " || gap == "-";
-            let joined = adjacent
-                || (gap.starts_with(' ')
-                    && gap.ends_with(' ')
-                    && gap
-                        .split(' ')
-                        .all(|w| w.is_empty() || is_name_joiner(w) || is_and(w.as_bytes())));
-            if next.found || !matches!(next.class, TermClass::Entity | TermClass::Word) || !joined {
-                break;
-            }
-            if !adjacent && gap.split(' ').any(|w| is_and(w.as_bytes())) {
-                before_and.get_or_insert((last, n));
-            }
-            letters[n] = bytes[next.at].to_ascii_uppercase();
-            n += 1;
-            last = j;
-            j += 1;
+        // (three or more) in lower case; opened by the capitalised words
+        // found before them that join them ("Bank of England" against a
+        // source that writes "the Bank" and "BoE"), unless those outnumber
+        // the missing ones: too little of the name is then the claim's own
+        // to read its acronym by ("United States Army" is not a source's
+        // "USA").
+        let mut mixed = [0u8; 6];
+        let start = found_name_start(answer, terms, i);
+        let mut first = start;
+        let (mut last, mut n, mut m) =
+            read_name(answer, terms, (start, i), &mut letters, &mut mixed);
+        let opening = terms[start..i]
+            .iter()
+            .filter(|t| t.class != TermClass::Function)
+            .count();
+        if 2 * opening > n {
+            first = i;
+            (last, n, m) = read_name(answer, terms, (i, i), &mut letters, &mut mixed);
         }
-        if let (true, Some((l, k))) = (n < AND_LETTERS, before_and) {
-            (last, n) = (l, k);
-        }
+        // Scanned for only where a joiner gave it a letter.
+        let mixed = m.filter(|&k| k > n).map(|k| &mixed[..k]);
         let end = last + 1;
-        let lower_case = terms[i..end]
+        let lower_case = terms[first..end]
             .iter()
             .any(|t| t.class != TermClass::Function && bytes[t.at].is_ascii_lowercase());
-        let around = found_beside(terms, i, end);
+        // Two capitals of a name opened by a found word are too common an
+        // acronym to stand for it ("Tom Buscemi" is not a source's "TB"),
+        // and so are a found name's initials run on into words in lower
+        // case: such a name is read by three capitals or more, or in mixed
+        // case.
+        let plain = (first == i || (n >= 3 && !lower_case)).then_some(&letters[..n]);
+        let kind = if plain.is_some() {
+            ScanKind::Acronym
+        } else {
+            ScanKind::MixedOnly
+        };
+        let around = found_beside(terms, first, end);
         let mut beside = 0;
         if n >= if lower_case { 3 } else { 2 }
             && letters[..n].iter().all(u8::is_ascii_uppercase)
+            && (plain.is_some() || mixed.is_some())
             && scan(
-                ScanKey::new(ScanKind::Acronym, &letters[..n], around),
+                ScanKey::new(kind, mixed.unwrap_or(&letters[..n]), around),
                 &mut beside,
                 &mut |s, beside| {
                     let mut found = false;
-                    for letters in
-                        std::iter::once(&letters[..n]).chain(other_acronym(&letters[..n]))
+                    let mut upper = [0u8; 6];
+                    let mixed = mixed.map(|m| {
+                        upper[..m.len()].copy_from_slice(m);
+                        upper[..m.len()].make_ascii_uppercase();
+                        &upper[..m.len()]
+                    });
+                    for letters in plain
+                        .into_iter()
+                        .chain(plain.and_then(other_acronym))
+                        .chain(mixed)
                     {
                         found |= written_in(s, letters, |start, end| {
                             let (before, after) = stands_beside(s, (start, end), around, folder);
@@ -1453,7 +1446,7 @@ fn find_by_initials(
                 },
             )
         {
-            let (newly, words) = found_by_initials(&mut terms[i..end]);
+            let (newly, words) = found_by_initials(&mut terms[first..end]);
             marked += newly;
             paired += beside + words - 1;
         } else if let Some(end) = small_words
@@ -1502,13 +1495,15 @@ fn find_by_initials(
 pub(super) struct ScanKey(u128);
 
 /// The scans of [`find_by_initials`]: an acronym's name; a name's acronym
-/// (in either of its spellings, see [`other_acronym`]); the acronym of a
-/// name read word by word, small words included.
+/// (in either of its spellings, see [`other_acronym`], and in mixed case);
+/// the acronym of a name read word by word, small words included; a
+/// name's acronym in mixed case only.
 #[derive(Clone, Copy)]
 enum ScanKind {
     Name = 1,
     Acronym = 2,
     WordByWord = 3,
+    MixedOnly = 4,
 }
 
 impl ScanKey {
@@ -1531,6 +1526,133 @@ pub(super) struct Scanned {
     source: u32,
     found: bool,
     beside: u32,
+}
+
+/// Reads the name that opens at term `first` and holds the missing term
+/// `i` (the words between are found; see [`found_name_start`]): its
+/// capitals' initials into `letters`, and with a small letter for each
+/// joiner but "the" and "and" into `mixed`, as an acronym in mixed case
+/// writes them ("BoE" for "Bank of England"). Gives the name's last term,
+/// how many letters it has, and how many mixed ones (none past six).
+fn read_name(
+    answer: &str,
+    terms: &[Term],
+    (first, i): (usize, usize),
+    letters: &mut [u8; 6],
+    mixed: &mut [u8; 6],
+) -> (usize, usize, Option<usize>) {
+    let bytes = answer.as_bytes();
+    let mut last = first;
+    let mut n = 1;
+    letters[0] = bytes[terms[first].at].to_ascii_uppercase();
+    mixed[0] = letters[0];
+    let mut m = Some(1);
+    // Where the name stood before its first "and" (see `is_and`).
+    let mut before_and = None;
+    let mut j = first + 1;
+    'words: while j < terms.len() && n < letters.len() {
+        let next = &terms[j];
+        let word = &bytes[next.at..next.at + next.len];
+        if next.class == TermClass::Function && (is_name_joiner(word) || is_and(word)) {
+            if is_and(word) {
+                before_and.get_or_insert((last, n, m));
+            }
+            j += 1;
+            continue;
+        }
+        if (next.found && j > i) || !matches!(next.class, TermClass::Entity | TermClass::Word) {
+            break;
+        }
+        let prev = &terms[last];
+        // A date's month stands before its day among the terms, after
+        // it in the text ("12 May"): no gap, no name.
+        let Some(gap) = answer.get(prev.at + prev.len..next.at) else {
+            break;
+        };
+        // Most names' words are one space apart: nothing to split. A
+        // hyphen joins two words of one name ("exchange-traded fund").
+        // Else joiners and "and" only, one space apart; the joiners but
+        // "the" give a mixed-case acronym small letters.
+        let mut small = [0u8; 6];
+        let mut k = 0;
+        if gap != " " && gap != "-" {
+            let gap = gap.as_bytes();
+            if !(gap.starts_with(b" ") && gap.ends_with(b" ")) {
+                break;
+            }
+            let mut and = false;
+            for w in gap.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
+                if is_and(w) {
+                    and = true;
+                } else if !is_name_joiner(w) {
+                    break 'words;
+                } else if !w.eq_ignore_ascii_case(b"the") && k < small.len() {
+                    small[k] = w[0].to_ascii_lowercase();
+                    k += 1;
+                }
+            }
+            if and {
+                before_and.get_or_insert((last, n, m));
+            }
+        }
+        letters[n] = bytes[next.at].to_ascii_uppercase();
+        n += 1;
+        for &b in small[..k].iter().chain(&letters[n - 1..n]) {
+            m = m.and_then(|k| {
+                *mixed.get_mut(k)? = b;
+                Some(k + 1)
+            });
+        }
+        last = j;
+        j += 1;
+    }
+    if let (true, Some(cut)) = (n < AND_LETTERS, before_and) {
+        return cut;
+    }
+    (last, n, m)
+}
+
+/// Where the capitalised name that holds the missing term `i` starts: at
+/// the found capitalised words before it, one space or joiners apart (not
+/// "and"), three at most; at `i` when there are none.
+fn found_name_start(answer: &str, terms: &[Term], i: usize) -> usize {
+    let bytes = answer.as_bytes();
+    if !bytes[terms[i].at].is_ascii_uppercase() {
+        return i;
+    }
+    let mut first = i;
+    let mut words = 0;
+    for (k, t) in terms[..i].iter().enumerate().rev() {
+        // A joiner is read in the gap of the content word before it.
+        if t.class == TermClass::Function {
+            continue;
+        }
+        let joined = answer
+            .get(t.at + t.len..terms[first].at)
+            .is_some_and(|gap| {
+                gap == " "
+                    || (gap.starts_with(' ')
+                        && gap.ends_with(' ')
+                        && gap
+                            .as_bytes()
+                            .split(|&b| b == b' ')
+                            .all(|w| w.is_empty() || is_name_joiner(w)))
+            });
+        // An acronym ("NFL") is a name of its own.
+        let mut letters = [0u8; 6];
+        if words == 3
+            || !joined
+            || !t.found
+            || !matches!(t.class, TermClass::Entity | TermClass::Word)
+            || !bytes[t.at].is_ascii_uppercase()
+            || acronym_letters(&bytes[t.at..t.at + t.len], &mut letters).is_some()
+        {
+            break;
+        }
+        first = k;
+        words += 1;
+    }
+    first
 }
 
 /// Marks the missing words of a name found by its acronym as found by

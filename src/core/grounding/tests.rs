@@ -1874,6 +1874,81 @@ fn an_acronym_is_found_by_a_name_that_keeps_its_small_words_and_back() {
 }
 
 #[test]
+fn an_acronym_in_mixed_case_or_of_a_name_with_and_is_found_and_back() {
+    for (claim, source) in [
+        // A small letter for a small word.
+        ("The BoE raised rates", "The Bank of England raised rates."),
+        ("The Bank of England raised rates", "The BoE raised rates."),
+        (
+            "The bank's RoE was 12%",
+            "The bank's return on equity was 12%.",
+        ),
+        (
+            "The bank's return on equity was 12%",
+            "The bank's RoE was 12%.",
+        ),
+        (
+            "The bank's AuM reached $2tn",
+            "The bank's assets under management reached $2tn.",
+        ),
+        (
+            "The two banks signed an MoU",
+            "The two banks signed an MoU.",
+        ),
+        // The name's first word found elsewhere in the source.
+        (
+            "The Bank of England raised Bank Rate",
+            "The BoE raised Bank Rate.",
+        ),
+        // "and" inside a name of three initials.
+        (
+            "The SEC fined the bank",
+            "The Securities and Exchange Commission fined the bank.",
+        ),
+        (
+            "The Securities and Exchange Commission fined the bank",
+            "The SEC fined the bank.",
+        ),
+    ] {
+        assert_fully_supported(&format!("{claim}[^1]."), source);
+    }
+    // Another name, other initials, or a name mostly found elsewhere:
+    // still missing.
+    for (claim, source, missing) in [
+        (
+            "The BoE raised rates",
+            "The Bank of Japan raised rates.",
+            "boe",
+        ),
+        (
+            "The Bank of England raised rates",
+            "The BoJ raised rates.",
+            "england",
+        ),
+        ("The RoE was 12%", "The return on assets was 12%.", "roe"),
+        (
+            "The bank's return on equity was 12%",
+            "The bank's RoA was 12%.",
+            "equity",
+        ),
+        // A name's found words outnumber its missing one: the source's
+        // "USA" is not the claim's "United States Army".
+        (
+            "He served in the United States Army",
+            "He lived in the United States. Sports USA covered him.",
+            "army",
+        ),
+        ("India and Pakistan signed", "IP signed.", "india"),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        assert!(
+            g.claims[0].unsupported_terms.iter().any(|t| t == missing),
+            "{claim}: {g:?}"
+        );
+    }
+}
+
+#[test]
 fn a_claim_repeated_in_a_record_is_judged_as_it_is_alone() {
     // A record's acronym and bound scans of a source are kept for its
     // later claims.
