@@ -2724,11 +2724,37 @@ fn a_financial_abbreviation_is_its_words() {
             "The bond pays 5% per annum.",
             &[],
         ),
+        // "per annum" is "a year" and "annually".
+        (
+            "The bond pays 5% per annum[^1].",
+            "The bond pays 5% a year.",
+            &["per"][..],
+        ),
+        (
+            "The bond pays 5% per annum[^1].",
+            "The bond pays 5% annually.",
+            &["per"][..],
+        ),
+        (
+            "The bond pays 5% annually[^1].",
+            "The bond pays 5% per annum.",
+            &[],
+        ),
+        (
+            "The bond pays 5% a year[^1].",
+            "The bond pays 5% per annum.",
+            &[],
+        ),
     ] {
         let g = run(claim, &[source]);
         assert_eq!(g.claims[0].unsupported_terms, missing, "{claim}: {g:?}");
         assert!(g.claims[0].support.unwrap() >= min, "{claim}: {g:?}");
     }
+    assert_flagged_missing(
+        "The bond pays 5% per annum[^1].",
+        "The bond pays 5% a month.",
+        &["per", "annum"],
+    );
     // Another number is still another number; a word that only looks like
     // an abbreviation elsewhere is a word.
     assert_flagged_missing(
