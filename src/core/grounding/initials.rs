@@ -309,6 +309,88 @@ pub(super) fn spelled_word_by_word(
     any
 }
 
+/// The words of a chief officer's title ("chief *executive* officer"):
+/// the title without its "officer" stands for the acronym ("chief
+/// executive" for "CEO"), while "chief economist" is another post.
+const TITLE_WORDS: &[&str] = &[
+    "commercial",
+    "compliance",
+    "data",
+    "digital",
+    "executive",
+    "finance",
+    "financial",
+    "information",
+    "investment",
+    "legal",
+    "marketing",
+    "operating",
+    "people",
+    "product",
+    "risk",
+    "security",
+    "strategy",
+    "sustainability",
+    "technology",
+];
+
+/// Whether `word` is "chief" (any case), which with a word of
+/// [`TITLE_WORDS`] after it names a chief officer's post.
+pub(super) fn is_chief(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"chief")
+}
+
+/// Whether `word` names a chief officer's post after "chief" (see
+/// [`TITLE_WORDS`]).
+pub(super) fn is_title_word(word: &[u8]) -> bool {
+    TITLE_WORDS
+        .iter()
+        .any(|t| t.as_bytes().eq_ignore_ascii_case(word))
+}
+
+/// Whether `text` writes the chief officer's title that `letters` stands
+/// for without its "officer" ("chief executive" for "CEO", "Chief
+/// Financial" for "CFO"): "chief" and a word of [`TITLE_WORDS`] with the
+/// middle letter as its initial, one space apart. Calls `each` with where
+/// each such title starts and ends.
+pub(super) fn chief_title_in(
+    text: &str,
+    letters: &[u8],
+    mut each: impl FnMut(usize, usize),
+) -> bool {
+    let &[b'C', middle, b'O'] = letters else {
+        return false;
+    };
+    let bytes = text.as_bytes();
+    let word_end = |at: usize| {
+        at + bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count()
+    };
+    let mut any = false;
+    for start in memchr::memchr2_iter(b'c', b'C', bytes) {
+        let chief = word_end(start);
+        if (start > 0 && bytes[start - 1].is_ascii_alphanumeric())
+            || !is_chief(&bytes[start..chief])
+            || bytes.get(chief) != Some(&b' ')
+        {
+            continue;
+        }
+        let end = word_end(chief + 1);
+        let title = &bytes[chief + 1..end];
+        if title
+            .first()
+            .is_some_and(|b| b.eq_ignore_ascii_case(&middle))
+            && is_title_word(title)
+        {
+            each(start, end);
+            any = true;
+        }
+    }
+    any
+}
+
 /// Whether `text` holds the acronym `letters` as a word of its own, plain
 /// ("EU"), dotted ("E.U."), plural ("ETFs") or glued to a number ("CET" of
 /// "CET1"). Calls
@@ -620,6 +702,32 @@ mod tests {
         ] {
             assert!(names(text, letters).is_empty(), "{text} {letters:?}");
         }
+    }
+
+    #[test]
+    fn a_chief_title_stands_for_its_officer_where_its_word_is_a_post() {
+        let titles = |text| {
+            places(text, |t, each| {
+                chief_title_in(t, b"CEO", each);
+            })
+        };
+        assert_eq!(
+            titles("The chief executive and the Chief Executive met."),
+            ["chief executive", "Chief Executive"]
+        );
+        for text in [
+            "The chief economist met.",
+            "The chief financial officer met.",
+            "The mischief executive met.",
+            "The chief  executive met.",
+        ] {
+            assert!(titles(text).is_empty(), "{text}");
+        }
+        assert!(!chief_title_in(
+            "The chief executive met.",
+            b"CEX",
+            |_, _| {}
+        ));
     }
 
     #[test]

@@ -16,8 +16,8 @@ use super::index::{
     Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
 };
 use super::initials::{
-    AND_LETTERS, acronym_letters, is_and, is_name_joiner, is_small_word, other_acronym,
-    spelled_out_in, spelled_word_by_word, written_in,
+    AND_LETTERS, acronym_letters, chief_title_in, is_and, is_chief, is_name_joiner, is_small_word,
+    is_title_word, other_acronym, spelled_out_in, spelled_word_by_word, written_in,
 };
 use super::lexicon::{
     PER, ShortForm, answer_particle, clock_time, closed_compound, currency_before, date,
@@ -1229,6 +1229,10 @@ fn may_be_initials(answer: &str, terms: &[Term]) -> bool {
     for t in terms {
         match (t.found, t.class) {
             (false, TermClass::Entity) => return true,
+            // "chief executive" for "CEO".
+            (false, TermClass::Word) if is_chief(&answer.as_bytes()[t.at..t.at + t.len]) => {
+                return true;
+            }
             (false, TermClass::Word) => {
                 run += 1;
                 missing += 1;
@@ -1369,6 +1373,10 @@ fn find_by_initials(
                 if !found {
                     found = written_in(s, acronym, &mut stands);
                 }
+                // "CEO" for "chief executive".
+                if !found {
+                    found = chief_title_in(s, acronym, &mut stands);
+                }
                 found
             }) {
                 terms[i].found = true;
@@ -1410,19 +1418,31 @@ fn find_by_initials(
         // and so are a found name's initials run on into words in lower
         // case: such a name is read by three capitals or more, or in mixed
         // case.
-        let plain = (first == i || (n >= 3 && !lower_case)).then_some(&letters[..n]);
-        let kind = if plain.is_some() {
+        let mut plain = (first == i || (n >= 3 && !lower_case)).then_some(&letters[..n]);
+        let mut kind = if plain.is_some() {
             ScanKind::Acronym
         } else {
             ScanKind::MixedOnly
         };
+        // "chief executive": a chief officer's title without its
+        // "officer", read as its acronym ("CEO") only.
+        let title = (n == 2
+            && first == i
+            && is_chief(&bytes[t.at..t.at + t.len])
+            && is_title_word(&bytes[terms[last].at..terms[last].at + terms[last].len]))
+        .then(|| [b'C', letters[1], b'O']);
+        let mut mixed = mixed;
+        if title.is_some() {
+            (plain, mixed, kind) = (None, None, ScanKind::Title);
+        }
+        let title = title.as_ref().map(|t| &t[..]);
         let around = found_beside(terms, first, end);
         let mut beside = 0;
-        if n >= if lower_case { 3 } else { 2 }
+        if (title.is_some() || n >= if lower_case { 3 } else { 2 })
             && letters[..n].iter().all(u8::is_ascii_uppercase)
-            && (plain.is_some() || mixed.is_some())
+            && (plain.is_some() || mixed.is_some() || title.is_some())
             && scan(
-                ScanKey::new(kind, mixed.unwrap_or(&letters[..n]), around),
+                ScanKey::new(kind, title.or(mixed).unwrap_or(&letters[..n]), around),
                 &mut beside,
                 &mut |s, beside| {
                     let mut found = false;
@@ -1436,6 +1456,7 @@ fn find_by_initials(
                         .into_iter()
                         .chain(plain.and_then(other_acronym))
                         .chain(mixed)
+                        .chain(title)
                     {
                         found |= written_in(s, letters, |start, end| {
                             let (before, after) = stands_beside(s, (start, end), around, folder);
@@ -1497,13 +1518,14 @@ pub(super) struct ScanKey(u128);
 /// The scans of [`find_by_initials`]: an acronym's name; a name's acronym
 /// (in either of its spellings, see [`other_acronym`], and in mixed case);
 /// the acronym of a name read word by word, small words included; a
-/// name's acronym in mixed case only.
+/// name's acronym in mixed case only; a chief's title's acronym ("CEO").
 #[derive(Clone, Copy)]
 enum ScanKind {
     Name = 1,
     Acronym = 2,
     WordByWord = 3,
     MixedOnly = 4,
+    Title = 5,
 }
 
 impl ScanKey {

@@ -1949,6 +1949,59 @@ fn an_acronym_in_mixed_case_or_of_a_name_with_and_is_found_and_back() {
 }
 
 #[test]
+fn a_chief_officer_is_found_by_a_title_without_its_officer_and_back() {
+    for (claim, source) in [
+        (
+            "The CEO resigned in March",
+            "The chief executive resigned in March.",
+        ),
+        (
+            "The chief executive resigned in March",
+            "The CEO resigned in March.",
+        ),
+        (
+            "The Chief Executive resigned in March",
+            "The CEO resigned in March.",
+        ),
+        (
+            "The CFO resigned in March",
+            "The Chief Financial resigned in March.",
+        ),
+        (
+            "Barclays chief executive resigned",
+            "The Barclays CEO resigned.",
+        ),
+    ] {
+        assert_fully_supported(&format!("{claim}[^1]."), source);
+    }
+    // Another post, or another officer: still missing.
+    for (claim, source, missing) in [
+        ("The CEO resigned", "The chief economist resigned.", "ceo"),
+        (
+            "The CEO resigned",
+            "The chief financial officer resigned.",
+            "ceo",
+        ),
+        (
+            "The chief economist resigned",
+            "The CEO resigned.",
+            "economist",
+        ),
+        (
+            "The chief executive resigned",
+            "The CFO resigned.",
+            "executive",
+        ),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        assert!(
+            g.claims[0].unsupported_terms.iter().any(|t| t == missing),
+            "{claim}: {g:?}"
+        );
+    }
+}
+
+#[test]
 fn a_claim_repeated_in_a_record_is_judged_as_it_is_alone() {
     // A record's acronym and bound scans of a source are kept for its
     // later claims.
