@@ -391,6 +391,38 @@ pub(super) fn chief_title_in(
     any
 }
 
+/// Names written clipped rather than by their initials, as in financial
+/// news: the name (any case) and the word that stands for it.
+const CLIPPED: &[(&str, &str)] = &[("federal reserve", "Fed")];
+
+/// The clipped form of the name `name` ("Fed" for "Federal Reserve").
+pub(super) fn clipped_name(name: &[u8]) -> Option<&'static [u8]> {
+    CLIPPED
+        .iter()
+        .find(|(full, _)| full.as_bytes().eq_ignore_ascii_case(name))
+        .map(|(_, short)| short.as_bytes())
+}
+
+/// Whether `text` holds `word` as written, as a word of its own or before
+/// a possessive "'s" ("Fed's"). Calls `each` with where each one starts
+/// and ends.
+pub(super) fn word_written_in(text: &str, word: &[u8], mut each: impl FnMut(usize, usize)) -> bool {
+    let bytes = text.as_bytes();
+    let mut any = false;
+    for start in memchr::memmem::find_iter(bytes, word) {
+        let end = start + word.len();
+        let ends = match &bytes[end..] {
+            [] | [b'\'', b's', ..] => true,
+            [b, ..] => !b.is_ascii_alphanumeric() && !matches!(b, b'-' | b'\''),
+        };
+        if (start == 0 || !bytes[start - 1].is_ascii_alphanumeric()) && ends {
+            each(start, end);
+            any = true;
+        }
+    }
+    any
+}
+
 /// Whether `text` holds the acronym `letters` as a word of its own, plain
 /// ("EU"), dotted ("E.U."), plural ("ETFs") or glued to a number ("CET" of
 /// "CET1"). Calls
@@ -728,6 +760,25 @@ mod tests {
             b"CEX",
             |_, _| {}
         ));
+    }
+
+    #[test]
+    fn a_clipped_name_is_found_as_its_word() {
+        assert_eq!(clipped_name(b"Federal Reserve"), Some(&b"Fed"[..]));
+        assert_eq!(clipped_name(b"federal reserve"), Some(&b"Fed"[..]));
+        assert_eq!(clipped_name(b"Federal Reserve Bank"), None);
+        let words = |text| {
+            places(text, |t, each| {
+                word_written_in(t, b"Fed", each);
+            })
+        };
+        assert_eq!(
+            words("The Fed and the Fed's board, Fed."),
+            ["Fed", "Fed", "Fed"]
+        );
+        for text in ["Fedwire", "the Fed-funded lab", "Fed'n", "FedEx", "fed"] {
+            assert!(words(text).is_empty(), "{text}");
+        }
     }
 
     #[test]

@@ -16,8 +16,9 @@ use super::index::{
     Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
 };
 use super::initials::{
-    AND_LETTERS, acronym_letters, chief_title_in, is_and, is_chief, is_name_joiner, is_small_word,
-    is_title_word, other_acronym, spelled_out_in, spelled_word_by_word, written_in,
+    AND_LETTERS, acronym_letters, chief_title_in, clipped_name, is_and, is_chief, is_name_joiner,
+    is_small_word, is_title_word, other_acronym, spelled_out_in, spelled_word_by_word,
+    word_written_in, written_in,
 };
 use super::lexicon::{
     PER, ShortForm, answer_particle, clock_time, closed_compound, currency_before, date,
@@ -1436,13 +1437,22 @@ fn find_by_initials(
             (plain, mixed, kind) = (None, None, ScanKind::Title);
         }
         let title = title.as_ref().map(|t| &t[..]);
+        // "Fed" for "Federal Reserve".
+        let clipped = clipped_name(&bytes[terms[first].at..terms[last].at + terms[last].len]);
+        if clipped.is_some() {
+            kind = ScanKind::Clipped;
+        }
         let around = found_beside(terms, first, end);
         let mut beside = 0;
         if (title.is_some() || n >= if lower_case { 3 } else { 2 })
             && letters[..n].iter().all(u8::is_ascii_uppercase)
-            && (plain.is_some() || mixed.is_some() || title.is_some())
+            && (plain.is_some() || mixed.is_some() || title.is_some() || clipped.is_some())
             && scan(
-                ScanKey::new(kind, title.or(mixed).unwrap_or(&letters[..n]), around),
+                ScanKey::new(
+                    kind,
+                    title.or(clipped).or(mixed).unwrap_or(&letters[..n]),
+                    around,
+                ),
                 &mut beside,
                 &mut |s, beside| {
                     let mut found = false;
@@ -1459,6 +1469,12 @@ fn find_by_initials(
                         .chain(title)
                     {
                         found |= written_in(s, letters, |start, end| {
+                            let (before, after) = stands_beside(s, (start, end), around, folder);
+                            *beside = (*beside).max(u32::from(before) + u32::from(after));
+                        });
+                    }
+                    if let Some(word) = clipped {
+                        found |= word_written_in(s, word, |start, end| {
                             let (before, after) = stands_beside(s, (start, end), around, folder);
                             *beside = (*beside).max(u32::from(before) + u32::from(after));
                         });
@@ -1518,7 +1534,8 @@ pub(super) struct ScanKey(u128);
 /// The scans of [`find_by_initials`]: an acronym's name; a name's acronym
 /// (in either of its spellings, see [`other_acronym`], and in mixed case);
 /// the acronym of a name read word by word, small words included; a
-/// name's acronym in mixed case only; a chief's title's acronym ("CEO").
+/// name's acronym in mixed case only; a chief's title's acronym ("CEO");
+/// a name's acronym and its clipped form ("Fed").
 #[derive(Clone, Copy)]
 enum ScanKind {
     Name = 1,
@@ -1526,6 +1543,7 @@ enum ScanKind {
     WordByWord = 3,
     MixedOnly = 4,
     Title = 5,
+    Clipped = 6,
 }
 
 impl ScanKey {

@@ -2002,6 +2002,57 @@ fn a_chief_officer_is_found_by_a_title_without_its_officer_and_back() {
 }
 
 #[test]
+fn the_federal_reserve_is_the_fed_and_britain_the_uk() {
+    for (claim, source) in [
+        (
+            "The Federal Reserve held rates steady",
+            "The Fed held rates steady.",
+        ),
+        (
+            "The Federal Reserve held rates steady",
+            "The Fed held rates steady and watched the federal funds rate.",
+        ),
+        (
+            "The bank is based in Britain",
+            "The bank is based in the UK.",
+        ),
+        (
+            "The bank is based in the UK",
+            "The bank is based in Britain.",
+        ),
+    ] {
+        assert_fully_supported(&format!("{claim}[^1]."), source);
+    }
+    assert_found_not_flagged(
+        "The Federal Reserve held rates steady",
+        "The Fed's board held rates steady.",
+    );
+    for (claim, source, missing) in [
+        (
+            "The Federal Reserve held rates steady",
+            "The ECB held rates steady.",
+            "reserve",
+        ),
+        (
+            "The French Republic held rates steady",
+            "The Fed held rates steady.",
+            "republic",
+        ),
+        (
+            "The bank is based in Britain",
+            "The bank is based in Ireland.",
+            "britain",
+        ),
+    ] {
+        let g = run(&format!("{claim}[^1]."), &[source]);
+        assert!(
+            g.claims[0].unsupported_terms.iter().any(|t| t == missing),
+            "{claim}: {g:?}"
+        );
+    }
+}
+
+#[test]
 fn a_claim_repeated_in_a_record_is_judged_as_it_is_alone() {
     // A record's acronym and bound scans of a source are kept for its
     // later claims.
