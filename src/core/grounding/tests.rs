@@ -2859,6 +2859,22 @@ fn a_financial_abbreviation_is_its_words() {
         "The bond pays 5% a month.",
         &["per", "annum"],
     );
+    // "daily" is "per day" and "a day".
+    assert_found_not_flagged(
+        "The daily limit is $10,000",
+        "The limit is $10,000 per day.",
+    );
+    assert_found_not_flagged("The daily limit is $10,000", "The limit is $10,000 a day.");
+    let g = run(
+        "The limit is $10,000 per day[^1].",
+        &["The daily limit is $10,000."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["per"], "{g:?}");
+    assert_flagged_missing(
+        "The daily limit is $10,000[^1].",
+        "The monthly limit is $10,000.",
+        &["daily"],
+    );
     // Another number is still another number; a word that only looks like
     // an abbreviation elsewhere is a word.
     assert_flagged_missing(
