@@ -1414,39 +1414,39 @@ fn find_by_initials(
         let lower_case = terms[first..end]
             .iter()
             .any(|t| t.class != TermClass::Function && bytes[t.at].is_ascii_lowercase());
-        // Two capitals of a name opened by a found word are too common an
-        // acronym to stand for it ("Tom Buscemi" is not a source's "TB"),
-        // and so are a found name's initials run on into words in lower
-        // case: such a name is read by three capitals or more, or in mixed
-        // case.
-        let mut plain = (first == i || (n >= 3 && !lower_case)).then_some(&letters[..n]);
-        let mut kind = if plain.is_some() {
-            ScanKind::Acronym
-        } else {
-            ScanKind::MixedOnly
-        };
         // "chief executive": a chief officer's title without its
-        // "officer", read as its acronym ("CEO") only.
+        // "officer", looked for as its acronym ("CEO") only; "Federal
+        // Reserve" as "Fed" only.
         let title = (n == 2
             && first == i
             && is_chief(&bytes[t.at..t.at + t.len])
             && is_title_word(&bytes[terms[last].at..terms[last].at + terms[last].len]))
         .then(|| [b'C', letters[1], b'O']);
-        let mut mixed = mixed;
-        if title.is_some() {
-            (plain, mixed, kind) = (None, None, ScanKind::Title);
-        }
         let title = title.as_ref().map(|t| &t[..]);
-        // "Fed" for "Federal Reserve".
-        let clipped = clipped_name(&bytes[terms[first].at..terms[last].at + terms[last].len]);
-        if clipped.is_some() {
-            kind = ScanKind::Clipped;
-        }
+        let clipped = title
+            .is_none()
+            .then(|| clipped_name(&bytes[terms[first].at..terms[last].at + terms[last].len]))
+            .flatten();
+        let other_form = title.is_some() || clipped.is_some();
+        // Two capitals of a name opened by a found word are too common an
+        // acronym to stand for it ("Tom Buscemi" is not a source's "TB"),
+        // and so are a found name's initials run on into words in lower
+        // case: such a name is read by three capitals or more, or in mixed
+        // case.
+        let plain =
+            (!other_form && (first == i || (n >= 3 && !lower_case))).then_some(&letters[..n]);
+        let mixed = mixed.filter(|_| !other_form);
+        let kind = match (title, clipped, plain) {
+            (Some(_), _, _) => ScanKind::Title,
+            (_, Some(_), _) => ScanKind::Clipped,
+            (_, _, Some(_)) => ScanKind::Acronym,
+            _ => ScanKind::MixedOnly,
+        };
         let around = found_beside(terms, first, end);
         let mut beside = 0;
-        if (title.is_some() || n >= if lower_case { 3 } else { 2 })
+        if (other_form || n >= if lower_case { 3 } else { 2 })
             && letters[..n].iter().all(u8::is_ascii_uppercase)
-            && (plain.is_some() || mixed.is_some() || title.is_some() || clipped.is_some())
+            && (other_form || plain.is_some() || mixed.is_some())
             && scan(
                 ScanKey::new(
                     kind,
@@ -1456,6 +1456,10 @@ fn find_by_initials(
                 &mut beside,
                 &mut |s, beside| {
                     let mut found = false;
+                    let mut stands = |start: usize, end: usize| {
+                        let (before, after) = stands_beside(s, (start, end), around, folder);
+                        *beside = (*beside).max(u32::from(before) + u32::from(after));
+                    };
                     let mut upper = [0u8; 6];
                     let mixed = mixed.map(|m| {
                         upper[..m.len()].copy_from_slice(m);
@@ -1468,16 +1472,10 @@ fn find_by_initials(
                         .chain(mixed)
                         .chain(title)
                     {
-                        found |= written_in(s, letters, |start, end| {
-                            let (before, after) = stands_beside(s, (start, end), around, folder);
-                            *beside = (*beside).max(u32::from(before) + u32::from(after));
-                        });
+                        found |= written_in(s, letters, &mut stands);
                     }
                     if let Some(word) = clipped {
-                        found |= word_written_in(s, word, |start, end| {
-                            let (before, after) = stands_beside(s, (start, end), around, folder);
-                            *beside = (*beside).max(u32::from(before) + u32::from(after));
-                        });
+                        found |= word_written_in(s, word, &mut stands);
                     }
                     found
                 },
@@ -1535,7 +1533,7 @@ pub(super) struct ScanKey(u128);
 /// (in either of its spellings, see [`other_acronym`], and in mixed case);
 /// the acronym of a name read word by word, small words included; a
 /// name's acronym in mixed case only; a chief's title's acronym ("CEO");
-/// a name's acronym and its clipped form ("Fed").
+/// a name's clipped form ("Fed").
 #[derive(Clone, Copy)]
 enum ScanKind {
     Name = 1,
