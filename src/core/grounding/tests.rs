@@ -1915,6 +1915,10 @@ fn an_acronym_in_mixed_case_or_of_a_name_with_and_is_found_and_back() {
             "The Securities and Exchange Commission fined the bank",
             "The SEC fined the bank.",
         ),
+        (
+            "Loans to SMEs grew 6%",
+            "Loans to small and medium-sized enterprises grew 6%.",
+        ),
     ] {
         assert_fully_supported(&format!("{claim}[^1]."), source);
     }
