@@ -1230,8 +1230,14 @@ fn may_be_initials(answer: &str, terms: &[Term]) -> bool {
     for t in terms {
         match (t.found, t.class) {
             (false, TermClass::Entity) => return true,
-            // "chief executive" for "CEO".
-            (false, TermClass::Word) if is_chief(&answer.as_bytes()[t.at..t.at + t.len]) => {
+            // "chief executive" for "CEO", and an acronym that opens the
+            // claim ("NPLs fell"), a word by its place.
+            (false, TermClass::Word)
+                if is_chief(&answer.as_bytes()[t.at..t.at + t.len])
+                    || answer.as_bytes()[t.at..t.at + t.len.min(2)]
+                        .iter()
+                        .all(u8::is_ascii_uppercase) =>
+            {
                 return true;
             }
             (false, TermClass::Word) => {

@@ -2395,6 +2395,8 @@ fn an_acronym_in_the_plural_or_of_a_hyphenated_name_is_found() {
             "There were 200 IPOs in 2021[^1].",
             "There were 200 initial public offerings in 2021.",
         ),
+        // Opening the claim.
+        ("NPLs fell to 2%[^1].", "Non-performing loans fell to 2%."),
         (
             "There were 200 initial public offerings in 2021[^1].",
             "There were 200 IPOs in 2021.",
