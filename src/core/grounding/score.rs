@@ -1234,9 +1234,10 @@ fn may_be_initials(answer: &str, terms: &[Term]) -> bool {
             // claim ("NPLs fell"), a word by its place.
             (false, TermClass::Word)
                 if is_chief(&answer.as_bytes()[t.at..t.at + t.len])
-                    || answer.as_bytes()[t.at..t.at + t.len.min(2)]
-                        .iter()
-                        .all(u8::is_ascii_uppercase) =>
+                    || (t.len >= 2
+                        && answer.as_bytes()[t.at..t.at + 2]
+                            .iter()
+                            .all(u8::is_ascii_uppercase)) =>
             {
                 return true;
             }
