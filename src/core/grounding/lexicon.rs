@@ -444,6 +444,40 @@ fn percent_of_basis_points(numeral: &[u8], out: &mut [u8; 48]) -> Option<usize> 
     scaled_numeral(numeral, -2, out)
 }
 
+/// Where the "cent" or "cents" after the number ending at `end` ends ("50
+/// cents"); `None` when another word or none follows.
+#[inline(always)]
+pub(super) fn cents_after(bytes: &[u8], end: usize) -> Option<usize> {
+    // Most numbers are followed by no word that starts with "c".
+    if bytes.get(end) != Some(&b' ') || bytes.get(end + 1).is_none_or(|b| b | 0x20 != b'c') {
+        return None;
+    }
+    cents_word(bytes, end + 1)
+}
+
+#[inline(never)]
+fn cents_word(bytes: &[u8], at: usize) -> Option<usize> {
+    let n = bytes[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric())
+        .count();
+    let word = &bytes[at..at + n];
+    (word.eq_ignore_ascii_case(b"cents") || word.eq_ignore_ascii_case(b"cent")).then_some(at + n)
+}
+
+/// `numeral` in cents written as the amount in the currency's units, its
+/// cents as two decimals ("50": "0.50", "5": "0.05", "150": "1.50", "2.5":
+/// "0.025", "1000": "10"), into `out`, as a price is written with its
+/// sign ("$0.50"): its length, or `None` when it does not fit.
+pub(super) fn units_of_cents(numeral: &[u8], out: &mut [u8; 48]) -> Option<usize> {
+    let mut n = scaled_numeral(numeral, -2, out)?;
+    if n >= 2 && out[n - 2] == b'.' {
+        *out.get_mut(n)? = b'0';
+        n += 1;
+    }
+    Some(n)
+}
+
 /// Whether the number at `at` is negative, and how many bytes before it
 /// its sign starts: a minus sign right before it ("-5", "−5") after a
 /// space, a bracket, a quote or the start (not "5-10", not "2004-05"), or
@@ -1917,6 +1951,116 @@ fn currency_sign(bytes: &[u8], at: usize) -> Option<(&'static [u8], usize)> {
     })
 }
 
+/// The change a number states when "up" or "down" comes before it ("up
+/// 5%", "down by $2 billion"): "increase" or "decrease", read as a word
+/// before the number (or its currency sign) starting at `at`, as claims
+/// read the "up" itself, so "Revenue was up 5%" finds "Revenue increased
+/// 5%" and "rose 5%", and the other way round.
+pub(super) fn direction_before(bytes: &[u8], at: usize) -> Option<&'static [u8]> {
+    // Most numbers follow no "up" or "down".
+    if at < 3 || bytes[at - 1] != b' ' || !matches!(bytes[at - 2] | 0x20, b'p' | b'n' | b'y') {
+        return None;
+    }
+    let mut end = at - 1;
+    if bytes[..end].len() >= 3 && bytes[end - 3..end].eq_ignore_ascii_case(b" by") {
+        end -= 3;
+    }
+    let start = bytes[..end]
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |p| p + 1);
+    if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+        return None;
+    }
+    direction(&bytes[start..end]).filter(|_| states_a_level(bytes, start))
+}
+
+/// What the word `w` at `at` of a claim is read as when a number follows
+/// it: "increase" for the "up" of "up 5%", "decrease" for "down" (see
+/// [`direction_before`]).
+#[inline(never)]
+pub(super) fn direction_of_number(bytes: &[u8], at: usize, len: usize) -> Option<&'static [u8]> {
+    let word = direction(&bytes[at..at + len])?;
+    if !states_a_level(bytes, at) {
+        return None;
+    }
+    let mut next = at + len;
+    if bytes.get(next) != Some(&b' ') {
+        return None;
+    }
+    next += 1;
+    if bytes
+        .get(next..next + 3)
+        .is_some_and(|b| b.eq_ignore_ascii_case(b"by "))
+    {
+        next += 3;
+    }
+    let digit_at = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_digit);
+    let number = digit_at(next)
+        || (1..=3).any(|sign| {
+            digit_at(next + sign)
+                && currency_sign(bytes, next + sign).is_some_and(|(_, n)| n == sign)
+        });
+    number.then_some(word)
+}
+
+/// Whether the "up" or "down" at `at` says where a level stands: after a
+/// form of "be" or a verb of where a price ends ("were up 5%", "closed
+/// down 2%", "moved up 3 places"), or after punctuation or at the start
+/// (", up 34 per cent"). After any other word it is most often the particle
+/// of a verb ("makes up 11%", "put up 44 points"), which states no change.
+fn states_a_level(bytes: &[u8], at: usize) -> bool {
+    const LEVEL_VERBS: [&[u8]; 20] = [
+        b"are",
+        b"be",
+        b"been",
+        b"being",
+        b"closed",
+        b"ended",
+        b"finished",
+        b"go",
+        b"goes",
+        b"going",
+        b"gone",
+        b"is",
+        b"moved",
+        b"remained",
+        b"stood",
+        b"traded",
+        b"trading",
+        b"was",
+        b"went",
+        b"were",
+    ];
+    let before = bytes[..at].trim_ascii_end();
+    let Some(&last) = before.last() else {
+        return true;
+    };
+    if !last.is_ascii_alphabetic() {
+        return matches!(last, b',' | b';' | b':' | b'(');
+    }
+    let start = before
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |p| p + 1);
+    let word = &before[start..];
+    // "Revenue's up": the apostrophe's "is".
+    let is = word.eq_ignore_ascii_case(b"s")
+        && (before[..start].ends_with(b"'") || before[..start].ends_with("\u{2019}".as_bytes()));
+    is || LEVEL_VERBS.iter().any(|v| word.eq_ignore_ascii_case(v))
+}
+
+/// "increase" for "up", "decrease" for "down" (case aside).
+pub(super) fn direction(w: &[u8]) -> Option<&'static [u8]> {
+    if w.eq_ignore_ascii_case(b"up") {
+        Some(b"increase")
+    } else if w.eq_ignore_ascii_case(b"down") {
+        Some(b"decrease")
+    } else {
+        None
+    }
+}
+
 /// What a number word of a run is worth, and how it joins the words
 /// before it.
 #[derive(Clone, Copy, PartialEq)]
@@ -2004,6 +2148,10 @@ pub(super) fn spelled_run(
     len: usize,
     out: &mut [u8; 48],
 ) -> Option<(usize, usize)> {
+    if let Some((value, end)) = point_fraction(bytes, at, len) {
+        out[..value.len()].copy_from_slice(value);
+        return Some((value.len(), end));
+    }
     // Most number words start no run ("one of", "two years"): the word
     // after must be one a number goes on with.
     let next = next_word(bytes, at + len)?;
@@ -2099,6 +2247,75 @@ pub(super) fn spelled_run(
         n += 2;
     }
     Some((n, end))
+}
+
+/// The words that open a fraction of a point ([`point_fraction`]) without
+/// spelling a number themselves: the word memo marks them as it marks
+/// number words, so that they reach [`spelled_run`].
+pub(super) const FRACTION_WORDS: [&str; 2] = ["half", "quarter"];
+
+/// A fraction of a percentage point written in words, from the word at
+/// `at..at + len` on: "quarter point", "quarter-point", "half a point",
+/// "half a percentage point", "quarter of a percentage point",
+/// "three-quarters of a point", "half a percent": its value in percent
+/// ("0.25", "0.5", "0.75") and where its words end. Read as that number, as
+/// "0.25 percentage points" is (its unit read as none), so "a quarter
+/// point" finds "25 basis points" and "0.25%". A fraction of anything else
+/// ("half a share", "a quarter of the loans") is no number.
+fn point_fraction(bytes: &[u8], at: usize, len: usize) -> Option<(&'static [u8], usize)> {
+    let first = bytes.get(at..at + len)?;
+    let is = |(from, to): (usize, usize), w: &[u8]| bytes[from..to].eq_ignore_ascii_case(w);
+    let (value, mut end): (&'static [u8], usize) = if first.eq_ignore_ascii_case(b"half") {
+        (b"0.5", at + len)
+    } else if first.eq_ignore_ascii_case(b"quarter") {
+        (b"0.25", at + len)
+    } else if first.eq_ignore_ascii_case(b"three") {
+        let next = next_word(bytes, at + len)?;
+        if !(is(next, b"quarter") || is(next, b"quarters")) {
+            return None;
+        }
+        (b"0.75", next.1)
+    } else {
+        return None;
+    };
+    let mut next = next_word(bytes, end)?;
+    if is(next, b"of") {
+        next = next_word(bytes, next.1)?;
+    }
+    if is(next, b"a") {
+        next = next_word(bytes, next.1)?;
+    }
+    if is(next, b"percentage") {
+        next = next_word(bytes, next.1)?;
+        if !(is(next, b"point") || is(next, b"points")) {
+            return None;
+        }
+    } else if is(next, b"per") {
+        next = next_word(bytes, next.1)?;
+        if !is(next, b"cent") {
+            return None;
+        }
+    } else if !(is(next, b"point")
+        || is(next, b"points")
+        || is_percent_word(&bytes[next.0..next.1]))
+    {
+        return None;
+    }
+    end = next.1;
+    // A word goes on past the letters ("pointed", "point5"): no unit.
+    if bytes.get(end).is_some_and(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    Some((value, end))
+}
+
+/// Whether the word "a" at `at` opens a fraction of a point ("a quarter
+/// point"): a claim reads it with the fraction, so that "a quarter point"
+/// finds "25 basis points", which has no "a".
+pub(super) fn article_of_fraction(bytes: &[u8], at: usize) -> bool {
+    bytes[at].eq_ignore_ascii_case(&b'a')
+        && next_word(bytes, at + 1)
+            .is_some_and(|(from, to)| point_fraction(bytes, from, to - from).is_some())
 }
 
 /// Small numbers and ordinals in words and in digits (sorted by word): a
@@ -2306,6 +2523,119 @@ mod tests {
             let lower = w.to_ascii_lowercase();
             assert_eq!(is_stop_name_word(w.as_bytes()), is_stop(&lower), "{w}");
         }
+    }
+
+    #[test]
+    fn up_and_down_before_a_number_read_alike_in_claims_and_sources() {
+        for (text, change) in [
+            ("Revenue was up 5%", Some("increase")),
+            ("Deposits were down by $2 billion", Some("decrease")),
+            ("Revenue's up 5%", Some("increase")),
+            ("turnover, up 34 per cent", Some("increase")),
+            ("Up 5% on the year", Some("increase")),
+            ("The stock closed DOWN 2%", Some("decrease")),
+            ("Prices were up €5", Some("increase")),
+            ("Women make up 11% of staff", None),
+            ("He put up 44 points", None),
+            ("Prices were up sharply", None),
+            ("Prices were up to 5%", None),
+            ("a setup 5 times", None),
+        ] {
+            let (b, lower) = (text.as_bytes(), text.to_ascii_lowercase());
+            // The "up" or "down", as a claim reads it.
+            let word = lower
+                .find(" up ")
+                .or_else(|| lower.find(" down "))
+                .map_or(0, |p| p + 1);
+            let len = b[word..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .count();
+            let change = change.map(str::as_bytes);
+            assert_eq!(
+                direction_of_number(b, word, len),
+                change,
+                "{text}: the claim's word"
+            );
+            // The number after it, and its sign, as a source reads them.
+            let Some(n) = b.iter().position(u8::is_ascii_digit) else {
+                continue;
+            };
+            if n > word + len + 8 {
+                continue;
+            }
+            let sign = currency_sign(b, n).map_or(0, |(_, s)| s);
+            assert_eq!(
+                direction_before(b, n - sign),
+                change,
+                "{text}: before the source's number"
+            );
+        }
+    }
+
+    #[test]
+    fn cents_are_written_as_their_units() {
+        for (cents, units) in [
+            ("50", "0.50"),
+            ("5", "0.05"),
+            ("150", "1.50"),
+            ("2.5", "0.025"),
+            ("1,000", "10"),
+            ("99", "0.99"),
+        ] {
+            let mut out = [0u8; 48];
+            let n = units_of_cents(cents.as_bytes(), &mut out).unwrap();
+            assert_eq!(&out[..n], units.as_bytes(), "{cents}");
+        }
+        assert_eq!(cents_after(b"50 cents a share", 2), Some(8));
+        assert_eq!(cents_after(b"1 cent", 1), Some(6));
+        for other in ["5 per cent", "5 centimes", "5cents", "5 Cent5"] {
+            assert_eq!(cents_after(other.as_bytes(), 1), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn fractions_of_a_point_are_read_with_their_unit() {
+        fn read(text: &str) -> Option<(&'static [u8], &str)> {
+            let len = text.find([' ', '-']).unwrap_or(text.len());
+            point_fraction(text.as_bytes(), 0, len).map(|(v, end)| (v, &text[..end]))
+        }
+        for (text, value, words) in [
+            ("quarter point cut", "0.25", "quarter point"),
+            ("quarter-point cut", "0.25", "quarter-point"),
+            (
+                "Quarter of a Percentage Point.",
+                "0.25",
+                "Quarter of a Percentage Point",
+            ),
+            ("half a point", "0.5", "half a point"),
+            ("half a per cent", "0.5", "half a per cent"),
+            ("half a percent", "0.5", "half a percent"),
+            ("half-point", "0.5", "half-point"),
+            (
+                "three-quarters of a point",
+                "0.75",
+                "three-quarters of a point",
+            ),
+            ("three quarter points", "0.75", "three quarter points"),
+        ] {
+            assert_eq!(read(text), Some((value.as_bytes(), words)), "{text}");
+        }
+        for text in [
+            "half of the loans",
+            "quarter of a share",
+            "half a percentage",
+            "half a percentage of",
+            "quarter pointed",
+            "three points",
+            "three quarters of the year",
+            "half",
+            "quarter per share",
+        ] {
+            assert_eq!(read(text), None, "{text}");
+        }
+        assert!(article_of_fraction(b"a quarter point", 0));
+        assert!(!article_of_fraction(b"a quarter of loans", 0));
     }
 
     #[test]

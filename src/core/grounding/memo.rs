@@ -5,7 +5,9 @@
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use super::lexicon::{SPELLED, fold_into, is_filler, is_negation, is_stop, spelled_other};
+use super::lexicon::{
+    FRACTION_WORDS, SPELLED, direction, fold_into, is_filler, is_negation, is_stop, spelled_other,
+};
 use super::opposites;
 use super::variants;
 use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
@@ -25,8 +27,9 @@ pub(super) struct WordInfo {
     /// without a space, or an abbreviation; sources also index the parts.
     pub(super) dotted: bool,
     /// The digits of a small number written as a word ("two": "2"), as
-    /// 1 + its index in [`SPELLED`]; 0 for none (one byte keeps the memo's
-    /// slots small).
+    /// 1 + its index in [`SPELLED`]; [`FRACTION`] for a word that may open
+    /// a fraction of a point; 0 for none (one byte keeps the memo's slots
+    /// small).
     pub(super) spelled: u8,
     /// Other spellings and synonyms it may be found by, as a
     /// [`variants::group`] handle (0: none).
@@ -35,6 +38,10 @@ pub(super) struct WordInfo {
     /// time bound (see [`opposing`]): the claims without one skip those
     /// checks.
     pub(super) opposing: bool,
+    /// "up" or "down": before a number, the change it states (see
+    /// `lexicon::direction_of_number`); the claims' other words skip
+    /// that test.
+    pub(super) direction: bool,
 }
 
 impl WordInfo {
@@ -48,8 +55,8 @@ impl WordInfo {
 
     /// The memo's packed form: id (32 bits), word classes (5), spelled
     /// digits (6: fewer than 64 entries in `SPELLED`), opposing (1),
-    /// variants group (17: at most `variants::MAX_GROUPS`) in one word,
-    /// with a bit that marks it present.
+    /// direction (1), variants group (17: at most `variants::MAX_GROUPS`)
+    /// in one word, with a bit that marks it present.
     fn pack(&self) -> u64 {
         u64::from(self.id)
             | u64::from(self.number) << 32
@@ -59,6 +66,7 @@ impl WordInfo {
             | u64::from(self.dotted) << 36
             | u64::from(self.spelled) << 37
             | u64::from(self.opposing) << 43
+            | u64::from(self.direction) << 44
             | u64::from(self.variants) << 45
             | PRESENT
     }
@@ -76,9 +84,15 @@ impl WordInfo {
             spelled: p.spelled_code(),
             variants: p.variants(),
             opposing: p.opposing(),
+            direction: p.direction(),
         }
     }
 }
+
+/// The [`WordInfo::spelled`] entry of a word that may open a fraction of a
+/// point ("half", "quarter"; see `lexicon::point_fraction`): past the
+/// table, so it spells no digits of its own.
+const FRACTION: u8 = 63;
 
 /// The digits of the [`WordInfo::spelled`] entry `spelled` ("2" for "two").
 #[inline(always)]
@@ -157,8 +171,9 @@ impl Packed {
         spelled_digits(self.spelled_code())
     }
 
-    /// Whether [`Packed::spelled`] is some: one bit test, for the many
-    /// words that spell no number.
+    /// Whether [`Packed::spelled`] is some, or the word may open a
+    /// fraction of a point ("half"): one bit test, for the many words
+    /// that open no number.
     #[inline(always)]
     pub(super) fn is_spelled(self) -> bool {
         self.spelled_code() != 0
@@ -168,6 +183,12 @@ impl Packed {
     #[inline(always)]
     pub(super) fn opposing(self) -> bool {
         self.0 & 1 << 43 != 0
+    }
+
+    /// See [`WordInfo::direction`].
+    #[inline(always)]
+    pub(super) fn direction(self) -> bool {
+        self.0 & 1 << 44 != 0
     }
 
     /// See [`WordInfo::variants`].
@@ -486,9 +507,15 @@ impl Folder {
         let spelled = spelled_other(buf, false)
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
             .map_or(0, |i| i as u8 + 1);
+        let spelled = if spelled == 0 && FRACTION_WORDS.contains(&buf.as_str()) {
+            FRACTION
+        } else {
+            spelled
+        };
         // Of the folded form: an ASCII word is filed under its lower case,
         // which the opposites' tables read case aside.
         let opposing = opposing(buf.as_bytes());
+        let direction = direction(buf.as_bytes()).is_some();
         WordInfo {
             id: self.id(key),
             number: false,
@@ -499,6 +526,7 @@ impl Folder {
             spelled,
             variants,
             opposing,
+            direction,
         }
     }
 
@@ -536,8 +564,9 @@ fn dotted_initials(word: &str) -> Option<String> {
     initials.then(|| b.iter().step_by(2).map(|&c| char::from(c)).collect())
 }
 
-// The packed memo slot keeps a spelled number's index + 1 in 6 bits.
-const _: () = assert!(SPELLED.len() < 63);
+// The packed memo slot keeps a spelled number's index + 1 in 6 bits, below
+// the code of a fraction's word.
+const _: () = assert!(SPELLED.len() < FRACTION as usize);
 
 #[cfg(test)]
 mod tests {
@@ -553,9 +582,14 @@ mod tests {
                 filler: bits & 4 != 0,
                 negation: bits & 8 != 0,
                 dotted: bits & 16 != 0,
-                spelled: (bits % 7) as u8,
+                spelled: if bits == 63 {
+                    FRACTION
+                } else {
+                    (bits % 7) as u8
+                },
                 variants: 0x1_ffff - bits,
                 opposing: bits & 32 != 0,
+                direction: bits & 1 == 0,
             };
             let p = Packed(info.pack());
             assert_eq!(p.id(), info.id);
@@ -566,9 +600,14 @@ mod tests {
             assert_eq!(p.dotted(), info.dotted);
             assert_eq!((p.stop(), p.filler()), (info.stop, info.filler));
             assert_eq!(p.spelled(), spelled_digits(info.spelled));
-            assert_eq!(p.is_spelled(), p.spelled().is_some());
+            assert_eq!(p.is_spelled(), info.spelled != 0);
+            assert_eq!(
+                p.spelled().is_some(),
+                info.spelled != 0 && info.spelled != FRACTION
+            );
             assert_eq!(p.variants(), info.variants);
             assert_eq!(p.opposing(), info.opposing);
+            assert_eq!(p.direction(), info.direction);
             let back = WordInfo::unpack(info.pack());
             assert_eq!(format!("{back:?}"), format!("{info:?}"));
         }

@@ -21,10 +21,10 @@ use super::initials::{
     word_written_in, written_in,
 };
 use super::lexicon::{
-    PER, ShortForm, answer_particle, clock_time, closed_compound, currency_before, date,
-    for_each_word, glued_split, may_open_date, name_into, names_time, number_text, short_form,
-    skipped, slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run,
-    unit_word,
+    PER, ShortForm, answer_particle, article_of_fraction, cents_after, clock_time, closed_compound,
+    currency_before, date, direction_of_number, for_each_word, glued_split, may_open_date,
+    name_into, names_time, number_text, short_form, skipped, slashed_period, slashed_period_before,
+    source_reference, spelled_other, spelled_run, unit_word, units_of_cents,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -266,8 +266,9 @@ fn read_claims(
             if skipped(bytes, &mut address_end, at, len) || i < lead || i >= trail {
                 continue;
             }
-            // "y/y": read with its first letter (below).
-            if len == 1 && slashed_period_before(bytes, at) {
+            // "y/y": read with its first letter (below); the "a" of "a
+            // quarter point": read with the fraction.
+            if len == 1 && (slashed_period_before(bytes, at) || article_of_fraction(bytes, at)) {
                 continue;
             }
             let mut w = &bytes[at..at + len];
@@ -307,6 +308,12 @@ fn read_claims(
             // Words that start with a digit: the other words pass these
             // tests with one.
             if w[0].is_ascii_digit() {
+                // "50 cents": a dollar's or a euro's, as sources read it,
+                // named by its "cents".
+                if let Some(end) = cents_after(bytes, at + len) {
+                    all_terms.push(cents_currency(folder, at + len + 1, end));
+                    declare_terms(declare, index, folder, &all_terms[all_terms.len() - 1..]);
+                }
                 // "$5": the sign is a word of its own ("dollar"), before the number.
                 if let Some((word, sign)) = currency_before(bytes, at) {
                     let from = all_terms.len();
@@ -333,7 +340,7 @@ fn read_claims(
             let mut written;
             let mut clock;
             let mut hour_written = None;
-            let (w, at, len) = if w[0].is_ascii_digit() {
+            let (mut w, at, len) = if w[0].is_ascii_digit() {
                 written = ([0u8; 48], [0u8; 49]);
                 clock = [0u8; 5];
                 if let Some((text, marked, end)) = clock_time(bytes, at, len, &mut clock) {
@@ -344,6 +351,13 @@ fn read_claims(
                     }
                     // A finding names the time whole.
                     (text, at, end - at)
+                } else if let Some((n, end)) = cents_after(bytes, at + len)
+                    .and_then(|end| Some((units_of_cents(w, &mut written.0)?, end)))
+                {
+                    // "50 cents": the amount as a price writes it ("0.50"),
+                    // its currency read before it; named whole.
+                    address_end = end;
+                    (&written.0[..n], at, end - at)
                 } else {
                     // A finding names a negative number with its sign.
                     let (text, sign) = number_text(bytes, at, len, &mut written);
@@ -355,15 +369,24 @@ fn read_claims(
             };
             let sentence_start = i == 0;
             // ASCII: case and classes come with the hash, in one pass.
-            let scan = ascii.then(|| ascii_word(w));
-            let folded = match &scan {
+            let mut scan = ascii.then(|| ascii_word(w));
+            let mut folded = match &scan {
                 Some(a) => folder.fold_ascii_packed(w, a.hash),
                 None => folder.fold_packed(w, false),
             };
+            // The "up" of "up 5%": "increase", as sources read it.
+            if folded.direction()
+                && let Some(change) = direction_of_number(bytes, at, len)
+            {
+                let a = ascii_word(change);
+                (w, folded) = (change, folder.fold_ascii_packed(change, a.hash));
+                scan = Some(a);
+            }
             // "twenty-one": one number, read as its digits, as sources read
             // it; the run's other words are skipped.
-            let (w, folded, len) = match folded
-                .is_spelled()
+            // A word the claim implies ("second" for the "s" of "m/s")
+            // opens no run.
+            let (w, folded, len) = match (folded.is_spelled() && w.len() == len)
                 .then(|| spelled_run(bytes, at, len, &mut run))
                 .flatten()
             {
@@ -478,6 +501,17 @@ fn number_other(folder: &mut Folder, w: &[u8]) -> u32 {
 fn implied_term(folder: &mut Folder, word: &[u8], at: usize, len: usize) -> Term {
     let folded = folder.fold_packed(word, true);
     Term::new(folder, folded, TermClass::Word, at, len)
+}
+
+/// The currency of the cents named by the claim's word at `at..end`
+/// ("cents" of "50 cents"): a dollar, or else a euro, as sources read them.
+/// A currency names what the amount is counted in, as a name does.
+#[inline(never)]
+fn cents_currency(folder: &mut Folder, at: usize, end: usize) -> Term {
+    let mut t = implied_term(folder, b"dollar", at, end - at);
+    t.class = TermClass::Entity;
+    t.other = folder.fold_packed(b"euro", true).id();
+    t
 }
 
 /// Declares `terms` to the index when the claim declares as it reads

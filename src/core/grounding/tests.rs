@@ -2940,6 +2940,178 @@ fn a_rate_in_basis_points_is_its_percent() {
 }
 
 #[test]
+fn a_fraction_of_a_point_is_its_percent() {
+    for (claim, source) in [
+        (
+            "The Fed raised rates by a quarter point[^1].",
+            "The Fed raised rates by 25 basis points.",
+        ),
+        (
+            "The Fed raised rates by 25 bps[^1].",
+            "The Fed raised rates by a quarter-point.",
+        ),
+        (
+            "The ECB cut rates by half a percentage point[^1].",
+            "The ECB cut rates by 50 bps.",
+        ),
+        (
+            "The ECB cut rates by 0.5%[^1].",
+            "The ECB cut rates by half a percent.",
+        ),
+        (
+            "The BoE cut rates by three-quarters of a point[^1].",
+            "The BoE cut rates by 0.75 percentage points.",
+        ),
+        (
+            "The BoE cut rates by 75bp[^1].",
+            "The BoE cut rates by three quarters of a point.",
+        ),
+        (
+            "The BoE cut rates by 0.25 percentage points[^1].",
+            "The BoE cut rates by a quarter of a percentage point.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another fraction is another number, named as the claim writes it;
+    // a fraction of anything but a point is no number.
+    for (claim, source, missing) in [
+        (
+            "The Fed cut rates by half a point[^1].",
+            "The Fed cut rates by 25 basis points.",
+            "half a point",
+        ),
+        (
+            "The Fed cut rates by a quarter point[^1].",
+            "The Fed cut rates by half a point.",
+            "quarter point",
+        ),
+        (
+            "The Fed cut rates by 50 basis points[^1].",
+            "The Fed cut rates by a quarter point.",
+            "50",
+        ),
+    ] {
+        assert_flagged_missing(claim, source, &[missing]);
+    }
+    assert_still_missing(
+        "Half of the loans were repaid",
+        "0.5 of the loans were repaid.",
+        "half",
+    );
+}
+
+#[test]
+fn up_or_down_before_a_number_is_the_change_it_states() {
+    for (claim, source) in [
+        (
+            "Revenue increased 5% in 2023[^1].",
+            "Revenue was up 5% in 2023.",
+        ),
+        (
+            "Deposits fell by $2bn[^1].",
+            "Deposits were down by $2 billion.",
+        ),
+        ("The shares were up 3%[^1].", "The shares were up 3%."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    for (claim, source) in [
+        ("Revenue was up 5%", "Revenue grew 5%."),
+        (
+            "The stock closed down 2%",
+            "The stock closed, having declined 2%.",
+        ),
+        (
+            "Turnover rose 34 per cent",
+            "Turnover reached $106 million, up 34 per cent.",
+        ),
+    ] {
+        assert_found_not_flagged(claim, source);
+    }
+    // The other direction is not found; the particle of a verb states no
+    // change.
+    assert_flagged_missing("Shares were up 3%[^1].", "Shares were down 3%.", &["up"]);
+    assert_still_missing(
+        "Women increased 11% of the board",
+        "Women make up 11% of the board.",
+        "increased",
+    );
+}
+
+#[test]
+fn cents_are_a_price_in_dollars_or_euros() {
+    for (claim, source) in [
+        (
+            "The dividend is 50 cents a share[^1].",
+            "The dividend is $0.50 a share.",
+        ),
+        (
+            "The dividend is $0.50 a share[^1].",
+            "The dividend is 50 cents a share.",
+        ),
+        (
+            "The dividend is €0.50 a share[^1].",
+            "The dividend is 50 cents a share.",
+        ),
+        ("The fee is 5 cents[^1].", "The fee is $0.05."),
+        ("EPS was $1.50[^1].", "EPS was 150 cents."),
+        ("The fee is 50 cents[^1].", "The fee is 50 cents."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another amount, or pence, is not found.
+    for (claim, source, missing) in [
+        (
+            "The stock fell 30 cents[^1].",
+            "The stock fell 40 cents.",
+            "30 cents",
+        ),
+        (
+            "The stock fell $0.30[^1].",
+            "The stock fell 3 cents.",
+            "0.30",
+        ),
+        ("The fee is 50 cents[^1].", "The fee is £0.50.", "cents"),
+    ] {
+        assert_flagged_missing(claim, source, &[missing]);
+    }
+}
+
+#[test]
+fn words_of_financial_reporting_are_found_by_each_other() {
+    for (claim, source) in [
+        ("The firm has 500 staff[^1].", "The firm has 500 employees."),
+        ("The firm has 500 employees[^1].", "The firm has 500 staff."),
+        ("The bank posted a loss[^1].", "The bank reported a loss."),
+        ("The bank reported a loss[^1].", "The bank posted a loss."),
+        (
+            "Google bought the company[^1].",
+            "Google acquired the company.",
+        ),
+        (
+            "Google acquired the company[^1].",
+            "Google bought the company.",
+        ),
+        ("Turnover rose 5%[^1].", "Revenue rose 5%."),
+        (
+            "The takeover was approved[^1].",
+            "The acquisition was approved.",
+        ),
+        ("Shares fell 3%[^1].", "The stock fell 3%."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // An opposite, or a measure the table does not join, is not found.
+    assert_flagged_missing(
+        "The bank sold the company[^1].",
+        "The bank bought the company.",
+        &["sold"],
+    );
+    assert_still_missing("Revenue rose 5%", "Profit rose 5%.", "revenue");
+}
+
+#[test]
 fn a_change_is_found_by_another_verb_of_its_direction() {
     for (claim, source) in [
         (

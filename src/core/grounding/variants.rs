@@ -2,11 +2,12 @@
 //! spellings ("favourite" = "favorite"), abbreviations of units, months
 //! and titles ("km" = "kilometre", "Sept" = "September", "Mt" = "Mount"),
 //! verbs of one direction of a change ("increased" = "rose" = "grew",
-//! "fell" = "declined") and WordNet synonyms ("enroll" → "register"), from
-//! the data files `tools/wordnet_variants.py` generates from WordNet 3.0
+//! "fell" = "declined"), words of financial reporting ("staff" =
+//! "employees") and WordNet synonyms ("enroll" → "register"), from the
+//! data files `tools/wordnet_variants.py` generates from WordNet 3.0
 //! (notice in `data/LICENSE-WordNet`) and the hand-written
-//! `data/abbreviations.txt` and `data/directions.txt`, stemmed by
-//! `build.rs`.
+//! `data/abbreviations.txt`, `data/directions.txt` and `data/finance.txt`,
+//! stemmed by `build.rs`.
 //!
 //! A pure function of the claim's word (by its stem): the alternates are
 //! known before any source is read. Read once per process on first use
@@ -19,9 +20,9 @@ use crate::core::terms::Table;
 use crate::core::terms::term_hash;
 
 /// The tables stemmed by `build.rs`: `stem<TAB>alternate-stem …` per line,
-/// UK/US spellings first, then abbreviations, directions and synonyms (the
-/// first alternate found wins). The binary reads the same table as keys
-/// (below); the text is for the test that the two agree.
+/// UK/US spellings first, then abbreviations, directions, financial words
+/// and synonyms (the first alternate found wins). The binary reads the same
+/// table as keys (below); the text is for the test that the two agree.
 #[cfg(test)]
 const STEMMED: &str = include_str!(concat!(env!("OUT_DIR"), "/variants.txt"));
 

@@ -15,10 +15,10 @@ use super::{Mark, NEGATED, SourceIndex, Wanted, list, pair_hash};
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
-    Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, clock_time,
-    closed_compound, currency_before, date, for_each_word, glued_unit, may_open_date,
-    multiple_sign, number_text, per_unit, short_form, skipped, slashed_period,
-    slashed_period_before, spelled_run, us_dollar,
+    Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
+    clock_time, closed_compound, currency_before, date, direction_before, for_each_word,
+    glued_unit, may_open_date, multiple_sign, number_text, per_unit, short_form, skipped,
+    slashed_period, slashed_period_before, spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -382,7 +382,15 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         let Some(joint) = self.enter(w, off) else {
             return;
         };
-        if let Some((word, sign)) = currency_before(self.at.bytes, off) {
+        let currency = currency_before(self.at.bytes, off);
+        // "up 5%": the change's word ("increase") before the number and
+        // its sign, as claims read the "up".
+        if let Some(direction) =
+            direction_before(self.at.bytes, off - currency.map_or(0, |(_, sign)| sign))
+        {
+            self.implied(direction);
+        }
+        if let Some((word, sign)) = currency {
             if off >= sign + 2 && us_dollar(self.at.bytes, off - sign - 2, 2) {
                 self.us_dollar(word);
             } else {
@@ -397,6 +405,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             // Its minutes and its "p.m." are read in it.
             self.at.address_end = end;
             return self.clock(w, off, ascii, joint, time);
+        }
+        if let Some(end) = cents_after(self.at.bytes, off + w.len()) {
+            return self.cents(w, off, end);
         }
         // A negative number ("-5", "minus 5"), or one a scale may follow
         // ("1.2 million"): written out, as claims read it.
@@ -423,6 +434,21 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                 let _ = r.word(time, None, true, r.sentence, &mut None);
             },
         );
+    }
+
+    /// "50 cents", ending at `end`: the amount as a price writes it
+    /// ("0.50", as claims read it), after the currencies whose hundredth a
+    /// cent is ("dollar", "euro"), so that a claim's "$0.50" or "€0.50"
+    /// finds it. Kept out of the loop.
+    #[inline(never)]
+    fn cents(&mut self, w: &[u8], off: usize, end: usize) {
+        let mut out = [0u8; 48];
+        let Some(n) = units_of_cents(w, &mut out) else {
+            return self.take(w, off, true);
+        };
+        self.at.address_end = end;
+        self.at_one_place(|r| r.implied(b"dollar"), |r| r.implied(b"euro"));
+        self.take(&out[..n], off, true);
     }
 
     /// "US$5": the sign read as its word ("dollar"), as claims read it
@@ -639,7 +665,8 @@ impl Cursor<'_> {
 
     /// The number word `w` at `off` (`None`: part of a dotted word) as it
     /// is read: with the words after it when they spell one number with it
-    /// ("twenty-one": 21), which are then skipped; else as it is.
+    /// ("twenty-one": 21), which are then skipped; else as it is. A word
+    /// the text implies ("second" for the "s" of "m/s") opens no run.
     #[inline(never)]
     fn spelled_number(
         &mut self,
@@ -648,7 +675,7 @@ impl Cursor<'_> {
         w: &[u8],
         off: Option<usize>,
     ) -> Packed {
-        let Some(off) = off else {
+        let Some(off) = off.filter(|&o| self.bytes.get(o..o + w.len()) == Some(w)) else {
             return info;
         };
         let mut out = [0u8; 48];
