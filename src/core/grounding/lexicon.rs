@@ -2287,18 +2287,13 @@ fn point_fraction(bytes: &[u8], at: usize, len: usize) -> Option<(&'static [u8],
     }
     if is(next, b"percentage") {
         next = next_word(bytes, next.1)?;
-        if !(is(next, b"point") || is(next, b"points")) {
-            return None;
-        }
+        points_at(bytes, next.0)?;
     } else if is(next, b"per") {
         next = next_word(bytes, next.1)?;
         if !is(next, b"cent") {
             return None;
         }
-    } else if !(is(next, b"point")
-        || is(next, b"points")
-        || is_percent_word(&bytes[next.0..next.1]))
-    {
+    } else if points_at(bytes, next.0).is_none() && !is_percent_word(&bytes[next.0..next.1]) {
         return None;
     }
     end = next.1;

@@ -307,10 +307,16 @@ fn read_claims(
             };
             // Words that start with a digit: the other words pass these
             // tests with one.
+            // Where the "cents" of "50 cents" ends.
+            let cents = if w[0].is_ascii_digit() {
+                cents_after(bytes, at + len)
+            } else {
+                None
+            };
             if w[0].is_ascii_digit() {
                 // "50 cents": a dollar's or a euro's, as sources read it,
                 // named by its "cents".
-                if let Some(end) = cents_after(bytes, at + len) {
+                if let Some(end) = cents {
                     all_terms.push(cents_currency(folder, at + len + 1, end));
                     declare_terms(declare, index, folder, &all_terms[all_terms.len() - 1..]);
                 }
@@ -351,8 +357,8 @@ fn read_claims(
                     }
                     // A finding names the time whole.
                     (text, at, end - at)
-                } else if let Some((n, end)) = cents_after(bytes, at + len)
-                    .and_then(|end| Some((units_of_cents(w, &mut written.0)?, end)))
+                } else if let Some((n, end)) =
+                    cents.and_then(|end| Some((units_of_cents(w, &mut written.0)?, end)))
                 {
                     // "50 cents": the amount as a price writes it ("0.50"),
                     // its currency read before it; named whole.
