@@ -2004,6 +2004,94 @@ pub(super) fn direction_of_number(bytes: &[u8], at: usize, len: usize) -> Option
     number.then_some(word)
 }
 
+/// The change a number states when "higher" or "lower" follows it and its
+/// unit ("5% higher", "2 percentage points lower", "$3bn higher", "5 per
+/// cent lower", "40 basis points higher"): "increase" or "decrease", with
+/// where the comparative word is and its length. The number's digits are
+/// `at..end`; its unit follows glued ("%", "bn") or as words, or a
+/// currency sign comes before it ("$2 higher"): a number of nothing ("25
+/// Lower Street") states no change. Claims read the change in place of the
+/// comparative, sources beside it, both before the number (as "up 5%" is
+/// read), so "Revenue was 5% higher" finds "Revenue rose 5%" and the other
+/// way round.
+#[inline(always)]
+pub(super) fn comparative_after(
+    bytes: &[u8],
+    at: usize,
+    end: usize,
+) -> Option<(&'static [u8], usize, usize)> {
+    // Most numbers are followed by punctuation, or by a space and a word
+    // that opens neither a unit nor a comparative.
+    match bytes.get(end) {
+        Some(b' ') if !may_open_unit(bytes.get(end + 1)) => None,
+        Some(b) if *b == b' ' || b.is_ascii_alphanumeric() || *b == b'%' => {
+            comparative_at(bytes, at, end)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a word starting with `first` may be a unit of
+/// [`comparative_after`] or its comparative, by its first letter.
+#[inline(always)]
+fn may_open_unit(first: Option<&u8>) -> bool {
+    matches!(
+        first.map(|b| b | 0x20),
+        Some(b'b' | b'c' | b'h' | b'l' | b'm' | b'p' | b't')
+    )
+}
+
+#[inline(never)]
+fn comparative_at(bytes: &[u8], at: usize, end: usize) -> Option<(&'static [u8], usize, usize)> {
+    let mut pos = end;
+    while bytes
+        .get(pos)
+        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'%')
+    {
+        pos += 1;
+    }
+    let mut unit = pos > end;
+    // "$2 higher": the sign is the unit.
+    let signed = || at > 0 && currency_sign(bytes, at).is_some();
+    for _ in 0..4 {
+        if bytes.get(pos) != Some(&b' ') {
+            return None;
+        }
+        let from = pos + 1;
+        if !may_open_unit(bytes.get(from)) {
+            return None;
+        }
+        // No unit or comparative is longer than ten letters.
+        let n = bytes[from..]
+            .iter()
+            .take(11)
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        let to = from + n;
+        if n > 10 || bytes.get(to).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        let mut lower = [0u8; 10];
+        for (l, b) in lower.iter_mut().zip(&bytes[from..to]) {
+            *l = b | 0x20;
+        }
+        let change: &'static [u8] = match &lower[..n] {
+            b"higher" => b"increase",
+            b"lower" => b"decrease",
+            b"basis" | b"billion" | b"bn" | b"bp" | b"bps" | b"cent" | b"million" | b"mn"
+            | b"per" | b"percent" | b"percentage" | b"point" | b"points" | b"pp" | b"thousand"
+            | b"trillion" => {
+                unit = true;
+                pos = to;
+                continue;
+            }
+            _ => return None,
+        };
+        return (unit || signed()).then_some((change, from, n));
+    }
+    None
+}
+
 /// Whether the "up" or "down" at `at` says where a level stands: after a
 /// form of "be" or a verb of where a price ends ("were up 5%", "closed
 /// down 2%", "moved up 3 places"), or after punctuation or at the start
@@ -2142,20 +2230,34 @@ fn goes_on_a_number(word: &[u8]) -> bool {
 /// words, so "twenty-one" finds "21" and "21" finds "twenty-one". `None`
 /// for a single number word ("two" is found by its spelling alone) or a
 /// run that is no number ("one two", "nineteen eighty").
+#[inline(never)]
 pub(super) fn spelled_run(
     bytes: &[u8],
     at: usize,
     len: usize,
     out: &mut [u8; 48],
 ) -> Option<(usize, usize)> {
-    if let Some((value, end)) = point_fraction(bytes, at, len) {
-        out[..value.len()].copy_from_slice(value);
-        return Some((value.len(), end));
+    // "a million": the article is one, before a hundred or a scale only.
+    let article = len == 1 && bytes[at] | 0x20 == b'a';
+    if !article && let Some(read) = fraction(bytes, at, len, out) {
+        return Some(read);
     }
     // Most number words start no run ("one of", "two years"): the word
     // after must be one a number goes on with.
     let next = next_word(bytes, at + len)?;
-    if !goes_on_a_number(&bytes[next.0..next.1]) {
+    let opens = if article {
+        // Most words after "a" are not of seven or eight letters starting
+        // as a hundred or a scale; "a thousandth" is no thousand.
+        matches!(next.1 - next.0, 7 | 8)
+            && matches!(bytes[next.0] | 0x20, b'b' | b'h' | b'm' | b't')
+            && matches!(
+                number_part(&bytes[next.0..next.1]),
+                Some((Part::Hundred | Part::Scale(_), false))
+            )
+    } else {
+        goes_on_a_number(&bytes[next.0..next.1])
+    };
+    if !opens {
         return None;
     }
     let (mut total, mut group) = (0u64, 0u64);
@@ -2168,7 +2270,12 @@ pub(super) fn spelled_run(
     let mut word_end = at + len;
     loop {
         let word = &bytes[pos..word_end];
-        let Some((part, th)) = number_part(word) else {
+        let read = if article && pos == at {
+            Some((Part::Unit(1), false))
+        } else {
+            number_part(word)
+        };
+        let Some((part, th)) = read else {
             break;
         };
         let fits = match (prev, part) {
@@ -2227,7 +2334,16 @@ pub(super) fn spelled_run(
     {
         end += 8;
     }
-    let value = total + group;
+    let mut n = write_digits(total + group, out);
+    if ordinal {
+        out[n..n + 2].copy_from_slice(b"th");
+        n += 2;
+    }
+    Some((n, end))
+}
+
+/// `value` in decimal digits at the start of `out`; how many.
+fn write_digits(value: u64, out: &mut [u8; 48]) -> usize {
     let mut digits = [0u8; 24];
     let mut n = 0;
     let mut v = value;
@@ -2242,39 +2358,56 @@ pub(super) fn spelled_run(
     for (k, d) in digits[..n].iter().rev().enumerate() {
         out[k] = *d;
     }
-    if ordinal {
-        out[n..n + 2].copy_from_slice(b"th");
-        n += 2;
-    }
-    Some((n, end))
+    n
 }
 
-/// The words that open a fraction of a point ([`point_fraction`]) without
-/// spelling a number themselves: the word memo marks them as it marks
-/// number words, so that they reach [`spelled_run`].
-pub(super) const FRACTION_WORDS: [&str; 2] = ["half", "quarter"];
+/// Whether the word at `at..at + len`, which the word memo marks as one
+/// that may open a spelled number, may open one here: a test of two
+/// bytes for the many "a" that open none, before [`spelled_run`] reads
+/// the words after it.
+#[inline(always)]
+pub(super) fn may_open_run(bytes: &[u8], at: usize, len: usize) -> bool {
+    len != 1
+        || (bytes.get(at + 1) == Some(&b' ')
+            && matches!(
+                bytes.get(at + 2).map(|b| b | 0x20),
+                Some(b'b' | b'h' | b'm' | b't')
+            ))
+}
 
-/// A fraction of a percentage point written in words, from the word at
-/// `at..at + len` on: "quarter point", "quarter-point", "half a point",
-/// "half a percentage point", "quarter of a percentage point",
-/// "three-quarters of a point", "half a percent": its value in percent
-/// ("0.25", "0.5", "0.75") and where its words end. Read as that number, as
-/// "0.25 percentage points" is (its unit read as none), so "a quarter
-/// point" finds "25 basis points" and "0.25%". A fraction of anything else
-/// ("half a share", "a quarter of the loans") is no number.
-fn point_fraction(bytes: &[u8], at: usize, len: usize) -> Option<(&'static [u8], usize)> {
+/// The words that open a spelled number without spelling one themselves:
+/// "half" and "quarter" a fraction ([`fraction`]), "a" a hundred or a
+/// scale ("a million"). The word memo marks them as it marks number words,
+/// so that they reach [`spelled_run`].
+pub(super) const RUN_OPENERS: [&str; 3] = ["a", "half", "quarter"];
+
+/// A fraction written in words, from the word at `at..at + len` on, of a
+/// percentage point or of a scale, written into `out` as its value and
+/// with where its words end:
+/// - of a point ("quarter point", "quarter-point", "half a point", "half a
+///   percentage point", "quarter of a percentage point", "three-quarters
+///   of a point", "half a percent"): its value in percent ("0.25", "0.5",
+///   "0.75"), read as "0.25 percentage points" is (its unit read as none),
+///   so "a quarter point" finds "25 basis points" and "0.25%";
+/// - of a scale ("half a million", "a quarter of a billion", "three
+///   quarters of a million"): the number ("500000"), so "half a million"
+///   finds "500,000" and "0.5 million".
+///
+/// A fraction of anything else ("half a share", "a quarter of the loans")
+/// is no number.
+fn fraction(bytes: &[u8], at: usize, len: usize, out: &mut [u8; 48]) -> Option<(usize, usize)> {
     let first = bytes.get(at..at + len)?;
     let is = |(from, to): (usize, usize), w: &[u8]| bytes[from..to].eq_ignore_ascii_case(w);
-    let (value, mut end): (&'static [u8], usize) = if first.eq_ignore_ascii_case(b"half") {
-        (b"0.5", at + len)
+    let (quarters, mut end) = if first.eq_ignore_ascii_case(b"half") {
+        (2, at + len)
     } else if first.eq_ignore_ascii_case(b"quarter") {
-        (b"0.25", at + len)
+        (1, at + len)
     } else if first.eq_ignore_ascii_case(b"three") {
         let next = next_word(bytes, at + len)?;
         if !(is(next, b"quarter") || is(next, b"quarters")) {
             return None;
         }
-        (b"0.75", next.1)
+        (3, next.1)
     } else {
         return None;
     };
@@ -2285,32 +2418,39 @@ fn point_fraction(bytes: &[u8], at: usize, len: usize) -> Option<(&'static [u8],
     if is(next, b"a") {
         next = next_word(bytes, next.1)?;
     }
-    if is(next, b"percentage") {
-        next = next_word(bytes, next.1)?;
-        points_at(bytes, next.0)?;
-    } else if is(next, b"per") {
-        next = next_word(bytes, next.1)?;
-        if !is(next, b"cent") {
+    let n = if let Some((Part::Scale(scale), false)) = number_part(&bytes[next.0..next.1]) {
+        write_digits(scale / 4 * quarters, out)
+    } else {
+        if is(next, b"percentage") {
+            next = next_word(bytes, next.1)?;
+            points_at(bytes, next.0)?;
+        } else if is(next, b"per") {
+            next = next_word(bytes, next.1)?;
+            if !is(next, b"cent") {
+                return None;
+            }
+        } else if points_at(bytes, next.0).is_none() && !is_percent_word(&bytes[next.0..next.1]) {
             return None;
         }
-    } else if points_at(bytes, next.0).is_none() && !is_percent_word(&bytes[next.0..next.1]) {
-        return None;
-    }
+        let value: &[u8] = [b"0.25".as_slice(), b"0.5", b"0.75"][quarters as usize - 1];
+        out[..value.len()].copy_from_slice(value);
+        value.len()
+    };
     end = next.1;
     // A word goes on past the letters ("pointed", "point5"): no unit.
     if bytes.get(end).is_some_and(u8::is_ascii_alphanumeric) {
         return None;
     }
-    Some((value, end))
+    Some((n, end))
 }
 
-/// Whether the word "a" at `at` opens a fraction of a point ("a quarter
-/// point"): a claim reads it with the fraction, so that "a quarter point"
-/// finds "25 basis points", which has no "a".
+/// Whether the word "a" at `at` opens a fraction ("a quarter point", "a
+/// half million"): a claim reads it with the fraction, so that "a quarter
+/// point" finds "25 basis points", which has no "a".
 pub(super) fn article_of_fraction(bytes: &[u8], at: usize) -> bool {
     bytes[at].eq_ignore_ascii_case(&b'a')
         && next_word(bytes, at + 1)
-            .is_some_and(|(from, to)| point_fraction(bytes, from, to - from).is_some())
+            .is_some_and(|(from, to)| fraction(bytes, from, to - from, &mut [0; 48]).is_some())
 }
 
 /// Small numbers and ordinals in words and in digits (sorted by word): a
@@ -2521,6 +2661,53 @@ mod tests {
     }
 
     #[test]
+    fn higher_and_lower_after_a_number_and_its_unit_state_its_change() {
+        for (text, change) in [
+            ("5% higher", Some("increase")),
+            ("5 per cent lower", Some("decrease")),
+            ("2 percentage points Higher,", Some("increase")),
+            ("40 basis points lower", Some("decrease")),
+            ("3bn higher", Some("increase")),
+            ("3 billion lower.", Some("decrease")),
+            ("5% higher than last year", Some("increase")),
+            ("5 times higher", None),
+            ("5% of higher income", None),
+            ("5% highest", None),
+            ("5% higher5", None),
+            ("5%", None),
+            ("5 points", None),
+            ("25 Lower Street", None),
+            ("$2 higher", Some("increase")),
+            ("€2 lower", Some("decrease")),
+        ] {
+            let b = text.as_bytes();
+            let at = b.iter().position(u8::is_ascii_digit).unwrap();
+            let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let read = comparative_after(b, at, at + digits);
+            assert_eq!(read.map(|(c, _, _)| c), change.map(str::as_bytes), "{text}");
+            if let Some((_, at, len)) = read {
+                let word = text[at..at + len].to_ascii_lowercase();
+                assert!(word == "higher" || word == "lower", "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_is_one_before_a_hundred_or_a_scale() {
+        let read = |text: &str| {
+            let mut out = [0u8; 48];
+            spelled_run(text.as_bytes(), 0, 1, &mut out)
+                .map(|(n, end)| (String::from_utf8(out[..n].to_vec()).unwrap(), end))
+        };
+        assert_eq!(read("a million people"), Some(("1000000".into(), 9)));
+        assert_eq!(read("A hundred and five"), Some(("105".into(), 18)));
+        assert_eq!(read("a thousand"), Some(("1000".into(), 10)));
+        for text in ["a thousandth", "a few", "a one", "a", "a bank", "a twenty"] {
+            assert_eq!(read(text), None, "{text}");
+        }
+    }
+
+    #[test]
     fn up_and_down_before_a_number_read_alike_in_claims_and_sources() {
         for (text, change) in [
             ("Revenue was up 5%", Some("increase")),
@@ -2590,10 +2777,12 @@ mod tests {
     }
 
     #[test]
-    fn fractions_of_a_point_are_read_with_their_unit() {
-        fn read(text: &str) -> Option<(&'static [u8], &str)> {
+    fn fractions_of_a_point_or_a_scale_are_read_with_their_unit() {
+        fn read(text: &str) -> Option<(Vec<u8>, &str)> {
             let len = text.find([' ', '-']).unwrap_or(text.len());
-            point_fraction(text.as_bytes(), 0, len).map(|(v, end)| (v, &text[..end]))
+            let mut out = [0u8; 48];
+            fraction(text.as_bytes(), 0, len, &mut out)
+                .map(|(n, end)| (out[..n].to_vec(), &text[..end]))
         }
         for (text, value, words) in [
             ("quarter point cut", "0.25", "quarter point"),
@@ -2613,8 +2802,21 @@ mod tests {
                 "three-quarters of a point",
             ),
             ("three quarter points", "0.75", "three quarter points"),
+            ("half a million people", "500000", "half a million"),
+            ("Half a billion.", "500000000", "Half a billion"),
+            ("half million", "500000", "half million"),
+            ("quarter of a million", "250000", "quarter of a million"),
+            (
+                "three-quarters of a trillion",
+                "750000000000",
+                "three-quarters of a trillion",
+            ),
         ] {
-            assert_eq!(read(text), Some((value.as_bytes(), words)), "{text}");
+            assert_eq!(
+                read(text),
+                Some((value.as_bytes().to_vec(), words)),
+                "{text}"
+            );
         }
         for text in [
             "half of the loans",
@@ -2626,10 +2828,14 @@ mod tests {
             "three quarters of the year",
             "half",
             "quarter per share",
+            "half a millionth",
+            "half a million5",
+            "half a hundred",
         ] {
             assert_eq!(read(text), None, "{text}");
         }
         assert!(article_of_fraction(b"a quarter point", 0));
+        assert!(article_of_fraction(b"a half million", 0));
         assert!(!article_of_fraction(b"a quarter of loans", 0));
     }
 

@@ -6,7 +6,7 @@
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::lexicon::{
-    FRACTION_WORDS, SPELLED, direction, fold_into, is_filler, is_negation, is_stop, spelled_other,
+    RUN_OPENERS, SPELLED, direction, fold_into, is_filler, is_negation, is_stop, spelled_other,
 };
 use super::opposites;
 use super::variants;
@@ -27,8 +27,8 @@ pub(super) struct WordInfo {
     /// without a space, or an abbreviation; sources also index the parts.
     pub(super) dotted: bool,
     /// The digits of a small number written as a word ("two": "2"), as
-    /// 1 + its index in [`SPELLED`]; [`FRACTION`] for a word that may open
-    /// a fraction of a point; 0 for none (one byte keeps the memo's slots
+    /// 1 + its index in [`SPELLED`]; [`OPENER`] for a word that may open
+    /// a spelled number without spelling one ("half", "a"); 0 for none (one byte keeps the memo's slots
     /// small).
     pub(super) spelled: u8,
     /// Other spellings and synonyms it may be found by, as a
@@ -39,8 +39,9 @@ pub(super) struct WordInfo {
     /// checks.
     pub(super) opposing: bool,
     /// "up" or "down": before a number, the change it states (see
-    /// `lexicon::direction_of_number`); the claims' other words skip
-    /// that test.
+    /// `lexicon::direction_of_number`); "higher" or "lower": after one,
+    /// read in its place (see `lexicon::comparative_after`). The claims'
+    /// other words skip those tests.
     pub(super) direction: bool,
 }
 
@@ -89,10 +90,10 @@ impl WordInfo {
     }
 }
 
-/// The [`WordInfo::spelled`] entry of a word that may open a fraction of a
-/// point ("half", "quarter"; see `lexicon::point_fraction`): past the
-/// table, so it spells no digits of its own.
-const FRACTION: u8 = 63;
+/// The [`WordInfo::spelled`] entry of a word that may open a spelled
+/// number without spelling one ("half", "a"; see `lexicon::RUN_OPENERS`):
+/// past the table, so it spells no digits of its own.
+const OPENER: u8 = 63;
 
 /// The digits of the [`WordInfo::spelled`] entry `spelled` ("2" for "two").
 #[inline(always)]
@@ -172,7 +173,7 @@ impl Packed {
     }
 
     /// Whether [`Packed::spelled`] is some, or the word may open a
-    /// fraction of a point ("half"): one bit test, for the many words
+    /// spelled number without spelling one ("half", "a"): one bit test, for the many words
     /// that open no number.
     #[inline(always)]
     pub(super) fn is_spelled(self) -> bool {
@@ -507,15 +508,15 @@ impl Folder {
         let spelled = spelled_other(buf, false)
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
             .map_or(0, |i| i as u8 + 1);
-        let spelled = if spelled == 0 && FRACTION_WORDS.contains(&buf.as_str()) {
-            FRACTION
+        let spelled = if spelled == 0 && RUN_OPENERS.contains(&buf.as_str()) {
+            OPENER
         } else {
             spelled
         };
         // Of the folded form: an ASCII word is filed under its lower case,
         // which the opposites' tables read case aside.
         let opposing = opposing(buf.as_bytes());
-        let direction = direction(buf.as_bytes()).is_some();
+        let direction = direction(buf.as_bytes()).is_some() || matches!(&**buf, "higher" | "lower");
         WordInfo {
             id: self.id(key),
             number: false,
@@ -566,7 +567,7 @@ fn dotted_initials(word: &str) -> Option<String> {
 
 // The packed memo slot keeps a spelled number's index + 1 in 6 bits, below
 // the code of a fraction's word.
-const _: () = assert!(SPELLED.len() < FRACTION as usize);
+const _: () = assert!(SPELLED.len() < OPENER as usize);
 
 #[cfg(test)]
 mod tests {
@@ -582,11 +583,7 @@ mod tests {
                 filler: bits & 4 != 0,
                 negation: bits & 8 != 0,
                 dotted: bits & 16 != 0,
-                spelled: if bits == 63 {
-                    FRACTION
-                } else {
-                    (bits % 7) as u8
-                },
+                spelled: if bits == 63 { OPENER } else { (bits % 7) as u8 },
                 variants: 0x1_ffff - bits,
                 opposing: bits & 32 != 0,
                 direction: bits & 1 == 0,
@@ -603,7 +600,7 @@ mod tests {
             assert_eq!(p.is_spelled(), info.spelled != 0);
             assert_eq!(
                 p.spelled().is_some(),
-                info.spelled != 0 && info.spelled != FRACTION
+                info.spelled != 0 && info.spelled != OPENER
             );
             assert_eq!(p.variants(), info.variants);
             assert_eq!(p.opposing(), info.opposing);

@@ -22,9 +22,10 @@ use super::initials::{
 };
 use super::lexicon::{
     PER, ShortForm, answer_particle, article_of_fraction, cents_after, clock_time, closed_compound,
-    currency_before, date, direction_of_number, for_each_word, glued_split, may_open_date,
-    name_into, names_time, number_text, short_form, skipped, slashed_period, slashed_period_before,
-    source_reference, spelled_other, spelled_run, unit_word, units_of_cents,
+    comparative_after, currency_before, date, direction_of_number, for_each_word, glued_split,
+    may_open_date, may_open_run, name_into, names_time, number_text, short_form, skipped,
+    slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run, unit_word,
+    units_of_cents,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -259,6 +260,9 @@ fn read_claims(
         // number sign, a number's scale: `skipped`) and the words that name
         // the sources.
         let mut address_end = 0;
+        // Where the "higher" of "5% higher" is: read as its change, before
+        // the number.
+        let mut comparative_at = usize::MAX;
         // Room for a spelled run's digits ("twenty-one": "21"), written
         // only for the few words that open one.
         let mut run = [0u8; 48];
@@ -314,6 +318,13 @@ fn read_claims(
                 None
             };
             if w[0].is_ascii_digit() {
+                // "5% higher": "increase", as sources read it, named by
+                // its "higher".
+                if let Some((change, word_at, word_len)) = comparative_after(bytes, at, at + len) {
+                    comparative_at = word_at;
+                    all_terms.push(implied_term(folder, change, word_at, word_len));
+                    declare_terms(declare, index, folder, &all_terms[all_terms.len() - 1..]);
+                }
                 // "50 cents": a dollar's or a euro's, as sources read it,
                 // named by its "cents".
                 if let Some(end) = cents {
@@ -380,29 +391,34 @@ fn read_claims(
                 Some(a) => folder.fold_ascii_packed(w, a.hash),
                 None => folder.fold_packed(w, false),
             };
-            // The "up" of "up 5%": "increase", as sources read it.
-            if folded.direction()
-                && let Some(change) = direction_of_number(bytes, at, len)
-            {
-                let a = ascii_word(change);
-                (w, folded) = (change, folder.fold_ascii_packed(change, a.hash));
-                scan = Some(a);
+            if folded.direction() {
+                // The "higher" of "5% higher": read before the number.
+                if at == comparative_at {
+                    continue;
+                }
+                // The "up" of "up 5%": "increase", as sources read it.
+                if let Some(change) = direction_of_number(bytes, at, len) {
+                    let a = ascii_word(change);
+                    (w, folded) = (change, folder.fold_ascii_packed(change, a.hash));
+                    scan = Some(a);
+                }
             }
             // "twenty-one": one number, read as its digits, as sources read
             // it; the run's other words are skipped.
             // A word the claim implies ("second" for the "s" of "m/s")
             // opens no run.
-            let (w, folded, len) = match (folded.is_spelled() && w.len() == len)
-                .then(|| spelled_run(bytes, at, len, &mut run))
-                .flatten()
-            {
-                Some((n, end)) => {
-                    address_end = end;
-                    let digits = &run[..n];
-                    (digits, folder.fold_packed(digits, true), end - at)
-                }
-                None => (w, folded, len),
-            };
+            let (w, folded, len) =
+                match (folded.is_spelled() && w.len() == len && may_open_run(bytes, at, len))
+                    .then(|| spelled_run(bytes, at, len, &mut run))
+                    .flatten()
+                {
+                    Some((n, end)) => {
+                        address_end = end;
+                        let digits = &run[..n];
+                        (digits, folder.fold_packed(digits, true), end - at)
+                    }
+                    None => (w, folded, len),
+                };
             let number = folded.number();
             let mut negation = false;
             let class = if !number {

@@ -3099,9 +3099,37 @@ fn words_of_financial_reporting_are_found_by_each_other() {
             "The acquisition was approved.",
         ),
         ("Shares fell 3%[^1].", "The stock fell 3%."),
+        (
+            "The deal was announced on Monday[^1].",
+            "The deal was unveiled on Monday.",
+        ),
     ] {
         assert_fully_supported(claim, source);
     }
+    for (claim, source) in [
+        (
+            "The firm was bankrupt in 2008",
+            "The firm filed for bankruptcy in 2008.",
+        ),
+        ("Unemployment was 4.1%", "The jobless rate was 4.1%."),
+        (
+            "The bank repurchased $1 billion of stock",
+            "The bank bought back $1bn of shares.",
+        ),
+        (
+            "The bank was fined $5 million",
+            "The bank paid a $5 million penalty.",
+        ),
+    ] {
+        assert_found_not_flagged(claim, source);
+    }
+    // "bought back" finds "repurchased" by its "bought"; "back" is a word
+    // of its own.
+    let g = run(
+        "The bank bought back $1bn of shares[^1].",
+        &["The bank repurchased $1 billion of shares."],
+    );
+    assert_eq!(g.claims[0].unsupported_terms, ["back"], "{g:?}");
     // An opposite, or a measure the table does not join, is not found.
     assert_flagged_missing(
         "The bank sold the company[^1].",
@@ -3508,4 +3536,115 @@ fn forgetting_the_thread_state_starts_the_memo_and_cache_afresh() {
     })
     .join()
     .unwrap();
+}
+
+#[test]
+fn a_million_and_half_a_million_are_their_numbers() {
+    for (claim, source) in [
+        (
+            "The bank serves a million clients[^1].",
+            "The bank serves 1 million clients.",
+        ),
+        (
+            "The bank serves 1,000,000 clients[^1].",
+            "The bank serves a million clients.",
+        ),
+        (
+            "A million shares were sold[^1].",
+            "One million shares were sold.",
+        ),
+        (
+            "The bank has a thousand branches[^1].",
+            "The bank has 1,000 branches.",
+        ),
+        ("About a hundred staff left[^1].", "About 100 staff left."),
+        (
+            "Half a million people attended[^1].",
+            "500,000 people attended.",
+        ),
+        (
+            "500,000 people attended[^1].",
+            "Half a million people attended.",
+        ),
+        (
+            "The fund holds 250 million shares[^1].",
+            "The fund holds a quarter of a billion shares.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    assert_found_not_flagged(
+        "The company has over a million customers",
+        "The company has more than one million customers.",
+    );
+    // Another number is not found, named as the claim writes it.
+    for (claim, source, missing) in [
+        (
+            "The bank serves a million clients[^1].",
+            "The bank serves 2 million clients.",
+            "a million",
+        ),
+        (
+            "The bank has a thousand branches[^1].",
+            "The bank has 100 branches.",
+            "a thousand",
+        ),
+        (
+            "Half a million people attended[^1].",
+            "50,000 people attended.",
+            "half a million",
+        ),
+    ] {
+        assert_flagged_missing(claim, source, &[missing]);
+    }
+    // "a" before anything but a hundred or a scale is the article.
+    assert_fully_supported(
+        "A few thousand people attended[^1].",
+        "A few thousand people attended.",
+    );
+    assert_still_missing(
+        "A thousandth of the loans failed",
+        "1000th loans failed.",
+        "thousandth",
+    );
+}
+
+#[test]
+fn higher_or_lower_after_a_number_is_the_change_it_states() {
+    for (claim, source) in [
+        ("Revenue rose 5%[^1].", "Revenue was 5% higher."),
+        ("Revenue climbed 5%[^1].", "Revenue was 5% higher."),
+        ("Revenue fell 5%[^1].", "Revenue was 5% lower."),
+        ("Revenue was 5% higher[^1].", "Revenue was up 5%."),
+        ("Revenue was up 5%[^1].", "Revenue was 5% higher."),
+        ("Revenue was 5% higher[^1].", "Revenue was 5% higher."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    for (claim, source) in [
+        ("Revenue was 5% higher", "Revenue rose 5%."),
+        ("Costs were $2bn lower", "Costs fell by $2 billion."),
+        ("Costs fell by $2 billion", "Costs were $2bn lower."),
+        (
+            "The yield was 40 basis points higher",
+            "The yield rose 0.4 percentage points.",
+        ),
+        (
+            "Net interest income was 3 per cent higher",
+            "Net interest income increased 3%.",
+        ),
+        // A source's "higher" is also read as itself.
+        ("Rates were higher", "Rates were 0.5 points higher."),
+    ] {
+        assert_found_not_flagged(claim, source);
+    }
+    // The other direction is not found, named by the claim's word.
+    assert_flagged_missing(
+        "Shares closed 5% lower[^1].",
+        "Shares closed 5% higher.",
+        &["lower"],
+    );
+    assert_flagged_missing("Revenue was 5% lower[^1].", "Revenue rose 5%.", &["lower"]);
+    // Without a number before it, "higher" is itself.
+    assert_still_missing("Rates were higher", "Rates rose.", "higher");
 }

@@ -16,9 +16,10 @@ use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
-    clock_time, closed_compound, currency_before, date, direction_before, for_each_word,
-    glued_unit, may_open_date, multiple_sign, number_text, per_unit, short_form, skipped,
-    slashed_period, slashed_period_before, spelled_run, units_of_cents, us_dollar,
+    clock_time, closed_compound, comparative_after, currency_before, date, direction_before,
+    for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit,
+    short_form, skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents,
+    us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -390,6 +391,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         {
             self.implied(direction);
         }
+        // "5% higher": the change's word too, as claims read the "higher".
+        if let Some((change, ..)) = comparative_after(self.at.bytes, off, off + w.len()) {
+            self.implied(change);
+        }
         if let Some((word, sign)) = currency {
             if off >= sign + 2 && us_dollar(self.at.bytes, off - sign - 2, 2) {
                 self.us_dollar(word);
@@ -667,7 +672,7 @@ impl Cursor<'_> {
     /// is read: with the words after it when they spell one number with it
     /// ("twenty-one": 21), which are then skipped; else as it is. A word
     /// the text implies ("second" for the "s" of "m/s") opens no run.
-    #[inline(never)]
+    #[inline(always)]
     fn spelled_number(
         &mut self,
         folder: &mut Folder,
@@ -675,9 +680,25 @@ impl Cursor<'_> {
         w: &[u8],
         off: Option<usize>,
     ) -> Packed {
-        let Some(off) = off.filter(|&o| self.bytes.get(o..o + w.len()) == Some(w)) else {
+        match off {
+            Some(off) if may_open_run(self.bytes, off, w.len()) => {
+                self.spelled_number_at(folder, info, w, off)
+            }
+            _ => info,
+        }
+    }
+
+    #[inline(never)]
+    fn spelled_number_at(
+        &mut self,
+        folder: &mut Folder,
+        info: Packed,
+        w: &[u8],
+        off: usize,
+    ) -> Packed {
+        if self.bytes.get(off..off + w.len()) != Some(w) {
             return info;
-        };
+        }
         let mut out = [0u8; 48];
         match spelled_run(self.bytes, off, w.len(), &mut out) {
             Some((n, end)) => {
