@@ -2041,6 +2041,7 @@ fn may_open_unit(first: Option<&u8>) -> bool {
     )
 }
 
+/// [`comparative_after`] past its first test. Kept out of the loop.
 #[inline(never)]
 fn comparative_at(bytes: &[u8], at: usize, end: usize) -> Option<(&'static [u8], usize, usize)> {
     let mut pos = end;
@@ -2224,7 +2225,8 @@ fn goes_on_a_number(word: &[u8]) -> bool {
 
 /// A number spelled in two or more words, from the word at `at..at + len`
 /// of `bytes` on ("twenty-one", "one hundred and five", "fifteen hundred",
-/// "two million", "twenty-first"): its value written in digits into `out`
+/// "two million", "a million", "twenty-first"), or a fraction ("half a
+/// million", "a quarter point": [`fraction`]): its value written into `out`
 /// (an ordinal with "th", so it stays an ordinal), and where the run ends.
 /// Claims and sources read the run as this one number and skip its other
 /// words, so "twenty-one" finds "21" and "21" finds "twenty-one". `None`

@@ -28,8 +28,8 @@ pub(super) struct WordInfo {
     pub(super) dotted: bool,
     /// The digits of a small number written as a word ("two": "2"), as
     /// 1 + its index in [`SPELLED`]; [`OPENER`] for a word that may open
-    /// a spelled number without spelling one ("half", "a"); 0 for none (one byte keeps the memo's slots
-    /// small).
+    /// a spelled number without spelling one ("half", "a"); 0 for none
+    /// (one byte keeps the memo's slots small).
     pub(super) spelled: u8,
     /// Other spellings and synonyms it may be found by, as a
     /// [`variants::group`] handle (0: none).
@@ -173,8 +173,8 @@ impl Packed {
     }
 
     /// Whether [`Packed::spelled`] is some, or the word may open a
-    /// spelled number without spelling one ("half", "a"): one bit test, for the many words
-    /// that open no number.
+    /// spelled number without spelling one ("half", "a"): one bit test,
+    /// for the many words that open no number.
     #[inline(always)]
     pub(super) fn is_spelled(self) -> bool {
         self.spelled_code() != 0
@@ -566,7 +566,7 @@ fn dotted_initials(word: &str) -> Option<String> {
 }
 
 // The packed memo slot keeps a spelled number's index + 1 in 6 bits, below
-// the code of a fraction's word.
+// the code of a word that opens a run.
 const _: () = assert!(SPELLED.len() < OPENER as usize);
 
 #[cfg(test)]

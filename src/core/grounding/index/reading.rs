@@ -688,6 +688,8 @@ impl Cursor<'_> {
         }
     }
 
+    /// [`Cursor::spelled_number`] for a word that may open a run. Kept out
+    /// of the loop.
     #[inline(never)]
     fn spelled_number_at(
         &mut self,
