@@ -2096,7 +2096,7 @@ fn comparative_at(bytes: &[u8], at: usize, end: usize) -> Option<(&'static [u8],
 /// Whether the "up" or "down" at `at` says where a level stands: after a
 /// form of "be" or a verb of where a price ends ("were up 5%", "closed
 /// down 2%", "moved up 3 places"), or after punctuation or at the start
-/// (", up 34 per cent"). After any other word it is most often the particle
+/// (", up 34 per cent", ". Up 5%"). After any other word it is most often the particle
 /// of a verb ("makes up 11%", "put up 44 points"), which states no change.
 fn states_a_level(bytes: &[u8], at: usize) -> bool {
     const LEVEL_VERBS: [&[u8]; 20] = [
@@ -2126,7 +2126,8 @@ fn states_a_level(bytes: &[u8], at: usize) -> bool {
         return true;
     };
     if !last.is_ascii_alphabetic() {
-        return matches!(last, b',' | b';' | b':' | b'(');
+        // A sentence's end too: "Revenue was $5bn. Up 5% on the year."
+        return matches!(last, b',' | b';' | b':' | b'(' | b'.' | b'!' | b'?');
     }
     let start = before
         .iter()
@@ -2717,6 +2718,8 @@ mod tests {
             ("Revenue's up 5%", Some("increase")),
             ("turnover, up 34 per cent", Some("increase")),
             ("Up 5% on the year", Some("increase")),
+            ("Revenue held. Up 5% on the year", Some("increase")),
+            ("Costs fell! Down 2% in all", Some("decrease")),
             ("The stock closed DOWN 2%", Some("decrease")),
             ("Prices were up €5", Some("increase")),
             ("Women make up 11% of staff", None),

@@ -3029,6 +3029,12 @@ fn up_or_down_before_a_number_is_the_change_it_states() {
     ] {
         assert_found_not_flagged(claim, source);
     }
+    // A sentence may open with it.
+    let g = run(
+        "Net income was $5bn. Up 5% on the year[^1].",
+        &["Net income was $5bn, an increase of 5% on the year."],
+    );
+    assert!(g.claims.iter().all(|c| c.support == Some(1.0)), "{g:?}");
     // The other direction is not found; the particle of a verb states no
     // change.
     assert_flagged_missing("Shares were up 3%[^1].", "Shares were down 3%.", &["up"]);
