@@ -87,6 +87,9 @@ pub struct WorkerContext {
     /// statistics go on listing a partition handed over in a rebalance,
     /// with the lag it had then: only the owner's figure is exported.
     owned: Mutex<HashSet<i32>>,
+    /// The consumer is being closed: a rebalance served while it closes
+    /// must not ask librdkafka for the assignment (see `post_rebalance`).
+    closing: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -121,6 +124,7 @@ impl WorkerContext {
             unassigned_timeout,
             committed_in_txn: Mutex::new(HashMap::new()),
             owned: Mutex::new(HashSet::new()),
+            closing: AtomicBool::new(false),
         }
     }
 
@@ -144,6 +148,11 @@ impl WorkerContext {
             (true, true) => Membership::Static,
             (true, false) => Membership::Member,
         }
+    }
+
+    /// The consumer is about to be closed (dropped).
+    pub fn closing(&self) {
+        self.closing.store(true, Ordering::Release);
     }
 
     /// The worker is draining (stopping, or stopped by a fatal error).
@@ -318,17 +327,24 @@ impl ConsumerContext for WorkerContext {
             }
             .emit(&self.metrics),
         }
-        let assignment = consumer.assignment().unwrap_or_default();
-        *lock(&self.owned) = assignment
-            .elements()
-            .iter()
-            .filter(|e| e.topic() == self.input_topic)
-            .map(|e| e.partition())
-            .collect();
-        RebalanceSettled {
-            assigned: assignment.count(),
-        }
-        .emit(&self.metrics);
+        // Closing, the consumer gives up every partition. Asking librdkafka
+        // for the assignment then can wait for ever: the request goes to the
+        // consumer group's queue, which stops being served once the group
+        // has left, and the revocation may be served after that.
+        let assigned = if self.closing.load(Ordering::Acquire) {
+            lock(&self.owned).clear();
+            0
+        } else {
+            let assignment = consumer.assignment().unwrap_or_default();
+            *lock(&self.owned) = assignment
+                .elements()
+                .iter()
+                .filter(|e| e.topic() == self.input_topic)
+                .map(|e| e.partition())
+                .collect();
+            assignment.count()
+        };
+        RebalanceSettled { assigned }.emit(&self.metrics);
         // The group has settled: with or without partitions, this worker is
         // doing what the group asked of it; unless it lost its partitions
         // and has not been given any back yet.

@@ -219,6 +219,7 @@ pub async fn run_worker_with(
         // Dropping the consumer closes it: a dynamic member asks to leave the
         // group, so the others get its partitions at the next rebalance
         // instead of after the session timeout.
+        consumer.context().closing();
         drop(consumer);
         Lifecycle::ConsumerClosed { membership }.emit(&metrics);
         result
