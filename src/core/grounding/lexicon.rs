@@ -2249,10 +2249,11 @@ pub(super) fn spelled_run(
     // after must be one a number goes on with.
     let next = next_word(bytes, at + len)?;
     let opens = if article {
-        // Most words after "a" are not of seven or eight letters starting
-        // as a hundred or a scale; "a thousandth" is no thousand.
-        matches!(next.1 - next.0, 7 | 8)
-            && matches!(bytes[next.0] | 0x20, b'b' | b'h' | b'm' | b't')
+        // One space and a first letter of a hundred or a scale, as callers
+        // test before the run is read; then a word of seven or eight
+        // letters. "a thousandth" is no thousand.
+        may_open_run(bytes, at, len)
+            && matches!(next.1 - next.0, 7 | 8)
             && matches!(
                 number_part(&bytes[next.0..next.1]),
                 Some((Part::Hundred | Part::Scale(_), false))
