@@ -21,7 +21,7 @@
 //! Must not decide a verdict, shape an output, or know the HTTP server.
 //! Nothing is logged per record at info level.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -59,10 +59,14 @@ const POLL: Duration = Duration::from_millis(100);
 /// transaction checks.
 const BATCH_MAX: usize = 256;
 /// The share of `kafka.drain_deadline_ms` (1/`CLOSE_SHARE`) kept for
-/// closing the consumer once the deliveries settled and the producer
+/// closing the clients once the deliveries settled and the producer
 /// flushed: `groundgate run`'s watchdog ends the process at the full
 /// deadline.
 const CLOSE_SHARE: u32 = 5;
+/// The least kept for closing, whatever the share: leaving the group and
+/// joining the producer's poll thread each take up to a poll interval
+/// (100 ms) on an idle machine, and several times that on a loaded one.
+const CLOSE_MIN: Duration = Duration::from_secs(1);
 /// Below this many records a batch is validated on the consume thread alone
 /// (waking the validation pool would cost more than it saves).
 const PARALLEL_MIN: usize = 8;
@@ -197,11 +201,16 @@ pub async fn run_worker_with(
             topic: k.topics.input.clone(),
             source,
         })?;
-    // Not ready from the moment a drain starts, not only once it is over.
+    // Not ready from the moment a drain starts, not only once it is over;
+    // the drain's deadline counts from then too, as the watchdog's does,
+    // not from when the consume thread next looks.
+    let stop_began = Arc::new(OnceLock::new());
     let draining = {
-        let (readiness, shutdown) = (readiness.clone(), shutdown.clone());
+        let (readiness, shutdown, began) =
+            (readiness.clone(), shutdown.clone(), stop_began.clone());
         tokio::spawn(async move {
             shutdown.cancelled().await;
+            let _ = began.set(Instant::now());
             readiness.begin_drain();
         })
     };
@@ -212,7 +221,11 @@ pub async fn run_worker_with(
     }
     .emit(&metrics);
     let result = tokio::task::spawn_blocking(move || {
-        let result = consume_loop(&consumer, &producer, &config, &metrics, step, &shutdown);
+        let stop = Stop {
+            token: &shutdown,
+            began: &stop_began,
+        };
+        let result = consume_loop(&consumer, &producer, &config, &metrics, step, stop);
         let membership = consumer
             .context()
             .membership(config.kafka.group_instance_id.is_some());
@@ -290,12 +303,12 @@ fn consume_loop(
     config: &Arc<Config>,
     metrics: &Metrics,
     step: Step,
-    shutdown: &CancellationToken,
+    stop: Stop<'_>,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
     // Partitions paused while the delivery has no room (see `hold_off`).
     let mut paused = false;
-    while !shutdown.is_cancelled() {
+    while !stop.token.is_cancelled() {
         let room = {
             let mut st = ctx.state();
             if st.fatal.is_some() {
@@ -330,7 +343,22 @@ fn consume_loop(
             break;
         }
     }
-    finish(consumer, producer, config, metrics)
+    // A fatal error stops the worker without a signal: its drain starts now.
+    let began = stop.began.get().copied().unwrap_or_else(Instant::now);
+    finish(consumer, producer, config, metrics, began)
+}
+
+/// How the consume loop learns of a stop, and when the stop began.
+#[derive(Clone, Copy)]
+struct Stop<'a> {
+    token: &'a CancellationToken,
+    began: &'a OnceLock<Instant>,
+}
+
+/// The part of a drain deadline of `drain` kept for closing the clients:
+/// its share, but at least [`CLOSE_MIN`] and at most half of it.
+fn close_allowance(drain: Duration) -> Duration {
+    (drain / CLOSE_SHARE).max(CLOSE_MIN).min(drain / 2)
 }
 
 /// Pauses or resumes every partition assigned. While the delivery has no
@@ -536,19 +564,21 @@ fn process_batch(
 }
 
 /// The single shutdown path: the delivery settles and the producer flushes
-/// within the drain deadline less the share kept for closing the consumer,
-/// and the report (or the fatal error) comes back. The stop is clean only
-/// if nothing was left undone; the report's `unfinished` says what was.
+/// within the drain deadline (counted from `began`) less the part kept for
+/// closing the clients, and the report (or the fatal error) comes back.
+/// The stop is clean only if nothing was left undone; the report's
+/// `unfinished` says what was.
 fn finish(
     consumer: &BaseConsumer<WorkerContext>,
     producer: &FutureProducer,
     config: &Config,
     metrics: &Metrics,
+    began: Instant,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
     ctx.begin_drain();
     let drain = config.kafka.drain_deadline;
-    let deadline = Instant::now() + drain - drain / CLOSE_SHARE;
+    let deadline = began + drain - close_allowance(drain);
     let mut st = ctx.state();
     let failed = st.fatal.is_some();
     let mut unfinished = match st.delivery.finish(consumer, deadline, failed) {
@@ -593,6 +623,23 @@ mod tests {
     use super::*;
     use crate::audit::keys;
     use crate::config::RawConfig;
+
+    /// Closing keeps a fifth of the drain deadline, never less than a
+    /// second unless that would be more than half of the deadline.
+    #[test]
+    fn closing_keeps_a_fifth_of_the_deadline_at_least_a_second_at_most_half() {
+        let ms = Duration::from_millis;
+        for (drain, kept) in [
+            (ms(10_000), ms(2_000)),
+            (ms(30_000), ms(6_000)),
+            (ms(5_000), ms(1_000)),
+            (ms(2_000), ms(1_000)),
+            (ms(1_500), ms(750)),
+            (ms(100), ms(50)),
+        ] {
+            assert_eq!(close_allowance(drain), kept, "{drain:?}");
+        }
+    }
 
     /// The key file is replaced after the configuration was loaded and
     /// checked: the worker still signs with the key that was checked.
