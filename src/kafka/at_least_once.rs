@@ -899,7 +899,7 @@ mod tests {
         let runtime = tokio::runtime::Handle::current();
         let audit = config.kafka.topics.audit.clone();
         let deadline = Instant::now() + Duration::from_secs(60);
-        broker.cluster().broker_down(1).unwrap();
+        broker.broker_down(1).unwrap();
         let b = bs.clone();
         let (mut alo, consumer) = tokio::task::spawn_blocking(move || {
             let (mut alo, consumer) = sealing(&config, &b, metrics, runtime);
@@ -960,7 +960,7 @@ mod tests {
         let (broker, bs, config, metrics) = testing::cluster(|_| {});
         let runtime = tokio::runtime::Handle::current();
         // Nothing is acknowledged while the broker is down.
-        broker.cluster().broker_down(1).unwrap();
+        broker.broker_down(1).unwrap();
         let (mut alo, consumer) = tokio::task::spawn_blocking(move || {
             let consumer = testing::consumer(&config, &bs, &metrics);
             let bound = Room {

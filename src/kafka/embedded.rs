@@ -81,6 +81,26 @@ impl EmbeddedBroker {
         &self.cluster
     }
 
+    /// Takes broker `id` down (tests): its clients lose their connections
+    /// and it refuses new ones until `cluster().broker_up(id)`.
+    ///
+    /// The mock closes the broker's listening socket and binds a new one to
+    /// the same port at once, and aborts the process if that bind fails:
+    /// seen when other clusters' clients were connecting at that moment,
+    /// which can be given the port while nothing holds it. A connection to
+    /// each broker, answered, is held through the call, so the port stays
+    /// in use (it made the abort rarer, not impossible).
+    pub fn broker_down(&self, id: i32) -> Result<(), rdkafka::error::KafkaError> {
+        let held: Vec<std::net::TcpStream> = self
+            .bootstrap()
+            .split(',')
+            .filter_map(|addr| answered_connection(addr).ok())
+            .collect();
+        let down = self.cluster.broker_down(id);
+        drop(held);
+        down
+    }
+
     /// Listens on `127.0.0.1:port` (0 = any) and relays every connection to
     /// the mock broker; returns the bound address. Runs until the runtime stops.
     pub async fn forward_from(&self, port: u16) -> Result<String, EmbeddedError> {
@@ -111,5 +131,45 @@ impl EmbeddedBroker {
             }
         });
         Ok(bound.to_string())
+    }
+}
+
+/// A connection to `addr` that the broker has accepted and answered (an
+/// ApiVersions request, version 0).
+fn answered_connection(addr: &str) -> std::io::Result<std::net::TcpStream> {
+    use std::io::{Read, Write};
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(WAIT))?;
+    stream.set_write_timeout(Some(WAIT))?;
+    // Size 10; API key 18 (ApiVersions), version 0, correlation id 1, no
+    // client id.
+    stream.write_all(&[0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff])?;
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size)?;
+    let mut body = vec![0u8; u32::from_be_bytes(size).min(1 << 16) as usize];
+    stream.read_exact(&mut body)?;
+    Ok(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every broker of the cluster answers the connection held while one
+    /// is taken down, and the one taken down comes back on its port.
+    #[test]
+    fn a_broker_taken_down_is_held_by_an_answered_connection_and_comes_back() {
+        let broker = EmbeddedBroker::start_with_brokers(2, 1, &["t"]).unwrap();
+        let addrs: Vec<String> = broker.bootstrap().split(',').map(str::to_owned).collect();
+        assert_eq!(addrs.len(), 2, "{addrs:?}");
+        for addr in &addrs {
+            answered_connection(addr).unwrap();
+        }
+        broker.broker_down(2).unwrap();
+        broker.cluster().broker_up(2).unwrap();
+        for addr in &addrs {
+            answered_connection(addr).unwrap();
+        }
     }
 }

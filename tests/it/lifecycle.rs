@@ -188,7 +188,7 @@ fn stop_with_outputs_unacknowledged_and(
         format!("{kafka}commit_interval_ms = 600000\n{extra}"),
     )
     .unwrap();
-    broker.cluster().broker_down(2).unwrap();
+    broker.broker_down(2).unwrap();
     let m = metrics_addr();
     let log = dir.path().join("run.log");
     let mut w = start_worker(&bs, &config, m, &log);

@@ -1834,7 +1834,7 @@ async fn refused_then_next(cfg: &Config) -> Vec<String> {
     let bs = broker.bootstrap();
     // Both records are queued while the broker is down, so the producer
     // builds their requests together once it is up.
-    broker.cluster().broker_down(1).unwrap();
+    broker.broker_down(1).unwrap();
     broker.cluster().request_errors(
         RDKafkaApiKey::Produce,
         &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS],
@@ -1894,7 +1894,7 @@ async fn broker_down_and_coordinator_moves_lose_nothing() {
         .cluster()
         .coordinator(MockCoordinator::Group("g-down".into()), 2)
         .unwrap();
-    broker.cluster().broker_down(3).unwrap();
+    broker.broker_down(3).unwrap();
     // The fault lasts a while; then the broker comes back.
     tokio::time::sleep(Duration::from_secs(2)).await;
     broker.cluster().broker_up(3).unwrap();
@@ -1977,7 +1977,7 @@ async fn a_seal_is_published_only_after_every_row_it_lists_is_acknowledged() {
         .unwrap();
     let n = 60;
     produce_mixed(&bs, n, 300).await;
-    cluster.broker_down(2).unwrap();
+    broker.broker_down(2).unwrap();
 
     let mut cfg = (*config(&bs, group, Guarantee::AtLeastOnce)).clone();
     // The rows on broker 2 are never acknowledged: the shutdown drain ends
@@ -2578,7 +2578,7 @@ async fn wait_client_errors(metrics: &Metrics) {
 async fn exactly_once_waits_for_brokers_unreachable_at_start_and_stops_cleanly_meanwhile() {
     let broker = broker();
     let bs = broker.bootstrap();
-    broker.cluster().broker_down(1).unwrap();
+    broker.broker_down(1).unwrap();
     let cfg = config(&bs, "g-eos-unreachable", Guarantee::ExactlyOnce);
     let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
     let w = start_with(&cfg, &bs, metrics.clone());
@@ -2595,7 +2595,7 @@ async fn exactly_once_starts_once_brokers_unreachable_at_start_answer() {
     let bs = broker.bootstrap();
     let n = 20;
     produce_mixed(&bs, n, 300).await;
-    broker.cluster().broker_down(1).unwrap();
+    broker.broker_down(1).unwrap();
     let cfg = config(&bs, "g-eos-late", Guarantee::ExactlyOnce);
     let metrics = Arc::new(Metrics::new(&cfg.metrics).unwrap());
     let w = start_with(&cfg, &bs, metrics.clone());
