@@ -954,6 +954,32 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
     ] {
         assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
     }
+    // The change a number states ("up 5%", "$2bn higher") is opposed as
+    // the verb is, named by the change it is read as.
+    for (claim, source, word) in [
+        (
+            "Net income fell 5% on the year[^1].",
+            "Net income was $5bn, up 5% on the year.",
+            "increase",
+        ),
+        (
+            "Net income rose 5% on the year[^1].",
+            "Net income was $5bn, down 5% on the year.",
+            "decrease",
+        ),
+        (
+            "Costs fell by $2bn[^1].",
+            "Costs were $2bn higher than a year earlier.",
+            "increase",
+        ),
+        (
+            "Deposits grew 3%[^1].",
+            "Deposits were 3% lower at the end of the year.",
+            "decrease",
+        ),
+    ] {
+        assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
+    }
     let g = run("Net revenue retention rose from 118% to 109%[^1].", &[NRR]);
     let w = explain::unsupported_detail(0, &g.claims[0]);
     assert!(w.ends_with("; the source says \"fell\" instead"), "{w}");
@@ -974,6 +1000,11 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "Revenue rose in 2023[^1].",
             "Revenue did not decline in 2023.",
         ),
+        (
+            "Net income increased 5%[^1].",
+            "Net income was $5bn, up 5% on the year.",
+        ),
+        ("Costs fell by $2bn[^1].", "Costs were $2bn lower."),
         (
             "At higher altitudes water boils at lower temperatures[^1].",
             "As the altitude increases, water boils at lower temperatures.",

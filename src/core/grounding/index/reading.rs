@@ -836,6 +836,9 @@ impl Words for NegationScan<'_> {
             let p = self.folder.fold_packed(part, true);
             self.word(p, Case::Lower, whole);
         }
+        if w[0].is_ascii_digit() && matches!(self.out, Sink::Negated(_)) {
+            self.change_of(off, w.len(), whole);
+        }
         let case = case_of(w, ascii, self.opens);
         let mut written;
         let w = if w[0].is_ascii_digit() {
@@ -878,6 +881,22 @@ impl<'a> NegationScan<'a> {
             pending: false,
             opens: true,
             out,
+        }
+    }
+
+    /// "up 5%", "5% higher": the change a number at `off` states, as the
+    /// index holds it ("increase"), so the opposites rule sees what a
+    /// claim's "fell" against it says. Not in the words a sentence is
+    /// placed by: those are what it writes, in order. Kept out of the loop.
+    #[inline(never)]
+    fn change_of(&mut self, off: usize, len: usize, whole: (usize, usize)) {
+        let bytes = self.at.bytes;
+        let sign = currency_before(bytes, off).map_or(0, |(_, sign)| sign);
+        let before = direction_before(bytes, off - sign);
+        let after = comparative_after(bytes, off, off + len).map(|(change, ..)| change);
+        for word in before.into_iter().chain(after) {
+            let p = self.folder.fold_packed(word, true);
+            self.word(p, Case::Lower, whole);
         }
     }
 
