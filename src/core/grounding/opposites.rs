@@ -21,7 +21,8 @@ use crate::core::terms::{Table, ascii_word};
 const SETS: &str = "\
 increase increases increased increasing rise rises rising rose risen grow grows grew grown \
 growing climb climbs climbed jump jumps jumped surge surges surged soar soars soared raise \
-raises raised hike hikes hiked boost boosts boosted | decrease decreases decreased decreasing \
+raises raised hike hikes hiked boost boosts boosted gained rallied expand expands expanded \
+expanding | decrease decreases decreased decreasing \
 decline declines declined declining falls fell fallen falling drop drops dropped dropping \
 plunge plunges plunged slump slumps slumped tumble tumbles tumbled shrink shrinks shrank \
 shrunk cut cuts reduce reduces reduced lowered slash slashes slashed
@@ -41,10 +42,28 @@ excluded excluding
 secured | unsecured
 limited | unlimited
 upgrade upgrades upgraded | downgrade downgrades downgraded
-surplus | deficit
+surplus | deficit shortfall
+accelerate accelerates accelerated accelerating | decelerate decelerates decelerated \
+decelerating slowed slowing
+outperform outperforms outperformed outperforming | underperform underperforms underperformed \
+underperforming
+beat beats | missed
+tighten tightens tightened tightening | loosen loosens loosened loosening
+steepen steepens steepened steepening | flatten flattens flattened flattening
+widen widens widened widening | narrows narrowed narrowing
+improve improves improved improving improvement | deteriorate deteriorates deteriorated \
+deteriorating deterioration worsen worsens worsened worsening
+appreciate appreciates appreciated appreciating appreciation | depreciate depreciates \
+depreciated depreciating depreciation
+devalue devalues devalued devaluing devaluation | revalue revalues revalued revaluing \
+revaluation
+overstate overstates overstated overstating | understate understates understated \
+understating
+high | low
 import imports imported | export exports exported
 inflow inflows | outflow outflows
-strong stronger strongest | weak weaker weakest
+strong stronger strongest strengthen strengthens strengthened strengthening | weak weaker \
+weakest weaken weakens weakened weakening
 earliest | latest
 oldest | youngest newest
 largest biggest | smallest
@@ -123,6 +142,35 @@ pub(super) fn place_of(word: &[u8]) -> Option<Place> {
         class: (p & 0xFFFF) as u16,
     })
 }
+
+/// Where a claim's term stands among the opposites: for a term that is
+/// "increase" or "decrease", where that change stands, whatever it writes
+/// ("up" of "up 5%" and "higher" of "5% higher" are read as "increase");
+/// else where the word it writes stands.
+pub(super) fn place_of_term(
+    written: &[u8],
+    id: u32,
+    ids: &mut Ids,
+    folder: &mut Folder,
+) -> Option<Place> {
+    let change = *CHANGE;
+    // Each class's first id is its first word's: "increase", "decrease".
+    let read_as = ids
+        .of(change, folder)
+        .iter()
+        .position(|class| class.first().is_some_and(|&(i, _)| i == id));
+    match read_as {
+        Some(class) => Some(Place {
+            class: class as u16,
+            ..change
+        }),
+        None => place_of(written),
+    }
+}
+
+/// The place of "increase": its set is the changes'.
+static CHANGE: LazyLock<Place> =
+    LazyLock::new(|| place_of(b"increase").expect("\"increase\" is in the first set"));
 
 /// The sets' words by their ids in a thread's word memo: per set, per
 /// class, each id once with the first word of the class it stands for.

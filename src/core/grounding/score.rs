@@ -1855,15 +1855,15 @@ fn opposed_word(
         if t.class != TermClass::Word || t.in_best || t.negation || after_negation || !t.opposing {
             continue;
         }
-        let Some(place) = opposites::place_of(&bytes[t.at..t.at + t.len]) else {
+        let mut place_of =
+            |u: &Term| opposites::place_of_term(&bytes[u.at..u.at + u.len], u.id, ids, folder);
+        let Some(place) = place_of(t) else {
             continue;
         };
         // A word of no set of opposites is not marked `opposing`.
-        let says_both = terms.iter().any(|u| {
-            u.opposing
-                && opposites::place_of(&bytes[u.at..u.at + u.len])
-                    .is_some_and(|p| place.excludes(p))
-        });
+        let says_both = terms
+            .iter()
+            .any(|u| u.opposing && place_of(u).is_some_and(|p| place.excludes(p)));
         if says_both {
             continue;
         }

@@ -977,6 +977,62 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "Deposits were 3% lower at the end of the year.",
             "decrease",
         ),
+        // A claim's change is read as its verb is, too.
+        (
+            "Profits were up 5% in the quarter[^1].",
+            "Profits were down 5% in the quarter.",
+            "decrease",
+        ),
+        (
+            "Revenue was 5% higher[^1].",
+            "Revenue fell 5% to $2bn.",
+            "fell",
+        ),
+    ] {
+        assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
+    }
+    // Words of markets and results.
+    for (claim, source, word) in [
+        (
+            "Shares gained 3% on Tuesday[^1].",
+            "Shares fell 3% on Tuesday.",
+            "fell",
+        ),
+        (
+            "Revenue beat analysts' expectations[^1].",
+            "Revenue missed analysts' expectations.",
+            "missed",
+        ),
+        (
+            "The fund outperformed its benchmark last year[^1].",
+            "The fund underperformed its benchmark last year.",
+            "underperform",
+        ),
+        (
+            "Inflation accelerated to 3% in March[^1].",
+            "Inflation slowed to 3% in March.",
+            "slowed",
+        ),
+        (
+            "The bank's capital ratio improved to 13%[^1].",
+            "The bank's capital ratio deteriorated to 13%.",
+            "deteriorate",
+        ),
+        (
+            "The euro strengthened against the dollar[^1].",
+            "The euro weakened against the dollar.",
+            "weaken",
+        ),
+        (
+            "The stock hit a record high on Friday[^1].",
+            "The stock hit a record low on Friday.",
+            "low",
+        ),
+        (
+            "The company reported a surplus of $2m[^1].",
+            "The company reported a shortfall of $2m.",
+            "shortfall",
+        ),
     ] {
         assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
     }
@@ -1005,6 +1061,16 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "Net income was $5bn, up 5% on the year.",
         ),
         ("Costs fell by $2bn[^1].", "Costs were $2bn lower."),
+        ("Shares gained 3%[^1].", "Shares rose 3%."),
+        (
+            "The euro strengthened against the dollar[^1].",
+            "The euro grew stronger against the dollar.",
+        ),
+        // "lower" without a number is itself, not a change.
+        (
+            "Rates were lower[^1].",
+            "Rates were lower than a year earlier.",
+        ),
         (
             "At higher altitudes water boils at lower temperatures[^1].",
             "As the altitude increases, water boils at lower temperatures.",
