@@ -22,18 +22,21 @@ const SETS: &str = "\
 increase increases increased increasing rise rises rising rose risen grow grows grew grown \
 growing climb climbs climbed jump jumps jumped surge surges surged soar soars soared raise \
 raises raised hike hikes hiked boost boosts boosted gained rallied expand expands expanded \
-expanding | decrease decreases decreased decreasing \
+expanding doubled doubling tripled tripling quadrupled | decrease decreases decreased decreasing \
 decline declines declined declining falls fell fallen falling drop drops dropped dropping \
 plunge plunges plunged slump slumps slumped tumble tumbles tumbled shrink shrinks shrank \
-shrunk cut cuts reduce reduces reduced lowered slash slashes slashed
+shrunk cut cuts reduce reduces reduced lowered slash slashes slashed halved halving
 higher | lower
 highest | lowest
 minimum | maximum
-profit profits profitable | loss losses unprofitable
-approve approves approved approval | reject rejects rejected rejection deny denies denied
+profit profits profitable gain gains | loss losses unprofitable
+approve approves approved approval | reject rejects rejected rejection deny denies denied \
+blocked
 daily | weekly | monthly | quarterly | annual annually yearly
 fixed | variable floating adjustable
-buy buys bought buying purchase purchases purchased | sell sells sold selling
+buy buys bought buying purchase purchases purchased acquire acquires acquired acquiring \
+acquisition acquisitions | sell sells sold selling divest divests divested divesting \
+divestment dispose disposes disposed disposal disposals
 win wins won winning | lose loses losing
 allow allows allowed permit permits permitted | prohibit prohibits prohibited forbid forbids \
 forbidden ban bans banned
@@ -60,7 +63,24 @@ revaluation
 overstate overstates overstated overstating | understate understates understated \
 understating
 high | low
-import imports imported | export exports exported
+opened | closed
+bullish | bearish
+hawkish | dovish
+oversubscribed | undersubscribed
+premium premiums | discount discounts
+creditor creditors | debtor debtors
+senior | junior subordinated
+hired | fired dismissed
+audited | unaudited
+insured | uninsured
+regulated | unregulated
+solvent | insolvent
+liquid | illiquid
+listed | unlisted
+legal lawful | illegal unlawful
+authorised authorized | unauthorised unauthorized
+collateralised collateralized | uncollateralised uncollateralized
+import imports imported importer importers | export exports exported exporter exporters
 inflow inflows | outflow outflows
 strong stronger strongest strengthen strengthens strengthened strengthening | weak weaker \
 weakest weaken weakens weakened weakening

@@ -1033,6 +1033,31 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The company reported a shortfall of $2m.",
             "shortfall",
         ),
+        (
+            "Profit doubled in 2023[^1].",
+            "Profit fell in 2023.",
+            "fell",
+        ),
+        (
+            "The bank acquired the insurer in 2021[^1].",
+            "The bank divested the insurer in 2021.",
+            "divest",
+        ),
+        (
+            "The firm booked a gain of $5m on the sale[^1].",
+            "The firm booked a loss of $5m on the sale.",
+            "loss",
+        ),
+        (
+            "The deposits are insured by the FDIC[^1].",
+            "The deposits are uninsured by the FDIC.",
+            "uninsured",
+        ),
+        (
+            "The payments were legal under the rules[^1].",
+            "The payments were unlawful under the rules.",
+            "unlawful",
+        ),
     ] {
         assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
     }
@@ -1062,6 +1087,10 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
         ),
         ("Costs fell by $2bn[^1].", "Costs were $2bn lower."),
         ("Shares gained 3%[^1].", "Shares rose 3%."),
+        (
+            "The bank acquired the insurer in 2021[^1].",
+            "The bank bought the insurer in 2021.",
+        ),
         (
             "The euro strengthened against the dollar[^1].",
             "The euro grew stronger against the dollar.",
