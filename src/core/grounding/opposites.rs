@@ -17,7 +17,10 @@ use crate::core::terms::{Table, ascii_word};
 /// parted by `|`, each the words of one meaning, every form written out
 /// (words are matched as written, case aside). Words with a common other
 /// sense stay out ("fall" the season, "lost" the keys, "close" to, "more"
-/// and "most", "over" and "under", "positive" punishment).
+/// and "most", "over" and "under", "positive" punishment), and so do words
+/// whose stem a source's common noun shares: the source side is matched
+/// by stem, so "regulated" would be stated by "regulators", "insured" by
+/// "insurance", "listed" by "a list", "fired" by "a fire".
 const SETS: &str = "\
 increase increases increased increasing rise rises rising rose risen grow grows grew grown \
 growing climb climbs climbed jump jumps jumped surge surges surged soar soars soared raise \
@@ -30,8 +33,7 @@ higher | lower
 highest | lowest
 minimum | maximum
 profit profits profitable gain gains | loss losses unprofitable
-approve approves approved approval | reject rejects rejected rejection deny denies denied \
-blocked
+approve approves approved approval | reject rejects rejected rejection deny denies denied
 daily | weekly | monthly | quarterly | annual annually yearly
 fixed | variable floating adjustable
 buy buys bought buying purchase purchases purchased acquire acquires acquired acquiring \
@@ -50,7 +52,6 @@ accelerate accelerates accelerated accelerating | decelerate decelerates deceler
 decelerating slowed slowing
 outperform outperforms outperformed outperforming | underperform underperforms underperformed \
 underperforming
-beat beats | missed
 tighten tightens tightened tightening | loosen loosens loosened loosening
 steepen steepens steepened steepening | flatten flattens flattened flattening
 widen widens widened widening | narrows narrowed narrowing
@@ -63,20 +64,13 @@ revaluation
 overstate overstates overstated overstating | understate understates understated \
 understating
 high | low
-opened | closed
 bullish | bearish
 hawkish | dovish
 oversubscribed | undersubscribed
 premium premiums | discount discounts
 creditor creditors | debtor debtors
 senior | junior subordinated
-hired | fired dismissed
-audited | unaudited
-insured | uninsured
-regulated | unregulated
 solvent | insolvent
-liquid | illiquid
-listed | unlisted
 legal lawful | illegal unlawful
 authorised authorized | unauthorised unauthorized
 collateralised collateralized | uncollateralised uncollateralized

@@ -999,11 +999,6 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "fell",
         ),
         (
-            "Revenue beat analysts' expectations[^1].",
-            "Revenue missed analysts' expectations.",
-            "missed",
-        ),
-        (
             "The fund outperformed its benchmark last year[^1].",
             "The fund underperformed its benchmark last year.",
             "underperform",
@@ -1049,9 +1044,9 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "loss",
         ),
         (
-            "The deposits are insured by the FDIC[^1].",
-            "The deposits are uninsured by the FDIC.",
-            "uninsured",
+            "The bank was solvent at the end of 2023[^1].",
+            "The bank was insolvent at the end of 2023.",
+            "insolvent",
         ),
         (
             "The payments were legal under the rules[^1].",
@@ -1094,6 +1089,12 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
         (
             "The euro strengthened against the dollar[^1].",
             "The euro grew stronger against the dollar.",
+        ),
+        // A source's noun of the same stem as an excluded word states
+        // nothing: "regulated" is in no set.
+        (
+            "The exchange is unregulated[^1].",
+            "Regulators warned that the exchange is unregulated.",
         ),
         // "lower" without a number is itself, not a change.
         (
