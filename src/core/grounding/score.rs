@@ -1027,7 +1027,7 @@ impl Judge<'_> {
             opposed = opposed_word(
                 answer,
                 terms,
-                cover.first,
+                (cover.first, cover.second),
                 index,
                 sources,
                 (folder, opposite_ids),
@@ -1825,11 +1825,12 @@ fn word_by_word_initials(
     (opens && small > 0).then_some((ends, n))
 }
 
-/// The word of sentence `best` (a claim's best) that says the opposite of
-/// one of the claim's words (see `opposites`), where `best` states neither
-/// that word nor another of its meaning: "fell" for "rose" against "Net
-/// revenue retention fell from 118% to 109%". Not for a word the claim
-/// negates, nor when the claim says both
+/// The word of sentence `best` or `second` (a claim's best two) that says
+/// the opposite of one of the claim's words (see `opposites`), where
+/// neither states that word nor another of its meaning: "fell" for "rose"
+/// against "Net revenue retention fell from 118% to 109%", "increase" for
+/// "fell 5%" against "Net income was $5bn. Up 5% on the year." Not for a
+/// word the claim negates, nor when the claim says both
 /// ("at higher altitudes water boils at lower temperatures": the source's
 /// "lower" may be the claim's own). Only words not found in `best` are
 /// looked up, and only those in a set of opposites cost a read.
@@ -1837,7 +1838,7 @@ fn word_by_word_initials(
 fn opposed_word(
     answer: &str,
     terms: &[Term],
-    best: u32,
+    (best, second): (u32, u32),
     index: &mut SourceIndex,
     sources: &[&str],
     (folder, ids): (&mut Folder, &mut opposites::Ids),
@@ -1868,7 +1869,11 @@ fn opposed_word(
             continue;
         }
         let classes = ids.of(place, folder);
-        let mut states = |id: u32| index.held_plainly_in((best, id), (sources, folder, steps));
+        let mut states = |id: u32| {
+            index.held_plainly_in((best, id), (sources, folder, steps))
+                || (second != u32::MAX
+                    && index.held_plainly_in((second, id), (sources, folder, steps)))
+        };
         if classes[place.class()].iter().any(|&(id, _)| states(id)) {
             continue;
         }

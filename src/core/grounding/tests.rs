@@ -977,6 +977,13 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "Deposits were 3% lower at the end of the year.",
             "decrease",
         ),
+        // The claim's second best sentence counts too: results are
+        // written in short sentences.
+        (
+            "Net income fell 5% on the year[^1].",
+            "Net income was $5bn. Up 5% on the year.",
+            "increase",
+        ),
         // A claim's change is read as its verb is, too.
         (
             "Profits were up 5% in the quarter[^1].",
@@ -1095,6 +1102,12 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
         (
             "The exchange is unregulated[^1].",
             "Regulators warned that the exchange is unregulated.",
+        ),
+        // An opposite in a sentence that holds none of the claim's words
+        // is about something else.
+        (
+            "Deposits expanded in 2023[^1].",
+            "Deposits reached $50bn in 2023. Loans shrank.",
         ),
         // "lower" without a number is itself, not a change.
         (
