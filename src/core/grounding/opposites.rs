@@ -168,12 +168,7 @@ pub(super) fn place_of_term(
     folder: &mut Folder,
 ) -> Option<Place> {
     let change = *CHANGE;
-    // Each class's first id is its first word's: "increase", "decrease".
-    let read_as = ids
-        .of(change, folder)
-        .iter()
-        .position(|class| class.first().is_some_and(|&(i, _)| i == id));
-    match read_as {
+    match ids.changes(folder).iter().position(|&i| i == id) {
         Some(class) => Some(Place {
             class: class as u16,
             ..change
@@ -193,6 +188,8 @@ static CHANGE: LazyLock<Place> =
 #[derive(Default)]
 pub(super) struct Ids {
     sets: Vec<Option<Vec<Class>>>,
+    /// The ids of "increase" and "decrease".
+    changes: Option<[u32; 2]>,
 }
 
 /// A class's words by id: each id once, with the first word of the class
@@ -203,6 +200,18 @@ impl Ids {
     /// Forgets every id (the memo's ids started over).
     pub(super) fn clear(&mut self) {
         self.sets.clear();
+        self.changes = None;
+    }
+
+    /// The ids of "increase" and "decrease", the first words of the
+    /// classes of changes.
+    fn changes(&mut self, folder: &mut Folder) -> [u32; 2] {
+        if let Some(ids) = self.changes {
+            return ids;
+        }
+        let ids = [b"increase".as_slice(), b"decrease"].map(|w| folder.fold_packed(w, true).id());
+        self.changes = Some(ids);
+        ids
     }
 
     /// The classes of `place`'s set, as ids.
