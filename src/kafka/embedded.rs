@@ -85,11 +85,11 @@ impl EmbeddedBroker {
     /// and it refuses new ones until `cluster().broker_up(id)`.
     ///
     /// The mock closes the broker's listening socket and binds a new one to
-    /// the same port at once, and aborts the process if that bind fails:
-    /// seen when other clusters' clients were connecting at that moment,
-    /// which can be given the port while nothing holds it. A connection to
-    /// each broker, answered, is held through the call, so the port stays
-    /// in use (it made the abort rarer, not impossible).
+    /// the same port at once, and aborts the process if that bind finds the
+    /// port taken (seen when two clusters started and took a broker down
+    /// together): while nothing holds the port, another socket may be given
+    /// it. A connection to each broker, answered, is held through the call,
+    /// so the port stays in use; it made the abort rarer, not impossible.
     pub fn broker_down(&self, id: i32) -> Result<(), rdkafka::error::KafkaError> {
         let held: Vec<std::net::TcpStream> = self
             .bootstrap()
