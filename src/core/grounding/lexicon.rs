@@ -2031,6 +2031,23 @@ pub(super) fn comparative_after(
     }
 }
 
+/// The changes a source's number at `at..end` states, `sign` bytes of
+/// currency sign before it: "increase" for "up 5%" ([`direction_before`])
+/// and for "5% higher" ([`comparative_after`]). The index and the
+/// rereading of a sentence both read them here, so they agree.
+#[inline(always)]
+pub(super) fn changes_of_number(
+    bytes: &[u8],
+    at: usize,
+    end: usize,
+    sign: usize,
+) -> [Option<&'static [u8]>; 2] {
+    [
+        direction_before(bytes, at - sign),
+        comparative_after(bytes, at, end).map(|(change, ..)| change),
+    ]
+}
+
 /// Whether a word starting with `first` may be a unit of
 /// [`comparative_after`] or its comparative, by its first letter.
 #[inline(always)]

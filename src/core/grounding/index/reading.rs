@@ -16,10 +16,9 @@ use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
-    clock_time, closed_compound, comparative_after, currency_before, date, direction_before,
-    for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit,
-    short_form, skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents,
-    us_dollar,
+    changes_of_number, clock_time, closed_compound, currency_before, date, for_each_word,
+    glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit, short_form,
+    skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::terms::Table;
@@ -384,15 +383,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             return;
         };
         let currency = currency_before(self.at.bytes, off);
-        // "up 5%": the change's word ("increase") before the number and
-        // its sign, as claims read the "up".
-        if let Some(direction) =
-            direction_before(self.at.bytes, off - currency.map_or(0, |(_, sign)| sign))
+        // "up 5%", "5% higher": the change's word ("increase") before the
+        // number and its sign, as claims read the "up" or the "higher".
+        let sign = currency.map_or(0, |(_, sign)| sign);
+        for change in changes_of_number(self.at.bytes, off, off + w.len(), sign)
+            .into_iter()
+            .flatten()
         {
-            self.implied(direction);
-        }
-        // "5% higher": the change's word too, as claims read the "higher".
-        if let Some((change, ..)) = comparative_after(self.at.bytes, off, off + w.len()) {
             self.implied(change);
         }
         if let Some((word, sign)) = currency {
@@ -892,9 +889,10 @@ impl<'a> NegationScan<'a> {
     fn change_of(&mut self, off: usize, len: usize, whole: (usize, usize)) {
         let bytes = self.at.bytes;
         let sign = currency_before(bytes, off).map_or(0, |(_, sign)| sign);
-        let before = direction_before(bytes, off - sign);
-        let after = comparative_after(bytes, off, off + len).map(|(change, ..)| change);
-        for word in before.into_iter().chain(after) {
+        for word in changes_of_number(bytes, off, off + len, sign)
+            .into_iter()
+            .flatten()
+        {
             let p = self.folder.fold_packed(word, true);
             self.word(p, Case::Lower, whole);
         }
