@@ -64,6 +64,11 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
         d.push_str(w);
         d.push_str("\" instead");
     }
+    if let Some(q) = claim.qualified {
+        d.push_str("; the source qualifies it with \"");
+        d.push_str(q);
+        d.push('"');
+    }
     if let Some(m) = &claim.misattributed {
         d.push_str("; the source says \"");
         d.push_str(&m.word);
@@ -139,6 +144,9 @@ pub fn prompt_addendum(
             }
             if let Some(w) = c.opposed {
                 let _ = write!(p, "; the source says \"{w}\" instead");
+            }
+            if let Some(q) = c.qualified {
+                let _ = write!(p, "; the source qualifies it with \"{q}\"");
             }
             if let Some(m) = &c.misattributed {
                 let _ = write!(p, "; the source says \"{}\" of \"{}\"", m.word, m.name);

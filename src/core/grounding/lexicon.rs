@@ -791,7 +791,7 @@ pub(super) fn is_stop(lower: &str) -> bool {
 /// The bytes of a word of at most 16 bytes as one number, byte `i` in
 /// bits `8 i..`, each lower-cased by `case` (distinct words give distinct
 /// numbers: no word holds a zero byte).
-const fn packed_word(word: &[u8], case: u8) -> u128 {
+pub(super) const fn packed_word(word: &[u8], case: u8) -> u128 {
     let mut x = 0u128;
     let mut i = 0;
     while i < word.len() {

@@ -9,6 +9,7 @@ use super::lexicon::{
     RUN_OPENERS, SPELLED, direction, fold_into, is_filler, is_negation, is_stop, spelled_other,
 };
 use super::opposites;
+use super::qualifiers;
 use super::variants;
 use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
 
@@ -43,6 +44,10 @@ pub(super) struct WordInfo {
     /// read in its place (see `lexicon::comparative_after`). The claims'
     /// other words skip those tests.
     pub(super) direction: bool,
+    /// "may", "expected", "plans": it may keep the word after it from
+    /// being stated as done (see `qualifiers`). The readers of a source
+    /// test only this bit for the many words that are none.
+    pub(super) qualifier: bool,
 }
 
 impl WordInfo {
@@ -56,8 +61,8 @@ impl WordInfo {
 
     /// The memo's packed form: id (32 bits), word classes (5), spelled
     /// digits (6: fewer than 64 entries in `SPELLED`), opposing (1),
-    /// direction (1), variants group (17: at most `variants::MAX_GROUPS`)
-    /// in one word, with a bit that marks it present.
+    /// direction (1), variants group (17: at most `variants::MAX_GROUPS`),
+    /// qualifier (1) in one word, with a bit that marks it present.
     fn pack(&self) -> u64 {
         u64::from(self.id)
             | u64::from(self.number) << 32
@@ -69,6 +74,7 @@ impl WordInfo {
             | u64::from(self.opposing) << 43
             | u64::from(self.direction) << 44
             | u64::from(self.variants) << 45
+            | u64::from(self.qualifier) << 62
             | PRESENT
     }
 
@@ -86,6 +92,7 @@ impl WordInfo {
             variants: p.variants(),
             opposing: p.opposing(),
             direction: p.direction(),
+            qualifier: p.qualifier(),
         }
     }
 }
@@ -190,6 +197,12 @@ impl Packed {
     #[inline(always)]
     pub(super) fn direction(self) -> bool {
         self.0 & 1 << 44 != 0
+    }
+
+    /// See [`WordInfo::qualifier`].
+    #[inline(always)]
+    pub(super) fn qualifier(self) -> bool {
+        self.0 & 1 << 62 != 0
     }
 
     /// See [`WordInfo::variants`].
@@ -517,6 +530,7 @@ impl Folder {
         // which the opposites' tables read case aside.
         let opposing = opposing(buf.as_bytes());
         let direction = direction(buf.as_bytes()).is_some() || matches!(&**buf, "higher" | "lower");
+        let qualifier = qualifiers::is_qualifier(buf);
         WordInfo {
             id: self.id(key),
             number: false,
@@ -528,6 +542,7 @@ impl Folder {
             variants,
             opposing,
             direction,
+            qualifier,
         }
     }
 
@@ -587,6 +602,7 @@ mod tests {
                 variants: 0x1_ffff - bits,
                 opposing: bits & 32 != 0,
                 direction: bits & 1 == 0,
+                qualifier: bits & 2 == 0,
             };
             let p = Packed(info.pack());
             assert_eq!(p.id(), info.id);
@@ -605,6 +621,8 @@ mod tests {
             assert_eq!(p.variants(), info.variants);
             assert_eq!(p.opposing(), info.opposing);
             assert_eq!(p.direction(), info.direction);
+            assert_eq!(p.qualifier(), info.qualifier);
+            assert_eq!(p.variants(), info.variants);
             let back = WordInfo::unpack(info.pack());
             assert_eq!(format!("{back:?}"), format!("{info:?}"));
         }

@@ -27,7 +27,9 @@
 //! claim states and its best source sentences do not, or the other way
 //! round; a word whose opposite its best sentence states instead ("rose"
 //! against "fell") or a number the sources bound the other way ("at least
-//! six" against "at most six"; `opposites`); a word it sets beside a name
+//! six" against "at most six"; `opposites`); a word it states as done that
+//! its best sentence only qualifies ("approved" against "is expected to
+//! approve"; `qualifiers`); a word it sets beside a name
 //! of its own that the sources say of another name, in its best two
 //! sentences ("Neil Gaiman directed Beowulf" against "directed by Robert
 //! Zemeckis"); most of its found words outside its best two sentences
@@ -71,6 +73,7 @@ mod lexicon;
 mod memo;
 pub mod model;
 mod opposites;
+mod qualifiers;
 mod score;
 mod variants;
 
@@ -110,6 +113,11 @@ pub struct Claim {
     /// that bounds a number of the claim the other way ("at most" against
     /// "at least six").
     pub opposed: Option<&'static str>,
+    /// A qualifier under which the claim's best source sentence holds a
+    /// word the claim states as done ("expected to" against "approved":
+    /// "The regulator is expected to approve the deal"), as the table of
+    /// qualifiers writes it.
+    pub qualified: Option<&'static str>,
     /// A relation word of the claim that its sources say of another name
     /// than the claim's ("directed" of "Robert Zemeckis" against "Neil
     /// Gaiman directed Beowulf").

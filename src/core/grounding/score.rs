@@ -30,6 +30,7 @@ use super::lexicon::{
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
 use super::opposites;
+use super::qualifiers::{self, claim_qualifies, states_possible};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
@@ -880,6 +881,7 @@ struct Verdict {
     evidence: Evidence,
     contradicted: bool,
     opposed: Option<&'static str>,
+    qualified: Option<&'static str>,
     misattributed: Option<Box<super::Misattributed>>,
 }
 
@@ -1044,6 +1046,19 @@ impl Judge<'_> {
                 steps,
             );
         }
+        // A word the claim states as done that its best sentence only
+        // qualifies ("approved" against "is expected to approve").
+        let qualified = if !contradicted && opposed.is_none() && index.qualifies(cover.first) {
+            qualified_word(
+                answer,
+                terms,
+                (cover.first, cover.second),
+                index,
+                (sources, folder, steps),
+            )
+        } else {
+            None
+        };
         // Scattered: most of the claim's found words sit outside its
         // best two sentences (a merge of two sentences is fine; words
         // picked from all over a page are not support).
@@ -1052,6 +1067,7 @@ impl Judge<'_> {
             || negation_missing
             || contradicted
             || opposed.is_some()
+            || qualified.is_some()
             || scattered;
         let misattributed = if !broken && pairs.0 < pairs.1 {
             // `found_ids` is free again once the cover is known.
@@ -1090,6 +1106,7 @@ impl Judge<'_> {
             },
             contradicted,
             opposed,
+            qualified,
             misattributed,
         }
     }
@@ -1107,9 +1124,15 @@ fn claim_of(
     verdict: Option<Verdict>,
     settings: &GroundingSettings,
 ) -> Claim {
-    let (evidence, contradicted, opposed, misattributed) = match verdict {
-        Some(v) => (Some(v.evidence), v.contradicted, v.opposed, v.misattributed),
-        None => (None, false, None, None),
+    let (evidence, contradicted, opposed, qualified, misattributed) = match verdict {
+        Some(v) => (
+            Some(v.evidence),
+            v.contradicted,
+            v.opposed,
+            v.qualified,
+            v.misattributed,
+        ),
+        None => (None, false, None, None, None),
     };
     let unsupported_terms = if evidence.is_some() {
         term_names(answer, terms, |t| {
@@ -1140,6 +1163,7 @@ fn claim_of(
         apart_terms,
         contradicted,
         opposed,
+        qualified,
         misattributed,
         sources: cited,
         checkable_terms,
@@ -1823,6 +1847,51 @@ fn word_by_word_initials(
     }
     let opens = terms.get(i).is_some_and(|t| t.class != TermClass::Function);
     (opens && small > 0).then_some((ends, n))
+}
+
+/// The qualifier ("may", "expected to"; see `qualifiers`) under which
+/// sentence `first` holds a found content word the claim writes in lower
+/// case, where the sentence holds it only so and sentence `second` does
+/// not hold it plainly; `None` when the claim qualifies what it states
+/// itself ("The bank may cut …", "wants to expand"). The sentence's bit
+/// is the caller's quick test, then the claim's own words; the sentence
+/// is read again only for a claim that passes both.
+#[cold]
+#[inline(never)]
+fn qualified_word(
+    answer: &str,
+    terms: &[Term],
+    (first, second): (u32, u32),
+    index: &mut SourceIndex,
+    (sources, folder, steps): (&[&str], &mut Folder, &mut usize),
+) -> Option<&'static str> {
+    let bytes = answer.as_bytes();
+    let mut itself = None;
+    for t in terms {
+        if !t.found
+            || !t.in_best
+            || t.class != TermClass::Word
+            || !bytes[t.at].is_ascii_lowercase()
+            || states_possible(bytes, t.at, t.at + t.len)
+        {
+            continue;
+        }
+        if *itself.get_or_insert_with(|| {
+            let from = terms.first().map_or(0, |f| f.at);
+            let to = terms.last().map_or(0, |l| l.at + l.len);
+            claim_qualifies(&bytes[from..to])
+        }) {
+            return None;
+        }
+        let Some(n) = index.held_only_qualified((first, t.id), (sources, folder, steps)) else {
+            continue;
+        };
+        if second != u32::MAX && index.held_plainly_in((second, t.id), (sources, folder, steps)) {
+            continue;
+        }
+        return Some(qualifiers::phrase(n));
+    }
+    None
 }
 
 /// The word of sentence `best` or `second` (a claim's best two) that says

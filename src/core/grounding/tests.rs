@@ -3185,6 +3185,111 @@ fn up_or_down_before_a_number_is_the_change_it_states() {
     );
 }
 
+/// What qualifier the first claim of `answer` against `source` is found
+/// under, and whether it is flagged.
+fn qualified(claim: &str, source: &str) -> (Option<&'static str>, bool) {
+    let g = run(&format!("{claim}[^1]."), &[source]);
+    let c = &g.claims[0];
+    (
+        c.qualified,
+        c.support.unwrap() < GroundingSettings::default().min_support,
+    )
+}
+
+#[test]
+fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
+    // Every word is found; the claim turns a forecast, a plan, a
+    // possibility or an allegation into a fact.
+    for (claim, source, qualifier) in [
+        (
+            "The regulator approved the deal",
+            "The regulator is expected to approve the deal.",
+            "expected to",
+        ),
+        (
+            "The bank cut its dividend",
+            "The bank could cut its dividend, analysts said.",
+            "could",
+        ),
+        (
+            "The firm cut 200 jobs",
+            "The firm plans to cut 200 jobs.",
+            "plans to",
+        ),
+        (
+            "The merger was completed in March",
+            "The merger is likely to be completed in March.",
+            "likely to",
+        ),
+        (
+            "Early repayment charges apply",
+            "Early repayment charges may apply.",
+            "may",
+        ),
+        ("He stole $5m", "He allegedly stole $5m.", "allegedly"),
+        (
+            "The bank acquired the lender",
+            "The bank failed to acquire the lender.",
+            "failed to",
+        ),
+    ] {
+        assert_eq!(
+            qualified(claim, source),
+            (Some(qualifier), true),
+            "{claim} / {source}"
+        );
+    }
+    let g = run(
+        "The regulator approved the deal[^1].",
+        &["The regulator is expected to approve the deal."],
+    );
+    let detail = explain::unsupported_detail(0, &g.claims[0]);
+    assert!(
+        detail.ends_with("; the source qualifies it with \"expected to\""),
+        "{detail}"
+    );
+    // The claim qualifies it too, or states it where the sentence also
+    // does plainly, or the qualifier governs another word: not flagged.
+    for (claim, source) in [
+        (
+            "The regulator is likely to approve the deal",
+            "The regulator is expected to approve the deal.",
+        ),
+        (
+            "The bank will cut its dividend",
+            "The bank may cut its dividend.",
+        ),
+        (
+            "Customers can withdraw funds at any time",
+            "Customers may withdraw funds at any time.",
+        ),
+        ("The CEO wants to step down", "The CEO plans to step down."),
+        (
+            "Shares are redeemable daily",
+            "Investors may redeem shares daily.",
+        ),
+        (
+            "The bank cut its dividend",
+            "The bank cut its dividend, and analysts expect it to cut again.",
+        ),
+        (
+            "The company reported a rise in revenue",
+            "The company, which may be sold, reported a rise in revenue.",
+        ),
+        // "May" the month is no qualifier.
+        ("Revenue rose in 2024", "Revenue rose in May 2024."),
+    ] {
+        assert_eq!(qualified(claim, source).0, None, "{claim} / {source}");
+    }
+    // The sentence with the word stated plainly is the best one.
+    assert_fully_supported(
+        "Profits rose 5% last year[^1].",
+        "Profits could rise as rates climb. Profits rose 5% last year.",
+    );
+    // The qualifier ends with its sentence.
+    assert_fully_supported("Fees apply[^1].", "The rate may change. Fees apply.");
+}
+
 #[test]
 fn cents_are_a_price_in_dollars_or_euros() {
     for (claim, source) in [

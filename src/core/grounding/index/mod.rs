@@ -17,6 +17,7 @@
 mod reading;
 
 pub(super) use reading::{Case, Placed};
+use reading::{NEGATED_WORD, PLAIN, QUALIFIED_WORD};
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{first_end, sentence_end};
@@ -52,7 +53,8 @@ pub(super) struct SourceIndex {
     sentence_first: Vec<u32>,
     /// Sentence lists, linked backwards: (sentence, previous entry + 1).
     postings: Vec<(u32, u32)>,
-    /// By sentence: its source and how many negations it holds.
+    /// By sentence: its source and how many negations it holds
+    /// ([`NEGATIONS`]), with the [`QUALIFIES`] bit.
     sentences: Vec<(u32, u16)>,
     /// By sentence: a claim's running count of terms found there (zero
     /// between claims; `touched` lists the non-zero ones).
@@ -74,7 +76,7 @@ pub(super) struct SourceIndex {
     /// Sources read again for what they negate in this record, and their
     /// content words: (sentence, word id, right after a negation), sorted.
     negations_read: Vec<bool>,
-    negated: Vec<(u32, u32, bool)>,
+    negated: Vec<(u32, u32, u8)>,
     /// By sentence: where in its source its first word starts.
     sentence_at: Vec<u32>,
     /// A term's sentences, the content words of those sentences in order,
@@ -494,7 +496,9 @@ impl SourceIndex {
 
     /// Whether sentence `s` holds a negation.
     pub(super) fn negates(&self, s: u32) -> bool {
-        self.sentences.get(s as usize).is_some_and(|x| x.1 > 0)
+        self.sentences
+            .get(s as usize)
+            .is_some_and(|x| x.1 & NEGATIONS != 0)
     }
 
     /// How sentence `s` holds content term `id`: plainly (not right after
@@ -516,8 +520,8 @@ impl SourceIndex {
         if !self.read_words_of(s, texts, folder, steps) {
             return (false, false);
         }
-        let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
-        (has(false), has(true))
+        let has = |held| self.negated.binary_search(&(s, id, held)).is_ok();
+        (has(PLAIN), has(NEGATED_WORD))
     }
 
     /// The first half of [`SourceIndex::held_in`]: whether sentence `s`
@@ -530,7 +534,26 @@ impl SourceIndex {
         (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
     ) -> bool {
         self.read_words_of(s, texts, folder, steps)
-            && self.negated.binary_search(&(s, id, false)).is_ok()
+            && self.negated.binary_search(&(s, id, PLAIN)).is_ok()
+    }
+
+    /// The number of the qualifier that governs content term `id` in
+    /// sentence `s` ("may *cut*", "expected to *approve*"; see
+    /// `qualifiers`) when the sentence holds it only so: never plainly,
+    /// nor negated. Read as [`SourceIndex::held_in`] reads.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn held_only_qualified(
+        &mut self,
+        (s, id): (u32, u32),
+        (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
+    ) -> Option<u8> {
+        if !self.read_words_of(s, texts, folder, steps) {
+            return None;
+        }
+        let from = self.negated.partition_point(|&x| x < (s, id, 0));
+        let first = self.negated.get(from).filter(|x| (x.0, x.1) == (s, id))?.2;
+        (first >= QUALIFIED_WORD).then(|| first - QUALIFIED_WORD)
     }
 
     /// Whether sentence `a` or `b` of the sources `cited` holds term `id`;
@@ -617,7 +640,18 @@ impl SourceIndex {
     /// How many negations ("not", "n't", "never", "without", …) sentence
     /// `s` holds.
     pub(super) fn negations_in(&self, s: u32) -> u32 {
-        self.sentences.get(s as usize).map_or(0, |x| u32::from(x.1))
+        self.sentences
+            .get(s as usize)
+            .map_or(0, |x| u32::from(x.1 & NEGATIONS))
+    }
+
+    /// Whether sentence `s` holds a qualifier ("may", "expected"; see
+    /// `qualifiers`): the qualifier rule's quick test, before reading the
+    /// sentence again for what it governs.
+    pub(super) fn qualifies(&self, s: u32) -> bool {
+        self.sentences
+            .get(s as usize)
+            .is_some_and(|x| x.1 & QUALIFIES != 0)
     }
 
     /// The sentences of the cited sources holding term `id`, newest first,
@@ -1001,6 +1035,13 @@ fn sentence_close(b: &[u8], from: usize) -> (usize, bool) {
 /// The key paired with a content word right after a negation ("did not
 /// *declare*"): whether a source negates that word.
 pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
+
+/// A sentence's count of negations, in its entry's number, and the bit
+/// beside it that says the sentence holds a qualifier ("may", "expected";
+/// in any case, so "May" the month too: the rule reads the sentence again
+/// to see what it governs).
+pub(super) const NEGATIONS: u16 = 0x7fff;
+pub(super) const QUALIFIES: u16 = 0x8000;
 
 /// Key of an ordered pair of terms, distinct from any single term's key.
 pub(super) fn pair_hash(a: u64, b: u64) -> u64 {

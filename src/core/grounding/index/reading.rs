@@ -11,7 +11,7 @@
 //! It writes only the record's index (and the summary a cached source is
 //! replayed from); it decides nothing about a claim.
 
-use super::{Mark, NEGATED, SourceIndex, Wanted, list, pair_hash};
+use super::{Mark, NEGATED, NEGATIONS, QUALIFIES, SourceIndex, Wanted, list, pair_hash};
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
@@ -21,6 +21,7 @@ use crate::core::grounding::lexicon::{
     skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
+use crate::core::grounding::qualifiers::Qualifying;
 use crate::core::terms::Table;
 
 impl SourceIndex {
@@ -163,8 +164,8 @@ struct Reading<'a, const RECORD: bool> {
     /// Where in the source's text the reading is, and the source's number.
     at: Cursor<'a>,
     idx: u32,
-    /// By sentence: its source and how many negations it holds (the
-    /// index's list).
+    /// By sentence: its source and how many negations it holds, with the
+    /// bit that says it holds a qualifier (the index's list).
     sentences: &'a mut Vec<(u32, u16)>,
     /// By sentence: where in its source its first word starts.
     sentence_at: &'a mut Vec<u32>,
@@ -217,6 +218,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             } else {
                 *self.table.entry(info.key()) |= self.bit;
             }
+        }
+        if info.qualifier() {
+            self.sentences[sentence as usize].1 |= QUALIFIES;
         }
         if info.function() {
             return (None, info.negation());
@@ -555,7 +559,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         self.alt = alt;
         if negation {
             let n = &mut self.sentences[self.sentence as usize].1;
-            *n = n.saturating_add(1);
+            if *n & NEGATIONS != NEGATIONS {
+                *n += 1;
+            }
         }
         if let Some((whole, before)) = dotted {
             self.split(w, off, ascii, whole, before);
@@ -777,16 +783,26 @@ struct NegationScan<'a> {
     sentence: u32,
     /// A negation seen in this sentence, waiting for its content word.
     pending: bool,
+    /// A qualifier seen in this sentence, waiting for its content word.
+    qualifying: Qualifying,
     /// The next word opens its sentence.
     opens: bool,
     out: Sink<'a>,
 }
 
+/// How a sentence holds a content word, as a [`NegationScan`] lists it:
+/// plainly, right after a negation ("did not *win*"), or governed by a
+/// qualifier ("may *cut*"; see `qualifiers`): [`QUALIFIED_WORD`] plus the
+/// qualifier's number.
+pub(super) const PLAIN: u8 = 0;
+pub(super) const NEGATED_WORD: u8 = 1;
+pub(super) const QUALIFIED_WORD: u8 = 2;
+
 /// What a [`NegationScan`] writes.
 enum Sink<'a> {
-    /// A whole source's content words: (sentence, word id, right after a
-    /// negation).
-    Negated(&'a mut Vec<(u32, u32, bool)>),
+    /// A whole source's content words: (sentence, word id, how it is
+    /// held: [`PLAIN`], [`NEGATED_WORD`] or [`QUALIFIED_WORD`]).
+    Negated(&'a mut Vec<(u32, u32, u8)>),
     /// One sentence's content words in order, with their case, placed
     /// `offset` bytes into the source.
     Placed {
@@ -816,7 +832,7 @@ impl Words for NegationScan<'_> {
         {
             for part in [PER, unit] {
                 let p = self.folder.fold_packed(part, true);
-                self.word(p, Case::Lower, whole);
+                self.word(part, p, Case::Lower, whole);
             }
             return;
         }
@@ -824,14 +840,14 @@ impl Words for NegationScan<'_> {
             for part in short.words.iter().copied().chain(Some(&w[short.rest..])) {
                 if !part.is_empty() {
                     let p = self.folder.fold_packed(part, true);
-                    self.word(p, Case::Lower, whole);
+                    self.word(part, p, Case::Lower, whole);
                 }
             }
             return;
         }
         for part in self.at.date(off, w.len()).iter().flat_map(Date::words) {
             let p = self.folder.fold_packed(part, true);
-            self.word(p, Case::Lower, whole);
+            self.word(part, p, Case::Lower, whole);
         }
         if w[0].is_ascii_digit() && matches!(self.out, Sink::Negated(_)) {
             self.change_of(off, w.len(), whole);
@@ -852,7 +868,7 @@ impl Words for NegationScan<'_> {
             self.opens = false;
             return;
         }
-        self.word(info, case, whole);
+        self.word(w, info, case, whole);
         if info.number() || !info.dotted() {
             return;
         }
@@ -862,7 +878,7 @@ impl Words for NegationScan<'_> {
             }
             if !part.is_empty() {
                 let p = self.folder.fold_packed(part, ascii || part.is_ascii());
-                self.word(p, Case::Lower, whole);
+                self.word(part, p, Case::Lower, whole);
             }
         });
     }
@@ -876,6 +892,7 @@ impl<'a> NegationScan<'a> {
             at: Cursor::new(text.as_bytes()),
             sentence,
             pending: false,
+            qualifying: Qualifying::default(),
             opens: true,
             out,
         }
@@ -894,7 +911,7 @@ impl<'a> NegationScan<'a> {
             .flatten()
         {
             let p = self.folder.fold_packed(word, true);
-            self.word(p, Case::Lower, whole);
+            self.word(word, p, Case::Lower, whole);
         }
     }
 
@@ -904,20 +921,35 @@ impl<'a> NegationScan<'a> {
             self.sentence += 1;
         }
         self.pending = false;
+        self.qualifying = Qualifying::default();
         self.opens = true;
     }
 
-    fn word(&mut self, info: Packed, case: Case, (at, len): (usize, usize)) {
+    /// The word `w` as written, `info` as folded.
+    fn word(&mut self, w: &[u8], info: Packed, case: Case, (at, len): (usize, usize)) {
         self.opens = false;
         if info.function() {
+            if matches!(self.out, Sink::Negated(_)) && self.qualifying.wants(info) {
+                self.qualifying.step(w, info);
+            }
             return;
         }
         match &mut self.out {
             Sink::Negated(out) => {
+                let qualified = if self.qualifying.wants(info) {
+                    self.qualifying.step(w, info)
+                } else {
+                    None
+                };
                 if info.negation() {
                     self.pending = true;
                 } else {
-                    out.push((self.sentence, info.id(), self.pending));
+                    let held = match qualified {
+                        _ if self.pending => NEGATED_WORD,
+                        Some(n) => QUALIFIED_WORD + n,
+                        None => PLAIN,
+                    };
+                    out.push((self.sentence, info.id(), held));
                     self.pending = false;
                 }
             }

@@ -1,0 +1,383 @@
+//! Words that keep the word after them from being stated as done: "may
+//! cut", "is expected to approve", "plans to acquire", "allegedly stole",
+//! "failed to complete". A claim that states plainly what its best source
+//! sentence only qualifies so ("The regulator approved the deal" against
+//! "The regulator is expected to approve the deal") turns a forecast, a
+//! plan or an allegation into a fact; every word of it is found, so the
+//! fitted model alone scored such claims high.
+//!
+//! Pure tables and the one reading rule both readers of a source share;
+//! it must not look a word up in a source (the scorer asks the index).
+
+use super::lexicon::packed_word;
+use super::memo::Packed;
+
+/// Qualifiers that govern the next content word ("may *cut*", "reportedly
+/// *paid*"). Sorted: looked up by binary search. Left out: "would"
+/// (Wikipedia narrates with it: "he would later become president"),
+/// "will" and "should" (a tense and a duty, not a doubt), "can" (an
+/// ability), "considering" ("considering its size, …"), and "May"
+/// written with a capital (the month).
+const BEFORE_WORD: &[&str] = &[
+    "allegedly",
+    "could",
+    "may",
+    "might",
+    "perhaps",
+    "possibly",
+    "potentially",
+    "probably",
+    "purportedly",
+    "reportedly",
+    "supposedly",
+];
+
+/// Qualifiers that govern the content word after their "to" ("expected to
+/// *rise*", "failed to *complete*"); any other word between them ends the
+/// qualifier ("expected by analysts …"). Sorted. Left out: "due" ("due to"
+/// is "because of"), "set" ("set to music").
+const BEFORE_TO: &[&str] = &[
+    "aim",
+    "aimed",
+    "aiming",
+    "aims",
+    "attempted",
+    "attempting",
+    "attempts",
+    "expected",
+    "expects",
+    "failed",
+    "fails",
+    "forecast",
+    "hope",
+    "hoped",
+    "hopes",
+    "hoping",
+    "intend",
+    "intended",
+    "intending",
+    "intends",
+    "likely",
+    "plan",
+    "planned",
+    "planning",
+    "plans",
+    "poised",
+    "predicted",
+    "projected",
+    "proposed",
+    "proposes",
+    "scheduled",
+    "seek",
+    "seeking",
+    "seeks",
+    "sought",
+    "tried",
+    "tries",
+    "trying",
+    "unlikely",
+    "want",
+    "wanted",
+    "wants",
+];
+
+/// Words that make a claim's own statement conditional, modal, permitted
+/// or intended, besides the qualifiers above: such a claim states nothing
+/// as done, so a qualified source sentence does not contradict it ("You
+/// may close your account" is a permission, and "Customers are allowed to
+/// close" or "can close" restate it). Sorted.
+const CLAIM_ONLY: &[&str] = &[
+    "able",
+    "allowed",
+    "can",
+    "eligible",
+    "entitled",
+    "if",
+    "must",
+    "need",
+    "needs",
+    "optional",
+    "permitted",
+    "possible",
+    "shall",
+    "should",
+    "unless",
+    "whether",
+    "will",
+    "would",
+];
+
+/// Every word of the three tables, packed (see `lexicon::packed_word`)
+/// and sorted, with its number: a qualifier's place in [`BEFORE_WORD`],
+/// or past it in [`BEFORE_TO`]; [`CLAIM_WORD`] for a word of
+/// [`CLAIM_ONLY`]. One search of numbers, no byte comparisons.
+const PACKED: [(u128, u8); QUALIFIERS + CLAIM_ONLY.len()] = {
+    let mut out = [(0u128, 0u8); QUALIFIERS + CLAIM_ONLY.len()];
+    let mut i = 0;
+    while i < out.len() {
+        let (w, n) = if i < BEFORE_WORD.len() {
+            (BEFORE_WORD[i], i as u8)
+        } else if i < QUALIFIERS {
+            (BEFORE_TO[i - BEFORE_WORD.len()], i as u8)
+        } else {
+            (CLAIM_ONLY[i - QUALIFIERS], CLAIM_WORD)
+        };
+        let x = (packed_word(w.as_bytes(), 0), n);
+        let mut j = i;
+        while j > 0 && out[j - 1].0 > x.0 {
+            out[j] = out[j - 1];
+            j -= 1;
+        }
+        out[j] = x;
+        i += 1;
+    }
+    out
+};
+
+/// The number of a word of [`CLAIM_ONLY`] in [`PACKED`].
+const CLAIM_WORD: u8 = u8::MAX;
+
+/// Longest word of the tables: a longer one is none of them.
+const LONGEST: usize = 11;
+
+/// A word's bit in [`FIRST_AND_LENGTH`]: of its first letter (any case)
+/// and its length.
+const fn filter_bit(first: u8, len: usize) -> u64 {
+    1 << ((((first | 0x20) as usize).wrapping_mul(7) ^ len.wrapping_mul(13)) % 64)
+}
+
+/// The bits of every word of the tables: a word whose bit is clear is
+/// none of them, told without packing it.
+const FIRST_AND_LENGTH: u64 = {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < PACKED.len() {
+        let p = PACKED[i].0;
+        let mut len = 0;
+        while len < 16 && (p >> (8 * len)) & 0xff != 0 {
+            len += 1;
+        }
+        bits |= filter_bit(p as u8, len);
+        i += 1;
+    }
+    bits
+};
+
+/// The number of `w` (ASCII letters, any case) in [`PACKED`].
+fn lookup(w: &[u8]) -> Option<u8> {
+    let first = *w.first()?;
+    if w.len() > LONGEST || FIRST_AND_LENGTH & filter_bit(first, w.len()) == 0 {
+        return None;
+    }
+    let x = packed_word(w, 0x20);
+    PACKED
+        .binary_search_by(|e| e.0.cmp(&x))
+        .ok()
+        .map(|i| PACKED[i].1)
+}
+
+/// A qualifier's number, and whether it governs through a "to".
+fn number_of(w: &[u8]) -> Option<(u8, bool)> {
+    lookup(w)
+        .filter(|&n| n != CLAIM_WORD)
+        .map(|n| (n, usize::from(n) >= BEFORE_WORD.len()))
+}
+
+/// Whether the case-folded word `lower` is a qualifier (the word memo
+/// keeps this as one bit, so the readers test only that).
+pub(super) fn is_qualifier(lower: &str) -> bool {
+    number_of(lower.as_bytes()).is_some()
+}
+
+/// How qualifier number `n` reads in a finding: the word, with its "to"
+/// when it governs through one ("may", "expected to").
+pub(super) fn phrase(n: u8) -> &'static str {
+    let n = usize::from(n);
+    match n.checked_sub(BEFORE_WORD.len()) {
+        None => BEFORE_WORD[n],
+        Some(i) => PHRASES_TO.get(i).copied().unwrap_or(""),
+    }
+}
+
+/// Qualifiers in all: their numbers fit the readers' one byte.
+pub(super) const QUALIFIERS: usize = BEFORE_WORD.len() + BEFORE_TO.len();
+const _: () = assert!(QUALIFIERS < 200);
+
+/// [`BEFORE_TO`] with its "to", in the same order.
+const PHRASES_TO: &[&str] = &[
+    "aim to",
+    "aimed to",
+    "aiming to",
+    "aims to",
+    "attempted to",
+    "attempting to",
+    "attempts to",
+    "expected to",
+    "expects to",
+    "failed to",
+    "fails to",
+    "forecast to",
+    "hope to",
+    "hoped to",
+    "hopes to",
+    "hoping to",
+    "intend to",
+    "intended to",
+    "intending to",
+    "intends to",
+    "likely to",
+    "plan to",
+    "planned to",
+    "planning to",
+    "plans to",
+    "poised to",
+    "predicted to",
+    "projected to",
+    "proposed to",
+    "proposes to",
+    "scheduled to",
+    "seek to",
+    "seeking to",
+    "seeks to",
+    "sought to",
+    "tried to",
+    "tries to",
+    "trying to",
+    "unlikely to",
+    "want to",
+    "wanted to",
+    "wants to",
+];
+
+/// Where a reading of one sentence stands with its qualifiers: none open,
+/// one waiting for its "to", or one governing the next content word. A
+/// qualifier is a word written in lower case (not "May" the month); the
+/// word it governs is the next content word, negations passed over ("may
+/// not *rise*"), and counts as qualified when it is written in lower case
+/// and is no number (a qualifier governs a verb or an adjective, not a
+/// name). Both readers of a source step through its words with one, so
+/// the index's quick test and the reading of one sentence agree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Qualifying {
+    state: u8,
+    /// The open qualifier's number.
+    which: u8,
+}
+
+const WAITING_FOR_TO: u8 = 1;
+const GOVERNING: u8 = 2;
+
+impl Qualifying {
+    /// Whether the word `info` needs [`Qualifying::step`]: a qualifier, or
+    /// any word while one is open. One test per word for the readers.
+    #[inline(always)]
+    pub(super) fn wants(self, info: Packed) -> bool {
+        self.state != 0 || info.qualifier()
+    }
+
+    /// The next word of the sentence, `w` as written and `info` as the
+    /// memo reads it; the number of the qualifier that governs it, when it
+    /// is a content word one governs.
+    #[inline(never)]
+    pub(super) fn step(&mut self, w: &[u8], info: Packed) -> Option<u8> {
+        let lower = w.first().is_some_and(u8::is_ascii_lowercase);
+        let mut governed = None;
+        if info.function() {
+            if self.state == WAITING_FOR_TO {
+                self.state = if w == b"to" { GOVERNING } else { 0 };
+            }
+        } else if !info.negation() {
+            if self.state == GOVERNING && lower && !info.number() {
+                governed = Some(self.which);
+            }
+            self.state = 0;
+        }
+        if info.qualifier()
+            && lower
+            && let Some((n, to)) = number_of(w)
+        {
+            self.state = if to { WAITING_FOR_TO } else { GOVERNING };
+            self.which = n;
+        }
+        governed
+    }
+}
+
+/// Whether the claim text `claim` qualifies what it states itself: a
+/// qualifier, a modal, a permission or a condition anywhere in it, any
+/// case. Such a claim is not contradicted by a qualified source sentence.
+/// Read once for a claim the rule would otherwise flag.
+pub(super) fn claim_qualifies(claim: &[u8]) -> bool {
+    claim
+        .split(|b| !b.is_ascii_alphabetic())
+        .any(|w| !w.is_empty() && lookup(w).is_some())
+}
+
+/// Whether the claim word at `at..end` of `text` states a possibility,
+/// not a deed: an infinitive ("to" right before it: "the bank wants to
+/// expand") or an adjective of what can be done ("redeemable",
+/// "accessible").
+pub(super) fn states_possible(text: &[u8], at: usize, end: usize) -> bool {
+    let w = &text[at..end];
+    if w.len() > 5 {
+        let tail = &w[w.len() - 4..];
+        if tail.eq_ignore_ascii_case(b"able") || tail.eq_ignore_ascii_case(b"ible") {
+            return true;
+        }
+    }
+    let before = text[..at].trim_ascii_end();
+    let start = before
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |i| i + 1);
+    before[start..].eq_ignore_ascii_case(b"to")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_sorted_and_phrases_match_their_words() {
+        for list in [BEFORE_WORD, BEFORE_TO, CLAIM_ONLY] {
+            assert!(list.windows(2).all(|p| p[0] < p[1]), "{list:?}");
+            assert!(list.iter().all(|w| w.len() <= LONGEST), "{list:?}");
+        }
+        assert_eq!(lookup(b"will"), Some(CLAIM_WORD));
+        assert_eq!(lookup(b"Might"), Some(3));
+        assert_eq!(number_of(b"will"), None);
+        assert_eq!(BEFORE_TO.len(), PHRASES_TO.len());
+        for (w, p) in BEFORE_TO.iter().zip(PHRASES_TO) {
+            assert_eq!(format!("{w} to"), *p);
+        }
+        let p = |w: &[u8]| number_of(w).map(|(n, _)| phrase(n));
+        assert_eq!(p(b"may"), Some("may"));
+        assert_eq!(p(b"expected"), Some("expected to"));
+        assert_eq!(p(b"wants"), Some("wants to"));
+        assert_eq!(p(b"rose"), None);
+    }
+
+    #[test]
+    fn a_claim_qualifies_by_a_modal_a_condition_or_an_infinitive() {
+        let q = |c: &str, w: &str| {
+            let at = c.find(w).unwrap();
+            claim_qualifies(c.as_bytes()) || states_possible(c.as_bytes(), at, at + w.len())
+        };
+        assert!(!q("The regulator approved the deal.", "approved"));
+        assert!(!q("Revenue rose 5% in 2024.", "rose"));
+        assert!(q(
+            "The regulator is expected to approve the deal.",
+            "approve"
+        ));
+        assert!(q("The bank will cut its dividend.", "cut"));
+        assert!(q("If rates rise, the bank gains.", "rise"));
+        assert!(q("The bank wants to expand.", "expand"));
+        assert!(q("The firm is working to expand.", "expand"));
+        assert!(q("The bank MAY cut its dividend.", "cut"));
+        assert!(q("Shares are redeemable daily.", "redeemable"));
+        assert!(q("Customers are permitted to close accounts.", "close"));
+        assert!(!q("The table was sold.", "table"));
+        // "to" elsewhere in the claim is no infinitive of the word.
+        assert!(!q("The bank sold its stake to a rival.", "sold"));
+    }
+}
