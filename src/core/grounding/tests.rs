@@ -3232,6 +3232,17 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "The bank failed to acquire the lender.",
             "failed to",
         ),
+        // A certain future overstates a possibility or a forecast.
+        (
+            "The bank will cut its dividend",
+            "The bank may cut its dividend.",
+            "may",
+        ),
+        (
+            "Profit will rise 10% next year",
+            "Profit is forecast to rise 10% next year.",
+            "forecast to",
+        ),
     ] {
         assert_eq!(
             qualified(claim, source),
@@ -3254,10 +3265,6 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
         (
             "The regulator is likely to approve the deal",
             "The regulator is expected to approve the deal.",
-        ),
-        (
-            "The bank will cut its dividend",
-            "The bank may cut its dividend.",
         ),
         (
             "Customers can withdraw funds at any time",

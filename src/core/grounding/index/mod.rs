@@ -16,8 +16,8 @@
 
 mod reading;
 
+use reading::QUALIFIED_WORD;
 pub(super) use reading::{Case, Placed};
-use reading::{NEGATED_WORD, PLAIN, QUALIFIED_WORD};
 
 use super::cache::{SourceCache, Summary};
 use super::claims::{first_end, sentence_end};
@@ -76,7 +76,10 @@ pub(super) struct SourceIndex {
     /// Sources read again for what they negate in this record, and their
     /// content words: (sentence, word id, right after a negation), sorted.
     negations_read: Vec<bool>,
-    negated: Vec<(u32, u32, u8)>,
+    negated: Vec<(u32, u32, bool)>,
+    /// One sentence's content words as the qualifier rule reads them
+    /// (see `SourceIndex::held_only_qualified`).
+    governed: Vec<(u32, u8)>,
     /// By sentence: where in its source its first word starts.
     sentence_at: Vec<u32>,
     /// A term's sentences, the content words of those sentences in order,
@@ -280,6 +283,7 @@ impl SourceIndex {
             wanted: Wanted::default(),
             negations_read: Vec::new(),
             negated: Vec::new(),
+            governed: Vec::new(),
             sentence_at: Vec::new(),
             held: Vec::new(),
             placed: Vec::new(),
@@ -520,8 +524,8 @@ impl SourceIndex {
         if !self.read_words_of(s, texts, folder, steps) {
             return (false, false);
         }
-        let has = |held| self.negated.binary_search(&(s, id, held)).is_ok();
-        (has(PLAIN), has(NEGATED_WORD))
+        let has = |negated| self.negated.binary_search(&(s, id, negated)).is_ok();
+        (has(false), has(true))
     }
 
     /// The first half of [`SourceIndex::held_in`]: whether sentence `s`
@@ -534,13 +538,15 @@ impl SourceIndex {
         (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
     ) -> bool {
         self.read_words_of(s, texts, folder, steps)
-            && self.negated.binary_search(&(s, id, PLAIN)).is_ok()
+            && self.negated.binary_search(&(s, id, false)).is_ok()
     }
 
     /// The number of the qualifier that governs content term `id` in
     /// sentence `s` ("may *cut*", "expected to *approve*"; see
     /// `qualifiers`) when the sentence holds it only so: never plainly,
-    /// nor negated. Read as [`SourceIndex::held_in`] reads.
+    /// nor negated. Reads the sentence again (its bytes counted in
+    /// `steps`): the rule asks only for a claim that drops a qualifier of
+    /// its best sentence, rarely, so no other reading pays for it.
     #[cold]
     #[inline(never)]
     pub(super) fn held_only_qualified(
@@ -548,12 +554,19 @@ impl SourceIndex {
         (s, id): (u32, u32),
         (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
     ) -> Option<u8> {
-        if !self.read_words_of(s, texts, folder, steps) {
-            return None;
-        }
-        let from = self.negated.partition_point(|&x| x < (s, id, 0));
-        let first = self.negated.get(from).filter(|x| (x.0, x.1) == (s, id))?.2;
-        (first >= QUALIFIED_WORD).then(|| first - QUALIFIED_WORD)
+        let idx = self.sentences.get(s as usize)?.0 as usize;
+        let mut blanked = std::mem::take(&mut self.blanked);
+        let read = self.as_read(texts[idx], &mut blanked);
+        let (from, to) = self.sentence_span(idx, s, read.len());
+        let mut held = std::mem::take(&mut self.governed);
+        held.clear();
+        SourceIndex::read_governed((s, from, to), read, &mut held, (folder, steps));
+        self.blanked = blanked;
+        let mut ways = held.iter().filter(|h| h.0 == id).map(|h| h.1);
+        let first = ways.next()?;
+        let only = first >= QUALIFIED_WORD && ways.all(|h| h >= QUALIFIED_WORD);
+        self.governed = held;
+        only.then(|| first - QUALIFIED_WORD)
     }
 
     /// Whether sentence `a` or `b` of the sources `cited` holds term `id`;

@@ -135,6 +135,22 @@ impl SourceIndex {
         let mut scan = NegationScan::new(folder, part, s, placed);
         for_each_word(part, steps, &mut scan);
     }
+
+    /// The content words of sentence `s` with how it holds each (see
+    /// [`Sink::Governed`]) into `out`, reading `text` (its source as this
+    /// record reads it) over the sentence's bytes `from..to`.
+    pub(super) fn read_governed(
+        (s, from, to): (u32, usize, usize),
+        text: &str,
+        out: &mut Vec<(u32, u8)>,
+        (folder, steps): (&mut Folder, &mut usize),
+    ) {
+        let Some(part) = text.get(from..to) else {
+            return;
+        };
+        let mut scan = NegationScan::new(folder, part, s, Sink::Governed(out));
+        for_each_word(part, steps, &mut scan);
+    }
 }
 
 /// A dotted word's key, and the content term's key before it (each with
@@ -783,26 +799,31 @@ struct NegationScan<'a> {
     sentence: u32,
     /// A negation seen in this sentence, waiting for its content word.
     pending: bool,
-    /// A qualifier seen in this sentence, waiting for its content word.
+    /// A qualifier seen in this sentence, waiting for its content word
+    /// (read for [`Sink::Governed`] only).
     qualifying: Qualifying,
     /// The next word opens its sentence.
     opens: bool,
     out: Sink<'a>,
 }
 
-/// How a sentence holds a content word, as a [`NegationScan`] lists it:
-/// plainly, right after a negation ("did not *win*"), or governed by a
-/// qualifier ("may *cut*"; see `qualifiers`): [`QUALIFIED_WORD`] plus the
-/// qualifier's number.
+/// How a sentence holds a content word, as a [`NegationScan`] lists it
+/// for the qualifier rule: plainly, right after a negation ("did not
+/// *win*"), or governed by a qualifier ("may *cut*"; see `qualifiers`):
+/// [`QUALIFIED_WORD`] plus the qualifier's number.
 pub(super) const PLAIN: u8 = 0;
 pub(super) const NEGATED_WORD: u8 = 1;
 pub(super) const QUALIFIED_WORD: u8 = 2;
 
 /// What a [`NegationScan`] writes.
 enum Sink<'a> {
-    /// A whole source's content words: (sentence, word id, how it is
-    /// held: [`PLAIN`], [`NEGATED_WORD`] or [`QUALIFIED_WORD`]).
-    Negated(&'a mut Vec<(u32, u32, u8)>),
+    /// A whole source's content words: (sentence, word id, right after a
+    /// negation).
+    Negated(&'a mut Vec<(u32, u32, bool)>),
+    /// One sentence's content words: (word id, how it is held:
+    /// [`PLAIN`], [`NEGATED_WORD`] or [`QUALIFIED_WORD`] plus the
+    /// qualifier's number).
+    Governed(&'a mut Vec<(u32, u8)>),
     /// One sentence's content words in order, with their case, placed
     /// `offset` bytes into the source.
     Placed {
@@ -929,13 +950,21 @@ impl<'a> NegationScan<'a> {
     fn word(&mut self, w: &[u8], info: Packed, case: Case, (at, len): (usize, usize)) {
         self.opens = false;
         if info.function() {
-            if matches!(self.out, Sink::Negated(_)) && self.qualifying.wants(info) {
+            if matches!(self.out, Sink::Governed(_)) && self.qualifying.wants(info) {
                 self.qualifying.step(w, info);
             }
             return;
         }
         match &mut self.out {
             Sink::Negated(out) => {
+                if info.negation() {
+                    self.pending = true;
+                } else {
+                    out.push((self.sentence, info.id(), self.pending));
+                    self.pending = false;
+                }
+            }
+            Sink::Governed(out) => {
                 let qualified = if self.qualifying.wants(info) {
                     self.qualifying.step(w, info)
                 } else {
@@ -949,7 +978,7 @@ impl<'a> NegationScan<'a> {
                         Some(n) => QUALIFIED_WORD + n,
                         None => PLAIN,
                     };
-                    out.push((self.sentence, info.id(), held));
+                    out.push((info.id(), held));
                     self.pending = false;
                 }
             }
