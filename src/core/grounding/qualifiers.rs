@@ -1,13 +1,15 @@
 //! Words that keep the word after them from being stated as done: "may
 //! cut", "is expected to approve", "plans to acquire", "allegedly stole",
-//! "failed to complete". A claim that states plainly what its best source
-//! sentence only qualifies so ("The regulator approved the deal" against
-//! "The regulator is expected to approve the deal") turns a forecast, a
-//! plan or an allegation into a fact; every word of it is found, so the
-//! fitted model alone scored such claims high.
+//! "failed to complete"; and ranks that keep a superlative from being a
+//! first place ("the second largest"). A claim that states plainly what
+//! its best source sentence only qualifies so ("The regulator approved the
+//! deal" against "The regulator is expected to approve the deal") turns a
+//! forecast, a plan or an allegation into a fact; every word of it is
+//! found, so the fitted model alone scored such claims high.
 //!
-//! Pure tables and the one reading rule both readers of a source share;
-//! it must not look a word up in a source (the scorer asks the index).
+//! Pure tables, and the rule by which a sentence read again tells which
+//! words its qualifiers govern; it must not look a word up in a source
+//! (the scorer asks the index).
 
 use super::lexicon::packed_word;
 use super::memo::Packed;
@@ -81,12 +83,21 @@ const BEFORE_TO: &[&str] = &[
     "wants",
 ];
 
+/// Ranks that govern a superlative after them ("the second *largest*
+/// bank"): "the largest bank" against it states a first place the source
+/// does not give. Sorted. A rank governs only a word ending in "est"
+/// ("second quarter" qualifies nothing).
+const RANKS: &[&str] = &[
+    "eighth", "fifth", "fourth", "ninth", "second", "seventh", "sixth", "tenth", "third",
+];
+
 /// Words that make a claim's own statement conditional, modal, permitted
 /// or intended, besides the qualifiers above: such a claim states nothing
 /// as done, so a qualified source sentence does not contradict it ("You
 /// may close your account" is a permission, and "Customers are allowed to
-/// close" or "can close" restate it). Not "will" nor "shall": "The bank
-/// will cut its dividend" states as certain what "may cut" leaves open.
+/// close" or "can close" restate it), or ranked ("one of the largest"
+/// against "the second largest"). Not "will" nor "shall": "The bank will
+/// cut its dividend" states as certain what "may cut" leaves open.
 /// Sorted.
 const CLAIM_ONLY: &[&str] = &[
     "able",
@@ -98,6 +109,7 @@ const CLAIM_ONLY: &[&str] = &[
     "must",
     "need",
     "needs",
+    "one",
     "optional",
     "permitted",
     "possible",
@@ -107,18 +119,20 @@ const CLAIM_ONLY: &[&str] = &[
     "would",
 ];
 
-/// Every word of the three tables, packed (see `lexicon::packed_word`)
+/// Every word of the four tables, packed (see `lexicon::packed_word`)
 /// and sorted, with its number: a qualifier's place in [`BEFORE_WORD`],
-/// or past it in [`BEFORE_TO`]; [`CLAIM_WORD`] for a word of
-/// [`CLAIM_ONLY`]. One search of numbers, no byte comparisons.
+/// past it in [`BEFORE_TO`], past both in [`RANKS`]; [`CLAIM_WORD`] for
+/// a word of [`CLAIM_ONLY`]. One search of numbers, no byte comparisons.
 const PACKED: [(u128, u8); QUALIFIERS + CLAIM_ONLY.len()] = {
     let mut out = [(0u128, 0u8); QUALIFIERS + CLAIM_ONLY.len()];
     let mut i = 0;
     while i < out.len() {
         let (w, n) = if i < BEFORE_WORD.len() {
             (BEFORE_WORD[i], i as u8)
-        } else if i < QUALIFIERS {
+        } else if i < TO_END {
             (BEFORE_TO[i - BEFORE_WORD.len()], i as u8)
+        } else if i < QUALIFIERS {
+            (RANKS[i - TO_END], i as u8)
         } else {
             (CLAIM_ONLY[i - QUALIFIERS], CLAIM_WORD)
         };
@@ -176,11 +190,29 @@ fn lookup(w: &[u8]) -> Option<u8> {
         .map(|i| PACKED[i].1)
 }
 
-/// A qualifier's number, and whether it governs through a "to".
-fn number_of(w: &[u8]) -> Option<(u8, bool)> {
-    lookup(w)
-        .filter(|&n| n != CLAIM_WORD)
-        .map(|n| (n, usize::from(n) >= BEFORE_WORD.len()))
+/// Where [`BEFORE_TO`]'s numbers end and [`RANKS`]' begin.
+const TO_END: usize = BEFORE_WORD.len() + BEFORE_TO.len();
+
+/// How a qualifier governs the word after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The next content word.
+    Next,
+    /// The content word after its "to".
+    AfterTo,
+    /// The next content word, when it is a superlative.
+    Superlative,
+}
+
+/// A qualifier's number and how it governs.
+fn number_of(w: &[u8]) -> Option<(u8, Kind)> {
+    let n = lookup(w).filter(|&n| n != CLAIM_WORD)?;
+    let kind = match usize::from(n) {
+        i if i < BEFORE_WORD.len() => Kind::Next,
+        i if i < TO_END => Kind::AfterTo,
+        _ => Kind::Superlative,
+    };
+    Some((n, kind))
 }
 
 /// Whether the case-folded word `lower` is a qualifier (the word memo
@@ -193,14 +225,17 @@ pub(super) fn is_qualifier(lower: &str) -> bool {
 /// when it governs through one ("may", "expected to").
 pub(super) fn phrase(n: u8) -> &'static str {
     let n = usize::from(n);
-    match n.checked_sub(BEFORE_WORD.len()) {
-        None => BEFORE_WORD[n],
-        Some(i) => PHRASES_TO.get(i).copied().unwrap_or(""),
+    if n < BEFORE_WORD.len() {
+        BEFORE_WORD[n]
+    } else if n < TO_END {
+        PHRASES_TO[n - BEFORE_WORD.len()]
+    } else {
+        RANKS.get(n - TO_END).copied().unwrap_or("")
     }
 }
 
 /// Qualifiers in all: their numbers fit the readers' one byte.
-pub(super) const QUALIFIERS: usize = BEFORE_WORD.len() + BEFORE_TO.len();
+pub(super) const QUALIFIERS: usize = TO_END + RANKS.len();
 const _: () = assert!(QUALIFIERS < 200);
 
 /// [`BEFORE_TO`] with its "to", in the same order.
@@ -255,8 +290,9 @@ const PHRASES_TO: &[&str] = &[
 /// word it governs is the next content word, negations passed over ("may
 /// not *rise*"), and counts as qualified when it is written in lower case
 /// and is no number (a qualifier governs a verb or an adjective, not a
-/// name). Both readers of a source step through its words with one, so
-/// the index's quick test and the reading of one sentence agree.
+/// name); a rank governs only a superlative. The scorer's reading of one
+/// sentence steps through its words with one; the index only notes which
+/// sentences hold a qualifier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Qualifying {
     state: u8,
@@ -266,6 +302,7 @@ pub(super) struct Qualifying {
 
 const WAITING_FOR_TO: u8 = 1;
 const GOVERNING: u8 = 2;
+const GOVERNING_SUPERLATIVE: u8 = 3;
 
 impl Qualifying {
     /// Whether the word `info` needs [`Qualifying::step`]: a qualifier, or
@@ -287,16 +324,26 @@ impl Qualifying {
                 self.state = if w == b"to" { GOVERNING } else { 0 };
             }
         } else if !info.negation() {
-            if self.state == GOVERNING && lower && !info.number() {
+            let superlative = || w.len() >= 4 && w.ends_with(b"est");
+            let governs = match self.state {
+                GOVERNING => true,
+                GOVERNING_SUPERLATIVE => superlative(),
+                _ => false,
+            };
+            if governs && lower && !info.number() {
                 governed = Some(self.which);
             }
             self.state = 0;
         }
         if info.qualifier()
             && lower
-            && let Some((n, to)) = number_of(w)
+            && let Some((n, kind)) = number_of(w)
         {
-            self.state = if to { WAITING_FOR_TO } else { GOVERNING };
+            self.state = match kind {
+                Kind::Next => GOVERNING,
+                Kind::AfterTo => WAITING_FOR_TO,
+                Kind::Superlative => GOVERNING_SUPERLATIVE,
+            };
             self.which = n;
         }
         governed
@@ -339,7 +386,7 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_and_phrases_match_their_words() {
-        for list in [BEFORE_WORD, BEFORE_TO, CLAIM_ONLY] {
+        for list in [BEFORE_WORD, BEFORE_TO, RANKS, CLAIM_ONLY] {
             assert!(list.windows(2).all(|p| p[0] < p[1]), "{list:?}");
             assert!(list.iter().all(|w| w.len() <= LONGEST), "{list:?}");
         }
@@ -356,6 +403,8 @@ mod tests {
         assert_eq!(p(b"expected"), Some("expected to"));
         assert_eq!(p(b"wants"), Some("wants to"));
         assert_eq!(p(b"rose"), None);
+        assert_eq!(p(b"second"), Some("second"));
+        assert_eq!(p(b"tenth"), Some("tenth"));
     }
 
     #[test]

@@ -3232,6 +3232,17 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "The bank failed to acquire the lender.",
             "failed to",
         ),
+        // A first place the source ranks lower.
+        (
+            "HSBC is the largest bank in Europe",
+            "HSBC is the second-largest bank in Europe.",
+            "second",
+        ),
+        (
+            "It was the best quarter on record",
+            "It was the third best quarter on record.",
+            "third",
+        ),
         // A certain future overstates a possibility or a forecast.
         (
             "The bank will cut its dividend",
@@ -3282,6 +3293,16 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
         (
             "The company reported a rise in revenue",
             "The company, which may be sold, reported a rise in revenue.",
+        ),
+        // A rank governs only a superlative, and a claim that ranks
+        // states no first place.
+        (
+            "Revenue rose in the quarter",
+            "Revenue rose in the second quarter.",
+        ),
+        (
+            "HSBC is one of the largest banks in Europe",
+            "HSBC is the second-largest bank in Europe.",
         ),
         // "May" the month is no qualifier.
         ("Revenue rose in 2024", "Revenue rose in May 2024."),
