@@ -288,7 +288,8 @@ const PHRASES_TO: &[&str] = &[
 /// one waiting for its "to", or one governing the next content word. A
 /// qualifier is a word written in lower case (not "May" the month); the
 /// word it governs is the next content word, negations passed over ("may
-/// not *rise*"), and counts as qualified when it is written in lower case
+/// not *rise*") and an adverb governed with the word after it ("could
+/// sharply *cut*"), and counts as qualified when it is written in lower case
 /// and is no number (a qualifier governs a verb or an adjective, not a
 /// name); a rank governs only a superlative. The scorer's reading of one
 /// sentence steps through its words with one; the index only notes which
@@ -333,7 +334,11 @@ impl Qualifying {
             if governs && lower && !info.number() {
                 governed = Some(self.which);
             }
-            self.state = 0;
+            // An adverb passes the qualifier on: "could sharply *cut*".
+            let adverb = governs && w.len() > 4 && w.ends_with(b"ly");
+            if !adverb {
+                self.state = 0;
+            }
         }
         if info.qualifier()
             && lower

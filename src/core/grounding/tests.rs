@@ -3227,6 +3227,12 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "may",
         ),
         ("He stole $5m", "He allegedly stole $5m.", "allegedly"),
+        // An adverb passes the qualifier on to its verb.
+        (
+            "The bank cut its dividend",
+            "The bank could sharply cut its dividend.",
+            "could",
+        ),
         (
             "The bank acquired the lender",
             "The bank failed to acquire the lender.",
