@@ -45,8 +45,8 @@ pub(super) struct Summary {
     pub(super) postings: Vec<(u32, u32)>,
     /// Each distinct pair key.
     pub(super) pairs: Vec<u64>,
-    /// By sentence: how many negations it holds, with the bit that says a
-    /// qualifier governs a word (as the index keeps them).
+    /// By sentence: how many negations it holds, with the bit that says it
+    /// holds a qualifier (as the index keeps them).
     pub(super) negations: Vec<u16>,
     /// By sentence: where its first word starts.
     pub(super) starts: Vec<u32>,

@@ -115,8 +115,9 @@ pub struct Claim {
     pub opposed: Option<&'static str>,
     /// A qualifier under which the claim's best source sentence holds a
     /// word the claim states as done ("expected to" against "approved":
-    /// "The regulator is expected to approve the deal"), as the table of
-    /// qualifiers writes it.
+    /// "The regulator is expected to approve the deal"), or a rank before
+    /// a superlative ("second" against "the largest bank"), as the tables
+    /// of qualifiers write it.
     pub qualified: Option<&'static str>,
     /// A relation word of the claim that its sources say of another name
     /// than the claim's ("directed" of "Robert Zemeckis" against "Neil
