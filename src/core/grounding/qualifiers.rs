@@ -1,11 +1,12 @@
 //! Words that keep the word after them from being stated as done: "may
 //! cut", "is expected to approve", "plans to acquire", "allegedly stole",
-//! "failed to complete"; and ranks that keep a superlative from being a
-//! first place ("the second largest"). A claim that states plainly what
-//! its best source sentence only qualifies so ("The regulator approved the
-//! deal" against "The regulator is expected to approve the deal") turns a
-//! forecast, a plan or an allegation into a fact; every word of it is
-//! found, so the fitted model alone scored such claims high.
+//! "failed to complete", "is considering selling"; and ranks that keep a
+//! superlative from being a first place ("the second largest"). A claim
+//! that states plainly what its best source sentence only qualifies so
+//! ("The regulator approved the deal" against "The regulator is expected
+//! to approve the deal") turns a forecast, a plan or an allegation into a
+//! fact; every word of it is found, so the fitted model alone scored such
+//! claims high.
 //!
 //! Pure tables, and the rule by which a sentence read again tells which
 //! words its qualifiers govern; it must not look a word up in a source
@@ -18,8 +19,7 @@ use super::memo::Packed;
 /// *paid*"). Sorted: looked up by binary search. Left out: "would"
 /// (Wikipedia narrates with it: "he would later become president"),
 /// "will" and "should" (a tense and a duty, not a doubt), "can" (an
-/// ability), "considering" ("considering its size, …"), and "May"
-/// written with a capital (the month).
+/// ability), and "May" written with a capital (the month).
 const BEFORE_WORD: &[&str] = &[
     "allegedly",
     "could",
@@ -91,6 +91,17 @@ const RANKS: &[&str] = &[
     "eighth", "fifth", "fourth", "ninth", "second", "seventh", "sixth", "tenth", "third",
 ];
 
+/// Verbs of deliberation that govern a gerund after them ("is considering
+/// *selling* its stake"): a sale only weighed. Sorted. They govern only a
+/// word ending in "ing" ("considering its size" qualifies nothing).
+const WEIGHING: &[&str] = &[
+    "considering",
+    "contemplating",
+    "exploring",
+    "mulling",
+    "weighing",
+];
+
 /// Words that make a claim's own statement conditional, modal, permitted
 /// or intended, besides the qualifiers above: such a claim states nothing
 /// as done, so a qualified source sentence does not contradict it ("You
@@ -131,8 +142,10 @@ const PACKED: [(u128, u8); QUALIFIERS + CLAIM_ONLY.len()] = {
             (BEFORE_WORD[i], i as u8)
         } else if i < TO_END {
             (BEFORE_TO[i - BEFORE_WORD.len()], i as u8)
-        } else if i < QUALIFIERS {
+        } else if i < RANKS_END {
             (RANKS[i - TO_END], i as u8)
+        } else if i < QUALIFIERS {
+            (WEIGHING[i - RANKS_END], i as u8)
         } else {
             (CLAIM_ONLY[i - QUALIFIERS], CLAIM_WORD)
         };
@@ -152,7 +165,7 @@ const PACKED: [(u128, u8); QUALIFIERS + CLAIM_ONLY.len()] = {
 const CLAIM_WORD: u8 = u8::MAX;
 
 /// Longest word of the tables: a longer one is none of them.
-const LONGEST: usize = 11;
+const LONGEST: usize = 13;
 
 /// A word's bit in [`FIRST_AND_LENGTH`]: of its first letter (any case)
 /// and its length.
@@ -202,6 +215,8 @@ enum Kind {
     AfterTo,
     /// The next content word, when it is a superlative.
     Superlative,
+    /// The next content word, when it is a gerund.
+    Gerund,
 }
 
 /// A qualifier's number and how it governs.
@@ -210,7 +225,8 @@ fn number_of(w: &[u8]) -> Option<(u8, Kind)> {
     let kind = match usize::from(n) {
         i if i < BEFORE_WORD.len() => Kind::Next,
         i if i < TO_END => Kind::AfterTo,
-        _ => Kind::Superlative,
+        i if i < RANKS_END => Kind::Superlative,
+        _ => Kind::Gerund,
     };
     Some((n, kind))
 }
@@ -229,13 +245,18 @@ pub(super) fn phrase(n: u8) -> &'static str {
         BEFORE_WORD[n]
     } else if n < TO_END {
         PHRASES_TO[n - BEFORE_WORD.len()]
+    } else if n < RANKS_END {
+        RANKS[n - TO_END]
     } else {
-        RANKS.get(n - TO_END).copied().unwrap_or("")
+        WEIGHING.get(n - RANKS_END).copied().unwrap_or("")
     }
 }
 
+/// Where [`RANKS`]' numbers end and [`WEIGHING`]'s begin.
+const RANKS_END: usize = TO_END + RANKS.len();
+
 /// Qualifiers in all: their numbers fit the readers' one byte.
-pub(super) const QUALIFIERS: usize = TO_END + RANKS.len();
+pub(super) const QUALIFIERS: usize = RANKS_END + WEIGHING.len();
 const _: () = assert!(QUALIFIERS < 200);
 
 /// [`BEFORE_TO`] with its "to", in the same order.
@@ -291,7 +312,8 @@ const PHRASES_TO: &[&str] = &[
 /// not *rise*") and an adverb governed with the word after it ("could
 /// sharply *cut*"), and counts as qualified when it is written in lower case
 /// and is no number (a qualifier governs a verb or an adjective, not a
-/// name); a rank governs only a superlative. The scorer's reading of one
+/// name); a rank governs only a superlative, and a verb of deliberation
+/// only a gerund. The scorer's reading of one
 /// sentence steps through its words with one; the index only notes which
 /// sentences hold a qualifier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -304,6 +326,7 @@ pub(super) struct Qualifying {
 const WAITING_FOR_TO: u8 = 1;
 const GOVERNING: u8 = 2;
 const GOVERNING_SUPERLATIVE: u8 = 3;
+const GOVERNING_GERUND: u8 = 4;
 
 impl Qualifying {
     /// Whether the word `info` needs [`Qualifying::step`]: a qualifier, or
@@ -329,6 +352,7 @@ impl Qualifying {
             let governs = match self.state {
                 GOVERNING => true,
                 GOVERNING_SUPERLATIVE => superlative(),
+                GOVERNING_GERUND => w.len() > 4 && w.ends_with(b"ing"),
                 _ => false,
             };
             if governs && lower && !info.number() {
@@ -348,6 +372,7 @@ impl Qualifying {
                 Kind::Next => GOVERNING,
                 Kind::AfterTo => WAITING_FOR_TO,
                 Kind::Superlative => GOVERNING_SUPERLATIVE,
+                Kind::Gerund => GOVERNING_GERUND,
             };
             self.which = n;
         }
@@ -391,7 +416,7 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_and_phrases_match_their_words() {
-        for list in [BEFORE_WORD, BEFORE_TO, RANKS, CLAIM_ONLY] {
+        for list in [BEFORE_WORD, BEFORE_TO, RANKS, WEIGHING, CLAIM_ONLY] {
             assert!(list.windows(2).all(|p| p[0] < p[1]), "{list:?}");
             assert!(list.iter().all(|w| w.len() <= LONGEST), "{list:?}");
         }
@@ -410,6 +435,7 @@ mod tests {
         assert_eq!(p(b"rose"), None);
         assert_eq!(p(b"second"), Some("second"));
         assert_eq!(p(b"tenth"), Some("tenth"));
+        assert_eq!(p(b"weighing"), Some("weighing"));
     }
 
     #[test]

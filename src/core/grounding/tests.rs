@@ -3238,6 +3238,12 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "The bank failed to acquire the lender.",
             "failed to",
         ),
+        // A sale only weighed.
+        (
+            "The bank is selling its stake",
+            "The bank is considering selling its stake.",
+            "considering",
+        ),
         // A first place the source ranks lower.
         (
             "HSBC is the largest bank in Europe",
@@ -3299,6 +3305,11 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
         (
             "The company reported a rise in revenue",
             "The company, which may be sold, reported a rise in revenue.",
+        ),
+        // A verb of deliberation governs only a gerund.
+        (
+            "The bank grew despite its size",
+            "Considering its size, the bank grew.",
         ),
         // A rank governs only a superlative, and a claim that ranks
         // states no first place.
