@@ -622,7 +622,6 @@ mod tests {
             assert_eq!(p.opposing(), info.opposing);
             assert_eq!(p.direction(), info.direction);
             assert_eq!(p.qualifier(), info.qualifier);
-            assert_eq!(p.variants(), info.variants);
             let back = WordInfo::unpack(info.pack());
             assert_eq!(format!("{back:?}"), format!("{info:?}"));
         }

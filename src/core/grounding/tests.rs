@@ -3326,6 +3326,20 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
     ] {
         assert_eq!(qualified(claim, source).0, None, "{claim} / {source}");
     }
+    // Two claims against one qualified sentence are judged alike, and the
+    // next record's sentence of the same number is read as its own.
+    let g = run(
+        "The regulator approved the deal[^1]. The deal was approved by the regulator[^1].",
+        &["The regulator is expected to approve the deal."],
+    );
+    assert!(
+        g.claims.iter().all(|c| c.qualified == Some("expected to")),
+        "{g:?}"
+    );
+    assert_fully_supported(
+        "The regulator approved the deal[^1].",
+        "The regulator approved the deal and may approve the merger.",
+    );
     // The sentence with the word stated plainly is the best one.
     assert_fully_supported(
         "Profits rose 5% last year[^1].",

@@ -78,8 +78,10 @@ pub(super) struct SourceIndex {
     negations_read: Vec<bool>,
     negated: Vec<(u32, u32, bool)>,
     /// One sentence's content words as the qualifier rule reads them
-    /// (see `SourceIndex::held_only_qualified`).
+    /// (see `SourceIndex::held_only_qualified`), and that sentence
+    /// (`u32::MAX`: none yet this record).
     governed: Vec<(u32, u8)>,
+    governed_of: u32,
     /// By sentence: where in its source its first word starts.
     sentence_at: Vec<u32>,
     /// A term's sentences, the content words of those sentences in order,
@@ -284,6 +286,7 @@ impl SourceIndex {
             negations_read: Vec::new(),
             negated: Vec::new(),
             governed: Vec::new(),
+            governed_of: u32::MAX,
             sentence_at: Vec::new(),
             held: Vec::new(),
             placed: Vec::new(),
@@ -370,6 +373,7 @@ impl SourceIndex {
         self.negations_read.clear();
         self.negations_read.resize(sources, false);
         self.negated.clear();
+        self.governed_of = u32::MAX;
         self.sentence_at.clear();
     }
 
@@ -545,8 +549,9 @@ impl SourceIndex {
     /// sentence `s` ("may *cut*", "expected to *approve*"; see
     /// `qualifiers`) when the sentence holds it only so: never plainly,
     /// nor negated. Reads the sentence again (its bytes counted in
-    /// `steps`): the rule asks only for a claim that drops a qualifier of
-    /// its best sentence, rarely, so no other reading pays for it.
+    /// `steps`), once for all the terms a claim asks about: the rule asks
+    /// only for a claim that drops a qualifier of its best sentence,
+    /// rarely, so no other reading pays for it.
     #[cold]
     #[inline(never)]
     pub(super) fn held_only_qualified(
@@ -555,17 +560,18 @@ impl SourceIndex {
         (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
     ) -> Option<u8> {
         let idx = self.sentences.get(s as usize)?.0 as usize;
-        let mut blanked = std::mem::take(&mut self.blanked);
-        let read = self.as_read(texts[idx], &mut blanked);
-        let (from, to) = self.sentence_span(idx, s, read.len());
-        let mut held = std::mem::take(&mut self.governed);
-        held.clear();
-        SourceIndex::read_governed((s, from, to), read, &mut held, (folder, steps));
-        self.blanked = blanked;
-        let mut ways = held.iter().filter(|h| h.0 == id).map(|h| h.1);
+        if self.governed_of != s {
+            let mut blanked = std::mem::take(&mut self.blanked);
+            let read = self.as_read(texts[idx], &mut blanked);
+            let (from, to) = self.sentence_span(idx, s, read.len());
+            self.governed.clear();
+            SourceIndex::read_governed((s, from, to), read, &mut self.governed, (folder, steps));
+            self.blanked = blanked;
+            self.governed_of = s;
+        }
+        let mut ways = self.governed.iter().filter(|h| h.0 == id).map(|h| h.1);
         let first = ways.next()?;
         let only = first >= QUALIFIED_WORD && ways.all(|h| h >= QUALIFIED_WORD);
-        self.governed = held;
         only.then(|| first - QUALIFIED_WORD)
     }
 
