@@ -146,11 +146,10 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
         {
             return (0, false);
         }
-        // Glued: a lower-case word of two letters or more, the period, a
-        // capitalised word ("Hour.Mount", "Hawaii.Aulani"; not "D.C",
-        // "Node.js", "ASP.NET").
-        if word.len() >= 2
-            && b[i - 1].is_ascii_lowercase()
+        // Glued: a lower-case word, a number or a closing quote, the
+        // period, a capitalised word ("Hour.Mount", "Hawaii.Aulani",
+        // "1987.Hot"; not "D.C", "Node.js", "ASP.NET").
+        if glued_after(b, i, word.len())
             && i + 2 < line_end
             && b[i + 1].is_ascii_uppercase()
             && b[i + 2].is_ascii_lowercase()
@@ -179,6 +178,19 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
         || matches!(next, Some(b' ' | b'\t' | b'\r' | b'\n'))
         || (next == Some(b'[') && b.get(j + 1) == Some(&b'^'));
     (j - i, ends)
+}
+
+/// Whether the text before a period at `i` (`letters` letters right
+/// before it) can end a sentence glued to the next: a lower-case word of
+/// two letters or more ("Hour."), a number of two digits or more ("in
+/// 1987."), or a closing quote or bracket ("\"Babe\".", "(born 1950).").
+fn glued_after(b: &[u8], i: usize, letters: usize) -> bool {
+    match b[i - 1] {
+        b'a'..=b'z' => letters >= 2,
+        b'0'..=b'9' => i >= 2 && b[i - 2].is_ascii_digit(),
+        b')' | b'"' => true,
+        _ => false,
+    }
 }
 
 /// Whether a sentence ends in `b[from..to]` (the bytes between two words of

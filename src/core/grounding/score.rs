@@ -2215,6 +2215,9 @@ const NAME_WORDS: usize = 8;
 /// capitalised words (and numbers) beside the word, lists included, so
 /// "Zemeckis directed" and "directed by Robert Zemeckis" name one party,
 /// as do "written by Neil Gaiman and Roger Avary" and "Avary wrote".
+/// Where no name stands beside the word, the name its sentence opens with
+/// is the party ([`opening_name`]), for a claim's name the sources write
+/// as the claim does.
 /// Not when the sources write the word beside two or more names (a
 /// common word such as "song", said of many), beside a name the claim
 /// states, beside the claim's name written as its initials ("MJ" for
@@ -2289,7 +2292,7 @@ fn misattributed(
         let initials = &initials[..name.len().min(initials.len())];
         // The first other name the sources set the word beside in the
         // claim's best two sentences, and the first one anywhere.
-        let mut other: Option<(usize, Placed, (u32, u32))> = None;
+        let mut other: Option<NamePlace> = None;
         let mut party: Option<SmallVec<[u32; 8]>> = None;
         // No other name to find outside the best two sentences; and a word
         // in more sentences than a term's are listed is too common to say
@@ -2297,10 +2300,16 @@ fn misattributed(
         if index.held_in_either(terms[r].id, banks, best) != Some(true) {
             continue;
         }
+        // A name the sources write in other words ("Fed" for "Federal
+        // Reserve") may be in a sentence under a form not looked for:
+        // only a name they write as the claim does is looked for there.
+        let written_as_claimed = name
+            .iter()
+            .all(|&i| index.holds_if_wanted(terms[(i & !NAME) as usize].id, banks));
         for &m in cited.iter() {
             let idx = m as usize - 1;
             let text = sources[idx].as_bytes();
-            let Some((placed, places)) =
+            let Some((placed, places, starts)) =
                 index.places_of(idx, terms[r].id, (sources, folder, steps), budget)
             else {
                 continue 'candidates;
@@ -2329,6 +2338,8 @@ fn misattributed(
                     continue;
                 }
                 let sentence = placed[p].sentence;
+                let in_best = sentence == best.0 || sentence == best.1;
+                let mut named_beside = false;
                 for back in [true, false] {
                     // The name beside the word: its ids and where it is.
                     let mut ids: SmallVec<[u32; 8]> = SmallVec::new();
@@ -2375,19 +2386,32 @@ fn misattributed(
                     let Some(span) = span else {
                         continue;
                     };
-                    if ids.iter().any(|&id| stated(id)) {
+                    named_beside = true;
+                    let at = in_best.then_some((idx, placed[p], span));
+                    if !add_party(ids, at, &stated, (&mut party, &mut other)) {
                         continue 'candidates;
                     }
-                    match &party {
-                        None => party = Some(ids),
-                        Some(first) if !ids.iter().any(|id| first.contains(id)) => {
-                            continue 'candidates;
-                        }
-                        Some(_) => {}
-                    }
-                    if other.is_none() && (sentence == best.0 || sentence == best.1) {
-                        other = Some((idx, placed[p], span));
-                    }
+                }
+                if named_beside || !written_as_claimed {
+                    continue;
+                }
+                // No name beside the word: the name its sentence opens
+                // with is whom the sentence says it of ("Boston College
+                // is a private university located in Chestnut Hill"),
+                // unless the sentence names the claim's party anywhere.
+                let Some((ids, span)) = opening_name(
+                    text,
+                    starts[sentence as usize] as usize,
+                    placed,
+                    p,
+                    (&name_at, &|n| of_name(placed[n].id) || initialled(n)),
+                    steps,
+                ) else {
+                    continue;
+                };
+                let at = in_best.then_some((idx, placed[p], span));
+                if ids.is_empty() || !add_party(ids, at, &stated, (&mut party, &mut other)) {
+                    continue 'candidates;
                 }
             }
         }
@@ -2407,6 +2431,133 @@ fn misattributed(
         }
     }
     None
+}
+
+/// A name's place in a source (its source, the word it is said beside,
+/// and the name's bytes).
+type NamePlace = (usize, Placed, (u32, u32));
+
+/// A name's words, by id.
+type NameIds = SmallVec<[u32; 8]>;
+
+/// Takes `ids`, a name a source says the relation word of, as the word's
+/// party, and `at` (where, when in the claim's best two sentences) as the
+/// place a finding names if none is yet. False when the claim states the
+/// name, or the sources say the word of another party already: the claim
+/// is then not misattributed by this word.
+fn add_party(
+    ids: SmallVec<[u32; 8]>,
+    at: Option<NamePlace>,
+    stated: &dyn Fn(u32) -> bool,
+    (party, other): (&mut Option<SmallVec<[u32; 8]>>, &mut Option<NamePlace>),
+) -> bool {
+    if ids.iter().any(|&id| stated(id)) {
+        return false;
+    }
+    match party {
+        None => *party = Some(ids),
+        Some(first) if !ids.iter().any(|id| first.contains(id)) => return false,
+        Some(_) => {}
+    }
+    if other.is_none() {
+        *other = at;
+    }
+    true
+}
+
+/// The name that opens the sentence of `placed[p]` (a source's word that
+/// has no name beside it), when the word comes after it: its ids and
+/// where it is. The sentence opens with the name, or with "The", "A" or
+/// "An" and the name (`start`: where the sentence starts in `text`).
+/// `Some` with no ids when the sentence names the claim's party
+/// (`party` answers for a placed word) anywhere; `None` when it opens
+/// with no name.
+fn opening_name(
+    text: &[u8],
+    start: usize,
+    placed: &[Placed],
+    p: usize,
+    (name_at, party): (&dyn Fn(usize) -> bool, &dyn Fn(usize) -> bool),
+    steps: &mut usize,
+) -> Option<(NameIds, (u32, u32))> {
+    let sentence = placed[p].sentence;
+    let mut first = p;
+    while first > 0 && placed[first - 1].sentence == sentence {
+        first -= 1;
+    }
+    let mut last = p;
+    while last + 1 < placed.len() && placed[last + 1].sentence == sentence {
+        last += 1;
+    }
+    *steps += last - first + 1;
+    if (first..=last).any(party) {
+        return Some((SmallVec::new(), (0, 0)));
+    }
+    let before = text.get(start..placed[first].at as usize)?;
+    let before = before.trim_ascii();
+    if !(before.is_empty() || [&b"The"[..], b"A", b"An"].contains(&before)) {
+        return None;
+    }
+    let mut ids: SmallVec<[u32; 8]> = SmallVec::new();
+    let mut span: Option<(u32, u32)> = None;
+    let mut q = first;
+    while q < p && ids.len() < NAME_WORDS && (name_at(q) || (placed[q].number && span.is_some())) {
+        let (a, b) = (placed[q].at, placed[q].at + placed[q].len);
+        if let Some((_, end)) = span
+            && !text.get(end as usize..a as usize).is_some_and(name_gap)
+        {
+            break;
+        }
+        ids.push(placed[q].id);
+        span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+        q += 1;
+    }
+    // A capitalised opening word alone is no name ("Meanwhile, Fury's").
+    if ids.len() == 1 && placed[first].case == Case::Opening {
+        return None;
+    }
+    let span = span?;
+    // A report opens a clause of its own ("The Justice Department said
+    // the bank agreed to pay"): its party is not the name.
+    let between = text.get(span.1 as usize..placed[p].at as usize)?;
+    if between
+        .split(|b| !b.is_ascii_alphabetic())
+        .any(|w| REPORTING.iter().any(|r| w.eq_ignore_ascii_case(r)))
+    {
+        return None;
+    }
+    Some((ids, span))
+}
+
+/// Words that open a clause of another party's between a sentence's
+/// opening name and a word of the sentence.
+const REPORTING: [&[u8]; 14] = [
+    b"said",
+    b"says",
+    b"say",
+    b"reported",
+    b"reports",
+    b"announced",
+    b"told",
+    b"that",
+    b"according",
+    b"stated",
+    b"added",
+    b"noted",
+    b"believes",
+    b"expects",
+];
+
+/// Whether the text between two words of a name keeps them one name:
+/// spaces and the marks inside a name ("Jean-Luc", "J. R.", "O'Neil",
+/// "AT&T"), or "of", "the", "de", "and" between them ("Bank of England",
+/// "Mall del Norte"), and not "in", a comma or a bracket ("Based in The
+/// Doughnut", "Boston College (BC)").
+fn name_gap(gap: &[u8]) -> bool {
+    gap.split(|&b| b == b' ').all(|w| {
+        w.iter().all(|&b| matches!(b, b'-' | b'.' | b'\'' | b'&'))
+            || [&b"of"[..], b"the", b"de", b"del", b"and"].contains(&w)
+    })
 }
 
 /// The claim's relation words beside its names whose pair the sources

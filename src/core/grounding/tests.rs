@@ -801,6 +801,7 @@ const TRICKY: &[&str] = &[
     "The team plays at Gerald J. Ford Stadium.",
     "Dr. Jonathan Crane does not declare him fit for trial.",
     "It hosts the Bathurst 12 Hour.Mount Panorama Circuit is a motor racing track.",
+    "Cooking Light was founded in 1987.Hot Rod is a monthly car magazine.",
     "Sales rose 14% in the fourteenth week, e.g. in Texas.",
     "The single peaked at No. 21 on the Billboard Hot 100.",
 ];
@@ -1403,6 +1404,12 @@ fn claims_and_sources_share_the_sentence_rule() {
     assert!(ends("He met Mr. Smith at 220 S. Main St. in May.").len() == 1);
     assert!(ends("A U.S. Senator (O.S.) spoke, e.g. here.").len() == 1);
     assert_eq!(ends("the Bathurst 12 Hour.Mount Panorama is").len(), 1);
+    // A year or a closing quote glued to the next sentence ends its own.
+    assert_eq!(ends("founded in 1987.Hot Rod is").len(), 1);
+    assert_eq!(ends("the \"Fortean Times\".Fortean Times is").len(), 1);
+    assert_eq!(ends("(born 1950).Tom Hart is").len(), 1);
+    // A version or a decimal number is no sentence's end.
+    assert!(ends("version 2.5 of v1.Net and 3.Hot").is_empty());
     assert!(ends("Washington, D.C today. Node.js and ASP.NET.").len() == 2);
 }
 
@@ -3772,6 +3779,65 @@ fn a_relation_word_the_source_says_of_another_name_is_misattributed() {
         misattributed("Thomas Balston founded St Mary's College[^1].", &[college]).0,
         Some(("Founded".into(), "William of Wykeham".into()))
     );
+}
+
+#[test]
+fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
+    // No name stands beside "food" in the source: the sentence that says it
+    // opens with the name it is said of, and the claim's name is not in it.
+    let magazines = "Cooking Light is an American monthly food and lifestyle magazine founded in 1987.Hot Rod is a monthly American car magazine devoted to hot rodding.";
+    assert_eq!(
+        misattributed("Hot Rod is a food magazine[^1].", &[magazines]),
+        (Some(("food".into(), "Cooking Light".into())), true)
+    );
+    assert_eq!(
+        misattributed("Hot Rod was founded in 1987[^1].", &[magazines]),
+        (Some(("founded".into(), "Cooking Light".into())), true)
+    );
+    // After "The", and with "of" inside the name.
+    assert_eq!(
+        misattributed(
+            "HSBC raised its mortgage rates[^1].",
+            &["HSBC is a bank. The Bank of Ireland on Monday raised its mortgage rates."]
+        ),
+        (Some(("raised".into(), "Bank of Ireland".into())), true)
+    );
+    let min = GroundingSettings::default().min_support;
+    for (claim, source) in [
+        // The sentence names the claim's party too.
+        (
+            "Curie won the prize in 1903[^1].",
+            "Marie Curie was born in Warsaw. Together with Pierre Curie she won the prize in 1903.",
+        ),
+        // The sentence opens with no name: a pronoun, a preposition, a
+        // capitalised word alone.
+        (
+            "Acme Corp is based in Ohio[^1].",
+            "Acme Corp was founded in 1990. Its headquarters are based in Ohio.",
+        ),
+        (
+            "Acme Corp is based in Ohio[^1].",
+            "Acme Corp was founded in 1990. In Ohio Dayton Ltd is based there too, and Acme is based in Ohio.",
+        ),
+        (
+            "Barclays cut 500 jobs[^1].",
+            "Barclays said it would restructure. Meanwhile, 500 jobs were cut.",
+        ),
+        // The word after a report: the reporter is not the party.
+        (
+            "Deutsche Bank agreed to pay $7.2bn[^1].",
+            "Deutsche Bank settled. The Justice Department said the lender agreed to pay $7.2bn.",
+        ),
+        // A name in a clause apart ("Based in London"): not one name.
+        (
+            "Wise Plc trains its staff[^1].",
+            "Wise Plc is a fintech company. Based in London, the firm trains its staff.",
+        ),
+    ] {
+        let (m, flagged) = misattributed(claim, &[source]);
+        assert_eq!(m, None, "{claim}");
+        assert!(!flagged || min <= 0.0, "{claim}");
+    }
 }
 
 #[test]

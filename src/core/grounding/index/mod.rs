@@ -470,6 +470,12 @@ impl SourceIndex {
         self.holds_in(id, Cited::of(cited))
     }
 
+    /// [`SourceIndex::holds_id`] of a term that may not be wanted (and then
+    /// is held by none).
+    pub(super) fn holds_if_wanted(&self, id: u32, cited: &[(usize, u64)]) -> bool {
+        self.wants(id) && self.holds_id(id, cited)
+    }
+
     /// [`SourceIndex::holds_id`] with the cited sources split once (a
     /// claim looks up many terms in the same sources).
     #[inline(always)]
@@ -593,7 +599,8 @@ impl SourceIndex {
 
     /// The content words of the sentences of cited source `idx` that hold
     /// term `id`, in order (see [`Placed`]), and the term's places among
-    /// them: each sentence read again, its bytes costing as much of
+    /// them, with where each sentence starts in its source (by sentence
+    /// number): each sentence read again, its bytes costing as much of
     /// `budget` (and a source whose questions are left out costing its
     /// whole text). `None` when the term is in too many sentences to list,
     /// or past the budget.
@@ -605,7 +612,7 @@ impl SourceIndex {
         id: u32,
         (texts, folder, steps): (&[&str], &mut Folder, &mut usize),
         budget: &mut usize,
-    ) -> Option<(&[Placed], &[u32])> {
+    ) -> Option<(&[Placed], &[u32], &[u32])> {
         let source = [(idx / 64, 1u64 << (idx % 64))];
         let mut held = std::mem::take(&mut self.held);
         held.clear();
@@ -642,7 +649,7 @@ impl SourceIndex {
         }
         self.blanked = blanked;
         self.held = held;
-        within.then_some((&self.placed[..], &self.places[..]))
+        within.then_some((&self.placed[..], &self.places[..], &self.sentence_at[..]))
     }
 
     /// The bytes of sentence `s` in source `idx` (`len` bytes long): from
