@@ -2331,6 +2331,9 @@ fn misattributed(
                     && acronym_letters(written(q), &mut letters)
                         .is_some_and(|k| letters[..k] == *initials)
             };
+            // The sentence whose opening name was last read: a sentence is
+            // read for it once, however often it writes the word.
+            let mut opened: Option<u32> = None;
             for p in places.iter().map(|&p| p as usize) {
                 // The word inside a name ("Best Director") says nothing of
                 // the names beside it.
@@ -2392,9 +2395,10 @@ fn misattributed(
                         continue 'candidates;
                     }
                 }
-                if named_beside || !written_as_claimed {
+                if named_beside || !written_as_claimed || opened == Some(sentence) {
                     continue;
                 }
+                opened = Some(sentence);
                 // No name beside the word: the name its sentence opens
                 // with is whom the sentence says it of ("Boston College
                 // is a private university located in Chestnut Hill"),

@@ -741,6 +741,21 @@ fn work_is_linear_on_adversarial_text() {
         big <= small * 16 + 1_000,
         "relation words x source: {small} -> {big} steps"
     );
+    // One sentence that writes the word more and more often, with no name
+    // beside it: the sentence is read for its opening name once.
+    let claim = "Hot Rod is a food magazine[^1].";
+    let source = |n: usize| {
+        format!(
+            "Hot Rod is a magazine. Cooking Light is {}a food magazine.",
+            "a food magazine and ".repeat(n)
+        )
+    };
+    let small = steps_for(claim, &[&source(1_000)]);
+    let big = steps_for(claim, &[&source(16_000)]);
+    assert!(
+        big <= small * 16 + 1_000,
+        "a word's places in one sentence: {small} -> {big} steps"
+    );
 }
 
 #[test]
