@@ -2403,9 +2403,12 @@ fn misattributed(
                 // with is whom the sentence says it of ("Boston College
                 // is a private university located in Chestnut Hill"),
                 // unless the sentence names the claim's party anywhere.
+                let Some(&start) = starts.get(sentence as usize) else {
+                    continue;
+                };
                 let Some((ids, span)) = opening_name(
                     text,
-                    starts[sentence as usize] as usize,
+                    start as usize,
                     placed,
                     p,
                     (&name_at, &|n| of_name(placed[n].id) || initialled(n)),
