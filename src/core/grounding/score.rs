@@ -2505,6 +2505,16 @@ fn opening_name(
     if !(before.is_empty() || [&b"The"[..], b"A", b"An"].contains(&before)) {
         return None;
     }
+    // A sentence that opens with a preposition ("Unlike HSBC, it makes")
+    // does not open with its subject.
+    let opening = &text[placed[first].at as usize..(placed[first].at + placed[first].len) as usize];
+    if before.is_empty()
+        && OPENING_PREPOSITIONS
+            .iter()
+            .any(|w| opening.eq_ignore_ascii_case(w))
+    {
+        return None;
+    }
     let mut ids: SmallVec<[u32; 8]> = SmallVec::new();
     let mut span: Option<(u32, u32)> = None;
     let mut q = first;
@@ -2533,8 +2543,41 @@ fn opening_name(
     {
         return None;
     }
+    // A pronoun after a comma is a subject of its own ("HSBC is larger,
+    // but it makes …").
+    if between.split(|&b| b == b',').skip(1).any(|clause| {
+        clause
+            .split(|b| !b.is_ascii_alphabetic())
+            .any(|w| PRONOUNS.iter().any(|p| w.eq_ignore_ascii_case(p)))
+    }) {
+        return None;
+    }
     Some((ids, span))
 }
+
+/// Prepositions and conjunctions that are no stop words and may open a
+/// sentence before a name that is not its subject.
+const OPENING_PREPOSITIONS: [&[u8]; 16] = [
+    b"like",
+    b"unlike",
+    b"despite",
+    b"following",
+    b"although",
+    b"though",
+    b"since",
+    b"upon",
+    b"amid",
+    b"among",
+    b"via",
+    b"thanks",
+    b"including",
+    b"besides",
+    b"beyond",
+    b"except",
+];
+
+/// Personal pronouns: a subject of their own after a comma.
+const PRONOUNS: [&[u8]; 6] = [b"it", b"he", b"she", b"they", b"we", b"i"];
 
 /// Words that open a clause of another party's between a sentence's
 /// opening name and a word of the sentence.

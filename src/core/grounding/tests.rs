@@ -3848,6 +3848,16 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
             "Wise Plc trains its staff[^1].",
             "Wise Plc is a fintech company. Based in London, the firm trains its staff.",
         ),
+        // A sentence that opens with a preposition, and a pronoun after a
+        // comma: the name that opens it is not the subject.
+        (
+            "Standard Chartered makes most of its profit in Asia[^1].",
+            "Standard Chartered is a British bank. Unlike HSBC, the lender makes most of its profit in Asia.",
+        ),
+        (
+            "Standard Chartered makes most of its profit in Asia[^1].",
+            "Standard Chartered is a British bank. HSBC Holdings is larger, but it makes most of its profit in Asia.",
+        ),
     ] {
         let (m, flagged) = misattributed(claim, &[source]);
         assert_eq!(m, None, "{claim}");
