@@ -2293,7 +2293,7 @@ fn misattributed(
         // The first other name the sources set the word beside in the
         // claim's best two sentences, and the first one anywhere.
         let mut other: Option<NamePlace> = None;
-        let mut party: Option<SmallVec<[u32; 8]>> = None;
+        let mut party: Option<NameIds> = None;
         // No other name to find outside the best two sentences; and a word
         // in more sentences than a term's are listed is too common to say
         // whom the sources say it of.
@@ -2453,10 +2453,10 @@ type NameIds = SmallVec<[u32; 8]>;
 /// name, or the sources say the word of another party already: the claim
 /// is then not misattributed by this word.
 fn add_party(
-    ids: SmallVec<[u32; 8]>,
+    ids: NameIds,
     at: Option<NamePlace>,
     stated: &dyn Fn(u32) -> bool,
-    (party, other): (&mut Option<SmallVec<[u32; 8]>>, &mut Option<NamePlace>),
+    (party, other): (&mut Option<NameIds>, &mut Option<NamePlace>),
 ) -> bool {
     if ids.iter().any(|&id| stated(id)) {
         return false;
@@ -2505,8 +2505,8 @@ fn opening_name(
     if !(before.is_empty() || [&b"The"[..], b"A", b"An"].contains(&before)) {
         return None;
     }
-    // A sentence that opens with a preposition ("Unlike HSBC, it makes")
-    // does not open with its subject.
+    // A sentence that opens with a preposition ("Unlike HSBC, the lender
+    // makes") does not open with its subject.
     let opening = &text[placed[first].at as usize..(placed[first].at + placed[first].len) as usize];
     if before.is_empty()
         && OPENING_PREPOSITIONS
@@ -2515,7 +2515,7 @@ fn opening_name(
     {
         return None;
     }
-    let mut ids: SmallVec<[u32; 8]> = SmallVec::new();
+    let mut ids = NameIds::new();
     let mut span: Option<(u32, u32)> = None;
     let mut q = first;
     while q < p && ids.len() < NAME_WORDS && (name_at(q) || (placed[q].number && span.is_some())) {
