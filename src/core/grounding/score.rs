@@ -2248,12 +2248,15 @@ fn misattributed(
         let t = &terms[content[k] as usize];
         let name = match t.class {
             TermClass::Entity => true,
-            // A name's first word opening the claim ("Neil Gaiman").
+            // The claim's first word, capitalised ("Barclays raised its
+            // rates"), and a name's first word opening the claim ("Neil
+            // Gaiman directed").
             TermClass::Word => {
                 bytes[t.at].is_ascii_uppercase()
-                    && content
-                        .get(k + 1)
-                        .is_some_and(|&j| terms[(j & !NAME) as usize].class == TermClass::Entity)
+                    && (k == 0
+                        || content.get(k + 1).is_some_and(|&j| {
+                            terms[(j & !NAME) as usize].class == TermClass::Entity
+                        }))
             }
             _ => false,
         };
@@ -2340,6 +2343,20 @@ fn misattributed(
                 if placed[p].case == Case::Name {
                     continue;
                 }
+                // A pronoun as the word's object ("Storonsky founded it")
+                // stands for a party the sentence does not name, which
+                // may be the claim's.
+                if text
+                    .get((placed[p].at + placed[p].len) as usize..)
+                    .and_then(|after| {
+                        after
+                            .split(|b| !b.is_ascii_alphabetic())
+                            .find(|w| !w.is_empty())
+                    })
+                    .is_some_and(|w| OBJECTS.iter().any(|o| w.eq_ignore_ascii_case(o)))
+                {
+                    continue;
+                }
                 let sentence = placed[p].sentence;
                 let in_best = sentence == best.0 || sentence == best.1;
                 let mut named_beside = false;
@@ -2412,6 +2429,7 @@ fn misattributed(
                     placed,
                     p,
                     (&name_at, &|n| of_name(placed[n].id) || initialled(n)),
+                    &mut |w: &[u8]| grammar_word(w, folder),
                     steps,
                 ) else {
                     continue;
@@ -2478,13 +2496,15 @@ fn add_party(
 /// "An" and the name (`start`: where the sentence starts in `text`).
 /// `Some` with no ids when the sentence names the claim's party
 /// (`party` answers for a placed word) anywhere; `None` when it opens
-/// with no name.
+/// with no name. `grammar` tells a word of grammar, which a capitalised
+/// word alone opening the sentence must not be to count as a name.
 fn opening_name(
     text: &[u8],
     start: usize,
     placed: &[Placed],
     p: usize,
     (name_at, party): (&dyn Fn(usize) -> bool, &dyn Fn(usize) -> bool),
+    grammar: &mut dyn FnMut(&[u8]) -> bool,
     steps: &mut usize,
 ) -> Option<(NameIds, (u32, u32))> {
     let sentence = placed[p].sentence;
@@ -2517,8 +2537,26 @@ fn opening_name(
     }
     let mut ids = NameIds::new();
     let mut span: Option<(u32, u32)> = None;
+    // A capitalised word alone opening the sentence, followed by a space
+    // (not a label's colon or an opener's comma), is a name unless it is
+    // a word of grammar or reads as a participle or an adverb ("Founded
+    // in 1990 by", "Separately"): "Lloyds raised its rates".
+    let lone = placed[first].case == Case::Opening && (first + 1 >= p || !name_at(first));
+    let spaced = text.get((placed[first].at + placed[first].len) as usize) == Some(&b' ');
+    let inflected = opening.len() > 4
+        && [&b"ed"[..], b"ing", b"ly"]
+            .iter()
+            .any(|end| opening.ends_with(end));
+    if lone && first < p && spaced && !inflected && !grammar(opening) {
+        ids.push(placed[first].id);
+        span = Some((placed[first].at, placed[first].at + placed[first].len));
+    }
     let mut q = first;
-    while q < p && ids.len() < NAME_WORDS && (name_at(q) || (placed[q].number && span.is_some())) {
+    while !lone
+        && q < p
+        && ids.len() < NAME_WORDS
+        && (name_at(q) || (placed[q].number && span.is_some()))
+    {
         let (a, b) = (placed[q].at, placed[q].at + placed[q].len);
         if let Some((_, end)) = span
             && !text.get(end as usize..a as usize).is_some_and(name_gap)
@@ -2529,8 +2567,7 @@ fn opening_name(
         span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
         q += 1;
     }
-    // A capitalised opening word alone is no name ("Meanwhile, Fury's").
-    if ids.len() == 1 && placed[first].case == Case::Opening {
+    if !lone && ids.len() == 1 && placed[first].case == Case::Opening {
         return None;
     }
     let span = span?;
@@ -2545,19 +2582,29 @@ fn opening_name(
     }
     // A pronoun after a comma is a subject of its own ("HSBC is larger,
     // but it makes …").
-    if between.split(|&b| b == b',').skip(1).any(|clause| {
-        clause
-            .split(|b| !b.is_ascii_alphabetic())
-            .any(|w| PRONOUNS.iter().any(|p| w.eq_ignore_ascii_case(p)))
-    }) {
+    if between
+        .split(|b| !b.is_ascii_alphabetic())
+        .any(|w| PRONOUNS.iter().any(|p| w.eq_ignore_ascii_case(p)))
+    {
         return None;
     }
     Some((ids, span))
 }
 
+/// Whether `w` is a word of grammar: a stop word, a filler, a negation or
+/// a contraction ("He's", "Don't").
+fn grammar_word(w: &[u8], folder: &mut Folder) -> bool {
+    if w.contains(&b'\'') {
+        return true;
+    }
+    let info = folder.fold_packed(w, w.is_ascii());
+    info.function() || info.filler() || info.negation()
+}
+
 /// Prepositions and conjunctions that are no stop words and may open a
 /// sentence before a name that is not its subject.
-const OPENING_PREPOSITIONS: [&[u8]; 16] = [
+const OPENING_PREPOSITIONS: [&[u8]; 17] = [
+    b"according",
     b"like",
     b"unlike",
     b"despite",
@@ -2576,8 +2623,11 @@ const OPENING_PREPOSITIONS: [&[u8]; 16] = [
     b"except",
 ];
 
-/// Personal pronouns: a subject of their own after a comma.
+/// Personal pronouns: a subject of their own.
 const PRONOUNS: [&[u8]; 6] = [b"it", b"he", b"she", b"they", b"we", b"i"];
+
+/// Pronouns a word's object may be.
+const OBJECTS: [&[u8]; 4] = [b"it", b"them", b"him", b"her"];
 
 /// Words that open a clause of another party's between a sentence's
 /// opening name and a word of the sentence.
@@ -2676,7 +2726,9 @@ fn relation_candidates(
 fn plain_gap(gap: &[u8]) -> bool {
     gap.iter()
         .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\'' | b'"' | b'-') || b >= 0x80)
-        && !gap
-            .split(|&b| b == b' ')
-            .any(|w| is_and(w) || w.eq_ignore_ascii_case(b"or"))
+        && !gap.split(|&b| b == b' ').any(|w| {
+            is_and(w)
+                || w.eq_ignore_ascii_case(b"or")
+                || PRONOUNS.iter().any(|p| w.eq_ignore_ascii_case(p))
+        })
 }

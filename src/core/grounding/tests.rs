@@ -3809,6 +3809,21 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
         misattributed("Hot Rod was founded in 1987[^1].", &[magazines]),
         (Some(("founded".into(), "Cooking Light".into())), true)
     );
+    // A claim's first word and a sentence's first word, each a name alone.
+    assert_eq!(
+        misattributed(
+            "Barclays raised its mortgage rates[^1].",
+            &["Lloyds raised its mortgage rates on Monday. Barclays kept its rates unchanged."]
+        ),
+        (Some(("raised".into(), "Lloyds".into())), true)
+    );
+    assert_eq!(
+        misattributed(
+            "Santander bought the lender in 2023[^1].",
+            &["Santander is a Spanish bank. Nationwide bought the lender in 2023."]
+        ),
+        (Some(("bought".into(), "Nationwide".into())), true)
+    );
     // After "The", and with "of" inside the name.
     assert_eq!(
         misattributed(
@@ -3846,6 +3861,25 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
         (
             "Wise Plc trains its staff[^1].",
             "Wise Plc is a fintech company. Based in London, the firm trains its staff.",
+        ),
+        // A pronoun between the name and the word, or as the word's
+        // object, stands for a party the sentence does not name.
+        (
+            "Barclays reported a loss[^1].",
+            "Barclays is a bank. Quarterly results showed it reported a loss.",
+        ),
+        (
+            "Revolut was founded in 2015[^1].",
+            "Revolut is a fintech company. Nikolay Storonsky founded it in 2015.",
+        ),
+        (
+            "Curie won the prize in 1903[^1].",
+            "Marie Curie was born in Warsaw. Together with Pierre she won the prize in 1903.",
+        ),
+        // A word alone that opens a sentence as an adverb or a participle.
+        (
+            "Barclays cut 500 jobs[^1].",
+            "Barclays is a bank. Separately 500 jobs were cut.",
         ),
         // A sentence that opens with a preposition, and a pronoun after a
         // comma: the name that opens it is not the subject.
