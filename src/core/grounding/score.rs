@@ -2567,6 +2567,8 @@ fn opening_name(
         span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
         q += 1;
     }
+    // An opening word cut from the name after it ("Based in The
+    // Doughnut") is no name.
     if !lone && ids.len() == 1 && placed[first].case == Case::Opening {
         return None;
     }
@@ -2580,8 +2582,9 @@ fn opening_name(
     {
         return None;
     }
-    // A pronoun after a comma is a subject of its own ("HSBC is larger,
-    // but it makes …").
+    // A pronoun between the name and the word is a subject of its own
+    // ("HSBC is larger, but it makes …", "Quarterly results showed it
+    // reported").
     if between
         .split(|b| !b.is_ascii_alphabetic())
         .any(|w| PRONOUNS.iter().any(|p| w.eq_ignore_ascii_case(p)))
