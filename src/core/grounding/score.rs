@@ -2353,7 +2353,7 @@ fn misattributed(
                             .split(|b| !b.is_ascii_alphabetic())
                             .find(|w| !w.is_empty())
                     })
-                    .is_some_and(|w| OBJECTS.iter().any(|o| w.eq_ignore_ascii_case(o)))
+                    .is_some_and(|w| one_of(w, &OBJECTS))
                 {
                     continue;
                 }
@@ -2528,11 +2528,7 @@ fn opening_name(
     // A sentence that opens with a preposition ("Unlike HSBC, the lender
     // makes") does not open with its subject.
     let opening = &text[placed[first].at as usize..(placed[first].at + placed[first].len) as usize];
-    if before.is_empty()
-        && OPENING_PREPOSITIONS
-            .iter()
-            .any(|w| opening.eq_ignore_ascii_case(w))
-    {
+    if before.is_empty() && one_of(opening, &OPENING_PREPOSITIONS) {
         return None;
     }
     let mut ids = NameIds::new();
@@ -2574,24 +2570,23 @@ fn opening_name(
     }
     let span = span?;
     // A report opens a clause of its own ("The Justice Department said
-    // the bank agreed to pay"): its party is not the name.
+    // the bank agreed to pay"): its party is not the name; nor is it where
+    // a pronoun between them is a subject of its own ("HSBC is larger, but
+    // it makes …", "Quarterly results showed it reported").
     let between = text.get(span.1 as usize..placed[p].at as usize)?;
     if between
         .split(|b| !b.is_ascii_alphabetic())
-        .any(|w| REPORTING.iter().any(|r| w.eq_ignore_ascii_case(r)))
-    {
-        return None;
-    }
-    // A pronoun between the name and the word is a subject of its own
-    // ("HSBC is larger, but it makes …", "Quarterly results showed it
-    // reported").
-    if between
-        .split(|b| !b.is_ascii_alphabetic())
-        .any(|w| PRONOUNS.iter().any(|p| w.eq_ignore_ascii_case(p)))
+        .any(|w| one_of(w, &REPORTING) || one_of(w, &PRONOUNS))
     {
         return None;
     }
     Some((ids, span))
+}
+
+/// Whether `w` is one of the words of `list` (written in lower case), in
+/// any case.
+fn one_of(w: &[u8], list: &[&[u8]]) -> bool {
+    list.iter().any(|l| w.eq_ignore_ascii_case(l))
 }
 
 /// Whether `w` is a word of grammar: a stop word, a filler, a negation or
@@ -2729,9 +2724,7 @@ fn relation_candidates(
 fn plain_gap(gap: &[u8]) -> bool {
     gap.iter()
         .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\'' | b'"' | b'-') || b >= 0x80)
-        && !gap.split(|&b| b == b' ').any(|w| {
-            is_and(w)
-                || w.eq_ignore_ascii_case(b"or")
-                || PRONOUNS.iter().any(|p| w.eq_ignore_ascii_case(p))
-        })
+        && !gap
+            .split(|&b| b == b' ')
+            .any(|w| is_and(w) || w.eq_ignore_ascii_case(b"or") || one_of(w, &PRONOUNS))
 }

@@ -3801,37 +3801,46 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
     // No name stands beside "food" in the source: the sentence that says it
     // opens with the name it is said of, and the claim's name is not in it.
     let magazines = "Cooking Light is an American monthly food and lifestyle magazine founded in 1987.Hot Rod is a monthly American car magazine devoted to hot rodding.";
-    assert_eq!(
-        misattributed("Hot Rod is a food magazine[^1].", &[magazines]),
-        (Some(("food".into(), "Cooking Light".into())), true)
-    );
-    assert_eq!(
-        misattributed("Hot Rod was founded in 1987[^1].", &[magazines]),
-        (Some(("founded".into(), "Cooking Light".into())), true)
-    );
-    // A claim's first word and a sentence's first word, each a name alone.
-    assert_eq!(
-        misattributed(
-            "Barclays raised its mortgage rates[^1].",
-            &["Lloyds raised its mortgage rates on Monday. Barclays kept its rates unchanged."]
+    for (claim, source, word, name) in [
+        (
+            "Hot Rod is a food magazine",
+            magazines,
+            "food",
+            "Cooking Light",
         ),
-        (Some(("raised".into(), "Lloyds".into())), true)
-    );
-    assert_eq!(
-        misattributed(
-            "Santander bought the lender in 2023[^1].",
-            &["Santander is a Spanish bank. Nationwide bought the lender in 2023."]
+        (
+            "Hot Rod was founded in 1987",
+            magazines,
+            "founded",
+            "Cooking Light",
         ),
-        (Some(("bought".into(), "Nationwide".into())), true)
-    );
-    // After "The", and with "of" inside the name.
-    assert_eq!(
-        misattributed(
-            "HSBC raised its mortgage rates[^1].",
-            &["HSBC is a bank. The Bank of Ireland on Monday raised its mortgage rates."]
+        // A claim's first word and a sentence's first word, each a name alone.
+        (
+            "Barclays raised its mortgage rates",
+            "Lloyds raised its mortgage rates on Monday. Barclays kept its rates unchanged.",
+            "raised",
+            "Lloyds",
         ),
-        (Some(("raised".into(), "Bank of Ireland".into())), true)
-    );
+        (
+            "Santander bought the lender in 2023",
+            "Santander is a Spanish bank. Nationwide bought the lender in 2023.",
+            "bought",
+            "Nationwide",
+        ),
+        // After "The", and with "of" inside the name.
+        (
+            "HSBC raised its mortgage rates",
+            "HSBC is a bank. The Bank of Ireland on Monday raised its mortgage rates.",
+            "raised",
+            "Bank of Ireland",
+        ),
+    ] {
+        assert_eq!(
+            misattributed(&format!("{claim}[^1]."), &[source]),
+            (Some((word.into(), name.into())), true),
+            "{claim}"
+        );
+    }
     for (claim, source) in [
         // The sentence names the claim's party too.
         (
