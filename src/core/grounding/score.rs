@@ -13,7 +13,8 @@ use smallvec::SmallVec;
 
 use super::claims::claim_spans;
 use super::index::{
-    Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question, pair_hash,
+    CAPITAL, Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question,
+    pair_hash,
 };
 use super::initials::{
     AND_LETTERS, acronym_letters, chief_title_in, clipped_name, is_and, is_chief, is_name_joiner,
@@ -2372,7 +2373,8 @@ fn misattributed(
                         else {
                             break;
                         };
-                        if of_name(placed[n].id) || initialled(n) {
+                        if (placed[n].case != Case::Lower && of_name(placed[n].id)) || initialled(n)
+                        {
                             continue 'candidates;
                         }
                         q = n;
@@ -2428,8 +2430,10 @@ fn misattributed(
                     start as usize,
                     placed,
                     p,
-                    (&name_at, &|n| of_name(placed[n].id) || initialled(n)),
-                    &mut |w: &[u8]| grammar_word(w, folder),
+                    (&name_at, &|n| {
+                        placed[n].case != Case::Lower && (of_name(placed[n].id) || initialled(n))
+                    }),
+                    &mut |w: &[u8]| (grammar_word(w, folder), common_word(w, folder)),
                     steps,
                 ) else {
                     continue;
@@ -2497,14 +2501,15 @@ fn add_party(
 /// `Some` with no ids when the sentence names the claim's party
 /// (`party` answers for a placed word) anywhere; `None` when it opens
 /// with no name. `grammar` tells a word of grammar, which a capitalised
-/// word alone opening the sentence must not be to count as a name.
+/// word alone opening the sentence must not be to count as a name, and a
+/// word of the language, which counts only right before the word.
 fn opening_name(
     text: &[u8],
     start: usize,
     placed: &[Placed],
     p: usize,
     (name_at, party): (&dyn Fn(usize) -> bool, &dyn Fn(usize) -> bool),
-    grammar: &mut dyn FnMut(&[u8]) -> bool,
+    grammar: &mut dyn FnMut(&[u8]) -> (bool, bool),
     steps: &mut usize,
 ) -> Option<(NameIds, (u32, u32))> {
     let sentence = placed[p].sentence;
@@ -2543,7 +2548,16 @@ fn opening_name(
         && [&b"ed"[..], b"ing", b"ly"]
             .iter()
             .any(|end| opening.ends_with(end));
-    if lone && first < p && spaced && !inflected && !grammar(opening) {
+    // A word of the language is the word's party only right before it
+    // ("Profit rose 5%"): further on, it more likely opens a phrase
+    // ("Critical thinking is used", "Somewhere along the way, the bank
+    // varied").
+    let (grammatical, common) = grammar(opening);
+    let next = first + 1 == p
+        && text
+            .get((placed[first].at + placed[first].len) as usize..placed[p].at as usize)
+            .is_some_and(plain_gap);
+    if lone && first < p && spaced && !inflected && !grammatical && (!common || next) {
         ids.push(placed[first].id);
         span = Some((placed[first].at, placed[first].at + placed[first].len));
     }
@@ -2597,6 +2611,12 @@ fn grammar_word(w: &[u8], folder: &mut Folder) -> bool {
     }
     let info = folder.fold_packed(w, w.is_ascii());
     info.function() || info.filler() || info.negation()
+}
+
+/// Whether `w` is a word of the language: one with UK/US spellings,
+/// abbreviations or WordNet synonyms ("Critical", "Somewhere", "Profit").
+fn common_word(w: &[u8], folder: &mut Folder) -> bool {
+    folder.fold_packed(w, w.is_ascii()).variants() != 0
 }
 
 /// Prepositions and conjunctions that are no stop words and may open a
@@ -2702,8 +2722,14 @@ fn relation_candidates(
             } else {
                 bytes.get(edge.at + edge.len..r.at)
             };
+            // A name's word that is also a word of the language is beside
+            // the relation word only as the sources write it, with its
+            // capital: "a research university located" does not write
+            // "Stanford University located".
             let beside = name.iter().any(|&i| {
-                let n = key_of(terms[(i & !NAME) as usize].id);
+                let t = &terms[(i & !NAME) as usize];
+                let common = t.class == TermClass::Entity && t.alternates != 0 && t.id == t.own;
+                let n = key_of(t.id) ^ if common { CAPITAL } else { 0 };
                 holds_pair(pair_hash(n, key)) || holds_pair(pair_hash(key, n))
             });
             if name.iter().all(|&i| terms[(i & !NAME) as usize].found)
@@ -2719,12 +2745,16 @@ fn relation_candidates(
 }
 
 /// Whether the text between two words holds only words, spaces, quotes
-/// and hyphens, and neither "and" nor "or": no clause ends between them,
-/// and no list joins them.
+/// and hyphens, and neither "and" nor "or" nor a pronoun: no clause ends
+/// between them, no list joins them, and no other party stands between
+/// ("Together with Pierre she won", "Educate them to use").
 fn plain_gap(gap: &[u8]) -> bool {
     gap.iter()
         .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\'' | b'"' | b'-') || b >= 0x80)
-        && !gap
-            .split(|&b| b == b' ')
-            .any(|w| is_and(w) || w.eq_ignore_ascii_case(b"or") || one_of(w, &PRONOUNS))
+        && !gap.split(|&b| b == b' ').any(|w| {
+            is_and(w)
+                || w.eq_ignore_ascii_case(b"or")
+                || one_of(w, &PRONOUNS)
+                || one_of(w, &OBJECTS)
+        })
 }

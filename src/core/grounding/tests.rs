@@ -383,6 +383,7 @@ fn a_replayed_source_indexes_exactly_what_reading_it_does() {
     let orders = [[0usize, 1, 2, 3], [2, 0, 3, 1], [3, 2, 1, 0], [1, 3, 0, 2]];
     let mut warm = Scratch::new();
     let mut cold = Scratch::new();
+    let mut capitals = 0;
     // Twice over: a text is summarised when seen the second time.
     for order in orders.iter().chain(&orders) {
         let sources: Vec<&str> = order.iter().map(|&k| texts[k]).collect();
@@ -435,9 +436,24 @@ fn a_replayed_source_indexes_exactly_what_reading_it_does() {
                     ic.holds_pair(cp, &cited),
                     "{order:?} {pair:?}"
                 );
+                // And with either word's capital marked ("University
+                // located").
+                for (x, y) in [(index::CAPITAL, 0), (0, index::CAPITAL)] {
+                    let held = iw.holds_pair(index::pair_hash(a.key() ^ x, b.key() ^ y), &cited);
+                    assert_eq!(
+                        held,
+                        ic.holds_pair(index::pair_hash(ca.key() ^ x, cb.key() ^ y), &cited),
+                        "{order:?} {pair:?} capital"
+                    );
+                    capitals += usize::from(held);
+                }
             }
         }
     }
+    assert!(
+        capitals > 0,
+        "the sources write words of the language with a capital"
+    );
     assert!(
         warm.index.cache_hits() >= 20,
         "from the third order on, every source is replayed: {}",
@@ -3823,9 +3839,17 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
         ),
         (
             "Santander bought the lender in 2023",
-            "Santander is a Spanish bank. Nationwide bought the lender in 2023.",
+            "Santander is a Spanish bank. Monzo bought the lender in 2023.",
             "bought",
-            "Nationwide",
+            "Monzo",
+        ),
+        // A name's word the source writes in lower case, as a word of its
+        // own ("a research university located"), is not the name.
+        (
+            "Stanford University is located in Chestnut Hill",
+            "Boston College is a private research university located in the village of Chestnut Hill, Massachusetts.Stanford University is a private research university in Stanford, California.",
+            "located",
+            "Boston College",
         ),
         // After "The", and with "of" inside the name.
         (
@@ -3885,10 +3909,20 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
             "Curie won the prize in 1903[^1].",
             "Marie Curie was born in Warsaw. Together with Pierre she won the prize in 1903.",
         ),
-        // A word alone that opens a sentence as an adverb or a participle.
+        // A word alone that opens a sentence as an adverb or a participle,
+        // or is a word of the language.
         (
             "Barclays cut 500 jobs[^1].",
             "Barclays is a bank. Separately 500 jobs were cut.",
+        ),
+        (
+            "Lloyds varied its names[^1].",
+            "Lloyds is a bank. Somewhere along the way, the bank varied its names.",
+        ),
+        // Nor is a word of the language alone opening the claim.
+        (
+            "Educate them to use fraud checks[^1].",
+            "Barclays staff use fraud checks daily. Educating staff matters.",
         ),
         // A sentence that opens with a preposition, and a pronoun after a
         // comma: the name that opens it is not the subject.

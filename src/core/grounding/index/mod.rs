@@ -1069,6 +1069,10 @@ pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 pub(super) const NEGATIONS: u16 = 0x7fff;
 pub(super) const QUALIFIES: u16 = 0x8000;
 
+/// Marks the key of a term written with a capital in a pair (see
+/// `pairs` of the source reader): the other term of such a pair is not.
+pub(super) const CAPITAL: u64 = 0x6a09_e667_f3bc_c908;
+
 /// Key of an ordered pair of terms, distinct from any single term's key.
 pub(super) fn pair_hash(a: u64, b: u64) -> u64 {
     (a.rotate_left(23) ^ b ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0x517c_c1b7_2722_0a95)

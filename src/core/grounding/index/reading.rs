@@ -11,7 +11,7 @@
 //! It writes only the record's index (and the summary a cached source is
 //! replayed from); it decides nothing about a claim.
 
-use super::{Mark, NEGATED, NEGATIONS, QUALIFIES, SourceIndex, Wanted, list, pair_hash};
+use super::{CAPITAL, Mark, NEGATED, NEGATIONS, QUALIFIES, SourceIndex, Wanted, list, pair_hash};
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
@@ -153,9 +153,20 @@ impl SourceIndex {
     }
 }
 
-/// A dotted word's key, and the content term's key before it (each with
-/// whether it is wanted).
-type Dotted = Option<((u64, bool), Option<(u64, bool)>)>;
+/// A dotted word, and the content term before it.
+type Dotted = Option<(Prior, Option<Prior>)>;
+
+/// A content term a reading has passed, as the next one pairs with it.
+#[derive(Clone, Copy)]
+struct Prior {
+    key: u64,
+    /// Whether a claim asks about it (a pair is asked about only when
+    /// both its terms are).
+    wanted: bool,
+    /// Whether it is a word of the language (with UK/US spellings or
+    /// synonyms: "University", "Bank") written with a capital.
+    capital: bool,
+}
 
 /// What reading one source carries from word to word: the tables it
 /// writes, the previous content term and a negation waiting for its word.
@@ -172,9 +183,8 @@ struct Reading<'a, const RECORD: bool> {
     bit: u64,
     /// The source's first sentence.
     first: u32,
-    /// The previous content term: its key, and whether it is wanted (a
-    /// pair is asked about only when both its terms are).
-    prev: Option<(u64, bool)>,
+    /// The previous content term.
+    prev: Option<Prior>,
     /// A negation seen, waiting for the content word it negates.
     pending: bool,
     /// Where in the source's text the reading is, and the source's number.
@@ -190,7 +200,7 @@ struct Reading<'a, const RECORD: bool> {
     /// Bytes of dotted words read again part by part.
     split_bytes: usize,
     /// A dotted word just read: the next content word pairs with it too.
-    alt: Option<(u64, bool)>,
+    alt: Option<Prior>,
 }
 
 impl<const RECORD: bool> Words for Reading<'_, RECORD> {
@@ -214,7 +224,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         off: Option<usize>,
         ascii: bool,
         sentence: u32,
-        alt: &mut Option<(u64, bool)>,
+        alt: &mut Option<Prior>,
     ) -> (Dotted, bool) {
         let mut info = self.folder.fold_packed(w, ascii);
         if info.is_spelled() {
@@ -246,18 +256,23 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
         // A stop word leaves `alt` for the next content word.
         // A summary keeps every pair (a later answer may ask for any).
-        let key = info.key();
-        if let Some((p, p_wanted)) = self.prev
-            && (RECORD || (want && p_wanted))
+        let now = Prior {
+            key: info.key(),
+            wanted: want,
+            // Only a word of the language may be written both ways.
+            capital: info.variants() != 0 && capitalised(w),
+        };
+        if let Some(p) = self.prev
+            && (RECORD || (want && p.wanted))
         {
-            self.pair(pair_hash(p, key));
+            self.pairs(p, now);
         }
-        if let Some((p, p_wanted)) = alt.take()
-            && (RECORD || (want && p_wanted))
+        if let Some(p) = alt.take()
+            && (RECORD || (want && p.wanted))
         {
-            self.pair(pair_hash(p, key));
+            self.pairs(p, now);
         }
-        let before = self.prev.replace((info.key(), want));
+        let before = self.prev.replace(now);
         if info.negation() {
             self.pending = true;
         } else if self.pending {
@@ -275,7 +290,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             list(&mut self.marks[s], self.postings, sentence);
         }
         (
-            (!info.number() && info.dotted()).then_some(((info.key(), want), before)),
+            (!info.number() && info.dotted()).then_some((now, before)),
             info.negation(),
         )
     }
@@ -553,9 +568,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         }
         self.alt = alt;
         // "born 17 March", read "born March 17", still has "born 17".
-        if let (true, None, Some((p, _))) = (date.month_first_read, date.day, before) {
+        if let (true, None, Some(p)) = (date.month_first_read, date.day, before) {
             let day = self.folder.fold_packed(first, true).key();
-            self.pair(pair_hash(p, day));
+            self.pair(pair_hash(p.key, day));
         }
         if let Some(at) = date.year {
             let month = self.folder.fold_packed(date.month.0, true).key();
@@ -595,8 +610,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         w: &[u8],
         off: usize,
         ascii: bool,
-        whole: (u64, bool),
-        mut before: Option<(u64, bool)>,
+        whole: Prior,
+        mut before: Option<Prior>,
     ) {
         self.split_bytes += w.len();
         let bytes = self.at.bytes;
@@ -626,6 +641,20 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         // A negation ends with its sentence ("Ready or Not." does not
         // negate the next sentence's first word).
         self.pending = false;
+    }
+
+    /// Marks the pair of `p` and `now` as in the source; and, when one of
+    /// them is a word of the language written with a capital and the other
+    /// is not, the pair with the capital marked, so a claim's name is told
+    /// from a word of its own ("Stanford University located" from "a
+    /// research university located").
+    #[inline(always)]
+    fn pairs(&mut self, p: Prior, now: Prior) {
+        self.pair(pair_hash(p.key, now.key));
+        if p.capital != now.capital {
+            let capital = |t: Prior| if t.capital { t.key ^ CAPITAL } else { t.key };
+            self.pair(pair_hash(capital(p), capital(now)));
+        }
     }
 
     /// Marks pair `key` as in the source.
@@ -992,5 +1021,17 @@ impl<'a> NegationScan<'a> {
                 len: len as u32,
             }),
         }
+    }
+}
+
+/// Whether word `w` opens with a capital letter.
+#[inline(always)]
+fn capitalised(w: &[u8]) -> bool {
+    match w.first() {
+        Some(b) if b.is_ascii() => b.is_ascii_uppercase(),
+        _ => std::str::from_utf8(w)
+            .ok()
+            .and_then(|s| s.chars().next())
+            .is_some_and(char::is_uppercase),
     }
 }
