@@ -2285,6 +2285,17 @@ fn misattributed(
     };
     'candidates: for &(r, (lo, hi)) in &candidates {
         let name = &content[lo..hi];
+        // A passive claim ("Revolut was founded in 2015") names whom the
+        // word was done to; a name right before the word in the active
+        // voice ("Storonsky founded the company") is who did it, another
+        // party, not a rival one.
+        let last = &terms[(name[name.len() - 1] & !NAME) as usize];
+        let word = &terms[r];
+        let passive = last.at < word.at
+            && participle(&bytes[word.at..word.at + word.len])
+            && bytes
+                .get(last.at + last.len..word.at)
+                .is_some_and(states_be);
         let of_name = |id: u32| name.iter().any(|&i| terms[(i & !NAME) as usize].id == id);
         // The name's initials, when it has as many words as an acronym
         // may have letters.
@@ -2365,6 +2376,7 @@ fn misattributed(
                     // The name beside the word: its ids and where it is.
                     let mut ids: SmallVec<[u32; 8]> = SmallVec::new();
                     let mut span: Option<(u32, u32)> = None;
+                    let mut active = false;
                     let mut q = p;
                     for _ in 0..NAME_WORDS {
                         *steps += 1;
@@ -2395,12 +2407,13 @@ fn misattributed(
                                 (placed[p].at + placed[p].len, a)
                             };
                             // Parts of one word ("D.C") have no gap.
-                            if !text
-                                .get(gap.0 as usize..gap.1 as usize)
-                                .is_some_and(plain_gap)
-                            {
+                            let Some(gap) = text.get(gap.0 as usize..gap.1 as usize) else {
+                                break;
+                            };
+                            if !plain_gap(gap) {
                                 break;
                             }
+                            active = back && !states_be(gap);
                         }
                         ids.push(placed[n].id);
                         span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
@@ -2409,6 +2422,9 @@ fn misattributed(
                         continue;
                     };
                     named_beside = true;
+                    if passive && active {
+                        continue;
+                    }
                     let at = in_best.then_some((idx, placed[p], span));
                     if !add_party(ids, at, &stated, (&mut party, &mut other)) {
                         continue 'candidates;
@@ -2596,6 +2612,32 @@ fn opening_name(
     }
     Some((ids, span))
 }
+
+/// Whether `gap`, the text between a name and a word, holds a form of
+/// "be": the word is then said of the name as done to it ("was founded")
+/// or as what it is ("is located").
+fn states_be(gap: &[u8]) -> bool {
+    gap.split(|b| !b.is_ascii_alphabetic()).any(|w| {
+        one_of(
+            w,
+            &[b"is", b"are", b"was", b"were", b"be", b"been", b"being"],
+        )
+    })
+}
+
+/// Whether `w` reads as a past participle: ending in "-ed" or "-en", or
+/// one of the common irregular ones ("built", "sold", "held").
+fn participle(w: &[u8]) -> bool {
+    w.len() > 3 && (w.ends_with(b"ed") || w.ends_with(b"en")) || one_of(w, &IRREGULAR_PARTICIPLES)
+}
+
+/// Past participles of common verbs that end neither in "-ed" nor in
+/// "-en".
+const IRREGULAR_PARTICIPLES: [&[u8]; 24] = [
+    b"born", b"bought", b"brought", b"built", b"caught", b"cut", b"done", b"found", b"held",
+    b"hit", b"kept", b"known", b"led", b"left", b"lost", b"made", b"paid", b"put", b"run", b"sent",
+    b"set", b"sold", b"told", b"won",
+];
 
 /// Whether `w` is one of the words of `list` (written in lower case), in
 /// any case.

@@ -3851,6 +3851,14 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
             "located",
             "Boston College",
         ),
+        // A passive claim: the party is whom the word was done to, not
+        // who did it ("The FCA fined Lloyds").
+        (
+            "Barclays was fined $5m",
+            "Barclays is a bank. The FCA fined Lloyds $5m on Monday.",
+            "fined",
+            "Lloyds",
+        ),
         // After "The", and with "of" inside the name.
         (
             "HSBC raised its mortgage rates",
@@ -3904,6 +3912,16 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
         (
             "Revolut was founded in 2015[^1].",
             "Revolut is a fintech company. Nikolay Storonsky founded it in 2015.",
+        ),
+        // A passive claim names whom the word was done to; the name right
+        // before the word in the active voice is who did it.
+        (
+            "Revolut Ltd was founded in 2015[^1].",
+            "Revolut Ltd is a fintech company. Nikolay Storonsky founded the company in 2015.",
+        ),
+        (
+            "Revolut was acquired in 2015[^1].",
+            "Revolut is a fintech company. HSBC acquired the company in 2015.",
         ),
         (
             "Curie won the prize in 1903[^1].",
