@@ -2287,8 +2287,8 @@ fn misattributed(
         let name = &content[lo..hi];
         // A passive claim ("Revolut was founded in 2015") names whom the
         // word was done to; a name right before the word in the active
-        // voice ("Storonsky founded the company") is who did it, another
-        // party, not a rival one.
+        // voice ("Storonsky founded the company"), or after it with "by",
+        // is who did it, another party, not a rival one.
         let last = &terms[(name[name.len() - 1] & !NAME) as usize];
         let word = &terms[r];
         let passive = last.at < word.at
@@ -2376,7 +2376,10 @@ fn misattributed(
                     // The name beside the word: its ids and where it is.
                     let mut ids: SmallVec<[u32; 8]> = SmallVec::new();
                     let mut span: Option<(u32, u32)> = None;
-                    let mut active = false;
+                    // The name did the word: before it in the active voice
+                    // ("Storonsky founded"), or after it with "by"
+                    // ("owned by Time Inc").
+                    let mut agent = false;
                     let mut q = p;
                     for _ in 0..NAME_WORDS {
                         *steps += 1;
@@ -2413,7 +2416,11 @@ fn misattributed(
                             if !plain_gap(gap) {
                                 break;
                             }
-                            active = back && !states_be(gap);
+                            agent = if back {
+                                !states_be(gap)
+                            } else {
+                                gap.split(|b| !b.is_ascii_alphabetic()).any(|w| w == b"by")
+                            };
                         }
                         ids.push(placed[n].id);
                         span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
@@ -2421,10 +2428,15 @@ fn misattributed(
                     let Some(span) = span else {
                         continue;
                     };
-                    named_beside = true;
-                    if passive && active {
+                    // A passive claim names whom the word was done to: who
+                    // did it is not a rival party. One after "by" leaves
+                    // the sentence's opening name to be read ("Golf
+                    // Magazine is a magazine owned by Time Inc").
+                    if passive && agent {
+                        named_beside |= back;
                         continue;
                     }
+                    named_beside = true;
                     let at = in_best.then_some((idx, placed[p], span));
                     if !add_party(ids, at, &stated, (&mut party, &mut other)) {
                         continue 'candidates;

@@ -3859,6 +3859,14 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
             "fined",
             "Lloyds",
         ),
+        // ... nor is who did it, after "by": the sentence's opening name is
+        // whom it was done to.
+        (
+            "Monzo is owned by Barclays",
+            "Monzo is a digital bank in London. Starling Bank is a digital bank owned by Barclays.",
+            "owned",
+            "Starling Bank",
+        ),
         // After "The", and with "of" inside the name.
         (
             "HSBC raised its mortgage rates",
@@ -3922,6 +3930,10 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
         (
             "Revolut was acquired in 2015[^1].",
             "Revolut is a fintech company. HSBC acquired the company in 2015.",
+        ),
+        (
+            "Monzo is owned by Barclays[^1].",
+            "Monzo is a digital bank in London. The bank is owned by Barclays.",
         ),
         (
             "Curie won the prize in 1903[^1].",
