@@ -2461,7 +2461,7 @@ fn misattributed(
                     (&name_at, &|n| {
                         placed[n].case != Case::Lower && (of_name(placed[n].id) || initialled(n))
                     }),
-                    &mut |w: &[u8]| (grammar_word(w, folder), common_word(w, folder)),
+                    &mut |w: &[u8]| opening_word(w, folder),
                     steps,
                 ) else {
                     continue;
@@ -2580,12 +2580,21 @@ fn opening_name(
     // ("Profit rose 5%"): further on, it more likely opens a phrase
     // ("Critical thinking is used", "Somewhere along the way, the bank
     // varied").
-    let (grammatical, common) = grammar(opening);
-    let next = first + 1 == p
-        && text
-            .get((placed[first].at + placed[first].len) as usize..placed[p].at as usize)
-            .is_some_and(plain_gap);
-    if lone && first < p && spaced && !inflected && !grammatical && (!common || next) {
+    let next = || {
+        first + 1 == p
+            && text
+                .get((placed[first].at + placed[first].len) as usize..placed[p].at as usize)
+                .is_some_and(plain_gap)
+    };
+    if lone
+        && first < p
+        && spaced
+        && !inflected
+        && match grammar(opening) {
+            (true, _) => false,
+            (false, common) => !common || next(),
+        }
+    {
         ids.push(placed[first].id);
         span = Some((placed[first].at, placed[first].at + placed[first].len));
     }
@@ -2657,20 +2666,16 @@ fn one_of(w: &[u8], list: &[&[u8]]) -> bool {
     list.iter().any(|l| w.eq_ignore_ascii_case(l))
 }
 
-/// Whether `w` is a word of grammar: a stop word, a filler, a negation or
-/// a contraction ("He's", "Don't").
-fn grammar_word(w: &[u8], folder: &mut Folder) -> bool {
-    if w.contains(&b'\'') {
-        return true;
-    }
+/// Whether `w` is a word of grammar (a stop word, a filler, a negation or
+/// a contraction: "He's", "Don't"), and whether it is a word of the
+/// language (one with UK/US spellings, abbreviations or WordNet synonyms:
+/// "Critical", "Somewhere", "Profit").
+fn opening_word(w: &[u8], folder: &mut Folder) -> (bool, bool) {
     let info = folder.fold_packed(w, w.is_ascii());
-    info.function() || info.filler() || info.negation()
-}
-
-/// Whether `w` is a word of the language: one with UK/US spellings,
-/// abbreviations or WordNet synonyms ("Critical", "Somewhere", "Profit").
-fn common_word(w: &[u8], folder: &mut Folder) -> bool {
-    folder.fold_packed(w, w.is_ascii()).variants() != 0
+    (
+        w.contains(&b'\'') || info.function() || info.filler() || info.negation(),
+        info.variants() != 0,
+    )
 }
 
 /// Prepositions and conjunctions that are no stop words and may open a

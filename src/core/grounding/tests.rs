@@ -3949,7 +3949,7 @@ fn a_word_the_source_says_in_a_sentence_about_another_name_is_misattributed() {
             "Lloyds varied its names[^1].",
             "Lloyds is a bank. Somewhere along the way, the bank varied its names.",
         ),
-        // Nor is a word of the language alone opening the claim.
+        // Nor is a claim's name read across a pronoun before its word.
         (
             "Educate them to use fraud checks[^1].",
             "Barclays staff use fraud checks daily. Educating staff matters.",

@@ -260,7 +260,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             key: info.key(),
             wanted: want,
             // Only a word of the language may be written both ways.
-            capital: info.variants() != 0 && capitalised(w),
+            capital: info.variants() != 0 && opens_with_capital(w, ascii),
         };
         if let Some(p) = self.prev
             && (RECORD || (want && p.wanted))
@@ -794,20 +794,29 @@ pub(in crate::core::grounding) struct Placed {
     pub(in crate::core::grounding) len: u32,
 }
 
+/// Whether the word `w` (`ascii`: all of it ASCII) opens with a capital
+/// letter.
+#[inline(always)]
+fn opens_with_capital(w: &[u8], ascii: bool) -> bool {
+    if ascii {
+        w.first().is_some_and(u8::is_ascii_uppercase)
+    } else {
+        String::from_utf8_lossy(w)
+            .chars()
+            .next()
+            .is_some_and(char::is_uppercase)
+    }
+}
+
 /// The case of the word `w` as read at the start of its sentence
 /// (`opens`) or past it.
 fn case_of(w: &[u8], ascii: bool, opens: bool) -> Case {
-    let (upper_first, all_caps) = if ascii {
-        (
-            w[0].is_ascii_uppercase(),
-            w.len() >= 2 && !w.iter().any(u8::is_ascii_lowercase),
-        )
+    let upper_first = opens_with_capital(w, ascii);
+    let all_caps = if ascii {
+        w.len() >= 2 && !w.iter().any(u8::is_ascii_lowercase)
     } else {
         let w = String::from_utf8_lossy(w);
-        (
-            w.chars().next().is_some_and(char::is_uppercase),
-            w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase()),
-        )
+        w.chars().nth(1).is_some() && w.chars().all(|c| !c.is_lowercase())
     };
     if all_caps && !w[0].is_ascii_digit() {
         Case::Name
@@ -1021,17 +1030,5 @@ impl<'a> NegationScan<'a> {
                 len: len as u32,
             }),
         }
-    }
-}
-
-/// Whether word `w` opens with a capital letter.
-#[inline(always)]
-fn capitalised(w: &[u8]) -> bool {
-    match w.first() {
-        Some(b) if b.is_ascii() => b.is_ascii_uppercase(),
-        _ => std::str::from_utf8(w)
-            .ok()
-            .and_then(|s| s.chars().next())
-            .is_some_and(char::is_uppercase),
     }
 }
