@@ -59,6 +59,9 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
     if claim.contradicted {
         d.push_str("; its best sentence in the source negates it");
     }
+    if claim.compared {
+        d.push_str("; the source states no such comparison");
+    }
     if let Some(w) = claim.opposed {
         d.push_str("; the source says \"");
         d.push_str(w);
@@ -141,6 +144,9 @@ pub fn prompt_addendum(
             }
             if c.contradicted {
                 p.push_str("; the source negates it");
+            }
+            if c.compared {
+                p.push_str("; the source states no such comparison");
             }
             if let Some(w) = c.opposed {
                 let _ = write!(p, "; the source says \"{w}\" instead");

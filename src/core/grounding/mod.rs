@@ -25,7 +25,9 @@
 //! rules hold a claim to at most [`model::BROKEN`] (still ranked by the
 //! model): a number found in none of the cited sources; a negation the
 //! claim states and its best source sentences do not, or the other way
-//! round; a word whose opposite its best sentence states instead ("rose"
+//! round; a comparison the claim states of its subject ("older than",
+//! "was born first") in a comparative the sources lack (`comparisons`);
+//! a word whose opposite its best sentence states instead ("rose"
 //! against "fell") or a number the sources bound the other way ("at least
 //! six" against "at most six"; `opposites`); a word it states as done that
 //! its best sentence only qualifies ("approved" against "is expected to
@@ -66,6 +68,7 @@ use super::settings::GroundingSettings;
 
 mod cache;
 mod claims;
+mod comparisons;
 mod explain;
 mod index;
 mod initials;
@@ -106,6 +109,9 @@ pub struct Claim {
     /// The claim's best source sentence negates what the claim states
     /// without negation.
     pub contradicted: bool,
+    /// The claim states a comparison ("older than", "was born first") in
+    /// a comparative its cited sources do not hold.
+    pub compared: bool,
     /// What the sources say instead of a claim's word or bound: a word of
     /// the claim's best sentence that says the opposite of a claim word the
     /// sentence does not state ("fell" against "rose"), as the table of

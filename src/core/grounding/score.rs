@@ -12,6 +12,7 @@ use std::ops::Range;
 use smallvec::SmallVec;
 
 use super::claims::claim_spans;
+use super::comparisons::states_comparison;
 use super::index::{
     CAPITAL, Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question,
     pair_hash,
@@ -881,6 +882,7 @@ struct Judge<'a> {
 struct Verdict {
     evidence: Evidence,
     contradicted: bool,
+    compared: bool,
     opposed: Option<&'static str>,
     qualified: Option<&'static str>,
     misattributed: Option<Box<super::Misattributed>>,
@@ -992,6 +994,9 @@ impl Judge<'_> {
         // find anything (a word of a set of opposites, a number or a time
         // bound to compare).
         let (mut negation_missing, mut number_missing, mut any_missing) = (false, false, false);
+        // A comparison the sources do not state ("older than", "born
+        // first"): the claim's own, as a number they lack is.
+        let mut comparison_missing = false;
         let mut found_all = 0;
         let (mut opposes, mut numbers) = (false, false);
         let (mut content, mut found, mut entity_missing) = (0usize, 0usize, false);
@@ -1004,6 +1009,9 @@ impl Judge<'_> {
                 any_missing = true;
                 negation_missing |= t.negation;
                 number_missing |= t.class == TermClass::Number;
+                comparison_missing |= matches!(t.class, TermClass::Word | TermClass::Number)
+                    && !t.negation
+                    && states_comparison(answer.as_bytes(), t.at, t.len);
             }
             if !t.negation && t.class != TermClass::Function {
                 content += 1;
@@ -1066,6 +1074,7 @@ impl Judge<'_> {
         let scattered = found >= 4 && 2 * (cover.two as usize).min(found) <= found;
         let broken = (settings.strict_numbers && number_missing)
             || negation_missing
+            || comparison_missing
             || contradicted
             || opposed.is_some()
             || qualified.is_some()
@@ -1106,6 +1115,7 @@ impl Judge<'_> {
                 rule,
             },
             contradicted,
+            compared: comparison_missing,
             opposed,
             qualified,
             misattributed,
@@ -1125,15 +1135,16 @@ fn claim_of(
     verdict: Option<Verdict>,
     settings: &GroundingSettings,
 ) -> Claim {
-    let (evidence, contradicted, opposed, qualified, misattributed) = match verdict {
+    let (evidence, contradicted, compared, opposed, qualified, misattributed) = match verdict {
         Some(v) => (
             Some(v.evidence),
             v.contradicted,
+            v.compared,
             v.opposed,
             v.qualified,
             v.misattributed,
         ),
-        None => (None, false, None, None, None),
+        None => (None, false, false, None, None, None),
     };
     let unsupported_terms = if evidence.is_some() {
         term_names(answer, terms, |t| {
@@ -1163,6 +1174,7 @@ fn claim_of(
         unsupported_terms,
         apart_terms,
         contradicted,
+        compared,
         opposed,
         qualified,
         misattributed,

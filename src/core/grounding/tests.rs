@@ -907,6 +907,51 @@ fn negation_is_strict_both_ways() {
 }
 
 #[test]
+fn a_comparison_the_sources_do_not_state_breaks_the_claim() {
+    let dates = "Kim Clijsters was born on 8 June 1983 in Bilzen, Belgium. \
+                 Mary Pierce was born on 15 January 1975 in Montreal, Canada.";
+    for claim in [
+        "Kim Clijsters, born in Bilzen, Belgium, is older than Mary Pierce, born in Montreal, Canada[^1].",
+        "Mary Pierce, born in Montreal, Canada, was born first[^1].",
+    ] {
+        let g = run(claim, &[dates]);
+        let c = &g.claims[0];
+        assert!(
+            c.compared && c.support.unwrap() <= model::BROKEN,
+            "{claim}: {g:?}"
+        );
+        assert!(
+            unsupported_detail(0, c).ends_with("; the source states no such comparison"),
+            "{claim}: {g:?}"
+        );
+    }
+    // Stated by the source: found like any word.
+    assert_fully_supported(
+        "Deposits grew faster than loans in 2023[^1].",
+        "Deposits grew faster than loans in 2023.",
+    );
+    // A comparative that names a thing, or a span of time, is an ordinary
+    // word: missing, but no broken rule.
+    for (claim, source) in [
+        (
+            "Lady Amelia Windsor is the younger sister of Edward Windsor, Lord Downpatrick[^1].",
+            "Lady Amelia Windsor is the sister of Edward Windsor, Lord Downpatrick, and Lady Marina Windsor.",
+        ),
+        (
+            "The bank moved its headquarters to Leeds years later[^1].",
+            "The bank was founded in York and moved its headquarters to Leeds in 1997.",
+        ),
+    ] {
+        let g = run(claim, &[source]);
+        let c = &g.claims[0];
+        assert!(
+            !c.compared && c.support.unwrap() > model::BROKEN,
+            "{claim}: {g:?}"
+        );
+    }
+}
+
+#[test]
 fn a_no_that_answers_a_question_negates_nothing() {
     let source = "The fund is not open to retail investors. It is reserved for institutions.";
     // The answer's "No," answers the question; the "not" after it is the

@@ -1,0 +1,227 @@
+//! Comparisons a claim states: "Kim Clijsters is older than Mary Pierce",
+//! "Pablo Trapero was born first", "The airport is closer". Such a claim
+//! says how two things stand to each other; a source that gives each
+//! one's facts (two birth dates, two distances) does not state it, and a
+//! lexical check cannot work it out. When the cited sources lack the
+//! comparative, the comparison is the claim's own, as a number they lack
+//! is: the claim breaks a strict rule.
+//!
+//! Only a comparative said of the claim's subject counts: one followed by
+//! "than", or one that ends its sentence after the word it is said with
+//! ("born first", "ranks higher"). One that describes a noun ("the younger
+//! sister", "a larger volume of blood", "higher-level processes") names a
+//! thing, and is an ordinary word to find.
+//!
+//! A pure test of the claim's text; it must not read a source (the scorer
+//! knows whether the sources hold the word).
+
+/// Comparatives of age, size, rank, distance, time and degree, as
+/// written. Left out: "more", "less" and "fewer" (quantities, mostly
+/// before a number the number rule checks), "last" (also a verb: "did not
+/// last"), "further" (also "in addition").
+const COMPARATIVES: [&[u8]; 37] = [
+    b"older",
+    b"younger",
+    b"elder",
+    b"larger",
+    b"smaller",
+    b"bigger",
+    b"greater",
+    b"higher",
+    b"lower",
+    b"taller",
+    b"shorter",
+    b"longer",
+    b"closer",
+    b"nearer",
+    b"farther",
+    b"earlier",
+    b"later",
+    b"first",
+    b"faster",
+    b"slower",
+    b"cheaper",
+    b"richer",
+    b"poorer",
+    b"heavier",
+    b"lighter",
+    b"wider",
+    b"narrower",
+    b"deeper",
+    b"stronger",
+    b"weaker",
+    b"better",
+    b"worse",
+    b"newer",
+    b"warmer",
+    b"colder",
+    b"hotter",
+    b"cooler",
+];
+
+/// Words before a comparative that make it describe a noun ("the younger
+/// sister"), join a list or range ("65 and older"), or say when ("two
+/// years later": a span, whose number the number rule checks).
+const NOT_STATED_AFTER: [&[u8]; 30] = [
+    b"the",
+    b"a",
+    b"an",
+    b"its",
+    b"their",
+    b"his",
+    b"her",
+    b"our",
+    b"my",
+    b"your",
+    b"this",
+    b"that",
+    b"these",
+    b"those",
+    b"and",
+    b"or",
+    b"year",
+    b"years",
+    b"month",
+    b"months",
+    b"week",
+    b"weeks",
+    b"day",
+    b"days",
+    b"decade",
+    b"decades",
+    b"century",
+    b"centuries",
+    b"hours",
+    b"minutes",
+];
+
+/// Whether the word at `at..at + len` of the answer `text` is a
+/// comparative the claim states of its subject: after a word of its own
+/// sentence that is not one of [`NOT_STATED_AFTER`], and followed by
+/// "than" or by the end of a sentence that is not a question (a citation
+/// marker, quotes or a bracket may come between).
+pub(super) fn states_comparison(text: &[u8], at: usize, len: usize) -> bool {
+    let Some(word) = text.get(at..at + len) else {
+        return false;
+    };
+    if !COMPARATIVES.iter().any(|c| word.eq_ignore_ascii_case(c)) {
+        return false;
+    }
+    // The word before, one or more spaces back.
+    let before = &text[..at];
+    let trimmed = before.trim_ascii_end();
+    if trimmed.len() == before.len() {
+        return false;
+    }
+    let start = trimmed
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |p| p + 1);
+    let previous = &trimmed[start..];
+    if previous.is_empty()
+        || NOT_STATED_AFTER
+            .iter()
+            .any(|w| previous.eq_ignore_ascii_case(w))
+    {
+        return false;
+    }
+    let after = text[at + len..].trim_ascii_start();
+    let than = after.len() >= 4
+        && after[..4].eq_ignore_ascii_case(b"than")
+        && after.get(4).is_none_or(|b| !b.is_ascii_alphanumeric());
+    if than {
+        // "Is it older than …?" asks; it does not state.
+        return after.iter().find(|b| matches!(b, b'.' | b'!' | b'?')) != Some(&b'?');
+    }
+    matches!(
+        sentence_close(after),
+        None | Some(b'.' | b'!' | b';' | b':')
+    )
+}
+
+/// The first byte of `after` past citation markers (`[^2]`), closing
+/// quotes and brackets, and spaces: `None` at the end of the text.
+fn sentence_close(mut after: &[u8]) -> Option<u8> {
+    loop {
+        after = after.trim_ascii_start();
+        match after.first() {
+            Some(b'"' | b'\'' | b')') => after = &after[1..],
+            Some(b'[') if after.get(1) == Some(&b'^') => {
+                let close = after.iter().position(|&b| b == b']')?;
+                if !after[2..close].iter().all(u8::is_ascii_digit) {
+                    return Some(b'[');
+                }
+                after = &after[close + 1..];
+            }
+            other => return other.copied(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::states_comparison;
+
+    /// The comparative of `claim` (the first word of the list in it) and
+    /// whether it is stated.
+    fn stated(claim: &str, word: &str) -> bool {
+        let at = claim.find(word).expect("the word is in the claim");
+        states_comparison(claim.as_bytes(), at, word.len())
+    }
+
+    #[test]
+    fn a_comparison_said_of_the_subject_is_stated() {
+        for (claim, word) in [
+            ("Kim Clijsters is older than Mary Pierce[^1].", "older"),
+            ("Pablo Trapero was born first[^1].", "first"),
+            (
+                "Children's National Medical Center ranks higher[^1].",
+                "higher",
+            ),
+            ("WNP-3 and WNP-5 were constructed much later[^1].", "later"),
+            ("The airport is closer.", "closer"),
+            (
+                "The demand is much higher than that for hearts[^2].",
+                "higher",
+            ),
+            ("Its fees are lower than its rival's", "lower"),
+            ("The bank's margin was wider[^1][^3].", "wider"),
+            ("(Its fees are \"much cheaper\")[^1].", "cheaper"),
+            ("Net income was HIGHER than expected[^1].", "HIGHER"),
+        ] {
+            assert!(stated(claim, word), "{claim}");
+        }
+    }
+
+    #[test]
+    fn a_comparative_naming_a_thing_or_a_time_is_an_ordinary_word() {
+        for (claim, word) in [
+            (
+                "Lady Amelia is the younger sister of Edward Windsor[^1].",
+                "younger",
+            ),
+            ("It pushes out a larger volume of blood[^1].", "larger"),
+            (
+                "Anatase shows higher photocatalytic performance[^1].",
+                "higher",
+            ),
+            (
+                "Executive functions are the higher-level processes[^1].",
+                "higher",
+            ),
+            ("He moved to Paris two years later[^1].", "later"),
+            ("It is open to people aged 65 and older[^1].", "older"),
+            ("First, the bank raised its rates[^1].", "First"),
+            ("Later, he moved to Paris[^1].", "Later"),
+            ("Which of the two is older[^1]?", "older"),
+            ("Is the track shorter than 6 km[^1]?", "shorter"),
+            ("The first album sold well[^1].", "first"),
+            ("He was born first, in 1971[^1].", "first"),
+            ("Revenue rose, and so did margins, higher[^1].", "higher"),
+            ("The fund was older[^x].", "older"),
+            ("Its share of sales grew more than rivals'[^1].", "more"),
+        ] {
+            assert!(!stated(claim, word), "{claim}");
+        }
+    }
+}
