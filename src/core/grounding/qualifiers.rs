@@ -1,7 +1,8 @@
 //! Words that keep the word after them from being stated as done: "may
 //! cut", "is expected to approve", "plans to acquire", "allegedly stole",
 //! "failed to complete", "is considering selling"; and ranks that keep a
-//! superlative from being a first place ("the second largest"). A claim
+//! superlative from being a first place ("the second largest", "one of the
+//! largest"). A claim
 //! that states plainly what its best source sentence only qualifies so
 //! ("The regulator approved the deal" against "The regulator is expected
 //! to approve the deal") turns a forecast, a plan or an allegation into a
@@ -85,11 +86,13 @@ const BEFORE_TO: &[&str] = &[
 ];
 
 /// Ranks that govern a superlative after them ("the second *largest*
-/// bank"): "the largest bank" against it states a first place the source
-/// does not give. Sorted. A rank governs only a word ending in "est"
-/// ("second quarter" qualifies nothing).
+/// bank", "one of the *largest* banks", stop words and a possessive
+/// between: "one of the world's *largest*"): "the largest bank" against
+/// it states a first place the source does not give. Sorted. A rank
+/// governs only a word ending in "est" ("second quarter", "one bank"
+/// qualify nothing).
 const RANKS: &[&str] = &[
-    "eighth", "fifth", "fourth", "ninth", "second", "seventh", "sixth", "tenth", "third",
+    "eighth", "fifth", "fourth", "ninth", "one", "second", "seventh", "sixth", "tenth", "third",
 ];
 
 /// Verbs of deliberation that govern a gerund after them ("is considering
@@ -107,13 +110,15 @@ const WEIGHING: &[&str] = &[
 /// or intended, besides the qualifiers above: such a claim states nothing
 /// as done, so a qualified source sentence does not contradict it ("You
 /// may close your account" is a permission, and "Customers are allowed to
-/// close" or "can close" restate it), or ranked ("one of the largest"
-/// against "the second largest"). Not "will" nor "shall": "The bank will
+/// close" or "can close" restate it), or ranked ("among the largest"
+/// against "one of the largest", "one of the largest" against "the second
+/// largest": a claim's "one" is a rank of its own). Not "will" nor "shall": "The bank will
 /// cut its dividend" states as certain what "may cut" leaves open.
 /// Sorted.
 const CLAIM_ONLY: &[&str] = &[
     "able",
     "allowed",
+    "among",
     "can",
     "eligible",
     "entitled",
@@ -121,7 +126,6 @@ const CLAIM_ONLY: &[&str] = &[
     "must",
     "need",
     "needs",
-    "one",
     "optional",
     "permitted",
     "possible",
@@ -258,7 +262,10 @@ pub(super) fn phrase(n: u8) -> &'static str {
     } else if n < TO_END {
         BEFORE_TO[n - BEFORE_WORD.len()]
     } else if n < RANKS_END {
-        RANKS[n - TO_END]
+        match RANKS[n - TO_END] {
+            "one" => "one of",
+            rank => rank,
+        }
     } else {
         WEIGHING.get(n - RANKS_END).copied().unwrap_or("")
     }
@@ -315,6 +322,10 @@ impl Qualifying {
             }
         } else if !info.negation() {
             let superlative = || w.len() >= 4 && w.ends_with(b"est");
+            // "one of the world's largest": the possessive passes the rank on.
+            if self.state == GOVERNING_SUPERLATIVE && possessive(w) {
+                return None;
+            }
             let governs = match self.state {
                 GOVERNING => true,
                 GOVERNING_SUPERLATIVE => superlative(),
@@ -354,6 +365,11 @@ pub(super) fn claim_qualifies(claim: &[u8]) -> bool {
     claim
         .split(|b| !b.is_ascii_alphabetic())
         .any(|w| !w.is_empty() && lookup(w).is_some())
+}
+
+/// Whether `w` is a possessive ("world's", "Europe’s").
+fn possessive(w: &[u8]) -> bool {
+    w.ends_with(b"'s") || w.ends_with("’s".as_bytes())
 }
 
 /// Whether the claim word at `at..end` of `text` states a possibility,

@@ -3333,6 +3333,17 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "HSBC is the second-largest bank in Europe.",
             "second",
         ),
+        // One of several.
+        (
+            "HSBC is the largest bank in Europe",
+            "HSBC is one of the largest banks in Europe.",
+            "one of",
+        ),
+        (
+            "Lloyds is the biggest mortgage lender",
+            "Lloyds is one of the country's biggest mortgage lenders.",
+            "one of",
+        ),
         (
             "It was the best quarter on record",
             "It was the third best quarter on record.",
@@ -3403,6 +3414,19 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
         (
             "HSBC is one of the largest banks in Europe",
             "HSBC is the second-largest bank in Europe.",
+        ),
+        (
+            "HSBC is one of the largest banks in Europe",
+            "HSBC is one of the largest banks in Europe.",
+        ),
+        (
+            "HSBC is among the largest banks in Europe",
+            "HSBC is one of the largest banks in Europe.",
+        ),
+        // "One" before anything but a superlative ranks nothing.
+        (
+            "The bank has the largest branch network",
+            "The bank opened one branch and has the largest branch network.",
         ),
         // "May" the month is no qualifier.
         ("Revenue rose in 2024", "Revenue rose in May 2024."),
