@@ -86,8 +86,9 @@ const BEFORE_TO: &[&str] = &[
 ];
 
 /// Ranks that govern a superlative after them ("the second *largest*
-/// bank", "one of the *largest* banks", stop words and a possessive
-/// between: "one of the world's *largest*"): "the largest bank" against
+/// bank", "one of the *largest* banks", "one of the most *profitable*",
+/// stop words and a possessive between: "one of the world's *largest*"):
+/// "the largest bank" against
 /// it states a first place the source does not give. Sorted. A rank
 /// governs only a word ending in "est" ("second quarter", "one bank"
 /// qualify nothing).
@@ -319,6 +320,9 @@ impl Qualifying {
         if info.function() {
             if self.state == WAITING_FOR_TO {
                 self.state = if w == b"to" { GOVERNING } else { 0 };
+            } else if self.state == GOVERNING_SUPERLATIVE && w.eq_ignore_ascii_case(b"most") {
+                // "one of the most *profitable*": a superlative in two words.
+                self.state = GOVERNING;
             }
         } else if !info.negation() {
             let superlative = || w.len() >= 4 && w.ends_with(b"est");

@@ -3345,6 +3345,16 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "one of",
         ),
         (
+            "HSBC is the most successful bank in Asia",
+            "HSBC is one of the most successful banks in Asia.",
+            "one of",
+        ),
+        (
+            "It was the most popular fund of the year",
+            "It was the second most popular fund of the year.",
+            "second",
+        ),
+        (
             "It was the best quarter on record",
             "It was the third best quarter on record.",
             "third",
@@ -3422,6 +3432,10 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
         (
             "HSBC is among the largest banks in Europe",
             "HSBC is one of the largest banks in Europe.",
+        ),
+        (
+            "HSBC is the most successful bank in Asia",
+            "HSBC is the most successful bank in Asia.",
         ),
         // "One" before anything but a superlative ranks nothing.
         (
