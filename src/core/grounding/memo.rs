@@ -464,7 +464,11 @@ impl Folder {
         // Numbers folded exactly as `fold_into` folds them (separators and
         // suffixes dropped); the memo only saves doing it again.
         let info = if fold_into(&mut self.buf, word) {
-            self.number()
+            WordInfo {
+                // A rank in digits ("2nd largest").
+                qualifier: qualifiers::is_qualifier(word),
+                ..self.number()
+            }
         } else {
             self.word()
         };

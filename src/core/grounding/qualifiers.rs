@@ -89,11 +89,12 @@ const BEFORE_TO: &[&str] = &[
 /// bank", "one of the *largest* banks", "one of the most *profitable*",
 /// stop words and a possessive between: "one of the world's *largest*"):
 /// "the largest bank" against
-/// it states a first place the source does not give. Sorted. A rank
-/// governs only a word ending in "est" ("second quarter", "one bank"
-/// qualify nothing).
+/// it states a first place the source does not give; in words or in
+/// digits ("the 2nd largest"). Sorted. A rank governs only a word ending
+/// in "est" ("second quarter", "one bank" qualify nothing).
 const RANKS: &[&str] = &[
-    "eighth", "fifth", "fourth", "ninth", "one", "second", "seventh", "sixth", "tenth", "third",
+    "10th", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th", "eighth", "fifth", "fourth",
+    "ninth", "one", "second", "seventh", "sixth", "tenth", "third",
 ];
 
 /// Verbs of deliberation that govern a gerund after them ("is considering
@@ -345,8 +346,9 @@ impl Qualifying {
                 self.state = 0;
             }
         }
+        // A rank in digits ("2nd") opens with one.
         if info.qualifier()
-            && lower
+            && (lower || w.first().is_some_and(u8::is_ascii_digit))
             && let Some((n, kind)) = number_of(w)
         {
             self.state = match kind {
@@ -367,7 +369,7 @@ impl Qualifying {
 /// Read once for a claim the rule would otherwise flag.
 pub(super) fn claim_qualifies(claim: &[u8]) -> bool {
     claim
-        .split(|b| !b.is_ascii_alphabetic())
+        .split(|b| !b.is_ascii_alphanumeric())
         .any(|w| !w.is_empty() && lookup(w).is_some())
 }
 

@@ -3355,6 +3355,11 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "second",
         ),
         (
+            "Mall del Norte is the largest mall in South Texas",
+            "Mall del Norte is the 2nd largest mall in South Texas.",
+            "2nd",
+        ),
+        (
             "It was the best quarter on record",
             "It was the third best quarter on record.",
             "third",
@@ -3432,6 +3437,14 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
         (
             "HSBC is among the largest banks in Europe",
             "HSBC is one of the largest banks in Europe.",
+        ),
+        (
+            "Mall del Norte is the 2nd largest mall in South Texas",
+            "Mall del Norte is the 2nd largest mall in South Texas.",
+        ),
+        (
+            "Revenue rose in the 3rd quarter",
+            "Revenue rose in the 3rd quarter.",
         ),
         (
             "HSBC is the most successful bank in Asia",
