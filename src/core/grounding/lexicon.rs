@@ -801,13 +801,13 @@ pub(super) const fn packed_word(word: &[u8], case: u8) -> u128 {
     x
 }
 
-/// [`STOP_WORDS`] packed (see [`packed_word`]), sorted.
-const STOP_PACKED: [u128; STOP_WORDS.len()] = {
-    let mut out = [0u128; STOP_WORDS.len()];
+/// The first `N` of `words` (in lower case) packed (see [`packed_word`])
+/// and sorted, for a search of numbers instead of byte comparisons.
+pub(super) const fn packed_sorted<const N: usize>(words: &[&str]) -> [u128; N] {
+    let mut out = [0u128; N];
     let mut i = 0;
-    while i < out.len() {
-        // Stop words are in lower case already.
-        let x = packed_word(STOP_WORDS[i].as_bytes(), 0);
+    while i < N {
+        let x = packed_word(words[i].as_bytes(), 0);
         let mut j = i;
         while j > 0 && out[j - 1] > x {
             out[j] = out[j - 1];
@@ -817,7 +817,10 @@ const STOP_PACKED: [u128; STOP_WORDS.len()] = {
         i += 1;
     }
     out
-};
+}
+
+/// [`STOP_WORDS`] packed (see [`packed_word`]), sorted.
+const STOP_PACKED: [u128; STOP_WORDS.len()] = packed_sorted(STOP_WORDS);
 
 /// Longest of [`STOP_WORDS`].
 const STOP_LEN: usize = {
