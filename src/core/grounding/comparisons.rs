@@ -15,7 +15,7 @@
 //! A pure test of the claim's text; it must not read a source (the scorer
 //! knows whether the sources hold the word).
 
-use super::lexicon::{packed_sorted, packed_word};
+use super::lexicon::{letters_before, packed_sorted, packed_word};
 
 /// Comparatives of age, size, rank, distance, time and degree, as
 /// written. Left out: "more", "less" and "fewer" (quantities, mostly
@@ -83,16 +83,10 @@ pub(super) fn states_comparison(text: &[u8], at: usize, len: usize) -> bool {
         return false;
     }
     // The word before, one or more spaces back.
-    let before = &text[..at];
-    let trimmed = before.trim_ascii_end();
-    if trimmed.len() == before.len() {
+    if !text[..at].last().is_some_and(u8::is_ascii_whitespace) {
         return false;
     }
-    let start = trimmed
-        .iter()
-        .rposition(|b| !b.is_ascii_alphabetic())
-        .map_or(0, |p| p + 1);
-    let previous = &trimmed[start..];
+    let previous = letters_before(text, at);
     if previous.is_empty()
         || NOT_STATED_AFTER
             .iter()

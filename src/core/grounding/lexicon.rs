@@ -855,6 +855,18 @@ pub(super) fn is_negation(lower: &str) -> bool {
     NEGATIONS.binary_search(&lower).is_ok() || lower.ends_with("n't")
 }
 
+/// The word before `at` in `bytes`, spaces between passed over: the run of
+/// ASCII letters ending there, empty when the byte there is no letter
+/// ("5%", a comma).
+pub(super) fn letters_before(bytes: &[u8], at: usize) -> &[u8] {
+    let before = bytes[..at].trim_ascii_end();
+    let start = before
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |p| p + 1);
+    &before[start..]
+}
+
 /// Whether the word at `at..at + len` of `bytes` is a "no" that answers a
 /// question ("No, the fund is closed to new investors."): first in its
 /// sentence, and followed by a comma or an exclamation mark. Such a "no"
@@ -2149,11 +2161,8 @@ fn states_a_level(bytes: &[u8], at: usize) -> bool {
         // A sentence's end too: "Revenue was $5bn. Up 5% on the year."
         return matches!(last, b',' | b';' | b':' | b'(' | b'.' | b'!' | b'?');
     }
-    let start = before
-        .iter()
-        .rposition(|b| !b.is_ascii_alphabetic())
-        .map_or(0, |p| p + 1);
-    let word = &before[start..];
+    let word = letters_before(bytes, at);
+    let start = before.len() - word.len();
     // "Revenue's up": the apostrophe's "is".
     let is = word.eq_ignore_ascii_case(b"s")
         && (before[..start].ends_with(b"'") || before[..start].ends_with("\u{2019}".as_bytes()));

@@ -13,7 +13,7 @@
 //! words its qualifiers govern; it must not look a word up in a source
 //! (the scorer asks the index).
 
-use super::lexicon::packed_word;
+use super::lexicon::{letters_before, packed_word};
 use super::memo::Packed;
 
 /// Qualifiers that govern the next content word ("may *cut*", "reportedly
@@ -86,12 +86,12 @@ const BEFORE_TO: &[&str] = &[
 ];
 
 /// Ranks that govern a superlative after them ("the second *largest*
-/// bank", "one of the *largest* banks", "one of the most *profitable*",
-/// stop words and a possessive between: "one of the world's *largest*"):
-/// "the largest bank" against
-/// it states a first place the source does not give; in words or in
-/// digits ("the 2nd largest"). Sorted. A rank governs only a word ending
-/// in "est" ("second quarter", "one bank" qualify nothing).
+/// bank", "the 2nd *largest*", "one of the *largest* banks", "one of the
+/// most *profitable*", stop words and a possessive between: "one of the
+/// world's *largest*"): "the largest bank" against it states a first
+/// place the source does not give. Sorted. A rank governs only a
+/// superlative, a word ending in "est" or the word after "most"
+/// ("second quarter", "one bank" qualify nothing).
 const RANKS: &[&str] = &[
     "10th", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th", "eighth", "fifth", "fourth",
     "ninth", "one", "second", "seventh", "sixth", "tenth", "third",
@@ -113,10 +113,10 @@ const WEIGHING: &[&str] = &[
 /// as done, so a qualified source sentence does not contradict it ("You
 /// may close your account" is a permission, and "Customers are allowed to
 /// close" or "can close" restate it), or ranked ("among the largest"
-/// against "one of the largest", "one of the largest" against "the second
-/// largest": a claim's "one" is a rank of its own). Not "will" nor "shall": "The bank will
-/// cut its dividend" states as certain what "may cut" leaves open.
-/// Sorted.
+/// against "one of the largest"; a claim's own rank, "one of the largest"
+/// against "the second largest", is a qualifier above). Not "will" nor
+/// "shall": "The bank will cut its dividend" states as certain what "may
+/// cut" leaves open. Sorted.
 const CLAIM_ONLY: &[&str] = &[
     "able",
     "allowed",
@@ -390,12 +390,7 @@ pub(super) fn states_possible(text: &[u8], at: usize, end: usize) -> bool {
             return true;
         }
     }
-    let before = text[..at].trim_ascii_end();
-    let start = before
-        .iter()
-        .rposition(|b| !b.is_ascii_alphabetic())
-        .map_or(0, |i| i + 1);
-    before[start..].eq_ignore_ascii_case(b"to")
+    letters_before(text, at).eq_ignore_ascii_case(b"to")
 }
 
 #[cfg(test)]
