@@ -145,9 +145,10 @@ fn a_wrong_number_is_flagged_even_when_every_word_matches() {
 }
 
 /// 300 attributed records (tests/data/README.md). The floors sit just below
-/// the measured values (BEGIN+HaluEval mix, default config: AUC 0.966,
-/// balanced accuracy 0.896; WiCE 0.950 / 0.950; claims 1.000 / 1.000), so a
+/// the measured values (BEGIN+HaluEval mix, default config: AUC 0.970,
+/// balanced accuracy 0.913; WiCE 0.950 / 0.950; claims 1.000 / 1.000), so a
 /// real regression of the method fails them; the method without the
+/// question rule (0.967 / 0.901), without the
 /// relation rule (0.958 / 0.877; claims 0.996 / 0.989), or without synonyms
 /// and without checking an unmarked sentence against the marker after it
 /// (0.956 / 0.873; WiCE 0.900 / 0.800; claims 0.982 / 0.967), fails them.
@@ -175,8 +176,8 @@ fn labelled_subset_keeps_its_auc() {
     let (auc, bal) = figures(&scored);
     assert!(auc >= 0.96, "AUC {auc:.3} fell below the 0.96 floor");
     assert!(
-        bal >= 0.89,
-        "balanced accuracy {bal:.3} fell below the 0.89 floor"
+        bal >= 0.905,
+        "balanced accuracy {bal:.3} fell below the 0.905 floor"
     );
 }
 

@@ -62,6 +62,9 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
     if claim.compared {
         d.push_str("; the source states no such comparison");
     }
+    if claim.asked {
+        d.push_str("; a question, which the source does not ask");
+    }
     if let Some(w) = claim.opposed {
         d.push_str("; the source says \"");
         d.push_str(w);
@@ -147,6 +150,9 @@ pub fn prompt_addendum(
             }
             if c.compared {
                 p.push_str("; the source states no such comparison");
+            }
+            if c.asked {
+                p.push_str("; it asks a question, which states nothing a source can support");
             }
             if let Some(w) = c.opposed {
                 let _ = write!(p, "; the source says \"{w}\" instead");

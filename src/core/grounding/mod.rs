@@ -35,8 +35,9 @@
 //! of its own that the sources say of another name, in its best two
 //! sentences ("Neil Gaiman directed Beowulf" against "directed by Robert
 //! Zemeckis"); most of its found words outside its best two sentences
-//! (words scattered over a page). A yes/no
-//! question in a source states nothing, unless the answer asks one too. Any other claim is scored by a fitted logistic
+//! (words scattered over a page); a question of its own that the sources
+//! do not ask word for word. A yes/no question in a source states nothing,
+//! unless the answer asks one too. Any other claim is scored by a fitted logistic
 //! regression (`model`) over three evidence features: the claim's share of
 //! content terms found (leaning on the answer's share for a short claim),
 //! whether a name it states is missing, and the share of all the answer's
@@ -112,6 +113,10 @@ pub struct Claim {
     /// The claim states a comparison ("older than", "was born first") in
     /// a comparative its cited sources do not hold.
     pub compared: bool,
+    /// The claim asks a question ("Do you like Brady?") that its cited
+    /// sources do not ask word for word: a question states nothing for a
+    /// source to support.
+    pub asked: bool,
     /// What the sources say instead of a claim's word or bound: a word of
     /// the claim's best sentence that says the opposite of a claim word the
     /// sentence does not state ("fell" against "rose"), as the table of

@@ -14,8 +14,8 @@ use smallvec::SmallVec;
 use super::claims::claim_spans;
 use super::comparisons::states_comparison;
 use super::index::{
-    CAPITAL, Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, has_question,
-    pair_hash,
+    CAPITAL, Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, asks_question,
+    has_question, pair_hash,
 };
 use super::initials::{
     AND_LETTERS, acronym_letters, chief_title_in, clipped_name, is_and, is_chief, is_name_joiner,
@@ -759,8 +759,10 @@ pub(super) fn analyze_with(
             bare.extend(terms.iter().filter(|t| !t.negation).cloned());
             terms = &mut bare[..];
         }
-        let verdict =
-            (!cited.is_empty()).then(|| judge.claim(terms, (&cited, banks), looked, &mut pooled));
+        let verdict = (!cited.is_empty()).then(|| {
+            let asks = asks_question(answer[span.clone()].as_bytes());
+            judge.claim(terms, (&cited, banks), (looked, asks), &mut pooled)
+        });
         claims.push(claim_of(
             answer, span, markers, cited, terms, verdict, settings,
         ));
@@ -883,6 +885,7 @@ struct Verdict {
     evidence: Evidence,
     contradicted: bool,
     compared: bool,
+    asked: bool,
     opposed: Option<&'static str>,
     qualified: Option<&'static str>,
     misattributed: Option<Box<super::Misattributed>>,
@@ -901,12 +904,12 @@ impl Judge<'_> {
     /// `banks` (which its markers `cited` name): names found by initials,
     /// its best two sentences, negation both ways, the opposites and
     /// bounds, the strict rules, and the model's counts (added to
-    /// `pooled`).
+    /// `pooled`). `asks`: the claim asks a question of its own.
     fn claim(
         &mut self,
         terms: &mut [Term],
         (cited, banks): (&Markers, &[(usize, u64)]),
-        looked: Looked,
+        (looked, asks): (Looked, bool),
         pooled: &mut Pooled,
     ) -> Verdict {
         let Judge {
@@ -1092,9 +1095,14 @@ impl Judge<'_> {
         } else {
             None
         };
-        let rule = if broken || misattributed.is_some() {
+        let full = !any_missing && pairs.0 == pairs.1;
+        // A question states nothing for a source to support: the share of
+        // its words found says nothing either ("Do you like Brady?"). Only
+        // a source that asks it too, word for word, supports it.
+        let asked = asks && !full && !broken && misattributed.is_none();
+        let rule = if broken || misattributed.is_some() || asked {
             Some(0.0)
-        } else if !any_missing && pairs.0 == pairs.1 {
+        } else if full {
             Some(1.0)
         } else {
             None
@@ -1116,6 +1124,7 @@ impl Judge<'_> {
             },
             contradicted,
             compared: comparison_missing,
+            asked,
             opposed,
             qualified,
             misattributed,
@@ -1135,16 +1144,18 @@ fn claim_of(
     verdict: Option<Verdict>,
     settings: &GroundingSettings,
 ) -> Claim {
-    let (evidence, contradicted, compared, opposed, qualified, misattributed) = match verdict {
+    let (evidence, contradicted, compared, asked, opposed, qualified, misattributed) = match verdict
+    {
         Some(v) => (
             Some(v.evidence),
             v.contradicted,
             v.compared,
+            v.asked,
             v.opposed,
             v.qualified,
             v.misattributed,
         ),
-        None => (None, false, false, None, None, None),
+        None => (None, false, false, false, None, None, None),
     };
     let unsupported_terms = if evidence.is_some() {
         term_names(answer, terms, |t| {
@@ -1175,6 +1186,7 @@ fn claim_of(
         apart_terms,
         contradicted,
         compared,
+        asked,
         opposed,
         qualified,
         misattributed,

@@ -952,6 +952,43 @@ fn a_comparison_the_sources_do_not_state_breaks_the_claim() {
 }
 
 #[test]
+fn a_cited_question_the_sources_do_not_ask_is_not_supported() {
+    let source = "Tom Brady won seven Super Bowls. The bank raised its rates in March.";
+    // Most of their words are found: the model alone passes them.
+    for claim in [
+        "Did you know the bank raised its rates in March[^1]?",
+        "Did Tom Brady win seven Super Bowls[^1]?",
+        "What did the bank raise in March[^1]?",
+        "Yes[^1]. Why did the bank raise its rates in March[^1]?",
+    ] {
+        let g = run(claim, &[source]);
+        let c = g.claims.last().unwrap();
+        assert!(
+            c.asked && c.support.unwrap() <= model::BROKEN,
+            "{claim}: {g:?}"
+        );
+        assert!(
+            unsupported_detail(0, c).ends_with("; a question, which the source does not ask"),
+            "{claim}: {g:?}"
+        );
+    }
+    // A question the source asks, copied: it states what the source does.
+    assert_fully_supported(
+        "Does the account pay interest monthly[^1]?",
+        "Does the account pay interest monthly? Yes, on the first day of each month.",
+    );
+    // A question mark inside a quotation ends a title the claim states:
+    // the claim is judged as a statement, here with a word missing.
+    let g = run(
+        "The band recorded the song \"What's That Sound?\"[^1]",
+        &["In 1967 the band recorded \"What's That Sound?\" in Los Angeles."],
+    );
+    let c = &g.claims[0];
+    assert!(!c.asked && c.support.unwrap() > model::BROKEN, "{g:?}");
+    assert_eq!(c.unsupported_terms, ["song"], "{g:?}");
+}
+
+#[test]
 fn a_no_that_answers_a_question_negates_nothing() {
     let source = "The fund is not open to retail investors. It is reserved for institutions.";
     // The answer's "No," answers the question; the "not" after it is the

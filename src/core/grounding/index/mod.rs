@@ -992,11 +992,29 @@ fn blank_questions<'a>(text: &str, out: &'a mut Vec<u8>) -> Option<&'a str> {
 
 /// Whether `b` holds a question: a `?` (or `？`) that ends a sentence.
 pub(super) fn has_question(b: &[u8]) -> bool {
+    question_end(b, false)
+}
+
+/// Whether a claim asks a question of its own: a question mark that ends
+/// one of its sentences with no closing quote or bracket after it ("Do you
+/// like Brady?"; not the title in `sings "What's That Sound?"`, which the
+/// claim states).
+pub(super) fn asks_question(b: &[u8]) -> bool {
+    question_end(b, true)
+}
+
+fn question_end(b: &[u8], own: bool) -> bool {
     let mut i = 0;
     while let Some(p) = memchr::memchr2(b'?', 0xEF, &b[i..]) {
         i += p;
-        if is_question_mark(b, i) && sentence_end(b, i, b.len()).1 {
-            return true;
+        if is_question_mark(b, i) {
+            // The end's length counts the closing quotes and brackets
+            // after the mark.
+            let (end, ends) = sentence_end(b, i, b.len());
+            let mark = if b[i] == b'?' { 1 } else { 3 };
+            if ends && (!own || end == mark) {
+                return true;
+            }
         }
         i += 1;
     }
