@@ -276,6 +276,11 @@ pub(super) fn phrase(n: u8) -> &'static str {
 /// Where [`RANKS`]' numbers end and [`WEIGHING`]'s begin.
 const RANKS_END: usize = TO_END + RANKS.len();
 
+/// Whether qualifier number `n` is a rank.
+pub(super) fn is_rank(n: u8) -> bool {
+    (TO_END..RANKS_END).contains(&usize::from(n))
+}
+
 /// Qualifiers in all: their numbers fit the readers' one byte.
 pub(super) const QUALIFIERS: usize = RANKS_END + WEIGHING.len();
 const _: () = assert!(QUALIFIERS < 200);

@@ -1893,14 +1893,14 @@ fn qualified_word(
     let bytes = answer.as_bytes();
     let mut itself = None;
     for t in terms {
-        if !t.found
-            || !t.in_best
-            || t.class != TermClass::Word
-            || !bytes[t.at].is_ascii_lowercase()
-            || states_possible(bytes, t.at, t.at + t.len)
+        if !t.found || !t.in_best || t.class != TermClass::Word || !bytes[t.at].is_ascii_lowercase()
         {
             continue;
         }
+        // A possibility ("redeemable") is no deed a qualifier could
+        // contradict; a rank still does ("the most profitable bank"
+        // against "one of the most profitable banks").
+        let possible = states_possible(bytes, t.at, t.at + t.len);
         if *itself.get_or_insert_with(|| {
             let from = terms.first().map_or(0, |f| f.at);
             let to = terms.last().map_or(0, |l| l.at + l.len);
@@ -1911,6 +1911,9 @@ fn qualified_word(
         let Some(n) = index.held_only_qualified((first, t.id), (sources, folder, steps)) else {
             continue;
         };
+        if possible && !qualifiers::is_rank(n) {
+            continue;
+        }
         if second != u32::MAX && index.held_plainly_in((second, t.id), (sources, folder, steps)) {
             continue;
         }

@@ -3391,6 +3391,12 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "It was the second most popular fund of the year.",
             "second",
         ),
+        // A possibility ("redeemable") is no deed, but it can be ranked.
+        (
+            "HSBC is the most profitable bank in Europe",
+            "HSBC is one of the most profitable banks in Europe.",
+            "one of",
+        ),
         (
             "Mall del Norte is the largest mall in South Texas",
             "Mall del Norte is the 2nd largest mall in South Texas.",
