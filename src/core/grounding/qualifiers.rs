@@ -368,14 +368,34 @@ impl Qualifying {
     }
 }
 
-/// Whether the claim text `claim` qualifies what it states itself: a
-/// qualifier, a modal, a permission or a condition anywhere in it, any
-/// case. Such a claim is not contradicted by a qualified source sentence.
-/// Read once for a claim the rule would otherwise flag.
-pub(super) fn claim_qualifies(claim: &[u8]) -> bool {
-    claim
-        .split(|b| !b.is_ascii_alphanumeric())
-        .any(|w| !w.is_empty() && lookup(w).is_some())
+/// How a claim qualifies what it states itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Own {
+    /// Not at all.
+    Nothing,
+    /// By a rank ("one of the largest", "among the largest", "the 2nd
+    /// largest"): a ranked source sentence does not contradict it, a
+    /// forecast or a plan still does ("Among other deals, the bank
+    /// acquired the lender" against "failed to acquire").
+    Rank,
+    /// By a qualifier, a modal, a permission or a condition: no qualified
+    /// source sentence contradicts it.
+    Everything,
+}
+
+/// How the claim text `claim` qualifies what it states itself, by its
+/// words anywhere in it, any case. Read once for a claim the rule would
+/// otherwise flag.
+pub(super) fn claim_qualifies(claim: &[u8]) -> Own {
+    let mut own = Own::Nothing;
+    for w in claim.split(|b| !b.is_ascii_alphanumeric()) {
+        match lookup(w) {
+            None => {}
+            Some(n) if is_rank(n) || w.eq_ignore_ascii_case(b"among") => own = Own::Rank,
+            Some(_) => return Own::Everything,
+        }
+    }
+    own
 }
 
 /// Whether `w` is a possessive ("world's", "Europe’s").
@@ -427,7 +447,8 @@ mod tests {
     fn a_claim_qualifies_by_a_modal_a_condition_or_an_infinitive() {
         let q = |c: &str, w: &str| {
             let at = c.find(w).unwrap();
-            claim_qualifies(c.as_bytes()) || states_possible(c.as_bytes(), at, at + w.len())
+            claim_qualifies(c.as_bytes()) == Own::Everything
+                || states_possible(c.as_bytes(), at, at + w.len())
         };
         assert!(!q("The regulator approved the deal.", "approved"));
         assert!(!q("Revenue rose 5% in 2024.", "rose"));
@@ -446,5 +467,18 @@ mod tests {
         assert!(!q("The table was sold.", "table"));
         // "to" elsewhere in the claim is no infinitive of the word.
         assert!(!q("The bank sold its stake to a rival.", "sold"));
+        // A rank of the claim's own answers a rank only.
+        for c in [
+            "Among other deals, the bank acquired the lender.",
+            "One branch closed.",
+            "HSBC is one of the largest banks.",
+            "It was the 2nd largest deal.",
+        ] {
+            assert_eq!(claim_qualifies(c.as_bytes()), Own::Rank, "{c}");
+        }
+        assert_eq!(
+            claim_qualifies(b"One of the largest banks may cut its dividend."),
+            Own::Everything
+        );
     }
 }

@@ -32,7 +32,7 @@ use super::lexicon::{
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
 use super::opposites;
-use super::qualifiers::{self, claim_qualifies, states_possible};
+use super::qualifiers::{self, Own, claim_qualifies, states_possible};
 use super::{Claim, Evidence, Grounding, MAX_TERMS, Markers};
 use crate::core::citation::Citation;
 use crate::core::settings::GroundingSettings;
@@ -1901,17 +1901,20 @@ fn qualified_word(
         // contradict; a rank still does ("the most profitable bank"
         // against "one of the most profitable banks").
         let possible = states_possible(bytes, t.at, t.at + t.len);
-        if *itself.get_or_insert_with(|| {
+        let own = *itself.get_or_insert_with(|| {
             let from = terms.first().map_or(0, |f| f.at);
             let to = terms.last().map_or(0, |l| l.at + l.len);
             claim_qualifies(&bytes[from..to])
-        }) {
+        });
+        if own == Own::Everything {
             return None;
         }
         let Some(n) = index.held_only_qualified((first, t.id), (sources, folder, steps)) else {
             continue;
         };
-        if possible && !qualifiers::is_rank(n) {
+        // A claim's own rank answers a rank, and only a rank.
+        let rank = qualifiers::is_rank(n);
+        if (possible && !rank) || (own == Own::Rank && rank) {
             continue;
         }
         if second != u32::MAX && index.held_plainly_in((second, t.id), (sources, folder, steps)) {

@@ -3391,6 +3391,17 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "It was the second most popular fund of the year.",
             "second",
         ),
+        // A claim's own rank answers a rank only.
+        (
+            "Among other deals, the bank acquired the lender",
+            "The bank failed to acquire the lender.",
+            "failed to",
+        ),
+        (
+            "One of the largest banks approved the deal",
+            "One of the largest banks is expected to approve the deal.",
+            "expected to",
+        ),
         // A possibility ("redeemable") is no deed, but it can be ranked.
         (
             "HSBC is the most profitable bank in Europe",
