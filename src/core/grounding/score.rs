@@ -25,9 +25,9 @@ use super::initials::{
 use super::lexicon::{
     PER, ShortForm, answer_particle, article_of_fraction, cents_after, clock_time, closed_compound,
     comparative_after, currency_before, date, direction_of_number, for_each_word, glued_split,
-    may_open_date, may_open_run, name_into, names_time, number_text, short_form, skipped,
-    slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run, unit_word,
-    units_of_cents,
+    letters_before, may_open_date, may_open_run, name_into, names_time, number_text, short_form,
+    skipped, slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run,
+    unit_word, units_of_cents,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -1060,7 +1060,8 @@ impl Judge<'_> {
         }
         // A word the claim states as done that its best sentence only
         // qualifies ("approved" against "is expected to approve").
-        let qualified = if !contradicted && opposed.is_none() && index.qualifies(cover.first) {
+        let qualified = if !contradicted && opposed.is_none() && index.qualifies(cover.first, true)
+        {
             qualified_word(
                 answer,
                 terms,
@@ -1898,15 +1899,23 @@ fn qualified_word(
             continue;
         }
         // A possibility ("redeemable") is no deed a qualifier could
-        // contradict; a rank still does ("the most profitable bank"
-        // against "one of the most profitable banks").
+        // contradict; a rank still does, when "most" makes the word a
+        // superlative ("the most profitable bank" against "one of the most
+        // profitable banks"). Anything else is skipped unread.
         let possible = states_possible(bytes, t.at, t.at + t.len);
+        if possible && !letters_before(bytes, t.at).eq_ignore_ascii_case(b"most") {
+            continue;
+        }
+        // A claim's own rank answers a rank: only another qualifier of
+        // the sentence is worth reading it again for.
+        let others = index.qualifies(first, false);
         let own = *itself.get_or_insert_with(|| {
             let from = terms.first().map_or(0, |f| f.at);
             let to = terms.last().map_or(0, |l| l.at + l.len);
-            claim_qualifies(&bytes[from..to])
+            let enough = if others { Own::Everything } else { Own::Rank };
+            claim_qualifies(&bytes[from..to], enough)
         });
-        if own == Own::Everything {
+        if own == Own::Everything || (own == Own::Rank && !others) {
             return None;
         }
         let Some(n) = index.held_only_qualified((first, t.id), (sources, folder, steps)) else {

@@ -671,13 +671,14 @@ impl SourceIndex {
             .map_or(0, |x| u32::from(x.1 & NEGATIONS))
     }
 
-    /// Whether sentence `s` holds a qualifier ("may", "expected"; see
-    /// `qualifiers`): the qualifier rule's quick test, before reading the
-    /// sentence again for what it governs.
-    pub(super) fn qualifies(&self, s: u32) -> bool {
+    /// Whether sentence `s` holds a qualifier ("may", "expected", "one";
+    /// see `qualifiers`): the qualifier rule's quick test, before reading
+    /// the sentence again for what it governs. `ranks`: a rank counts.
+    pub(super) fn qualifies(&self, s: u32, ranks: bool) -> bool {
+        let bits = if ranks { QUALIFIES | RANKS } else { QUALIFIES };
         self.sentences
             .get(s as usize)
-            .is_some_and(|x| x.1 & QUALIFIES != 0)
+            .is_some_and(|x| x.1 & bits != 0)
     }
 
     /// The sentences of the cited sources holding term `id`, newest first,
@@ -1080,11 +1081,13 @@ fn sentence_close(b: &[u8], from: usize) -> (usize, bool) {
 /// *declare*"): whether a source negates that word.
 pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 
-/// A sentence's count of negations, in its entry's number, and the bit
-/// beside it that says the sentence holds a qualifier ("may", "expected";
-/// in any case, so "May" the month too: the rule reads the sentence again
-/// to see what it governs).
-pub(super) const NEGATIONS: u16 = 0x7fff;
+/// A sentence's count of negations, in its entry's number, and the bits
+/// beside it that say the sentence holds a qualifier other than a rank
+/// ("may", "expected"; in any case, so "May" the month too: the rule reads
+/// the sentence again to see what it governs), or a rank ("one",
+/// "second").
+pub(super) const NEGATIONS: u16 = 0x3fff;
+pub(super) const RANKS: u16 = 0x4000;
 pub(super) const QUALIFIES: u16 = 0x8000;
 
 /// Marks the key of a term written with a capital in a pair (see

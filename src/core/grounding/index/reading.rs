@@ -11,7 +11,9 @@
 //! It writes only the record's index (and the summary a cached source is
 //! replayed from); it decides nothing about a claim.
 
-use super::{CAPITAL, Mark, NEGATED, NEGATIONS, QUALIFIES, SourceIndex, Wanted, list, pair_hash};
+use super::{
+    CAPITAL, Mark, NEGATED, NEGATIONS, QUALIFIES, RANKS, SourceIndex, Wanted, list, pair_hash,
+};
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
@@ -21,7 +23,7 @@ use crate::core::grounding::lexicon::{
     skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
-use crate::core::grounding::qualifiers::Qualifying;
+use crate::core::grounding::qualifiers::{self, Qualifying};
 use crate::core::terms::Table;
 
 impl SourceIndex {
@@ -246,7 +248,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             }
         }
         if info.qualifier() {
-            self.sentences[sentence as usize].1 |= QUALIFIES;
+            self.sentences[sentence as usize].1 |= if qualifiers::is_rank_word(w) {
+                RANKS
+            } else {
+                QUALIFIES
+            };
         }
         if info.function() {
             return (None, info.negation());
