@@ -444,7 +444,17 @@ fn read_claims(
                 };
                 // A capitalised stop word ("The" in a title) is still a
                 // stop word: sources index stop words without pairs.
-                let entity = !stop && !negation && (all_caps || (upper_first && !sentence_start));
+                // A claim's first word is a name's when it is no word of
+                // the language and a capitalised word follows it ("Malcolm
+                // Smith was named …"; not "Former President …").
+                let opens_name = || {
+                    info.variants() == 0
+                        && bytes.get(at + len) == Some(&b' ')
+                        && bytes.get(at + len + 1).is_some_and(u8::is_ascii_uppercase)
+                };
+                let entity = !stop
+                    && !negation
+                    && (all_caps || (upper_first && (!sentence_start || opens_name())));
                 if entity {
                     TermClass::Entity
                 } else if stop {

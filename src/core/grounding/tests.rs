@@ -3913,6 +3913,28 @@ fn misattributed(answer: &str, sources: &[&str]) -> (Option<(String, String)>, b
 }
 
 #[test]
+fn a_first_name_opening_a_claim_is_a_name() {
+    let source = "Smith was named the game's most valuable player in 2014. \
+                  Former President Obama praised the team.";
+    // A name the sources lack, first in the claim as anywhere else.
+    for claim in [
+        "Malcolm Smith was named the game's most valuable player in 2014[^1].",
+        "The game's most valuable player in 2014 was Malcolm Smith[^1].",
+    ] {
+        let g = run(claim, &[source]);
+        let c = &g.claims[0];
+        assert_eq!(c.evidence.unwrap().features[1], 1.0, "{claim}: {g:?}");
+        assert!(c.support.unwrap() <= model::BROKEN, "{claim}: {g:?}");
+    }
+    // A word of the language opening a claim is no name ("Former").
+    let g = run("Former President Obama praised the team[^1].", &[source]);
+    assert_eq!(g.claims[0].support, Some(1.0), "{g:?}");
+    let g = run("Recently President Obama praised the team[^1].", &[source]);
+    assert_eq!(g.claims[0].unsupported_terms, ["recently"], "{g:?}");
+    assert_eq!(g.claims[0].evidence.unwrap().features[1], 0.0, "{g:?}");
+}
+
+#[test]
 fn a_relation_word_the_source_says_of_another_name_is_misattributed() {
     // Every word is found; only the pair "Gaiman directed" is not, and the
     // source says "directed" of Robert Zemeckis.
