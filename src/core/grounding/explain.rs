@@ -76,7 +76,11 @@ pub fn unsupported_detail(index: usize, claim: &Claim) -> String {
         d.push('"');
     }
     if let Some(m) = &claim.misattributed {
-        d.push_str("; the source says \"");
+        d.push_str(if m.other_name {
+            "; the source says \""
+        } else {
+            "; the source does not say \""
+        });
         d.push_str(&m.word);
         d.push_str("\" of \"");
         d.push_str(&m.name);
@@ -161,7 +165,8 @@ pub fn prompt_addendum(
                 let _ = write!(p, "; the source qualifies it with \"{q}\"");
             }
             if let Some(m) = &c.misattributed {
-                let _ = write!(p, "; the source says \"{}\" of \"{}\"", m.word, m.name);
+                let says = if m.other_name { "says" } else { "does not say" };
+                let _ = write!(p, "; the source {says} \"{}\" of \"{}\"", m.word, m.name);
             }
             p.push('\n');
         } else if uncited && c.support.is_none() && !c.checkable_terms.is_empty() {

@@ -35,8 +35,10 @@
 //! of its own that the sources say of another name, in its best two
 //! sentences ("Neil Gaiman directed Beowulf" against "directed by Robert
 //! Zemeckis"); most of its found words outside its best two sentences
-//! (words scattered over a page); a question of its own that the sources
-//! do not ask word for word. A yes/no question in a source states nothing,
+//! (words scattered over a page); a word it says of two names at once
+//! ("Both A and B were founded in Arizona") that the sources hold away
+//! from one of them (`both`); a question of its own that the sources do
+//! not ask word for word. A yes/no question in a source states nothing,
 //! unless the answer asks one too. Any other claim is scored by a fitted logistic
 //! regression (`model`) over three evidence features: the claim's share of
 //! content terms found (leaning on the answer's share for a short claim),
@@ -67,6 +69,7 @@ use smallvec::SmallVec;
 use super::citation::Citation;
 use super::settings::GroundingSettings;
 
+mod both;
 mod cache;
 mod claims;
 mod comparisons;
@@ -132,7 +135,10 @@ pub struct Claim {
     pub qualified: Option<&'static str>,
     /// A relation word of the claim that its sources say of another name
     /// than the claim's ("directed" of "Robert Zemeckis" against "Neil
-    /// Gaiman directed Beowulf").
+    /// Gaiman directed Beowulf"), or a word the claim says of two names at
+    /// once that its sources hold only away from one of them ("Arizona" of
+    /// "Your Pie" against "Both Eatza Pizza and Your Pie were founded in
+    /// Arizona").
     pub misattributed: Option<Box<Misattributed>>,
     /// Source numbers (1-based, ascending, deduplicated) the claim resolves to.
     pub sources: Markers,
@@ -143,12 +149,16 @@ pub struct Claim {
     pub evidence: Option<Evidence>,
 }
 
-/// What the sources say a claim's relation word of: the word as a source
-/// writes it, and the name it stands beside there.
+/// A claim word the sources do not say of the name the claim says it of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Misattributed {
     pub word: String,
     pub name: String,
+    /// `word` as a source writes it and `name` the other name it stands
+    /// beside there ("directed" of "Robert Zemeckis"); or, when false,
+    /// `word` as the claim writes it and `name` one of two names the claim
+    /// says it of, that the sources do not ("Arizona" of "Your Pie").
+    pub other_name: bool,
 }
 
 /// Whether a cited claim of this support is an `unsupported_claim`: the one

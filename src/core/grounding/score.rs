@@ -11,6 +11,7 @@ use std::ops::Range;
 
 use smallvec::SmallVec;
 
+use super::both;
 use super::claims::claim_spans;
 use super::comparisons::states_comparison;
 use super::index::{
@@ -1093,8 +1094,8 @@ impl Judge<'_> {
             || opposed.is_some()
             || qualified.is_some()
             || scattered;
-        let misattributed = if !broken && pairs.0 < pairs.1 {
-            // `found_ids` is free again once the cover is known.
+        // `found_ids` is free again once the cover is known.
+        let mut misattributed = if !broken && pairs.0 < pairs.1 {
             misattributed(
                 answer,
                 terms,
@@ -1106,6 +1107,12 @@ impl Judge<'_> {
         } else {
             None
         };
+        // "Both Eatza Pizza and Your Pie were founded in Arizona": said of
+        // each name, which a claim whose pairs are all side by side in a
+        // source is.
+        if !broken && misattributed.is_none() && pairs.0 < pairs.1 && says_both(answer, terms) {
+            misattributed = unshared_word(answer, terms, banks, index, found_ids);
+        }
         let full = !any_missing && pairs.0 == pairs.1;
         // A question states nothing for a source to support: the share of
         // its words found says nothing either ("Do you like Brady?"). Only
@@ -1143,6 +1150,64 @@ impl Judge<'_> {
     }
 }
 
+/// Whether a stop word of the claim is "both", in any case (one
+/// comparison of four bytes a word).
+fn says_both(answer: &str, terms: &[Term]) -> bool {
+    let bytes = answer.as_bytes();
+    terms.iter().any(|t| {
+        t.class == TermClass::Function
+            && t.len == 4
+            && bytes.get(t.at..t.at + 4).is_some_and(|w| {
+                u32::from_le_bytes([w[0], w[1], w[2], w[3]]) | 0x2020_2020
+                    == u32::from_le_bytes(*b"both")
+            })
+    })
+}
+
+/// A found word the claim says of two names at once ("Both Eatza Pizza
+/// and Your Pie were founded in Arizona"; see `both`) that the sources
+/// `banks` hold only away from one of them: in no sentence that holds a
+/// word of that name, nor the one right after such a sentence. The word as
+/// the claim writes it, and that name.
+#[cold]
+#[inline(never)]
+fn unshared_word(
+    answer: &str,
+    terms: &[Term],
+    banks: &[(usize, u64)],
+    index: &mut SourceIndex,
+    ids: &mut Vec<u32>,
+) -> Option<Box<super::Misattributed>> {
+    let bytes = answer.as_bytes();
+    let shared = both::shared_names(terms.len(), |i| {
+        let t = &terms[i];
+        (&bytes[t.at..t.at + t.len], t.class == TermClass::Entity)
+    })?;
+    for name in &shared.names {
+        let words = terms[name.clone()]
+            .iter()
+            .filter(|t| t.class == TermClass::Entity);
+        // A name the sources lack, or find only by its initials, is the
+        // other rules' to judge.
+        if words.clone().any(|t| !t.seated()) {
+            return None;
+        }
+        ids.clear();
+        ids.extend(words.map(|t| t.id));
+        for t in &terms[shared.said_from..] {
+            if t.seated() && index.near_any(t.id, ids, banks) == Some(false) {
+                let (first, last) = (&terms[name.start], &terms[name.end - 1]);
+                return Some(Box::new(super::Misattributed {
+                    word: answer[t.at..t.at + t.len].to_string(),
+                    name: answer[first.at..last.at + last.len].to_string(),
+                    other_name: false,
+                }));
+            }
+        }
+    }
+    None
+}
+
 /// The claim at `span` with its `terms` judged (`verdict`; `None`:
 /// uncited), the terms its findings name, support still to come (see
 /// [`support_all`]).
@@ -1155,19 +1220,7 @@ fn claim_of(
     verdict: Option<Verdict>,
     settings: &GroundingSettings,
 ) -> Claim {
-    let (evidence, contradicted, compared, asked, opposed, qualified, misattributed) = match verdict
-    {
-        Some(v) => (
-            Some(v.evidence),
-            v.contradicted,
-            v.compared,
-            v.asked,
-            v.opposed,
-            v.qualified,
-            v.misattributed,
-        ),
-        None => (None, false, false, false, None, None, None),
-    };
+    let evidence = verdict.as_ref().map(|v| v.evidence);
     let unsupported_terms = if evidence.is_some() {
         term_names(answer, terms, |t| {
             !t.found && t.class != TermClass::Function
@@ -1189,6 +1242,14 @@ fn claim_of(
     } else {
         Vec::new()
     };
+    let v = verdict.as_ref();
+    let (contradicted, compared, asked) = (
+        v.is_some_and(|v| v.contradicted),
+        v.is_some_and(|v| v.compared),
+        v.is_some_and(|v| v.asked),
+    );
+    let (opposed, qualified) = (v.and_then(|v| v.opposed), v.and_then(|v| v.qualified));
+    let misattributed = verdict.and_then(|v| v.misattributed);
     Claim {
         span,
         markers,
@@ -2533,6 +2594,7 @@ fn misattributed(
             return Some(Box::new(super::Misattributed {
                 word: text[word.at as usize..(word.at + word.len) as usize].to_string(),
                 name: name.to_string(),
+                other_name: true,
             }));
         }
     }

@@ -3935,6 +3935,38 @@ fn a_first_name_opening_a_claim_is_a_name() {
 }
 
 #[test]
+fn a_word_said_of_both_names_must_be_said_of_each() {
+    let source = "Eatza Pizza is a pizza buffet chain founded in Arizona in 1997. \
+                  Your Pie is a fast casual pizza chain. \
+                  It was founded in Athens, Georgia, in 2008.";
+    for claim in [
+        "Both Eatza Pizza and Your Pie were founded in Arizona[^1].",
+        "Eatza Pizza and Your Pie were both founded in Arizona[^1].",
+    ] {
+        let g = run(claim, &[source]);
+        let c = &g.claims[0];
+        assert!(c.support.unwrap() <= model::BROKEN, "{claim}: {g:?}");
+        assert!(
+            unsupported_detail(0, c)
+                .ends_with("; the source does not say \"Arizona\" of \"Your Pie\""),
+            "{claim}: {g:?}"
+        );
+    }
+    // Said of each: the sentence after a name's may name it by a pronoun.
+    for claim in [
+        "Both Eatza Pizza and Your Pie are pizza chains[^1].",
+        "Both Eatza Pizza and Your Pie were founded[^1].",
+    ] {
+        let g = run(claim, &[source]);
+        assert!(g.claims[0].misattributed.is_none(), "{claim}: {g:?}");
+        assert!(
+            g.claims[0].support.unwrap() > model::BROKEN,
+            "{claim}: {g:?}"
+        );
+    }
+}
+
+#[test]
 fn a_relation_word_the_source_says_of_another_name_is_misattributed() {
     // Every word is found; only the pair "Gaiman directed" is not, and the
     // source says "directed" of Robert Zemeckis.

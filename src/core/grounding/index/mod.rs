@@ -90,6 +90,8 @@ pub(super) struct SourceIndex {
     held: Vec<u32>,
     placed: Vec<Placed>,
     places: Vec<u32>,
+    /// The sentences holding a name's words, for [`SourceIndex::near_any`].
+    near: Vec<u32>,
     /// The record's cited claims ask no question: the yes/no questions of
     /// its sources are not read (see [`SourceIndex::leave_out_questions`]).
     statements_only: bool,
@@ -289,6 +291,7 @@ impl SourceIndex {
             governed_of: u32::MAX,
             sentence_at: Vec::new(),
             held: Vec::new(),
+            near: Vec::new(),
             placed: Vec::new(),
             places: Vec::new(),
             statements_only: false,
@@ -595,6 +598,38 @@ impl SourceIndex {
         let either = listed.then(|| held.iter().any(|&s| s == a || s == b));
         self.held = held;
         either
+    }
+
+    /// Whether a sentence of the sources `cited` that holds term `id`
+    /// holds one of the terms `names` too, or comes right after one that
+    /// does in the same source (which may name it by a pronoun: "Your Pie
+    /// is a pizza chain. It was founded in Georgia."); `None` when a term
+    /// is in too many sentences to list.
+    pub(super) fn near_any(
+        &mut self,
+        id: u32,
+        names: &[u32],
+        cited: &[(usize, u64)],
+    ) -> Option<bool> {
+        let run = self.cited_run(cited);
+        let mut held = std::mem::take(&mut self.held);
+        let mut near = std::mem::take(&mut self.near);
+        held.clear();
+        near.clear();
+        let mut listed = self.list_into(id, cited, run, &mut held);
+        for &name in names {
+            listed = listed && self.list_into(name, cited, run, &mut near);
+        }
+        let source = |s: u32| self.sentences[s as usize].0;
+        let found = listed.then(|| {
+            held.iter().any(|&s| {
+                near.iter()
+                    .any(|&m| s == m || (s == m + 1 && source(s) == source(m)))
+            })
+        });
+        self.held = held;
+        self.near = near;
+        found
     }
 
     /// The content words of the sentences of cited source `idx` that hold
