@@ -72,9 +72,10 @@ const NOT_STATED_AFTER: [&[u8]; 30] = [
 /// Whether the word at `at..at + len` of the answer `text` is a
 /// comparative the claim states of its subject: after a word of its own
 /// sentence that is not one of [`NOT_STATED_AFTER`], and followed by
-/// "than" or by the end of a sentence that is not a question (a citation
-/// marker, quotes or a bracket may come between).
-pub(super) fn states_comparison(text: &[u8], at: usize, len: usize) -> bool {
+/// "than" in a claim that `asks` no question, or by the end of a sentence
+/// that is not a question (a citation marker, quotes or a bracket may come
+/// between). Reads the text no further than the sentence's end.
+pub(super) fn states_comparison(text: &[u8], at: usize, len: usize, asks: bool) -> bool {
     let Some(word) = text.get(at..at + len) else {
         return false;
     };
@@ -100,7 +101,7 @@ pub(super) fn states_comparison(text: &[u8], at: usize, len: usize) -> bool {
         && after.get(4).is_none_or(|b| !b.is_ascii_alphanumeric());
     if than {
         // "Is it older than …?" asks; it does not state.
-        return after.iter().find(|b| matches!(b, b'.' | b'!' | b'?')) != Some(&b'?');
+        return !asks;
     }
     matches!(
         sentence_close(after),
@@ -130,6 +131,7 @@ fn sentence_close(mut after: &[u8]) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::{COMPARATIVES, states_comparison};
+    use crate::core::grounding::index::asks_question;
 
     #[test]
     fn every_comparative_is_found_in_any_case() {
@@ -137,7 +139,10 @@ mod tests {
             assert!((5..=8).contains(&c.len()), "{c:?}");
             for w in [c.to_string(), c.to_ascii_uppercase()] {
                 let text = format!("It is {w}.");
-                assert!(states_comparison(text.as_bytes(), 6, w.len()), "{c:?}");
+                assert!(
+                    states_comparison(text.as_bytes(), 6, w.len(), false),
+                    "{c:?}"
+                );
             }
         }
     }
@@ -146,7 +151,8 @@ mod tests {
     /// whether it is stated.
     fn stated(claim: &str, word: &str) -> bool {
         let at = claim.find(word).expect("the word is in the claim");
-        states_comparison(claim.as_bytes(), at, word.len())
+        let asks = asks_question(claim.as_bytes());
+        states_comparison(claim.as_bytes(), at, word.len(), asks)
     }
 
     #[test]

@@ -1025,7 +1025,7 @@ impl Judge<'_> {
                 number_missing |= t.class == TermClass::Number;
                 comparison_missing |= matches!(t.class, TermClass::Word | TermClass::Number)
                     && !t.negation
-                    && states_comparison(answer.as_bytes(), t.at, t.len);
+                    && states_comparison(answer.as_bytes(), t.at, t.len, asks);
             }
             if !t.negation && t.class != TermClass::Function {
                 content += 1;
