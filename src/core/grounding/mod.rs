@@ -37,8 +37,8 @@
 //! Zemeckis"); most of its found words outside its best two sentences
 //! (words scattered over a page); a word it says of two names at once
 //! ("Both A and B were founded in Arizona") that the sources hold away
-//! from one of them (`both`); a question of its own that the sources do
-//! not ask word for word. A yes/no question in a source states nothing,
+//! from one of them (`both`); a question of its own, under its own marker,
+//! that the sources do not ask word for word. A yes/no question in a source states nothing,
 //! unless the answer asks one too. Any other claim is scored by a fitted logistic
 //! regression (`model`) over three evidence features: the claim's share of
 //! content terms found (leaning on the answer's share for a short claim),
@@ -116,9 +116,9 @@ pub struct Claim {
     /// The claim states a comparison ("older than", "was born first") in
     /// a comparative its cited sources do not hold.
     pub compared: bool,
-    /// The claim asks a question ("Do you like Brady?") that its cited
-    /// sources do not ask word for word: a question states nothing for a
-    /// source to support.
+    /// The claim asks a question under a marker of its own ("Do you like
+    /// Brady?" with a marker after it) that its cited sources do not ask
+    /// word for word: a question states nothing for a source to support.
     pub asked: bool,
     /// What the sources say instead of a claim's word or bound: a word of
     /// the claim's best sentence that says the opposite of a claim word the

@@ -771,7 +771,10 @@ pub(super) fn analyze_with(
             terms = &mut bare[..];
         }
         let verdict = (!cited.is_empty()).then(|| {
-            let asks = asks_question(answer[span.clone()].as_bytes());
+            // A question cited by its own marker: one a later marker covers
+            // ("Why did rates rise? Inflation stayed high[^1].") only leads
+            // to the claim that marker cites.
+            let asks = !markers.is_empty() && asks_question(answer[span.clone()].as_bytes());
             judge.claim(terms, (&cited, banks), (looked, asks), &mut pooled)
         });
         claims.push(claim_of(

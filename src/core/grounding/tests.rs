@@ -972,6 +972,14 @@ fn a_cited_question_the_sources_do_not_ask_is_not_supported() {
             "{claim}: {g:?}"
         );
     }
+    // A question without a marker of its own, before a cited answer,
+    // asks the reader: it is judged by its words, as a statement is.
+    let g = run(
+        "Why did the bank raise its rates in March? Tom Brady won seven Super Bowls[^1].",
+        &[source],
+    );
+    assert!(!g.claims[0].asked, "{g:?}");
+    assert!(g.claims[0].support.unwrap() > model::BROKEN, "{g:?}");
     // A question the source asks, copied: it states what the source does.
     assert_fully_supported(
         "Does the account pay interest monthly[^1]?",
