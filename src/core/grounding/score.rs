@@ -1966,6 +1966,9 @@ fn qualified_word(
     (sources, folder, steps): (&[&str], &mut Folder, &mut usize),
 ) -> Option<&'static str> {
     let bytes = answer.as_bytes();
+    // A claim's own rank answers a rank: only another qualifier of the
+    // sentence is worth reading it again for.
+    let others = index.qualifies(first, false);
     let mut itself = None;
     for t in terms {
         if !t.found || !t.in_best || t.class != TermClass::Word || !bytes[t.at].is_ascii_lowercase()
@@ -1980,9 +1983,6 @@ fn qualified_word(
         if possible && !letters_before(bytes, t.at).eq_ignore_ascii_case(b"most") {
             continue;
         }
-        // A claim's own rank answers a rank: only another qualifier of
-        // the sentence is worth reading it again for.
-        let others = index.qualifies(first, false);
         let own = *itself.get_or_insert_with(|| {
             let from = terms.first().map_or(0, |f| f.at);
             let to = terms.last().map_or(0, |l| l.at + l.len);
