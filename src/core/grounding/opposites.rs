@@ -238,6 +238,58 @@ impl Ids {
     }
 }
 
+/// Most sets of [`SETS`], and most classes a set (the bits of a byte):
+/// [`Places`] keeps a class mask per set.
+const MAX_SETS: usize = 128;
+const MAX_CLASSES: usize = 8;
+
+/// The number of sets (lines) of [`SETS`] and the most classes of one.
+const fn sets_and_classes(table: &str) -> (usize, usize) {
+    let b = table.as_bytes();
+    let (mut sets, mut most, mut classes, mut i) = (1, 0, 1, 0);
+    while i < b.len() {
+        if b[i] == b'\n' {
+            sets += 1;
+            classes = 1;
+        } else if b[i] == b'|' {
+            classes += 1;
+        }
+        if classes > most {
+            most = classes;
+        }
+        i += 1;
+    }
+    (sets, most)
+}
+
+const _: () = {
+    let (sets, classes) = sets_and_classes(SETS);
+    assert!(sets <= MAX_SETS && classes <= MAX_CLASSES);
+};
+
+/// A set of places among the opposites (a class mask per set), in a
+/// fixed array so that a claim's check allocates nothing.
+pub(super) struct Places([u8; MAX_SETS]);
+
+impl Places {
+    pub(super) fn new() -> Self {
+        Places([0; MAX_SETS])
+    }
+
+    pub(super) fn add(&mut self, p: Place) {
+        self.0[usize::from(p.set)] |= 1 << p.class;
+    }
+
+    pub(super) fn holds(&self, p: Place) -> bool {
+        self.0[usize::from(p.set)] & (1 << p.class) != 0
+    }
+
+    /// Whether a word at `p` says the opposite of a place held.
+    pub(super) fn excludes(&self, p: Place) -> bool {
+        self.0[usize::from(p.set)] & !(1u8 << p.class) != 0
+    }
+}
+
 impl Place {
     /// Its class's index within its set.
     pub(super) fn class(self) -> usize {

@@ -2031,6 +2031,12 @@ fn opposed_word(
     // The content term right after a negation is the negation rule's
     // ("did not rise" against "fell" states what the source does).
     let mut negated = false;
+    // Where the claim's words stand among the opposites, read on the first
+    // word that needs it: a claim that says both of a pair contradicts
+    // neither. Words at one place are judged alike, so each place is
+    // judged once, and a claim that repeats "5% higher" stays linear.
+    let mut said: Option<opposites::Places> = None;
+    let mut judged = opposites::Places::new();
     for t in terms {
         if t.class == TermClass::Function {
             continue;
@@ -2044,13 +2050,23 @@ fn opposed_word(
         let Some(place) = place_of(t) else {
             continue;
         };
-        // A word of no set of opposites is not marked `opposing`.
-        let says_both = terms
-            .iter()
-            .any(|u| u.opposing && place_of(u).is_some_and(|p| place.excludes(p)));
-        if says_both {
+        let said = said.get_or_insert_with(|| {
+            *steps += terms.len();
+            let mut said = opposites::Places::new();
+            // A word of no set of opposites is not marked `opposing`.
+            for p in terms
+                .iter()
+                .filter(|u| u.opposing)
+                .filter_map(&mut place_of)
+            {
+                said.add(p);
+            }
+            said
+        });
+        if said.excludes(place) || judged.holds(place) {
             continue;
         }
+        judged.add(place);
         let classes = ids.of(place, folder);
         let mut states = |id: u32| {
             index.held_plainly_in((best, id), (sources, folder, steps))

@@ -725,6 +725,22 @@ fn work_is_linear_on_adversarial_text() {
             big.len()
         );
     }
+    // One claim repeating a word of a set of opposites (here read as
+    // "increase") against a sentence it shares a word with: each place
+    // among the opposites is judged once per claim.
+    for p in ["5 higher ", "HSBC lower ", "rose fell "] {
+        let source = ["HSBC rose 5% in Q3."];
+        let s = steps_for(&format!("{}[^1].", p.repeat(1_000)), &source);
+        let b = steps_for(&format!("{}[^1].", p.repeat(16_000)), &source);
+        assert!(b <= s * 16 + 1_000, "{p:?}: {s} -> {b} steps");
+    }
+    // One claim and one source sentence, each repeating a period and a
+    // rate: each claim word's qualifier look-up reads its own places.
+    let p = "Q3 2x ";
+    let (small, big) = (p.repeat(1_000), p.repeat(16_000));
+    let s = steps_for(&format!("{small}[^1]."), &[&small]);
+    let b = steps_for(&format!("{big}[^1]."), &[&big]);
+    assert!(b <= s * 16 + 1_000, "{p:?} in both: {s} -> {b} steps");
     // Many claims against a source whose every sentence holds their words:
     // each claim's sentence look-up stays bounded per term.
     let claim = "Alpha beta gamma delta[^1]. ";

@@ -575,10 +575,19 @@ impl SourceIndex {
             let (from, to) = self.sentence_span(idx, s, read.len());
             self.governed.clear();
             SourceIndex::read_governed((s, from, to), read, &mut self.governed, (folder, steps));
+            // By id, each id's ways in sentence order (a stable sort): a
+            // claim asks for each of its terms, so each asks for its run.
+            self.governed.sort_by_key(|h| h.0);
             self.blanked = blanked;
             self.governed_of = s;
         }
-        let mut ways = self.governed.iter().filter(|h| h.0 == id).map(|h| h.1);
+        let from = self.governed.partition_point(|h| h.0 < id);
+        let run = self.governed[from..]
+            .iter()
+            .take_while(|h| h.0 == id)
+            .count();
+        *steps += run + 1;
+        let mut ways = self.governed[from..from + run].iter().map(|h| h.1);
         let first = ways.next()?;
         let only = first >= QUALIFIED_WORD && ways.all(|h| h >= QUALIFIED_WORD);
         only.then(|| first - QUALIFIED_WORD)
