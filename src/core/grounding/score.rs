@@ -964,7 +964,8 @@ impl Judge<'_> {
         };
         found_ids.clear();
         found_ids.extend(terms.iter().filter(|t| t.seated()).map(|t| t.id));
-        let mut cover = index.cover(found_ids, banks, steps, seats);
+        let negations = terms.iter().filter(|t| t.negation).count() as u32;
+        let mut cover = index.cover(found_ids, banks, steps, seats, negations);
         cover.one += by_initials;
         cover.two += by_initials;
         // Found terms outside the best two sentences: the explanation

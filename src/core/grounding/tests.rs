@@ -361,7 +361,7 @@ fn cover_of(
     cited: &[(usize, u64)],
 ) -> (index::Cover, Vec<u8>) {
     let mut seats = Vec::new();
-    let cover = index.cover(ids, cited, &mut 0, &mut seats);
+    let cover = index.cover(ids, cited, &mut 0, &mut seats, 0);
     (cover, seats)
 }
 
@@ -506,9 +506,11 @@ fn the_cover_by_bits_finds_what_the_cover_by_lists_finds() {
                     .collect();
                 let (mut s1, mut s2) = (0, 0);
                 let (mut seats1, mut seats2) = (Vec::new(), Vec::new());
-                let bits = index.cover(&some, &cited, &mut s1, &mut seats1);
+                let negations = (start % 3) as u32;
+                let bits = index.cover(&some, &cited, &mut s1, &mut seats1, negations);
                 let run = index.cited_run(&cited);
-                let lists = index.cover_by_lists(&some, &cited, run, &mut s2, &mut seats2);
+                let lists =
+                    index.cover_by_lists(&some, &cited, run, &mut s2, &mut seats2, negations);
                 assert_eq!(
                     (bits, s1, &seats1),
                     (lists, s2, &seats2),
@@ -1635,6 +1637,28 @@ proptest! {
             prop_assert!(w[0].span.end <= w[1].span.start);
         }
     }
+}
+
+#[test]
+fn a_copied_sentence_is_held_by_itself_not_by_one_that_negates_its_words() {
+    // Both sentences hold every content word; the one that says it as
+    // the claim does is its best, whichever comes first.
+    assert_fully_supported(
+        "The bank expanded[^1].",
+        "The bank did not expand. The bank expanded.",
+    );
+    assert_fully_supported(
+        "The bank did not expand[^1].",
+        "The bank expanded. The bank did not expand.",
+    );
+    assert_fully_supported(
+        "Profit rose[^1].",
+        "Profit never rose in the first half. Profit rose.",
+    );
+    // With one sentence only, the claim is still contradicted.
+    let min = GroundingSettings::default().min_support;
+    let g = run("The bank expanded[^1].", &["The bank did not expand."]);
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
 }
 
 #[test]

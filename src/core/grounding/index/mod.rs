@@ -767,8 +767,11 @@ impl SourceIndex {
 
     /// The best one and two sentences for the found content terms `ids`
     /// (word ids): a greedy cover, first the sentence holding most of them,
-    /// then the one holding most of the rest. Ties go to the earlier
-    /// sentence. Work bounded by [`POSTINGS`] per term. `seats` gets, per
+    /// then the one holding most of the rest. Ties go to a sentence with as
+    /// many negations as the claim (`negations`), then to the earlier one:
+    /// "The bank expanded" is best held by "The bank expanded", not by an
+    /// earlier "The bank did not expand". Work bounded by [`POSTINGS`] per
+    /// term. `seats` gets, per
     /// id, where it sits: [`IN_BEST`] (in the best sentence) and
     /// [`IN_BEST_TWO`] (in the best two), both for a term too common to list.
     #[inline]
@@ -778,14 +781,23 @@ impl SourceIndex {
         cited: &[(usize, u64)],
         steps: &mut usize,
         seats: &mut Vec<u8>,
+        negations: u32,
     ) -> Cover {
         let run = self.cited_run(cited);
         match run {
             Some((from, to)) if to - from <= 64 => {
-                self.cover_by_bits(ids, (from, to), steps, seats)
+                self.cover_by_bits(ids, (from, to), steps, seats, negations)
             }
-            _ => self.cover_by_lists(ids, cited, run, steps, seats),
+            _ => self.cover_by_lists(ids, cited, run, steps, seats, negations),
         }
+    }
+
+    /// Whether sentence `s` holds as many negations as a claim that
+    /// states `negations`: of sentences that hold as many of its terms,
+    /// the one that says it as the claim does.
+    #[inline(always)]
+    fn negates_alike(&self, s: u32, negations: u32) -> bool {
+        self.negations_in(s) == negations
     }
 
     /// [`SourceIndex::cover`] within the one run of sentences `from..to`
@@ -799,6 +811,7 @@ impl SourceIndex {
         (from, to): (u32, u32),
         steps: &mut usize,
         seats: &mut Vec<u8>,
+        negations: u32,
     ) -> Cover {
         let mut masks = std::mem::take(&mut self.masks);
         masks.clear();
@@ -836,10 +849,20 @@ impl SourceIndex {
                 }
             }
             if top == 0 {
-                (0, u32::MAX)
-            } else {
-                (n, from + top.trailing_zeros())
+                return (0, u32::MAX);
             }
+            // Most claims' best sentence has no tie.
+            if top & (top - 1) != 0 {
+                let mut tied = top;
+                while tied != 0 {
+                    let s = from + tied.trailing_zeros();
+                    if self.negates_alike(s, negations) {
+                        return (n, s);
+                    }
+                    tied &= tied - 1;
+                }
+            }
+            (n, from + top.trailing_zeros())
         };
         let bit = |s: u32| if s == u32::MAX { 0 } else { 1u64 << (s - from) };
         let (n1, first) = best(0);
@@ -901,6 +924,7 @@ impl SourceIndex {
         run: Option<(u32, u32)>,
         steps: &mut usize,
         seats: &mut Vec<u8>,
+        negations: u32,
     ) -> Cover {
         // Each term's sentences, read once: `lists[ranges[k]]`, or `None`
         // for a term too common to list.
@@ -944,16 +968,22 @@ impl SourceIndex {
                     *c += 1;
                 }
             }
-            let mut top = (0u32, u32::MAX);
+            // The most held, then negating alike, then the earliest.
+            let mut top = (0u32, false, u32::MAX);
             for &s in &touched {
                 let c = &mut counts[s as usize];
-                if *c > top.0 || (*c == top.0 && s < top.1) {
-                    top = (*c, s);
+                if *c >= top.0 {
+                    let alike = self.negates_alike(s, negations);
+                    if *c > top.0
+                        || (alike, std::cmp::Reverse(s)) > (top.1, std::cmp::Reverse(top.2))
+                    {
+                        top = (*c, alike, s);
+                    }
                 }
                 *c = 0;
             }
             touched.clear();
-            top
+            (top.0, top.2)
         };
         let (n1, first) = best(u32::MAX);
         let (n2, second) = if first == u32::MAX {
