@@ -102,7 +102,7 @@ fn list_number(line: &[u8]) -> usize {
 }
 
 /// Abbreviations (case-folded) whose period does not end a
-/// sentence: titles, "St." in an address, months, "No.", "vs.".
+/// sentence: titles, "St." in an address, months, "No." unless a sentence starts after it, "vs.".
 const ABBREVIATIONS: &[&[u8]] = &[
     b"adm", b"apr", b"approx", b"aug", b"capt", b"cf", b"cmdr", b"co", b"col", b"corp", b"dec",
     b"dept", b"dr", b"est", b"feb", b"fig", b"ft", b"gen", b"gov", b"hon", b"jan", b"jr", b"jul",
@@ -111,13 +111,30 @@ const ABBREVIATIONS: &[&[u8]] = &[
 ];
 
 /// Whether the word at `at..at + len` of `b` is "No." ("No. 21 on the
-/// Billboard chart", "No.1", "Symphony No. 5"): the number sign, which the
-/// sentence rule already reads as an abbreviation, not a negation. Claims
-/// and sources both drop it, so a chart position is neither a
-/// contradiction nor a missing word.
+/// Billboard chart", "No.1", "Symphony No. 5", "the no. of shares"): the
+/// number sign, which the sentence rule reads as an abbreviation, not a
+/// negation. Claims and sources both drop it, so a chart position is
+/// neither a contradiction nor a missing word. A "no." that ends its
+/// sentence ("The board said no. The deal collapsed.") is a negation.
 #[inline]
 pub(super) fn is_number_sign(b: &[u8], at: usize, len: usize) -> bool {
-    len == 2 && b[at] | 0x20 == b'n' && b[at + 1] | 0x20 == b'o' && b.get(at + 2) == Some(&b'.')
+    len == 2
+        && b[at] | 0x20 == b'n'
+        && b[at + 1] | 0x20 == b'o'
+        && b.get(at + 2) == Some(&b'.')
+        && !ends_sentence_after(b, at + 2)
+}
+
+/// Whether the text after the period at `i` of a "No." or "Nos." starts
+/// another sentence: the text or its line ends there, or a space and a
+/// capital letter follow. Whatever else follows (a number, "of", a
+/// marker) is what the sign numbers.
+fn ends_sentence_after(b: &[u8], i: usize) -> bool {
+    match b.get(i + 1) {
+        None | Some(b'\n' | b'\r') => true,
+        Some(b' ') => b.get(i + 2).is_none_or(u8::is_ascii_uppercase),
+        _ => false,
+    }
 }
 
 /// Whether a sentence ends at `i`: terminal punctuation followed by
@@ -143,6 +160,8 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
             && !before.is_ascii_alphanumeric()
             && before != b'.'
             && ABBREVIATIONS.iter().any(|a| a.eq_ignore_ascii_case(word))
+            && (!(word.eq_ignore_ascii_case(b"no") || word.eq_ignore_ascii_case(b"nos"))
+                || !ends_sentence_after(b, i))
         {
             return (0, false);
         }

@@ -1547,6 +1547,13 @@ fn claims_and_sources_share_the_sentence_rule() {
     assert_eq!(ends("founded in 1987.Hot Rod is").len(), 1);
     assert_eq!(ends("the \"Fortean Times\".Fortean Times is").len(), 1);
     assert_eq!(ends("(born 1950).Tom Hart is").len(), 1);
+    // "No." numbers what follows it, unless a sentence starts there.
+    assert_eq!(ends("It reached No. 1 in May, and no.2 in June.").len(), 1);
+    assert_eq!(
+        ends("Asked about a cut, the board said no. The deal fell.").len(),
+        2
+    );
+    assert_eq!(ends("The board said no.").len(), 1);
     // A version or a decimal number is no sentence's end.
     assert!(ends("version 2.5 of v1.Net and 3.Hot").is_empty());
     assert!(ends("Washington, D.C today. Node.js and ASP.NET.").len() == 2);
@@ -1640,7 +1647,7 @@ proptest! {
 }
 
 #[test]
-fn a_copied_sentence_is_held_by_itself_not_by_one_that_negates_its_words() {
+fn a_copied_sentence_is_found_whole() {
     // Both sentences hold every content word; the one that says it as
     // the claim does is its best, whichever comes first.
     assert_fully_supported(
@@ -1655,8 +1662,28 @@ fn a_copied_sentence_is_held_by_itself_not_by_one_that_negates_its_words() {
         "Profit rose[^1].",
         "Profit never rose in the first half. Profit rose.",
     );
-    // With one sentence only, the claim is still contradicted.
+    // A "no" that ends a sentence is its negation, on both sides.
+    assert_fully_supported(
+        "Asked about a rate cut, the board said no[^1].",
+        "Asked about a rate cut, the board said no. Markets fell.",
+    );
+    // A change stated after its number, with words after it: the claim
+    // reads "increase" in the place of "higher", the source beside it.
+    for sentence in [
+        "Rates were 5% higher than a year ago.",
+        "Shares closed 3% lower on Friday.",
+        "Deposits were $2 billion higher than in March.",
+    ] {
+        let claim = format!("{}[^1].", sentence.trim_end_matches('.'));
+        assert_fully_supported(&claim, sentence);
+    }
     let min = GroundingSettings::default().min_support;
+    let g = run(
+        "Rates were 5% lower than a year ago[^1].",
+        &["Rates were 5% higher than a year ago."],
+    );
+    assert!(g.claims[0].support.unwrap() < min, "{g:?}");
+    // With one sentence only, the claim is still contradicted.
     let g = run("The bank expanded[^1].", &["The bank did not expand."]);
     assert!(g.claims[0].support.unwrap() < min, "{g:?}");
 }

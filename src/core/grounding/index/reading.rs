@@ -18,9 +18,10 @@ use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
-    changes_of_number, clock_time, closed_compound, currency_before, date, for_each_word,
-    glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit, short_form,
-    skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents, us_dollar,
+    changes_of_number, clock_time, closed_compound, comparative_after, currency_before, date,
+    for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit,
+    short_form, skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents,
+    us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::grounding::qualifiers::{self, Qualifying};
@@ -63,6 +64,7 @@ impl SourceIndex {
             sentence: first,
             split_bytes: 0,
             alt: None,
+            comparative_at: usize::MAX,
         };
         for_each_word(text, steps, &mut r);
         *steps += r.split_bytes;
@@ -203,6 +205,8 @@ struct Reading<'a, const RECORD: bool> {
     split_bytes: usize,
     /// A dotted word just read: the next content word pairs with it too.
     alt: Option<Prior>,
+    /// Where the "higher" or "lower" of the last "5% higher" starts.
+    comparative_at: usize,
 }
 
 impl<const RECORD: bool> Words for Reading<'_, RECORD> {
@@ -323,8 +327,28 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         {
             return self.short_form(w, off, &p);
         }
+        if off == self.comparative_at {
+            return self.comparative(w, off, ascii);
+        }
         if let Some(joint) = self.enter(w, off) {
             self.plain(w, off, ascii, joint);
+        }
+    }
+
+    /// The "higher" of "5% higher", its change ("increase") read before
+    /// the number: the next content word pairs with it and with the word
+    /// before it, as in a claim, which reads the change in its place ("5%
+    /// higher than a year ago" pairs "5" with "year"). Kept out of the
+    /// loop.
+    #[inline(never)]
+    fn comparative(&mut self, w: &[u8], off: usize, ascii: bool) {
+        let Some(joint) = self.enter(w, off) else {
+            return;
+        };
+        let before = self.prev;
+        self.plain(w, off, ascii, joint);
+        if self.alt.is_none() {
+            self.alt = before;
         }
     }
 
@@ -427,11 +451,14 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         // "up 5%", "5% higher": the change's word ("increase") before the
         // number and its sign, as claims read the "up" or the "higher".
         let sign = currency.map_or(0, |(_, sign)| sign);
-        for change in changes_of_number(self.at.bytes, off, off + w.len(), sign)
-            .into_iter()
-            .flatten()
-        {
+        let changes = changes_of_number(self.at.bytes, off, off + w.len(), sign);
+        for change in changes.into_iter().flatten() {
             self.implied(change);
+        }
+        if changes[1].is_some()
+            && let Some((_, word_at, _)) = comparative_after(self.at.bytes, off, off + w.len())
+        {
+            self.comparative_at = word_at;
         }
         if let Some((word, sign)) = currency {
             if off >= sign + 2 && us_dollar(self.at.bytes, off - sign - 2, 2) {
