@@ -15,7 +15,7 @@ use super::both;
 use super::claims::claim_spans;
 use super::comparisons::states_comparison;
 use super::index::{
-    CAPITAL, Case, Cited, IN_BEST, IN_BEST_TWO, NEGATED, Placed, SourceIndex, asks_question,
+    CAPITAL, Case, Cited, IN_BEST, IN_BEST_TWO, Like, NEGATED, Placed, SourceIndex, asks_question,
     has_question, pair_hash,
 };
 use super::initials::{
@@ -183,6 +183,9 @@ pub(super) struct ClaimParts {
     cites: Range<usize>,
     cited: Markers,
     terms: Range<usize>,
+    /// It holds a qualifier other than a rank ("may", "expected"; see
+    /// `qualifiers`).
+    qualifies: bool,
 }
 
 /// Reads every claim's words (pass one, before any source): each claim's
@@ -250,6 +253,7 @@ fn read_claims(
             });
         }
         let from = all_terms.len();
+        let mut qualifies = false;
         let bytes = answer.as_bytes();
         let (lead, trail) = source_reference(words.len(), |i| {
             let (at, len, _) = words[i];
@@ -395,6 +399,7 @@ fn read_claims(
                 Some(a) => folder.fold_ascii_packed(w, a.hash),
                 None => folder.fold_packed(w, false),
             };
+            qualifies |= folded.qualifier() && !qualifiers::is_rank_word(w);
             if folded.direction() {
                 // The "higher" of "5% higher": read before the number.
                 if at == comparative_at {
@@ -508,6 +513,7 @@ fn read_claims(
             cites: own,
             cited,
             terms: from..all_terms.len(),
+            qualifies,
         });
     }
 }
@@ -775,7 +781,8 @@ pub(super) fn analyze_with(
             // ("Why did rates rise? Inflation stayed high[^1].") only leads
             // to the claim that marker cites.
             let asks = !markers.is_empty() && asks_question(answer[span.clone()].as_bytes());
-            judge.claim(terms, (&cited, banks), (looked, asks), &mut pooled)
+            let says = (looked, asks, part.qualifies);
+            judge.claim(terms, (&cited, banks), says, &mut pooled)
         });
         claims.push(claim_of(
             answer, span, markers, cited, terms, verdict, settings,
@@ -923,7 +930,7 @@ impl Judge<'_> {
         &mut self,
         terms: &mut [Term],
         (cited, banks): (&Markers, &[(usize, u64)]),
-        (looked, asks): (Looked, bool),
+        (looked, asks, qualifies): (Looked, bool, bool),
         pooled: &mut Pooled,
     ) -> Verdict {
         let Judge {
@@ -964,8 +971,11 @@ impl Judge<'_> {
         };
         found_ids.clear();
         found_ids.extend(terms.iter().filter(|t| t.seated()).map(|t| t.id));
-        let negations = terms.iter().filter(|t| t.negation).count() as u32;
-        let mut cover = index.cover(found_ids, banks, steps, seats, negations);
+        let like = Like {
+            negations: terms.iter().filter(|t| t.negation).count() as u32,
+            qualifies,
+        };
+        let mut cover = index.cover(found_ids, banks, steps, seats, like);
         cover.one += by_initials;
         cover.two += by_initials;
         // Found terms outside the best two sentences: the explanation

@@ -1,5 +1,6 @@
 use proptest::prelude::*;
 
+use super::index::Like;
 use super::lexicon::*;
 
 use super::*;
@@ -361,7 +362,7 @@ fn cover_of(
     cited: &[(usize, u64)],
 ) -> (index::Cover, Vec<u8>) {
     let mut seats = Vec::new();
-    let cover = index.cover(ids, cited, &mut 0, &mut seats, 0);
+    let cover = index.cover(ids, cited, &mut 0, &mut seats, Like::default());
     (cover, seats)
 }
 
@@ -506,11 +507,13 @@ fn the_cover_by_bits_finds_what_the_cover_by_lists_finds() {
                     .collect();
                 let (mut s1, mut s2) = (0, 0);
                 let (mut seats1, mut seats2) = (Vec::new(), Vec::new());
-                let negations = (start % 3) as u32;
-                let bits = index.cover(&some, &cited, &mut s1, &mut seats1, negations);
+                let like = Like {
+                    negations: (start % 3) as u32,
+                    qualifies: len % 2 == 0,
+                };
+                let bits = index.cover(&some, &cited, &mut s1, &mut seats1, like);
                 let run = index.cited_run(&cited);
-                let lists =
-                    index.cover_by_lists(&some, &cited, run, &mut s2, &mut seats2, negations);
+                let lists = index.cover_by_lists(&some, &cited, run, &mut s2, &mut seats2, like);
                 assert_eq!(
                     (bits, s1, &seats1),
                     (lists, s2, &seats2),
@@ -1661,6 +1664,14 @@ fn a_copied_sentence_is_found_whole() {
     assert_fully_supported(
         "Profit rose[^1].",
         "Profit never rose in the first half. Profit rose.",
+    );
+    assert_fully_supported(
+        "The bank raised rates[^1].",
+        "The bank is expected to raise rates. The bank raised rates.",
+    );
+    assert_fully_supported(
+        "The bank is expected to raise rates[^1].",
+        "The bank raised rates. The bank is expected to raise rates.",
     );
     // A "no" that ends a sentence is its negation, on both sides.
     assert_fully_supported(

@@ -767,11 +767,12 @@ impl SourceIndex {
 
     /// The best one and two sentences for the found content terms `ids`
     /// (word ids): a greedy cover, first the sentence holding most of them,
-    /// then the one holding most of the rest. Ties go to a sentence with as
-    /// many negations as the claim (`negations`), then to the earlier one:
-    /// "The bank expanded" is best held by "The bank expanded", not by an
-    /// earlier "The bank did not expand". Work bounded by [`POSTINGS`] per
-    /// term. `seats` gets, per
+    /// then the one holding most of the rest. Ties go to a sentence that
+    /// says it as the claim does (`like`: as many negations, then a
+    /// qualifier or none), then to the earlier one: "The bank expanded" is
+    /// best held by "The bank expanded", not by an earlier "The bank did
+    /// not expand" or "The bank is expected to expand". Work bounded by
+    /// [`POSTINGS`] per term. `seats` gets, per
     /// id, where it sits: [`IN_BEST`] (in the best sentence) and
     /// [`IN_BEST_TWO`] (in the best two), both for a term too common to list.
     #[inline]
@@ -781,23 +782,26 @@ impl SourceIndex {
         cited: &[(usize, u64)],
         steps: &mut usize,
         seats: &mut Vec<u8>,
-        negations: u32,
+        like: Like,
     ) -> Cover {
         let run = self.cited_run(cited);
         match run {
             Some((from, to)) if to - from <= 64 => {
-                self.cover_by_bits(ids, (from, to), steps, seats, negations)
+                self.cover_by_bits(ids, (from, to), steps, seats, like)
             }
-            _ => self.cover_by_lists(ids, cited, run, steps, seats, negations),
+            _ => self.cover_by_lists(ids, cited, run, steps, seats, like),
         }
     }
 
-    /// Whether sentence `s` holds as many negations as a claim that
-    /// states `negations`: of sentences that hold as many of its terms,
-    /// the one that says it as the claim does.
+    /// How alike sentence `s` says what a claim `like` says: 2 for as many
+    /// negations, plus 1 for a qualifier where the claim has one (none
+    /// where it has none). Of sentences that hold as many of its terms, the
+    /// most alike is its best.
     #[inline(always)]
-    fn negates_alike(&self, s: u32, negations: u32) -> bool {
-        self.negations_in(s) == negations
+    fn alike(&self, s: u32, like: Like) -> u8 {
+        let negations = u8::from(self.negations_in(s) == like.negations);
+        let qualifies = u8::from(self.qualifies(s, false) == like.qualifies);
+        2 * negations + qualifies
     }
 
     /// [`SourceIndex::cover`] within the one run of sentences `from..to`
@@ -811,7 +815,7 @@ impl SourceIndex {
         (from, to): (u32, u32),
         steps: &mut usize,
         seats: &mut Vec<u8>,
-        negations: u32,
+        like: Like,
     ) -> Cover {
         let mut masks = std::mem::take(&mut self.masks);
         masks.clear();
@@ -852,17 +856,21 @@ impl SourceIndex {
                 return (0, u32::MAX);
             }
             // Most claims' best sentence has no tie.
-            if top & (top - 1) != 0 {
-                let mut tied = top;
-                while tied != 0 {
-                    let s = from + tied.trailing_zeros();
-                    if self.negates_alike(s, negations) {
-                        return (n, s);
-                    }
-                    tied &= tied - 1;
-                }
+            let first = from + top.trailing_zeros();
+            if top & (top - 1) == 0 {
+                return (n, first);
             }
-            (n, from + top.trailing_zeros())
+            let mut pick = (self.alike(first, like), first);
+            let mut tied = top & (top - 1);
+            while tied != 0 && pick.0 < ALIKE {
+                let s = from + tied.trailing_zeros();
+                let alike = self.alike(s, like);
+                if alike > pick.0 {
+                    pick = (alike, s);
+                }
+                tied &= tied - 1;
+            }
+            (n, pick.1)
         };
         let bit = |s: u32| if s == u32::MAX { 0 } else { 1u64 << (s - from) };
         let (n1, first) = best(0);
@@ -924,7 +932,7 @@ impl SourceIndex {
         run: Option<(u32, u32)>,
         steps: &mut usize,
         seats: &mut Vec<u8>,
-        negations: u32,
+        like: Like,
     ) -> Cover {
         // Each term's sentences, read once: `lists[ranges[k]]`, or `None`
         // for a term too common to list.
@@ -968,12 +976,12 @@ impl SourceIndex {
                     *c += 1;
                 }
             }
-            // The most held, then negating alike, then the earliest.
-            let mut top = (0u32, false, u32::MAX);
+            // The most held, then the most alike, then the earliest.
+            let mut top = (0u32, 0u8, u32::MAX);
             for &s in &touched {
                 let c = &mut counts[s as usize];
                 if *c >= top.0 {
-                    let alike = self.negates_alike(s, negations);
+                    let alike = self.alike(s, like);
                     if *c > top.0
                         || (alike, std::cmp::Reverse(s)) > (top.1, std::cmp::Reverse(top.2))
                     {
@@ -1159,6 +1167,19 @@ pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 /// beside it that say the sentence holds a qualifier other than a rank
 /// ("may", "expected"; in any case, so "May" the month too: the rule reads
 /// the sentence again to see what it governs), or a rank ("one",
+/// [`SourceIndex::alike`] of a sentence that says a claim's terms as it does.
+const ALIKE: u8 = 3;
+
+/// What a claim says beside its terms, for choosing among sentences that
+/// hold as many of them (see [`SourceIndex::cover`]).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Like {
+    /// Its negations.
+    pub(super) negations: u32,
+    /// It holds a qualifier other than a rank.
+    pub(super) qualifies: bool,
+}
+
 /// "second").
 pub(super) const NEGATIONS: u16 = 0x3fff;
 pub(super) const RANKS: u16 = 0x4000;
