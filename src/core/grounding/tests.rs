@@ -856,6 +856,11 @@ const TRICKY: &[&str] = &[
     "Cooking Light was founded in 1987.Hot Rod is a monthly car magazine.",
     "Sales rose 14% in the fourteenth week, e.g. in Texas.",
     "The single peaked at No. 21 on the Billboard Hot 100.",
+    "Asked about a rate cut, the board said no.",
+    "The bank is expected to raise rates.",
+    "The bank did not raise rates in May.",
+    "The bank raised rates.",
+    "Rates were 5% higher than a year ago.",
 ];
 
 #[test]
