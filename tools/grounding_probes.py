@@ -7,6 +7,7 @@ citing its own source as [^1]:
     python3 tools/grounding_probes.py fragments FILE... > fragments.jsonl
     python3 tools/grounding_probes.py edits     FILE... > edits.jsonl
     python3 tools/grounding_probes.py swaps     FILE... > swaps.jsonl
+    python3 tools/grounding_probes.py ties      FILE... > ties.jsonl
     groundgate check spans.jsonl --out /tmp/spans
 
 - spans: one to three pieces of a source, cut at every ". ", "! " or "? " whether
@@ -27,6 +28,10 @@ citing its own source as [^1]:
   unsupported). A claim is judged on its own words: the swapped one should be
   flagged however well its neighbours are supported. `groundgate eval` reads the
   labels.
+- ties: a sentence of 40 to 300 characters with an auxiliary verb and no negation,
+  copied verbatim, against its source with the same sentence negated ("not" after
+  the first auxiliary) put before it: both hold every word, and the copy should
+  still score 1.0, held by its own sentence.
 
 Deterministic: a fixed seed per mode.
 """
@@ -119,11 +124,22 @@ def swaps(texts, rng):
         yield "swap", " ".join(p + "[^1]" for p in swapped), s
 
 
+def ties(texts, rng):
+    for s in texts:
+        parts = [p for p in sentences(s) if "\n" not in p]
+        rng.shuffle(parts)
+        for p in parts[:3]:
+            aux = AUX.search(p)
+            if aux and p[-1] in ".!" and not re.search(r"\b(not|never|no)\b|n't", p):
+                negated = p[:aux.end()] + " not" + p[aux.end():]
+                yield p[:-1] + "[^1]" + p[-1], negated + " " + s
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits", "swaps"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits", "swaps", "ties"):
         sys.exit(__doc__)
     mode, texts = sys.argv[1], sources(sys.argv[2:])
-    seed = {"spans": 5, "fragments": 7, "edits": 9, "swaps": 11}[mode]
+    seed = {"spans": 5, "fragments": 7, "edits": 9, "swaps": 11, "ties": 13}[mode]
     rng = random.Random(seed)
     out = sys.stdout
     if mode == "edits":
@@ -136,7 +152,7 @@ def main():
             r["label"] = "supported" if kind == "kept" else "unsupported"
             out.write(json.dumps(r) + "\n")
     else:
-        gen = spans if mode == "spans" else fragments
+        gen = {"spans": spans, "fragments": fragments, "ties": ties}[mode]
         for i, (answer, source) in enumerate(gen(texts, rng)):
             out.write(json.dumps(record(f"{mode}{i}", answer, source)) + "\n")
 
