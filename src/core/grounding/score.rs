@@ -183,9 +183,6 @@ pub(super) struct ClaimParts {
     cites: Range<usize>,
     cited: Markers,
     terms: Range<usize>,
-    /// It holds a qualifier other than a rank ("may", "expected"; see
-    /// `qualifiers`).
-    qualifies: bool,
 }
 
 /// Reads every claim's words (pass one, before any source): each claim's
@@ -253,7 +250,6 @@ fn read_claims(
             });
         }
         let from = all_terms.len();
-        let mut qualifies = false;
         let bytes = answer.as_bytes();
         let (lead, trail) = source_reference(words.len(), |i| {
             let (at, len, _) = words[i];
@@ -399,7 +395,6 @@ fn read_claims(
                 Some(a) => folder.fold_ascii_packed(w, a.hash),
                 None => folder.fold_packed(w, false),
             };
-            qualifies |= folded.qualifier() && !qualifiers::is_rank_word(w);
             if folded.direction() {
                 // The "higher" of "5% higher": read before the number.
                 if at == comparative_at {
@@ -513,7 +508,6 @@ fn read_claims(
             cites: own,
             cited,
             terms: from..all_terms.len(),
-            qualifies,
         });
     }
 }
@@ -781,7 +775,7 @@ pub(super) fn analyze_with(
             // ("Why did rates rise? Inflation stayed high[^1].") only leads
             // to the claim that marker cites.
             let asks = !markers.is_empty() && asks_question(answer[span.clone()].as_bytes());
-            let says = (looked, asks, part.qualifies);
+            let says = (looked, asks, answer[span.clone()].as_bytes());
             judge.claim(terms, (&cited, banks), says, &mut pooled)
         });
         claims.push(claim_of(
@@ -930,7 +924,7 @@ impl Judge<'_> {
         &mut self,
         terms: &mut [Term],
         (cited, banks): (&Markers, &[(usize, u64)]),
-        (looked, asks, qualifies): (Looked, bool, bool),
+        (looked, asks, claim): (Looked, bool, &[u8]),
         pooled: &mut Pooled,
     ) -> Verdict {
         let Judge {
@@ -973,7 +967,7 @@ impl Judge<'_> {
         found_ids.extend(terms.iter().filter(|t| t.seated()).map(|t| t.id));
         let like = Like {
             negations: terms.iter().filter(|t| t.negation).count() as u32,
-            qualifies,
+            claim,
         };
         let mut cover = index.cover(found_ids, banks, steps, seats, like);
         cover.one += by_initials;

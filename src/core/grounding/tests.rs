@@ -509,7 +509,11 @@ fn the_cover_by_bits_finds_what_the_cover_by_lists_finds() {
                 let (mut seats1, mut seats2) = (Vec::new(), Vec::new());
                 let like = Like {
                     negations: (start % 3) as u32,
-                    qualifies: len % 2 == 0,
+                    claim: if len % 2 == 0 {
+                        b"It may rise"
+                    } else {
+                        b"It rose"
+                    },
                 };
                 let bits = index.cover(&some, &cited, &mut s1, &mut seats1, like);
                 let run = index.cited_run(&cited);

@@ -24,6 +24,7 @@ use super::claims::{first_end, sentence_end};
 #[cfg(test)]
 use super::memo::WordInfo;
 use super::memo::{Folder, KEEP_SLOTS, MEMO_WORDS, key_of};
+use super::qualifiers::{self, Own};
 use crate::core::terms::Table;
 
 /// Which of a record's sources hold each key (term stem, number, or pair of
@@ -793,15 +794,49 @@ impl SourceIndex {
         }
     }
 
-    /// How alike sentence `s` says what a claim `like` says: 2 for as many
-    /// negations, plus 1 for a qualifier where the claim has one (none
+    /// Of the sentences `from + k` for each bit `k` of `tied`, the most
+    /// [`SourceIndex::alike`] to the claim, the earliest of those.
+    #[inline(never)]
+    fn most_alike(&self, tied: u64, from: u32, like: Like) -> u32 {
+        // The claim is read for a qualifier only when that may decide.
+        let (mut some, mut all) = (false, true);
+        let mut rest = tied;
+        while rest != 0 {
+            let q = self.qualifies(from + rest.trailing_zeros(), false);
+            (some, all) = (some || q, all && q);
+            rest &= rest - 1;
+        }
+        let qualifies = if some && !all {
+            claim_qualifies(like.claim)
+        } else {
+            some
+        };
+        let mut rest = tied;
+        let mut pick = (0, from + tied.trailing_zeros());
+        while rest != 0 {
+            let s = from + rest.trailing_zeros();
+            let alike = self.alike(s, like.negations, qualifies) + 1;
+            if alike > pick.0 {
+                pick = (alike, s);
+                if alike > ALIKE {
+                    break;
+                }
+            }
+            rest &= rest - 1;
+        }
+        pick.1
+    }
+
+    /// How alike sentence `s` says what a claim with `negations` that
+    /// `qualifies` (holds a qualifier other than a rank) says: 2 for as
+    /// many negations, plus 1 for a qualifier where the claim has one (none
     /// where it has none). Of sentences that hold as many of its terms, the
     /// most alike is its best.
     #[inline(always)]
-    fn alike(&self, s: u32, like: Like) -> u8 {
-        let negations = u8::from(self.negations_in(s) == like.negations);
-        let qualifies = u8::from(self.qualifies(s, false) == like.qualifies);
-        2 * negations + qualifies
+    fn alike(&self, s: u32, negations: u32, qualifies: bool) -> u8 {
+        let alike_negations = u8::from(self.negations_in(s) == negations);
+        let alike_qualifies = u8::from(self.qualifies(s, false) == qualifies);
+        2 * alike_negations + alike_qualifies
     }
 
     /// [`SourceIndex::cover`] within the one run of sentences `from..to`
@@ -823,9 +858,9 @@ impl SourceIndex {
         let everywhere = masks.iter().filter(|m| m.1 == EVERYWHERE).count() as u32;
         // A count is at most the number of terms: planes enough for it.
         let planes = (u32::BITS - (ids.len() as u32).leading_zeros()) as usize;
-        // The most held sentence of the terms not in sentence `skip` (a
-        // bit): its count, and its number (`u32::MAX`: none).
-        let mut best = |skip: u64| -> (u32, u32) {
+        // The most held sentences of the terms not in sentence `skip` (a
+        // bit): their count, and their bits (0: none).
+        let mut best = |skip: u64| -> (u32, u64) {
             let mut count = [0u64; u32::BITS as usize];
             let count = &mut count[..planes];
             let mut held = 0;
@@ -852,32 +887,21 @@ impl SourceIndex {
                     n |= 1 << k;
                 }
             }
-            if top == 0 {
-                return (0, u32::MAX);
-            }
-            // Most claims' best sentence has no tie.
-            let first = from + top.trailing_zeros();
-            if top & (top - 1) == 0 {
-                return (n, first);
-            }
-            let mut pick = (self.alike(first, like), first);
-            let mut tied = top & (top - 1);
-            while tied != 0 && pick.0 < ALIKE {
-                let s = from + tied.trailing_zeros();
-                let alike = self.alike(s, like);
-                if alike > pick.0 {
-                    pick = (alike, s);
-                }
-                tied &= tied - 1;
-            }
-            (n, pick.1)
+            (n, top)
+        };
+        // The earliest of the sentences most held, or of those the most
+        // alike among them (most claims' best sentence has no tie).
+        let pick = |index: &SourceIndex, (n, top): (u32, u64)| match top {
+            0 => (0, u32::MAX),
+            _ if top & (top - 1) == 0 => (n, from + top.trailing_zeros()),
+            _ => (n, index.most_alike(top, from, like)),
         };
         let bit = |s: u32| if s == u32::MAX { 0 } else { 1u64 << (s - from) };
-        let (n1, first) = best(0);
+        let (n1, first) = pick(self, best(0));
         let (n2, second) = if first == u32::MAX {
             (0, u32::MAX)
         } else {
-            best(bit(first))
+            pick(self, best(bit(first)))
         };
         let (one, two) = (bit(first), bit(first) | bit(second));
         seats.clear();
@@ -957,6 +981,7 @@ impl SourceIndex {
         if counts.len() < self.sentences.len() {
             counts.resize(self.sentences.len(), 0);
         }
+        let mut qualifies = None;
         let mut best = |skip: u32| -> (u32, u32) {
             for r in ranges.iter().flatten() {
                 let list = &lists[r.0 as usize..r.1 as usize];
@@ -976,22 +1001,30 @@ impl SourceIndex {
                     *c += 1;
                 }
             }
-            // The most held, then the most alike, then the earliest.
-            let mut top = (0u32, 0u8, u32::MAX);
+            // The most held, then the most alike (read only for a tie),
+            // then the earliest.
+            let mut top = (0u32, u32::MAX);
             for &s in &touched {
                 let c = &mut counts[s as usize];
-                if *c >= top.0 {
-                    let alike = self.alike(s, like);
-                    if *c > top.0
-                        || (alike, std::cmp::Reverse(s)) > (top.1, std::cmp::Reverse(top.2))
-                    {
-                        top = (*c, alike, s);
+                if *c > top.0 {
+                    top = (*c, s);
+                } else if *c == top.0 {
+                    // The claim is read for a qualifier only when that may decide.
+                    let q = if self.qualifies(s, false) == self.qualifies(top.1, false) {
+                        false
+                    } else {
+                        *qualifies.get_or_insert_with(|| claim_qualifies(like.claim))
+                    };
+                    let alike = self.alike(s, like.negations, q);
+                    let held = self.alike(top.1, like.negations, q);
+                    if (alike, std::cmp::Reverse(s)) > (held, std::cmp::Reverse(top.1)) {
+                        top = (*c, s);
                     }
                 }
                 *c = 0;
             }
             touched.clear();
-            (top.0, top.2)
+            top
         };
         let (n1, first) = best(u32::MAX);
         let (n2, second) = if first == u32::MAX {
@@ -1167,17 +1200,23 @@ pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 /// beside it that say the sentence holds a qualifier other than a rank
 /// ("may", "expected"; in any case, so "May" the month too: the rule reads
 /// the sentence again to see what it governs), or a rank ("one",
+/// Whether a claim holds a qualifier other than a rank ("may", "expected
+/// to"; see `qualifiers`).
+fn claim_qualifies(claim: &[u8]) -> bool {
+    qualifiers::claim_qualifies(claim, Own::Everything) == Own::Everything
+}
+
 /// [`SourceIndex::alike`] of a sentence that says a claim's terms as it does.
 const ALIKE: u8 = 3;
 
 /// What a claim says beside its terms, for choosing among sentences that
 /// hold as many of them (see [`SourceIndex::cover`]).
 #[derive(Clone, Copy, Default)]
-pub(super) struct Like {
+pub(super) struct Like<'a> {
     /// Its negations.
     pub(super) negations: u32,
-    /// It holds a qualifier other than a rank.
-    pub(super) qualifies: bool,
+    /// Its text, read for a qualifier only when sentences tie.
+    pub(super) claim: &'a [u8],
 }
 
 /// "second").

@@ -283,6 +283,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             self.pairs(p, now);
         }
         let before = self.prev.replace(now);
+        if info.direction() {
+            self.passes_on(off, before, alt);
+        }
         if info.negation() {
             self.pending = true;
         } else if self.pending {
@@ -303,6 +306,19 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             (!info.number() && info.dotted()).then_some((now, before)),
             info.negation(),
         )
+    }
+
+    /// The "higher" of "5% higher" at `off`, its change ("increase") read
+    /// before the number: the next content word pairs with it and with
+    /// the word `before` it, as in a claim, which reads the change in its
+    /// place ("5% higher than a year ago" pairs "5" with "year"). Kept out
+    /// of the loop: "up", "down", "higher" and "lower" are rare.
+    #[cold]
+    #[inline(never)]
+    fn passes_on(&self, off: Option<usize>, before: Option<Prior>, alt: &mut Option<Prior>) {
+        if off == Some(self.comparative_at) && alt.is_none() {
+            *alt = before;
+        }
     }
 
     /// The next word of the source, at `off`: a new sentence first when one
@@ -327,28 +343,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         {
             return self.short_form(w, off, &p);
         }
-        if off == self.comparative_at {
-            return self.comparative(w, off, ascii);
-        }
         if let Some(joint) = self.enter(w, off) {
             self.plain(w, off, ascii, joint);
-        }
-    }
-
-    /// The "higher" of "5% higher", its change ("increase") read before
-    /// the number: the next content word pairs with it and with the word
-    /// before it, as in a claim, which reads the change in its place ("5%
-    /// higher than a year ago" pairs "5" with "year"). Kept out of the
-    /// loop.
-    #[inline(never)]
-    fn comparative(&mut self, w: &[u8], off: usize, ascii: bool) {
-        let Some(joint) = self.enter(w, off) else {
-            return;
-        };
-        let before = self.prev;
-        self.plain(w, off, ascii, joint);
-        if self.alt.is_none() {
-            self.alt = before;
         }
     }
 
