@@ -407,6 +407,20 @@ pub(super) fn claim_qualifies(claim: &[u8], enough: Own) -> Own {
     own
 }
 
+/// What a claim holds of the tables, by its words: a qualifier other than
+/// a rank ("may", "expected"), and a rank ("second", "one", "among").
+pub(super) fn claim_holds(claim: &[u8]) -> (bool, bool) {
+    let (mut qualifier, mut rank) = (false, false);
+    for w in claim.split(|b| !b.is_ascii_alphanumeric()) {
+        match lookup(w) {
+            None => {}
+            Some(n) if is_rank(n) || w.eq_ignore_ascii_case(b"among") => rank = true,
+            Some(_) => qualifier = true,
+        }
+    }
+    (qualifier, rank)
+}
+
 /// Whether `w` is a possessive ("world's", "Europe’s").
 fn possessive(w: &[u8]) -> bool {
     w.ends_with(b"'s") || w.ends_with("’s".as_bytes())

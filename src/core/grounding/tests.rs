@@ -1682,6 +1682,14 @@ fn a_copied_sentence_is_found_whole() {
         "The bank is expected to raise rates[^1].",
         "The bank raised rates. The bank is expected to raise rates.",
     );
+    assert_fully_supported(
+        "HSBC is the largest bank in Europe[^1].",
+        "HSBC is one of the largest banks in Europe. HSBC is the largest bank in Europe.",
+    );
+    assert_fully_supported(
+        "The bank is the second largest lender in Spain[^1].",
+        "The bank is the largest lender in Spain. The bank is the second largest lender in Spain.",
+    );
     // A "no" that ends a sentence is its negation, on both sides.
     assert_fully_supported(
         "Asked about a rate cut, the board said no[^1].",

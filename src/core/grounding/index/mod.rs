@@ -24,7 +24,7 @@ use super::claims::{first_end, sentence_end};
 #[cfg(test)]
 use super::memo::WordInfo;
 use super::memo::{Folder, KEEP_SLOTS, MEMO_WORDS, key_of};
-use super::qualifiers::{self, Own};
+use super::qualifiers;
 use crate::core::terms::Table;
 
 /// Which of a record's sources hold each key (term stem, number, or pair of
@@ -770,10 +770,10 @@ impl SourceIndex {
     /// (word ids): a greedy cover, first the sentence holding most of them,
     /// then the one holding most of the rest. Ties go to a sentence that
     /// says it as the claim does (`like`: as many negations, then a
-    /// qualifier or none), then to the earlier one: "The bank expanded" is
-    /// best held by "The bank expanded", not by an earlier "The bank did
-    /// not expand" or "The bank is expected to expand". Work bounded by
-    /// [`POSTINGS`] per term. `seats` gets, per
+    /// qualifier or none, then a rank or none), then to the earlier one:
+    /// "The bank expanded" is best held by "The bank expanded", not by an
+    /// earlier "The bank did not expand" or "The bank is expected to
+    /// expand". Work bounded by [`POSTINGS`] per term. `seats` gets, per
     /// id, where it sits: [`IN_BEST`] (in the best sentence) and
     /// [`IN_BEST_TWO`] (in the best two), both for a term too common to list.
     #[inline]
@@ -798,24 +798,24 @@ impl SourceIndex {
     /// [`SourceIndex::alike`] to the claim, the earliest of those.
     #[inline(never)]
     fn most_alike(&self, tied: u64, from: u32, like: Like) -> u32 {
-        // The claim is read for a qualifier only when that may decide.
-        let (mut some, mut all) = (false, true);
+        // The claim is read for its qualifiers only when they may decide.
+        let (mut some, mut all) = (0, QUALIFIES | RANKS);
         let mut rest = tied;
         while rest != 0 {
-            let q = self.qualifies(from + rest.trailing_zeros(), false);
-            (some, all) = (some || q, all && q);
+            let bits = self.qualifier_bits(from + rest.trailing_zeros());
+            (some, all) = (some | bits, all & bits);
             rest &= rest - 1;
         }
-        let qualifies = if some && !all {
-            claim_qualifies(like.claim)
+        let holds = if some != all {
+            qualifiers::claim_holds(like.claim)
         } else {
-            some
+            (false, false)
         };
         let mut rest = tied;
         let mut pick = (0, from + tied.trailing_zeros());
         while rest != 0 {
             let s = from + rest.trailing_zeros();
-            let alike = self.alike(s, like.negations, qualifies) + 1;
+            let alike = self.alike(s, like.negations, holds) + 1;
             if alike > pick.0 {
                 pick = (alike, s);
                 if alike > ALIKE {
@@ -828,15 +828,26 @@ impl SourceIndex {
     }
 
     /// How alike sentence `s` says what a claim with `negations` that
-    /// `qualifies` (holds a qualifier other than a rank) says: 2 for as
-    /// many negations, plus 1 for a qualifier where the claim has one (none
-    /// where it has none). Of sentences that hold as many of its terms, the
-    /// most alike is its best.
+    /// `holds` a qualifier other than a rank and a rank (see
+    /// `qualifiers::claim_holds`) says: 4 for as many negations, plus 2
+    /// for a qualifier where the claim has one (none where it has none),
+    /// plus 1 for a rank likewise. Of sentences that hold as many of its
+    /// terms, the most alike is its best.
     #[inline(always)]
-    fn alike(&self, s: u32, negations: u32, qualifies: bool) -> u8 {
+    fn alike(&self, s: u32, negations: u32, (qualifier, rank): (bool, bool)) -> u8 {
+        let bits = self.qualifier_bits(s);
         let alike_negations = u8::from(self.negations_in(s) == negations);
-        let alike_qualifies = u8::from(self.qualifies(s, false) == qualifies);
-        2 * alike_negations + alike_qualifies
+        let alike_qualifier = u8::from((bits & QUALIFIES != 0) == qualifier);
+        let alike_rank = u8::from((bits & RANKS != 0) == rank);
+        4 * alike_negations + 2 * alike_qualifier + alike_rank
+    }
+
+    /// Sentence `s`'s [`QUALIFIES`] and [`RANKS`] bits.
+    #[inline(always)]
+    fn qualifier_bits(&self, s: u32) -> u16 {
+        self.sentences
+            .get(s as usize)
+            .map_or(0, |x| x.1 & (QUALIFIES | RANKS))
     }
 
     /// [`SourceIndex::cover`] within the one run of sentences `from..to`
@@ -981,7 +992,7 @@ impl SourceIndex {
         if counts.len() < self.sentences.len() {
             counts.resize(self.sentences.len(), 0);
         }
-        let mut qualifies = None;
+        let mut holds = None;
         let mut best = |skip: u32| -> (u32, u32) {
             for r in ranges.iter().flatten() {
                 let list = &lists[r.0 as usize..r.1 as usize];
@@ -1009,11 +1020,11 @@ impl SourceIndex {
                 if *c > top.0 {
                     top = (*c, s);
                 } else if *c == top.0 {
-                    // The claim is read for a qualifier only when that may decide.
-                    let q = if self.qualifies(s, false) == self.qualifies(top.1, false) {
-                        false
+                    // The claim is read for its qualifiers only when they may decide.
+                    let q = if self.qualifier_bits(s) == self.qualifier_bits(top.1) {
+                        (false, false)
                     } else {
-                        *qualifies.get_or_insert_with(|| claim_qualifies(like.claim))
+                        *holds.get_or_insert_with(|| qualifiers::claim_holds(like.claim))
                     };
                     let alike = self.alike(s, like.negations, q);
                     let held = self.alike(top.1, like.negations, q);
@@ -1200,14 +1211,8 @@ pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 /// beside it that say the sentence holds a qualifier other than a rank
 /// ("may", "expected"; in any case, so "May" the month too: the rule reads
 /// the sentence again to see what it governs), or a rank ("one",
-/// Whether a claim holds a qualifier other than a rank ("may", "expected
-/// to"; see `qualifiers`).
-fn claim_qualifies(claim: &[u8]) -> bool {
-    qualifiers::claim_qualifies(claim, Own::Everything) == Own::Everything
-}
-
 /// [`SourceIndex::alike`] of a sentence that says a claim's terms as it does.
-const ALIKE: u8 = 3;
+const ALIKE: u8 = 7;
 
 /// What a claim says beside its terms, for choosing among sentences that
 /// hold as many of them (see [`SourceIndex::cover`]).
