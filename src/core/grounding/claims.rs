@@ -101,8 +101,9 @@ fn list_number(line: &[u8]) -> usize {
     if item { after + 1 } else { 0 }
 }
 
-/// Abbreviations (case-folded) whose period does not end a
-/// sentence: titles, "St." in an address, months, "No." unless a sentence starts after it, "vs.".
+/// Abbreviations (case-folded) whose period does not end a sentence:
+/// titles, "St." in an address, months, "No." (unless a sentence starts
+/// after it), "vs.".
 const ABBREVIATIONS: &[&[u8]] = &[
     b"adm", b"apr", b"approx", b"aug", b"capt", b"cf", b"cmdr", b"co", b"col", b"corp", b"dec",
     b"dept", b"dr", b"est", b"feb", b"fig", b"ft", b"gen", b"gov", b"hon", b"jan", b"jr", b"jul",

@@ -394,12 +394,8 @@ pub(super) enum Own {
 /// a claim the rule would otherwise flag.
 pub(super) fn claim_qualifies(claim: &[u8], enough: Own) -> Own {
     let mut own = Own::Nothing;
-    for w in claim.split(|b| !b.is_ascii_alphanumeric()) {
-        own = own.max(match lookup(w) {
-            None => continue,
-            Some(n) if is_rank(n) || w.eq_ignore_ascii_case(b"among") => Own::Rank,
-            Some(_) => Own::Everything,
-        });
+    for w in claim_words(claim) {
+        own = own.max(w);
         if own >= enough {
             break;
         }
@@ -410,15 +406,21 @@ pub(super) fn claim_qualifies(claim: &[u8], enough: Own) -> Own {
 /// What a claim holds of the tables, by its words: a qualifier other than
 /// a rank ("may", "expected"), and a rank ("second", "one", "among").
 pub(super) fn claim_holds(claim: &[u8]) -> (bool, bool) {
-    let (mut qualifier, mut rank) = (false, false);
-    for w in claim.split(|b| !b.is_ascii_alphanumeric()) {
-        match lookup(w) {
-            None => {}
-            Some(n) if is_rank(n) || w.eq_ignore_ascii_case(b"among") => rank = true,
-            Some(_) => qualifier = true,
-        }
-    }
-    (qualifier, rank)
+    claim_words(claim).fold((false, false), |(qualifier, rank), w| {
+        (qualifier || w == Own::Everything, rank || w == Own::Rank)
+    })
+}
+
+/// What each word of a claim of the tables is: [`Own::Rank`] for a rank
+/// or "among", [`Own::Everything`] for another qualifier; other words are
+/// left out.
+fn claim_words(claim: &[u8]) -> impl Iterator<Item = Own> + '_ {
+    claim
+        .split(|b| !b.is_ascii_alphanumeric())
+        .filter_map(|w| match lookup(w)? {
+            n if is_rank(n) || w.eq_ignore_ascii_case(b"among") => Some(Own::Rank),
+            _ => Some(Own::Everything),
+        })
 }
 
 /// Whether `w` is a possessive ("world's", "Europe’s").

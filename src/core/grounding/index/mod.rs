@@ -721,9 +721,7 @@ impl SourceIndex {
     /// the sentence again for what it governs. `ranks`: a rank counts.
     pub(super) fn qualifies(&self, s: u32, ranks: bool) -> bool {
         let bits = if ranks { QUALIFIES | RANKS } else { QUALIFIES };
-        self.sentences
-            .get(s as usize)
-            .is_some_and(|x| x.1 & bits != 0)
+        self.qualifier_bits(s) & bits != 0
     }
 
     /// The sentences of the cited sources holding term `id`, newest first,
@@ -1207,10 +1205,6 @@ fn sentence_close(b: &[u8], from: usize) -> (usize, bool) {
 /// *declare*"): whether a source negates that word.
 pub(super) const NEGATED: u64 = 0x6e65_6761_7465_6421;
 
-/// A sentence's count of negations, in its entry's number, and the bits
-/// beside it that say the sentence holds a qualifier other than a rank
-/// ("may", "expected"; in any case, so "May" the month too: the rule reads
-/// the sentence again to see what it governs), or a rank ("one",
 /// [`SourceIndex::alike`] of a sentence that says a claim's terms as it does.
 const ALIKE: u8 = 7;
 
@@ -1224,6 +1218,10 @@ pub(super) struct Like<'a> {
     pub(super) claim: &'a [u8],
 }
 
+/// A sentence's count of negations, in its entry's number, and the bits
+/// beside it that say the sentence holds a qualifier other than a rank
+/// ("may", "expected"; in any case, so "May" the month too: the rule reads
+/// the sentence again to see what it governs), or a rank ("one",
 /// "second").
 pub(super) const NEGATIONS: u16 = 0x3fff;
 pub(super) const RANKS: u16 = 0x4000;
