@@ -58,6 +58,14 @@ const POLL: Duration = Duration::from_millis(100);
 /// Records taken from one poll round; bounds the work between offset and
 /// transaction checks.
 const BATCH_MAX: usize = 256;
+
+/// How long the consume loop waits for room, not polling, before it pauses
+/// its partitions to poll the consumer (far below `max.poll.interval.ms`).
+const PAUSE_AFTER: Duration = Duration::from_secs(1);
+
+/// How often the consume loop looks for room while it waits.
+const ROOM_WAIT: Duration = Duration::from_millis(1);
+
 /// The share of `kafka.drain_deadline_ms` (1/`CLOSE_SHARE`) kept for
 /// closing the clients once the deliveries settled and the producer
 /// flushed: `groundgate run`'s watchdog ends the process at the full
@@ -306,8 +314,7 @@ fn consume_loop(
     stop: Stop<'_>,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
-    // Partitions paused while the delivery has no room (see `hold_off`).
-    let mut paused = false;
+    let mut room_wait = RoomWait::default();
     while !stop.token.is_cancelled() {
         let room = {
             let mut st = ctx.state();
@@ -326,13 +333,14 @@ fn consume_loop(
                 }
             }
         };
-        // With no room, the consumer is still polled, its partitions
-        // paused (see `set_paused`).
-        if room.records == 0 {
-            paused = true;
-            set_paused(consumer, true);
-        } else if std::mem::take(&mut paused) {
-            set_paused(consumer, false);
+        match room_wait.next(room.records > 0, Instant::now()) {
+            RoomStep::Wait => {
+                std::thread::sleep(ROOM_WAIT);
+                continue;
+            }
+            RoomStep::Pause => set_paused(consumer, true),
+            RoomStep::Resume => set_paused(consumer, false),
+            RoomStep::Poll => {}
         }
         let batch = poll_batch(consumer, room);
         if batch.is_empty() {
@@ -361,10 +369,56 @@ fn close_allowance(drain: Duration) -> Duration {
     (drain / CLOSE_SHARE).max(CLOSE_MIN).min(drain / 2)
 }
 
-/// Pauses or resumes every partition assigned. While the delivery has no
-/// room (records with outputs unacknowledged up to `max_in_flight` or
-/// `max_in_flight_bytes`), the consumer is still polled, with its
-/// partitions paused: a consumer not polled for `max.poll.interval.ms`
+/// What the consume loop does about room in the delivery before it polls.
+#[derive(Debug, PartialEq, Eq)]
+enum RoomStep {
+    /// No room: wait for acknowledgements without polling the consumer, so
+    /// what it fetched ahead stays fetched (pausing drops it, to be fetched
+    /// again from the brokers).
+    Wait,
+    /// No room for `PAUSE_AFTER`: pause the partitions and poll the
+    /// consumer, which must be polled within `max.poll.interval.ms`.
+    Pause,
+    /// Room again after a pause.
+    Resume,
+    /// Poll as usual (paused still, or with room).
+    Poll,
+}
+
+/// How long the delivery has had no room, and whether the partitions are
+/// paused for it.
+#[derive(Default)]
+struct RoomWait {
+    full_since: Option<Instant>,
+    paused: bool,
+}
+
+impl RoomWait {
+    fn next(&mut self, room: bool, now: Instant) -> RoomStep {
+        if room {
+            self.full_since = None;
+            return if std::mem::take(&mut self.paused) {
+                RoomStep::Resume
+            } else {
+                RoomStep::Poll
+            };
+        }
+        let since = *self.full_since.get_or_insert(now);
+        if self.paused {
+            RoomStep::Poll
+        } else if now.saturating_duration_since(since) < PAUSE_AFTER {
+            RoomStep::Wait
+        } else {
+            self.paused = true;
+            RoomStep::Pause
+        }
+    }
+}
+
+/// Pauses or resumes every partition assigned. Once the delivery has had
+/// no room (records with outputs unacknowledged up to `max_in_flight` or
+/// `max_in_flight_bytes`) for `PAUSE_AFTER`, the consumer is polled again,
+/// with its partitions paused: a consumer not polled for `max.poll.interval.ms`
 /// (5 min by default) leaves its group, and its rebalance callbacks, statistics and lag wait meanwhile. Pausing drops
 /// what was fetched ahead and fetches it again from the next record once
 /// resumed, so no record is skipped. A partition assigned while paused is
@@ -626,6 +680,29 @@ mod tests {
 
     /// Closing keeps a fifth of the drain deadline, never less than a
     /// second unless that would be more than half of the deadline.
+    #[test]
+    fn without_room_the_loop_waits_then_pauses_and_resumes_once_room_comes() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut w = RoomWait::default();
+        assert_eq!(w.next(true, at(0)), RoomStep::Poll);
+        // A short wait for acknowledgements keeps what was fetched ahead.
+        assert_eq!(w.next(false, at(1)), RoomStep::Wait);
+        assert_eq!(w.next(false, at(500)), RoomStep::Wait);
+        assert_eq!(w.next(true, at(600)), RoomStep::Poll);
+        // The wait counts from when room ran out this time.
+        assert_eq!(w.next(false, at(700)), RoomStep::Wait);
+        assert_eq!(w.next(false, at(1_600)), RoomStep::Wait);
+        let pause_at = 700 + PAUSE_AFTER.as_millis() as u64;
+        assert_eq!(w.next(false, at(pause_at)), RoomStep::Pause);
+        // Paused, the consumer is polled until room comes, then resumed once.
+        assert_eq!(w.next(false, at(pause_at + 1)), RoomStep::Poll);
+        assert_eq!(w.next(false, at(pause_at + 60_000)), RoomStep::Poll);
+        assert_eq!(w.next(true, at(pause_at + 60_001)), RoomStep::Resume);
+        assert_eq!(w.next(true, at(pause_at + 60_002)), RoomStep::Poll);
+        assert_eq!(w.next(false, at(pause_at + 60_003)), RoomStep::Wait);
+    }
+
     #[test]
     fn closing_keeps_a_fifth_of_the_deadline_at_least_a_second_at_most_half() {
         let ms = Duration::from_millis;
