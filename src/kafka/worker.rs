@@ -60,7 +60,8 @@ const POLL: Duration = Duration::from_millis(100);
 const BATCH_MAX: usize = 256;
 
 /// How long the consume loop waits for room, not polling, before it pauses
-/// its partitions to poll the consumer (far below `max.poll.interval.ms`).
+/// its partitions to poll the consumer; at most a quarter of
+/// `max.poll.interval.ms`, which a consumer must be polled within.
 const PAUSE_AFTER: Duration = Duration::from_secs(1);
 
 /// How often the consume loop looks for room while it waits.
@@ -314,7 +315,8 @@ fn consume_loop(
     stop: Stop<'_>,
 ) -> Result<WorkerReport, WorkerError> {
     let ctx = consumer.context();
-    let mut room_wait = RoomWait::default();
+    let mut room_wait =
+        RoomWait::new(PAUSE_AFTER.min(client::max_poll_interval(&config.kafka) / 4));
     while !stop.token.is_cancelled() {
         let room = {
             let mut st = ctx.state();
@@ -376,7 +378,7 @@ enum RoomStep {
     /// what it fetched ahead stays fetched (pausing drops it, to be fetched
     /// again from the brokers).
     Wait,
-    /// No room for `PAUSE_AFTER`: pause the partitions and poll the
+    /// No room for the wait allowed: pause the partitions and poll the
     /// consumer, which must be polled within `max.poll.interval.ms`.
     Pause,
     /// Room again after a pause.
@@ -387,13 +389,22 @@ enum RoomStep {
 
 /// How long the delivery has had no room, and whether the partitions are
 /// paused for it.
-#[derive(Default)]
 struct RoomWait {
+    /// How long to wait for room before pausing.
+    pause_after: Duration,
     full_since: Option<Instant>,
     paused: bool,
 }
 
 impl RoomWait {
+    fn new(pause_after: Duration) -> RoomWait {
+        RoomWait {
+            pause_after,
+            full_since: None,
+            paused: false,
+        }
+    }
+
     fn next(&mut self, room: bool, now: Instant) -> RoomStep {
         if room {
             self.full_since = None;
@@ -406,7 +417,7 @@ impl RoomWait {
         let since = *self.full_since.get_or_insert(now);
         if self.paused {
             RoomStep::Poll
-        } else if now.saturating_duration_since(since) < PAUSE_AFTER {
+        } else if now.saturating_duration_since(since) < self.pause_after {
             RoomStep::Wait
         } else {
             self.paused = true;
@@ -417,7 +428,7 @@ impl RoomWait {
 
 /// Pauses or resumes every partition assigned. Once the delivery has had
 /// no room (records with outputs unacknowledged up to `max_in_flight` or
-/// `max_in_flight_bytes`) for `PAUSE_AFTER`, the consumer is polled again,
+/// `max_in_flight_bytes`) for a while (`RoomWait`), the consumer is polled again,
 /// with its partitions paused: a consumer not polled for `max.poll.interval.ms`
 /// (5 min by default) leaves its group, and its rebalance callbacks, statistics and lag wait meanwhile. Pausing drops
 /// what was fetched ahead and fetches it again from the next record once
@@ -678,13 +689,11 @@ mod tests {
     use crate::audit::keys;
     use crate::config::RawConfig;
 
-    /// Closing keeps a fifth of the drain deadline, never less than a
-    /// second unless that would be more than half of the deadline.
     #[test]
     fn without_room_the_loop_waits_then_pauses_and_resumes_once_room_comes() {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let mut w = RoomWait::default();
+        let mut w = RoomWait::new(PAUSE_AFTER);
         assert_eq!(w.next(true, at(0)), RoomStep::Poll);
         // A short wait for acknowledgements keeps what was fetched ahead.
         assert_eq!(w.next(false, at(1)), RoomStep::Wait);
@@ -703,6 +712,8 @@ mod tests {
         assert_eq!(w.next(false, at(pause_at + 60_003)), RoomStep::Wait);
     }
 
+    /// Closing keeps a fifth of the drain deadline, never less than a
+    /// second unless that would be more than half of the deadline.
     #[test]
     fn closing_keeps_a_fifth_of_the_deadline_at_least_a_second_at_most_half() {
         let ms = Duration::from_millis;
