@@ -179,7 +179,7 @@ pub async fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
 /// and the ratio would mislead.
 fn broker_paced(pass: f64, alo: f64) -> Option<&'static str> {
     (pass > alo).then_some(
-        "note: passthrough drained slower than at-least-once: the embedded broker, not the worker, set its pace (passthrough writes each input twice), so the ratio says nothing about the worker here; try fewer --records",
+        "note: passthrough drained slower than at-least-once: the embedded broker, not the worker, set its pace (passthrough writes each input twice), so the ratio says nothing about the worker here",
     )
 }
 
