@@ -64,7 +64,9 @@ const BATCH_MAX: usize = 256;
 /// `max.poll.interval.ms`, which a consumer must be polled within.
 const PAUSE_AFTER: Duration = Duration::from_secs(1);
 
-/// How often the consume loop looks for room while it waits.
+/// How long the consume loop sleeps between two asks for room while it
+/// waits. The delivery's own ask already waits for an acknowledgement
+/// (at-least-once, up to 100 ms); this only keeps the loop from spinning.
 const ROOM_WAIT: Duration = Duration::from_millis(1);
 
 /// The share of `kafka.drain_deadline_ms` (1/`CLOSE_SHARE`) kept for
