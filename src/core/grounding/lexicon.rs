@@ -410,7 +410,7 @@ pub(super) fn us_dollar(bytes: &[u8], at: usize, len: usize) -> bool {
 /// read as none, as "%" is, since the number is read as its percent.
 fn basis_points_of_number(bytes: &[u8], at: usize) -> Option<usize> {
     let end = basis_points(bytes, at)?;
-    (matches!(bytes[at - 1], b' ' | b'-') && follows_numeral(bytes, at)).then_some(end)
+    numeral_then(bytes, at, b" -").then_some(end)
 }
 
 /// Where the words at `at` that write basis points end: "bps", "bp",
@@ -1121,13 +1121,7 @@ pub(super) fn with_scale<'b>(
 /// "percent" (or "pct"), which "5%" writes as a sign (not a word).
 fn is_scale_of_number(bytes: &[u8], at: usize, len: usize) -> bool {
     let word = &bytes[at..at + len];
-    if at < 2
-        || bytes[at - 1] != b' '
-        || (scale_of(word, SCALES).is_none() && !is_percent_word(word))
-    {
-        return false;
-    }
-    follows_numeral(bytes, at)
+    (scale_of(word, SCALES).is_some() || is_percent_word(word)) && numeral_then(bytes, at, b" ")
 }
 
 /// A clock time that the number at `at..at + len` opens: a number with
@@ -1242,11 +1236,8 @@ fn per_cent(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
     let end = at + len + 5;
     let words = bytes.get(at..end)?;
     let whole = bytes.get(end).is_none_or(|b| !b.is_ascii_alphanumeric());
-    (words.eq_ignore_ascii_case(b"per cent")
-        && whole
-        && bytes[at - 1] == b' '
-        && follows_numeral(bytes, at))
-    .then_some(end)
+    (words.eq_ignore_ascii_case(b"per cent") && whole && numeral_then(bytes, at, b" "))
+        .then_some(end)
 }
 
 /// Where "percentage point(s)" ends when the word at `at` is its
@@ -1258,7 +1249,15 @@ fn percentage_points(bytes: &[u8], at: usize, len: usize) -> Option<usize> {
         return None;
     }
     let end = points_at(bytes, at + len + 1)?;
-    (bytes[at + len] == b' ' && bytes[at - 1] == b' ' && follows_numeral(bytes, at)).then_some(end)
+    (bytes[at + len] == b' ' && numeral_then(bytes, at, b" ")).then_some(end)
+}
+
+/// Whether a numeral that is a word of its own ends right before the one
+/// byte before `at`, and that byte is one of `between` ("5 per cent",
+/// "25-basis-point"). A word that opens the text has none before it.
+fn numeral_then(bytes: &[u8], at: usize, between: &[u8]) -> bool {
+    at.checked_sub(1)
+        .is_some_and(|i| between.contains(&bytes[i]) && follows_numeral(bytes, at))
 }
 
 /// Whether a numeral that is a word of its own ("$5", not "A5") ends one

@@ -1658,6 +1658,27 @@ proptest! {
     }
 }
 
+/// The words read with a number before them ("bps", "per cent",
+/// "percentage points", a scale) look at the byte before them; a text that
+/// opens with one has none, and is read like any other.
+#[test]
+fn a_unit_word_that_opens_a_text_is_read() {
+    for text in [
+        "BP:0",
+        "bps rose",
+        "basis-point cut",
+        "per cent of banks",
+        "percentage points rose",
+        "million people came",
+        "percent",
+    ] {
+        let copy = run(&format!("{text}[^1]."), &[text]);
+        assert!(copy.score.is_some(), "{text}: {copy:?}");
+        let other = run("Banks rose[^1].", &[text]);
+        assert!(other.score.is_some(), "{text}: {other:?}");
+    }
+}
+
 #[test]
 fn a_copied_sentence_is_found_whole() {
     // Both sentences hold every content word; the one that says it as
