@@ -26,9 +26,9 @@ use super::initials::{
 use super::lexicon::{
     PER, ShortForm, answer_particle, article_of_fraction, cents_after, clock_time, closed_compound,
     comparative_after, currency_before, date, direction_of_number, for_each_word, glued_split,
-    letters_before, may_open_date, may_open_run, name_into, names_time, number_text, short_form,
-    skipped, slashed_period, slashed_period_before, source_reference, spelled_other, spelled_run,
-    unit_word, units_of_cents,
+    letters_before, may_open_date, may_open_run, name_into, names_time, number_text, rest_past,
+    short_form, skipped, slashed_period, slashed_period_before, source_reference, spelled_other,
+    spelled_run, unit_word, units_of_cents,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -270,8 +270,17 @@ fn read_claims(
         // Room for a spelled run's digits ("twenty-one": "21"), written
         // only for the few words that open one.
         let mut run = [0u8; 48];
-        for (i, &(at, len, ascii)) in words.iter().enumerate() {
-            if skipped(bytes, &mut address_end, at, len) || i < lead || i >= trail {
+        'words: for (i, &(mut at, mut len, mut ascii)) in words.iter().enumerate() {
+            // A sentence glued by its period to words read as one before
+            // it ("at 5 pm.Shares rose"): read from its first word on.
+            while skipped(bytes, &mut address_end, at, len) {
+                let Some(k) = rest_past(&bytes[at..at + len], at, address_end) else {
+                    continue 'words;
+                };
+                (at, len) = (at + k, len - k);
+                ascii |= bytes[at..at + len].is_ascii();
+            }
+            if i < lead || i >= trail {
                 continue;
             }
             // "y/y": read with its first letter (below); the "a" of "a

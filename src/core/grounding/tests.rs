@@ -1658,6 +1658,38 @@ proptest! {
     }
 }
 
+/// A clock time or an amount in cents whose period glues it to the next
+/// sentence ("at 5 pm.Shares rose"): the words read with the number end
+/// inside the dotted word, and the sentence after the period is still
+/// read, its first word too, alike by every reader of the source (they
+/// number its sentences alike, so a negation is found in its own).
+#[test]
+fn a_sentence_glued_to_a_time_or_cents_is_read() {
+    let min = GroundingSettings::default().min_support;
+    for glued in [
+        "The talks ended at 5 pm.",
+        "The talks ended at 5 p.m.",
+        "The talks ended at 5:00 PM.",
+        "It cost 50 cents.",
+    ] {
+        let source = format!("{glued}Shares rose 3%. Profit did not fall.");
+        let verbatim = run(&format!("{source}[^1]"), &[&source]);
+        assert_eq!(verbatim.score, Some(1.0), "{source}: {verbatim:?}");
+        let copy = run("Shares rose 3%[^1].", &[&source]);
+        assert_eq!(copy.score, Some(1.0), "{source}: {copy:?}");
+        let negated = run("Profit did not fall[^1].", &[&source]);
+        assert_eq!(negated.score, Some(1.0), "{source}: {negated:?}");
+        let contradicted = run("Profit fell[^1].", &[&source]);
+        assert!(
+            contradicted.score.unwrap() < min,
+            "{source}: {contradicted:?}"
+        );
+    }
+    // The shortest text that made the readers disagree.
+    let g = run("sold sinc[^1]", &["5:00 pm.le.No sinc"]);
+    assert!(g.score.is_some(), "{g:?}");
+}
+
 /// The words read with a number before them ("bps", "per cent",
 /// "percentage points", a scale) look at the byte before them; a text that
 /// opens with one has none, and is read like any other.

@@ -20,8 +20,8 @@ use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
     changes_of_number, clock_time, closed_compound, comparative_after, currency_before, date,
     for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit,
-    short_form, skipped, slashed_period, slashed_period_before, spelled_run, units_of_cents,
-    us_dollar,
+    rest_past, short_form, skipped, slashed_period, slashed_period_before, spelled_run,
+    units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::grounding::qualifiers::{self, Qualifying};
@@ -375,6 +375,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         let (ends_before, read, joint) = self.at.step(w, off);
         if ends_before {
             self.new_sentence(off);
+        }
+        if !read && let Some(k) = self.at.rest_of_skipped(w, off) {
+            let rest = &w[k..];
+            self.next(rest, off + k, rest.is_ascii());
         }
         read.then_some(joint)
     }
@@ -733,6 +737,17 @@ impl<'a> Cursor<'a> {
         let joint = if off == from + 1 { self.bytes[from] } else { 0 };
         (ends_before, read, joint)
     }
+
+    /// The part of a skipped dotted word `w` at `off` that lies past the
+    /// words read as one before it ([`rest_past`]), as a word to read:
+    /// where it starts in `w`. The cursor then stands at the period, so
+    /// the part's step finds a sentence end there, as the part of a read
+    /// dotted word does.
+    fn rest_of_skipped(&mut self, w: &[u8], off: usize) -> Option<usize> {
+        let k = rest_past(w, off, self.address_end)?;
+        self.last_end = off + k - 1;
+        Some(k)
+    }
 }
 
 impl Cursor<'_> {
@@ -911,6 +926,10 @@ impl Words for NegationScan<'_> {
             self.new_sentence();
         }
         if !read {
+            if let Some(k) = self.at.rest_of_skipped(w, off) {
+                let rest = &w[k..];
+                self.on_word(rest, off + k, rest.is_ascii());
+            }
             return;
         }
         let whole = (off, w.len());
