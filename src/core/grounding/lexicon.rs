@@ -4,7 +4,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::claims::is_number_sign;
+use super::claims::{is_number_sign, sentence_end};
 use crate::core::terms::ascii_words;
 
 /// What receives a text's words from [`for_each_word`]: a closure
@@ -1650,6 +1650,29 @@ pub(super) fn glued_unit(w: &[u8]) -> Option<usize> {
 
 fn may_glue_unit(w: &[u8]) -> bool {
     w.len() >= 2 && w[0].is_ascii_digit() && w[w.len() - 1].is_ascii_alphabetic()
+}
+
+/// Where the next sentence starts in the word `w` at `at` of `bytes` when
+/// it is a number glued to its unit or scale and then, by a period, to
+/// that sentence ("5km.The", "5bn.Shares"): after the period. Claims, cut at
+/// that sentence end, read the number and its unit apart; so do sources.
+#[cold]
+#[inline(never)]
+pub(super) fn unit_then_sentence(bytes: &[u8], at: usize, w: &[u8]) -> Option<usize> {
+    if !may_glue_unit(w) {
+        return None;
+    }
+    let dot = (1..w.len()).find(|&i| w[i] == b'.')?;
+    let ends = sentence_end(bytes, at + dot, bytes.len()).1;
+    (ends && number_glued(&w[..dot])).then_some(dot + 1)
+}
+
+/// Whether `w` is a number with its unit or its scale glued to it ("5km",
+/// "5bn").
+fn number_glued(w: &[u8]) -> bool {
+    let n = w.len() - trailing_letters(w).len();
+    glued_unit(w).is_some()
+        || (n < w.len() && is_numeral(&w[..n]) && scale_of(&w[n..], SCALE_SUFFIXES).is_some())
 }
 
 /// The word "x" glued after a number stands for ("2x" is "2 times").

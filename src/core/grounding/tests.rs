@@ -1658,19 +1658,25 @@ proptest! {
     }
 }
 
-/// A clock time or an amount in cents whose period glues it to the next
-/// sentence ("at 5 pm.Shares rose"): the words read with the number end
-/// inside the dotted word, and the sentence after the period is still
-/// read, its first word too, alike by every reader of the source (they
-/// number its sentences alike, so a negation is found in its own).
+/// A sentence glued by its period to a number read with the words after
+/// it ("at 5 pm.Shares rose", "50 cents.Shares", "3 per cent.Shares") or
+/// with its unit or scale glued to it ("5km.Shares", "$5bn.Shares"): the
+/// words read with the number end inside the dotted word, and the sentence
+/// after the period is still read, its first word too, alike by every
+/// reader of the source (they number its sentences alike, so a negation is
+/// found in its own) and by claims.
 #[test]
-fn a_sentence_glued_to_a_time_or_cents_is_read() {
+fn a_sentence_glued_to_a_number_is_read() {
     let min = GroundingSettings::default().min_support;
     for glued in [
         "The talks ended at 5 pm.",
         "The talks ended at 5 p.m.",
         "The talks ended at 5:00 PM.",
         "It cost 50 cents.",
+        "The index lost 3 per cent.",
+        "Rates rose by 25 bps.",
+        "The track is 5km.",
+        "Revenue rose to $5bn.",
     ] {
         let source = format!("{glued}Shares rose 3%. Profit did not fall.");
         let verbatim = run(&format!("{source}[^1]"), &[&source]);

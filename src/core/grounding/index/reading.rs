@@ -21,7 +21,7 @@ use crate::core::grounding::lexicon::{
     changes_of_number, clock_time, closed_compound, comparative_after, currency_before, date,
     for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit,
     rest_past, short_form, skipped, slashed_period, slashed_period_before, spelled_run,
-    units_of_cents, us_dollar,
+    unit_then_sentence, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::grounding::qualifiers::{self, Qualifying};
@@ -436,6 +436,11 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                     }
                 },
             };
+        }
+        if let Some(k) = unit_then_sentence(self.at.bytes, off, w) {
+            self.next(&w[..k - 1], off, true);
+            let rest = &w[k..];
+            return self.next(rest, off + k, rest.is_ascii());
         }
         if let Some(n) = glued_unit(w) {
             return self.glued(w, off, n);
@@ -916,6 +921,11 @@ enum Sink<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
+        if let Some(k) = unit_then_sentence(self.at.bytes, off, w) {
+            self.on_word(&w[..k - 1], off, true);
+            let rest = &w[k..];
+            return self.on_word(rest, off + k, rest.is_ascii());
+        }
         if let Some(n) = glued_unit(w) {
             self.on_word(&w[..n], off, true);
             self.on_word(&w[n..], off + n, true);
