@@ -203,10 +203,14 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
 /// Whether the text before a period at `i` (`letters` letters right
 /// before it) can end a sentence glued to the next: a lower-case word of
 /// two letters or more ("Hour."), a number of two digits or more ("in
-/// 1987."), or a closing quote or bracket ("\"Babe\".", "(born 1950).").
+/// 1987."), a decade ("in the 1990s."), or a closing quote or bracket
+/// ("\"Babe\".", "(born 1950).").
 fn glued_after(b: &[u8], i: usize, letters: usize) -> bool {
     match b[i - 1] {
-        b'a'..=b'z' => letters >= 2,
+        b'a'..=b'z' => {
+            letters >= 2
+                || (b[i - 1] == b's' && i >= 3 && b[i - 3..i - 1].iter().all(u8::is_ascii_digit))
+        }
         b'0'..=b'9' => i >= 2 && b[i - 2].is_ascii_digit(),
         b')' | b'"' => true,
         _ => false,

@@ -1653,26 +1653,21 @@ fn may_glue_unit(w: &[u8]) -> bool {
 }
 
 /// Where the next sentence starts in the word `w` at `at` of `bytes` when
-/// it is a number glued to its unit or scale and then, by a period, to
-/// that sentence ("5km.The", "5bn.Shares"): after the period. Claims, cut at
-/// that sentence end, read the number and its unit apart; so do sources.
+/// it opens with a number (its unit, scale or ordinal's letters glued to
+/// it, or none) and then, by a period, runs into that sentence ("5km.The",
+/// "5bn.Shares", "13th.India", "1987.Hot"): after the period. Claims, cut
+/// at that sentence end, read the number as a word of its own; so do
+/// sources.
 #[cold]
 #[inline(never)]
-pub(super) fn unit_then_sentence(bytes: &[u8], at: usize, w: &[u8]) -> Option<usize> {
+pub(super) fn number_then_sentence(bytes: &[u8], at: usize, w: &[u8]) -> Option<usize> {
     if !may_glue_unit(w) {
         return None;
     }
     let dot = (1..w.len()).find(|&i| w[i] == b'.')?;
-    let ends = sentence_end(bytes, at + dot, bytes.len()).1;
-    (ends && number_glued(&w[..dot])).then_some(dot + 1)
-}
-
-/// Whether `w` is a number with its unit or its scale glued to it ("5km",
-/// "5bn").
-fn number_glued(w: &[u8]) -> bool {
-    let n = w.len() - trailing_letters(w).len();
-    glued_unit(w).is_some()
-        || (n < w.len() && is_numeral(&w[..n]) && scale_of(&w[n..], SCALE_SUFFIXES).is_some())
+    sentence_end(bytes, at + dot, bytes.len())
+        .1
+        .then_some(dot + 1)
 }
 
 /// The word "x" glued after a number stands for ("2x" is "2 times").

@@ -865,6 +865,10 @@ const TRICKY: &[&str] = &[
     "The bank did not raise rates in May.",
     "The bank raised rates.",
     "Rates were 5% higher than a year ago.",
+    "Jazz records sold well in the 1920s.Radio sales rose after the war.",
+    "The talks ended at 5 pm.Shares rose 3% by the close.",
+    "Revenue rose to $5bn.The lender said costs fell.",
+    "Pakistan is ranked 13th.India kept its place in the top five.",
 ];
 
 #[test]

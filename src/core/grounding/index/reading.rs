@@ -19,9 +19,9 @@ use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
     changes_of_number, clock_time, closed_compound, comparative_after, currency_before, date,
-    for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text, per_unit,
-    rest_past, short_form, skipped, slashed_period, slashed_period_before, spelled_run,
-    unit_then_sentence, units_of_cents, us_dollar,
+    for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text,
+    number_then_sentence, per_unit, rest_past, short_form, skipped, slashed_period,
+    slashed_period_before, spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::grounding::qualifiers::{self, Qualifying};
@@ -437,7 +437,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                 },
             };
         }
-        if let Some(k) = unit_then_sentence(self.at.bytes, off, w) {
+        if let Some(k) = number_then_sentence(self.at.bytes, off, w) {
             self.next(&w[..k - 1], off, true);
             let rest = &w[k..];
             return self.next(rest, off + k, rest.is_ascii());
@@ -921,7 +921,7 @@ enum Sink<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
-        if let Some(k) = unit_then_sentence(self.at.bytes, off, w) {
+        if let Some(k) = number_then_sentence(self.at.bytes, off, w) {
             self.on_word(&w[..k - 1], off, true);
             let rest = &w[k..];
             return self.on_word(rest, off + k, rest.is_ascii());
