@@ -1695,9 +1695,16 @@ fn a_sentence_glued_to_a_number_is_read() {
             "{source}: {contradicted:?}"
         );
     }
-    // The shortest text that made the readers disagree.
-    let g = run("sold sinc[^1]", &["5:00 pm.le.No sinc"]);
-    assert!(g.score.is_some(), "{g:?}");
+    // The shortest texts that made the readers disagree.
+    for (answer, source) in [
+        ("sold sinc[^1]", "5:00 pm.le.No sinc"),
+        ("2 higher[^1]", "1 cent.Sh2"),
+        ("highest EPISOD[^1]", "episod2 cent.No0"),
+        ("Levin largest[^1]", "7:00gy.Lh Levin"),
+    ] {
+        let g = run(answer, &[source]);
+        assert!(g.score.is_some(), "{source}: {g:?}");
+    }
 }
 
 /// The words read with a number before them ("bps", "per cent",

@@ -19,8 +19,8 @@ use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
     changes_of_number, clock_time, closed_compound, comparative_after, currency_before, date,
-    for_each_word, glued_unit, may_open_date, may_open_run, multiple_sign, number_text,
-    number_then_sentence, per_unit, rest_past, short_form, skipped, slashed_period,
+    for_each_word, glued_split, glued_unit, may_open_date, may_open_run, multiple_sign,
+    number_text, number_then_sentence, per_unit, rest_past, short_form, skipped, slashed_period,
     slashed_period_before, spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
@@ -743,6 +743,21 @@ impl<'a> Cursor<'a> {
         (ends_before, read, joint)
     }
 
+    /// The number `w` at `off` read with the words after it as a clock
+    /// time ("5 p.m.": "17:00") or an amount in cents ("50 cents"): those
+    /// words are then skipped, as the index reads them in the number.
+    #[inline(never)]
+    fn time_or_cents(&mut self, off: usize, w: &[u8]) {
+        let mut clock = [0u8; 5];
+        if let Some((_, _, end)) = clock_time(self.bytes, off, w.len(), &mut clock) {
+            self.address_end = end;
+        } else if let Some(end) = cents_after(self.bytes, off + w.len())
+            && units_of_cents(w, &mut [0u8; 48]).is_some()
+        {
+            self.address_end = end;
+        }
+    }
+
     /// The part of a skipped dotted word `w` at `off` that lies past the
     /// words read as one before it ([`rest_past`]), as a word to read:
     /// where it starts in `w`. The cursor then stands at the period, so
@@ -926,7 +941,7 @@ impl Words for NegationScan<'_> {
             let rest = &w[k..];
             return self.on_word(rest, off + k, rest.is_ascii());
         }
-        if let Some(n) = glued_unit(w) {
+        if let Some(n) = glued_split(w) {
             self.on_word(&w[..n], off, true);
             self.on_word(&w[n..], off + n, true);
             return;
@@ -972,6 +987,7 @@ impl Words for NegationScan<'_> {
         let case = case_of(w, ascii, self.opens);
         let mut written;
         let w = if w[0].is_ascii_digit() {
+            self.at.time_or_cents(off, w);
             written = ([0u8; 48], [0u8; 49]);
             number_text(self.at.bytes, off, w.len(), &mut written).0
         } else {
