@@ -8,6 +8,7 @@ citing its own source as [^1]:
     python3 tools/grounding_probes.py edits     FILE... > edits.jsonl
     python3 tools/grounding_probes.py swaps     FILE... > swaps.jsonl
     python3 tools/grounding_probes.py ties      FILE... > ties.jsonl
+    python3 tools/grounding_probes.py glued     FILE... > glued.jsonl
     groundgate check spans.jsonl --out /tmp/spans
 
 - spans: one to three pieces of a source, cut at every ". ", "! " or "? " whether
@@ -32,6 +33,10 @@ citing its own source as [^1]:
   copied verbatim, against its source with the same sentence negated ("not" after
   the first auxiliary) put before it: both hold every word, and the copy should
   still score 1.0, held by its own sentence.
+- glued: a source's sentences glued to each other at random, as scraped pages
+  write them ("…the 12 Hour.Mount Panorama Circuit is…": no space after a period
+  that the sentence rule reads as a sentence end), and one to three of its
+  sentences copied verbatim from the glued text: every one should score 1.0.
 
 Deterministic: a fixed seed per mode.
 """
@@ -135,11 +140,38 @@ def ties(texts, rng):
                 yield p[:-1] + "[^1]" + p[-1], negated + " " + s
 
 
+# A period that the sentence rule reads as the end of a sentence glued to the
+# next: after a lower-case word of two letters or more, a number of two digits
+# or more, a decade, or a closing quote or bracket; before a capital and a
+# lower-case letter.
+GLUABLE = re.compile(r"(?:[a-z]{2}|\d{2}|\ds|[\")])[.!?]$")
+
+
+def glued(texts, rng):
+    for s in texts:
+        parts = [p for p in re.split(r"(?<=[.!?])\s+", s) if p.strip()]
+        if len(parts) < 2:
+            continue
+        # Glue each sentence the rule would cut there to the one before it.
+        text, starts = parts[0], [0]
+        for p in parts[1:]:
+            joint = "" if GLUABLE.search(text) and re.match(r"[A-Z][a-z]", p) and rng.random() < 0.7 else " "
+            text += joint
+            starts.append(len(text))
+            text += p
+        for _ in range(3):
+            a = rng.randrange(len(parts))
+            b = min(len(parts), a + rng.randint(1, 3))
+            answer = text[starts[a]:starts[b - 1] + len(parts[b - 1])].strip()
+            if answer and len(answer) <= 3000:
+                yield answer + "[^1]", text
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits", "swaps", "ties"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits", "swaps", "ties", "glued"):
         sys.exit(__doc__)
     mode, texts = sys.argv[1], sources(sys.argv[2:])
-    seed = {"spans": 5, "fragments": 7, "edits": 9, "swaps": 11, "ties": 13}[mode]
+    seed = {"spans": 5, "fragments": 7, "edits": 9, "swaps": 11, "ties": 13, "glued": 15}[mode]
     rng = random.Random(seed)
     out = sys.stdout
     if mode == "edits":
@@ -152,7 +184,7 @@ def main():
             r["label"] = "supported" if kind == "kept" else "unsupported"
             out.write(json.dumps(r) + "\n")
     else:
-        gen = {"spans": spans, "fragments": fragments, "ties": ties}[mode]
+        gen = {"spans": spans, "fragments": fragments, "ties": ties, "glued": glued}[mode]
         for i, (answer, source) in enumerate(gen(texts, rng)):
             out.write(json.dumps(record(f"{mode}{i}", answer, source)) + "\n")
 

@@ -135,6 +135,7 @@ fn name_bytes(x: u64) -> u64 {
 /// Bit `i` set when byte `i` of `block` (at most 64 bytes) is a word
 /// byte: for `NAMES`, of [`name_bytes`] (any bytes); else a letter, a
 /// digit or `_` (ASCII bytes only).
+#[inline(always)]
 fn word_bits<const NAMES: bool>(block: &[u8]) -> u64 {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     if let Ok(whole) = <&[u8; 64]>::try_from(block) {
@@ -255,7 +256,9 @@ impl<const NAMES: bool> WordBits<'_, NAMES> {
 /// Calls `f(word, offset)` for every word of the ASCII `chunk` (`offset` is
 /// `base` plus the word's start in `chunk`), as bytes: slicing ASCII needs
 /// no character-boundary checks. UAX #29 for ASCII: letters, digits and `_`
-/// join; `'` `.` `:` join letters; `,` `.` `'` `;` join digits.
+/// join; `'` `.` `:` join letters; `,` `.` `'` `;` join digits; except
+/// that a period gluing two sentences ("Hour.Mount": see
+/// `glued_sentences`) parts them.
 ///
 /// Read 64 bytes at a time: one bit per word byte, and from those one bit
 /// at each run's first byte and at the byte past its last, taken lowest
@@ -294,7 +297,11 @@ pub(crate) fn ascii_words<'a>(chunk: &'a str, base: usize, f: &mut impl FnMut(&'
             in_run = false;
             // `b[p + 1]` is a word byte when the join holds: the scan moves on.
             // Most words end at a space: test the middle byte before its neighbours.
-            if p + 1 < n && JOINERS[usize::from(b[p])] && joins(b[p - 1], b[p], b[p + 1]) {
+            if p + 1 < n
+                && JOINERS[usize::from(b[p])]
+                && joins(b[p - 1], b[p], b[p + 1])
+                && !glued_sentences(b, p)
+            {
                 joined = true;
             } else {
                 f(&b[start..p], base + start);
@@ -337,6 +344,24 @@ const JOINERS: [bool; 256] = {
     t[b';' as usize] = true;
     t
 };
+
+/// Whether the period at `p` of `b` glues two sentences together
+/// ("Hour.Mount", "pm.Shares", "1990s.Radio"): a lower-case letter after
+/// another letter (or the "s" of a decade) before it, a capital and a
+/// lower-case letter after it. It ends a word there, so that a sentence's
+/// first word is read as a word of its own.
+#[cold]
+#[inline(never)]
+pub(crate) fn glued_sentences(b: &[u8], p: usize) -> bool {
+    b[p] == b'.'
+        && p >= 2
+        && p + 1 < b.len()
+        && b[p - 1].is_ascii_lowercase()
+        && (b[p - 2].is_ascii_alphabetic()
+            || (b[p - 1] == b's' && p >= 3 && b[p - 3..p - 1].iter().all(u8::is_ascii_digit)))
+        && b[p + 1].is_ascii_uppercase()
+        && b.get(p + 2).is_some_and(u8::is_ascii_lowercase)
+}
 
 /// Whether `mid` joins the word bytes `prev` and `next` into one word.
 #[inline(always)]
@@ -494,9 +519,19 @@ mod tests {
                 }
                 if i + 1 < b.len() {
                     let (p, m, n) = (b[i - 1], b[i], b[i + 1]);
+                    // Two sentences glued by a period ("Hour.Mount") part.
+                    let decade =
+                        p == b's' && i >= 3 && b[i - 3..i - 1].iter().all(u8::is_ascii_digit);
+                    let glued = m == b'.'
+                        && p.is_ascii_lowercase()
+                        && i >= 2
+                        && (b[i - 2].is_ascii_alphabetic() || decade)
+                        && n.is_ascii_uppercase()
+                        && b.get(i + 2).is_some_and(u8::is_ascii_lowercase);
                     let letters = p.is_ascii_alphabetic()
                         && n.is_ascii_alphabetic()
-                        && matches!(m, b'\'' | b'.' | b':');
+                        && matches!(m, b'\'' | b'.' | b':')
+                        && !glued;
                     let digits = p.is_ascii_digit()
                         && n.is_ascii_digit()
                         && matches!(m, b',' | b'.' | b'\'' | b';');
@@ -628,6 +663,22 @@ mod tests {
                 "{w}"
             );
         }
+    }
+
+    #[test]
+    fn a_period_that_glues_two_sentences_parts_their_words() {
+        let got: Vec<&str> =
+            words("Hour.Mount 5km.The 1990s.Radio D.C Node.js e.g.The ASP.NET 5s.The")
+                .into_iter()
+                .map(|(_, w)| w)
+                .collect();
+        assert_eq!(
+            got,
+            [
+                "Hour", "Mount", "5km", "The", "1990s", "Radio", "D.C", "Node.js", "e.g.The",
+                "ASP.NET", "5s.The"
+            ]
+        );
     }
 
     proptest! {

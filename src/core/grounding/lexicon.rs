@@ -4,8 +4,8 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::claims::{is_number_sign, sentence_end};
-use crate::core::terms::ascii_words;
+use super::claims::is_number_sign;
+use crate::core::terms::{ascii_words, glued_sentences};
 
 /// What receives a text's words from [`for_each_word`]: a closure
 /// `f(word, byte_offset, ascii)`, or a reader whose per-word work is
@@ -22,7 +22,9 @@ impl<F: FnMut(&[u8], usize, bool)> Words for F {
 }
 
 /// Calls `f(word, byte_offset, ascii)` for every word of `text`, as bytes (UAX #29
-/// words with at least one letter or digit). ASCII runs take a scanner that
+/// words with at least one letter or digit, parted where a period glues two
+/// sentences: "Hour.Mount" is two words, so a source's sentence opens with
+/// a word of its own, as a claim cut there does). ASCII runs take a scanner that
 /// follows the same rules for ASCII, 64 bytes at a time
 /// ([`ascii_words`]); the whitespace-delimited chunks holding a non-ASCII
 /// character go through `unicode-segmentation`. Whitespace never joins
@@ -60,10 +62,30 @@ pub(super) fn for_each_word(text: &str, steps: &mut usize, f: &mut impl Words) {
             ascii_words(&text[i..start], i, &mut |w, at| f.on_word(w, at, true));
         }
         for (off, w) in text[start..end].unicode_word_indices() {
-            f.on_word(w.as_bytes(), start + off, w.is_ascii());
+            if w.contains('.') {
+                parted(w.as_bytes(), start + off, f);
+            } else {
+                f.on_word(w.as_bytes(), start + off, w.is_ascii());
+            }
         }
         i = end;
     }
+}
+
+/// The word `w` at `at`, cut where a period glues two sentences, as ASCII
+/// runs are ([`ascii_words`]). Kept out of the loop: few words hold a
+/// period.
+#[inline(never)]
+fn parted(w: &[u8], mut at: usize, f: &mut impl Words) {
+    let mut from = 0;
+    for p in 1..w.len() {
+        if glued_sentences(w, p) {
+            f.on_word(&w[from..p], at, w[from..p].is_ascii());
+            at += p + 1 - from;
+            from = p + 1;
+        }
+    }
+    f.on_word(&w[from..], at, w[from..].is_ascii());
 }
 
 /// Where the first non-ASCII byte of `b` is, 8 bytes at a time.
@@ -1650,24 +1672,6 @@ pub(super) fn glued_unit(w: &[u8]) -> Option<usize> {
 
 fn may_glue_unit(w: &[u8]) -> bool {
     w.len() >= 2 && w[0].is_ascii_digit() && w[w.len() - 1].is_ascii_alphabetic()
-}
-
-/// Where the next sentence starts in the word `w` at `at` of `bytes` when
-/// it opens with a number (its unit, scale or ordinal's letters glued to
-/// it, or none) and then, by a period, runs into that sentence ("5km.The",
-/// "5bn.Shares", "13th.India", "1987.Hot"): after the period. Claims, cut
-/// at that sentence end, read the number as a word of its own; so do
-/// sources.
-#[cold]
-#[inline(never)]
-pub(super) fn number_then_sentence(bytes: &[u8], at: usize, w: &[u8]) -> Option<usize> {
-    if !may_glue_unit(w) {
-        return None;
-    }
-    let dot = (1..w.len()).find(|&i| w[i] == b'.')?;
-    sentence_end(bytes, at + dot, bytes.len())
-        .1
-        .then_some(dot + 1)
 }
 
 /// The word "x" glued after a number stands for ("2x" is "2 times").

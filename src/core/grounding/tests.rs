@@ -1662,13 +1662,13 @@ proptest! {
     }
 }
 
-/// A sentence glued by its period to a number read with the words after
-/// it ("at 5 pm.Shares rose", "50 cents.Shares", "3 per cent.Shares") or
-/// with its unit or scale glued to it ("5km.Shares", "$5bn.Shares"): the
-/// words read with the number end inside the dotted word, and the sentence
-/// after the period is still read, its first word too, alike by every
-/// reader of the source (they number its sentences alike, so a negation is
-/// found in its own) and by claims.
+/// A sentence glued by its period to the one before, which ends in a
+/// number read with the words after it ("at 5 pm.Shares rose", "50
+/// cents.Shares", "3 per cent.Shares"), with its unit or scale glued to it
+/// ("5km.Shares", "$5bn.Shares"), or in a word ("today.Shares"): the
+/// sentence is read from its first word on, alike by every reader of the
+/// source (they number its sentences alike, so a negation is found in its
+/// own) and by claims.
 #[test]
 fn a_sentence_glued_to_a_number_is_read() {
     let min = GroundingSettings::default().min_support;
@@ -1681,6 +1681,8 @@ fn a_sentence_glued_to_a_number_is_read() {
         "Rates rose by 25 bps.",
         "The track is 5km.",
         "Revenue rose to $5bn.",
+        "The talks ended today.",
+        "Jazz records sold well in the 1920s.",
     ] {
         let source = format!("{glued}Shares rose 3%. Profit did not fall.");
         let verbatim = run(&format!("{source}[^1]"), &[&source]);

@@ -20,8 +20,8 @@ use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
     changes_of_number, clock_time, closed_compound, comparative_after, currency_before, date,
     for_each_word, glued_split, glued_unit, may_open_date, may_open_run, multiple_sign,
-    number_text, number_then_sentence, per_unit, rest_past, short_form, skipped, slashed_period,
-    slashed_period_before, spelled_run, units_of_cents, us_dollar,
+    number_text, per_unit, rest_past, short_form, skipped, slashed_period, slashed_period_before,
+    spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::grounding::qualifiers::{self, Qualifying};
@@ -376,11 +376,21 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if ends_before {
             self.new_sentence(off);
         }
-        if !read && let Some(k) = self.at.rest_of_skipped(w, off) {
+        if !read {
+            self.rest_of_skipped(w, off);
+        }
+        read.then_some(joint)
+    }
+
+    /// The part of a skipped word `w` at `off` past the words read with
+    /// the number before it (see [`Cursor::rest_of_skipped`]), read as a
+    /// word. Kept out of the loop: only a skipped word gets here.
+    #[inline(never)]
+    fn rest_of_skipped(&mut self, w: &[u8], off: usize) {
+        if let Some(k) = self.at.rest_of_skipped(w, off) {
             let rest = &w[k..];
             self.next(rest, off + k, rest.is_ascii());
         }
-        read.then_some(joint)
     }
 
     /// The word `w` read as it is, and as one word with the word before
@@ -436,11 +446,6 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                     }
                 },
             };
-        }
-        if let Some(k) = number_then_sentence(self.at.bytes, off, w) {
-            self.next(&w[..k - 1], off, true);
-            let rest = &w[k..];
-            return self.next(rest, off + k, rest.is_ascii());
         }
         if let Some(n) = glued_unit(w) {
             return self.glued(w, off, n);
@@ -936,11 +941,6 @@ enum Sink<'a> {
 
 impl Words for NegationScan<'_> {
     fn on_word(&mut self, w: &[u8], off: usize, ascii: bool) {
-        if let Some(k) = number_then_sentence(self.at.bytes, off, w) {
-            self.on_word(&w[..k - 1], off, true);
-            let rest = &w[k..];
-            return self.on_word(rest, off + k, rest.is_ascii());
-        }
         if let Some(n) = glued_split(w) {
             self.on_word(&w[..n], off, true);
             self.on_word(&w[n..], off + n, true);
