@@ -154,7 +154,9 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
         }
         let word = &b[w..i];
         let before = if w > 0 { b[w - 1] } else { b' ' };
-        if word.len() == 1 && !before.is_ascii_alphanumeric() {
+        // An initial ("S." of "Ulysses S. Grant"), not the last letter of
+        // a contraction or a possessive ("won't.", "John's.").
+        if word.len() == 1 && !before.is_ascii_alphanumeric() && !after_apostrophe(b, w) {
             return (0, false);
         }
         if (2..=6).contains(&word.len())
@@ -198,6 +200,18 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
         || matches!(next, Some(b' ' | b'\t' | b'\r' | b'\n'))
         || (next == Some(b'[') && b.get(j + 1) == Some(&b'^'));
     (j - i, ends)
+}
+
+/// Whether an apostrophe, straight or curly, ends `b[..at]` after a letter.
+fn after_apostrophe(b: &[u8], at: usize) -> bool {
+    let quote = if b[..at].ends_with(b"'") {
+        1
+    } else if b[..at].ends_with("\u{2019}".as_bytes()) {
+        3
+    } else {
+        return false;
+    };
+    at > quote && b[at - quote - 1].is_ascii_alphabetic()
 }
 
 /// Whether the text before a period at `i` (`letters` letters right

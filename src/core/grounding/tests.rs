@@ -1709,6 +1709,33 @@ fn a_sentence_glued_to_a_number_is_read() {
     }
 }
 
+/// A sentence that ends in a contraction or a possessive ("won't.",
+/// "John's.", the apostrophe straight or curly) ends there: its last letter
+/// is no initial. Read as one sentence with the next, its negation was
+/// held against the next sentence's words.
+#[test]
+fn a_sentence_ending_in_a_contraction_ends_there() {
+    for source in [
+        "Asked to sell, the bank said it won't. Shares rose 3% on Monday.",
+        "Asked to sell, the bank said it won\u{2019}t. Shares rose 3% on Monday.",
+        "The car is John's. Shares rose 3% on Monday.",
+    ] {
+        let g = run("Shares rose 3% on Monday[^1].", &[source]);
+        assert_eq!(g.score, Some(1.0), "{source}: {g:?}");
+    }
+    // An initial is still none.
+    let g = run(
+        "Grant was elected in 1868[^1].",
+        &["Ulysses S. Grant was elected in 1868."],
+    );
+    assert_eq!(g.score, Some(1.0), "{g:?}");
+    let g = run(
+        "Ulysses S. Grant was elected in 1868[^1].",
+        &["Ulysses S. Grant was elected in 1868."],
+    );
+    assert_eq!(g.claims.len(), 1, "{g:?}");
+}
+
 /// The words read with a number before them ("bps", "per cent",
 /// "percentage points", a scale) look at the byte before them; a text that
 /// opens with one has none, and is read like any other.
