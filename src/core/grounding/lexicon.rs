@@ -391,10 +391,11 @@ pub(super) fn skipped(bytes: &[u8], address_end: &mut usize, at: usize, len: usi
 
 /// Where the part of the word `w` at `at` that lies past `end`, the end of
 /// words read as one before it, starts: after the first period at or past
-/// `end` ("Shares" of "pm.Shares" after the time "5 pm"; "The" of
-/// "cent.The" after "5 per cent"). A sentence glued to such words by its
-/// period is read from its first word, by claims and sources alike.
-/// `None`: the word ends before `end`, or no part follows it.
+/// `end` ("Shares" of "p.m.Shares" after the time "5 p.m", "Shares" of
+/// "PM.Shares" after "5:00 PM", which no word cut parts: see
+/// [`for_each_word`]). A sentence glued to such words by its period is read
+/// from its first word, by claims and sources alike. `None`: the word ends
+/// before `end`, or no part follows it.
 #[cold]
 #[inline(never)]
 pub(super) fn rest_past(w: &[u8], at: usize, end: usize) -> Option<usize> {

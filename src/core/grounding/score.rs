@@ -272,7 +272,7 @@ fn read_claims(
         let mut run = [0u8; 48];
         'words: for (i, &(mut at, mut len, mut ascii)) in words.iter().enumerate() {
             // A sentence glued by its period to words read as one before
-            // it ("at 5 pm.Shares rose"): read from its first word on.
+            // it ("at 5 p.m.Shares rose"): read from its first word on.
             while skipped(bytes, &mut address_end, at, len) {
                 let Some(k) = rest_past(&bytes[at..at + len], at, address_end) else {
                     continue 'words;
