@@ -354,13 +354,21 @@ const JOINERS: [bool; 256] = {
 #[inline(never)]
 pub(crate) fn glued_sentences(b: &[u8], p: usize) -> bool {
     b[p] == b'.'
-        && p >= 2
         && p + 1 < b.len()
+        && lower_word_ends(b, p)
+        && b[p + 1].is_ascii_uppercase()
+        && b.get(p + 2).is_some_and(u8::is_ascii_lowercase)
+}
+
+/// Whether `b[..p]` ends in a lower-case letter after another letter
+/// ("Hour", "pm") or in a decade ("1990s"): the words that a period may
+/// glue to the next sentence, for the word scanner and the sentence rule
+/// alike.
+pub(crate) fn lower_word_ends(b: &[u8], p: usize) -> bool {
+    p >= 2
         && b[p - 1].is_ascii_lowercase()
         && (b[p - 2].is_ascii_alphabetic()
             || (b[p - 1] == b's' && p >= 3 && b[p - 3..p - 1].iter().all(u8::is_ascii_digit)))
-        && b[p + 1].is_ascii_uppercase()
-        && b.get(p + 2).is_some_and(u8::is_ascii_lowercase)
 }
 
 /// Whether `mid` joins the word bytes `prev` and `next` into one word.

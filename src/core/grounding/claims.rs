@@ -4,6 +4,7 @@
 use std::ops::Range;
 
 use crate::core::citation::Citation;
+use crate::core::terms::lower_word_ends;
 
 /// Splits `answer` into claim spans, written into `spans` (emptied first):
 /// sentences end after `.`, `!`, `?` (or their full-width forms) followed by
@@ -171,7 +172,7 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
         // Glued: a lower-case word, a number or a closing quote, the
         // period, a capitalised word ("Hour.Mount", "Hawaii.Aulani",
         // "1987.Hot"; not "D.C", "Node.js", "ASP.NET").
-        if glued_after(b, i, word.len())
+        if glued_after(b, i)
             && i + 2 < line_end
             && b[i + 1].is_ascii_uppercase()
             && b[i + 2].is_ascii_lowercase()
@@ -214,17 +215,14 @@ fn after_apostrophe(b: &[u8], at: usize) -> bool {
     at > quote && b[at - quote - 1].is_ascii_alphabetic()
 }
 
-/// Whether the text before a period at `i` (`letters` letters right
-/// before it) can end a sentence glued to the next: a lower-case word of
-/// two letters or more ("Hour."), a number of two digits or more ("in
-/// 1987."), a decade ("in the 1990s."), or a closing quote or bracket
+/// Whether the text before a period at `i` can end a sentence glued to the
+/// next: a lower-case word of two letters or more ("Hour."), a decade ("in
+/// the 1990s."), as the word scanner parts them ([`lower_word_ends`]); a
+/// number of two digits or more ("in 1987."); or a closing quote or bracket
 /// ("\"Babe\".", "(born 1950).").
-fn glued_after(b: &[u8], i: usize, letters: usize) -> bool {
+fn glued_after(b: &[u8], i: usize) -> bool {
     match b[i - 1] {
-        b'a'..=b'z' => {
-            letters >= 2
-                || (b[i - 1] == b's' && i >= 3 && b[i - 3..i - 1].iter().all(u8::is_ascii_digit))
-        }
+        b'a'..=b'z' => lower_word_ends(b, i),
         b'0'..=b'9' => i >= 2 && b[i - 2].is_ascii_digit(),
         b')' | b'"' => true,
         _ => false,
