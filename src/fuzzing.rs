@@ -179,6 +179,10 @@ pub const FRAGMENTS: &[&str] = &[
     "25 bps.No",
     "5km.The",
     "$5bn.Shares",
+    // A host name, and sentences glued in a run.
+    "www.Geniewards.ca",
+    "Auditory.Cognitive.Neurological.",
+    "1952.) No, ",
     "1st",
     "2nd",
     "20th",

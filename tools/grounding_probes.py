@@ -9,6 +9,7 @@ citing its own source as [^1]:
     python3 tools/grounding_probes.py swaps     FILE... > swaps.jsonl
     python3 tools/grounding_probes.py ties      FILE... > ties.jsonl
     python3 tools/grounding_probes.py glued     FILE... > glued.jsonl
+    python3 tools/grounding_probes.py lines     FILE... > lines.jsonl
     groundgate check spans.jsonl --out /tmp/spans
 
 - spans: one to three pieces of a source, cut at every ". ", "! " or "? " whether
@@ -37,6 +38,9 @@ citing its own source as [^1]:
   write them ("…the 12 Hour.Mount Panorama Circuit is…": no space after a period
   that the sentence rule reads as a sentence end), and one to three of its
   sentences copied verbatim from the glued text: every one should score 1.0.
+- lines: a line of a source written over many lines (scraped pages, questions and
+  answers, lists; at least four words), copied verbatim with the marker before its
+  closing punctuation: every one should score 1.0.
 
 Deterministic: a fixed seed per mode.
 """
@@ -167,11 +171,20 @@ def glued(texts, rng):
                 yield answer + "[^1]", text
 
 
+def lines(texts, rng):
+    for s in texts:
+        rows = [r.strip() for r in s.split("\n") if len(r.split()) >= 4]
+        for r in rng.sample(rows, min(12, len(rows))) if len(rows) > 1 else []:
+            # The marker before the line's closing punctuation, as answers write it.
+            body = r.rstrip(".!?")
+            yield body + "[^1]" + r[len(body):], s
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits", "swaps", "ties", "glued"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("spans", "fragments", "edits", "swaps", "ties", "glued", "lines"):
         sys.exit(__doc__)
     mode, texts = sys.argv[1], sources(sys.argv[2:])
-    seed = {"spans": 5, "fragments": 7, "edits": 9, "swaps": 11, "ties": 13, "glued": 15}[mode]
+    seed = {"spans": 5, "fragments": 7, "edits": 9, "swaps": 11, "ties": 13, "glued": 15, "lines": 17}[mode]
     rng = random.Random(seed)
     out = sys.stdout
     if mode == "edits":
@@ -184,7 +197,7 @@ def main():
             r["label"] = "supported" if kind == "kept" else "unsupported"
             out.write(json.dumps(r) + "\n")
     else:
-        gen = {"spans": spans, "fragments": fragments, "ties": ties, "glued": glued}[mode]
+        gen = {"spans": spans, "fragments": fragments, "ties": ties, "glued": glued, "lines": lines}[mode]
         for i, (answer, source) in enumerate(gen(texts, rng)):
             out.write(json.dumps(record(f"{mode}{i}", answer, source)) + "\n")
 

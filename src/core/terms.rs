@@ -348,8 +348,9 @@ const JOINERS: [bool; 256] = {
 /// Whether the period at `p` of `b` glues two sentences together
 /// ("Hour.Mount", "pm.Shares", "1990s.Radio"): a lower-case letter after
 /// another letter (or the "s" of a decade) before it, a capital and a
-/// lower-case letter after it. It ends a word there, so that a sentence's
-/// first word is read as a word of its own.
+/// lower-case letter after it, and no host name ([`host_goes_on`]). It
+/// ends a word there, so that a sentence's first word is read as a word of
+/// its own.
 #[cold]
 #[inline(never)]
 pub(crate) fn glued_sentences(b: &[u8], p: usize) -> bool {
@@ -358,6 +359,22 @@ pub(crate) fn glued_sentences(b: &[u8], p: usize) -> bool {
         && lower_word_ends(b, p)
         && b[p + 1].is_ascii_uppercase()
         && b.get(p + 2).is_some_and(u8::is_ascii_lowercase)
+        && !host_goes_on(b, p)
+}
+
+/// Whether the word after the period at `p` of `b` goes on past another
+/// period into a lower-case letter or a digit ("www.Geniewards.ca"): a
+/// host name, whose capital opens no sentence. A capital there is a third
+/// sentence glued on ("including:Auditory.Cognitive.Neurological."). The
+/// word scanner and the sentence rule both ask it, so neither cuts a host.
+pub(crate) fn host_goes_on(b: &[u8], p: usize) -> bool {
+    let end = b[p + 1..]
+        .iter()
+        .position(|c| !c.is_ascii_alphanumeric())
+        .map_or(b.len(), |k| p + 1 + k);
+    end + 1 < b.len()
+        && b[end] == b'.'
+        && (b[end + 1].is_ascii_lowercase() || b[end + 1].is_ascii_digit())
 }
 
 /// Whether `b[..p]` ends in a lower-case letter after another letter
@@ -535,7 +552,18 @@ mod tests {
                         && i >= 2
                         && (b[i - 2].is_ascii_alphabetic() || decade)
                         && n.is_ascii_uppercase()
-                        && b.get(i + 2).is_some_and(u8::is_ascii_lowercase);
+                        && b.get(i + 2).is_some_and(u8::is_ascii_lowercase)
+                        && !{
+                            // A host name goes on past a period into a
+                            // lower-case letter or a digit.
+                            let mut k = i + 1;
+                            while k < b.len() && b[k].is_ascii_alphanumeric() {
+                                k += 1;
+                            }
+                            k + 1 < b.len()
+                                && b[k] == b'.'
+                                && (b[k + 1].is_ascii_lowercase() || b[k + 1].is_ascii_digit())
+                        };
                     let letters = p.is_ascii_alphabetic()
                         && n.is_ascii_alphabetic()
                         && matches!(m, b'\'' | b'.' | b':')
@@ -675,17 +703,22 @@ mod tests {
 
     #[test]
     fn a_period_that_glues_two_sentences_parts_their_words() {
-        let got: Vec<&str> =
-            words("Hour.Mount 5km.The 1990s.Radio D.C Node.js e.g.The ASP.NET 5s.The")
-                .into_iter()
-                .map(|(_, w)| w)
-                .collect();
+        let text = "Hour.Mount 5km.The 1990s.Radio D.C Node.js e.g.The ASP.NET 5s.The";
+        let got: Vec<&str> = words(text).into_iter().map(|(_, w)| w).collect();
         assert_eq!(
             got,
             [
                 "Hour", "Mount", "5km", "The", "1990s", "Radio", "D.C", "Node.js", "e.g.The",
                 "ASP.NET", "5s.The"
             ]
+        );
+        // A host name is one word; a capital after the next period glues
+        // another sentence on.
+        let text = "www.Geniewards.ca Auditory.Cognitive.Neurological.";
+        let got: Vec<&str> = words(text).into_iter().map(|(_, w)| w).collect();
+        assert_eq!(
+            got,
+            ["www.Geniewards.ca", "Auditory", "Cognitive", "Neurological"]
         );
     }
 

@@ -920,12 +920,13 @@ pub(super) fn answer_particle(bytes: &[u8], at: usize, len: usize) -> bool {
     if !matches!(after, Some(b',' | b'!')) {
         return false;
     }
-    // Quotes and brackets may open the sentence; a citation marker ("[^1]")
-    // may close the one before.
+    // Quotes and brackets may open the sentence, or close the one before
+    // after its period ("(born 1952.) No,"), as the sentence rule reads
+    // them; a citation marker ("[^1]") may close the one before.
     let before = bytes[..at]
         .iter()
         .rev()
-        .find(|b| !b.is_ascii_whitespace() && !matches!(b, b'"' | b'\'' | b'('));
+        .find(|b| !b.is_ascii_whitespace() && !matches!(b, b'"' | b'\'' | b'(' | b')'));
     matches!(before, None | Some(b'.' | b'?' | b'!' | b':' | b']'))
 }
 
@@ -2986,6 +2987,8 @@ mod tests {
             "Is it open? No, it is closed.",
             "Q: Is it open? A: No, it is closed.",
             "It opened in May[^1]. \"No, it is closed.\"",
+            "(It opened in May.) No, it is closed.",
+            "It opened in May.) No, it is closed.",
         ] {
             assert!(particle(yes), "{yes}");
         }
@@ -2994,6 +2997,7 @@ mod tests {
             "No. It is closed.",
             "There is no, or almost no, fee.",
             "It has no fee, and no minimum.",
+            "It has (as before) no, or almost no, fee.",
         ] {
             assert!(!particle(no), "{no}");
         }

@@ -1049,6 +1049,12 @@ fn a_no_that_answers_a_question_negates_nothing() {
         "Accounts opened online get a welcome bonus[^1].",
         "Is there a fee for opening an account? No, accounts opened online get a welcome bonus instead.",
     );
+    // Also after a sentence that closes a bracket after its period: the
+    // answer copied verbatim is the source's own sentence.
+    assert_fully_supported(
+        "No, all the members were reasonable men[^1].",
+        "(He received his doctorate in 1952.) No, all the members were reasonable men.",
+    );
     // Anywhere else, or before a noun, "no" is a negation.
     assert_flagged_missing(
         "There is no fee for accounts opened online[^1].",
@@ -1669,6 +1675,24 @@ proptest! {
 /// sentence is read from its first word on, alike by every reader of the
 /// source (they number its sentences alike, so a negation is found in its
 /// own) and by claims.
+#[test]
+fn a_host_name_is_no_pair_of_glued_sentences() {
+    // "www.Geniewards.ca" reads as one name, not as a sentence that ends
+    // at "www." and one that opens with "Geniewards": a copy is found.
+    let source = "The awards take place on March 8.\nA full list of nominees is available at www.Geniewards.ca.\nTags: awards";
+    assert_fully_supported(
+        "A full list of nominees is available at www.Geniewards.ca[^1].",
+        source,
+    );
+    assert_fully_supported("The list is at www.Geniewards.ca[^1].", source);
+    // A run of capitalised words glued by periods is still a run of
+    // sentences, each read on its own.
+    assert_fully_supported(
+        "Cognitive[^1].",
+        "It applies to all disabilities, including:Auditory.Cognitive.Neurological.Physical.",
+    );
+}
+
 #[test]
 fn a_sentence_glued_to_a_number_is_read() {
     let min = GroundingSettings::default().min_support;
