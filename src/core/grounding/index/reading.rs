@@ -480,14 +480,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if may_open_date(self.at.bytes, off, w.len()) {
             self.date(off, w);
         }
-        let mut clock = [0u8; 5];
-        if let Some((time, _, end)) = clock_time(self.at.bytes, off, w.len(), &mut clock) {
+        let (mut clock, mut cents) = ([0u8; 5], [0u8; 48]);
+        match self.at.read_with(off, w, &mut clock, &mut cents) {
             // Its minutes and its "p.m." are read in it.
-            self.at.address_end = end;
-            return self.clock(w, off, ascii, joint, time);
-        }
-        if let Some(end) = cents_after(self.at.bytes, off + w.len()) {
-            return self.cents(w, off, end);
+            ReadWith::Time(time) => return self.clock(w, off, ascii, joint, time),
+            ReadWith::Cents(Some(amount)) => return self.cents(off, amount),
+            ReadWith::Cents(None) => return self.take(w, off, true),
+            ReadWith::Neither => {}
         }
         // A negative number ("-5", "minus 5"), or one a scale may follow
         // ("1.2 million"): written out, as claims read it.
@@ -516,19 +515,14 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         );
     }
 
-    /// "50 cents", ending at `end`: the amount as a price writes it
-    /// ("0.50", as claims read it), after the currencies whose hundredth a
-    /// cent is ("dollar", "euro"), so that a claim's "$0.50" or "€0.50"
-    /// finds it. Kept out of the loop.
+    /// "50 cents": the `amount` as a price writes it ("0.50", as claims
+    /// read it), after the currencies whose hundredth a cent is ("dollar",
+    /// "euro"), so that a claim's "$0.50" or "€0.50" finds it. Kept out of
+    /// the loop.
     #[inline(never)]
-    fn cents(&mut self, w: &[u8], off: usize, end: usize) {
-        let mut out = [0u8; 48];
-        let Some(n) = units_of_cents(w, &mut out) else {
-            return self.take(w, off, true);
-        };
-        self.at.address_end = end;
+    fn cents(&mut self, off: usize, amount: &[u8]) {
         self.at_one_place(|r| r.implied(b"dollar"), |r| r.implied(b"euro"));
-        self.take(&out[..n], off, true);
+        self.take(amount, off, true);
     }
 
     /// "US$5": the sign read as its word ("dollar"), as claims read it
@@ -721,6 +715,16 @@ struct Cursor<'a> {
     address_end: usize,
 }
 
+/// What a number is read with ([`Cursor::read_with`]).
+enum ReadWith<'o> {
+    Neither,
+    /// A clock time, on the 24-hour clock ("17:00").
+    Time(&'o [u8]),
+    /// "cents" after it: the amount as a price writes it ("0.50"), `None`
+    /// when the number is none a price can hold (it is read as it is).
+    Cents(Option<&'o [u8]>),
+}
+
 impl<'a> Cursor<'a> {
     fn new(bytes: &'a [u8]) -> Self {
         Cursor {
@@ -748,19 +752,30 @@ impl<'a> Cursor<'a> {
         (ends_before, read, joint)
     }
 
-    /// The number `w` at `off` read with the words after it as a clock
-    /// time ("5 p.m.": "17:00") or an amount in cents ("50 cents"): those
-    /// words are then skipped, as the index reads them in the number.
+    /// The number `w` at `off` read with the words after it: a clock time
+    /// ("5 p.m.": "17:00", written in `clock`) or an amount in cents ("50
+    /// cents": "0.50", written in `cents`). The words read with it are
+    /// then skipped, so both readers of a source read them in the number.
     #[inline(never)]
-    fn time_or_cents(&mut self, off: usize, w: &[u8]) {
-        let mut clock = [0u8; 5];
-        if let Some((_, _, end)) = clock_time(self.bytes, off, w.len(), &mut clock) {
+    fn read_with<'o>(
+        &mut self,
+        off: usize,
+        w: &[u8],
+        clock: &'o mut [u8; 5],
+        cents: &'o mut [u8; 48],
+    ) -> ReadWith<'o> {
+        if let Some((time, _, end)) = clock_time(self.bytes, off, w.len(), clock) {
             self.address_end = end;
-        } else if let Some(end) = cents_after(self.bytes, off + w.len())
-            && units_of_cents(w, &mut [0u8; 48]).is_some()
-        {
-            self.address_end = end;
+            return ReadWith::Time(time);
         }
+        let Some(end) = cents_after(self.bytes, off + w.len()) else {
+            return ReadWith::Neither;
+        };
+        let Some(n) = units_of_cents(w, cents) else {
+            return ReadWith::Cents(None);
+        };
+        self.address_end = end;
+        ReadWith::Cents(Some(&cents[..n]))
     }
 
     /// The part of a skipped dotted word `w` at `off` that lies past the
@@ -987,7 +1002,7 @@ impl Words for NegationScan<'_> {
         let case = case_of(w, ascii, self.opens);
         let mut written;
         let w = if w[0].is_ascii_digit() {
-            self.at.time_or_cents(off, w);
+            let _ = self.at.read_with(off, w, &mut [0u8; 5], &mut [0u8; 48]);
             written = ([0u8; 48], [0u8; 49]);
             number_text(self.at.bytes, off, w.len(), &mut written).0
         } else {
