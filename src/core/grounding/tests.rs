@@ -1031,6 +1031,26 @@ fn a_cited_question_the_sources_do_not_ask_is_not_supported() {
 }
 
 #[test]
+fn a_negation_in_brackets_negates_nothing_past_them() {
+    // The "without" of the aside negates nothing after its bracket: the
+    // claim that leaves the aside out is the source's own statement.
+    let source = "Kasich has pitched the importance of Ohio (a Republican cannot win without it) as a reason he should be the nominee.";
+    let g = run(
+        "Kasich has pitched the importance of Ohio as a reason he should be the nominee[^1].",
+        &[source],
+    );
+    let min = GroundingSettings::default().min_support;
+    assert!(!g.claims[0].contradicted, "{g:?}");
+    assert!(g.claims[0].support.unwrap() >= min, "{g:?}");
+    // A bracket that opens and closes after the negation does not end it.
+    let g = run(
+        "The bill was approved by the Senate[^1].",
+        &["The bill was not (as it was) approved by the Senate."],
+    );
+    assert!(g.claims[0].contradicted, "{g:?}");
+}
+
+#[test]
 fn a_no_that_answers_a_question_negates_nothing() {
     let source = "The fund is not open to retail investors. It is reserved for institutions.";
     // The answer's "No," answers the question; the "not" after it is the

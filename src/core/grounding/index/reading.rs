@@ -856,6 +856,25 @@ fn for_each_part(bytes: &[u8], w: &[u8], off: usize, mut f: impl FnMut(&[u8], bo
     }
 }
 
+/// Whether `gap`, the text between a negation and the next content word,
+/// closes a bracket that opens before it.
+fn closes_bracket(gap: &[u8]) -> bool {
+    let mut depth = 0i32;
+    for &b in gap {
+        match b {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// How a source word is written: in lower case, capitalised as its
 /// sentence's first word, or a name (capitalised past its sentence's first
 /// word, or in capitals), as claims tell names.
@@ -919,8 +938,9 @@ struct NegationScan<'a> {
     folder: &'a mut Folder,
     at: Cursor<'a>,
     sentence: u32,
-    /// A negation seen in this sentence, waiting for its content word.
-    pending: bool,
+    /// A negation seen in this sentence, waiting for its content word:
+    /// where it ends.
+    pending: Option<usize>,
     /// A qualifier seen in this sentence, waiting for its content word
     /// (read for [`Sink::Governed`] only).
     qualifying: Qualifying,
@@ -1039,7 +1059,7 @@ impl<'a> NegationScan<'a> {
             folder,
             at: Cursor::new(text.as_bytes()),
             sentence,
-            pending: false,
+            pending: None,
             qualifying: Qualifying::default(),
             opens: true,
             out,
@@ -1068,7 +1088,7 @@ impl<'a> NegationScan<'a> {
         if matches!(self.out, Sink::Negated(_)) {
             self.sentence += 1;
         }
-        self.pending = false;
+        self.pending = None;
         self.qualifying = Qualifying::default();
         self.opens = true;
     }
@@ -1082,13 +1102,20 @@ impl<'a> NegationScan<'a> {
             }
             return;
         }
+        // A negation negates the next content word, unless a bracket it
+        // stands in closes first ("(… cannot win without it) as a reason":
+        // "reason" is stated plainly).
+        let negated = || {
+            self.pending
+                .is_some_and(|end| !self.at.bytes.get(end..at).is_some_and(closes_bracket))
+        };
         match &mut self.out {
             Sink::Negated(out) => {
                 if info.negation() {
-                    self.pending = true;
+                    self.pending = Some(at + len);
                 } else {
-                    out.push((self.sentence, info.id(), self.pending));
-                    self.pending = false;
+                    out.push((self.sentence, info.id(), negated()));
+                    self.pending = None;
                 }
             }
             Sink::Governed(out) => {
@@ -1098,15 +1125,15 @@ impl<'a> NegationScan<'a> {
                     None
                 };
                 if info.negation() {
-                    self.pending = true;
+                    self.pending = Some(at + len);
                 } else {
                     let held = match qualified {
-                        _ if self.pending => NEGATED_WORD,
+                        _ if negated() => NEGATED_WORD,
                         Some(n) => QUALIFIED_WORD + n,
                         None => PLAIN,
                     };
                     out.push((info.id(), held));
-                    self.pending = false;
+                    self.pending = None;
                 }
             }
             Sink::Placed { out, offset } => out.push(Placed {
