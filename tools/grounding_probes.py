@@ -18,7 +18,8 @@ citing its own source as [^1]:
 - fragments: 2 to 25 words of a source from a random word on, copied verbatim
   (trailing punctuation dropped): every one should score 1.0 unless it drops a
   negation its source sentence states ("to enter any tournaments" out of "decided
-  not to enter any tournaments") or comes out of a yes/no question ("the account pay
+  not to enter any tournaments"), keeps the "not" of a "not only … but" and drops its
+  "but" ("not only comprise"), or comes out of a yes/no question ("the account pay
   interest" out of "Does the account pay interest monthly?"), which states nothing.
 - edits: sentences of 40 to 300 characters with one number of two to four digits
   changed (request ids "num…") or with "not" put after the first auxiliary verb of

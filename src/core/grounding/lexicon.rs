@@ -907,6 +907,56 @@ pub(super) fn letters_before(bytes: &[u8], at: usize) -> &[u8] {
     &before[start..]
 }
 
+/// Whether the negation at `at..at + len` of `bytes` negates nothing: a
+/// "no" that answers a question ([`answer_particle`]), or the "not" of "not
+/// only … but" ("not just", "not merely", "not simply"), which states what
+/// follows and adds to it ("was not only approved but also funded").
+/// Claims and sources alike read it as a filler.
+pub(super) fn negates_nothing(bytes: &[u8], at: usize, len: usize) -> bool {
+    answer_particle(bytes, at, len) || not_only(bytes, at, len)
+}
+
+/// The "not" of "not only … but" and its kin (see [`negates_nothing`]):
+/// with a "but" further on in its sentence, as the construction has it.
+/// Without one the "not" negates ("That was not just where I wanted
+/// it").
+#[inline(never)]
+fn not_only(bytes: &[u8], at: usize, len: usize) -> bool {
+    if !bytes[at..at + len].eq_ignore_ascii_case(b"not") {
+        return false;
+    }
+    let rest = &bytes[at + len..];
+    let gap = rest.iter().take_while(|&&b| b == b' ').count();
+    let word = &rest[gap..];
+    let n = word.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    if gap == 0
+        || ![&b"only"[..], b"just", b"merely", b"simply"]
+            .iter()
+            .any(|w| word[..n].eq_ignore_ascii_case(w))
+    {
+        return false;
+    }
+    // The rest of its sentence, up to the first mark that may end one (a
+    // period, `!` or `?` before a space; a newline).
+    let rest = &word[n..];
+    let end = (0..rest.len())
+        .find(|&i| {
+            rest[i] == b'\n'
+                || (matches!(rest[i], b'.' | b'!' | b'?')
+                    && rest.get(i + 1).is_none_or(u8::is_ascii_whitespace))
+        })
+        .unwrap_or(rest.len());
+    let sentence = &rest[..end];
+    (0..sentence.len()).any(|i| {
+        sentence[i..].len() >= 4
+            && sentence[i] == b' '
+            && sentence[i + 1..i + 4].eq_ignore_ascii_case(b"but")
+            && sentence
+                .get(i + 4)
+                .is_none_or(|b| !b.is_ascii_alphanumeric())
+    })
+}
+
 /// Whether the word at `at..at + len` of `bytes` is a "no" that answers a
 /// question ("No, the fund is closed to new investors."): first in its
 /// sentence, and followed by a comma or an exclamation mark. Such a "no"
@@ -2972,6 +3022,29 @@ mod tests {
         }
         assert_eq!(spelled_other("1000", true), Some("thousand"));
         assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
+
+    #[test]
+    fn the_not_of_not_only_but_negates_nothing() {
+        let void = |text: &str| negates_nothing(text.as_bytes(), text.find("not").unwrap(), 3);
+        for yes in [
+            "It was not only approved but also funded.",
+            "It not only rose, but it also paid a dividend.",
+            "He is not just a singer but an actor.",
+            "It not only led the league by a mile (the next was at 7.5), but tied the record.",
+            "It was not merely cheap but",
+        ] {
+            assert!(void(yes), "{yes}");
+        }
+        for no in [
+            "That was not just where I wanted it.",
+            "It can not only be used once. But it is cheap.",
+            "It is not the only bank, but it is the largest.",
+            "It was not approved but it was funded.",
+            "It was not only approved, butter was also bought.",
+        ] {
+            assert!(!void(no), "{no}");
+        }
     }
 
     #[test]

@@ -24,11 +24,11 @@ use super::initials::{
     word_written_in, written_in,
 };
 use super::lexicon::{
-    PER, ShortForm, answer_particle, article_of_fraction, cents_after, clock_time, closed_compound,
+    PER, ShortForm, article_of_fraction, cents_after, clock_time, closed_compound,
     comparative_after, currency_before, date, direction_of_number, for_each_word, glued_split,
-    letters_before, may_open_date, may_open_run, name_into, names_time, number_text, rest_past,
-    short_form, skipped, slashed_period, slashed_period_before, source_reference, spelled_other,
-    spelled_run, unit_word, units_of_cents,
+    letters_before, may_open_date, may_open_run, name_into, names_time, negates_nothing,
+    number_text, rest_past, short_form, skipped, slashed_period, slashed_period_before,
+    source_reference, spelled_other, spelled_run, unit_word, units_of_cents,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -437,7 +437,7 @@ fn read_claims(
             let class = if !number {
                 let info = folded;
                 negation = info.negation();
-                if info.filler() || (negation && answer_particle(bytes, at, len)) {
+                if info.filler() || (negation && negates_nothing(bytes, at, len)) {
                     continue;
                 }
                 let stop = info.stop();

@@ -1031,6 +1031,29 @@ fn a_cited_question_the_sources_do_not_ask_is_not_supported() {
 }
 
 #[test]
+fn not_only_but_states_what_follows() {
+    let source = "Regular running not only strengthens the heart muscle, but it also improves the body's use of oxygen.";
+    assert_fully_supported("Regular running strengthens the heart muscle[^1].", source);
+    assert_fully_supported(
+        "Regular running not only strengthens the heart muscle, but it also improves the body's use of oxygen[^1].",
+        source,
+    );
+    // Without its "but", the "not" negates as any other.
+    let g = run(
+        "That was just where I wanted it[^1].",
+        &["He said that was not just where I wanted it."],
+    );
+    assert!(g.claims[0].contradicted, "{g:?}");
+    let g = run(
+        "Regular running strengthens the heart muscle[^1].",
+        &[
+            "Regular running does not strengthen the heart muscle, but it improves the body's use of oxygen.",
+        ],
+    );
+    assert!(g.claims[0].contradicted, "{g:?}");
+}
+
+#[test]
 fn a_negation_in_brackets_negates_nothing_past_them() {
     // The "without" of the aside negates nothing after its bracket: the
     // claim that leaves the aside out is the source's own statement.

@@ -17,9 +17,9 @@ use super::{
 use crate::core::grounding::cache::Summary;
 use crate::core::grounding::claims::{ends_between, sentence_end};
 use crate::core::grounding::lexicon::{
-    Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, answer_particle, cents_after,
-    changes_of_number, clock_time, closed_compound, comparative_after, currency_before, date,
-    for_each_word, glued_split, glued_unit, may_open_date, may_open_run, multiple_sign,
+    Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, cents_after, changes_of_number,
+    clock_time, closed_compound, comparative_after, currency_before, date, for_each_word,
+    glued_split, glued_unit, may_open_date, may_open_run, multiple_sign, negates_nothing,
     number_text, per_unit, rest_past, short_form, skipped, slashed_period, slashed_period_before,
     spelled_run, units_of_cents, us_dollar,
 };
@@ -261,7 +261,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if info.function() {
             return (None, info.negation());
         }
-        if info.negation() && off.is_some_and(|o| answer_particle(self.at.bytes, o, w.len())) {
+        if info.negation() && off.is_some_and(|o| negates_nothing(self.at.bytes, o, w.len())) {
             return (None, false);
         }
         // A stop word leaves `alt` for the next content word.
@@ -1032,7 +1032,7 @@ impl Words for NegationScan<'_> {
         if info.is_spelled() {
             info = self.at.spelled_number(self.folder, info, w, Some(off));
         }
-        if info.negation() && answer_particle(self.at.bytes, off, w.len()) {
+        if info.negation() && negates_nothing(self.at.bytes, off, w.len()) {
             self.opens = false;
             return;
         }
