@@ -652,11 +652,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     ) {
         self.split_bytes += w.len();
         let bytes = self.at.bytes;
-        for_each_part(bytes, w, off, |part, ends_before| {
-            if ends_before {
-                // The part opens the sentence ("Mount" of "Hour.Mount").
-                self.new_sentence(part.as_ptr() as usize - bytes.as_ptr() as usize);
-            }
+        for_each_part(bytes, w, off, |part| {
             if !part.is_empty() {
                 let _ = self.word(
                     part,
@@ -844,15 +840,20 @@ impl Cursor<'_> {
     }
 }
 
-/// The parts of the dotted word `w` at `off` of `bytes` ("Hawaii.Aulani"),
-/// empty ones too, each with whether a sentence ends before it (by the one
-/// sentence rule: "Hour.Mount" ends one, "D.C" does not).
-fn for_each_part(bytes: &[u8], w: &[u8], off: usize, mut f: impl FnMut(&[u8], bool)) {
+/// The parts of the dotted word `w` at `off` of `bytes` ("D.C", "Node.js",
+/// "www.Geniewards.ca"), empty ones too. No sentence ends inside a word:
+/// where the sentence rule ends one at a period between word bytes ("12
+/// Hour.Mount"), the word scanner has parted the words already.
+fn for_each_part(bytes: &[u8], w: &[u8], off: usize, mut f: impl FnMut(&[u8])) {
     let mut at = off;
     for part in w.split(|&b| b == b'.') {
-        let ends_before = at > off && sentence_end(bytes, at - 1, bytes.len()).1;
+        debug_assert!(
+            at == off || !sentence_end(bytes, at - 1, bytes.len()).1,
+            "a sentence ends inside {:?}",
+            String::from_utf8_lossy(w)
+        );
         at += part.len() + 1;
-        f(part, ends_before);
+        f(part);
     }
 }
 
@@ -1040,10 +1041,7 @@ impl Words for NegationScan<'_> {
         if info.number() || !info.dotted() {
             return;
         }
-        for_each_part(self.at.bytes, w, off, |part, ends_before| {
-            if ends_before {
-                self.new_sentence();
-            }
+        for_each_part(self.at.bytes, w, off, |part| {
             if !part.is_empty() {
                 let p = self.folder.fold_packed(part, ascii || part.is_ascii());
                 self.word(part, p, Case::Lower, whole);
