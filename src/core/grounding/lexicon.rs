@@ -916,6 +916,18 @@ pub(super) fn negates_nothing(bytes: &[u8], at: usize, len: usize) -> bool {
     answer_particle(bytes, at, len) || not_only(bytes, at, len)
 }
 
+/// Whether the word `w`, negated, passes its negation on to the next
+/// content word as well: "yet" or an adverb in "-ly" ("was not yet
+/// approved", "did not immediately respond", "is not necessarily opposed"
+/// negate "approved", "respond", "opposed"). Not the verbs in "-ply"
+/// ("did not apply for a licence").
+pub(super) fn passes_negation_on(w: &[u8]) -> bool {
+    w.eq_ignore_ascii_case(b"yet")
+        || (w.len() >= 5
+            && w[w.len() - 2..].eq_ignore_ascii_case(b"ly")
+            && !w[w.len() - 3].eq_ignore_ascii_case(&b'p'))
+}
+
 /// The "not" of "not only … but" and its kin (see [`negates_nothing`]):
 /// with a "but" further on in its sentence, as the construction has it.
 /// Without one the "not" negates ("That was not just where I wanted
@@ -3022,6 +3034,23 @@ mod tests {
         }
         assert_eq!(spelled_other("1000", true), Some("thousand"));
         assert_eq!(spelled_other("100th", true), Some("hundredth"));
+    }
+
+    #[test]
+    fn yet_and_adverbs_pass_a_negation_on() {
+        for yes in [
+            "yet",
+            "Yet",
+            "immediately",
+            "fully",
+            "necessarily",
+            "currently",
+        ] {
+            assert!(passes_negation_on(yes.as_bytes()), "{yes}");
+        }
+        for no in ["apply", "supply", "reply", "only", "fly", "approved", "ly"] {
+            assert!(!passes_negation_on(no.as_bytes()), "{no}");
+        }
     }
 
     #[test]

@@ -1031,6 +1031,34 @@ fn a_cited_question_the_sources_do_not_ask_is_not_supported() {
 }
 
 #[test]
+fn a_negation_reaches_past_yet_and_an_adverb() {
+    let min = GroundingSettings::default().min_support;
+    for (claim, source) in [
+        (
+            "The merger has been approved by regulators[^1].",
+            "The merger has not yet been approved by regulators. It was announced in May.",
+        ),
+        (
+            "The bank commented on the report[^1].",
+            "The bank did not immediately comment on the report.",
+        ),
+        (
+            "The fund is open to new investors[^1].",
+            "The fund is not currently open to new investors.",
+        ),
+    ] {
+        let g = run(claim, &[source]);
+        let c = &g.claims[0];
+        assert!(c.contradicted && c.support.unwrap() < min, "{claim}: {g:?}");
+    }
+    // The claim that keeps the negation is the source's statement.
+    assert_fully_supported(
+        "The merger has not yet been approved by regulators[^1].",
+        "The merger has not yet been approved by regulators. It was announced in May.",
+    );
+}
+
+#[test]
 fn not_only_but_states_what_follows() {
     let source = "Regular running not only strengthens the heart muscle, but it also improves the body's use of oxygen.";
     assert_fully_supported("Regular running strengthens the heart muscle[^1].", source);

@@ -20,8 +20,8 @@ use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, cents_after, changes_of_number,
     clock_time, closed_compound, comparative_after, currency_before, date, for_each_word,
     glued_split, glued_unit, may_open_date, may_open_run, multiple_sign, negates_nothing,
-    number_text, per_unit, rest_past, short_form, skipped, slashed_period, slashed_period_before,
-    spelled_run, units_of_cents, us_dollar,
+    number_text, passes_negation_on, per_unit, rest_past, short_form, skipped, slashed_period,
+    slashed_period_before, spelled_run, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::grounding::qualifiers::{self, Qualifying};
@@ -292,7 +292,7 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             if RECORD || want {
                 self.pair(pair_hash(NEGATED, info.key()));
             }
-            self.pending = false;
+            self.pending = passes_negation_on(w);
         }
         if RECORD {
             self.summary
@@ -1112,8 +1112,11 @@ impl<'a> NegationScan<'a> {
                 if info.negation() {
                     self.pending = Some(at + len);
                 } else {
-                    out.push((self.sentence, info.id(), negated()));
-                    self.pending = None;
+                    let negated = negated();
+                    out.push((self.sentence, info.id(), negated));
+                    if !(negated && passes_negation_on(w)) {
+                        self.pending = None;
+                    }
                 }
             }
             Sink::Governed(out) => {
@@ -1125,13 +1128,16 @@ impl<'a> NegationScan<'a> {
                 if info.negation() {
                     self.pending = Some(at + len);
                 } else {
+                    let negated = negated();
                     let held = match qualified {
-                        _ if negated() => NEGATED_WORD,
+                        _ if negated => NEGATED_WORD,
                         Some(n) => QUALIFIED_WORD + n,
                         None => PLAIN,
                     };
                     out.push((info.id(), held));
-                    self.pending = None;
+                    if !(negated && passes_negation_on(w)) {
+                        self.pending = None;
+                    }
                 }
             }
             Sink::Placed { out, offset } => out.push(Placed {
