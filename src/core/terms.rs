@@ -347,17 +347,21 @@ const JOINERS: [bool; 256] = {
 
 /// Whether the period at `p` of `b` glues two sentences together
 /// ("Hour.Mount", "pm.Shares", "1990s.Radio"): a lower-case letter after
-/// another letter (or the "s" of a decade) before it, a capital and a
-/// lower-case letter after it, and no host name ([`host_goes_on`]). It
-/// ends a word there, so that a sentence's first word is read as a word of
-/// its own.
+/// another letter (or the "s" of a decade) before it, a sentence's first
+/// word after it ([`opens_glued_sentence`]). It ends a word there, so that
+/// a sentence's first word is read as a word of its own.
 #[cold]
 #[inline(never)]
 pub(crate) fn glued_sentences(b: &[u8], p: usize) -> bool {
-    b[p] == b'.'
-        && p + 1 < b.len()
-        && lower_word_ends(b, p)
-        && b[p + 1].is_ascii_uppercase()
+    b[p] == b'.' && lower_word_ends(b, p) && opens_glued_sentence(b, p)
+}
+
+/// Whether the text after the period at `p` of `b` opens a sentence glued
+/// to it: a capital and a lower-case letter, in a word that is no host
+/// name ([`host_goes_on`]). The word scanner and the sentence rule both
+/// ask it, so they part the same words.
+pub(crate) fn opens_glued_sentence(b: &[u8], p: usize) -> bool {
+    b.get(p + 1).is_some_and(u8::is_ascii_uppercase)
         && b.get(p + 2).is_some_and(u8::is_ascii_lowercase)
         && !host_goes_on(b, p)
 }
@@ -365,9 +369,8 @@ pub(crate) fn glued_sentences(b: &[u8], p: usize) -> bool {
 /// Whether the word after the period at `p` of `b` goes on past another
 /// period into a lower-case letter or a digit ("www.Geniewards.ca"): a
 /// host name, whose capital opens no sentence. A capital there is a third
-/// sentence glued on ("including:Auditory.Cognitive.Neurological."). The
-/// word scanner and the sentence rule both ask it, so neither cuts a host.
-pub(crate) fn host_goes_on(b: &[u8], p: usize) -> bool {
+/// sentence glued on ("including:Auditory.Cognitive.Neurological.").
+fn host_goes_on(b: &[u8], p: usize) -> bool {
     let end = b[p + 1..]
         .iter()
         .position(|c| !c.is_ascii_alphanumeric())

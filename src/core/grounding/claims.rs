@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use crate::core::citation::Citation;
-use crate::core::terms::{host_goes_on, lower_word_ends};
+use crate::core::terms::{lower_word_ends, opens_glued_sentence};
 
 /// Splits `answer` into claim spans, written into `spans` (emptied first):
 /// sentences end after `.`, `!`, `?` (or their full-width forms) followed by
@@ -173,12 +173,7 @@ pub(super) fn sentence_end(b: &[u8], i: usize, line_end: usize) -> (usize, bool)
         // period, a capitalised word ("Hour.Mount", "Hawaii.Aulani",
         // "1987.Hot"; not "D.C", "Node.js", "ASP.NET", nor a host name,
         // "www.Geniewards.ca").
-        if glued_after(b, i)
-            && i + 2 < line_end
-            && b[i + 1].is_ascii_uppercase()
-            && b[i + 2].is_ascii_lowercase()
-            && !host_goes_on(&b[..line_end], i)
-        {
+        if glued_after(b, i) && opens_glued_sentence(&b[..line_end], i) {
             return (1, true);
         }
     }
