@@ -480,11 +480,10 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if may_open_date(self.at.bytes, off, w.len()) {
             self.date(off, w);
         }
-        let (mut clock, mut cents) = ([0u8; 5], [0u8; 48]);
-        match self.at.read_with(off, w, &mut clock, &mut cents) {
+        match self.at.read_with(off, w) {
             // Its minutes and its "p.m." are read in it.
-            ReadWith::Time(time) => return self.clock(w, off, ascii, joint, time),
-            ReadWith::Cents(Some(amount)) => return self.cents(off, amount),
+            ReadWith::Time(time, n) => return self.clock(w, off, ascii, joint, &time[..n]),
+            ReadWith::Cents(Some((amount, n))) => return self.cents(off, &amount[..n]),
             ReadWith::Cents(None) => return self.take(w, off, true),
             ReadWith::Neither => {}
         }
@@ -711,14 +710,15 @@ struct Cursor<'a> {
     address_end: usize,
 }
 
-/// What a number is read with ([`Cursor::read_with`]).
-enum ReadWith<'o> {
+/// What a number is read with ([`Cursor::read_with`]): bytes and how many
+/// of them are written.
+enum ReadWith {
     Neither,
     /// A clock time, on the 24-hour clock ("17:00").
-    Time(&'o [u8]),
+    Time([u8; 5], usize),
     /// "cents" after it: the amount as a price writes it ("0.50"), `None`
     /// when the number is none a price can hold (it is read as it is).
-    Cents(Option<&'o [u8]>),
+    Cents(Option<([u8; 48], usize)>),
 }
 
 impl<'a> Cursor<'a> {
@@ -749,29 +749,26 @@ impl<'a> Cursor<'a> {
     }
 
     /// The number `w` at `off` read with the words after it: a clock time
-    /// ("5 p.m.": "17:00", written in `clock`) or an amount in cents ("50
-    /// cents": "0.50", written in `cents`). The words read with it are
-    /// then skipped, so both readers of a source read them in the number.
+    /// ("5 p.m.": "17:00") or an amount in cents ("50 cents": "0.50"). The
+    /// words read with it are then skipped, so both readers of a source
+    /// read them in the number.
     #[inline(never)]
-    fn read_with<'o>(
-        &mut self,
-        off: usize,
-        w: &[u8],
-        clock: &'o mut [u8; 5],
-        cents: &'o mut [u8; 48],
-    ) -> ReadWith<'o> {
-        if let Some((time, _, end)) = clock_time(self.bytes, off, w.len(), clock) {
+    fn read_with(&mut self, off: usize, w: &[u8]) -> ReadWith {
+        let mut clock = [0u8; 5];
+        if let Some((time, _, end)) = clock_time(self.bytes, off, w.len(), &mut clock) {
+            let n = time.len();
             self.address_end = end;
-            return ReadWith::Time(time);
+            return ReadWith::Time(clock, n);
         }
         let Some(end) = cents_after(self.bytes, off + w.len()) else {
             return ReadWith::Neither;
         };
-        let Some(n) = units_of_cents(w, cents) else {
+        let mut amount = [0u8; 48];
+        let Some(n) = units_of_cents(w, &mut amount) else {
             return ReadWith::Cents(None);
         };
         self.address_end = end;
-        ReadWith::Cents(Some(&cents[..n]))
+        ReadWith::Cents(Some((amount, n)))
     }
 
     /// The part of a skipped dotted word `w` at `off` that lies past the
@@ -1023,7 +1020,7 @@ impl Words for NegationScan<'_> {
         let case = case_of(w, ascii, self.opens);
         let mut written;
         let w = if w[0].is_ascii_digit() {
-            let _ = self.at.read_with(off, w, &mut [0u8; 5], &mut [0u8; 48]);
+            let _ = self.at.read_with(off, w);
             written = ([0u8; 48], [0u8; 49]);
             number_text(self.at.bytes, off, w.len(), &mut written).0
         } else {
@@ -1091,6 +1088,31 @@ impl<'a> NegationScan<'a> {
         self.opens = true;
     }
 
+    /// Whether the negation pending reaches the content word `w` at
+    /// `at..at + len`; `None` when `w` is a negation itself, which is then
+    /// pending. A negation negates the next content word, unless a bracket
+    /// it stands in closes first ("(… cannot win without it) as a reason":
+    /// "reason" is stated plainly), and the one after too when that word
+    /// passes it on ([`passes_negation_on`]).
+    fn negation_reaches(
+        &mut self,
+        info: Packed,
+        w: &[u8],
+        (at, len): (usize, usize),
+    ) -> Option<bool> {
+        if info.negation() {
+            self.pending = Some(at + len);
+            return None;
+        }
+        let negated = self
+            .pending
+            .is_some_and(|end| !self.at.bytes.get(end..at).is_some_and(closes_bracket));
+        if !(negated && passes_negation_on(w)) {
+            self.pending = None;
+        }
+        Some(negated)
+    }
+
     /// The word `w` as written, `info` as folded.
     fn word(&mut self, w: &[u8], info: Packed, case: Case, (at, len): (usize, usize)) {
         self.opens = false;
@@ -1100,23 +1122,11 @@ impl<'a> NegationScan<'a> {
             }
             return;
         }
-        // A negation negates the next content word, unless a bracket it
-        // stands in closes first ("(… cannot win without it) as a reason":
-        // "reason" is stated plainly).
-        let negated = || {
-            self.pending
-                .is_some_and(|end| !self.at.bytes.get(end..at).is_some_and(closes_bracket))
-        };
+        let negated = self.negation_reaches(info, w, (at, len));
         match &mut self.out {
             Sink::Negated(out) => {
-                if info.negation() {
-                    self.pending = Some(at + len);
-                } else {
-                    let negated = negated();
+                if let Some(negated) = negated {
                     out.push((self.sentence, info.id(), negated));
-                    if !(negated && passes_negation_on(w)) {
-                        self.pending = None;
-                    }
                 }
             }
             Sink::Governed(out) => {
@@ -1125,19 +1135,13 @@ impl<'a> NegationScan<'a> {
                 } else {
                     None
                 };
-                if info.negation() {
-                    self.pending = Some(at + len);
-                } else {
-                    let negated = negated();
+                if let Some(negated) = negated {
                     let held = match qualified {
                         _ if negated => NEGATED_WORD,
                         Some(n) => QUALIFIED_WORD + n,
                         None => PLAIN,
                     };
                     out.push((info.id(), held));
-                    if !(negated && passes_negation_on(w)) {
-                        self.pending = None;
-                    }
                 }
             }
             Sink::Placed { out, offset } => out.push(Placed {
