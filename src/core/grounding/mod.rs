@@ -5,7 +5,9 @@
 //! sentence's end belongs to it; fenced code is not a claim). Sources are
 //! split into sentences by the same rule (initials, abbreviations and
 //! sentences glued without a space included), so a claim copied from a
-//! source is found whole. Each claim that cites at least one resolvable
+//! source is found whole; both are read with typeset spaces and invisible
+//! characters made plain (`spacing`: "$5\u{a0}billion" is "$5 billion",
+//! "1\u{202f}200" is "1,200"). Each claim that cites at least one resolvable
 //! source gets a support score in `[0, 1]` against the union of the cited
 //! sources. Terms are words from Unicode word segmentation, case-folded and
 //! Snowball-stemmed; stop words count apart, fillers not at all; named
@@ -82,6 +84,7 @@ pub mod model;
 mod opposites;
 mod qualifiers;
 mod score;
+mod spacing;
 mod variants;
 
 pub use explain::{findings, prompt_addendum, uncited_detail, unsupported_detail};
@@ -221,6 +224,42 @@ pub fn analyze(
 /// [`analyze`], counting work into `steps` so tests can check linearity by
 /// counting instead of timing.
 pub(crate) fn analyze_counting(
+    answer: &str,
+    citations: &[Citation],
+    sources: &[&str],
+    settings: &GroundingSettings,
+    steps: &mut usize,
+) -> Grounding {
+    if !spacing::needed(answer) && !sources.iter().any(|s| spacing::needed(s)) {
+        return analyze_read(answer, citations, sources, settings, steps);
+    }
+    // Typeset spaces and invisible characters read as plain text does; the
+    // claims' spans are given back in the answer's own offsets.
+    let read = spacing::respace(answer);
+    let cited: Vec<Citation> = citations
+        .iter()
+        .map(|c| Citation {
+            marker: c.marker,
+            span: read.respaced(c.span.start)..read.respaced(c.span.end),
+        })
+        .collect();
+    let texts: Vec<std::borrow::Cow<str>> = sources
+        .iter()
+        .map(|s| match spacing::needed(s) {
+            true => spacing::respace(s).text.into(),
+            false => (*s).into(),
+        })
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+    let mut g = analyze_read(&read.text, &cited, &texts, settings, steps);
+    for claim in &mut g.claims {
+        claim.span = read.original_range(&claim.span);
+    }
+    g
+}
+
+/// [`analyze_counting`] of text the readers take as it is.
+fn analyze_read(
     answer: &str,
     citations: &[Citation],
     sources: &[&str],

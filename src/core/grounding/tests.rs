@@ -4656,3 +4656,75 @@ fn higher_or_lower_after_a_number_is_the_change_it_states() {
     // Without a number before it, "higher" is itself.
     assert_still_missing("Rates were higher", "Rates rose.", "higher");
 }
+
+/// Typeset and scraped text: no-break, thin and narrow spaces, soft
+/// hyphens and byte order marks read as the plain text they show, in
+/// claims and sources alike, and the claims' spans stay the answer's own.
+#[test]
+fn typeset_spaces_and_invisible_characters_read_as_plain_text() {
+    for (claim, source) in [
+        (
+            "He earned $1 million a year[^1].",
+            "He earned $1\u{a0}million a year.",
+        ),
+        (
+            "He earned $1\u{a0}million a year[^1].",
+            "He earned $1 million a year.",
+        ),
+        (
+            "The bank employs 1,200 staff[^1].",
+            "The bank employs 1\u{202f}200 staff.",
+        ),
+        (
+            "The bank employs 1\u{2009}200 staff[^1].",
+            "The bank employs 1,200 staff.",
+        ),
+        (
+            "The fund holds €12,000,000[^1].",
+            "The fund holds €12\u{a0}000\u{a0}000.",
+        ),
+        (
+            "Prices rose 5% in May[^1].",
+            "Prices rose 5\u{a0}per cent in May.",
+        ),
+        (
+            "He was born on January 8, 1935[^1].",
+            "He was born on 8\u{a0}January 1935.",
+        ),
+        (
+            "It leads the profession[^1].",
+            "It leads the profes\u{ad}sion.",
+        ),
+        (
+            "It leads the pro\u{ad}fession[^1].",
+            "It leads the profession.",
+        ),
+        (
+            "The plan aims at a safe home[^1].",
+            "The plan aims at \u{feff}a safe home.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Digits parted by a plain space, or not in groups of three, stay apart.
+    assert_flagged_missing(
+        "The bank employs 1,200 staff[^1].",
+        "The bank employs 1 200 staff.",
+        &["1200"],
+    );
+    assert_flagged_missing(
+        "In all 2,019,200 people came[^1].",
+        "In 2019\u{a0}200 people came.",
+        &["2019200"],
+    );
+    let answer = "Rates\u{a0}rose 5\u{202f}% in\u{2003}May[^1]. Prices fell[^1].";
+    let g = run(answer, &["Rates rose 5% in May. Prices fell."]);
+    assert_eq!(
+        texts(answer, &g),
+        [
+            "Rates\u{a0}rose 5\u{202f}% in\u{2003}May[^1].",
+            "Prices fell[^1]."
+        ]
+    );
+    assert!(g.claims.iter().all(|c| c.support == Some(1.0)), "{g:?}");
+}
