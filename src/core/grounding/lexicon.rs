@@ -426,7 +426,7 @@ fn unusual_word(bytes: &[u8], at: usize, len: usize) -> Unusual {
         Unusual::Through(end)
     } else if is_number_sign(bytes, at, len)
         || us_dollar(bytes, at, len)
-        || ((len >= 7 || len == 3) && is_scale_of_number(bytes, at, len))
+        || ((len >= 7 || matches!(len, 2 | 3)) && is_scale_of_number(bytes, at, len))
     {
         Unusual::Skipped
     } else {
@@ -1097,19 +1097,31 @@ fn plain_latin(c: char, buf: &mut String) -> bool {
 /// the same glued to it ("$5bn", "3k", "1.2m"), as powers of ten: a number
 /// with its scale is one number, written out ("1200000"), so each way of
 /// writing it finds the others.
+/// The abbreviations that say only a scale are scales after a space too
+/// ("$5 bn", "$5 bln", "EUR 3 mln"); "m", "k" and "b" are not (metres,
+/// kilo-, bytes).
 const SCALES: &[(&str, i32)] = &[
     ("billion", 9),
     ("million", 6),
     ("thousand", 3),
     ("trillion", 12),
+    ("bn", 9),
+    ("bln", 9),
+    ("mn", 6),
+    ("mln", 6),
+    ("tn", 12),
+    ("trn", 12),
 ];
 const SCALE_SUFFIXES: &[(&str, i32)] = &[
     ("b", 9),
     ("bn", 9),
+    ("bln", 9),
     ("k", 3),
     ("m", 6),
     ("mn", 6),
+    ("mln", 6),
     ("tn", 12),
+    ("trn", 12),
 ];
 
 fn scale_of(word: &[u8], table: &[(&str, i32)]) -> Option<i32> {
@@ -2213,9 +2225,9 @@ fn comparative_at(bytes: &[u8], at: usize, end: usize) -> Option<(&'static [u8],
         let change: &'static [u8] = match &lower[..n] {
             b"higher" => b"increase",
             b"lower" => b"decrease",
-            b"basis" | b"billion" | b"bn" | b"bp" | b"bps" | b"cent" | b"million" | b"mn"
-            | b"per" | b"percent" | b"percentage" | b"point" | b"points" | b"pp" | b"thousand"
-            | b"trillion" => {
+            b"basis" | b"billion" | b"bln" | b"bn" | b"bp" | b"bps" | b"cent" | b"million"
+            | b"mln" | b"mn" | b"per" | b"percent" | b"percentage" | b"point" | b"points"
+            | b"pp" | b"thousand" | b"tn" | b"trillion" | b"trn" => {
                 unit = true;
                 pos = to;
                 continue;

@@ -2129,6 +2129,18 @@ fn a_number_is_found_however_it_is_written() {
         ("Revenue grew 5 percent in 2023", "Revenue grew 5% in 2023."),
         ("Revenue grew 5% in 2023", "Revenue grew 5 percent in 2023."),
         ("It sold 2.5 thousand copies", "It sold 2,500 copies."),
+        ("The deal was worth $5 bn", "The deal was worth $5 billion."),
+        (
+            "The deal was worth $5 billion",
+            "The deal was worth $5 BLN.",
+        ),
+        (
+            "The fund raised EUR 300 mln",
+            "The fund raised EUR 300 million.",
+        ),
+        ("The fund raised EUR 300 mn", "The fund raised EUR 300mln."),
+        ("Debt was 2 trillion yen", "Debt was 2 trn yen."),
+        ("Debt was 2 tn yen", "Debt was 2trn yen."),
     ];
     for (claim, source) in pairs {
         assert_fully_supported(&format!("{claim}[^1]."), source);
@@ -2137,6 +2149,7 @@ fn a_number_is_found_however_it_is_written() {
     let min = GroundingSettings::default().min_support;
     for (claim, source) in [
         ("The deal was worth $5 million", "The deal was worth $5bn."),
+        ("The deal was worth $5 mln", "The deal was worth $5 bn."),
         (
             "The city has 1.3 million residents",
             "The city has 1,200,000 residents.",
