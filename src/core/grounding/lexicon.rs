@@ -690,6 +690,13 @@ const ADJECTIVE: List = List::new(REF_ADJECTIVES);
 const NOUN: List = List::new(REF_NOUNS);
 const VERB: List = List::new(REF_VERBS);
 const FILLER: List = List::new(FILLERS);
+/// Before a word for the sources: "the first source", "the second
+/// document"; never after it, where a word of the claim may follow.
+const ORDINAL: List = List::new(&["fifth", "first", "fourth", "last", "second", "third"]);
+const AND_OR: List = List::new(&["and", "or"]);
+/// What may open a bracketed reference: "(see source 1)", "(cf. the report)".
+const SEE: List = List::new(&["cf", "see"]);
+const PER_WORD: List = List::new(&["per"]);
 const ACCORDING: List = List::new(&["according"]);
 const BASED: List = List::new(&["based"]);
 const TO: List = List::new(&["to"]);
@@ -724,21 +731,47 @@ const MIND: List = List::new(&["mind"]);
 /// sources rather than state anything, as `(lead, trail)`: words before
 /// `lead` and from `trail` on. A claim may open with such words ("According
 /// to the provided sources, …", "Based on the documents, …", "The passage
-/// states that …", "As mentioned in the article, …", after fillers such as
-/// "Yes,") or close with them ("…, according to the sources"). Only at the
-/// ends: within a claim they would join words the sources hold apart.
-pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -> (usize, usize) {
+/// states that …", "As mentioned in the article, …", "Per Source 2, …",
+/// after fillers such as "Yes,") or close with them ("…, according to the
+/// sources", "… (Source 1)", "… [see sources 1 and 3]"; in brackets,
+/// `bracketed(i)` telling that words `i..n` stand alone inside a pair).
+/// A source may be named by its number ("Source 1", "document 2"). Only
+/// at the ends: within a claim they would join words the sources hold
+/// apart.
+pub(super) fn source_reference<'a>(
+    n: usize,
+    word: impl Fn(usize) -> &'a [u8],
+    bracketed: impl Fn(usize) -> bool,
+) -> (usize, usize) {
     let is = |i: usize, list: &List| i < n && list.has(word(i));
-    // [determiner] [adjectives] noun, from `i`: where it ends.
+    // The number a source is named by ("Source 1"): one or two digits.
+    let numbered =
+        |i: usize| i < n && matches!(word(i), [b'1'..=b'9'] | [b'1'..=b'9', b'0'..=b'9']);
+    // [determiner] [ordinal] [adjectives] noun [numbers], from `i`: where
+    // it ends.
     let noun_phrase = |mut i: usize| {
         if is(i, &DETERMINER) {
+            i += 1;
+        }
+        if is(i, &ORDINAL) {
             i += 1;
         }
         while is(i, &ADJECTIVE) {
             i += 1;
         }
+        if !is(i, &NOUN) {
+            return None;
+        }
+        i += 1;
+        if numbered(i) {
+            // "Sources 1, 2 and 4".
+            while numbered(i) || (is(i, &AND_OR) && numbered(i + 1)) {
+                i += 1;
+            }
+            return Some(i);
+        }
         // "the documents provided": an adjective may follow its noun.
-        is(i, &NOUN).then(|| i + 1 + usize::from(is(i + 1, &ADJECTIVE)))
+        Some(i + usize::from(is(i, &ADJECTIVE)))
     };
     // A summing-up or a call to note, from `i` ("In summary", "Overall",
     // "It is important to note that", "Keep in mind that"): where it ends.
@@ -769,9 +802,14 @@ pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -
         (is(i, &KEEP) && is(i + 1, &IN) && is(i + 2, &MIND))
             .then(|| i + 3 + usize::from(is(i + 3, &THAT)))
     };
-    // "according to …" / "based on …" from `i`: where it ends.
+    // "according to …", "based on …", "per …", "as per …" from `i`:
+    // where it ends.
     let attributed = |i: usize| {
         if (is(i, &ACCORDING) && is(i + 1, &TO)) || (is(i, &BASED) && is(i + 1, &ON)) {
+            noun_phrase(i + 2)
+        } else if is(i, &PER_WORD) {
+            noun_phrase(i + 1)
+        } else if is(i, &AS) && is(i + 1, &PER_WORD) {
             noun_phrase(i + 2)
         } else {
             None
@@ -788,27 +826,36 @@ pub(super) fn source_reference<'a>(n: usize, word: impl Fn(usize) -> &'a [u8]) -
             None => break,
         }
     }
+    // "as mentioned in …", "as stated by …" from `i`: where it ends.
+    let as_said = |i: usize| {
+        (is(i, &AS) && is(i + 1, &VERB) && is(i + 2, &BY_IN))
+            .then(|| noun_phrase(i + 3))
+            .flatten()
+    };
     let lead = attributed(start)
-        .or_else(|| {
-            (is(start, &AS) && is(start + 1, &VERB) && is(start + 2, &BY_IN))
-                .then(|| noun_phrase(start + 3))
-                .flatten()
-        })
+        .or_else(|| as_said(start))
         .or_else(|| {
             noun_phrase(start)
                 .filter(|&i| is(i, &VERB))
                 .map(|i| i + 1 + usize::from(is(i + 1, &THAT)))
         })
         .unwrap_or(opened);
-    // A closing phrase ends with its noun; the shortest is "according to
-    // sources" (three words), the longest looked for eight.
-    let ends_noun = is(n.wrapping_sub(1), &NOUN)
-        || (is(n.wrapping_sub(1), &ADJECTIVE) && is(n.wrapping_sub(2), &NOUN));
+    // A closing phrase ends with its noun or a source's number; the
+    // shortest is "Source 1" in brackets, the longest looked for eight
+    // words ("according to the first two provided sources"; a list of
+    // numbers may make it longer).
+    let last = n.wrapping_sub(1);
+    let ends_noun =
+        is(last, &NOUN) || (is(last, &ADJECTIVE) && is(n.wrapping_sub(2), &NOUN)) || numbered(last);
+    let closes = |i: usize| {
+        attributed(i) == Some(n)
+            || as_said(i) == Some(n)
+            || (bracketed(i)
+                && (noun_phrase(i) == Some(n) || (is(i, &SEE) && noun_phrase(i + 1) == Some(n))))
+    };
     let trail = if n > lead && ends_noun {
-        (lead..n.saturating_sub(2))
-            .rev()
-            .take(6)
-            .find(|&i| attributed(i) == Some(n))
+        (lead.max(n.saturating_sub(9))..n.saturating_sub(1))
+            .find(|&i| closes(i))
             .unwrap_or(n)
     } else {
         n

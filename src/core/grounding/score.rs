@@ -251,10 +251,17 @@ fn read_claims(
         }
         let from = all_terms.len();
         let bytes = answer.as_bytes();
-        let (lead, trail) = source_reference(words.len(), |i| {
-            let (at, len, _) = words[i];
-            &bytes[at..at + len]
-        });
+        let (lead, trail) = source_reference(
+            words.len(),
+            |i| {
+                let (at, len, _) = words[i];
+                &bytes[at..at + len]
+            },
+            |i| {
+                let (first, (at, len, _)) = (words[i].0, words[words.len() - 1]);
+                bracket_around(bytes, first, at + len, span.start..span.end)
+            },
+        );
         // A claim with markers of its own declares its terms as it reads
         // them; a covered one only once it is known to be checked (below).
         let declare = !covered && !cited.is_empty() && !index.wants_every_term();
@@ -519,6 +526,21 @@ fn read_claims(
             terms: from..all_terms.len(),
         });
     }
+}
+
+/// Whether the text from `from` to `to` stands alone inside a pair of
+/// brackets, within `span`: "(Source 1)", "[see sources 1 and 2]".
+fn bracket_around(bytes: &[u8], from: usize, to: usize, span: Range<usize>) -> bool {
+    let opened = bytes[span.start..from]
+        .iter()
+        .rev()
+        .find(|&&b| b != b' ')
+        .is_some_and(|&b| matches!(b, b'(' | b'['));
+    opened
+        && bytes[to..span.end]
+            .iter()
+            .find(|&&b| b != b' ')
+            .is_some_and(|&b| matches!(b, b')' | b']'))
 }
 
 /// Whether the word `w` is a number from two up spelled in letters
