@@ -2966,10 +2966,18 @@ fn a_us_dollar_sign_is_the_dollar() {
     ] {
         assert_fully_supported(claim, source);
     }
-    // The source's "US$" still states "US dollars", word by word.
-    assert_found_not_flagged(
-        "The bank earned 5 billion US dollars",
+    // The source's "US$" still states "US dollars", word by word, and so
+    // does a dollar sign no letters name another dollar by.
+    for source in [
         "The bank earned US$5 billion.",
+        "The bank earned $5 billion.",
+    ] {
+        assert_found_not_flagged("The bank earned 5 billion US dollars", source);
+    }
+    assert_still_missing(
+        "The bank earned 5 billion US dollars",
+        "The bank earned C$5 billion.",
+        "us",
     );
     // Another dollar is named by its letters; another amount is another.
     assert_flagged_missing(

@@ -471,7 +471,14 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             self.comparative_at = word_at;
         }
         if let Some((word, sign)) = currency {
-            if off >= sign + 2 && us_dollar(self.at.bytes, off - sign - 2, 2) {
+            // "US$5", and a dollar sign no letters name another dollar by
+            // ("$5", not "HK$5"): the US dollar, as a writer of dollars
+            // means it.
+            let bare_dollar = word == b"dollar"
+                && (off - sign)
+                    .checked_sub(1)
+                    .is_none_or(|i| !self.at.bytes[i].is_ascii_alphanumeric());
+            if bare_dollar || (off >= sign + 2 && us_dollar(self.at.bytes, off - sign - 2, 2)) {
                 self.us_dollar(word);
             } else {
                 self.implied(word);
@@ -524,9 +531,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         self.take(amount, off, true);
     }
 
-    /// "US$5": the sign read as its word ("dollar"), as claims read it
-    /// (their "US" of "US$" is no word), and at its place "us", so that a
-    /// claim's "US dollars" finds its words. Kept out of the loop.
+    /// "US$5", "$5": the sign read as its word ("dollar"), as claims read
+    /// it (their "US" of "US$" is no word), and at its place "us", so that
+    /// a claim's "US dollars" finds its words. Kept out of the loop.
     #[inline(never)]
     fn us_dollar(&mut self, dollar: &[u8]) {
         self.at_one_place(|r| r.implied(b"us"), |r| r.implied(dollar));
