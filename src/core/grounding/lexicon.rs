@@ -588,20 +588,24 @@ pub(super) fn number_text<'a>(
     }
 }
 
-/// A decimal's trailing zeros, and a point they leave last, cut when a
-/// percent sign or word follows the number ending at `end`: "4.50%" is
-/// "4.5%", "4.0 percent" is "4%", as rates are written both ways. Not
-/// elsewhere: "Section 4.10" is not "Section 4.1", nor "version 3.10"
-/// "3.1".
+/// A decimal's trailing zeros, and a point they leave last, cut: all of
+/// them when nothing but zeros follows the point ("3.0" is "3", "$3.00"
+/// "$3", "2.0 kg" "2 kg"), and any when a percent sign or word follows the
+/// number ending at `end` ("4.50%" is "4.5%", "4.0 percent" "4%"), as
+/// amounts and rates are written both ways. Not other zeros: "Section
+/// 4.10" is not "Section 4.1", nor "version 3.10" "3.1".
 #[inline(always)]
 fn percent_digits<'w>(bytes: &[u8], w: &'w [u8], end: usize) -> &'w [u8] {
     // Most numbers do not end in a zero.
-    if w.last() != Some(&b'0') || !w.contains(&b'.') || !percent_after(bytes, end) {
+    if w.last() != Some(&b'0') || !w.contains(&b'.') {
         return w;
     }
     let kept = w.len() - w.iter().rev().take_while(|&&b| b == b'0').count();
-    let kept = if w[kept - 1] == b'.' { kept - 1 } else { kept };
-    if is_numeral(w) { &w[..kept] } else { w }
+    let whole = w[kept - 1] == b'.';
+    if !(whole || percent_after(bytes, end)) || !is_numeral(w) {
+        return w;
+    }
+    &w[..if whole { kept - 1 } else { kept }]
 }
 
 /// Whether "%", "percent", "pct" or "per cent" follows the number ending

@@ -4013,14 +4013,23 @@ fn a_rate_is_the_same_with_or_without_trailing_zeros() {
         ("The rate is 4.50%[^1].", "The rate is 4.5 percent."),
         ("The rate is 4%[^1].", "The rate is 4.00%."),
         ("The rate rose 4.50 per cent[^1].", "The rate rose 4.5%."),
+        // A point with only zeros after it, anywhere.
+        ("It cost $3[^1].", "It cost $3.00."),
+        ("The ratio was 3.0 times[^1].", "The ratio was 3 times."),
+        ("It weighs 2 kg[^1].", "It weighs 2.0 kg."),
+        (
+            "It rose 10.0 points in 2023[^1].",
+            "It rose 10 points in 2023.",
+        ),
     ] {
         assert_fully_supported(claim, source);
     }
-    // Other digits are another rate; trailing zeros count where no percent
-    // follows ("Section 4.10" is not "Section 4.1").
+    // Other digits are another rate; trailing zeros after other digits
+    // count where no percent follows ("Section 4.10" is not "Section 4.1").
     assert_flagged_missing("The rate is 4.05%[^1].", "The rate is 4.5%.", &["4.05"]);
     assert_flagged_missing("The rate is 40%[^1].", "The rate is 4.0%.", &["40"]);
     assert_flagged_missing("See Section 4.1[^1].", "See Section 4.10.", &["4.1"]);
+    assert_flagged_missing("It cost $30[^1].", "It cost $3.00.", &["30"]);
 }
 
 #[test]
