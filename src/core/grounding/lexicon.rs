@@ -580,12 +580,42 @@ pub(super) fn number_text<'a>(
     len: usize,
     (scaled, signed): &'a mut NumberText,
 ) -> (&'a [u8], Option<usize>) {
+    if let Some(year) = decade_written_short(bytes, at, len) {
+        scaled[..4].copy_from_slice(&year);
+        return (&scaled[..4], None);
+    }
     let w = with_scale(bytes, &bytes[at..at + len], at + len, scaled);
     let w = percent_digits(bytes, w, at + len);
     match minus_before(bytes, at) {
         Some(k) => (with_minus(w, signed), Some(k)),
         None => (w, None),
     }
+}
+
+/// The decade of the word at `at..at + len` written short after an
+/// apostrophe ("'90s", "’70s", "'00s"), in full ("1990", as "1990s" is
+/// read): the 1930s to the 1990s, and the 2000s and 2010s. Not "'20s"
+/// (the 1920s or the 2020s), nor "90s" without its apostrophe (also
+/// temperatures and ages: "in the 90s").
+#[inline(always)]
+fn decade_written_short(bytes: &[u8], at: usize, len: usize) -> Option<[u8; 4]> {
+    // Most numbers are no two digits and an "s".
+    let &[tens, b'0', b's'] = bytes.get(at..at + len)? else {
+        return None;
+    };
+    let before = &bytes[..at];
+    let apostrophe = [&b"'"[..], "\u{2019}".as_bytes(), "\u{2018}".as_bytes()]
+        .into_iter()
+        .find(|a| before.ends_with(a))?;
+    let opens = before[..before.len() - apostrophe.len()]
+        .last()
+        .is_none_or(|b| !b.is_ascii_alphanumeric());
+    let century: &[u8; 2] = match tens {
+        b'3'..=b'9' => b"19",
+        b'0' | b'1' => b"20",
+        _ => return None,
+    };
+    opens.then_some([century[0], century[1], tens, b'0'])
 }
 
 /// A decimal's trailing zeros, and a point they leave last, cut: all of

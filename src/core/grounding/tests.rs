@@ -4784,3 +4784,44 @@ fn typeset_spaces_and_invisible_characters_read_as_plain_text() {
     );
     assert!(g.claims.iter().all(|c| c.support == Some(1.0)), "{g:?}");
 }
+
+#[test]
+fn a_decade_written_short_is_the_decade() {
+    for (claim, source) in [
+        (
+            "The band was popular in the 1990s[^1].",
+            "The band was popular in the '90s.",
+        ),
+        (
+            "The band was popular in the \u{2019}90s[^1].",
+            "The band was popular in the 1990s.",
+        ),
+        (
+            "The firm grew in the '00s[^1].",
+            "The firm grew in the 2000s.",
+        ),
+        (
+            "Birthrates were low in the early 1940s[^1].",
+            "Birthrates were low in the early '40s.",
+        ),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    // Another decade is another number; "'20s" may be either century, and
+    // "90s" without its apostrophe may be a temperature.
+    assert_flagged_missing(
+        "The band was popular in the '90s[^1].",
+        "The band was popular in the 1980s.",
+        &["90"],
+    );
+    assert_flagged_missing(
+        "It was popular in the '20s[^1].",
+        "It was popular in the 1920s.",
+        &["20"],
+    );
+    assert_flagged_missing(
+        "Temperatures were in the 1990s[^1].",
+        "Temperatures were in the 90s.",
+        &["1990"],
+    );
+}
