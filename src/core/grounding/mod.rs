@@ -5,9 +5,10 @@
 //! sentence's end belongs to it; fenced code is not a claim). Sources are
 //! split into sentences by the same rule (initials, abbreviations and
 //! sentences glued without a space included), so a claim copied from a
-//! source is found whole; both are read with typeset spaces and invisible
-//! characters made plain (`spacing`: "$5\u{a0}billion" is "$5 billion",
-//! "1\u{202f}200" is "1,200"). Each claim that cites at least one resolvable
+//! source is found whole; both are read with typeset spaces, invisible
+//! characters and degree signs made plain (`typeset`: "$5\u{a0}billion" is
+//! "$5 billion", "1\u{202f}200" is "1,200", "30\u{b0}C" is "30 degrees
+//! Celsius"). Each claim that cites at least one resolvable
 //! source gets a support score in `[0, 1]` against the union of the cited
 //! sources. Terms are words from Unicode word segmentation, case-folded and
 //! Snowball-stemmed; stop words count apart, fillers not at all; named
@@ -84,7 +85,7 @@ pub mod model;
 mod opposites;
 mod qualifiers;
 mod score;
-mod spacing;
+mod typeset;
 mod variants;
 
 pub use explain::{findings, prompt_addendum, uncited_detail, unsupported_detail};
@@ -230,23 +231,23 @@ pub(crate) fn analyze_counting(
     settings: &GroundingSettings,
     steps: &mut usize,
 ) -> Grounding {
-    if !spacing::needed(answer) && !sources.iter().any(|s| spacing::needed(s)) {
+    if !typeset::needed(answer) && !sources.iter().any(|s| typeset::needed(s)) {
         return analyze_read(answer, citations, sources, settings, steps);
     }
-    // Typeset spaces and invisible characters read as plain text does; the
-    // claims' spans are given back in the answer's own offsets.
-    let read = spacing::respace(answer);
+    // Typeset text read as the same text typed plainly; the claims' spans
+    // are given back in the answer's own offsets.
+    let read = typeset::plain(answer);
     let cited: Vec<Citation> = citations
         .iter()
         .map(|c| Citation {
             marker: c.marker,
-            span: read.respaced(c.span.start)..read.respaced(c.span.end),
+            span: read.plain(c.span.start)..read.plain(c.span.end),
         })
         .collect();
     let texts: Vec<std::borrow::Cow<str>> = sources
         .iter()
-        .map(|s| match spacing::needed(s) {
-            true => spacing::respace(s).text.into(),
+        .map(|s| match typeset::needed(s) {
+            true => typeset::plain(s).text.into(),
             false => (*s).into(),
         })
         .collect();

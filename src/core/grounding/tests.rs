@@ -4825,3 +4825,37 @@ fn a_decade_written_short_is_the_decade() {
         &["1990"],
     );
 }
+
+#[test]
+fn a_degree_sign_is_its_words() {
+    for (claim, source) in [
+        (
+            "It was 30 degrees Celsius in Paris[^1].",
+            "It was 30 °C in Paris.",
+        ),
+        (
+            "It was 30°C in Paris[^1].",
+            "It was 30 degrees Celsius in Paris.",
+        ),
+        (
+            "It was 86 degrees Fahrenheit in Paris[^1].",
+            "It was 86°F in Paris.",
+        ),
+        ("Water boils at 100 \u{2103}[^1].", "Water boils at 100°C."),
+        ("The slope is 45 degrees[^1].", "The slope is 45°."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    assert_flagged_missing(
+        "It was 30 °C in Paris[^1].",
+        "It was 30 °F in Paris.",
+        &["celsius"],
+    );
+    // A sentence ends after the sign's letter, which is no initial.
+    let answer = "Water boils at 100°C. Ice melts at 0°C[^1].";
+    let g = run(answer, &["Water boils at 100°C. Ice melts at 0°C."]);
+    assert_eq!(
+        texts(answer, &g),
+        ["Water boils at 100°C.", "Ice melts at 0°C[^1]."]
+    );
+}

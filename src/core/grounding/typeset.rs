@@ -1,14 +1,16 @@
 //! Text as the grounding readers see it. Typeset and scraped text writes
 //! spaces other than the ASCII one ("$5\u{a0}billion", "42\u{a0}km"),
-//! invisible characters inside words ("profes\u{ad}sion", a soft hyphen)
-//! and narrow or no-break spaces between groups of digits ("1\u{202f}200",
-//! "12\u{a0}000"). The readers part words and join a number with its scale,
-//! unit or date at an ASCII space, so such text would read as other words
-//! and other numbers than the same text typed plainly. Here each space of
-//! that kind becomes an ASCII space, each invisible character nothing, and
-//! a space between digit groups the thousands separator it stands for
-//! ("1,200"), with a map from the rewritten text's offsets back to the
-//! original's.
+//! invisible characters inside words ("profes\u{ad}sion", a soft hyphen),
+//! narrow or no-break spaces between groups of digits ("1\u{202f}200",
+//! "12\u{a0}000") and the degree sign where a writer may spell the words
+//! ("30\u{b0}C", "30 degrees Celsius"). The readers part words and join a
+//! number with its scale, unit or date at an ASCII space, and read words,
+//! not signs, so such text would read as other words and other numbers
+//! than the same text typed plainly. Here each space of that kind becomes
+//! an ASCII space, each invisible character nothing, a space between digit
+//! groups the thousands separator it stands for ("1,200"), and a degree
+//! sign its words ("30 degrees Celsius"), with a map from the rewritten
+//! text's offsets back to the original's.
 //!
 //! Pure; it only rewrites text. It must not judge a word: what the words
 //! mean is for the readers downstream.
@@ -16,40 +18,54 @@
 use std::ops::Range;
 
 /// A text rewritten for reading, with the offsets to map its positions back.
-pub(super) struct Respaced {
+pub(super) struct Plain {
     pub text: String,
-    /// After each rewritten character: (offset in `text`, offset in the
-    /// original), both just past it. Between two marks the bytes are the
-    /// original's, one for one.
-    marks: Vec<(usize, usize)>,
+    /// Each rewrite, in order: where it stands in `text` and where in the
+    /// original. Between two rewrites the bytes are the original's, one
+    /// for one.
+    rewrites: Vec<(Range<usize>, Range<usize>)>,
 }
 
-impl Respaced {
-    /// The original offset of `at`, an offset of [`Respaced::text`] on a
-    /// character boundary; on the original's character boundaries too.
+impl Plain {
+    /// The original offset of `at`, an offset of [`Plain::text`] on a
+    /// character boundary; on the original's character boundaries too (a
+    /// place inside a rewrite's words maps to the rewritten text's end).
     pub fn original(&self, at: usize) -> usize {
-        self.carry(at, |mark| mark)
+        carry(&self.rewrites, at, |(new, old)| (new.clone(), old.clone()))
     }
 
-    /// The offset of [`Respaced::text`] that `at`, an original offset
-    /// outside any rewritten character, stands at.
-    pub fn respaced(&self, at: usize) -> usize {
-        self.carry(at, |(new, old)| (old, new))
+    /// The offset of [`Plain::text`] that `at`, an original offset on a
+    /// character boundary, stands at.
+    pub fn plain(&self, at: usize) -> usize {
+        carry(&self.rewrites, at, |(new, old)| (old.clone(), new.clone()))
     }
 
-    /// `at` carried across the last mark at or before it, `side` giving a
-    /// mark's offsets as (this side, the other side).
-    fn carry(&self, at: usize, side: impl Fn((usize, usize)) -> (usize, usize)) -> usize {
-        let i = self.marks.partition_point(|&mark| side(mark).0 <= at);
-        i.checked_sub(1).map_or(at, |m| {
-            let (from, to) = side(self.marks[m]);
-            to + (at - from)
-        })
-    }
-
-    /// [`Respaced::original`] of both ends of `range`.
+    /// [`Plain::original`] of both ends of `range`.
     pub fn original_range(&self, range: &Range<usize>) -> Range<usize> {
         self.original(range.start)..self.original(range.end)
+    }
+}
+
+/// `at` carried from one side of the rewrites to the other, `side` giving
+/// a rewrite's ranges as (this side, the other side): past the last
+/// rewrite that starts at or before it, one for one; at a rewrite's start,
+/// to the other's start; inside one, to the other's end.
+fn carry(
+    rewrites: &[(Range<usize>, Range<usize>)],
+    at: usize,
+    side: impl Fn(&(Range<usize>, Range<usize>)) -> (Range<usize>, Range<usize>),
+) -> usize {
+    let i = rewrites.partition_point(|r| side(r).0.start <= at);
+    let Some(r) = i.checked_sub(1).map(|i| side(&rewrites[i])) else {
+        return at;
+    };
+    let (from, to) = r;
+    if at >= from.end {
+        to.end + (at - from.end)
+    } else if at == from.start {
+        to.start
+    } else {
+        to.end
     }
 }
 
@@ -60,6 +76,15 @@ enum Rewrite {
     Space { may_group: bool },
     /// An invisible character: nothing.
     Drop,
+    /// A degree sign ("°", and "°C" or "°F" when its letter ends a word),
+    /// or a sign of degrees with its scale ("℃", "℉"): its words.
+    Degrees(Option<Scale>),
+}
+
+#[derive(Clone, Copy)]
+enum Scale {
+    Celsius,
+    Fahrenheit,
 }
 
 fn rewrite_of(c: char) -> Option<Rewrite> {
@@ -73,11 +98,14 @@ fn rewrite_of(c: char) -> Option<Rewrite> {
         // Soft hyphen, word joiner, zero-width no-break space (byte order
         // mark): nothing a reader sees.
         '\u{ad}' | '\u{2060}' | '\u{feff}' => Some(Rewrite::Drop),
+        '\u{b0}' => Some(Rewrite::Degrees(None)),
+        '\u{2103}' => Some(Rewrite::Degrees(Some(Scale::Celsius))),
+        '\u{2109}' => Some(Rewrite::Degrees(Some(Scale::Fahrenheit))),
         _ => None,
     }
 }
 
-/// Whether `text` holds a character [`respace`] rewrites. Cheap on text
+/// Whether `text` holds a character [`plain`] rewrites. Cheap on text
 /// without one: ASCII text is passed whole, other text is searched for the
 /// lead bytes of those characters only.
 pub(super) fn needed(text: &str) -> bool {
@@ -88,10 +116,11 @@ pub(super) fn needed(text: &str) -> bool {
     memchr::memchr3_iter(0xc2, 0xe2, 0xef, bytes).any(|at| {
         let next = |k: usize| bytes.get(at + k).copied().unwrap_or(0);
         match bytes[at] {
-            0xc2 => matches!(next(1), 0xa0 | 0xad),
+            0xc2 => matches!(next(1), 0xa0 | 0xad | 0xb0),
             0xe2 => match next(1) {
                 0x80 => matches!(next(2), 0x80..=0x8a | 0xaf),
                 0x81 => matches!(next(2), 0x9f | 0xa0),
+                0x84 => matches!(next(2), 0x83 | 0x89),
                 _ => false,
             },
             _ => next(1) == 0xbb && next(2) == 0xbf,
@@ -100,20 +129,25 @@ pub(super) fn needed(text: &str) -> bool {
 }
 
 /// `text` as the readers see it (see the module's doc).
-pub(super) fn respace(text: &str) -> Respaced {
-    let mut out = Respaced {
+pub(super) fn plain(text: &str) -> Plain {
+    let mut out = Plain {
         text: String::with_capacity(text.len()),
-        marks: Vec::new(),
+        rewrites: Vec::new(),
     };
     let mut copied = 0;
     // The end of the last space read as a group separator, and which space.
     let mut last_group: Option<(usize, char)> = None;
     for (at, c) in text.char_indices() {
+        if at < copied {
+            // The scale's letter of a degree sign, read with it.
+            continue;
+        }
         let Some(rewrite) = rewrite_of(c) else {
             continue;
         };
         out.text.push_str(&text[copied..at]);
-        let end = at + c.len_utf8();
+        let from = out.text.len();
+        let mut end = at + c.len_utf8();
         match rewrite {
             Rewrite::Space { may_group } => {
                 let chained = last_group == Some((at.wrapping_sub(3), c));
@@ -125,9 +159,32 @@ pub(super) fn respace(text: &str) -> Respaced {
                 }
             }
             Rewrite::Drop => {}
+            Rewrite::Degrees(mut scale) => {
+                let rest = &text.as_bytes()[end..];
+                let letter_ends = rest.get(1).is_none_or(|b| !b.is_ascii_alphabetic());
+                if scale.is_none() && letter_ends {
+                    scale = match rest.first() {
+                        Some(b'C') => Some(Scale::Celsius),
+                        Some(b'F') => Some(Scale::Fahrenheit),
+                        _ => None,
+                    };
+                    end += usize::from(scale.is_some());
+                }
+                if !out.text.is_empty() && !out.text.ends_with(' ') {
+                    out.text.push(' ');
+                }
+                out.text.push_str(match scale {
+                    Some(Scale::Celsius) => "degrees Celsius",
+                    Some(Scale::Fahrenheit) => "degrees Fahrenheit",
+                    None => "degrees",
+                });
+                if text[end..].starts_with(char::is_alphanumeric) {
+                    out.text.push(' ');
+                }
+            }
         }
         copied = end;
-        out.marks.push((out.text.len(), end));
+        out.rewrites.push((from..out.text.len(), at..end));
     }
     out.text.push_str(&text[copied..]);
     out
@@ -173,8 +230,8 @@ mod tests {
     use super::*;
 
     fn read(text: &str) -> String {
-        assert_eq!(needed(text), text != respace(text).text, "{text:?}");
-        respace(text).text
+        assert_eq!(needed(text), text != plain(text).text, "{text:?}");
+        plain(text).text
     }
 
     #[test]
@@ -187,6 +244,21 @@ mod tests {
         let kept = "\u{201c}Z\u{fc}rich\u{201d} \u{2014} caf\u{e9}\u{200b}s";
         assert_eq!(read(kept), kept);
         assert!(!needed("plain ASCII text"));
+    }
+
+    #[test]
+    fn a_degree_sign_reads_as_its_words() {
+        assert_eq!(read("30\u{b0}C in Paris"), "30 degrees Celsius in Paris");
+        assert_eq!(read("30 \u{b0}F."), "30 degrees Fahrenheit.");
+        assert_eq!(
+            read("30\u{2103}, 86\u{2109}"),
+            "30 degrees Celsius, 86 degrees Fahrenheit"
+        );
+        assert_eq!(read("an angle of 45\u{b0}"), "an angle of 45 degrees");
+        assert_eq!(read("45\u{b0}N"), "45 degrees N");
+        // A letter that opens a word is no scale.
+        assert_eq!(read("45\u{b0}Celsius"), "45 degrees Celsius");
+        assert_eq!(read("\u{b0}Cold"), "degrees Cold");
     }
 
     #[test]
@@ -212,7 +284,7 @@ mod tests {
     #[test]
     fn offsets_map_back_to_the_original() {
         let text = "A\u{a0}b\u{ad}c 1\u{202f}200 d";
-        let r = respace(text);
+        let r = plain(text);
         assert_eq!(r.text, "A bc 1,200 d");
         for (new, old) in [
             (0, 0),
@@ -227,9 +299,17 @@ mod tests {
             assert_eq!(r.original(new), old, "{new}");
         }
         for (old, new) in [(0, 0), (3, 2), (7, 4), (12, 7), (17, 12)] {
-            assert_eq!(r.respaced(old), new, "{old}");
+            assert_eq!(r.plain(old), new, "{old}");
         }
-        let plain = respace("no rewrites");
-        assert_eq!((plain.original(4), plain.respaced(4)), (4, 4));
+        let same = plain("no rewrites");
+        assert_eq!((same.original(4), same.plain(4)), (4, 4));
+        // A rewrite into words: its start maps to the sign's start, a place
+        // inside its words to the sign's end.
+        let r = plain("It was 30\u{b0}C.");
+        assert_eq!(r.text, "It was 30 degrees Celsius.");
+        for (new, old) in [(9, 9), (10, 12), (20, 12), (25, 12), (26, 13)] {
+            assert_eq!(r.original(new), old, "{new}");
+        }
+        assert_eq!((r.plain(9), r.plain(12)), (9, 25));
     }
 }
