@@ -580,7 +580,8 @@ pub(super) fn number_text<'a>(
     len: usize,
     (scaled, signed): &'a mut NumberText,
 ) -> (&'a [u8], Option<usize>) {
-    if let Some(year) = decade_written_short(bytes, at, len) {
+    if let Some(year) = decade_written_short(bytes, at, len).or_else(|| second_year(bytes, at, len))
+    {
         scaled[..4].copy_from_slice(&year);
         return (&scaled[..4], None);
     }
@@ -616,6 +617,48 @@ fn decade_written_short(bytes: &[u8], at: usize, len: usize) -> Option<[u8; 4]> 
         _ => return None,
     };
     opens.then_some([century[0], century[1], tens, b'0'])
+}
+
+/// The second year of a span written short after a year in full and a
+/// hyphen, an en dash or a slash ("2018–19", "2004-05", "1939–45",
+/// "2023/24"), in full ("2019"), as a span written out states it
+/// ("2018–2019"); in the next century when its digits are below the first
+/// year's ("1999–00": "2000"). Not a date's month ("2004-05-12"), nor two
+/// digits after a number that is no year of four digits ("12-19",
+/// "12345-67").
+#[inline(always)]
+fn second_year(bytes: &[u8], at: usize, len: usize) -> Option<[u8; 4]> {
+    // Most numbers are no two digits after a sign.
+    let &[tens @ b'0'..=b'9', ones @ b'0'..=b'9'] = bytes.get(at..at + len)? else {
+        return None;
+    };
+    let before = &bytes[..at];
+    let sign = [&b"-"[..], b"/", "\u{2013}".as_bytes()]
+        .into_iter()
+        .find(|s| before.ends_with(s))?;
+    let first = before[..before.len() - sign.len()]
+        .rsplit(|b| !b.is_ascii_digit())
+        .next()?;
+    let &[c1 @ (b'1' | b'2'), c2, y1, y2] = first else {
+        return None;
+    };
+    let lead = before.len() - sign.len() - 4;
+    let after = bytes.get(at + len..at + len + 2).unwrap_or_default();
+    let date = matches!(after, [b'-' | b'/', d] if d.is_ascii_digit());
+    let joined = lead
+        .checked_sub(1)
+        .is_some_and(|i| matches!(bytes[i], b'-' | b'/' | b'.' | b','));
+    if date || joined {
+        return None;
+    }
+    let century = u16::from(c1 - b'0') * 10 + u16::from(c2 - b'0');
+    let next = (tens, ones) < (y1, y2);
+    let century = century + u16::from(next);
+    if century > 99 {
+        return None;
+    }
+    let [a, b] = [(century / 10) as u8, (century % 10) as u8];
+    Some([b'0' + a, b'0' + b, tens, ones])
 }
 
 /// A decimal's trailing zeros, and a point they leave last, cut: all of

@@ -4859,3 +4859,43 @@ fn a_degree_sign_is_its_words() {
         ["Water boils at 100°C.", "Ice melts at 0°C[^1]."]
     );
 }
+
+#[test]
+fn the_second_year_of_a_span_written_short_is_the_year_in_full() {
+    for (claim, source) in [
+        (
+            "It takes place during the 2018–19 academic year[^1].",
+            "It takes place during the 2018-2019 academic year.",
+        ),
+        (
+            "It takes place during the 2018-2019 academic year[^1].",
+            "It takes place during the 2018–19 academic year.",
+        ),
+        (
+            "The war lasted 1939–45[^1].",
+            "The war lasted from 1939 to 1945.",
+        ),
+        (
+            "The 1999–00 season was his best[^1].",
+            "The 1999-2000 season was his best.",
+        ),
+        ("The 2023/24 budget rose[^1].", "The 2023-2024 budget rose."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    assert_flagged_missing(
+        "The 2004–2006 season was his best[^1].",
+        "The 2004-05 season was his best.",
+        &["2006"],
+    );
+    // A date's month and two numbers that are no years stay as written.
+    assert_fully_supported(
+        "It was signed on May 12, 2004[^1].",
+        "It was signed on 2004-05-12.",
+    );
+    assert_flagged_missing(
+        "The score was 12-2019[^1].",
+        "The score was 12-19.",
+        &["2019"],
+    );
+}
