@@ -322,6 +322,8 @@ pub const FRAGMENTS: &[&str] = &[
     "12\u{A0}345\u{202F}678",
     "1\u{A0}200,5",
     "profes\u{AD}sion",
+    "EUR30 million",
+    "USD1.5bn",
     "2018\u{2013}19",
     "1999-00",
     "'90s",

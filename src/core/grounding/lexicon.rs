@@ -1499,7 +1499,8 @@ fn numeral_then(bytes: &[u8], at: usize, between: &[u8]) -> bool {
         .is_some_and(|i| between.contains(&bytes[i]) && follows_numeral(bytes, at))
 }
 
-/// Whether a numeral that is a word of its own ("$5", not "A5") ends one
+/// Whether a numeral that is a word of its own ("$5", not "A5"), or an
+/// amount after a currency's code ("EUR30": [`currency_glued`]), ends one
 /// space before `at`.
 fn follows_numeral(bytes: &[u8], at: usize) -> bool {
     let before = &bytes[..at - 1];
@@ -1507,7 +1508,10 @@ fn follows_numeral(bytes: &[u8], at: usize) -> bool {
         .iter()
         .rposition(|b| !(b.is_ascii_digit() || *b == b',' || *b == b'.'))
         .map_or(0, |p| p + 1);
-    is_numeral(&before[start..]) && (start == 0 || !before[start - 1].is_ascii_alphanumeric())
+    let own = |from: usize| from == 0 || !before[from - 1].is_ascii_alphanumeric();
+    is_numeral(&before[start..])
+        && (own(start)
+            || (start >= 3 && currency_code(&before[start - 3..start]).is_some() && own(start - 3)))
 }
 
 /// `word` in ASCII lower case, in `buf`; `None` when longer.
@@ -1588,6 +1592,12 @@ pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
     // Most words end in a letter; a period ends in a digit or opens with
     // one, and the abbreviations have three letters.
     let last = *w.last()?;
+    if w.len() > 3
+        && w[3].is_ascii_digit()
+        && let Some(code) = currency_glued(w)
+    {
+        return Some(code);
+    }
     if last.is_ascii_digit() || w[0].is_ascii_digit() {
         return period_words(w);
     }
@@ -1605,6 +1615,37 @@ pub(super) fn short_form(w: &[u8]) -> Option<ShortForm> {
 
 /// The words of "FY".
 const FISCAL_YEAR: [&[u8]; 2] = [b"fiscal", b"year"];
+
+/// The word of a currency's code ("usd" of "USD"), in capitals only.
+fn currency_code(code: &[u8]) -> Option<&'static [&'static [u8]]> {
+    const CODES: [&[&[u8]]; 4] = [&[b"usd"], &[b"eur"], &[b"gbp"], &[b"jpy"]];
+    match code {
+        b"USD" => Some(CODES[0]),
+        b"EUR" => Some(CODES[1]),
+        b"GBP" => Some(CODES[2]),
+        b"JPY" => Some(CODES[3]),
+        _ => None,
+    }
+}
+
+/// A currency's code glued to an amount ("USD1.5bn", "EUR300m",
+/// "GBP5,000"), read as the code and the amount written apart ("USD
+/// 1.5bn"), as claims and sources read that.
+#[inline(never)]
+fn currency_glued(w: &[u8]) -> Option<ShortForm> {
+    let words = currency_code(&w[..3])?;
+    let amount = &w[3..];
+    let numeral = amount.len() - trailing_letters(amount).len();
+    let scale = &amount[numeral..];
+    let read = is_numeral(&amount[..numeral])
+        && (scale.is_empty() || scale_of(scale, SCALE_SUFFIXES).is_some());
+    read.then_some(ShortForm {
+        words,
+        rest: 3,
+        year: None,
+        dated: false,
+    })
+}
 
 /// An abbreviation of [`ABBREVIATED`], or "MoM", that the word of three
 /// letters `w` is.

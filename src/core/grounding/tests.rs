@@ -4899,3 +4899,32 @@ fn the_second_year_of_a_span_written_short_is_the_year_in_full() {
         &["2019"],
     );
 }
+
+#[test]
+fn a_currency_code_glued_to_an_amount_is_the_code_and_the_amount() {
+    for (claim, source) in [
+        ("Profit was USD1.5bn[^1].", "Profit was $1.5 billion."),
+        ("Profit was $1.5 billion[^1].", "Profit was USD1.5bn."),
+        (
+            "The tranche is EUR30 million[^1].",
+            "The tranche is €30 million.",
+        ),
+        (
+            "The tranche is €30 million[^1].",
+            "The tranche is EUR30 million.",
+        ),
+        (
+            "The tranche is EUR30 million[^1].",
+            "The tranche is EUR 30 million.",
+        ),
+        ("Costs were £5,000[^1].", "Costs were GBP5,000."),
+    ] {
+        assert_fully_supported(claim, source);
+    }
+    assert_flagged_missing("Profit was USD2bn[^1].", "Profit was USD1.5bn.", &["2bn"]);
+    assert_flagged_missing(
+        "The tranche is EUR30 billion[^1].",
+        "The tranche is EUR30 million.",
+        &["30"],
+    );
+}

@@ -325,9 +325,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     /// ends before it.
     #[inline(always)]
     fn next(&mut self, w: &[u8], off: usize, ascii: bool) {
-        // Words with a digit at either end ("5km", "Q3") go out of the loop,
-        // and so do abbreviations ("bps": "basis points").
-        if w[0].is_ascii_digit() || w[w.len() - 1].is_ascii_digit() {
+        // Words with a digit at either end ("5km", "Q3") or after a
+        // currency's code ("USD1.5bn") go out of the loop, and so do
+        // abbreviations ("bps": "basis points").
+        if w[0].is_ascii_digit()
+            || w[w.len() - 1].is_ascii_digit()
+            || (w.len() > 3 && w[3].is_ascii_digit())
+        {
             return self.numeral(w, off, ascii);
         }
         if (w.len() == 3 || w == b"FY")
@@ -363,7 +367,14 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             self.implied(year);
         }
         if p.rest < w.len() {
-            self.take(&w[p.rest..], off + p.rest, true);
+            // "USD1.5 billion": the amount with its scale, as claims read it.
+            let (at, len) = (off + p.rest, w.len() - p.rest);
+            let mut written = ([0u8; 48], [0u8; 49]);
+            let rest = match w[p.rest].is_ascii_digit() {
+                true => number_text(self.at.bytes, at, len, &mut written).0,
+                false => &w[p.rest..],
+            };
+            self.take(rest, at, true);
         }
     }
 
