@@ -869,6 +869,11 @@ const TRICKY: &[&str] = &[
     "The talks ended at 5 pm.Shares rose 3% by the close.",
     "Revenue rose to $5bn.The lender said costs fell.",
     "Pakistan is ranked 13th.India kept its place in the top five.",
+    "The tranche is EUR30 million and profit was USD1.5bn in 2018\u{2013}19.",
+    "It was 30\u{b0}C.Sales fell in the '90s by 1\u{202f}200 units.",
+    "He earned $1\u{a0}million a year, a profes\u{ad}sional's pay.",
+    "According to Source 1, the fee is $3.00 (Source 2).",
+    "The bank lent $5 bln to 12 firms.",
 ];
 
 #[test]
