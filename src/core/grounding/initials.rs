@@ -9,7 +9,7 @@ use super::lexicon::{acronym_glued_to_number, is_stop_name_word};
 use crate::core::terms::name_words;
 
 /// Most letters an acronym has here; longer all-capital words are words.
-const MAX_LETTERS: usize = 6;
+pub(super) const MAX_LETTERS: usize = 6;
 
 /// Words inside a name that its initials leave out ("Bureau *of*
 /// Investigation"); not "and", which joins names in lists more often than

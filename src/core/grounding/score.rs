@@ -19,9 +19,9 @@ use super::index::{
     has_question, pair_hash,
 };
 use super::initials::{
-    AND_LETTERS, acronym_letters, chief_title_in, clipped_name, is_and, is_chief, is_name_joiner,
-    is_small_word, is_title_word, other_acronym, spelled_out_in, spelled_word_by_word,
-    word_written_in, written_in,
+    AND_LETTERS, MAX_LETTERS, acronym_letters, chief_title_in, clipped_name, is_and, is_chief,
+    is_name_joiner, is_small_word, is_title_word, other_acronym, spelled_out_in,
+    spelled_word_by_word, word_written_in, written_in,
 };
 use super::lexicon::{
     PER, ShortForm, article_of_fraction, cents_after, clock_time, closed_compound,
@@ -1440,6 +1440,13 @@ const INITIALS_BUDGET: usize = 8;
 /// Whether the claim has a missing term [`find_by_initials`] may find: an
 /// entity, three missing words in a row, or two with only small words
 /// between them ("return on equity", see [`is_small_word`]).
+/// Whether a word that opens a claim reads as an acronym: its first two
+/// letters capitals ("NPLs"), or a small letter between capitals ("BoE").
+fn opens_as_acronym(word: &[u8]) -> bool {
+    word[..2].iter().all(u8::is_ascii_uppercase)
+        || (word[0].is_ascii_uppercase() && acronym_letters(word, &mut [0; MAX_LETTERS]).is_some())
+}
+
 fn may_be_initials(answer: &str, terms: &[Term]) -> bool {
     let mut run = 0;
     let mut missing = 0;
@@ -1447,13 +1454,10 @@ fn may_be_initials(answer: &str, terms: &[Term]) -> bool {
         match (t.found, t.class) {
             (false, TermClass::Entity) => return true,
             // "chief executive" for "CEO", and an acronym that opens the
-            // claim ("NPLs fell"), a word by its place.
+            // claim ("NPLs fell", "BoE raised rates"), a word by its place.
             (false, TermClass::Word)
                 if is_chief(&answer.as_bytes()[t.at..t.at + t.len])
-                    || (t.len >= 2
-                        && answer.as_bytes()[t.at..t.at + 2]
-                            .iter()
-                            .all(u8::is_ascii_uppercase)) =>
+                    || (t.len >= 2 && opens_as_acronym(&answer.as_bytes()[t.at..t.at + t.len])) =>
             {
                 return true;
             }

@@ -2483,8 +2483,11 @@ fn an_acronym_is_found_by_a_name_that_keeps_its_small_words_and_back() {
 #[test]
 fn an_acronym_in_mixed_case_or_of_a_name_with_and_is_found_and_back() {
     for (claim, source) in [
-        // A small letter for a small word.
+        // A small letter for a small word, at a claim's start too.
         ("The BoE raised rates", "The Bank of England raised rates."),
+        ("BoE raised rates", "The Bank of England raised rates."),
+        ("RoE was 12%", "Return on equity was 12%."),
+        ("AuM rose 5%", "Assets under management rose 5%."),
         ("The Bank of England raised rates", "The BoE raised rates."),
         (
             "The bank's RoE was 12%",
