@@ -918,9 +918,8 @@ pub(super) fn source_reference<'a>(
         })
         .unwrap_or(opened);
     // A closing phrase ends with its noun or a source's number; the
-    // shortest is "Source 1" in brackets, the longest looked for eight
-    // words ("according to the first two provided sources"; a list of
-    // numbers may make it longer).
+    // shortest is "Source 1" in brackets (two words), the longest looked
+    // for nine ("according to sources 1, 2, 3 and 4" is eight).
     let last = n.wrapping_sub(1);
     let ends_noun =
         is(last, &NOUN) || (is(last, &ADJECTIVE) && is(n.wrapping_sub(2), &NOUN)) || numbered(last);

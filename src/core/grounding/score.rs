@@ -1437,9 +1437,6 @@ const BY_INITIALS: u32 = u32::MAX;
 /// How many times its own size a record's acronym scans may read.
 const INITIALS_BUDGET: usize = 8;
 
-/// Whether the claim has a missing term [`find_by_initials`] may find: an
-/// entity, three missing words in a row, or two with only small words
-/// between them ("return on equity", see [`is_small_word`]).
 /// Whether a word that opens a claim reads as an acronym: its first two
 /// letters capitals ("NPLs"), or a small letter between capitals ("BoE").
 fn opens_as_acronym(word: &[u8]) -> bool {
@@ -1447,6 +1444,9 @@ fn opens_as_acronym(word: &[u8]) -> bool {
         || (word[0].is_ascii_uppercase() && acronym_letters(word, &mut [0; MAX_LETTERS]).is_some())
 }
 
+/// Whether the claim has a missing term [`find_by_initials`] may find: an
+/// entity, three missing words in a row, or two with only small words
+/// between them ("return on equity", see [`is_small_word`]).
 fn may_be_initials(answer: &str, terms: &[Term]) -> bool {
     let mut run = 0;
     let mut missing = 0;
