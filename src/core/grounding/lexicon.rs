@@ -586,7 +586,7 @@ pub(super) fn number_text<'a>(
         return (&scaled[..4], None);
     }
     let w = with_scale(bytes, &bytes[at..at + len], at + len, scaled);
-    let w = percent_digits(bytes, w, at + len);
+    let w = without_trailing_zeros(bytes, w, at + len);
     match minus_before(bytes, at) {
         Some(k) => (with_minus(w, signed), Some(k)),
         None => (w, None),
@@ -668,7 +668,7 @@ fn second_year(bytes: &[u8], at: usize, len: usize) -> Option<[u8; 4]> {
 /// amounts and rates are written both ways. Not other zeros: "Section
 /// 4.10" is not "Section 4.1", nor "version 3.10" "3.1".
 #[inline(always)]
-fn percent_digits<'w>(bytes: &[u8], w: &'w [u8], end: usize) -> &'w [u8] {
+fn without_trailing_zeros<'w>(bytes: &[u8], w: &'w [u8], end: usize) -> &'w [u8] {
     // Most numbers do not end in a zero.
     if w.last() != Some(&b'0') || !w.contains(&b'.') {
         return w;
@@ -1220,6 +1220,7 @@ fn plain_latin(c: char, buf: &mut String) -> bool {
 /// the same glued to it ("$5bn", "3k", "1.2m"), as powers of ten: a number
 /// with its scale is one number, written out ("1200000"), so each way of
 /// writing it finds the others.
+///
 /// The abbreviations that say only a scale are scales after a space too
 /// ("$5 bn", "$5 bln", "EUR 3 mln"); "m", "k" and "b" are not (metres,
 /// kilo-, bytes).
