@@ -8,8 +8,9 @@
 //! the worker; the fit reads the evidence features of
 //! [`crate::core::grounding::analyze`]. This module must not score claims
 //! itself: what it reports is what production would decide. The naive
-//! baseline (share of answer words found in the sources) is the one number
-//! computed here, as a reference.
+//! baselines (share of the answer's words found in the sources, of all its
+//! words and of its content words) are the one number computed here, as a
+//! reference.
 
 use std::collections::HashSet;
 use std::io::BufReader;
@@ -74,6 +75,8 @@ pub struct Scored {
     pub group: Option<String>,
     /// Naive baseline: share of the answer's words found in its sources.
     pub naive: f64,
+    /// The same share of the answer's content words (stop words left out).
+    pub naive_content: f64,
     /// Evidence of each cited claim (for `--fit`).
     pub evidence: Vec<Evidence>,
 }
@@ -332,6 +335,7 @@ pub fn score_file(
         let texts: Vec<&str> = sources.iter().map(String::as_str).collect();
         let parsed = citation::parse(answer, texts.len());
         let g = grounding::analyze(answer, &parsed.citations, &texts, &config.core.grounding);
+        let naive = naive_share(answer, &texts);
         out.push(Scored {
             line: line_no,
             request_id: o.request_id.clone().unwrap_or_default(),
@@ -344,7 +348,8 @@ pub fn score_file(
                 Some(v) => v.to_string(),
                 None => NO_FIELD.to_string(),
             }),
-            naive: naive_share(answer, &texts),
+            naive: naive.all,
+            naive_content: naive.content,
             evidence: g.claims.iter().filter_map(|c| c.evidence).collect(),
         });
     }
@@ -384,19 +389,40 @@ fn naive_words(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_lowercase)
 }
 
-/// The naive lexical baseline: share of the answer's words found anywhere
-/// in its sources (1 for an answer without words).
-pub fn naive_share(answer: &str, sources: &[&str]) -> f64 {
+/// The naive lexical baselines of one answer (each 1 for an answer without
+/// such words).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NaiveShare {
+    /// Share of the answer's words found anywhere in its sources.
+    pub all: f64,
+    /// The same share of its content words: the check's stop words left
+    /// out, as the reference figures quoted with the dev data count.
+    pub content: f64,
+}
+
+/// The naive lexical baselines: which of the answer's words occur anywhere
+/// in its sources, as lower-cased runs of letters and digits.
+pub fn naive_share(answer: &str, sources: &[&str]) -> NaiveShare {
     let known: HashSet<String> = sources.iter().flat_map(|s| naive_words(s)).collect();
-    let (mut found, mut all) = (0usize, 0usize);
+    let (mut found, mut all) = ([0usize; 2], [0usize; 2]);
     for w in naive_words(answer) {
-        all += 1;
-        found += usize::from(known.contains(&w));
+        let hit = usize::from(known.contains(&w));
+        let content = usize::from(!grounding::is_stop_word(&w));
+        all[0] += 1;
+        found[0] += hit;
+        all[1] += content;
+        found[1] += hit * content;
     }
-    if all == 0 {
-        1.0
-    } else {
-        found as f64 / all as f64
+    let share = |i: usize| {
+        if all[i] == 0 {
+            1.0
+        } else {
+            found[i] as f64 / all[i] as f64
+        }
+    };
+    NaiveShare {
+        all: share(0),
+        content: share(1),
     }
 }
 
@@ -497,23 +523,34 @@ pub struct Row {
     /// and that accuracy: what to configure for data like them.
     pub best_min_support: Option<f64>,
     pub best_balanced_accuracy: Option<f64>,
+    /// The naive baseline over all the answer's words: its AUC, and its
+    /// balanced accuracy at its best threshold for these records.
     pub naive_auc: Option<f64>,
     pub naive_best_balanced_accuracy: Option<f64>,
+    /// The same over the answer's content words only.
+    pub naive_content_auc: Option<f64>,
+    pub naive_content_best_balanced_accuracy: Option<f64>,
 }
 
 impl Row {
     pub fn of(file: &str, group: Option<String>, scored: &[&Scored]) -> Row {
         let owned: Vec<Scored> = scored.iter().map(|s| (*s).clone()).collect();
         let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
-        let naive: Vec<Scored> = owned
-            .iter()
-            .map(|s| Scored {
-                score: s.naive,
-                ..s.clone()
-            })
-            .collect();
-        let pairs: Vec<(f64, bool)> = scored.iter().map(|s| (s.naive, s.unsupported)).collect();
         let both = c.has_both_classes();
+        let baseline = |share: fn(&Scored) -> f64| {
+            let as_score: Vec<Scored> = owned
+                .iter()
+                .map(|s| Scored {
+                    score: share(s),
+                    ..s.clone()
+                })
+                .collect();
+            let pairs: Vec<(f64, bool)> =
+                scored.iter().map(|s| (share(s), s.unsupported)).collect();
+            (auc(&as_score), both.then(|| best_balanced_accuracy(&pairs)))
+        };
+        let (naive_auc, naive_best) = baseline(|s| s.naive);
+        let (content_auc, content_best) = baseline(|s| s.naive_content);
         let ours: Vec<(f64, bool)> = scored.iter().map(|s| (s.score, s.unsupported)).collect();
         let best = both.then(|| best_threshold(&ours));
         Row {
@@ -528,8 +565,10 @@ impl Row {
             flagged: (c.tp + c.fp) as f64 / scored.len().max(1) as f64,
             best_min_support: best.map(|b| b.0),
             best_balanced_accuracy: best.map(|b| b.1),
-            naive_auc: auc(&naive),
-            naive_best_balanced_accuracy: both.then(|| best_balanced_accuracy(&pairs)),
+            naive_auc,
+            naive_best_balanced_accuracy: naive_best,
+            naive_content_auc: content_auc,
+            naive_content_best_balanced_accuracy: content_best,
         }
     }
 }
@@ -754,6 +793,7 @@ mod tests {
             answer: String::new(),
             group: None,
             naive: 0.0,
+            naive_content: 0.0,
             evidence: Vec::new(),
         }
     }
@@ -846,6 +886,25 @@ mod tests {
         let items = [(0.9, true), (0.2, false)];
         assert_eq!(best_threshold(&items), (0.2, 0.5));
         assert_eq!(best_threshold(&[(0.4, true)]), (0.0, 0.5));
+    }
+
+    #[test]
+    fn the_naive_baselines_count_all_words_and_content_words() {
+        // Eight words, four of them content words: "grew" is the content
+        // word the source lacks; the stop word it lacks ("the", twice)
+        // counts only among all words.
+        let share = naive_share(
+            "The profit of the bank grew in 2023[^1].",
+            &["Bank profit rose 5% in 2023."],
+        );
+        assert_eq!(share.all, 4.0 / 8.0);
+        assert_eq!(share.content, 3.0 / 4.0);
+        // Negations are content words: the source's lack of "not" counts.
+        let share = naive_share("Profit did not rise[^1].", &["Profit did rise."]);
+        assert_eq!(share.content, 2.0 / 3.0);
+        // An answer of stop words only has no content word to miss.
+        let share = naive_share("It was[^1].", &["Nothing here."]);
+        assert_eq!((share.all, share.content), (0.0, 1.0));
     }
 
     #[test]

@@ -151,8 +151,8 @@ fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
         "recall",
         "flagged",
         "best min_support (bal. acc)",
-        "naive AUC",
-        "naive best bal. acc",
+        "naive AUC (all / content words)",
+        "naive best bal. acc (all / content)",
     ]);
     for r in &all_rows(args, files) {
         let label = match &r.group {
@@ -175,8 +175,12 @@ fn table(args: &EvalArgs, files: &[Vec<Scored>]) -> Table {
                 (Some(t), Some(a)) => format!("{t:.4} ({a:.3})"),
                 _ => "n/a".to_string(),
             },
-            f3(r.naive_auc),
-            f3(r.naive_best_balanced_accuracy),
+            format!("{} / {}", f3(r.naive_auc), f3(r.naive_content_auc)),
+            format!(
+                "{} / {}",
+                f3(r.naive_best_balanced_accuracy),
+                f3(r.naive_content_best_balanced_accuracy)
+            ),
         ]);
     }
     t
@@ -198,7 +202,8 @@ fn print_report(
     writeln!(
         out,
         "grounding ({model}): an answer is flagged unsupported_claim when a claim's support < min_support {min_support}; \
-         precision and recall of that finding; naive: share of answer words found in the sources, best threshold\n{t}"
+         precision and recall of that finding; naive: share of the answer's words (all, or content words: \
+         stop words left out) found in the sources, best threshold\n{t}"
     )?;
     print_naive_shared(out, args, files)?;
     if args.misses > 0 {
@@ -209,31 +214,35 @@ fn print_report(
     Ok(())
 }
 
-/// The naive baseline at one threshold for every file, as the check runs
+/// The naive baselines at one threshold for every file, as the check runs
 /// at one `min_support`: the fair comparison with the "bal. acc" column
-/// (the table's naive column picks each file's own best threshold).
+/// (the table's naive columns pick each file's own best threshold).
 fn print_naive_shared(
     out: &mut impl Write,
     args: &EvalArgs,
     files: &[Vec<Scored>],
 ) -> io::Result<()> {
-    let pairs: Vec<Vec<(f64, bool)>> = files
-        .iter()
-        .map(|f| f.iter().map(|s| (s.naive, s.unsupported)).collect())
-        .collect();
-    let Some((threshold, accuracies)) = naive_shared(&pairs) else {
-        return Ok(());
-    };
-    let each: Vec<String> = accuracies
-        .iter()
-        .enumerate()
-        .filter_map(|(i, a)| a.map(|a| format!("{} {a:.3}", Escaped(&name(args, i)))))
-        .collect();
-    writeln!(
-        out,
-        "naive at one threshold for all files ({threshold:.4}, the best mean balanced accuracy): {}",
-        each.join(", ")
-    )
+    for (what, content) in [("naive", false), ("naive, content words", true)] {
+        let share = |s: &Scored| if content { s.naive_content } else { s.naive };
+        let pairs: Vec<Vec<(f64, bool)>> = files
+            .iter()
+            .map(|f| f.iter().map(|s| (share(s), s.unsupported)).collect())
+            .collect();
+        let Some((threshold, accuracies)) = naive_shared(&pairs) else {
+            return Ok(());
+        };
+        let each: Vec<String> = accuracies
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.map(|a| format!("{} {a:.3}", Escaped(&name(args, i)))))
+            .collect();
+        writeln!(
+            out,
+            "{what} at one threshold for all files ({threshold:.4}, the best mean balanced accuracy): {}",
+            each.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 fn print_misses(out: &mut impl Write, file: &str, scored: &[Scored], n: usize) -> io::Result<()> {

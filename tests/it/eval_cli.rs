@@ -93,8 +93,8 @@ fn one_class_only_prints_no_rates_that_need_both() {
         .find(|l| l.contains("labelled.jsonl"))
         .unwrap_or_else(|| panic!("no row for the file: {out}"));
     // AUC, balanced accuracy, precision, recall, the best min_support and
-    // the naive figures.
-    assert_eq!(row.matches("n/a").count(), 7, "{row}");
+    // the naive figures, over all words and over content words.
+    assert_eq!(row.matches("n/a").count(), 9, "{row}");
     assert!(!out.contains("0.500") && !out.contains("0.000"), "{out}");
 }
 
@@ -128,19 +128,21 @@ fn two_files_show_the_naive_baseline_at_one_threshold_for_both() {
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("naive at one threshold for all files"))
-        .unwrap_or_else(|| panic!("no shared-threshold line: {out}"));
-    // Each file is separated perfectly by the same threshold.
-    assert!(
-        line.contains("first.jsonl 1.000") && line.contains("second.jsonl 1.000"),
-        "{line}"
-    );
+    for variant in ["naive", "naive, content words"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{variant} at one threshold for all files")))
+            .unwrap_or_else(|| panic!("no shared-threshold line for {variant}: {out}"));
+        // Each file is separated perfectly by the same threshold.
+        assert!(
+            line.contains("first.jsonl 1.000") && line.contains("second.jsonl 1.000"),
+            "{line}"
+        );
+    }
     // One file: no line.
     let o = eval(&paths[0]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(!out.contains("naive at one threshold"), "{out}");
+    assert!(!out.contains("at one threshold"), "{out}");
 }
 
 #[test]

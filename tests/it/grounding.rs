@@ -271,6 +271,7 @@ fn eval_command_prints_the_report() {
     let rows = rows.as_array().unwrap();
     assert_eq!(rows[0]["records"], 120);
     assert!(rows[0]["auc"].as_f64().unwrap() > rows[0]["naive_auc"].as_f64().unwrap());
+    assert!(rows[0]["auc"].as_f64().unwrap() > rows[0]["naive_content_auc"].as_f64().unwrap());
     assert!(
         rows.iter()
             .any(|r| r["group"] == "merged_same" && r["flagged"] == 0.0)

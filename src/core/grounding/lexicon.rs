@@ -102,9 +102,10 @@ fn first_non_ascii(b: &[u8]) -> Option<usize> {
 }
 
 /// English stop words (case-folded, sorted): little checkable content, so
-/// they weigh `function_word_weight` (default low, not zero: an answer that
-/// wraps a fact in words its source never uses is less grounded).
-/// Negations are deliberately absent: see [`NEGATIONS`].
+/// they are not terms a claim must find; they still count in the answer's
+/// share of words found (an answer that wraps a fact in words its source
+/// never uses keeps less closely to it). Negations are deliberately absent:
+/// see [`NEGATIONS`].
 pub(super) const STOP_WORDS: &[&str] = &[
     "a",
     "about",

@@ -165,6 +165,13 @@ pub struct Misattributed {
     pub other_name: bool,
 }
 
+/// Whether a lower-cased word is one of the check's English stop words
+/// (negations are not): words with little checkable content, which the
+/// naive content-word baseline of `groundgate eval` leaves out.
+pub fn is_stop_word(lower: &str) -> bool {
+    lexicon::is_stop(lower)
+}
+
 /// Whether a cited claim of this support is an `unsupported_claim`: the one
 /// place the threshold rule is written.
 pub fn is_unsupported(support: f64, min_support: f64) -> bool {
