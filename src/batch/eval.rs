@@ -1,6 +1,6 @@
 //! The measurement behind `groundgate eval` (the command is `crate::cmd::eval`):
 //! scores labelled JSON Lines (`label`: `supported` | `unsupported`),
-//! computes AUC, the confusion matrix and a naive baseline beside them, and
+//! computes AUC, the confusion matrix and two naive baselines beside them, and
 //! fits the grounding model's coefficients (`--fit`) with k-fold
 //! cross-validation and with each file held out.
 //!

@@ -1,9 +1,8 @@
 //! `groundgate eval`: prints how well the grounding check separates labelled
 //! supported and unsupported answers, one table row per file (and per
-//! `--by` group), the naive baseline beside it; `--fit` fits the model's
+//! `--by` group), the naive baselines beside it; `--fit` fits the model's
 //! coefficients instead, with k-fold cross-validation and each file held
-//! out. The scoring is
-//! `crate::eval`; this file only prints.
+//! out. The scoring is `crate::batch::eval`; this file only prints.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
