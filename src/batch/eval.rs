@@ -137,9 +137,10 @@ impl Confusion {
 }
 
 /// Area under the ROC curve of "low score means unsupported" (Mann–Whitney,
-/// ties count one half). `None` without both classes.
-pub fn auc(items: &[Scored]) -> Option<f64> {
-    let mut v: Vec<(f64, bool)> = items.iter().map(|s| (s.score, s.unsupported)).collect();
+/// ties count one half), of (score, unsupported) pairs. `None` without
+/// both classes.
+pub fn auc(items: &[(f64, bool)]) -> Option<f64> {
+    let mut v = items.to_vec();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     let pos = v.iter().filter(|x| x.1).count() as f64;
     let neg = v.len() as f64 - pos;
@@ -396,7 +397,7 @@ pub struct NaiveShare {
     /// Share of the answer's words found anywhere in its sources.
     pub all: f64,
     /// The same share of its content words: the check's stop words left
-    /// out, as the reference figures quoted with the dev data count.
+    /// out.
     pub content: f64,
 }
 
@@ -534,31 +535,25 @@ pub struct Row {
 
 impl Row {
     pub fn of(file: &str, group: Option<String>, scored: &[&Scored]) -> Row {
-        let owned: Vec<Scored> = scored.iter().map(|s| (*s).clone()).collect();
         let c = Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
         let both = c.has_both_classes();
+        let pairs = |score: fn(&Scored) -> f64| -> Vec<(f64, bool)> {
+            scored.iter().map(|s| (score(s), s.unsupported)).collect()
+        };
         let baseline = |share: fn(&Scored) -> f64| {
-            let as_score: Vec<Scored> = owned
-                .iter()
-                .map(|s| Scored {
-                    score: share(s),
-                    ..s.clone()
-                })
-                .collect();
-            let pairs: Vec<(f64, bool)> =
-                scored.iter().map(|s| (share(s), s.unsupported)).collect();
-            (auc(&as_score), both.then(|| best_balanced_accuracy(&pairs)))
+            let p = pairs(share);
+            (auc(&p), both.then(|| best_balanced_accuracy(&p)))
         };
         let (naive_auc, naive_best) = baseline(|s| s.naive);
         let (content_auc, content_best) = baseline(|s| s.naive_content);
-        let ours: Vec<(f64, bool)> = scored.iter().map(|s| (s.score, s.unsupported)).collect();
+        let ours = pairs(|s| s.score);
         let best = both.then(|| best_threshold(&ours));
         Row {
             file: file.to_string(),
             group,
             records: scored.len(),
             unsupported: scored.iter().filter(|s| s.unsupported).count(),
-            auc: auc(&owned),
+            auc: auc(&ours),
             balanced_accuracy: both.then(|| c.balanced_accuracy()),
             precision: (both && c.tp + c.fp > 0).then(|| c.precision()),
             recall: both.then(|| c.recall()),
@@ -858,17 +853,14 @@ mod tests {
     #[test]
     fn auc_counts_ranks_and_ties() {
         // Perfect separation: every unsupported record scores lower.
-        assert_eq!(auc(&[s(0.1, true), s(0.2, true), s(0.9, false)]), Some(1.0));
+        assert_eq!(auc(&[(0.1, true), (0.2, true), (0.9, false)]), Some(1.0));
         // Reversed.
-        assert_eq!(auc(&[s(0.9, true), s(0.1, false)]), Some(0.0));
+        assert_eq!(auc(&[(0.9, true), (0.1, false)]), Some(0.0));
         // All tied: chance.
-        assert_eq!(auc(&[s(0.5, true), s(0.5, false)]), Some(0.5));
+        assert_eq!(auc(&[(0.5, true), (0.5, false)]), Some(0.5));
         // One of two pairs ordered right, one tied: (1 + 0.5) / 2.
-        assert_eq!(
-            auc(&[s(0.2, true), s(0.5, true), s(0.5, false)]),
-            Some(0.75)
-        );
-        assert_eq!(auc(&[s(0.2, true)]), None);
+        assert_eq!(auc(&[(0.2, true), (0.5, true), (0.5, false)]), Some(0.75));
+        assert_eq!(auc(&[(0.2, true)]), None);
     }
 
     #[test]

@@ -163,7 +163,8 @@ fn subset(file: &str) -> Vec<groundgate::batch::eval::Scored> {
 
 /// AUC and balanced accuracy (at the default `min_support`) of `scored`.
 fn figures(scored: &[groundgate::batch::eval::Scored]) -> (f64, f64) {
-    let auc = groundgate::batch::eval::auc(scored).unwrap();
+    let pairs: Vec<(f64, bool)> = scored.iter().map(|s| (s.score, s.unsupported)).collect();
+    let auc = groundgate::batch::eval::auc(&pairs).unwrap();
     let c =
         groundgate::batch::eval::Confusion::of(scored.iter().map(|s| (s.unsupported, s.flagged)));
     (auc, c.balanced_accuracy())
