@@ -291,16 +291,35 @@ pub(super) const REF_ADJECTIVES: &[&str] = &[
     "search",
     "supplied",
 ];
+/// Words that may stand before a word for the sources and say what kind
+/// of document it is ("the annual report", "the press release"), read only
+/// there: after it they are the claim's own words ("according to the
+/// report, annual revenue rose").
+pub(super) const REF_KINDS: &[&str] = &[
+    "annual",
+    "company",
+    "earnings",
+    "financial",
+    "latest",
+    "official",
+    "original",
+    "press",
+    "quarterly",
+    "recent",
+];
 pub(super) const REF_NOUNS: &[&str] = &[
     "article",
     "articles",
     "author",
     "authors",
     "context",
+    "data",
     "document",
     "documents",
     "excerpt",
     "excerpts",
+    "filing",
+    "filings",
     "information",
     "material",
     "materials",
@@ -310,8 +329,11 @@ pub(super) const REF_NOUNS: &[&str] = &[
     "papers",
     "passage",
     "passages",
+    "presentation",
+    "prospectus",
     "reference",
     "references",
+    "release",
     "report",
     "reports",
     "results",
@@ -319,10 +341,14 @@ pub(super) const REF_NOUNS: &[&str] = &[
     "snippets",
     "source",
     "sources",
+    "statement",
+    "statements",
     "studies",
     "study",
+    "survey",
     "text",
     "texts",
+    "transcript",
     "website",
 ];
 pub(super) const REF_VERBS: &[&str] = &[
@@ -765,6 +791,7 @@ impl List {
 
 const DETERMINER: List = List::new(REF_DETERMINERS);
 const ADJECTIVE: List = List::new(REF_ADJECTIVES);
+const KIND: List = List::new(REF_KINDS);
 const NOUN: List = List::new(REF_NOUNS);
 const VERB: List = List::new(REF_VERBS);
 const FILLER: List = List::new(FILLERS);
@@ -812,14 +839,19 @@ const MIND: List = List::new(&["mind"]);
 /// states that …", "As mentioned in the article, …", "Per Source 2, …",
 /// after fillers such as "Yes,") or close with them ("…, according to the
 /// sources", "… (Source 1)", "… [see sources 1 and 3]"; in brackets,
-/// `bracketed(i)` telling that words `i..n` stand alone inside a pair).
-/// A source may be named by its number ("Source 1", "document 2"). Only
-/// at the ends: within a claim they would join words the sources hold
-/// apart.
+/// `bracketed(i)` telling that words `i..n` stand alone inside a pair),
+/// or after a comma with a word for the sources and a verb ("…, the
+/// report says", "…, as the filing shows"; `comma_before(i)`: a comma
+/// stands between words `i - 1` and `i`). A source may be named by its
+/// number ("Source 1", "document 2"). "According to" before anything else
+/// ("According to Healthline, …") is left out alone: the name is still
+/// the claim's. Only at the ends: within a claim they would join words the
+/// sources hold apart.
 pub(super) fn source_reference<'a>(
     n: usize,
     word: impl Fn(usize) -> &'a [u8],
     bracketed: impl Fn(usize) -> bool,
+    comma_before: impl Fn(usize) -> bool,
 ) -> (usize, usize) {
     let is = |i: usize, list: &List| i < n && list.has(word(i));
     // The number a source is named by ("Source 1"): one or two digits.
@@ -834,7 +866,7 @@ pub(super) fn source_reference<'a>(
         if is(i, &ORDINAL) {
             i += 1;
         }
-        while is(i, &ADJECTIVE) {
+        while is(i, &ADJECTIVE) || is(i, &KIND) {
             i += 1;
         }
         if !is(i, &NOUN) {
@@ -917,6 +949,9 @@ pub(super) fn source_reference<'a>(
                 .filter(|&i| is(i, &VERB))
                 .map(|i| i + 1 + usize::from(is(i + 1, &THAT)))
         })
+        .or_else(|| {
+            (is(start, &ACCORDING) && is(start + 1, &TO) && start + 2 < n).then_some(start + 2)
+        })
         .unwrap_or(opened);
     // A closing phrase ends with its noun or a source's number; the
     // shortest is "Source 1" in brackets (two words), the longest looked
@@ -924,13 +959,19 @@ pub(super) fn source_reference<'a>(
     let last = n.wrapping_sub(1);
     let ends_noun =
         is(last, &NOUN) || (is(last, &ADJECTIVE) && is(n.wrapping_sub(2), &NOUN)) || numbered(last);
+    let ends_verb = is(last, &VERB);
     let closes = |i: usize| {
         attributed(i) == Some(n)
             || as_said(i) == Some(n)
             || (bracketed(i)
                 && (noun_phrase(i) == Some(n) || (is(i, &SEE) && noun_phrase(i + 1) == Some(n))))
+            || (ends_verb
+                && i > lead
+                && comma_before(i)
+                && (noun_phrase(i) == Some(last)
+                    || (is(i, &AS) && noun_phrase(i + 1) == Some(last))))
     };
-    let trail = if n > lead && ends_noun {
+    let trail = if n > lead && (ends_noun || ends_verb) {
         (lead.max(n.saturating_sub(9))..n.saturating_sub(1))
             .find(|&i| closes(i))
             .unwrap_or(n)

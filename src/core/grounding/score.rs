@@ -261,6 +261,10 @@ fn read_claims(
                 let (first, (at, len, _)) = (words[i].0, words[words.len() - 1]);
                 bracket_around(bytes, first, at + len, span.start..span.end)
             },
+            |i| {
+                let (at, len, _) = words[i - 1];
+                bytes[at + len..words[i].0].contains(&b',')
+            },
         );
         // A claim with markers of its own declares its terms as it reads
         // them; a covered one only once it is known to be checked (below).

@@ -2074,9 +2074,38 @@ fn words_that_name_the_sources_are_not_claimed() {
         "Revenue grew 5% in 2023 (as per the source)[^1].",
         "Revenue grew 5% in 2023, according to sources 1, 2 and 3[^1].",
         "Revenue grew 5% in 2023, as noted in the report[^1].",
+        // The kind of document, and a closing "the report says".
+        "According to the annual report, revenue grew 5% in 2023[^1].",
+        "Per the latest quarterly filing, revenue grew 5% in 2023[^1].",
+        "The press release states that revenue grew 5% in 2023[^1].",
+        "Revenue grew 5% in 2023, according to the filing[^1].",
+        "Revenue grew 5% in 2023, the report says[^1].",
+        "Revenue grew 5% in 2023, as the financial statements show[^1].",
     ] {
         assert_fully_supported(answer, source);
     }
+    // "According to" a name: the name is still the claim's, "according"
+    // is not.
+    let named = "Healthline reports that revenue grew 5% in 2023.";
+    assert_found_not_flagged("According to Healthline, revenue grew 5% in 2023", named);
+    assert_still_missing(
+        "According to Reuters, revenue grew 5% in 2023",
+        named,
+        "reuters",
+    );
+    // A kind of document only before its word: after it, the claim's own.
+    assert_still_missing(
+        "According to the report, annual revenue grew 5% in 2023",
+        source,
+        "annual",
+    );
+    // A closing verb only after a comma: "after the survey showed" is the
+    // claim's.
+    assert_still_missing(
+        "Revenue grew 5% in 2023 after the survey showed",
+        source,
+        "survey",
+    );
     // What follows them is still checked.
     let min = GroundingSettings::default().min_support;
     for answer in [
