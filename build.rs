@@ -1,8 +1,8 @@
 //! Stamps the git commit into the binary for `groundgate_build_info`, and
 //! stems the word-variant tables of the grounding check
 //! (`src/core/grounding/data/*.txt`: see `tools/wordnet_variants.py`, and
-//! the hand-written `abbreviations.txt`, `directions.txt` and
-//! `finance.txt`) into `$OUT_DIR/variants.txt`, so the binary does not
+//! the hand-written `abbreviations.txt`, `directions.txt`, `finance.txt`
+//! and `participles.txt`) into `$OUT_DIR/variants.txt`, so the binary does not
 //! stem them at run time.
 
 use std::collections::{BTreeSet, HashMap};
@@ -11,11 +11,12 @@ use rust_stemmers::{Algorithm, Stemmer};
 
 /// The tables, in order: a word's alternates from the first table are
 /// tried first.
-const TABLES: [&str; 5] = [
+const TABLES: [&str; 6] = [
     "src/core/grounding/data/spellings.txt",
     "src/core/grounding/data/abbreviations.txt",
     "src/core/grounding/data/directions.txt",
     "src/core/grounding/data/finance.txt",
+    "src/core/grounding/data/participles.txt",
     "src/core/grounding/data/synonyms.txt",
 ];
 

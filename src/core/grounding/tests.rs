@@ -4044,6 +4044,41 @@ fn a_change_is_found_by_another_verb_of_its_direction() {
 }
 
 #[test]
+fn an_irregular_past_is_found_by_its_participle() {
+    for (claim, source) in [
+        (
+            "The novel was written by George Orwell in 1948",
+            "George Orwell wrote the novel in 1948.",
+        ),
+        (
+            "George Orwell wrote the novel in 1948",
+            "The novel was written by George Orwell in 1948.",
+        ),
+        (
+            "The prize was given to Curie in 1903",
+            "The committee gave the prize to Curie in 1903.",
+        ),
+        (
+            "The bridge was known as the Iron Bridge",
+            "People knew the bridge as the Iron Bridge.",
+        ),
+    ] {
+        assert_found_not_flagged(claim, source);
+    }
+    // Not the base form: a dialogue's "know" is not a source's "known".
+    assert_still_missing(
+        "They know the bridge",
+        "The bridge was known to them.",
+        "know",
+    );
+    assert_still_missing(
+        "George Orwell writes novels",
+        "George Orwell wrote novels.",
+        "writes",
+    );
+}
+
+#[test]
 fn a_rate_is_the_same_with_or_without_trailing_zeros() {
     for (claim, source) in [
         ("The rate is 4.5 percent[^1].", "The rate is 4.50%."),

@@ -3,10 +3,11 @@
 //! and titles ("km" = "kilometre", "Sept" = "September", "Mt" = "Mount"),
 //! verbs of one direction of a change ("increased" = "rose" = "grew",
 //! "fell" = "declined"), words of financial reporting ("staff" =
-//! "employees") and WordNet synonyms ("enroll" → "register"), from the
-//! data files `tools/wordnet_variants.py` generates from WordNet 3.0
-//! (notice in `data/LICENSE-WordNet`) and the hand-written
-//! `data/abbreviations.txt`, `data/directions.txt` and `data/finance.txt`,
+//! "employees"), an irregular verb's past and its participle ("wrote" =
+//! "written") and WordNet synonyms ("enroll" → "register"), from the data
+//! files `tools/wordnet_variants.py` generates from WordNet 3.0 (notice in
+//! `data/LICENSE-WordNet`) and the hand-written `data/abbreviations.txt`,
+//! `data/directions.txt`, `data/finance.txt` and `data/participles.txt`,
 //! stemmed by `build.rs`.
 //!
 //! A pure function of the claim's word (by its stem): the alternates are
@@ -20,8 +21,8 @@ use crate::core::terms::Table;
 use crate::core::terms::term_hash;
 
 /// The tables stemmed by `build.rs`: `stem<TAB>alternate-stem …` per line,
-/// UK/US spellings first, then abbreviations, directions, financial words
-/// and synonyms (the first alternate found wins). The binary reads the same
+/// UK/US spellings first, then abbreviations, directions, financial words,
+/// participles and synonyms (the first alternate found wins). The binary reads the same
 /// table as keys (below); the text is for the test that the two agree.
 #[cfg(test)]
 const STEMMED: &str = include_str!(concat!(env!("OUT_DIR"), "/variants.txt"));
