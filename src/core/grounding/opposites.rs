@@ -15,12 +15,15 @@ use crate::core::terms::{Table, ascii_word};
 
 /// Sets of classes that exclude each other, one set a line: classes
 /// parted by `|`, each the words of one meaning, every form written out
-/// (words are matched as written, case aside). Words with a common other
-/// sense stay out ("fall" the season, "lost" the keys, "close" to, "more"
-/// and "most", "over" and "under", "positive" punishment), and so do words
-/// whose stem a source's common noun shares: the source side is matched
-/// by stem, so "regulated" would be stated by "regulators", "insured" by
-/// "insurance", "listed" by "a list", "fired" by "a fire".
+/// (a claim's words are matched as written, case aside). Words with a
+/// common other sense stay out ("fall" the season, "lost" the keys,
+/// "close" to, "more" and "most", "over" and "under", "positive"
+/// punishment), and so do words whose stem a source's common noun shares
+/// ("regulated" and "regulators", "insured" and "insurance", "listed" and
+/// "a list", "fired" and "a fire"). A source states a class where its
+/// sentence holds a word's stem and writes one of the class's words:
+/// "employs" holds the stem of "employer" and states nothing. The changes
+/// and the periods are stated by stem alone (see [`stated_by_stem`]).
 const SETS: &str = "\
 increase increases increased increasing rise rises rising rose risen grow grows grew grown \
 growing climb climbs climbed jump jumps jumped surge surges surged soar soars soared raise \
@@ -177,6 +180,18 @@ pub(super) fn place_of_term(
     }
 }
 
+/// Whether a source states `place`'s classes by a word's stem alone: the
+/// changes, which a number states too ("up 5%", "5% lower"), and the
+/// periods, whose nouns mean what their adverbs do ("each year" is
+/// "yearly", "per month" "monthly").
+pub(super) fn stated_by_stem(place: Place) -> bool {
+    place.set == CHANGE.set || place.set == PERIODS.set
+}
+
+/// The place of "daily": its set is the periods'.
+static PERIODS: LazyLock<Place> =
+    LazyLock::new(|| place_of(b"daily").expect("\"daily\" is in the sets"));
+
 /// The place of "increase": its set is the changes'.
 static CHANGE: LazyLock<Place> =
     LazyLock::new(|| place_of(b"increase").expect("\"increase\" is in the first set"));
@@ -294,6 +309,14 @@ impl Place {
     /// Its class's index within its set.
     pub(super) fn class(self) -> usize {
         self.class as usize
+    }
+
+    /// Class `class` of its set.
+    pub(super) fn in_class(self, class: usize) -> Place {
+        Place {
+            class: class as u16,
+            ..self
+        }
     }
 }
 

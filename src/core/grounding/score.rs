@@ -2112,20 +2112,36 @@ fn opposed_word(
         }
         judged.add(place);
         let classes = ids.of(place, folder);
-        let mut states = |id: u32| {
+        let states = |index: &mut SourceIndex, folder: &mut Folder, steps: &mut usize, id: u32| {
             index.held_plainly_in((best, id), (sources, folder, steps))
                 || (second != u32::MAX
                     && index.held_plainly_in((second, id), (sources, folder, steps)))
         };
-        if classes[place.class()].iter().any(|&(id, _)| states(id)) {
+        if classes[place.class()]
+            .iter()
+            .any(|&(id, _)| states(index, folder, steps, id))
+        {
             continue;
         }
         let others = classes
             .iter()
             .enumerate()
             .filter(|&(c, _)| c != place.class());
-        for &(id, word) in others.flat_map(|(_, class)| class) {
-            if states(id) {
+        for (c, class) in others {
+            let Some(&(_, word)) = class
+                .iter()
+                .find(|&&(id, _)| states(index, folder, steps, id))
+            else {
+                continue;
+            };
+            // Held by stem; a word of the class must be written there
+            // too, or the stem is another word's ("employs" is not
+            // "employer").
+            let class = place.in_class(c);
+            if opposites::stated_by_stem(place)
+                || index.writes_class(best, class, sources, steps)
+                || (second != u32::MAX && index.writes_class(second, class, sources, steps))
+            {
                 return Some(word);
             }
         }

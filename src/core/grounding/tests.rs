@@ -1298,6 +1298,28 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The payments were unlawful under the rules.",
             "unlawful",
         ),
+        // A period's noun states its adverb ("a year" is "yearly").
+        (
+            "Interest is paid monthly[^1].",
+            "Interest is paid once a year.",
+            "yearly",
+        ),
+        // The words of those sets whose stems other words share, written.
+        (
+            "The bank sold unsecured loans[^1].",
+            "The bank sold secured loans and other securities.",
+            "secured",
+        ),
+        (
+            "The firm has 500 employers[^1].",
+            "The firm has 500 employees.",
+            "employee",
+        ),
+        (
+            "The country's exports of cars grew 5% in 2023[^1].",
+            "The country's imports of cars grew 5% in 2023, an important change.",
+            "import",
+        ),
     ] {
         assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
     }
@@ -1340,6 +1362,43 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
         (
             "The exchange is unregulated[^1].",
             "Regulators warned that the exchange is unregulated.",
+        ),
+        // Nor does a word that shares the stem of a word of a set and is
+        // another word: "employs" ("employer"), "important" ("import"),
+        // "securities" ("secured"), "income" ("incoming"), "authorities"
+        // ("authorized"), "law" ("lawful"), "options" ("optional"),
+        // "adjusted" ("adjustable").
+        (
+            "The bank has about 20,000 employees[^1].",
+            "The bank employs about 20,000 people.",
+        ),
+        (
+            "The country's exports grew[^1].",
+            "The country's important industries grew.",
+        ),
+        (
+            "The bank sold unsecured loans[^1].",
+            "The bank sold loans and securities.",
+        ),
+        (
+            "Outgoing payments are free[^1].",
+            "Payments from income are free.",
+        ),
+        (
+            "The card payments were unauthorized[^1].",
+            "The authorities said the card payments were made.",
+        ),
+        (
+            "The practice was unlawful[^1].",
+            "The law covered the practice.",
+        ),
+        (
+            "A deposit is required[^1].",
+            "Customers have several deposit options.",
+        ),
+        (
+            "The loan has a fixed rate[^1].",
+            "The loan rate is adjusted.",
         ),
         // An opposite in a sentence that holds none of the claim's words
         // is about something else.

@@ -24,7 +24,7 @@ use super::claims::{first_end, sentence_end};
 #[cfg(test)]
 use super::memo::WordInfo;
 use super::memo::{Folder, KEEP_SLOTS, MEMO_WORDS, key_of};
-use super::qualifiers;
+use super::{opposites, qualifiers};
 use crate::core::terms::Table;
 
 /// Which of a record's sources hold each key (term stem, number, or pair of
@@ -83,6 +83,11 @@ pub(super) struct SourceIndex {
     /// (`u32::MAX`: none yet this record).
     governed: Vec<(u32, u8)>,
     governed_of: u32,
+    /// The classes of the opposites each sentence read for them writes
+    /// (see [`SourceIndex::writes_class`]), and by sentence, 1 + where its
+    /// classes are (0: not read this record).
+    written: Vec<opposites::Places>,
+    written_of: Vec<u32>,
     /// By sentence: where in its source its first word starts.
     sentence_at: Vec<u32>,
     /// A term's sentences, the content words of those sentences in order,
@@ -290,6 +295,8 @@ impl SourceIndex {
             negated: Vec::new(),
             governed: Vec::new(),
             governed_of: u32::MAX,
+            written: Vec::new(),
+            written_of: Vec::new(),
             sentence_at: Vec::new(),
             held: Vec::new(),
             near: Vec::new(),
@@ -378,6 +385,8 @@ impl SourceIndex {
         self.negations_read.resize(sources, false);
         self.negated.clear();
         self.governed_of = u32::MAX;
+        self.written.clear();
+        self.written_of.clear();
         self.sentence_at.clear();
     }
 
@@ -592,6 +601,50 @@ impl SourceIndex {
         let first = ways.next()?;
         let only = first >= QUALIFIED_WORD && ways.all(|h| h >= QUALIFIED_WORD);
         only.then(|| first - QUALIFIED_WORD)
+    }
+
+    /// Whether sentence `s` writes a word of class `class` of the
+    /// opposites (letters, in any case) as a word of its own. The index
+    /// holds a sentence's words by stem, and a stem may be another word's:
+    /// "employs" holds the stem of "employer", "important" that of
+    /// "import". Reads the sentence again once a record (its bytes counted
+    /// in `steps`), for every class it writes: asked only once a claim's
+    /// opposite is held by stem, rarely.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn writes_class(
+        &mut self,
+        s: u32,
+        class: opposites::Place,
+        texts: &[&str],
+        steps: &mut usize,
+    ) -> bool {
+        let Some(&(idx, _)) = self.sentences.get(s as usize) else {
+            return false;
+        };
+        if self.written_of.len() < self.sentences.len() {
+            self.written_of.resize(self.sentences.len(), 0);
+        }
+        let mut at = self.written_of[s as usize];
+        if at == 0 {
+            let idx = idx as usize;
+            let mut blanked = std::mem::take(&mut self.blanked);
+            let read = self.as_read(texts[idx], &mut blanked);
+            let (from, to) = self.sentence_span(idx, s, read.len());
+            let part = read.get(from..to).unwrap_or("");
+            *steps += part.len();
+            let mut places = opposites::Places::new();
+            for w in part.split(|c: char| !c.is_ascii_alphabetic()) {
+                if let Some(p) = opposites::place_of(w.as_bytes()) {
+                    places.add(p);
+                }
+            }
+            self.blanked = blanked;
+            self.written.push(places);
+            at = self.written.len() as u32;
+            self.written_of[s as usize] = at;
+        }
+        self.written[at as usize - 1].holds(class)
     }
 
     /// Whether sentence `a` or `b` of the sources `cited` holds term `id`;
