@@ -18,12 +18,11 @@ use crate::core::terms::{Table, ascii_word};
 /// (a claim's words are matched as written, case aside). Words with a
 /// common other sense stay out ("fall" the season, "lost" the keys,
 /// "close" to, "more" and "most", "over" and "under", "positive"
-/// punishment), and so do words whose stem a source's common noun shares
-/// ("regulated" and "regulators", "insured" and "insurance", "listed" and
-/// "a list", "fired" and "a fire"). A source states a class where its
-/// sentence holds a word's stem and writes one of the class's words:
-/// "employs" holds the stem of "employer" and states nothing. The changes
-/// and the periods are stated by stem alone (see [`stated_by_stem`]).
+/// punishment). A source states a class where its sentence holds a word's
+/// stem and writes one of the class's words: "employs" holds the stem of
+/// "employer", "regulators" that of "regulated", "a fire" that of
+/// "fired", and none states anything. The changes and the periods are
+/// stated by stem alone (see [`stated_by_stem`]).
 const SETS: &str = "\
 increase increases increased increasing rise rises rising rose risen grow grows grew grown \
 growing climb climbs climbed jump jumps jumped surge surges surged soar soars soared raise \
@@ -99,6 +98,13 @@ employer employers | employee employees
 buyer buyers | seller sellers
 landlord landlords | tenant tenants
 inbound | outbound
+regulated | unregulated
+insured | uninsured
+audited | unaudited
+listed | unlisted
+liquid | illiquid
+hired | fired
+opened | closed
 incoming | outgoing
 male | female";
 

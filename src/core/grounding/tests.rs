@@ -1298,6 +1298,26 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The payments were unlawful under the rules.",
             "unlawful",
         ),
+        (
+            "The bank hired 50 staff in 2023[^1].",
+            "The bank fired 50 staff in 2023.",
+            "fired",
+        ),
+        (
+            "The shares are listed in London[^1].",
+            "The shares are unlisted in London.",
+            "unlisted",
+        ),
+        (
+            "The branch opened in 2020[^1].",
+            "The branch closed in 2020.",
+            "closed",
+        ),
+        (
+            "The deposits are insured[^1].",
+            "The deposits are uninsured.",
+            "uninsured",
+        ),
         // A period's noun states its adverb ("a year" is "yearly").
         (
             "Interest is paid monthly[^1].",
@@ -1367,7 +1387,8 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
         // another word: "employs" ("employer"), "important" ("import"),
         // "securities" ("secured"), "income" ("incoming"), "authorities"
         // ("authorized"), "law" ("lawful"), "options" ("optional"),
-        // "adjusted" ("adjustable").
+        // "adjusted" ("adjustable"), "insurance" ("insured"), "close"
+        // ("closed"), "a fire" ("fired").
         (
             "The bank has about 20,000 employees[^1].",
             "The bank employs about 20,000 people.",
@@ -1399,6 +1420,18 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
         (
             "The loan has a fixed rate[^1].",
             "The loan rate is adjusted.",
+        ),
+        (
+            "The deposits are uninsured[^1].",
+            "Insurance covers the deposits.",
+        ),
+        (
+            "The branch closed in 2020[^1].",
+            "The branch is close to the station, built in 2020.",
+        ),
+        (
+            "The bank fired 50 staff[^1].",
+            "A fire hit the bank's 50 staff.",
         ),
         // An opposite in a sentence that holds none of the claim's words
         // is about something else.
