@@ -2086,7 +2086,13 @@ fn opposed_word(
             continue;
         }
         let after_negation = std::mem::replace(&mut negated, t.negation);
-        if t.class != TermClass::Word || t.in_best || t.negation || after_negation || !t.opposing {
+        if t.class != TermClass::Word
+            || t.in_best
+            || t.negation
+            || after_negation
+            || !t.opposing
+            || after_non(bytes, t.at)
+        {
             continue;
         }
         let mut place_of =
@@ -2100,7 +2106,7 @@ fn opposed_word(
             // A word of no set of opposites is not marked `opposing`.
             for p in terms
                 .iter()
-                .filter(|u| u.opposing)
+                .filter(|u| u.opposing && !after_non(bytes, u.at))
                 .filter_map(&mut place_of)
             {
                 said.add(p);
@@ -2147,6 +2153,15 @@ fn opposed_word(
         }
     }
     None
+}
+
+/// Whether the word at `at` follows "non" ("non-regulated", "non
+/// insured"): it then says its opposite, and no set of opposites reads it.
+fn after_non(bytes: &[u8], at: usize) -> bool {
+    at >= 4
+        && matches!(bytes[at - 1], b'-' | b' ')
+        && bytes[at - 4..at - 1].eq_ignore_ascii_case(b"non")
+        && (at == 4 || !bytes[at - 5].is_ascii_alphabetic())
 }
 
 /// The record's scans of a cited source for a number (or a word bounded

@@ -1433,6 +1433,16 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The bank fired 50 staff[^1].",
             "A fire hit the bank's 50 staff.",
         ),
+        // A word after "non" says its opposite, on either side.
+        (
+            "The exchange is unregulated[^1].",
+            "The exchange is non-regulated.",
+        ),
+        (
+            "The exchange is non-regulated[^1].",
+            "The exchange is unregulated.",
+        ),
+        ("The loan is unsecured[^1].", "The loan is non-secured."),
         // An opposite in a sentence that holds none of the claim's words
         // is about something else.
         (

@@ -634,10 +634,16 @@ impl SourceIndex {
             let part = read.get(from..to).unwrap_or("");
             *steps += part.len();
             let mut places = opposites::Places::new();
+            // A word after "non" ("non-regulated") writes its opposite.
+            let mut after_non = false;
             for w in part.split(|c: char| !c.is_ascii_alphabetic()) {
-                if let Some(p) = opposites::place_of(w.as_bytes()) {
+                if w.is_empty() {
+                    continue;
+                }
+                if !after_non && let Some(p) = opposites::place_of(w.as_bytes()) {
                     places.add(p);
                 }
+                after_non = w.eq_ignore_ascii_case("non");
             }
             self.blanked = blanked;
             self.written.push(places);
