@@ -37,7 +37,7 @@ WORDS = [
     "percent", "%", "Q3", "FY2023", "2x", "No.", "A.", "Mr.", "St.", "U.S.", "e.g.",
     "www.x.com", "https://a.b/c", "e-mail", "co-founder", "In summary,", "However,",
     "EU", "CEO", "BoE", "SEC", "NASA", "Barclays", "Lloyds", "HSBC", "Bank of England",
-    "x", "\u00e9", "\u00dcnal",
+    "x", "\u00e9", "\u00dcnal", "stepped down", "took place", "set up", "paid",
 ]
 
 SHAPES = ["answer", "source", "both", "claims", "claims2", "sentence"]

@@ -5,6 +5,8 @@
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::claims::is_number_sign;
+use super::memo::Packed;
+use super::phrases::phrase;
 use crate::core::terms::{ascii_words, glued_sentences};
 
 /// What receives a text's words from [`for_each_word`]: a closure
@@ -2713,6 +2715,26 @@ fn write_digits(value: u64, out: &mut [u8; 48]) -> usize {
         out[k] = *d;
     }
     n
+}
+
+/// The words read as one from the word `info` at `at..at + len` on, which
+/// the word memo marks as one that may open a run: the verb a phrase means
+/// ("stepped down": "resign"; see `phrases`) or a spelled number
+/// ([`spelled_run`]), written into `out`, and where the run ends. Claims
+/// and sources read runs alike through it.
+#[inline(always)]
+pub(super) fn run_read_as_one(
+    info: Packed,
+    bytes: &[u8],
+    at: usize,
+    len: usize,
+    out: &mut [u8; 48],
+) -> Option<(usize, usize)> {
+    if info.opens_phrase() {
+        phrase(bytes, at, len, out)
+    } else {
+        spelled_run(bytes, at, len, out)
+    }
 }
 
 /// Whether the word at `at..at + len`, which the word memo marks as one

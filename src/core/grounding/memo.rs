@@ -9,6 +9,7 @@ use super::lexicon::{
     RUN_OPENERS, SPELLED, direction, fold_into, is_filler, is_negation, is_stop, spelled_other,
 };
 use super::opposites;
+use super::phrases;
 use super::qualifiers;
 use super::variants;
 use crate::core::terms::{AsciiWord, Table, ascii_word, term_hash};
@@ -102,6 +103,11 @@ impl WordInfo {
 /// past the table, so it spells no digits of its own.
 const OPENER: u8 = 63;
 
+/// The [`WordInfo::spelled`] entry of the verb of a phrase ("stepped" of
+/// "stepped down"; see `phrases`): it opens a run of words read as one
+/// too, a phrase and never a number.
+const VERB: u8 = 62;
+
 /// The digits of the [`WordInfo::spelled`] entry `spelled` ("2" for "two").
 #[inline(always)]
 fn spelled_digits(spelled: u8) -> Option<&'static str> {
@@ -185,6 +191,27 @@ impl Packed {
     #[inline(always)]
     pub(super) fn is_spelled(self) -> bool {
         self.spelled_code() != 0
+    }
+
+    /// Whether the word is the verb of a phrase (see [`VERB`]), which
+    /// opens no spelled number.
+    #[inline(always)]
+    pub(super) fn opens_phrase(self) -> bool {
+        self.spelled_code() == VERB
+    }
+
+    /// This word as read in a phrase's place ("resign" for "stepped
+    /// down"): its entry with [`PRESENT`] clear, which no memo slot holds,
+    /// so a source reader learns it from the word alone.
+    #[inline(always)]
+    pub(super) fn in_phrase(self) -> Packed {
+        Packed(self.0 & !PRESENT)
+    }
+
+    /// Whether this word was read in a phrase's place ([`Packed::in_phrase`]).
+    #[inline(always)]
+    pub(super) fn read_in_phrase(self) -> bool {
+        self.0 & PRESENT == 0
     }
 
     /// See [`WordInfo::opposing`].
@@ -525,10 +552,14 @@ impl Folder {
         let spelled = spelled_other(buf, false)
             .and_then(|d| SPELLED.iter().position(|&(_, digits)| digits == d))
             .map_or(0, |i| i as u8 + 1);
-        let spelled = if spelled == 0 && RUN_OPENERS.contains(&buf.as_str()) {
-            OPENER
-        } else {
+        let spelled = if spelled != 0 {
             spelled
+        } else if RUN_OPENERS.contains(&buf.as_str()) {
+            OPENER
+        } else if phrases::is_phrase_verb(buf) {
+            VERB
+        } else {
+            0
         };
         // Of the folded form: an ASCII word is filed under its lower case,
         // which the opposites' tables read case aside.
@@ -586,7 +617,7 @@ fn dotted_initials(word: &str) -> Option<String> {
 
 // The packed memo slot keeps a spelled number's index + 1 in 6 bits, below
 // the code of a word that opens a run.
-const _: () = assert!(SPELLED.len() < OPENER as usize);
+const _: () = assert!(SPELLED.len() < VERB as usize && VERB < OPENER);
 
 #[cfg(test)]
 mod tests {
@@ -602,7 +633,11 @@ mod tests {
                 filler: bits & 4 != 0,
                 negation: bits & 8 != 0,
                 dotted: bits & 16 != 0,
-                spelled: if bits == 63 { OPENER } else { (bits % 7) as u8 },
+                spelled: match bits {
+                    63 => OPENER,
+                    62 => VERB,
+                    _ => (bits % 7) as u8,
+                },
                 variants: 0x1_ffff - bits,
                 opposing: bits & 32 != 0,
                 direction: bits & 1 == 0,
@@ -620,8 +655,9 @@ mod tests {
             assert_eq!(p.is_spelled(), info.spelled != 0);
             assert_eq!(
                 p.spelled().is_some(),
-                info.spelled != 0 && info.spelled != OPENER
+                info.spelled != 0 && info.spelled != OPENER && info.spelled != VERB
             );
+            assert_eq!(p.opens_phrase(), info.spelled == VERB);
             assert_eq!(p.variants(), info.variants);
             assert_eq!(p.opposing(), info.opposing);
             assert_eq!(p.direction(), info.direction);

@@ -16,7 +16,9 @@
 //! words) count apart from other words. A claim word the sources lack is
 //! also looked up by its other spellings (numbers in words or digits, UK/US
 //! spellings, abbreviations) and its WordNet synonyms (`variants`):
-//! alternates that depend on the claim's word alone, never on the sources;
+//! alternates that depend on the claim's word alone, never on the sources.
+//! A phrasal verb of a short table is read as the verb it means, in claims
+//! and sources alike ("stepped down": "resign"; `phrases`);
 //! a capitalised word or name still missing is looked for as an acronym
 //! the sources spell out, or as the acronym of a name (`initials`). A
 //! sentence without a
@@ -83,6 +85,7 @@ mod lexicon;
 mod memo;
 pub mod model;
 mod opposites;
+mod phrases;
 mod qualifiers;
 mod score;
 mod typeset;

@@ -27,8 +27,8 @@ use super::lexicon::{
     PER, ShortForm, article_of_fraction, cents_after, clock_time, closed_compound,
     comparative_after, currency_before, date, direction_of_number, for_each_word, glued_split,
     letters_before, may_open_date, may_open_run, name_into, names_time, negates_nothing,
-    number_text, rest_past, short_form, skipped, slashed_period, slashed_period_before,
-    source_reference, spelled_other, spelled_run, unit_word, units_of_cents,
+    number_text, rest_past, run_read_as_one, short_form, skipped, slashed_period,
+    slashed_period_before, source_reference, spelled_other, unit_word, units_of_cents,
 };
 use super::memo::{Folder, Packed, key_of};
 use super::model::support_of;
@@ -430,16 +430,23 @@ fn read_claims(
             // "twenty-one": one number, read as its digits, as sources read
             // it; the run's other words are skipped.
             // A word the claim implies ("second" for the "s" of "m/s")
-            // opens no run.
+            // opens no run. "stepped down": "resign", as sources read it,
+            // and still found by "stepped" where the source writes the verb
+            // alone or with another particle.
+            let mut verb = None;
             let (w, folded, len) =
                 match (folded.is_spelled() && w.len() == len && may_open_run(bytes, at, len))
-                    .then(|| spelled_run(bytes, at, len, &mut run))
+                    .then(|| run_read_as_one(folded, bytes, at, len, &mut run))
                     .flatten()
                 {
                     Some((n, end)) => {
                         address_end = end;
-                        let digits = &run[..n];
-                        (digits, folder.fold_packed(digits, true), end - at)
+                        let read = &run[..n];
+                        let read_as = folder.fold_packed(read, true);
+                        if folded.opens_phrase() {
+                            verb = Some(folded.id());
+                        }
+                        (read, read_as, end - at)
                     }
                     None => (w, folded, len),
                 };
@@ -493,6 +500,8 @@ fn read_claims(
             // when the term itself is not found.
             let other = if let Some(hour) = hour_written {
                 folder.fold_packed(hour, true).id()
+            } else if let Some(id) = verb {
+                id
             } else if number {
                 number_other(folder, w)
             } else if folded.is_spelled() {

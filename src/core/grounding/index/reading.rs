@@ -20,8 +20,8 @@ use crate::core::grounding::lexicon::{
     Date, PER, ShortForm, TIMES, Words, acronym_glued_to_number, cents_after, changes_of_number,
     clock_time, closed_compound, comparative_after, currency_before, date, for_each_word,
     glued_split, glued_unit, may_open_date, may_open_run, multiple_sign, negates_nothing,
-    number_text, passes_negation_on, per_unit, rest_past, short_form, skipped, slashed_period,
-    slashed_period_before, spelled_run, units_of_cents, us_dollar,
+    number_text, passes_negation_on, per_unit, rest_past, run_read_as_one, short_form, skipped,
+    slashed_period, slashed_period_before, units_of_cents, us_dollar,
 };
 use crate::core::grounding::memo::{Folder, Packed};
 use crate::core::grounding::qualifiers::{self, Qualifying};
@@ -286,6 +286,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if info.direction() {
             self.passes_on(off, before, alt);
         }
+        if info.read_in_phrase() {
+            self.words_of_phrase((w, ascii), now.capital, before, off, sentence, alt);
+        }
         if info.negation() {
             self.pending = true;
         } else if self.pending {
@@ -306,6 +309,72 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             (!info.number() && info.dotted()).then_some((now, before)),
             info.negation(),
         )
+    }
+
+    /// The words of a phrase read as another verb ("stepped down", read
+    /// "resign"), held in their place too, so that what found them before
+    /// still does: the verb paired with the content word `before` it
+    /// ("paid $5m" against "paid back $5m"), and, as a dotted word's whole
+    /// is, with the next one, or the particle instead when it is a content
+    /// word ("place in Samsun" out of "took place in Samsun"). Kept out of
+    /// the loop.
+    #[cold]
+    #[inline(never)]
+    fn words_of_phrase(
+        &mut self,
+        (w, ascii): (&[u8], bool),
+        capital: bool,
+        before: Option<Prior>,
+        off: Option<usize>,
+        sentence: u32,
+        alt: &mut Option<Prior>,
+    ) {
+        let (verb, len) = (self.folder.fold_packed(w, ascii), w.len());
+        let slot = self.hold_alone(verb, sentence);
+        let v = Prior {
+            key: verb.key(),
+            wanted: slot.is_some(),
+            capital,
+        };
+        if let Some(p) = before
+            && (RECORD || (v.wanted && p.wanted))
+        {
+            self.pairs(p, v);
+        }
+        *alt = Some(v);
+        let bytes = self.at.bytes;
+        if let Some(particle) = off.and_then(|o| bytes.get(o + len + 1..self.at.address_end)) {
+            let p = self.folder.fold_packed(particle, true);
+            let slot = self.hold_alone(p, sentence);
+            if !p.function() {
+                *alt = Some(Prior {
+                    key: p.key(),
+                    wanted: slot.is_some(),
+                    capital: false,
+                });
+            }
+        }
+    }
+
+    /// The term `info` held by `sentence`, with no pair; its slot among
+    /// the wanted terms, if the claims want it.
+    fn hold_alone(&mut self, info: Packed, sentence: u32) -> Option<usize> {
+        if RECORD {
+            self.summary.terms.push(info.id());
+            self.summary
+                .postings
+                .push((info.id(), sentence - self.first));
+        }
+        let slot = self.wanted.mark(info.id(), self.marks);
+        if let Some(s) = slot {
+            if self.bank == 0 {
+                self.marks[s].mask |= self.bit;
+            } else {
+                *self.table.entry(info.key()) |= self.bit;
+            }
+            list(&mut self.marks[s], self.postings, sentence);
+        }
+        slot
     }
 
     /// The "higher" of "5% higher" at `off`, its change ("increase") read
@@ -551,12 +620,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
     }
 
     /// Two readings of one place of the text: each pairs with the word
-    /// before, and the next word pairs with both (the second as the word
-    /// before it, the first as its alternate).
+    /// before (and with its alternate), and the next word pairs with both
+    /// (the second as the word before it, the first as its alternate).
     fn at_one_place(&mut self, first: impl FnOnce(&mut Self), second: impl FnOnce(&mut Self)) {
-        let before = self.prev;
+        let (before, alt) = (self.prev, self.alt);
         first(self);
         let first_read = std::mem::replace(&mut self.prev, before);
+        self.alt = alt;
         second(self);
         if self.alt.is_none() {
             self.alt = first_read;
@@ -845,10 +915,15 @@ impl Cursor<'_> {
             return info;
         }
         let mut out = [0u8; 48];
-        match spelled_run(self.bytes, off, w.len(), &mut out) {
+        match run_read_as_one(info, self.bytes, off, w.len(), &mut out) {
             Some((n, end)) => {
                 self.address_end = end;
-                folder.fold_packed(&out[..n], true)
+                let read = folder.fold_packed(&out[..n], true);
+                if info.opens_phrase() {
+                    read.in_phrase()
+                } else {
+                    read
+                }
             }
             None => info,
         }
@@ -1045,8 +1120,13 @@ impl Words for NegationScan<'_> {
             w
         };
         let mut info = self.folder.fold_packed(w, ascii);
+        let mut whole = whole;
         if info.is_spelled() {
             info = self.at.spelled_number(self.folder, info, w, Some(off));
+            // A finding names a phrase whole ("stepped down").
+            if info.read_in_phrase() {
+                whole.1 = self.at.address_end - off;
+            }
         }
         if info.negation() && negates_nothing(self.at.bytes, off, w.len()) {
             self.opens = false;
