@@ -151,6 +151,16 @@ static OPPOSITES: LazyLock<Opposites> = LazyLock::new(|| {
     Opposites { sets, places }
 });
 
+/// Whether the word at `at` of `bytes` follows "non" ("non-regulated",
+/// "non insured"): it then says its opposite, and no set of opposites
+/// reads it, in a claim or in a source.
+pub(super) fn after_non(bytes: &[u8], at: usize) -> bool {
+    at >= 4
+        && matches!(bytes[at - 1], b'-' | b' ')
+        && bytes[at - 4..at - 1].eq_ignore_ascii_case(b"non")
+        && (at == 4 || !bytes[at - 5].is_ascii_alphabetic())
+}
+
 /// Where `word` (as written) stands among the opposites, if anywhere.
 pub(super) fn place_of(word: &[u8]) -> Option<Place> {
     if !word.is_ascii() {

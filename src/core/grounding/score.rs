@@ -2100,7 +2100,7 @@ fn opposed_word(
             || t.negation
             || after_negation
             || !t.opposing
-            || after_non(bytes, t.at)
+            || opposites::after_non(bytes, t.at)
         {
             continue;
         }
@@ -2115,7 +2115,7 @@ fn opposed_word(
             // A word of no set of opposites is not marked `opposing`.
             for p in terms
                 .iter()
-                .filter(|u| u.opposing && !after_non(bytes, u.at))
+                .filter(|u| u.opposing && !opposites::after_non(bytes, u.at))
                 .filter_map(&mut place_of)
             {
                 said.add(p);
@@ -2162,15 +2162,6 @@ fn opposed_word(
         }
     }
     None
-}
-
-/// Whether the word at `at` follows "non" ("non-regulated", "non
-/// insured"): it then says its opposite, and no set of opposites reads it.
-fn after_non(bytes: &[u8], at: usize) -> bool {
-    at >= 4
-        && matches!(bytes[at - 1], b'-' | b' ')
-        && bytes[at - 4..at - 1].eq_ignore_ascii_case(b"non")
-        && (at == 4 || !bytes[at - 5].is_ascii_alphabetic())
 }
 
 /// The record's scans of a cited source for a number (or a word bounded

@@ -1443,6 +1443,10 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The exchange is unregulated.",
         ),
         ("The loan is unsecured[^1].", "The loan is non-secured."),
+        (
+            "The exchange is unregulated[^1].",
+            "The exchange is non regulated.",
+        ),
         // An opposite in a sentence that holds none of the claim's words
         // is about something else.
         (

@@ -634,16 +634,24 @@ impl SourceIndex {
             let part = read.get(from..to).unwrap_or("");
             *steps += part.len();
             let mut places = opposites::Places::new();
-            // A word after "non" ("non-regulated") writes its opposite.
-            let mut after_non = false;
-            for w in part.split(|c: char| !c.is_ascii_alphabetic()) {
-                if w.is_empty() {
+            // Words of ASCII letters; a word after "non" ("non-regulated")
+            // writes its opposite.
+            let b = part.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                if !b[i].is_ascii_alphabetic() {
+                    i += 1;
                     continue;
                 }
-                if !after_non && let Some(p) = opposites::place_of(w.as_bytes()) {
+                let start = i;
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                if !opposites::after_non(b, start)
+                    && let Some(p) = opposites::place_of(&b[start..i])
+                {
                     places.add(p);
                 }
-                after_non = w.eq_ignore_ascii_case("non");
             }
             self.blanked = blanked;
             self.written.push(places);
