@@ -124,6 +124,9 @@ pub(super) fn key_of(id: u32) -> u64 {
 /// Marks a memo slot in use.
 const PRESENT: u64 = 1 << 63;
 
+/// [`WordInfo::direction`]'s bit.
+const DIRECTION: u64 = 1 << 44;
+
 /// A [`WordInfo`] as the memo keeps it: for the source index, which reads
 /// a few of its fields per source word and need not unpack the rest.
 #[derive(Debug, Clone, Copy)]
@@ -202,10 +205,12 @@ impl Packed {
 
     /// This word as read in a phrase's place ("resign" for "stepped
     /// down"): its entry with [`PRESENT`] clear, which no memo slot holds,
-    /// so a source reader learns it from the word alone.
+    /// so a source reader learns it from the word alone; and with the bit
+    /// of [`Packed::direction`] set, which the source reader tests once
+    /// for both kinds of word it finishes after their pairs.
     #[inline(always)]
     pub(super) fn in_phrase(self) -> Packed {
-        Packed(self.0 & !PRESENT)
+        Packed((self.0 & !PRESENT) | DIRECTION)
     }
 
     /// Whether this word was read in a phrase's place ([`Packed::in_phrase`]).
@@ -220,10 +225,11 @@ impl Packed {
         self.0 & 1 << 43 != 0
     }
 
-    /// See [`WordInfo::direction`].
+    /// See [`WordInfo::direction`]; also set on a word read in a
+    /// phrase's place ([`Packed::in_phrase`]).
     #[inline(always)]
     pub(super) fn direction(self) -> bool {
-        self.0 & 1 << 44 != 0
+        self.0 & DIRECTION != 0
     }
 
     /// See [`WordInfo::qualifier`].
@@ -658,6 +664,10 @@ mod tests {
                 info.spelled != 0 && info.spelled != OPENER && info.spelled != VERB
             );
             assert_eq!(p.opens_phrase(), info.spelled == VERB);
+            // Read in a phrase's place: the same word, marked.
+            let q = p.in_phrase();
+            assert!(!p.read_in_phrase() && q.read_in_phrase() && q.direction());
+            assert_eq!((q.id(), q.variants()), (p.id(), p.variants()));
             assert_eq!(p.variants(), info.variants);
             assert_eq!(p.opposing(), info.opposing);
             assert_eq!(p.direction(), info.direction);

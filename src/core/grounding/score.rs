@@ -380,7 +380,9 @@ fn read_claims(
             // be either, its hour as written too.
             let mut written;
             let mut clock;
-            let mut hour_written = None;
+            // A word read in place of what the claim writes, found by that
+            // too: the hour of "5:00", the verb of "stepped down".
+            let mut also_written = None;
             let (mut w, at, len) = if w[0].is_ascii_digit() {
                 written = ([0u8; 48], [0u8; 49]);
                 clock = [0u8; 5];
@@ -388,7 +390,7 @@ fn read_claims(
                     // Its minutes and its "p.m." are read in it.
                     address_end = end;
                     if !marked && text.len() <= 4 {
-                        hour_written = Some(&bytes[at..at + len]);
+                        also_written = Some(&bytes[at..at + len]);
                     }
                     // A finding names the time whole.
                     (text, at, end - at)
@@ -433,7 +435,6 @@ fn read_claims(
             // opens no run. "stepped down": "resign", as sources read it,
             // and still found by "stepped" where the source writes the verb
             // alone or with another particle.
-            let mut verb = None;
             let (w, folded, len) =
                 match (folded.is_spelled() && w.len() == len && may_open_run(bytes, at, len))
                     .then(|| run_read_as_one(folded, bytes, at, len, &mut run))
@@ -444,7 +445,7 @@ fn read_claims(
                         let read = &run[..n];
                         let read_as = folder.fold_packed(read, true);
                         if folded.opens_phrase() {
-                            verb = Some(folded.id());
+                            also_written = Some(&bytes[at..at + len]);
                         }
                         (read, read_as, end - at)
                     }
@@ -498,10 +499,8 @@ fn read_claims(
             checkable |= matches!(class, TermClass::Number | TermClass::Entity);
             // "2" against "two" and back: the other spelling, looked up
             // when the term itself is not found.
-            let other = if let Some(hour) = hour_written {
-                folder.fold_packed(hour, true).id()
-            } else if let Some(id) = verb {
-                id
+            let other = if let Some(written) = also_written {
+                folder.fold_packed(written, true).id()
             } else if number {
                 number_other(folder, w)
             } else if folded.is_spelled() {

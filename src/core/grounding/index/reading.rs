@@ -283,11 +283,13 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             self.pairs(p, now);
         }
         let before = self.prev.replace(now);
+        // One test for the two kinds of word finished after their pairs.
         if info.direction() {
-            self.passes_on(off, before, alt);
-        }
-        if info.read_in_phrase() {
-            self.words_of_phrase((w, ascii), now.capital, before, off, sentence, alt);
+            if info.read_in_phrase() {
+                self.words_of_phrase((w, ascii), now.capital, before, off, sentence, alt);
+            } else {
+                self.passes_on(off, before, alt);
+            }
         }
         if info.negation() {
             self.pending = true;
