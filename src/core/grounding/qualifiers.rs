@@ -389,9 +389,10 @@ pub(super) enum Own {
 }
 
 /// How the claim text `claim` qualifies what it states itself, by its
-/// words anywhere in it, any case; read no further than `enough` (a
-/// caller that needs to know only of a rank stops at one). Read once for
-/// a claim the rule would otherwise flag.
+/// words anywhere in it, any case but "May" (the month, as in sources);
+/// read no further than `enough` (a caller that needs to know only of a
+/// rank stops at one). Read once for a claim the rule would otherwise
+/// flag.
 pub(super) fn claim_qualifies(claim: &[u8], enough: Own) -> Own {
     let mut own = Own::Nothing;
     for w in claim_words(claim) {
@@ -412,11 +413,12 @@ pub(super) fn claim_holds(claim: &[u8]) -> (bool, bool) {
 }
 
 /// What each word of a claim of the tables is: [`Own::Rank`] for a rank
-/// or "among", [`Own::Everything`] for another qualifier; other words are
-/// left out.
+/// or "among", [`Own::Everything`] for another qualifier; other words,
+/// and "May" the month, are left out.
 fn claim_words(claim: &[u8]) -> impl Iterator<Item = Own> + '_ {
     claim
         .split(|b| !b.is_ascii_alphanumeric())
+        .filter(|w| w != b"May")
         .filter_map(|w| match lookup(w)? {
             n if is_rank(n) || w.eq_ignore_ascii_case(b"among") => Some(Own::Rank),
             _ => Some(Own::Everything),
@@ -487,6 +489,8 @@ mod tests {
         assert!(q("The bank wants to expand.", "expand"));
         assert!(q("The firm is working to expand.", "expand"));
         assert!(q("The bank MAY cut its dividend.", "cut"));
+        // "May" with a capital is the month.
+        assert!(!q("The chief executive resigned in May.", "resigned"));
         assert!(q("Shares are redeemable daily.", "redeemable"));
         assert!(q("Customers are permitted to close accounts.", "close"));
         assert!(!q("The table was sold.", "table"));

@@ -3834,6 +3834,12 @@ fn a_word_its_best_sentence_only_qualifies_is_not_stated_as_done() {
             "may",
         ),
         ("He stole $5m", "He allegedly stole $5m.", "allegedly"),
+        // "May" the month in the claim is no qualifier of its own.
+        (
+            "The chief executive resigned in May",
+            "The chief executive is expected to resign in May.",
+            "expected to",
+        ),
         // An adverb passes the qualifier on to its verb.
         (
             "The bank cut its dividend",
