@@ -7,10 +7,12 @@
 //! "stepped slowly down" nor "paid the loan back"), and only phrases with
 //! one reading in the text grounding sees: "took over" (bought, or
 //! succeeded) and "gave up" are left as their words. Claims and sources
-//! read a phrase alike, through the same run of words read as one that a
-//! spelled number takes ("twenty-one": see `lexicon::spelled_run`).
+//! read a phrase alike, as a run of words read as one, the way a spelled
+//! number is ("twenty-one": see `lexicon::run_read_as_one`); the word
+//! memo marks each verb, so other words never reach [`phrase`].
 //!
-//! Pure and fixed: it reads the text after the verb and nothing else.
+//! Pure and fixed: it reads the text after the verb and nothing else; it
+//! must not look at a source's other words nor keep state.
 
 /// Each phrase: the verb's forms, its particle, and the verb read in its
 /// place (a base form; claims and sources stem it, so "resign" finds
