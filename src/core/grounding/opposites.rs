@@ -35,7 +35,9 @@ higher | lower
 highest | lowest
 minimum | maximum
 profit profits profitable gain gains | loss losses unprofitable
-approve approves approved approval | reject rejects rejected rejection deny denies denied
+approve approves approved approval | reject rejects rejected rejection deny denies denied \
+block blocks blocked blocking veto vetoes vetoed vetoing
+next | last previous
 daily | weekly | monthly | quarterly | annual annually yearly
 fixed | variable floating adjustable
 buy buys bought buying purchase purchases purchased acquire acquires acquired acquiring \

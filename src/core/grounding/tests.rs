@@ -1314,6 +1314,16 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "closed",
         ),
         (
+            "The merger was approved by regulators in June[^1].",
+            "The merger was blocked by regulators in June.",
+            "block",
+        ),
+        (
+            "The bank will close 30 branches next year[^1].",
+            "The bank will close 30 branches by last year.",
+            "last",
+        ),
+        (
             "The deposits are insured[^1].",
             "The deposits are uninsured.",
             "uninsured",
