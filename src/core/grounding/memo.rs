@@ -36,9 +36,9 @@ pub(super) struct WordInfo {
     /// Other spellings and synonyms it may be found by, as a
     /// [`variants::group`] handle (0: none).
     pub(super) variants: u32,
-    /// Its case-folded form is a word of a set of opposites or opens a
-    /// time bound (see [`opposing`]): the claims without one skip those
-    /// checks.
+    /// Its case-folded form is a word of a set of opposites, a period's
+    /// noun ("month") or opens a time bound (see [`opposing`]): the claims
+    /// without one skip those checks.
     pub(super) opposing: bool,
     /// "up" or "down": before a number, the change it states (see
     /// `lexicon::direction_of_number`); "higher" or "lower": after one,
@@ -598,11 +598,14 @@ impl Folder {
     }
 }
 
-/// Whether `word` (case aside) is a word of a set of opposites or the
-/// first word of a time bound: what [`opposites::place_of`] and
+/// Whether `word` (case aside) is a word of a set of opposites, a
+/// period's noun, or the first word of a time bound: what
+/// [`opposites::place_of`], [`opposites::period_of`] and
 /// [`opposites::is_time_bound`] may find.
 fn opposing(word: &[u8]) -> bool {
-    opposites::place_of(word).is_some() || opposites::is_time_bound(word)
+    opposites::place_of(word).is_some()
+        || opposites::is_time_bound(word)
+        || opposites::is_period_noun(word)
 }
 
 /// The letters of single letters joined by dots ("u.s", "p.m", "j.r"),

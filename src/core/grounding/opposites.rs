@@ -10,6 +10,7 @@
 
 use std::sync::LazyLock;
 
+use super::lexicon::letters_before;
 use super::memo::Folder;
 use crate::core::terms::{Table, ascii_word};
 
@@ -196,6 +197,68 @@ pub(super) fn place_of_term(
         }),
         None => place_of(written),
     }
+}
+
+/// The nouns of the periods, and the adverb each is read as after "a",
+/// "per", "each" or "every" in a claim ("£5 a month" is "monthly").
+const PERIOD_NOUNS: [(&str, &str); 4] = [
+    ("day", "daily"),
+    ("week", "weekly"),
+    ("month", "monthly"),
+    ("year", "yearly"),
+];
+
+/// Whether `word` is a noun of [`PERIOD_NOUNS`], any case: the word memo
+/// marks it, so that a claim holding one is read by [`period_of`].
+pub(super) fn is_period_noun(word: &[u8]) -> bool {
+    PERIOD_NOUNS
+        .iter()
+        .any(|(noun, _)| word.eq_ignore_ascii_case(noun.as_bytes()))
+}
+
+/// Where the claim word at `at..at + len` of `text` stands among the
+/// periods when it is a period's noun said as a rate: after "per",
+/// "each" or "every", or after "a" that follows an amount or "once",
+/// "twice", "times" ("£5 a month", "4.5% a year", "twice a week":
+/// "monthly", "yearly", "weekly"); `None` for any other word ("in the
+/// year 2020", "within a year", "five years").
+pub(super) fn period_of(text: &[u8], at: usize, len: usize) -> Option<Place> {
+    let word = &text[at..at + len];
+    let (_, adverb) = PERIOD_NOUNS
+        .iter()
+        .find(|(noun, _)| word.eq_ignore_ascii_case(noun.as_bytes()))?;
+    let before = letters_before(text, at);
+    let rate = if before.eq_ignore_ascii_case(b"a") {
+        // The text before "a", to the space before it.
+        let a = before.as_ptr() as usize - text.as_ptr() as usize;
+        let prior = text[..a].trim_ascii_end();
+        let from = prior.iter().rposition(|&b| b == b' ').map_or(0, |p| p + 1);
+        let prior = &prior[from..];
+        // An amount, with its sign and scale ("£5", "4.5%", "$2bn", "£5m").
+        let amount = prior.iter().rposition(u8::is_ascii_digit).is_some_and(|d| {
+            let unit = &prior[d + 1..];
+            unit.is_empty()
+                || [&b"%"[..], b"m", b"bn", b"k"]
+                    .iter()
+                    .any(|u| unit.eq_ignore_ascii_case(u))
+        });
+        amount
+            || [
+                &b"once"[..],
+                b"twice",
+                b"times",
+                b"thousand",
+                b"million",
+                b"billion",
+            ]
+            .iter()
+            .any(|w| prior.eq_ignore_ascii_case(w))
+    } else {
+        [&b"per"[..], b"each", b"every"]
+            .iter()
+            .any(|w| before.eq_ignore_ascii_case(w))
+    };
+    rate.then(|| place_of(adverb.as_bytes())).flatten()
 }
 
 /// Whether a source states `place`'s classes by a word's stem alone: the

@@ -2105,7 +2105,10 @@ fn opposed_word(
         }
         let mut place_of =
             |u: &Term| opposites::place_of_term(&bytes[u.at..u.at + u.len], u.id, ids, folder);
-        let Some(place) = place_of(t) else {
+        // A period's noun said as a rate ("£5 a month") is judged as its
+        // adverb, but says no class of its own against the claim's other
+        // words: only the words of the sets do.
+        let Some(place) = place_of(t).or_else(|| opposites::period_of(bytes, t.at, t.len)) else {
             continue;
         };
         let said = said.get_or_insert_with(|| {

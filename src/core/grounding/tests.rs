@@ -1318,6 +1318,22 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The merger was blocked by regulators in June.",
             "block",
         ),
+        // A period's noun said as a rate is its adverb.
+        (
+            "The account costs £5 a month[^1].",
+            "The account costs £5 a year.",
+            "yearly",
+        ),
+        (
+            "Interest is paid once a year[^1].",
+            "Interest is paid quarterly.",
+            "quarterly",
+        ),
+        (
+            "The bank earns £5m a year from fees[^1].",
+            "The bank earns £5m a month from fees.",
+            "monthly",
+        ),
         (
             "The bank will close 30 branches next year[^1].",
             "The bank will close 30 branches by last year.",
@@ -1453,6 +1469,15 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The exchange is unregulated.",
         ),
         ("The loan is unsecured[^1].", "The loan is non-secured."),
+        // A period's noun that is no rate is no period.
+        (
+            "The book was published within a year of his death[^1].",
+            "The book was published months after his death.",
+        ),
+        (
+            "The account costs £5 a month[^1].",
+            "The account has a monthly fee of £5.",
+        ),
         (
             "The exchange is unregulated[^1].",
             "The exchange is non regulated.",
