@@ -36,6 +36,7 @@ higher | lower
 highest | lowest
 minimum | maximum
 profit profits profitable gain gains | loss losses unprofitable
+waive waives waived waiving waiver | charge charges charged charging
 approve approves approved approval | reject rejects rejected rejection deny denies denied \
 block blocks blocked blocking veto vetoes vetoed vetoing
 next | last previous

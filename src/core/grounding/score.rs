@@ -2094,8 +2094,11 @@ fn opposed_word(
             continue;
         }
         let after_negation = std::mem::replace(&mut negated, t.negation);
+        // A word its best sentence holds only by another word ("profit"
+        // by its synonym "net") is judged too: the sentence may write its
+        // opposite ("net loss").
         if t.class != TermClass::Word
-            || t.in_best
+            || (t.in_best && t.id == t.own)
             || t.negation
             || after_negation
             || !t.opposing

@@ -1318,6 +1318,18 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The merger was blocked by regulators in June.",
             "block",
         ),
+        (
+            "The fee is waived for the first year[^1].",
+            "The fee is charged from the first year.",
+            "charge",
+        ),
+        // Held by its best sentence only through a synonym ("profit" by
+        // "net"), a word is still judged.
+        (
+            "The bank reported a net profit of $3bn[^1].",
+            "The bank reported a net loss of $3bn.",
+            "loss",
+        ),
         // A period's noun said as a rate is its adverb.
         (
             "The account costs £5 a month[^1].",
