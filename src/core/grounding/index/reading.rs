@@ -236,21 +236,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if info.is_spelled() {
             info = self.at.spelled_number(self.folder, info, w, off);
         }
-        // A summary is replayed for any answer: it holds every term
-        // (each once: deduplicated at the end).
-        if RECORD {
-            self.summary.terms.push(info.id());
-        }
-        let slot = self.wanted.mark(info.id(), self.marks);
+        let slot = self.mark(info);
         let want = slot.is_some();
-        if let Some(s) = slot {
-            // Stems only: equal surfaces have equal stems.
-            if self.bank == 0 {
-                self.marks[s].mask |= self.bit;
-            } else {
-                *self.table.entry(info.key()) |= self.bit;
-            }
-        }
         if info.qualifier() {
             self.sentences[sentence as usize].1 |= if qualifiers::is_rank_word(w) {
                 RANKS
@@ -299,6 +286,38 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
             }
             self.pending = passes_negation_on(w);
         }
+        self.list_in(info, slot, sentence);
+        (
+            (!info.number() && info.dotted()).then_some((now, before)),
+            info.negation(),
+        )
+    }
+
+    /// Marks the term `info` as in the source, stop words too; its slot
+    /// among the wanted terms, if the claims want it.
+    #[inline(always)]
+    fn mark(&mut self, info: Packed) -> Option<usize> {
+        // A summary is replayed for any answer: it holds every term
+        // (each once: deduplicated at the end).
+        if RECORD {
+            self.summary.terms.push(info.id());
+        }
+        let slot = self.wanted.mark(info.id(), self.marks);
+        if let Some(s) = slot {
+            // Stems only: equal surfaces have equal stems.
+            if self.bank == 0 {
+                self.marks[s].mask |= self.bit;
+            } else {
+                *self.table.entry(info.key()) |= self.bit;
+            }
+        }
+        slot
+    }
+
+    /// Lists `sentence` among the sentences of the content term `info`,
+    /// at `slot` among the wanted terms ([`Reading::mark`]).
+    #[inline(always)]
+    fn list_in(&mut self, info: Packed, slot: Option<usize>, sentence: u32) {
         if RECORD {
             self.summary
                 .postings
@@ -307,19 +326,16 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         if let Some(s) = slot {
             list(&mut self.marks[s], self.postings, sentence);
         }
-        (
-            (!info.number() && info.dotted()).then_some((now, before)),
-            info.negation(),
-        )
     }
 
     /// The words of a phrase read as another verb ("stepped down", read
-    /// "resign"), held in their place too, so that what found them before
-    /// still does: the verb paired with the content word `before` it
-    /// ("paid $5m" against "paid back $5m"), and, as a dotted word's whole
-    /// is, with the next one, or the particle instead when it is a content
-    /// word ("place in Samsun" out of "took place in Samsun"). Kept out of
-    /// the loop.
+    /// "resign"), held in their place too, as the reader holds any word,
+    /// so that what found them before still does: the verb paired with
+    /// the content word `before` it ("paid $5m" against "paid back $5m"),
+    /// and, as a dotted word's whole is, with the next one, or the particle
+    /// instead when it is a content word ("place in Samsun" out of "took
+    /// place in Samsun"); a particle that is a stop word ("down") is marked
+    /// and no more. Kept out of the loop.
     #[cold]
     #[inline(never)]
     fn words_of_phrase(
@@ -332,7 +348,8 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         alt: &mut Option<Prior>,
     ) {
         let (verb, len) = (self.folder.fold_packed(w, ascii), w.len());
-        let slot = self.hold_alone(verb, sentence);
+        let slot = self.mark(verb);
+        self.list_in(verb, slot, sentence);
         let v = Prior {
             key: verb.key(),
             wanted: slot.is_some(),
@@ -347,8 +364,9 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
         let bytes = self.at.bytes;
         if let Some(particle) = off.and_then(|o| bytes.get(o + len + 1..self.at.address_end)) {
             let p = self.folder.fold_packed(particle, true);
-            let slot = self.hold_alone(p, sentence);
+            let slot = self.mark(p);
             if !p.function() {
+                self.list_in(p, slot, sentence);
                 *alt = Some(Prior {
                     key: p.key(),
                     wanted: slot.is_some(),
@@ -356,27 +374,6 @@ impl<const RECORD: bool> Reading<'_, RECORD> {
                 });
             }
         }
-    }
-
-    /// The term `info` held by `sentence`, with no pair; its slot among
-    /// the wanted terms, if the claims want it.
-    fn hold_alone(&mut self, info: Packed, sentence: u32) -> Option<usize> {
-        if RECORD {
-            self.summary.terms.push(info.id());
-            self.summary
-                .postings
-                .push((info.id(), sentence - self.first));
-        }
-        let slot = self.wanted.mark(info.id(), self.marks);
-        if let Some(s) = slot {
-            if self.bank == 0 {
-                self.marks[s].mask |= self.bit;
-            } else {
-                *self.table.entry(info.key()) |= self.bit;
-            }
-            list(&mut self.marks[s], self.postings, sentence);
-        }
-        slot
     }
 
     /// The "higher" of "5% higher" at `off`, its change ("increase") read
