@@ -38,6 +38,7 @@ WORDS = [
     "www.x.com", "https://a.b/c", "e-mail", "co-founder", "In summary,", "However,",
     "EU", "CEO", "BoE", "SEC", "NASA", "Barclays", "Lloyds", "HSBC", "Bank of England",
     "x", "\u00e9", "\u00dcnal", "stepped down", "took place", "set up", "paid",
+    "larger than", "2 days", "hours", "left",
 ]
 
 SHAPES = ["answer", "source", "both", "claims", "claims2", "sentence"]

@@ -95,11 +95,8 @@ pub(super) fn states_comparison(text: &[u8], at: usize, len: usize, asks: bool) 
     {
         return false;
     }
-    let after = text[at + len..].trim_ascii_start();
-    let than = after.len() >= 4
-        && after[..4].eq_ignore_ascii_case(b"than")
-        && after.get(4).is_none_or(|b| !b.is_ascii_alphanumeric());
-    if than {
+    let after = &text[at + len..];
+    if opens_with_than(after) {
         // "Is it older than …?" asks; it does not state.
         return !asks;
     }
@@ -107,6 +104,25 @@ pub(super) fn states_comparison(text: &[u8], at: usize, len: usize, asks: bool) 
         sentence_close(after),
         None | Some(b'.' | b'!' | b';' | b':')
     )
+}
+
+/// Whether the word at `at..at + len` of `text` is a comparative of the
+/// list with "than" after it ("larger than"): a comparison of two things
+/// whose order a source may state the other way round.
+pub(super) fn compares_than(text: &[u8], at: usize, len: usize) -> bool {
+    (5..=8).contains(&len)
+        && text.get(at..at + len).is_some_and(|word| {
+            PACKED.binary_search(&packed_word(word, 0x20)).is_ok()
+                && opens_with_than(&text[at + len..])
+        })
+}
+
+/// Whether `after`, past spaces, opens with the word "than".
+pub(super) fn opens_with_than(after: &[u8]) -> bool {
+    let after = after.trim_ascii_start();
+    after.len() >= 4
+        && after[..4].eq_ignore_ascii_case(b"than")
+        && after.get(4).is_none_or(|b| !b.is_ascii_alphanumeric())
 }
 
 /// The first byte of `after` past citation markers (`[^2]`), closing

@@ -23,7 +23,10 @@ use crate::core::terms::{Table, ascii_word};
 /// stem and writes one of the class's words: "employs" holds the stem of
 /// "employer", "regulators" that of "regulated", "a fire" that of
 /// "fired", and none states anything. The changes and the periods are
-/// stated by stem alone (see [`stated_by_stem`]).
+/// stated by stem alone (see [`stated_by_stem`]). The units of time of the
+/// last set are a claim's only after a number ("2 hours" against "2
+/// days"; see [`is_duration`]): alone they name no length ("in recent
+/// years", "day to day").
 const SETS: &str = "\
 increase increases increased increasing rise rises rising rose risen grow grows grew grown \
 growing climb climbs climbed jump jumps jumped surge surges surged soar soars soared raise \
@@ -31,8 +34,10 @@ raises raised hike hikes hiked boost boosts boosted gained rallied expand expand
 expanding doubled doubling tripled tripling quadrupled | decrease decreases decreased decreasing \
 decline declines declined declining falls fell fallen falling drop drops dropped dropping \
 plunge plunges plunged slump slumps slumped tumble tumbles tumbled shrink shrinks shrank \
-shrunk cut cuts reduce reduces reduced lowered slash slashes slashed halved halving
+shrunk cut cuts reduce reduces reduced lowered slash slashes slashed halved halving lost
 higher | lower
+beat beats beaten | missed misses
+majority | minority
 highest | lowest
 minimum | maximum
 profit profits profitable gain gains | loss losses unprofitable
@@ -108,9 +113,12 @@ audited | unaudited
 listed | unlisted
 liquid | illiquid
 hired | fired
-opened | closed
+open opens opened | closed
+join joins joined joining | left depart departs departed departing
+enter enters entered entering | exit exits exited exiting
 incoming | outgoing
-male | female";
+male | female
+hour hours | day days | week weeks | month months | year years";
 
 /// A word's place in [`SETS`]: its set and its class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,6 +277,16 @@ pub(super) fn period_of(text: &[u8], at: usize, len: usize) -> Option<Place> {
 pub(super) fn stated_by_stem(place: Place) -> bool {
     place.set == CHANGE.set || place.set == PERIODS.set
 }
+
+/// Whether `place` is of the units of time, which a claim states only
+/// right after a number ("30 days", "two-year").
+pub(super) fn is_duration(place: Place) -> bool {
+    place.set == DURATIONS.set
+}
+
+/// The place of "hour": its set is the units of time.
+static DURATIONS: LazyLock<Place> =
+    LazyLock::new(|| place_of(b"hour").expect("\"hour\" is in the sets"));
 
 /// The place of "daily": its set is the periods'.
 static PERIODS: LazyLock<Place> =

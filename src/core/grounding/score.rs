@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 
 use super::both;
 use super::claims::claim_spans;
-use super::comparisons::states_comparison;
+use super::comparisons::{compares_than, opens_with_than, states_comparison};
 use super::index::{
     CAPITAL, Case, Cited, IN_BEST, IN_BEST_TWO, Like, NEGATED, Placed, SourceIndex, asks_question,
     has_question, pair_hash,
@@ -1158,6 +1158,18 @@ impl Judge<'_> {
         } else {
             None
         };
+        // "Lloyds is larger than Barclays" against "Barclays is larger
+        // than Lloyds": every word found, in the other order.
+        if !broken && !asks && misattributed.is_none() && pairs.0 < pairs.1 {
+            misattributed = reversed_comparison(
+                answer,
+                terms,
+                (cover.first, cover.second),
+                (cited, sources),
+                (index, folder),
+                (relation_budget, steps),
+            );
+        }
         // "Both Eatza Pizza and Your Pie were founded in Arizona": said of
         // each name, which a claim whose pairs are all side by side in a
         // source is.
@@ -2089,7 +2101,7 @@ fn opposed_word(
     // judged once, and a claim that repeats "5% higher" stays linear.
     let mut said: Option<opposites::Places> = None;
     let mut judged = opposites::Places::new();
-    for t in terms {
+    for (i, t) in terms.iter().enumerate() {
         if t.class == TermClass::Function {
             continue;
         }
@@ -2111,7 +2123,21 @@ fn opposed_word(
         // A period's noun said as a rate ("£5 a month") is judged as its
         // adverb, but says no class of its own against the claim's other
         // words: only the words of the sets do.
-        let Some(place) = place_of(t).or_else(|| opposites::period_of(bytes, t.at, t.len)) else {
+        let place = match place_of(t) {
+            // A unit of time is a length only right after a number, and
+            // one the best sentence holds: a sentence without the number
+            // ("24-hour" against "its 400th year") states another length.
+            Some(p) if opposites::is_duration(p) => opposites::period_of(bytes, t.at, t.len)
+                .or_else(|| {
+                    let number = i.checked_sub(1).map(|k| &terms[k]);
+                    number
+                        .is_some_and(|n| n.class == TermClass::Number && n.in_best)
+                        .then_some(p)
+                }),
+            Some(p) => Some(p),
+            None => opposites::period_of(bytes, t.at, t.len),
+        };
+        let Some(place) = place else {
             continue;
         };
         let said = said.get_or_insert_with(|| {
@@ -2167,6 +2193,119 @@ fn opposed_word(
         }
     }
     None
+}
+
+/// How many content words on either side of a comparative hold what it
+/// compares ("Mary Pierce is older than Kim Clijsters").
+const COMPARED_WORDS: usize = 8;
+
+/// A comparison "A … larger than B" of the claim that its best two
+/// sentences state the other way round, "B … larger than A": after the
+/// sentence's comparative and "than" stands a word the claim puts before
+/// its own, and before it, in the sentence, the word the claim puts after
+/// its "than" (each within [`COMPARED_WORDS`]). Named as the relation rule
+/// names a rival: the comparative as the source writes it, of the word it
+/// says it of. `None` where a best sentence also states it the claim's way
+/// round. Only the comparative before the claim's first "than" is judged,
+/// and each of its places costs a bounded look, so a claim or a sentence
+/// repeating one stays linear.
+#[inline(never)]
+fn reversed_comparison(
+    answer: &str,
+    terms: &[Term],
+    best: (u32, u32),
+    (cited, sources): (&Markers, &[&str]),
+    (index, folder): (&mut SourceIndex, &mut Folder),
+    (budget, steps): (&mut usize, &mut usize),
+) -> Option<Box<super::Misattributed>> {
+    let bytes = answer.as_bytes();
+    // The claim's first "than", a stop word, and the word before it.
+    let than = terms.iter().position(|u| {
+        u.class == TermClass::Function
+            && u.len == 4
+            && bytes[u.at..u.at + 4].eq_ignore_ascii_case(b"than")
+    })?;
+    let k = than.checked_sub(1)?;
+    let t = &terms[k];
+    if t.class != TermClass::Word || t.negation || !t.in_best || !compares_than(bytes, t.at, t.len)
+    {
+        return None;
+    }
+    let content = |u: &&Term| u.class != TermClass::Function && !u.negation;
+    // The claim's words either side: what it compares with first.
+    let mut compared = terms[k + 1..].iter().filter(content).take(COMPARED_WORDS);
+    let after = compared.next()?;
+    let claim_after: SmallVec<[u32; COMPARED_WORDS]> = compared.map(|u| u.id).collect();
+    let claim_before: SmallVec<[u32; COMPARED_WORDS]> = terms[..k]
+        .iter()
+        .rev()
+        .filter(content)
+        .take(COMPARED_WORDS)
+        .map(|u| u.id)
+        .collect();
+    let mut reversed: Option<super::Misattributed> = None;
+    for &m in cited.iter() {
+        let idx = m as usize - 1;
+        let text = sources[idx].as_bytes();
+        let (placed, places, _) = index.places_of(idx, t.id, (sources, folder, steps), budget)?;
+        for &p in places {
+            let p = p as usize;
+            let sentence = placed[p].sentence;
+            if sentence != best.0 && sentence != best.1 {
+                continue;
+            }
+            let Some(next) = placed.get(p + 1).filter(|n| n.sentence == sentence) else {
+                continue;
+            };
+            let end = (placed[p].at + placed[p].len) as usize;
+            if !text.get(end..next.at as usize).is_some_and(opens_with_than) {
+                continue;
+            }
+            if next.id == after.id {
+                return None;
+            }
+            *steps += 2 * COMPARED_WORDS;
+            let side = |from: usize, to: usize| {
+                placed[from..to.min(placed.len())]
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, q)| q.sentence == sentence)
+                    .map(move |(i, q)| (from + i, q.id))
+            };
+            let subject = side(p.saturating_sub(COMPARED_WORDS), p)
+                .rev()
+                .find(|&(_, id)| id == after.id);
+            // A word on both sides of either comparison ("average
+            // earnings … higher than average earnings") orders nothing.
+            if let Some((q, _)) = subject
+                && reversed.is_none()
+                && claim_before.contains(&next.id)
+                && !claim_after.contains(&next.id)
+                && !side(p + 2, p + 1 + COMPARED_WORDS).any(|(_, id)| id == after.id)
+            {
+                let written = |at: u32, len: u32| {
+                    String::from_utf8_lossy(&text[at as usize..(at + len) as usize]).into_owned()
+                };
+                // A name goes on over the capitalised words right after
+                // it ("Mary Pierce").
+                let mut last = q;
+                while placed[q].case != Case::Lower
+                    && last + 1 < p
+                    && placed[last + 1].case == Case::Name
+                    && placed[last + 1].at == placed[last].at + placed[last].len + 1
+                {
+                    last += 1;
+                }
+                let (from, to) = (placed[q].at, placed[last].at + placed[last].len);
+                reversed = Some(super::Misattributed {
+                    word: written(placed[p].at, placed[p].len),
+                    name: written(from, to - from),
+                    other_name: true,
+                });
+            }
+        }
+    }
+    reversed.map(Box::new)
 }
 
 /// The record's scans of a cited source for a number (or a word bounded

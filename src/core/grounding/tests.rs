@@ -1378,6 +1378,52 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The country's imports of cars grew 5% in 2023, an important change.",
             "import",
         ),
+        (
+            "The bank beat analyst expectations in the quarter[^1].",
+            "The bank missed analyst expectations in the quarter.",
+            "missed",
+        ),
+        (
+            "The fund is open to new investors[^1].",
+            "The fund is closed to new investors.",
+            "closed",
+        ),
+        (
+            "The chief executive joined the board in 2019[^1].",
+            "The chief executive left the board in 2019.",
+            "left",
+        ),
+        (
+            "The bank entered the US market in 2015[^1].",
+            "The bank exited the US market in 2015.",
+            "exit",
+        ),
+        (
+            "The bank gained market share in 2023[^1].",
+            "The bank lost market share in 2023.",
+            "lost",
+        ),
+        (
+            "The majority of branches will close[^1].",
+            "A minority of branches will close.",
+            "minority",
+        ),
+        // A unit of time right after a number is a length.
+        (
+            "Transfers take two hours to clear[^1].",
+            "Transfers take two days to clear.",
+            "day",
+        ),
+        (
+            "The offer lasts for 30 days[^1].",
+            "The offer lasts for 30 months.",
+            "month",
+        ),
+        (
+            "The bank sold a 10-year bond[^1].",
+            "The bank sold a 10-month bond.",
+            "month",
+        ),
     ] {
         assert_eq!(opposed(claim, source), (Some(word), true), "{claim}");
     }
@@ -1481,6 +1527,20 @@ fn a_word_whose_opposite_the_best_sentence_states_is_contradicted() {
             "The exchange is unregulated.",
         ),
         ("The loan is unsecured[^1].", "The loan is non-secured."),
+        // A unit of time after no number names no length.
+        (
+            "The bank has grown its lending for years[^1].",
+            "The bank has grown its lending for months.",
+        ),
+        (
+            "The loan runs for 2 years[^1].",
+            "The loan runs for 2 years, or 24 months.",
+        ),
+        // Nor does one after a number its best sentence lacks.
+        (
+            "The theatre staged a 24-hour performance in 2011[^1].",
+            "In 2011 the theatre staged a performance for its 400th year.",
+        ),
         // A period's noun that is no rate is no period.
         (
             "The book was published within a year of his death[^1].",
@@ -4553,6 +4613,76 @@ fn misattributed(answer: &str, sources: &[&str]) -> (Option<(String, String)>, b
             .map(|m| (m.word.clone(), m.name.clone())),
         c.support.unwrap() < GroundingSettings::default().min_support,
     )
+}
+
+#[test]
+fn a_comparison_its_source_states_the_other_way_round_is_misattributed() {
+    let said = |word: &str, name: &str| Some((word.to_string(), name.to_string()));
+    for (claim, source, word, name) in [
+        (
+            "Lloyds is larger than Barclays[^1].",
+            "Barclays is larger than Lloyds by total assets.",
+            "larger",
+            "Barclays",
+        ),
+        (
+            "Kim Clijsters is older than Mary Pierce[^1].",
+            "Mary Pierce is older than Kim Clijsters.",
+            "older",
+            "Mary Pierce",
+        ),
+        (
+            "Costs grew faster than revenue in 2023[^1].",
+            "In 2023 revenue grew faster than costs.",
+            "faster",
+            "revenue",
+        ),
+        (
+            "The White House is larger than the guest house[^1].",
+            "The President's Guest House is larger than the White House.",
+            "larger",
+            "Guest House",
+        ),
+    ] {
+        assert_eq!(
+            misattributed(claim, &[source]),
+            (said(word, name), true),
+            "{claim}"
+        );
+    }
+    let g = run(
+        "Lloyds is larger than Barclays[^1].",
+        &["Barclays is larger than Lloyds."],
+    );
+    let w = explain::unsupported_detail(0, &g.claims[0]);
+    assert!(
+        w.ends_with("; the source says \"larger\" of \"Barclays\""),
+        "{w}"
+    );
+    for (claim, source) in [
+        // Stated the claim's way round, once of two.
+        (
+            "Revenue grew faster than costs in 2023[^1].",
+            "Costs grew faster than revenue in 2022, but in 2023 revenue grew faster than costs.",
+        ),
+        (
+            "Barclays is larger than Lloyds[^1].",
+            "Barclays is larger than Lloyds.",
+        ),
+        // A word on both sides orders nothing: the claim drops the
+        // source's second "average".
+        (
+            "The average lifetime earnings of an engineer are higher than the lifetime earnings of a player[^1].",
+            "The average lifetime earnings of an engineer are higher than the average lifetime earnings of a player.",
+        ),
+        // Compared with the same thing, in another order of the rest.
+        (
+            "Inflation was higher than expected in March[^1].",
+            "Inflation in March was higher than expected.",
+        ),
+    ] {
+        assert_eq!(misattributed(claim, &[source]).0, None, "{claim}");
+    }
 }
 
 #[test]
