@@ -46,6 +46,10 @@ const PHRASES: &[(&[&str], &str, &str)] = &[
     (&["lay", "lays", "laid", "laying"], "off", "dismiss"),
     (&["put", "puts", "putting"], "forward", "propose"),
     (&["roll", "rolls", "rolled", "rolling"], "out", "launch"),
+    // Not a verb, but read the same way: "free of charge" states that
+    // there is no charge, as "without charge" does, so its "without"
+    // negates the word after it in claims and sources alike.
+    (&["free"], "of", "without"),
 ];
 
 /// Whether the case-folded word `word` is the verb of a phrase: the word
@@ -132,6 +136,7 @@ mod tests {
         );
         assert_eq!(read("passed away.", 6), Some(("die".into(), 11)));
         assert_eq!(read("went public", 4), Some(("list".into(), 11)));
+        assert_eq!(read("free of charge", 4), Some(("without".into(), 7)));
     }
 
     #[test]

@@ -946,6 +946,51 @@ fn negation_is_strict_both_ways() {
 }
 
 #[test]
+fn free_of_a_word_negates_it_as_without_does() {
+    let min = GroundingSettings::default().min_support;
+    // Said either way, the same fee: no negation is missing, and no word
+    // is held only negated against the claim.
+    for (claim, source) in [
+        (
+            "Withdrawals are free of charge[^1].",
+            "Withdrawals are not charged.",
+        ),
+        (
+            "Withdrawals are not charged[^1].",
+            "Withdrawals are free of charge.",
+        ),
+        (
+            "The account is free of fees[^1].",
+            "The account has no fees.",
+        ),
+        (
+            "There is no charge for withdrawals[^1].",
+            "Withdrawals are free of charge.",
+        ),
+    ] {
+        let g = run(claim, &[source]);
+        let c = &g.claims[0];
+        assert!(c.support.unwrap() >= min, "{claim}: {g:?}");
+    }
+    // A claim that drops it, or adds it, is held to it.
+    let g = run(
+        "Withdrawals are charged[^1].",
+        &["Withdrawals are free of charge."],
+    );
+    let c = &g.claims[0];
+    assert!(c.contradicted && c.support.unwrap() < min, "{g:?}");
+    let g = run(
+        "Withdrawals are free of charge[^1].",
+        &["Withdrawals are charged at £2 each."],
+    );
+    let c = &g.claims[0];
+    assert!(c.support.unwrap() < min, "{g:?}");
+    assert!(unsupported_detail(0, c).contains("\"free of\""), "{g:?}");
+    // "free" alone is a word of its own, found in "free of".
+    assert_fully_supported("The account is free[^1].", "The account is free of charge.");
+}
+
+#[test]
 fn a_comparison_the_sources_do_not_state_breaks_the_claim() {
     let dates = "Kim Clijsters was born on 8 June 1983 in Bilzen, Belgium. \
                  Mary Pierce was born on 15 January 1975 in Montreal, Canada.";
