@@ -1213,16 +1213,21 @@ impl Judge<'_> {
     }
 }
 
-/// Whether a stop word of the claim is "both", in any case (one
-/// comparison of four bytes a word).
+/// Whether a stop word of the claim is "both", in any case.
 fn says_both(answer: &str, terms: &[Term]) -> bool {
-    let bytes = answer.as_bytes();
-    terms.iter().any(|t| {
+    stop_word_of_four(answer.as_bytes(), terms, b"both").is_some()
+}
+
+/// Where among the claim's `terms` its first stop word `word` (four
+/// lower-case letters, matched in any case) stands: one comparison of four
+/// bytes a word.
+fn stop_word_of_four(bytes: &[u8], terms: &[Term], word: &[u8; 4]) -> Option<usize> {
+    terms.iter().position(|t| {
         t.class == TermClass::Function
             && t.len == 4
             && bytes.get(t.at..t.at + 4).is_some_and(|w| {
                 u32::from_le_bytes([w[0], w[1], w[2], w[3]]) | 0x2020_2020
-                    == u32::from_le_bytes(*b"both")
+                    == u32::from_le_bytes(*word)
             })
     })
 }
@@ -2220,11 +2225,7 @@ fn reversed_comparison(
 ) -> Option<Box<super::Misattributed>> {
     let bytes = answer.as_bytes();
     // The claim's first "than", a stop word, and the word before it.
-    let than = terms.iter().position(|u| {
-        u.class == TermClass::Function
-            && u.len == 4
-            && bytes[u.at..u.at + 4].eq_ignore_ascii_case(b"than")
-    })?;
+    let than = stop_word_of_four(bytes, terms, b"than")?;
     let k = than.checked_sub(1)?;
     let t = &terms[k];
     if t.class != TermClass::Word || t.negation || !t.in_best || !compares_than(bytes, t.at, t.len)
@@ -2288,8 +2289,9 @@ fn reversed_comparison(
                 };
                 // A name goes on over the capitalised words right after
                 // it ("Mary Pierce").
+                let name_opens = placed[q].case != Case::Lower;
                 let mut last = q;
-                while placed[q].case != Case::Lower
+                while name_opens
                     && last + 1 < p
                     && placed[last + 1].case == Case::Name
                     && placed[last + 1].at == placed[last].at + placed[last].len + 1
